@@ -1,0 +1,111 @@
+"""The hard-won facts of the llm-serving namespace, as constants with their sources.
+
+Plain data, no Pulumi import: the program, the policy pack (``policies/``) and the offline
+tools (``tools/``) all read this module, so a fact is written once.
+
+Sources are named the way ``../shared/spec/prod-stack.md`` names them: a seed commit
+(``000`` .. ``004`` under ``../shared/seeds/``) or a reference manifest
+(``../shared/reference/k8s/apps/llm-serving/*.yaml``).
+
+The annotation keys below are the contract between the components and the policy pack:
+what only a component knows (a Service's declared clients, a parked workload and its
+reason, a server's cold start) is written onto the Kubernetes object, so the pack reaches
+the same verdict on objects from this program and on hand-written manifests that carry
+the same annotations.
+"""
+
+from __future__ import annotations
+
+# --- labels -----------------------------------------------------------------------------
+
+#: Every object carries this label (all seeds).
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+PART_OF_VALUE = "llm-serving"
+
+#: Label that pins a pod to a node (coder.yaml ``nodeSelector``).
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+#: Extended resource name of an NVIDIA card.
+GPU_RESOURCE = "nvidia.com/gpu"
+
+#: Labels KServe puts on the predictor pods of an InferenceService (RawDeployment), beside
+#: the InferenceService's own metadata.labels (reasoning-long-service.yaml selects them).
+KSERVE_ISVC_LABEL = "serving.kserve.io/inferenceservice"
+KSERVE_COMPONENT_LABEL = "component"
+KSERVE_PREDICTOR_COMPONENT = "predictor"
+
+# --- annotations: the component -> policy contract ----------------------------------------
+
+ANNOTATION_PREFIX = "llm-serving.riotpiao.com/"
+
+#: On a Deployment, InferenceService or Service: why it is parked (replicas 0 / no
+#: endpoints on purpose). Its presence is the declaration; the value is the reason.
+#: Source: 000 (clef-serve parked at 0 "to free the only V100"), kustomization (an
+#: InferenceService at zero replicas still reports Ready=True).
+PARKED_ANNOTATION = ANNOTATION_PREFIX + "parked"
+
+#: On a model-server workload: the declared cold start in whole seconds, from pod start
+#: to the health endpoint answering. The startup probe budget must exceed it.
+#: Source: 002 (clef-serve about 4 minutes), coder.yaml (vLLM TP=2 at 256K about 10 min).
+COLD_START_ANNOTATION = ANNOTATION_PREFIX + "cold-start-seconds"
+
+#: On a Service: its declared clients, a JSON list of
+#: ``{"name": str, "namespace": str, "port": int}`` (port = the Service port they call).
+#: Source: 002 networkpolicy.yaml (poimen-memory dropped for 34 days).
+CLIENTS_ANNOTATION = ANNOTATION_PREFIX + "clients"
+
+#: On a model-server workload: the served model names it answers, a JSON list of strings.
+#: Written by the components for readers; the policies derive names from the server's
+#: arguments (``--served-model-name``; candle-vllm: the basename of ``--w``, which is what
+#: its /v1/models reports, seed 001) so plain manifests need not carry it.
+SERVED_NAMES_ANNOTATION = ANNOTATION_PREFIX + "served-model-names"
+
+#: On every object the program renders: the ComponentResource that made it
+#: (``<ClassName>/<component name>``); the preview summary groups objects by it.
+COMPONENT_ANNOTATION = ANNOTATION_PREFIX + "component"
+
+# --- runtime and rollout facts ------------------------------------------------------------
+
+#: Required on every GPU pod; without it libcuda.so is not injected and the server panics
+#: at start ("Unable to dynamically load the cuda shared library"). Source: 001, 003.
+GPU_RUNTIME_CLASS = "nvidia"
+
+#: Every card on the node is allocated, so a RollingUpdate surge pod waits Pending forever
+#: for a card the old pod holds. Source: 001, 003, coder.yaml.
+GPU_ROLLOUT_STRATEGY = "Recreate"
+
+#: A moving tag needs this, or a rebuilt image never reaches the pod. Source: 003.
+MOVING_TAG_PULL_POLICY = "Always"
+
+#: The models PVC, mounted read-only; it holds weights and the fixed candle-vllm binary.
+#: Source: 001, 003.
+MODELS_PVC = "llm-models"
+MODELS_MOUNT_PATH = "/mnt/models"
+
+#: A Memory-backed /dev/shm for pods with more than one card; the 64Mi default shows up as
+#: an init hang or a bus error under NCCL. Source: coder.yaml.
+SHM_MOUNT_PATH = "/dev/shm"
+SHM_SIZE_LIMIT = "8Gi"
+
+#: vLLM on sm_70: FlashInfer's check_cuda_arch raises on 7.0, and FlashInfer /
+#: FlashAttention-2 need sm75+, so Triton serves attention. Source: coder.yaml.
+VLLM_VOLTA_ENV = {
+    "VLLM_USE_FLASHINFER_SAMPLER": "0",
+    "VLLM_ATTENTION_BACKEND": "TRITON_ATTN",
+}
+
+#: The last vLLM image measured to work on worker-1 (torch 2.8.0+cu128, driver 580.159.04);
+#: v0.15.0 failed with an empty arch list and cudaGetDeviceCount error 803. Source: coder.yaml.
+VLLM_IMAGE = (
+    "vllm/vllm-openai:v0.11.0"
+    "@sha256:014a95f21c9edf6abe0aea6b07353f96baa4ec291c427bb1176dc7c93a85845c"
+)
+
+#: The Services' ports: 80 for base URLs without a port, 8080 = the container port.
+#: Source: coder-service.yaml, reasoning-long-service.yaml.
+SERVICE_PORTS = ((80, "http"), (8080, "http-8080"))
+CONTAINER_PORT = 8080
+
+#: Compute capability below which FlashInfer, FlashAttention-2, FP8, INT4 tensor cores and
+#: GatedDeltaNet (fla) kernels are unavailable. Source: coder.yaml, 001.
+VOLTA_COMPUTE_CAPABILITY = "7.0"

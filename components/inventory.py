@@ -1,0 +1,126 @@
+"""The cluster inventory: nodes, their cards and memory. One source of truth.
+
+The stack file holds it under the config key ``llm-serving:cluster``. The program validates
+it with these models, and the policy pack validates the same key with the same models (it
+receives the stack's config from the Pulumi CLI, or from the offline runner, in
+``PULUMI_CONFIG``), so there is no second copy of the inventory.
+
+Plain pydantic, no Pulumi import.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: The config key (within the ``llm-serving`` namespace) that holds the inventory.
+CLUSTER_CONFIG_KEY = "cluster"
+
+_CC_RE = re.compile(r"^\d+\.\d+$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CardSpec(_Strict):
+    """One GPU card model. Defaults: none; every field is a measured fact of the node."""
+
+    product: str = Field(
+        description="Card product name as the device plugin reports it, e.g. Tesla-V100-PCIE-32GB."
+    )
+    memory_mib: int = Field(
+        gt=0, description="Card memory in MiB (V100-32GB: 32768; torch sees 32,501 MiB usable)."
+    )
+    compute_capability: str = Field(
+        description='CUDA compute capability as "major.minor", e.g. "7.0" for V100 (sm_70). Source: 001.'
+    )
+    nvlink: bool = Field(
+        description="Whether cards on the node are linked by NVLink. worker-1: false (PCIe only). Source: 001."
+    )
+    hbm_bandwidth_gb_s: float = Field(
+        gt=0, description="HBM bandwidth in GB/s per card (V100: about 900). Source: 001 header."
+    )
+
+    @field_validator("compute_capability", mode="before")
+    @classmethod
+    def _cc_format(cls, v: object) -> object:
+        if isinstance(v, (int, float)):
+            v = f"{float(v):.1f}"
+        if isinstance(v, str) and not _CC_RE.match(v):
+            raise ValueError('compute capability must be "major.minor", for example "7.0"')
+        return v
+
+    @property
+    def sm(self) -> int:
+        """The compute capability as an integer, 70 for "7.0"."""
+        major, minor = self.compute_capability.split(".")
+        return int(major) * 10 + int(minor)
+
+
+class ReservedCards(_Strict):
+    """Cards on a node held by a workload outside this stack (another namespace, a manual pod)."""
+
+    workload: str = Field(description="Who holds the cards, as it should appear in messages.")
+    cards: int = Field(ge=1, description="Number of nvidia.com/gpu cards held.")
+    reason: str = Field(default="", description="Why they are held; shown in the allocation message.")
+
+
+class Node(_Strict):
+    """One schedulable node and what the scheduler can give from it."""
+
+    name: str = Field(description="Node name = its kubernetes.io/hostname label, e.g. worker-1.")
+    cards: int = Field(ge=0, description="Allocatable nvidia.com/gpu cards on the node (worker-1: 4).")
+    card: Optional[CardSpec] = Field(
+        default=None, description="The card model; required when cards > 0."
+    )
+    allocatable_memory_mib: int = Field(
+        gt=0,
+        description=(
+            "Allocatable host memory in MiB (worker-1: 63,495; a 24Gi request per pod did not "
+            "schedule). Source: coder.yaml."
+        ),
+    )
+    reserved: tuple[ReservedCards, ...] = Field(
+        default=(), description="Cards held by workloads outside the stack; they count as used."
+    )
+
+    @model_validator(mode="after")
+    def _card_required(self) -> "Node":
+        if self.cards > 0 and self.card is None:
+            raise ValueError(f"node {self.name} has {self.cards} cards but no card spec; add card:")
+        held = sum(r.cards for r in self.reserved)
+        if held > self.cards:
+            raise ValueError(
+                f"node {self.name}: reserved cards ({held}) exceed the node's {self.cards} cards"
+            )
+        return self
+
+
+class ClusterInventory(_Strict):
+    """The nodes of the cluster that workloads of this stack may land on."""
+
+    nodes: tuple[Node, ...] = Field(min_length=1, description="The nodes, each named once.")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> "ClusterInventory":
+        seen: set[str] = set()
+        for n in self.nodes:
+            if n.name in seen:
+                raise ValueError(f"node {n.name} is listed twice")
+            seen.add(n.name)
+        return self
+
+    def node(self, name: str) -> Optional[Node]:
+        """The node called ``name``, or None."""
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        return None
+
+    @property
+    def max_cards(self) -> int:
+        """The most cards any one node has."""
+        return max((n.cards for n in self.nodes), default=0)

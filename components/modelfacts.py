@@ -1,0 +1,257 @@
+"""Model facts as typed data, a small catalog of the user's public models, and model entries.
+
+A stack names its models under the config key ``llm-serving:models``: a map from a model key
+(what workloads refer to) to a :class:`ModelEntry`, which gives the model's facts one of
+three ways: a ``catalog`` name (see :data:`CATALOG`), inline ``facts``, or a ``config_json``
+file (a Hugging Face config.json). ``hf_id`` and ``weights_path`` are how the policy pack
+recognises the model in a server's arguments (vLLM ``--model``, candle-vllm ``--w``).
+
+Plain pydantic, no Pulumi import; the program, the policy pack and the capacity estimator
+(:mod:`components.capacity`) read it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: The config key (within the ``llm-serving`` namespace) that holds the model entries.
+MODELS_CONFIG_KEY = "models"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Quantization(_Strict):
+    """How the checkpoint's linear weights are quantized."""
+
+    method: Literal["gptq", "awq", "fp8", "compressed-tensors", "marlin", "bitsandbytes"] = Field(
+        description="Quantization method as vLLM's --quantization names it."
+    )
+    bits: int = Field(ge=1, le=16, description="Bits per quantized weight (GPTQ Int4: 4).")
+    group_size: int = Field(default=128, ge=-1, description="Quantization group size (-1: per channel).")
+
+
+class ModelFacts(_Strict):
+    """Architecture facts of one checkpoint, in the names of Hugging Face config.json.
+
+    Shapes are counts; ``head_dim`` is per head. ``full_attention_layers`` is set for hybrid
+    models only: those layers hold a KV cache, the others (linear attention / GatedDeltaNet)
+    hold a fixed recurrent state per sequence. Source of each catalog entry: the model's
+    published config.json (see :data:`CATALOG`).
+    """
+
+    architecture: str = Field(description="config.json architectures[0], e.g. Qwen2ForCausalLM.")
+    num_hidden_layers: int = Field(gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_key_value_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0, description="Per-head dimension (hidden_size / heads when not given).")
+    hidden_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0, description="Dense MLP width (MoE: the shared/dense width).")
+    vocab_size: int = Field(gt=0)
+    max_position_embeddings: int = Field(gt=0, description="Native context window in tokens.")
+    parameters: float = Field(gt=0, description="Total parameter count (not billions), e.g. 14.77e9.")
+    torch_dtype: Literal["float16", "bfloat16", "float32"] = Field(
+        default="bfloat16", description="Dtype of the unquantized tensors in the checkpoint."
+    )
+    quantization: Optional[Quantization] = Field(default=None, description="None for a dense checkpoint.")
+    full_attention_layers: Optional[int] = Field(
+        default=None, gt=0, description="Hybrid models: layers with a KV cache. None: every layer."
+    )
+    num_experts: Optional[int] = Field(default=None, gt=0, description="MoE: routed experts a layer.")
+    num_experts_per_tok: Optional[int] = Field(default=None, gt=0, description="MoE: experts a token.")
+    moe_intermediate_size: Optional[int] = Field(default=None, gt=0, description="MoE: expert MLP width.")
+    tie_word_embeddings: bool = Field(default=False)
+
+    @property
+    def kv_layers(self) -> int:
+        """Layers that hold a KV cache (all, unless the model is hybrid)."""
+        return self.full_attention_layers or self.num_hidden_layers
+
+    @property
+    def is_hybrid(self) -> bool:
+        """True when some layers are linear attention (GDN) with a recurrent state."""
+        return self.full_attention_layers is not None and self.full_attention_layers < self.num_hidden_layers
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelFacts":
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"num_attention_heads {self.num_attention_heads} is not a multiple of "
+                f"num_key_value_heads {self.num_key_value_heads}"
+            )
+        if self.full_attention_layers is not None and self.full_attention_layers > self.num_hidden_layers:
+            raise ValueError("full_attention_layers exceeds num_hidden_layers")
+        return self
+
+    def tp_divisibility_problems(self, tp: int) -> list[str]:
+        """Dimensions that do not divide by tensor parallel size ``tp``; empty when TP fits.
+
+        Attention heads, KV heads, intermediate size and vocab must each divide by TP
+        (seed 001: the 14B's 40, 8, 13824, 152064 all divide by 2). Returns messages like
+        ``"num_attention_heads 40 % 3 = 1"``.
+        """
+        problems = []
+        for field in ("num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size"):
+            value = getattr(self, field)
+            if value % tp:
+                problems.append(f"{field} {value} % {tp} = {value % tp}")
+        return problems
+
+
+#: The user's public models, from their published config.json values (Hugging Face model
+#: cards of the named repositories). Keys are the Hugging Face repository ids.
+CATALOG: dict[str, ModelFacts] = {
+    # https://huggingface.co/Qwen/Qwen2.5-Coder-14B-Instruct/blob/main/config.json
+    "Qwen/Qwen2.5-Coder-14B-Instruct": ModelFacts(
+        architecture="Qwen2ForCausalLM",
+        num_hidden_layers=48,
+        num_attention_heads=40,
+        num_key_value_heads=8,
+        head_dim=128,
+        hidden_size=5120,
+        intermediate_size=13824,
+        vocab_size=152064,
+        max_position_embeddings=32768,
+        parameters=14.77e9,
+        torch_dtype="bfloat16",
+    ),
+    # https://huggingface.co/Qwen/Qwen3-30B-A3B-GPTQ-Int4/blob/main/config.json
+    "Qwen/Qwen3-30B-A3B-GPTQ-Int4": ModelFacts(
+        architecture="Qwen3MoeForCausalLM",
+        num_hidden_layers=48,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        head_dim=128,
+        hidden_size=2048,
+        intermediate_size=6144,
+        vocab_size=151936,
+        max_position_embeddings=40960,
+        parameters=30.5e9,
+        torch_dtype="float16",
+        quantization=Quantization(method="gptq", bits=4, group_size=128),
+        num_experts=128,
+        num_experts_per_tok=8,
+        moe_intermediate_size=768,
+    ),
+    # https://huggingface.co/Qwen/Qwen3-Coder-30B-A3B-Instruct/blob/main/config.json (the
+    # architecture), quantized by ModelCloud/Qwen3-Coder-30B-A3B-Instruct-GPTQMODEL-W4A16-A.
+    "ModelCloud/Qwen3-Coder-30B-A3B-Instruct-GPTQMODEL-W4A16-A": ModelFacts(
+        architecture="Qwen3MoeForCausalLM",
+        num_hidden_layers=48,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        head_dim=128,
+        hidden_size=2048,
+        intermediate_size=6144,
+        vocab_size=151936,
+        max_position_embeddings=262144,
+        parameters=30.5e9,
+        torch_dtype="float16",
+        quantization=Quantization(method="gptq", bits=4, group_size=128),
+        num_experts=128,
+        num_experts_per_tok=8,
+        moe_intermediate_size=768,
+    ),
+}
+
+
+class ModelEntry(_Strict):
+    """One model of the stack: how it is recognised and where its facts come from.
+
+    Exactly one of ``catalog``, ``facts`` and ``config_json`` is given.
+    """
+
+    hf_id: Optional[str] = Field(
+        default=None, description="Hugging Face id as vLLM's --model names it, e.g. Qwen/Qwen3-30B-A3B-GPTQ-Int4."
+    )
+    weights_path: Optional[str] = Field(
+        default=None, description="Path of the weights on the models PVC, e.g. /mnt/models/coder-14b-fp16."
+    )
+    catalog: Optional[str] = Field(default=None, description="A key of the built-in catalog.")
+    facts: Optional[ModelFacts] = Field(default=None, description="Facts given inline (clef-flash).")
+    config_json: Optional[str] = Field(
+        default=None, description="Path to a Hugging Face config.json, relative to the stack file."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ModelEntry":
+        given = [k for k in ("catalog", "facts", "config_json") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give the model's facts exactly one way: catalog, facts or config_json "
+                f"(given: {', '.join(given) or 'none'})"
+            )
+        if self.catalog is not None and self.catalog not in CATALOG:
+            raise ValueError(
+                f"catalog {self.catalog!r} is not in the catalog; known: {', '.join(sorted(CATALOG))}"
+            )
+        if self.hf_id is None and self.weights_path is None:
+            raise ValueError("give hf_id or weights_path, so the model can be recognised in a server's arguments")
+        return self
+
+    def resolve(self, base_dir: Optional[Path] = None) -> ModelFacts:
+        """The model's facts. Raises ValueError when config_json cannot be read or parsed."""
+        if self.facts is not None:
+            return self.facts
+        if self.catalog is not None:
+            return CATALOG[self.catalog]
+        path = Path(self.config_json or "")
+        if base_dir is not None and not path.is_absolute():
+            path = base_dir / path
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise ValueError(f"cannot read config_json {path}: {err}") from None
+        return facts_from_config_json(raw)
+
+    def matches(self, model_arg: str) -> bool:
+        """Whether a server's model argument (``--model`` / ``--w``) names this model."""
+        arg = model_arg.rstrip("/")
+        return arg in {x.rstrip("/") for x in (self.hf_id, self.weights_path) if x}
+
+
+def facts_from_config_json(raw: dict) -> ModelFacts:
+    """Build :class:`ModelFacts` from a parsed Hugging Face config.json dict.
+
+    Raises ValueError (with the missing key) when a required field is absent.
+    """
+    text = raw.get("text_config", raw)  # multimodal configs nest the language model
+    try:
+        heads = int(text["num_attention_heads"])
+        hidden = int(text["hidden_size"])
+        layer_types = text.get("layer_types")
+        full = None
+        if isinstance(layer_types, list):
+            full = sum(1 for t in layer_types if t in ("full_attention", "attention"))
+        q = raw.get("quantization_config") or text.get("quantization_config")
+        quant = None
+        if q:
+            quant = Quantization(
+                method=q.get("quant_method", "gptq"), bits=int(q.get("bits", 4)), group_size=int(q.get("group_size", 128))
+            )
+        return ModelFacts(
+            architecture=(raw.get("architectures") or ["unknown"])[0],
+            num_hidden_layers=int(text["num_hidden_layers"]),
+            num_attention_heads=heads,
+            num_key_value_heads=int(text.get("num_key_value_heads", heads)),
+            head_dim=int(text.get("head_dim") or hidden // heads),
+            hidden_size=hidden,
+            intermediate_size=int(text["intermediate_size"]),
+            vocab_size=int(text["vocab_size"]),
+            max_position_embeddings=int(text["max_position_embeddings"]),
+            parameters=float(raw.get("num_parameters") or text.get("num_parameters") or 1),
+            torch_dtype=text.get("torch_dtype", raw.get("torch_dtype", "bfloat16")),
+            quantization=quant,
+            full_attention_layers=full if full and full < int(text["num_hidden_layers"]) else None,
+            num_experts=text.get("num_experts"),
+            num_experts_per_tok=text.get("num_experts_per_tok"),
+            moe_intermediate_size=text.get("moe_intermediate_size"),
+            tie_word_embeddings=bool(text.get("tie_word_embeddings", False)),
+        )
+    except KeyError as err:
+        raise ValueError(f"config.json has no {err.args[0]!r}") from None

@@ -1,0 +1,85 @@
+"""The stack's inventory and models, as the policy pack receives them.
+
+The Pulumi CLI starts a policy pack with the stack's configuration in ``PULUMI_CONFIG``
+(JSON: ``{"llm-serving:cluster": "<json>", ...}``), and pulumi-policy loads it into the
+runtime config before every Analyze / AnalyzeStack call. The offline runner
+(``tools/analyze.py``) starts the pack the same way. This module reads the two keys the
+policies need, ``llm-serving:cluster`` and ``llm-serving:models``, and validates them with the
+program's own models (:mod:`components.inventory`, :mod:`components.modelfacts`): one
+source of truth.
+
+Parsed values are cached by their raw text, so 10,000 Analyze calls parse the inventory once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi.runtime
+
+from components.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from components.modelfacts import MODELS_CONFIG_KEY, ModelEntry, ModelFacts
+
+PROJECT = "llm-serving"
+
+
+class StackConfigError(Exception):
+    """The stack's inventory or models are missing or invalid (message says which key and why)."""
+
+
+@dataclass(frozen=True)
+class Models:
+    """The stack's model entries and their resolved facts, by model key."""
+
+    entries: dict[str, ModelEntry]
+    facts: dict[str, ModelFacts]
+
+    def find(self, model_arg: Optional[str]) -> Optional[tuple[str, ModelFacts]]:
+        """(key, facts) of the model a server argument (``--model`` / ``--w``) names, or None."""
+        if not model_arg:
+            return None
+        for key, entry in self.entries.items():
+            if entry.matches(model_arg):
+                return key, self.facts[key]
+        return None
+
+
+_cache: dict[tuple[str, str], object] = {}
+
+
+def _raw(key: str) -> Optional[str]:
+    return pulumi.runtime.get_config(f"{PROJECT}:{key}")
+
+
+def inventory() -> ClusterInventory:
+    """The validated cluster inventory. Raises :class:`StackConfigError` if absent or invalid."""
+    raw = _raw(CLUSTER_CONFIG_KEY)
+    if raw is None:
+        raise StackConfigError(
+            f"the stack config has no {PROJECT}:{CLUSTER_CONFIG_KEY}; the policy pack needs the "
+            "cluster inventory (nodes, cards, memory) from the stack file"
+        )
+    hit = _cache.get((CLUSTER_CONFIG_KEY, raw))
+    if hit is None:
+        try:
+            hit = ClusterInventory.model_validate(json.loads(raw))
+        except ValueError as err:
+            raise StackConfigError(f"{PROJECT}:{CLUSTER_CONFIG_KEY} is invalid: {err}") from None
+        _cache[(CLUSTER_CONFIG_KEY, raw)] = hit
+    return hit  # type: ignore[return-value]
+
+
+def models() -> Models:
+    """The stack's models with resolved facts; empty when the stack declares none."""
+    raw = _raw(MODELS_CONFIG_KEY) or "{}"
+    hit = _cache.get((MODELS_CONFIG_KEY, raw))
+    if hit is None:
+        try:
+            entries = {k: ModelEntry.model_validate(v) for k, v in json.loads(raw).items()}
+            hit = Models(entries=entries, facts={k: e.resolve() for k, e in entries.items()})
+        except ValueError as err:
+            raise StackConfigError(f"{PROJECT}:{MODELS_CONFIG_KEY} is invalid: {err}") from None
+        _cache[(MODELS_CONFIG_KEY, raw)] = hit
+    return hit  # type: ignore[return-value]

@@ -1,0 +1,562 @@
+"""A normalised, read-only view of the Kubernetes objects the policies judge.
+
+Every policy reads resources through this module, so a Deployment and an InferenceService
+predictor look the same to it: pods with labels, a node, cards, containers, a rollout
+strategy and the component annotations (``components.facts``). It works on the properties
+the analyzer receives (the Pulumi CLI's, the offline runner's from the program, or a plain
+manifest's), which are the manifest itself: ``apiVersion``, ``kind``, ``metadata``, ``spec``.
+Properties may be pulumi-policy proxies, so only the Mapping / Sequence protocols are used.
+
+Nothing here reports a violation; policies decide.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Iterable, Optional
+
+from components import facts
+
+DEPLOYMENT_TYPES = {"kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet"}
+ISVC_TYPE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
+SERVICE_TYPE = "kubernetes:core/v1:Service"
+NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+WORKLOAD_TYPES = DEPLOYMENT_TYPES | {ISVC_TYPE}
+
+
+def type_token(api_version: str, kind: str) -> str:
+    """The Pulumi type token the kubernetes provider uses for ``apiVersion``/``kind``.
+
+    ``v1``/``Service`` -> ``kubernetes:core/v1:Service``; ``apps/v1``/``Deployment`` ->
+    ``kubernetes:apps/v1:Deployment``; a CRD keeps its group: ``kubernetes:serving.kserve.io/v1beta1:InferenceService``.
+    """
+    if "/" not in api_version:
+        api_version = "core/" + api_version
+    return f"kubernetes:{api_version}:{kind}"
+
+
+# --- small readers ------------------------------------------------------------------------
+
+def _m(value: Any) -> Mapping:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _s(value: Any) -> Sequence:
+    return value if isinstance(value, Sequence) and not isinstance(value, str) else ()
+
+
+def plain(value: Any) -> Any:
+    """A deep copy of ``value`` as plain dicts and lists (proxies unwrapped)."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [plain(v) for v in value]
+    return value
+
+
+_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?\d+)?)([a-zA-Z]*)$")
+_SUFFIX = {
+    "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "m": Decimal("0.001"),
+}
+
+
+def quantity(value: Any) -> Optional[Decimal]:
+    """A Kubernetes quantity ("12Gi", "500m", "2", 2) as a Decimal in base units, or None if unparsable."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return Decimal(str(value))
+    match = _QUANTITY_RE.match(str(value).strip())
+    if not match or match.group(2) not in _SUFFIX:
+        return None
+    try:
+        return Decimal(match.group(1)) * _SUFFIX[match.group(2)]
+    except InvalidOperation:
+        return None
+
+
+def mib(value: Any) -> Optional[float]:
+    """A memory quantity in MiB ("12Gi" -> 12288.0), or None."""
+    q = quantity(value)
+    return None if q is None else float(q / (2**20))
+
+
+# --- server arguments ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServerArgs:
+    """The parsed argv of a model server.
+
+    ``flags`` maps each ``--flag`` to the values that followed it (``--a=b`` and ``--a b c``
+    both work; a flag given twice keeps the last). ``raw`` is the argv as written.
+    """
+
+    engine: str  # "vllm" or "candle-vllm"
+    raw: tuple[str, ...]
+    flags: Mapping[str, tuple[str, ...]]
+    positional: tuple[str, ...] = ()
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags
+
+    def get(self, flag: str, default: Optional[str] = None) -> Optional[str]:
+        values = self.flags.get(flag)
+        return values[-1] if values else default
+
+    def values(self, flag: str) -> tuple[str, ...]:
+        return self.flags.get(flag, ())
+
+    @property
+    def model_arg(self) -> Optional[str]:
+        """vLLM ``--model`` (or the positional of ``vllm serve``); candle-vllm ``--w`` (or ``--m``)."""
+        if self.engine == "vllm":
+            return self.get("--model") or (self.positional[0] if self.positional else None)
+        return self.get("--w") or self.get("--m")
+
+    @property
+    def served_model_names(self) -> tuple[str, ...]:
+        """The names clients send as ``model``.
+
+        vLLM: the ``--served-model-name`` values, else the ``--model`` value. candle-vllm:
+        the basename of ``--w`` (its /v1/models reports ``coder-14b-fp16``, seed 001), else ``--m``.
+        """
+        if self.engine == "vllm":
+            names = self.values("--served-model-name")
+            if names:
+                return names
+            return (self.model_arg,) if self.model_arg else ()
+        w = self.get("--w")
+        if w:
+            return (posixpath.basename(w.rstrip("/")),)
+        m = self.get("--m")
+        return (m,) if m else ()
+
+    @property
+    def tensor_parallel(self) -> int:
+        """vLLM ``--tensor-parallel-size`` (default 1); candle-vllm: the count of ``--d`` devices."""
+        if self.engine == "vllm":
+            return _int(self.get("--tensor-parallel-size") or self.get("-tp"), 1)
+        devices = self.get("--d")
+        return len([d for d in devices.split(",") if d.strip()]) if devices else 1
+
+    @property
+    def pipeline_parallel(self) -> int:
+        """vLLM ``--pipeline-parallel-size`` (default 1); candle-vllm has none (1)."""
+        if self.engine == "vllm":
+            return _int(self.get("--pipeline-parallel-size") or self.get("-pp"), 1)
+        return 1
+
+
+def _int(value: Optional[str], default: int) -> int:
+    try:
+        return int(str(value)) if value is not None else default
+    except ValueError:
+        return default
+
+
+def parse_args(engine: str, argv: Iterable[str]) -> ServerArgs:
+    """Parse a server argv into :class:`ServerArgs` (argparse-like, tolerant)."""
+    raw = tuple(str(a) for a in argv)
+    flags: dict[str, tuple[str, ...]] = {}
+    positional: list[str] = []
+    current: Optional[str] = None
+    for token in raw:
+        if token.startswith("-") and len(token) > 1 and not _is_number(token):
+            if "=" in token:
+                name, value = token.split("=", 1)
+                flags[name] = (value,)
+                current = None
+            else:
+                flags[token] = ()
+                current = token
+        elif current is not None:
+            flags[current] = flags[current] + (token,)
+        else:
+            positional.append(token)
+    return ServerArgs(engine=engine, raw=raw, flags=flags, positional=tuple(positional))
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False
+
+
+# --- containers and workloads -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Container:
+    """One container of a pod template, as the policies need it."""
+
+    name: str
+    image: str
+    image_pull_policy: Optional[str]
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: Mapping[str, str]
+    ports: tuple[int, ...]
+    port_names: Mapping[str, int]
+    gpu_request: Optional[Decimal]
+    gpu_limit: Optional[Decimal]
+    memory_request_mib: Optional[float]
+    memory_limit_mib: Optional[float]
+    startup_probe: Optional[Mapping]
+    liveness_probe: Optional[Mapping]
+    readiness_probe: Optional[Mapping]
+    volume_mounts: tuple[Mapping, ...]
+
+    @property
+    def cards(self) -> int:
+        """Cards this container holds: its nvidia.com/gpu limit, else its request (whole cards)."""
+        q = self.gpu_limit if self.gpu_limit is not None else self.gpu_request
+        return int(q) if q is not None else 0
+
+    @property
+    def server(self) -> Optional[ServerArgs]:
+        """The model server this container runs, parsed; None when it is not vLLM or candle-vllm.
+
+        Recognised by image or command: ``vllm-openai`` image or a ``vllm`` / ``vllm.entrypoints``
+        command is vLLM; a ``candle-vllm`` image or command is candle-vllm.
+        """
+        cmd = " ".join(self.command)
+        image = self.image.lower()
+        if "candle-vllm" in image or "candle-vllm" in cmd:
+            return parse_args("candle-vllm", self.args)
+        if "vllm" in image or "vllm" in cmd:
+            argv = list(self.command[1:]) + list(self.args) if self.command else list(self.args)
+            if argv and argv[0] == "serve":
+                argv = argv[1:]
+            argv = [a for a in argv if a not in ("-m", "vllm.entrypoints.openai.api_server")]
+            return parse_args("vllm", argv)
+        return None
+
+
+def _container(raw: Mapping) -> Container:
+    resources = _m(raw.get("resources"))
+    limits = _m(resources.get("limits"))
+    requests = _m(resources.get("requests"))
+    ports: list[int] = []
+    names: dict[str, int] = {}
+    for p in _s(raw.get("ports")):
+        p = _m(p)
+        if isinstance(p.get("containerPort"), (int, float)):
+            ports.append(int(p["containerPort"]))
+            if p.get("name"):
+                names[str(p["name"])] = int(p["containerPort"])
+    env = {}
+    for e in _s(raw.get("env")):
+        e = _m(e)
+        if "name" in e:
+            env[str(e["name"])] = str(e.get("value", ""))
+    return Container(
+        name=str(raw.get("name", "")),
+        image=str(raw.get("image", "")),
+        image_pull_policy=raw.get("imagePullPolicy"),
+        command=tuple(str(c) for c in _s(raw.get("command"))),
+        args=tuple(str(a) for a in _s(raw.get("args"))),
+        env=env,
+        ports=tuple(ports),
+        port_names=names,
+        gpu_request=quantity(requests.get(facts.GPU_RESOURCE)),
+        gpu_limit=quantity(limits.get(facts.GPU_RESOURCE)),
+        memory_request_mib=mib(requests.get("memory")),
+        memory_limit_mib=mib(limits.get("memory")),
+        startup_probe=raw.get("startupProbe"),
+        liveness_probe=raw.get("livenessProbe"),
+        readiness_probe=raw.get("readinessProbe"),
+        volume_mounts=tuple(_m(v) for v in _s(raw.get("volumeMounts"))),
+    )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Pods of one Deployment/StatefulSet or one InferenceService predictor.
+
+    ``replicas`` is the count the scheduler must place: a Deployment's ``spec.replicas``
+    (default 1); an InferenceService's ``maxReplicas`` (else ``minReplicas``, default 1),
+    its replica bound. ``max_surge`` is the extra pods a RollingUpdate starts (0 for Recreate).
+    """
+
+    urn: str
+    type: str
+    kind: str
+    name: str
+    namespace: str
+    replicas: int
+    min_replicas: int
+    pod_labels: Mapping[str, str]
+    node_selector: Mapping[str, str]
+    node_name: Optional[str]
+    runtime_class: Optional[str]
+    containers: tuple[Container, ...]
+    volumes: tuple[Mapping, ...]
+    strategy_type: str
+    max_surge: int
+    annotations: Mapping[str, str]
+    labels: Mapping[str, str]
+
+    @property
+    def display(self) -> str:
+        """``name`` as messages show it."""
+        return self.name
+
+    @property
+    def node(self) -> Optional[str]:
+        """The node the pods are pinned to (``nodeName`` or the hostname nodeSelector), or None."""
+        return self.node_name or self.node_selector.get(facts.HOSTNAME_LABEL)
+
+    @property
+    def cards_per_pod(self) -> int:
+        """nvidia.com/gpu cards one pod holds (sum over containers)."""
+        return sum(c.cards for c in self.containers)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.cards_per_pod > 0
+
+    @property
+    def memory_request_mib(self) -> float:
+        """Host memory one pod requests, MiB (sum over containers; a limit stands in for a missing request)."""
+        total = 0.0
+        for c in self.containers:
+            total += c.memory_request_mib if c.memory_request_mib is not None else (c.memory_limit_mib or 0.0)
+        return total
+
+    @property
+    def parked_reason(self) -> Optional[str]:
+        """The declared reason it is parked (``facts.PARKED_ANNOTATION``), or None."""
+        return self.annotations.get(facts.PARKED_ANNOTATION)
+
+    @property
+    def cold_start_seconds(self) -> Optional[int]:
+        """The declared cold start in seconds (``facts.COLD_START_ANNOTATION``), or None."""
+        value = self.annotations.get(facts.COLD_START_ANNOTATION)
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            return None
+
+    @property
+    def running(self) -> bool:
+        """True when it places at least one pod."""
+        return self.replicas > 0
+
+    @property
+    def servers(self) -> tuple[tuple[Container, ServerArgs], ...]:
+        """(container, parsed args) for each container that runs vLLM or candle-vllm."""
+        out = []
+        for c in self.containers:
+            s = c.server
+            if s is not None:
+                out.append((c, s))
+        return tuple(out)
+
+    def volume(self, name: str) -> Optional[Mapping]:
+        for v in self.volumes:
+            if v.get("name") == name:
+                return v
+        return None
+
+
+def _strategy(kind: str, spec: Mapping) -> tuple[str, int]:
+    """(strategy type, surge pods). ``spec`` is the Deployment spec, or the ISVC predictor."""
+    raw = _m(spec.get("deploymentStrategy")) if kind == "InferenceService" else _m(spec.get("strategy"))
+    if kind == "StatefulSet":
+        raw = _m(spec.get("updateStrategy"))
+        return str(raw.get("type", "RollingUpdate")), 0
+    stype = str(raw.get("type", "RollingUpdate"))
+    if stype == "Recreate":
+        return stype, 0
+    surge = _m(raw.get("rollingUpdate")).get("maxSurge", "25%")
+    if isinstance(surge, str) and surge.endswith("%"):
+        # A percentage rounds up: any non-zero percentage of >=1 replica surges at least one pod.
+        pct = _int(surge[:-1], 25)
+        return stype, 1 if pct > 0 else 0
+    return stype, _int(str(surge), 1)
+
+
+def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Workload]:
+    """The :class:`Workload` of a Deployment, StatefulSet or InferenceService; None for other types."""
+    if resource_type not in WORKLOAD_TYPES:
+        return None
+    meta = _m(props.get("metadata"))
+    spec = _m(props.get("spec"))
+    kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
+    name = str(meta.get("name", ""))
+    labels = {str(k): str(v) for k, v in _m(meta.get("labels")).items()}
+    annotations = {str(k): str(v) for k, v in _m(meta.get("annotations")).items()}
+    if resource_type == ISVC_TYPE:
+        pod = _m(spec.get("predictor"))
+        min_r = _int(str(pod.get("minReplicas")) if pod.get("minReplicas") is not None else None, 1)
+        max_r = pod.get("maxReplicas")
+        replicas = max(min_r, _int(str(max_r), min_r)) if max_r is not None else min_r
+        pod_labels = dict(labels)
+        pod_labels.update({str(k): str(v) for k, v in _m(_m(pod.get("labels"))).items()})
+        pod_labels[facts.KSERVE_ISVC_LABEL] = name
+        pod_labels[facts.KSERVE_COMPONENT_LABEL] = facts.KSERVE_PREDICTOR_COMPONENT
+        pod_labels["app"] = f"isvc.{name}-predictor"
+        pod_spec = pod
+    else:
+        replicas = _int(str(spec.get("replicas")) if spec.get("replicas") is not None else None, 1)
+        min_r = replicas
+        template = _m(spec.get("template"))
+        pod_labels = {str(k): str(v) for k, v in _m(_m(template.get("metadata")).get("labels")).items()}
+        pod_spec = _m(template.get("spec"))
+    stype, surge = _strategy(kind, pod_spec if resource_type == ISVC_TYPE else spec)
+    return Workload(
+        urn=urn,
+        type=resource_type,
+        kind=kind,
+        name=name,
+        namespace=str(meta.get("namespace", "default")),
+        replicas=replicas,
+        min_replicas=min_r,
+        pod_labels=pod_labels,
+        node_selector={str(k): str(v) for k, v in _m(pod_spec.get("nodeSelector")).items()},
+        node_name=pod_spec.get("nodeName"),
+        runtime_class=pod_spec.get("runtimeClassName"),
+        containers=tuple(_container(_m(c)) for c in _s(pod_spec.get("containers"))),
+        volumes=tuple(_m(v) for v in _s(pod_spec.get("volumes"))),
+        strategy_type=stype,
+        max_surge=surge,
+        annotations=annotations,
+        labels=labels,
+    )
+
+
+# --- Services and NetworkPolicies -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Client:
+    """A declared client of a Service (``facts.CLIENTS_ANNOTATION``)."""
+
+    name: str
+    namespace: str
+    port: int
+
+
+@dataclass(frozen=True)
+class ServicePort:
+    name: str
+    port: int
+    target_port: Any  # int or a named port
+    protocol: str
+
+
+@dataclass(frozen=True)
+class Service:
+    urn: str
+    name: str
+    namespace: str
+    selector: Mapping[str, str]
+    ports: tuple[ServicePort, ...]
+    annotations: Mapping[str, str]
+    clients: tuple[Client, ...]
+    clients_error: Optional[str] = None
+
+    @property
+    def parked_reason(self) -> Optional[str]:
+        return self.annotations.get(facts.PARKED_ANNOTATION)
+
+
+def service(resource_type: str, props: Mapping, urn: str = "") -> Optional[Service]:
+    """The :class:`Service` view of a core/v1 Service; None for other types.
+
+    ``clients_error`` is set (and ``clients`` empty) when the clients annotation is not valid JSON
+    of the documented shape.
+    """
+    if resource_type != SERVICE_TYPE:
+        return None
+    meta = _m(props.get("metadata"))
+    spec = _m(props.get("spec"))
+    annotations = {str(k): str(v) for k, v in _m(meta.get("annotations")).items()}
+    clients: list[Client] = []
+    error = None
+    raw = annotations.get(facts.CLIENTS_ANNOTATION)
+    if raw:
+        try:
+            for c in json.loads(raw):
+                clients.append(Client(name=str(c["name"]), namespace=str(c["namespace"]), port=int(c["port"])))
+        except (ValueError, TypeError, KeyError) as err:
+            clients, error = [], f"{facts.CLIENTS_ANNOTATION} is not a JSON list of {{name, namespace, port}}: {err}"
+    ports = tuple(
+        ServicePort(
+            name=str(_m(p).get("name", "")),
+            port=_int(str(_m(p).get("port")), 0),
+            target_port=_m(p).get("targetPort", _m(p).get("port")),
+            protocol=str(_m(p).get("protocol", "TCP")),
+        )
+        for p in _s(spec.get("ports"))
+    )
+    return Service(
+        urn=urn,
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "default")),
+        selector={str(k): str(v) for k, v in _m(spec.get("selector")).items()},
+        ports=ports,
+        annotations=annotations,
+        clients=tuple(clients),
+        clients_error=error,
+    )
+
+
+def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    """A Service-style equality selector matches ``labels`` (an empty selector matches nothing)."""
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def label_selector_matches(selector: Mapping, labels: Mapping[str, str]) -> bool:
+    """A metav1.LabelSelector (matchLabels + matchExpressions) matches ``labels``; ``{}`` matches all."""
+    selector = _m(selector)
+    for k, v in _m(selector.get("matchLabels")).items():
+        if labels.get(str(k)) != str(v):
+            return False
+    for expr in _s(selector.get("matchExpressions")):
+        expr = _m(expr)
+        key, op = str(expr.get("key")), str(expr.get("operator"))
+        values = {str(v) for v in _s(expr.get("values"))}
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Every workload, Service and NetworkPolicy of a stack, by kind."""
+
+    workloads: tuple[Workload, ...]
+    services: tuple[Service, ...]
+    network_policies: tuple[tuple[str, Mapping], ...]  # (urn, props)
+
+
+def stack_view(resources: Iterable[Any]) -> Stack:
+    """Build a :class:`Stack` from pulumi-policy ``PolicyResource`` objects (anything with
+    ``resource_type``, ``props`` and ``urn``). Other resource types are ignored."""
+    workloads, services, netpols = [], [], []
+    for r in resources:
+        t = r.resource_type
+        if t in WORKLOAD_TYPES:
+            w = workload(t, r.props, r.urn)
+            if w is not None:
+                workloads.append(w)
+        elif t == SERVICE_TYPE:
+            s = service(t, r.props, r.urn)
+            if s is not None:
+                services.append(s)
+        elif t == NETWORK_POLICY_TYPE:
+            netpols.append((r.urn, r.props))
+    return Stack(tuple(workloads), tuple(services), tuple(netpols))

@@ -1,0 +1,101 @@
+"""Run policies in-process on manifests, the way the pack's analyzer servicer calls them.
+
+Fast enough for one test per fixture. It builds the same argument objects pulumi-policy's
+servicer builds (``ResourceValidationArgs`` per resource, ``StackValidationArgs`` with every
+resource), with properties behind pulumi-policy's unknown-checking proxy, and loads the
+stack config into the Pulumi runtime config as the servicer does from ``PULUMI_CONFIG``.
+End-to-end runs of the real pack process over gRPC are in ``tests/test_analyze_grpc.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import pulumi.runtime
+import yaml
+from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
+from pulumi_policy.policy import PolicyResource, PolicyResourceOptions, ResourceValidationArgs, StackValidationArgs
+from pulumi_policy.proxy import unknown_checking_proxy
+
+from tools.manifests import Resource, load_manifest_dir, load_stack_file, resources_from_documents
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "policies" / "fixtures"
+#: The inventory and models every fixture uses unless its directory has its own stack file.
+DEFAULT_STACK_FILE = FIXTURES / "Pulumi.fixture.yaml"
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    message: str
+    urn: str
+
+
+def use_stack_config(config: dict[str, Any]) -> None:
+    """Load a stack file's ``config:`` map into the Pulumi runtime config (as PULUMI_CONFIG would)."""
+    for key, value in config.items():
+        pulumi.runtime.set_config(key, value if isinstance(value, str) else json.dumps(value))
+
+
+def _opts() -> PolicyResourceOptions:
+    return PolicyResourceOptions(False, [], None, [], None, [], None)
+
+
+def run_policy(policy, resources: Iterable[Resource], policy_config: Optional[dict] = None) -> list[Violation]:
+    """Violations ``policy`` reports on ``resources`` (stack config must be loaded first)."""
+    found: list[Violation] = []
+
+    def report(message: str, urn: Optional[str] = None) -> None:
+        found.append(Violation(policy.name, message, urn or ""))
+
+    resources = list(resources)
+    if isinstance(policy, ResourceValidationPolicy):
+        for r in resources:
+            args = ResourceValidationArgs(
+                r.type, unknown_checking_proxy(json.loads(json.dumps(r.props))), r.urn, r.name, _opts(), None, policy_config
+            )
+            policy.validate(args, report)
+    elif isinstance(policy, StackValidationPolicy):
+        prs = [
+            PolicyResource(r.type, unknown_checking_proxy(json.loads(json.dumps(r.props))), r.urn, r.name, _opts(), None, None, [], {})
+            for r in resources
+        ]
+        policy.validate(StackValidationArgs(prs, policy_config), report)
+    else:  # pragma: no cover - a new policy class would need handling here
+        raise TypeError(f"unknown policy class {type(policy).__name__}")
+    return found
+
+
+def fixture_cases(policy_name: str, verdict: str) -> list[Path]:
+    """The fixture files of ``policies/fixtures/<policy_name>/<verdict>/`` (verdict: allowed|disallowed)."""
+    return sorted((FIXTURES / policy_name / verdict).glob("*.yaml"))
+
+
+def expectations(case: Path) -> list[str]:
+    """The ``# expect: <substring>`` lines at the top of a fixture file."""
+    out = []
+    for line in case.read_text().splitlines():
+        if line.startswith("# expect:"):
+            out.append(line.split(":", 1)[1].strip())
+    return out
+
+
+def stack_file_for(case: Path) -> Path:
+    """The fixture's stack file: ``<policy dir>/Pulumi.fixture.yaml`` if present, else the default."""
+    own = case.parent.parent / "Pulumi.fixture.yaml"
+    return own if own.exists() else DEFAULT_STACK_FILE
+
+
+def run_fixture(policy, case: Path) -> list[Violation]:
+    """Load the fixture's stack config and run ``policy`` on its manifests."""
+    use_stack_config(load_stack_file(stack_file_for(case)))
+    return run_policy(policy, load_manifest_dir(case, stack="fixture"))
+
+
+def manifests(text: str) -> list[Resource]:
+    """Resources from inline YAML (tests that build a case in code)."""
+    return resources_from_documents(list(yaml.safe_load_all(text)), stack="test")
