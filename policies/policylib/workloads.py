@@ -153,11 +153,19 @@ class ServerArgs:
         return 1
 
 
-def _int(value: Optional[str], default: int) -> int:
-    try:
-        return int(str(value)) if value is not None else default
-    except ValueError:
+def _int(value: Any, default: int) -> int:
+    """A whole number from an int, a whole float or numeric text; ``default`` otherwise.
+
+    Over the analyzer protocol every number is a protobuf double, so ``replicas: 0`` arrives
+    as ``0.0``; it must read as 0, not fall back to the default.
+    """
+    if value is None or isinstance(value, bool):
         return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return int(number) if number.is_integer() else default
 
 
 def parse_args(engine: str, argv: Iterable[str]) -> ServerArgs:
@@ -247,10 +255,11 @@ def _container(raw: Mapping) -> Container:
     names: dict[str, int] = {}
     for p in _s(raw.get("ports")):
         p = _m(p)
-        if isinstance(p.get("containerPort"), (int, float)):
-            ports.append(int(p["containerPort"]))
+        port = _int(p.get("containerPort"), 0)
+        if port:
+            ports.append(port)
             if p.get("name"):
-                names[str(p["name"])] = int(p["containerPort"])
+                names[str(p["name"])] = port
     env = {}
     for e in _s(raw.get("env")):
         e = _m(e)
@@ -302,6 +311,7 @@ class Workload:
     max_surge: int
     annotations: Mapping[str, str]
     labels: Mapping[str, str]
+    init_containers: tuple[Container, ...] = ()
 
     @property
     def display(self) -> str:
@@ -315,8 +325,9 @@ class Workload:
 
     @property
     def cards_per_pod(self) -> int:
-        """nvidia.com/gpu cards one pod holds (sum over containers)."""
-        return sum(c.cards for c in self.containers)
+        """nvidia.com/gpu cards one pod holds: the sum over its containers, or the largest
+        init container's if that is more (the scheduler's effective request)."""
+        return max([sum(c.cards for c in self.containers)] + [c.cards for c in self.init_containers])
 
     @property
     def is_gpu(self) -> bool:
@@ -380,7 +391,7 @@ def _strategy(kind: str, spec: Mapping) -> tuple[str, int]:
         # A percentage rounds up: any non-zero percentage of >=1 replica surges at least one pod.
         pct = _int(surge[:-1], 25)
         return stype, 1 if pct > 0 else 0
-    return stype, _int(str(surge), 1)
+    return stype, _int(surge, 1)
 
 
 def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Workload]:
@@ -395,9 +406,9 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
     annotations = {str(k): str(v) for k, v in _m(meta.get("annotations")).items()}
     if resource_type == ISVC_TYPE:
         pod = _m(spec.get("predictor"))
-        min_r = _int(str(pod.get("minReplicas")) if pod.get("minReplicas") is not None else None, 1)
+        min_r = _int(pod.get("minReplicas"), 1)
         max_r = pod.get("maxReplicas")
-        replicas = max(min_r, _int(str(max_r), min_r)) if max_r is not None else min_r
+        replicas = max(min_r, _int(max_r, min_r)) if max_r is not None else min_r
         pod_labels = dict(labels)
         pod_labels.update({str(k): str(v) for k, v in _m(_m(pod.get("labels"))).items()})
         pod_labels[facts.KSERVE_ISVC_LABEL] = name
@@ -405,7 +416,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         pod_labels["app"] = f"isvc.{name}-predictor"
         pod_spec = pod
     else:
-        replicas = _int(str(spec.get("replicas")) if spec.get("replicas") is not None else None, 1)
+        replicas = _int(spec.get("replicas"), 1)
         min_r = replicas
         template = _m(spec.get("template"))
         pod_labels = {str(k): str(v) for k, v in _m(_m(template.get("metadata")).get("labels")).items()}
@@ -429,6 +440,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         max_surge=surge,
         annotations=annotations,
         labels=labels,
+        init_containers=tuple(_container(_m(c)) for c in _s(pod_spec.get("initContainers"))),
     )
 
 
@@ -490,8 +502,8 @@ def service(resource_type: str, props: Mapping, urn: str = "") -> Optional[Servi
     ports = tuple(
         ServicePort(
             name=str(_m(p).get("name", "")),
-            port=_int(str(_m(p).get("port")), 0),
-            target_port=_m(p).get("targetPort", _m(p).get("port")),
+            port=_int(_m(p).get("port"), 0),
+            target_port=_port_ref(_m(p).get("targetPort", _m(p).get("port"))),
             protocol=str(_m(p).get("protocol", "TCP")),
         )
         for p in _s(spec.get("ports"))
@@ -506,6 +518,13 @@ def service(resource_type: str, props: Mapping, urn: str = "") -> Optional[Servi
         clients=tuple(clients),
         clients_error=error,
     )
+
+
+def _port_ref(value: Any) -> Any:
+    """A targetPort as an int (numbers arrive as doubles over gRPC) or a port name (str)."""
+    if isinstance(value, str) and not value.isdigit():
+        return value
+    return _int(value, 0)
 
 
 def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:

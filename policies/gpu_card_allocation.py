@@ -1,0 +1,134 @@
+"""gpu-card-allocation: the cards asked of each node fit the cards it has.
+
+Rule: per node, the nvidia.com/gpu cards of the running pods (replicas x cards a pod; an
+InferenceService predictor by its replica bound, ``maxReplicas``), plus the surge a
+RollingUpdate starts (``maxSurge`` pods x cards), plus the cards the inventory reserves for
+workloads outside the stack (``Node.reserved``), must not exceed the node's cards.
+
+Sources: spec "The history as test cases" (after 001: 6 of 4 on worker-1, after 003: 7 of 4);
+seed 000 (coder.yaml "requests 2 V100s and never reaches Ready, so it permanently occupies
+half the GPU pool"); seeds 001 / 003 / coder.yaml (a surge pod waits Pending forever for a card
+the old pod holds).
+
+Placement:
+- Pods pinned to a node (``nodeName`` or the ``kubernetes.io/hostname`` nodeSelector) count
+  there. A pod pinned to a node the inventory does not list is its own violation, and is
+  not counted anywhere.
+- Unpinned pods are packed worst-fit decreasing (largest first, each onto the node with the
+  most free cards; :func:`policylib.stack_helpers.allocate`). An unpinned pod that fits on
+  no node is counted on the node with the most free cards, so that node's message shows
+  the shortfall, lists the workload after ``(unpinned: ...)`` and ends with ``unpinned
+  candle-vllm fits on no node (counted on the node with the most free cards)``. With one
+  node (prod: worker-1) that is exactly "the only place it can land".
+- A pod asking more cards than its pinned node has, or (unpinned) than any node has, is its
+  own violation; it never schedules, so it takes no cards from the node totals.
+- Parked workloads (replicas 0) take no cards.
+
+Message order: shares largest first, then by workload name, e.g.
+``worker-1: 6 of 4 cards requested: candle-vllm 2, coder 2, clef-serve 1, reasoning 1
+(unpinned: candle-vllm); the pods beyond 4 cards stay Pending; unpinned candle-vllm fits on
+no node (counted on the node with the most free cards)``. A share with a surge reads
+``coder 2 + 2 surge (RollingUpdate)``; when the surge alone tips the node over, the message
+says so. A node total is a stack-level finding (the node is not a resource): it carries no URN.
+
+Parameter: ``countSurge`` (boolean, default true): count RollingUpdate surge pods.
+
+Does NOT check: node affinity, taints and tolerations, or nodeSelectors other than the
+hostname (such pods are treated as unpinned); card models (a pod asking for a V100 lands on
+any node with free cards); fractional or time-sliced cards; bare Pods, Jobs and DaemonSets;
+joint placement with memory (node-memory-allocation packs memory on its own). Worst-fit is a
+heuristic: a failed packing on several nodes may still be schedulable by a cleverer order.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
+
+from policylib import stack_helpers, workloads
+from policylib.stack_helpers import Allocation, NodeUse, amount
+
+NAME = "gpu-card-allocation"
+
+CONFIG_PROPERTIES = {
+    "countSurge": {
+        "type": "boolean",
+        "default": True,
+        "description": "Count the extra pods a RollingUpdate starts (maxSurge x cards a pod). Source: 001, 003, coder.yaml.",
+    },
+}
+
+
+def _cards(w: workloads.Workload) -> float:
+    return float(w.cards_per_pod)
+
+
+def node_message(use: NodeUse) -> str:
+    """The over-allocation message of one node (see the module docstring for the order)."""
+    shares = ", ".join(s.text() for s in use.ordered())
+    cap = amount(use.capacity)
+    msg = f"{use.node}: {amount(use.used)} of {cap} cards requested: {shares}"
+    unpinned = use.unpinned_names()
+    if unpinned:
+        msg += f" (unpinned: {', '.join(unpinned)})"
+    msg += f"; the pods beyond {cap} cards stay Pending" + use.overflow_clause("cards")
+    if use.surge and use.used - use.surge <= use.capacity:
+        msg += (
+            f"; the RollingUpdate surge ({amount(use.surge)}) is the cause: without it "
+            f"{amount(use.used - use.surge)} of {cap} fit; use strategy Recreate"
+        )
+    return msg
+
+
+def _report_workload_findings(alloc: Allocation, inventory, report_violation) -> None:
+    known = ", ".join(n.name for n in inventory.nodes)
+    for w in alloc.unknown_node:
+        report_violation(
+            f"{w.kind} {w.name}: pinned to node {w.node}, which is not in the inventory "
+            f"(llm-serving:cluster nodes: {known}); its {w.cards_per_pod}-card pods stay Pending: "
+            "fix the node name or add the node to the stack's llm-serving:cluster",
+            w.urn,
+        )
+    for w, node, cap in alloc.oversized:
+        where = f"its node {node} has {amount(cap)}" if node else f"the largest node has {amount(cap)}"
+        report_violation(
+            f"{w.kind} {w.name}: one pod asks {w.cards_per_pod} cards and {where}; the pod never "
+            "schedules: lower its cards (tensor parallel size) or pin it to a node with enough cards",
+            w.urn,
+        )
+
+
+def validate(args, report_violation) -> None:
+    stack = workloads.stack_view(args.resources)
+    gpu = [w for w in stack.workloads if w.is_gpu]
+    if not gpu:
+        return
+    inventory = stack_helpers.read_inventory(report_violation, NAME)
+    if inventory is None:
+        return
+    count_surge = bool(stack_helpers.config_value(args, CONFIG_PROPERTIES, "countSurge"))
+    reserved = {n.name: [(r.workload, float(r.cards), r.reason) for r in n.reserved] for n in inventory.nodes}
+    alloc = stack_helpers.allocate(
+        gpu, {n.name: n.cards for n in inventory.nodes}, _cards, count_surge=count_surge, reserved=reserved
+    )
+    _report_workload_findings(alloc, inventory, report_violation)
+    for name in sorted(alloc.nodes):
+        use = alloc.nodes[name]
+        if use.used > use.capacity:
+            report_violation(node_message(use))
+
+
+POLICY = StackValidationPolicy(
+    name=NAME,
+    description="Per node, the cards of running pods, RollingUpdate surge and reserved cards fit the node's nvidia.com/gpu cards.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
+    remediation_steps=(
+        "Bring the node's total within its cards: park a workload (replicas 0 with the "
+        "llm-serving.riotpiao.com/parked annotation), stop managing one that never became Ready, "
+        "lower a pod's cards (tensor parallel size), or set strategy Recreate so a rollout needs "
+        "no surge card. Pin pods with nodeSelector kubernetes.io/hostname to a node the "
+        "inventory (llm-serving:cluster) lists."
+    ),
+)

@@ -1,0 +1,92 @@
+"""gpu-whole-cards: nvidia.com/gpu is asked in whole cards, with a limit equal to the request.
+
+Rule, for every container and init container of every object that runs pods (Deployment,
+StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod, InferenceService components):
+  - a ``nvidia.com/gpu`` request has a limit (a limit alone is fine: the request defaults to it);
+  - request and limit are equal;
+  - each is a whole, non-negative number of cards ("0.5" and "1500m" are not).
+
+Source: issue 3 item 3; Kubernetes extended resources cannot be overcommitted (the API
+server rejects a request without an equal limit) and the NVIDIA device plugin hands out
+whole cards only, so a fraction never schedules. The card counts of every other policy
+(gpu-card-allocation, vllm-parallelism) assume whole cards.
+
+Does not check: how many cards a node has (gpu-card-allocation); time-slicing or MIG
+resources (other resource names are ignored).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Optional
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from components import facts
+from policylib import resource_helpers as rh
+from policylib import workloads
+
+NAME = "gpu-whole-cards"
+
+
+def _shown(raw: Any) -> str:
+    return f'"{raw}"' if isinstance(raw, str) else str(raw)
+
+
+def _whole_cards(raw: Any) -> Optional[Decimal]:
+    """The quantity as a Decimal when it is a whole, non-negative number of cards, else None."""
+    q = workloads.quantity(raw)
+    if q is None or q < 0 or q != q.to_integral_value():
+        return None
+    return q
+
+
+def container_problems(resources: Any) -> list[str]:
+    """What is wrong with one container's nvidia.com/gpu request and limit; ``[]`` when fine."""
+    res = rh.mapping(resources)
+    req_raw = rh.mapping(res.get("requests")).get(facts.GPU_RESOURCE)
+    lim_raw = rh.mapping(res.get("limits")).get(facts.GPU_RESOURCE)
+    problems = []
+    for label, raw in (("request", req_raw), ("limit", lim_raw)):
+        if raw is not None and _whole_cards(raw) is None:
+            problems.append(f"{label} {_shown(raw)} is not a whole number of cards")
+    if req_raw is not None and lim_raw is None:
+        problems.append(f"request {_shown(req_raw)} has no limit (extended resources need limit = request)")
+    elif req_raw is not None and lim_raw is not None:
+        req, lim = workloads.quantity(req_raw), workloads.quantity(lim_raw)
+        if req is not None and lim is not None and req != lim:
+            problems.append(f"request {_shown(req_raw)} differs from limit {_shown(lim_raw)}")
+    return problems
+
+
+def validate(args, report_violation) -> None:
+    if args.resource_type not in rh.CONTAINER_TYPES:
+        return
+    label = rh.object_label(args.props, args.resource_type)
+    for where, spec in rh.pod_specs(args.resource_type, args.props):
+        for field, c in rh.raw_containers(spec):
+            problems = container_problems(c.get("resources"))
+            if not problems:
+                continue
+            place = f"{where} " if where else ""
+            kind = "init container" if field == "initContainers" else "container"
+            report_violation(
+                f"{label}, {place}{kind} {c.get('name', '')}: {facts.GPU_RESOURCE} "
+                + "; ".join(problems)
+                + ". Cards are whole and not overcommitted: set requests and limits to the same "
+                "whole number (or give the limit only).",
+                args.urn,
+            )
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="nvidia.com/gpu requests equal limits and are whole numbers of cards.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Give nvidia.com/gpu as a whole number under resources.limits, and under "
+        "resources.requests either the same number or nothing (it then defaults to the limit)."
+    ),
+)

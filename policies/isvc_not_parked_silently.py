@@ -1,0 +1,75 @@
+"""isvc-not-parked-silently: an InferenceService at zero replicas is declared parked.
+
+Rule: an InferenceService whose predictor sits at zero replicas (``minReplicas: 0`` and
+``maxReplicas: 0``, or ``replicas: 0``) carries annotation ``facts.PARKED_ANNOTATION`` with
+the reason as its value (non-empty). Numbers are read as written or as the analyzer's gRPC
+protocol delivers them (``0.0``).
+
+Source: seed kustomization.yaml ("ornith is retired: its InferenceService still reports
+Ready=True while running zero replicas, because desired equals available at 0"), spec facts
+row "An InferenceService at zero replicas still reports Ready=True". Zero replicas on purpose
+is fine (seed 000 parked clef-serve "to free the only V100"), but then it says so, so no
+dashboard's Ready=True is taken for a serving model.
+
+Does not check: Deployments at zero (they report 0/0 honestly; service-selector-uniqueness
+judges a Service left without endpoints); ``minReplicas: 0`` with a positive or omitted
+``maxReplicas`` (scale-to-zero in Serverless mode, which answers after a cold start); that a
+parked InferenceService is also left out of Services.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from components import facts
+from policylib import resource_helpers as rh
+from policylib import workloads
+
+NAME = "isvc-not-parked-silently"
+
+
+def zero_replicas(predictor) -> str | None:
+    """How the predictor is at zero (``"minReplicas 0, maxReplicas 0"``), or None when it is not."""
+    if rh.whole(predictor.get("replicas")) == 0:
+        return "replicas 0"
+    lo, hi = rh.whole(predictor.get("minReplicas")), rh.whole(predictor.get("maxReplicas"))
+    if lo == 0 and hi == 0:
+        return "minReplicas 0, maxReplicas 0"
+    return None
+
+
+def validate(args, report_violation) -> None:
+    if args.resource_type != workloads.ISVC_TYPE:
+        return
+    predictor = rh.mapping(rh.mapping(args.props.get("spec")).get("predictor"))
+    how = zero_replicas(predictor)
+    if how is None:
+        return
+    meta = rh.mapping(args.props.get("metadata"))
+    annotations = rh.mapping(meta.get("annotations"))
+    reason = annotations.get(facts.PARKED_ANNOTATION)
+    if reason is not None and str(reason).strip():
+        return
+    name = meta.get("name", "")
+    declared = "an empty parked annotation" if reason is not None else "no parked annotation"
+    report_violation(
+        f"InferenceService {name}: predictor at zero replicas ({how}) with {declared}; it still "
+        "reports Ready=True (desired equals available at 0), so it looks like it serves while it "
+        f"serves nothing (kustomization: ornith). Declare it parked with annotation "
+        f"{facts.PARKED_ANNOTATION}: <reason>, give it replicas, or delete it.",
+        args.urn,
+    )
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="An InferenceService at zero replicas is declared parked (it still reports Ready=True).",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.MEDIUM,
+    remediation_steps=(
+        "Either give the predictor minReplicas/maxReplicas of 1 or more, or annotate the "
+        "InferenceService with llm-serving.riotpiao.com/parked: '<why it is parked>' "
+        "(the components write it for a parked workload), or delete the InferenceService."
+    ),
+)

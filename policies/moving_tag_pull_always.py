@@ -1,0 +1,66 @@
+"""moving-tag-pull-always: an image not pinned by digest is pulled on every pod start.
+
+Rule, for every container and init container of every object that runs pods (GPU or not):
+an image without ``@sha256:`` digest has a moving tag, whatever the tag says (``:sm70``,
+``:v0.11.0``, ``:latest`` or none: a tag can be pushed again), so its effective
+``imagePullPolicy`` is ``Always``. An omitted policy counts as what the API server stores:
+``Always`` for ``:latest`` or no tag, ``IfNotPresent`` for any other tag (Kubernetes docs,
+"Image pull policy").
+
+Source: seed 003 (clef-candle.yaml: ":sm70 is a moving tag. Default IfNotPresent keeps a
+cached copy and a rebuilt image never reaches the pod, so a merged fix looks like it did not
+land"); spec history row: seed 001's coder-14b-fp16.yaml as written (``:sm70-gptq-slim``,
+no imagePullPolicy) is flagged.
+
+Does not check: whether a digest-pinned image exists; ``imagePullSecrets``; that the tag
+was in fact rebuilt.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from components import facts
+from policylib import resource_helpers as rh
+
+NAME = "moving-tag-pull-always"
+
+
+def validate(args, report_violation) -> None:
+    if args.resource_type not in rh.CONTAINER_TYPES:
+        return
+    label = rh.object_label(args.props, args.resource_type)
+    for where, spec in rh.pod_specs(args.resource_type, args.props):
+        for field, c in rh.raw_containers(spec):
+            image = str(c.get("image") or "")
+            if not image:
+                continue
+            ref = rh.parse_image(image)
+            if ref.pinned:
+                continue
+            policy, defaulted = rh.effective_pull_policy(ref, c.get("imagePullPolicy"))
+            if policy == facts.MOVING_TAG_PULL_POLICY:
+                continue
+            place = f"{where} " if where else ""
+            kind = "init container" if field == "initContainers" else "container"
+            shown = f"{policy} (the default for a tagged image)" if defaulted else policy
+            report_violation(
+                f"{label}, {place}{kind} {c.get('name', '')}: image {image} has moving tag "
+                f"{ref.shown_tag} and imagePullPolicy {shown}, so a rebuilt image never reaches "
+                f"the pod (seed 003). Set imagePullPolicy: {facts.MOVING_TAG_PULL_POLICY}, or pin "
+                "the image by @sha256 digest.",
+                args.urn,
+            )
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="An image not pinned by @sha256 digest has imagePullPolicy Always, so a rebuilt tag reaches the pod.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.MEDIUM,
+    remediation_steps=(
+        "Set imagePullPolicy: Always on the container, or pin the image by digest "
+        "(repository:tag@sha256:<digest>, as the vLLM image is in facts.VLLM_IMAGE)."
+    ),
+)

@@ -1,0 +1,122 @@
+"""multi-gpu-shm: pods with more than one card mount a sized, Memory-backed /dev/shm.
+
+Rule: when a pod holds more than one card (nvidia.com/gpu summed over its containers), each
+container that holds cards mounts at ``/dev/shm`` an ``emptyDir`` volume with
+``medium: Memory`` and a ``sizeLimit`` of at least ``minSizeLimitMiB`` (default 1024 MiB,
+16 x the 64Mi container default that failed; the components use 8Gi, ``facts.SHM_SIZE_LIMIT``),
+and the container's memory limit, when set, covers that sizeLimit: tmpfs pages are charged to
+the container's memory cgroup, so a full /dev/shm under a smaller limit OOM-kills the server.
+
+Source: coder.yaml (vLLM TP=2: "NCCL all-reduce over TP=2 moves through /dev/shm. The 64Mi
+default is too small and shows up as an init hang or a bus error"; 8Gi under a 40Gi limit).
+
+candle-vllm is included. Evidence (candle-vllm sources, EricLBuehler/candle-vllm): with
+``--d 0,1`` it runs one process per rank by default ("multi-process mode"; README
+"Run Large models using multi-process mode (Multi-GPU)", ``--multithread`` is the debug
+alternative), the ranks talk over local sockets (src/openai/communicator.rs, interprocess
+``local_socket``), and every ``TensorParallelRowLinear`` all-reduces through NCCL
+(src/openai/distributed.rs, ``cudarc::nccl::safe::Comm::all_reduce``). NCCL between
+processes on one node allocates its buffers in /dev/shm (``ncclShmOpen``; reported failures
+read "Error while creating shared memory segment /dev/shm/nccl-... (size 7340384)", and
+PyTorch's CI needed ``--shm-size`` to stop a segfault in ``ncclShmOpen``), and falls back to
+its SHM transport when PCIe peer-to-peer is off (no NVLink here; candle-vllm's README
+suggests ``NCCL_P2P_DISABLE=1``). So the candle-vllm TP=2 pod has the same exposure as the
+vLLM one. The reference coder-14b-fp16.yaml (no /dev/shm volume) ran, most likely with NCCL's
+P2P transport and only its small segments in the 64Mi default; it is flagged, and the
+component adds the volume (a listed fidelity delta).
+
+Does not check: single-card pods (no collective); ``hostIPC``; a ``/dev/shm`` from a
+hostPath; parked workloads are judged too (unparking is one replicas change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
+
+from components import facts
+from policylib import resource_helpers as rh
+from policylib import workloads
+
+NAME = "multi-gpu-shm"
+DEFAULT_MIN_SIZE_MIB = 1024
+FIX = (
+    f"Mount an emptyDir {{medium: Memory, sizeLimit: {facts.SHM_SIZE_LIMIT}}} at {facts.SHM_MOUNT_PATH} "
+    "and keep the container's memory limit above the sizeLimit."
+)
+
+
+def _shm_mount(c: workloads.Container):
+    for m in c.volume_mounts:
+        if str(m.get("mountPath", "")).rstrip("/") == facts.SHM_MOUNT_PATH:
+            return m
+    return None
+
+
+def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: float) -> list[str]:
+    """Problems of one card-holding container of a multi-card pod; ``[]`` when its /dev/shm is right."""
+    mount = _shm_mount(c)
+    if mount is None:
+        return [f"mounts nothing at {facts.SHM_MOUNT_PATH}, so it gets the 64Mi container default"]
+    name = str(mount.get("name", ""))
+    volume = w.volume(name)
+    if volume is None or not isinstance(volume.get("emptyDir"), Mapping):
+        return [f"mounts volume {name} at {facts.SHM_MOUNT_PATH}, which is not an emptyDir of the pod"]
+    empty_dir = volume["emptyDir"]
+    problems = []
+    if str(empty_dir.get("medium", "")) != "Memory":
+        problems.append(f"volume {name} at {facts.SHM_MOUNT_PATH} is not medium: Memory (it is disk-backed)")
+    size_raw = empty_dir.get("sizeLimit")
+    size = workloads.mib(size_raw)
+    if size is None:
+        problems.append(f"volume {name} at {facts.SHM_MOUNT_PATH} has no sizeLimit")
+        return problems
+    if size < min_mib:
+        problems.append(f"volume {name} sizeLimit {size_raw} is below {min_mib:g} MiB")
+    if c.memory_limit_mib is not None and c.memory_limit_mib < size:
+        problems.append(
+            f"memory limit {c.memory_limit_mib:g} MiB does not cover /dev/shm sizeLimit {size_raw} "
+            f"({size:g} MiB); tmpfs pages count against the memory limit"
+        )
+    return problems
+
+
+def validate(args, report_violation) -> None:
+    if args.resource_type not in workloads.WORKLOAD_TYPES:
+        return
+    w = workloads.workload(args.resource_type, args.props, args.urn)
+    if w is None or w.cards_per_pod <= 1:
+        return
+    min_mib = float(args.get_config().get("minSizeLimitMiB", DEFAULT_MIN_SIZE_MIB))
+    for c in rh.gpu_containers(w):
+        for problem in container_problems(w, c, min_mib):
+            report_violation(
+                f"{rh.workload_label(w)}, container {c.name}: pods hold {w.cards_per_pod} cards and "
+                f"the container {problem}. NCCL's all-reduce between ranks goes through /dev/shm; "
+                f"too small shows up as an init hang or a bus error (coder.yaml). {FIX}",
+                args.urn,
+            )
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="Pods with more than one card mount a Memory-backed /dev/shm emptyDir with a sizeLimit the memory limit covers.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Add a pod volume {name: shm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}, mount it at "
+        "/dev/shm in the server container, and keep resources.limits.memory above 8Gi."
+    ),
+    config_schema=PolicyConfigSchema(
+        properties={
+            "minSizeLimitMiB": {
+                "type": "number",
+                "minimum": 64,
+                "default": DEFAULT_MIN_SIZE_MIB,
+                "description": "Smallest accepted /dev/shm sizeLimit in MiB (64Mi failed in coder.yaml; the components use 8Gi).",
+            }
+        }
+    ),
+)

@@ -1,0 +1,270 @@
+"""network-ingress-for-clients: every declared client of a Service gets through the NetworkPolicies.
+
+Rule: for each declared client ``{name, namespace, port}`` of a Service (the JSON list in the
+``facts.CLIENTS_ANNOTATION`` annotation; port = the Service port it calls) and each running
+workload the Service selects: if some NetworkPolicy that isolates ingress selects the pods,
+an ingress rule of one of those policies admits the client's namespace on the POD's port.
+No NetworkPolicy selecting the pods = all ingress allowed = no finding.
+
+Source: seed 002 networkpolicy.yaml: poimen-memory's egress was allowed and its packets were
+dropped at llm-serving-ingress, which had no rule for namespace poimen; the client saw a
+bare timeout and the server log stayed empty, so it looked like a hung engine for 34 days.
+The coordinator's finding: the same seed admits the gateway on 80 and 8000 only, while the
+gateway calls clef-serve:80 -> targetPort 8080; Pulumi.prod.yaml adds 8080.
+
+NetworkPolicy semantics as Kubernetes applies them:
+- A policy isolates ingress when ``policyTypes`` contains Ingress, or is absent.
+- Ports match the pod's port after the Service's translation: the client's Service port ->
+  its ``targetPort`` (a name resolved through the pods' named containerPorts). A rule port
+  may be a number (with ``endPort``, a range) or a container port name; a rule without
+  ports admits every port; protocol defaults to TCP.
+- Peers: ``namespaceSelector`` is matched against the client namespace's labels, assumed to
+  be only the automatic ``kubernetes.io/metadata.name=<namespace>``; ``podSelector`` alone
+  means the policy's own namespace; both together = AND; an empty ``from`` (or none) admits
+  every source; ``ipBlock`` cannot be judged and admits nothing here.
+- A peer's non-empty ``podSelector`` cannot be proved to match the client pod (its labels are
+  not declared): parameter ``podSelectorPeers`` decides; ``"admit"`` (default) trusts it,
+  ``"refuse"`` requires an empty podSelector or none. ``podSelector: {}`` always admits.
+
+Also violations: a clients annotation that is not a JSON list of ``{name, namespace, port}``,
+and a client that calls a port the Service does not expose.
+
+Message: ``Service clef-serve: client gateway (namespace gateway) calls port 80 -> pod port
+8080; NetworkPolicy llm-serving-ingress admits gateway only on 80, 8000: packets are dropped
+and the client sees a bare timeout (34 days for poimen-memory, seed 002)``.
+
+Skipped: Services without a selector or without running backends (service-selector-uniqueness
+reports those); a targetPort name that resolves nowhere (service-target-port reports it).
+Does NOT check: egress policies on the client's side (e.g. poimen/poimen-memory-llm-egress),
+namespace labels other than kubernetes.io/metadata.name, ipBlock peers, CNI-specific policies
+(Calico, Cilium). Cost: Services x NetworkPolicies of the backend's namespace, memoised per workload.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
+
+from policylib import stack_helpers, workloads
+from policylib.stack_helpers import PodIndex
+
+NAME = "network-ingress-for-clients"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+CONFIG_PROPERTIES = {
+    "podSelectorPeers": {
+        "type": "string",
+        "enum": ["admit", "refuse"],
+        "default": "admit",
+        "description": (
+            "How a peer with a non-empty podSelector is judged for a client whose pod labels are not "
+            "declared: admit (trust it) or refuse (require podSelector {} or none)."
+        ),
+    },
+}
+
+
+@dataclass(frozen=True)
+class IngressPolicy:
+    """A NetworkPolicy that isolates ingress: its namespace, pod selector and ingress rules (plain data)."""
+
+    urn: str
+    name: str
+    namespace: str
+    pod_selector: Mapping
+    rules: tuple[Mapping, ...]
+
+
+def parse_policy(urn: str, props: Mapping) -> Optional[IngressPolicy]:
+    """The :class:`IngressPolicy` of a NetworkPolicy's properties; None when it does not isolate ingress."""
+    props = workloads.plain(props)
+    meta = props.get("metadata") or {}
+    spec = props.get("spec") or {}
+    types = spec.get("policyTypes")
+    if isinstance(types, list) and "Ingress" not in types:
+        return None
+    return IngressPolicy(
+        urn=urn,
+        name=str(meta.get("name", "")),
+        namespace=str(meta.get("namespace", "default")),
+        pod_selector=spec.get("podSelector") or {},
+        rules=tuple(r for r in (spec.get("ingress") or []) if isinstance(r, Mapping)),
+    )
+
+
+def _empty_selector(selector: Any) -> bool:
+    return isinstance(selector, Mapping) and not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
+def peer_admits(peer: Mapping, client_ns: str, policy_ns: str, trust_pod_selector: bool) -> bool:
+    """Whether one ``from`` peer admits a client pod of namespace ``client_ns`` (see the module docstring)."""
+    ns_sel, pod_sel = peer.get("namespaceSelector"), peer.get("podSelector")
+    if ns_sel is None and pod_sel is None:
+        return False  # ipBlock (or an empty peer): cannot be judged
+    if ns_sel is not None:
+        if not workloads.label_selector_matches(ns_sel, {NAMESPACE_NAME_LABEL: client_ns}):
+            return False
+    elif client_ns != policy_ns:
+        return False
+    return pod_sel is None or _empty_selector(pod_sel) or trust_pod_selector
+
+
+def from_admits(rule: Mapping, client_ns: str, policy_ns: str, trust_pod_selector: bool) -> bool:
+    """Whether a rule's ``from`` admits the client: none or empty admits every source."""
+    peers = rule.get("from")
+    if not peers:
+        return True
+    return any(isinstance(p, Mapping) and peer_admits(p, client_ns, policy_ns, trust_pod_selector) for p in peers)
+
+
+def port_value(value: Any) -> Any:
+    """A rule's port as a number when it is one (``8080``, ``8080.0`` -- every number arrives as
+    a protobuf double over the analyzer protocol -- or ``"8080"``), else the port name; None stays None."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value
+
+
+def ports_admit(ports: Any, pod_port: int, names: frozenset[str], protocol: str) -> bool:
+    """Whether a rule's ``ports`` admit ``pod_port`` (known by ``names`` too): none or empty admits all."""
+    if not ports:
+        return True
+    for entry in ports:
+        if not isinstance(entry, Mapping) or str(entry.get("protocol", "TCP")) != protocol:
+            continue
+        port = port_value(entry.get("port"))
+        if port is None:
+            return True
+        if isinstance(port, str):
+            if port in names:
+                return True
+            continue
+        high = port_value(entry.get("endPort"))
+        if port <= pod_port <= (high if isinstance(high, int) else port):
+            return True
+    return False
+
+
+def _ports_text(ports: Sequence) -> list[str]:
+    out = []
+    for entry in ports:
+        if not isinstance(entry, Mapping):
+            continue
+        port, end = port_value(entry.get("port")), port_value(entry.get("endPort"))
+        if port is None:
+            out.append(f"all {entry.get('protocol', 'TCP')} ports")
+        elif end is not None:
+            out.append(f"{port}-{end}")
+        else:
+            out.append(str(port))
+    return out
+
+
+def _sort_ports(texts: set[str]) -> list[str]:
+    return sorted(texts, key=lambda t: (0, int(t.split("-")[0])) if t.split("-")[0].isdigit() else (1, t))
+
+
+def judge_client(client, pod_port: int, names, protocol: str, policies, trust: bool) -> Optional[str]:
+    """None when some rule of ``policies`` admits the client on ``pod_port``; else what they do admit."""
+    seen: set[str] = set()
+    for pol in policies:
+        for rule in pol.rules:
+            if not from_admits(rule, client.namespace, pol.namespace, trust):
+                continue
+            if ports_admit(rule.get("ports"), pod_port, names, protocol):
+                return None
+            seen.update(_ports_text(rule.get("ports") or []))
+    label, verb = ("NetworkPolicy", "admits") if len(policies) == 1 else ("NetworkPolicies", "admit")
+    which = ", ".join(sorted(p.name for p in policies))
+    if seen:
+        return f"{label} {which} {verb} {client.name} only on {', '.join(_sort_ports(seen))}"
+    return f"{label} {which} {verb} nothing from namespace {client.namespace}"
+
+
+class _Context:
+    """The NetworkPolicies by namespace, with the ones selecting each workload memoised."""
+
+    def __init__(self, netpols) -> None:
+        self.by_ns: dict[str, list[IngressPolicy]] = defaultdict(list)
+        for urn, props in netpols:
+            pol = parse_policy(urn, props)
+            if pol is not None:
+                self.by_ns[pol.namespace].append(pol)
+        self._memo: dict[str, list[IngressPolicy]] = {}
+
+    def selecting(self, w: workloads.Workload) -> list[IngressPolicy]:
+        key = w.urn or f"{w.kind}/{w.namespace}/{w.name}"
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = [p for p in self.by_ns.get(w.namespace, ()) if workloads.label_selector_matches(p.pod_selector, w.pod_labels)]
+            self._memo[key] = hit
+        return hit
+
+
+def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust: bool) -> list[str]:
+    """The violation messages for one Service's declared clients."""
+    if svc.clients_error:
+        return [f"Service {svc.name}: {svc.clients_error}; write it as a JSON list, e.g. "
+                '[{"name": "gateway", "namespace": "gateway", "port": 80}]']
+    if not svc.clients or not svc.selector:
+        return []
+    out = []
+    by_port = {sp.port: sp for sp in svc.ports}
+    backends = stack_helpers.running(index.select(svc.namespace, svc.selector))
+    for client in svc.clients:
+        who = f"client {client.name} (namespace {client.namespace})"
+        sp = by_port.get(client.port)
+        if sp is None:
+            exposed = ", ".join(str(p) for p in sorted(by_port)) or "none"
+            out.append(f"Service {svc.name}: {who} calls port {client.port}, which the Service does not "
+                       f"expose (ports: {exposed}): fix the client's port or add the port to the Service")
+            continue
+        for w in backends:
+            policies = ctx.selecting(w)
+            pod_port = stack_helpers.target_port_number(sp.target_port, w) if policies else None
+            if pod_port is None:
+                continue
+            verdict = judge_client(client, pod_port, stack_helpers.port_names_of(w, pod_port), sp.protocol, policies, trust)
+            if verdict:
+                of = f" of {w.name}" if len(backends) > 1 else ""
+                out.append(
+                    f"Service {svc.name}: {who} calls port {client.port} -> pod port {pod_port}{of}; {verdict}: "
+                    "packets are dropped and the client sees a bare timeout (34 days for poimen-memory, seed 002)"
+                )
+    return out
+
+
+def validate(args, report_violation) -> None:
+    stack = workloads.stack_view(args.resources)
+    if not any(s.clients or s.clients_error for s in stack.services):
+        return
+    trust = stack_helpers.config_value(args, CONFIG_PROPERTIES, "podSelectorPeers") != "refuse"
+    index = PodIndex(stack.workloads)
+    ctx = _Context(stack.network_policies)
+    for svc in stack.services:
+        for message in check_service(svc, index, ctx, trust):
+            report_violation(message, svc.urn)
+
+
+POLICY = StackValidationPolicy(
+    name=NAME,
+    description="Each declared client of a Service is admitted, on the pod's port, by a NetworkPolicy that selects the backend pods.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
+    remediation_steps=(
+        "Add an ingress rule to the NetworkPolicy that selects the backend pods: from the client's "
+        "namespace (namespaceSelector kubernetes.io/metadata.name: <namespace>) on the POD's port, "
+        "i.e. the Service's targetPort (8080 for every server in llm-serving), not the Service port. "
+        "In the stack file: llm-serving:network_policy gateway/clients ports."
+    ),
+)

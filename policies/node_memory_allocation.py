@@ -1,0 +1,139 @@
+"""node-memory-allocation: the memory requested of each node fits its allocatable memory.
+
+Rule: per node, the host-memory requests of the running pods (replicas x the pod's request,
+MiB; a container's limit stands in for a missing request, as Kubernetes defaults it), plus
+the RollingUpdate surge pods, plus ``headroomMiB``, must not exceed the node's
+``allocatable_memory_mib`` from the inventory (worker-1: 63,495 MiB).
+
+Source: coder.yaml ("worker-1 exposes only 63,495 MiB of allocatable memory, so a 24Gi
+request never schedules"); spec "Facts each component must carry" (memory requests must fit
+the node's allocatable memory; GPU servers keep weights on the card and need little host RAM).
+
+Placement is the same as gpu-card-allocation's, in MiB: pinned pods count on their node;
+unpinned pods are packed worst-fit decreasing by memory alone (each onto the node with the
+most free MiB); an unpinned pod that fits nowhere is counted on the node with the most free
+MiB, named after ``(unpinned: ...)`` and in ``unpinned X fits on no node (counted on the node
+with the most free memory)``. A pod larger than its node's (or every node's)
+allocatable memory is its own violation. Parked workloads (replicas 0) take nothing.
+A workload pinned to a node the inventory does not list is reported here only when it
+holds no cards (gpu-card-allocation reports GPU workloads), so one mistake is one finding.
+
+Message: ``worker-1: 69,632 of 63,495 MiB of memory requested: clef-candle 16,384,
+clef-serve 16,384, candle-vllm 12,288, coder 12,288, reasoning 12,288 (unpinned: ...);
+the pods beyond 63,495 MiB stay Pending``: shares in MiB, largest first, then by name.
+
+Parameters: ``countSurge`` (boolean, default true); ``headroomMiB`` (integer >= 0, default
+0: MiB of each node kept free beyond the requests, e.g. for pods outside the stack; counted
+like a reservation and shown as ``headroomMiB 4,096 (reserved outside the stack: ...)``).
+
+Does NOT check: memory limits (overcommit is allowed by Kubernetes), CPU, ephemeral storage,
+Memory-backed emptyDir volumes (they count against the limit, not the request), joint
+placement with cards (a pod packed onto one node by memory and another by cards is not
+detected; with one node both land on worker-1), node affinity and taints.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
+
+from policylib import stack_helpers, workloads
+from policylib.stack_helpers import Allocation, NodeUse, amount
+
+NAME = "node-memory-allocation"
+HEADROOM_SHARE = "headroomMiB"
+HEADROOM_REASON = "kept free by the policy parameter"
+
+CONFIG_PROPERTIES = {
+    "countSurge": {
+        "type": "boolean",
+        "default": True,
+        "description": "Count the extra pods a RollingUpdate starts (maxSurge x the pod's memory request).",
+    },
+    "headroomMiB": {
+        "type": "integer",
+        "minimum": 0,
+        "default": 0,
+        "description": "MiB of each node's allocatable memory kept free beyond the stack's requests.",
+    },
+}
+
+
+def node_message(use: NodeUse) -> str:
+    """The over-commitment message of one node, figures in MiB."""
+    shares = ", ".join(s.text() for s in use.ordered())
+    cap = amount(use.capacity)
+    msg = f"{use.node}: {amount(use.used)} of {cap} MiB of memory requested: {shares}"
+    unpinned = use.unpinned_names()
+    if unpinned:
+        msg += f" (unpinned: {', '.join(unpinned)})"
+    msg += f"; the pods beyond {cap} MiB stay Pending (coder.yaml: a 24Gi request did not schedule)"
+    msg += use.overflow_clause("memory")
+    if use.surge and use.used - use.surge <= use.capacity:
+        msg += (
+            f"; the RollingUpdate surge ({amount(use.surge)} MiB) is the cause: use strategy Recreate"
+        )
+    return msg
+
+
+def _report_workload_findings(alloc: Allocation, inventory, report_violation) -> None:
+    known = ", ".join(n.name for n in inventory.nodes)
+    for w in alloc.unknown_node:
+        if w.is_gpu:
+            continue  # gpu-card-allocation reports it
+        report_violation(
+            f"{w.kind} {w.name}: pinned to node {w.node}, which is not in the inventory "
+            f"(llm-serving:cluster nodes: {known}); its pods stay Pending: fix the node name or "
+            "add the node to the stack's llm-serving:cluster",
+            w.urn,
+        )
+    for w, node, cap in alloc.oversized:
+        where = f"its node {node} has {amount(cap)} MiB allocatable" if node else (
+            f"the largest node has {amount(cap)} MiB allocatable"
+        )
+        report_violation(
+            f"{w.kind} {w.name}: one pod requests {amount(w.memory_request_mib)} MiB of memory and "
+            f"{where}; the pod never schedules: lower resources.requests.memory (model servers keep "
+            "weights on the card and need little host memory)",
+            w.urn,
+        )
+
+
+def validate(args, report_violation) -> None:
+    stack = workloads.stack_view(args.resources)
+    asking = [w for w in stack.workloads if w.running and w.memory_request_mib > 0]
+    if not asking:
+        return
+    inventory = stack_helpers.read_inventory(report_violation, NAME)
+    if inventory is None:
+        return
+    count_surge = bool(stack_helpers.config_value(args, CONFIG_PROPERTIES, "countSurge"))
+    headroom = float(stack_helpers.config_value(args, CONFIG_PROPERTIES, "headroomMiB") or 0)
+    kept = {n.name: [(HEADROOM_SHARE, headroom, HEADROOM_REASON)] for n in inventory.nodes} if headroom else None
+    alloc = stack_helpers.allocate(
+        asking,
+        {n.name: float(n.allocatable_memory_mib) for n in inventory.nodes},
+        lambda w: w.memory_request_mib,
+        count_surge=count_surge,
+        reserved=kept,
+    )
+    _report_workload_findings(alloc, inventory, report_violation)
+    for name in sorted(alloc.nodes):
+        use = alloc.nodes[name]
+        if use.used > use.capacity:
+            report_violation(node_message(use))
+
+
+POLICY = StackValidationPolicy(
+    name=NAME,
+    description="Per node, the memory requests of running pods and RollingUpdate surge fit the node's allocatable memory.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
+    remediation_steps=(
+        "Lower resources.requests.memory (GPU servers keep weights on the card; coder.yaml keeps "
+        "a 12Gi request with a higher limit for bursts), park a workload (replicas 0 with the "
+        "llm-serving.riotpiao.com/parked annotation), or use strategy Recreate so a rollout "
+        "needs no second pod's memory."
+    ),
+)

@@ -1,0 +1,256 @@
+"""Shared pieces of the pack's resource policies (one resource at a time).
+
+What :mod:`policylib.workloads` does not give: the raw pod specs of every kind that runs
+containers (for the checks that also look at ``initContainers``, Pods, Jobs, DaemonSets),
+image references, numbers as the analyzer protocol delivers them, the nodes a workload can
+land on, probe budgets and the one violation a policy reports when the stack config is bad.
+
+Numbers: over the analyzer gRPC protocol properties travel as a protobuf ``Struct``, so
+every integer arrives as a float (``replicas: 0`` is ``0.0``). :func:`whole` reads both.
+
+Pure functions; no Pulumi program code, no pulumi_kubernetes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from components.inventory import ClusterInventory, Node
+from policylib import stackconfig, workloads
+
+# --- numbers and raw objects --------------------------------------------------------------
+
+
+def mapping(value: Any) -> Mapping:
+    """``value`` if it is a mapping (a dict or a pulumi-policy proxy), else ``{}``."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def sequence(value: Any) -> Sequence:
+    """``value`` if it is a list (not a string), else ``()``."""
+    return value if isinstance(value, Sequence) and not isinstance(value, str) else ()
+
+
+def whole(value: Any) -> Optional[int]:
+    """An integer field as written or as gRPC delivers it: ``3``, ``3.0`` and ``"3"`` give 3.
+
+    None for a missing, boolean, fractional or non-numeric value.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if number != number or number in (float("inf"), float("-inf")) or not number.is_integer():
+        return None
+    return int(number)
+
+
+# --- pod specs of every kind that runs containers ----------------------------------------
+
+#: Type token -> path from the object to its pod spec. An InferenceService has one pod spec
+#: per component (predictor, transformer, explainer), handled by :func:`pod_specs`.
+POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "kubernetes:core/v1:Pod": ("spec",),
+    "kubernetes:apps/v1:Deployment": ("spec", "template", "spec"),
+    "kubernetes:apps/v1:StatefulSet": ("spec", "template", "spec"),
+    "kubernetes:apps/v1:DaemonSet": ("spec", "template", "spec"),
+    "kubernetes:apps/v1:ReplicaSet": ("spec", "template", "spec"),
+    "kubernetes:batch/v1:Job": ("spec", "template", "spec"),
+    "kubernetes:batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+ISVC_COMPONENTS = ("predictor", "transformer", "explainer")
+CONTAINER_TYPES = frozenset(POD_SPEC_PATHS) | {workloads.ISVC_TYPE}
+
+
+def pod_specs(resource_type: str, props: Mapping) -> list[tuple[str, Mapping]]:
+    """``(where, pod spec)`` for each pod template of the object; ``[]`` for other types.
+
+    ``where`` names the template in messages: ``""`` for the only one, ``"predictor"`` /
+    ``"transformer"`` / ``"explainer"`` for an InferenceService's components.
+    """
+    if resource_type == workloads.ISVC_TYPE:
+        spec = mapping(props.get("spec"))
+        return [(c, mapping(spec.get(c))) for c in ISVC_COMPONENTS if isinstance(spec.get(c), Mapping)]
+    path = POD_SPEC_PATHS.get(resource_type)
+    if path is None:
+        return []
+    node: Any = props
+    for key in path:
+        node = mapping(node).get(key)
+    return [("", mapping(node))]
+
+
+def raw_containers(pod_spec: Mapping) -> list[tuple[str, Mapping]]:
+    """``(field, container)`` for every container and init container of a pod spec."""
+    out = []
+    for field in ("initContainers", "containers"):
+        for c in sequence(pod_spec.get(field)):
+            out.append((field, mapping(c)))
+    return out
+
+
+def object_label(props: Mapping, resource_type: str) -> str:
+    """``"<Kind> <name>"`` as messages name the object, e.g. ``"Deployment candle-vllm"``."""
+    kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
+    return f"{kind} {mapping(props.get('metadata')).get('name', '')}"
+
+
+def workload_label(w: workloads.Workload) -> str:
+    """``"<Kind> <name>"`` of a :class:`~policylib.workloads.Workload`."""
+    return f"{w.kind} {w.name}"
+
+
+# --- images ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An image reference split into repository, tag and digest.
+
+    ``tag`` is ``None`` when the reference has no tag (the registry serves ``latest``);
+    ``digest`` is the ``sha256:...`` part after ``@``, or None.
+    """
+
+    repository: str
+    tag: Optional[str]
+    digest: Optional[str]
+
+    @property
+    def pinned(self) -> bool:
+        """True when pinned by digest: the tag (if any) is then ignored by the kubelet."""
+        return bool(self.digest)
+
+    @property
+    def shown_tag(self) -> str:
+        """The tag as messages show it: ``:sm70`` or ``:latest (no tag)``."""
+        return f":{self.tag}" if self.tag else ":latest (no tag)"
+
+
+def parse_image(image: str) -> ImageRef:
+    """Split ``registry[:port]/path/name[:tag][@sha256:digest]``; a port is not a tag."""
+    rest, _, digest = image.partition("@")
+    slash = rest.rfind("/")
+    colon = rest.rfind(":")
+    if colon > slash:
+        return ImageRef(rest[:colon], rest[colon + 1:] or None, digest or None)
+    return ImageRef(rest, None, digest or None)
+
+
+def effective_pull_policy(ref: ImageRef, written: Optional[str]) -> tuple[str, bool]:
+    """``(policy, defaulted)``: the imagePullPolicy the API server stores for a container.
+
+    When omitted, Kubernetes defaults it to ``Always`` for ``:latest`` or no tag and to
+    ``IfNotPresent`` otherwise (Kubernetes docs, "Image pull policy"); ``defaulted`` says so.
+    """
+    if written:
+        return str(written), False
+    if ref.tag in (None, "latest") and not ref.pinned:
+        return "Always", True
+    return "IfNotPresent", True
+
+
+# --- rollouts ----------------------------------------------------------------------------
+
+
+def surge_of(strategy: Mapping) -> tuple[str, Any, Any]:
+    """``(type, maxSurge as written, maxUnavailable as written)`` of a Deployment strategy or
+    an InferenceService ``deploymentStrategy``. Defaults as the API server applies them:
+    RollingUpdate with 25% / 25% (apps/v1 Deployment defaulting)."""
+    stype = str(strategy.get("type") or "RollingUpdate")
+    rolling = mapping(strategy.get("rollingUpdate"))
+    return stype, rolling.get("maxSurge", "25%"), rolling.get("maxUnavailable", "25%")
+
+
+def surge_pods(value: Any) -> Optional[int]:
+    """Extra pods a RollingUpdate starts for ``maxSurge``: a percentage rounds up (any
+    non-zero percentage of one replica is one pod); None when unparsable."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        pct = whole(value.strip()[:-1])
+        return None if pct is None else (1 if pct > 0 else 0)
+    return whole(value)
+
+
+# --- nodes a workload can land on ---------------------------------------------------------
+
+
+def candidate_nodes(w: workloads.Workload, inv: ClusterInventory) -> tuple[list[Node], bool]:
+    """``(nodes, pinned)``: the node a pod is pinned to (``nodeName`` or the hostname
+    nodeSelector), else every node with at least the pod's cards.
+
+    A pin to a node missing from the inventory gives ``[]`` (gpu-card-allocation reports
+    it). Node labels other than the hostname and node affinity are not modelled: such pods
+    are judged as unpinned.
+    """
+    if w.node:
+        node = inv.node(w.node)
+        return ([node] if node else []), True
+    return [n for n in inv.nodes if n.cards >= max(w.cards_per_pod, 1)], False
+
+
+#: Cards below this compute capability (as ``major*10 + minor``) get the Volta rules:
+#: FlashInfer and FlashAttention-2 need sm75+, and there is no bf16, FP8 or INT4 tensor-core
+#: path (coder.yaml, seed 001; worker-1's V100 is 7.0 = 70).
+PRE_TURING_SM = 75
+
+
+def pre_turing(nodes: Sequence[Node]) -> list[Node]:
+    """The nodes whose card is below sm_75 (V100: sm_70)."""
+    return [n for n in nodes if n.card is not None and n.card.sm < PRE_TURING_SM]
+
+
+def describe_nodes(nodes: Sequence[Node], pinned: bool) -> str:
+    """``"on worker-1 (Tesla-V100-PCIE-32GB, sm_70)"``, or ``"could land on a (sm_70), b (sm_70)"``."""
+    parts = ", ".join(
+        f"{n.name} ({n.card.product}, sm_{n.card.sm})" if n.card else n.name for n in nodes
+    )
+    return ("on " if pinned else "could land on ") + parts
+
+
+# --- probes ------------------------------------------------------------------------------
+
+#: Kubernetes probe defaults (core/v1 Probe): period 10 s, failure threshold 3, delay 0 s.
+PROBE_PERIOD_DEFAULT = 10
+PROBE_FAILURE_THRESHOLD_DEFAULT = 3
+
+
+def probe_budget(probe: Mapping) -> tuple[int, str]:
+    """``(seconds, formula)``: how long a startup probe lets a container start before the
+    kubelet kills it: initialDelaySeconds + periodSeconds x failureThreshold, with the
+    Kubernetes defaults (0, 10, 3) for omitted fields. ``formula`` reads "120 x 15 s"."""
+    period = whole(probe.get("periodSeconds")) or PROBE_PERIOD_DEFAULT
+    failures = whole(probe.get("failureThreshold")) or PROBE_FAILURE_THRESHOLD_DEFAULT
+    delay = whole(probe.get("initialDelaySeconds")) or 0
+    formula = f"{failures} x {period} s" + (f" + {delay} s initial delay" if delay else "")
+    return delay + period * failures, formula
+
+
+# --- stack config ------------------------------------------------------------------------
+
+
+def config_error(policy_name: str, err: stackconfig.StackConfigError) -> str:
+    """The one message a policy reports when the inventory or models cannot be read."""
+    return (
+        f"{policy_name} cannot judge this resource: {err}. Fix: give the stack file's "
+        f"config the {stackconfig.PROJECT}:cluster inventory (and {stackconfig.PROJECT}:models) "
+        "in the format of Pulumi.prod.yaml; the pack receives it in PULUMI_CONFIG"
+    )
+
+
+def with_inventory(
+    policy_name: str, report: Callable[..., None], urn: str
+) -> Optional[ClusterInventory]:
+    """The stack's inventory, or None after reporting one violation saying why it is unusable."""
+    try:
+        return stackconfig.inventory()
+    except stackconfig.StackConfigError as err:
+        report(config_error(policy_name, err), urn)
+        return None
+
+
+def gpu_containers(w: workloads.Workload) -> list[workloads.Container]:
+    """The containers that hold cards (nvidia.com/gpu limit or request above 0)."""
+    return [c for c in w.containers if c.cards > 0]

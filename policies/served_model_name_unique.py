@@ -1,0 +1,74 @@
+"""served-model-name-unique: one served model name is answered by one running server only.
+
+Rule: across the stack, each served model name (the ``model`` a client sends) is answered by
+the containers of at most one running workload. Served names come from the server's
+arguments (:attr:`policylib.workloads.ServerArgs.served_model_names`): vLLM's
+``--served-model-name`` values (else ``--model``), candle-vllm's basename of ``--w``
+(else ``--m``), which is what its /v1/models reports (seed 001: ``coder-14b-fp16``).
+
+Source: seed 002 reasoning.yaml: "coder-predictor also serves `reasoning`; that ambiguity is
+known" -- coder.yaml kept ``reasoning`` as a served name while the ``reasoning``
+InferenceService served it too, so a client sending model=reasoning got a different model
+depending on which host it called.
+
+Message: ``served model name reasoning is answered by 2 running servers: coder
+(InferenceService), reasoning (InferenceService); ...``: servers sorted by name, then kind;
+one violation per name, reported on the first server's URN.
+
+Parked workloads (replicas 0) answer nothing and are not counted. Two containers of one
+workload serving the same name count once.
+
+Does NOT check: servers other than vLLM and candle-vllm (their names are not parsed); the
+components' ``served-model-names`` annotation (the arguments are the truth the server acts
+on); LoRA adapter names (``--lora-modules``); names across stacks or namespaces outside the stack.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+
+from policylib import workloads
+
+NAME = "served-model-name-unique"
+
+
+def servers_by_name(all_workloads) -> dict[str, list[workloads.Workload]]:
+    """Served model name -> the running workloads answering it (each once, in input order)."""
+    out: dict[str, list[workloads.Workload]] = defaultdict(list)
+    for w in all_workloads:
+        if not w.running:
+            continue
+        names = {n for _, server in w.servers for n in server.served_model_names}
+        for name in names:
+            out[name].append(w)
+    return out
+
+
+def validate(args, report_violation) -> None:
+    stack = workloads.stack_view(args.resources)
+    for name, answering in sorted(servers_by_name(stack.workloads).items()):
+        if len(answering) < 2:
+            continue
+        ordered = sorted(answering, key=lambda w: (w.name, w.kind))
+        listed = ", ".join(f"{w.name} ({w.kind})" for w in ordered)
+        report_violation(
+            f"served model name {name} is answered by {len(ordered)} running servers: {listed}; a client "
+            f"sending model={name} gets a different model depending on the host it calls (seed 002)",
+            ordered[0].urn,
+        )
+
+
+POLICY = StackValidationPolicy(
+    name=NAME,
+    description="Each served model name is answered by one running model server only.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.MEDIUM,
+    remediation_steps=(
+        "Remove the name from all but one server's --served-model-name list (vLLM) or rename the "
+        "weights directory given to --w (candle-vllm); move clients that send the old name to the "
+        "server that keeps it, as seed 002 planned ('resolve it by moving the client host')."
+    ),
+)

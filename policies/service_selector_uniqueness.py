@@ -1,0 +1,95 @@
+"""service-selector-uniqueness: each Service selects exactly one running workload.
+
+Rule: a Service's selector matches the pod labels of exactly one running workload
+(Deployment, StatefulSet or InferenceService predictor, replicas > 0) in its namespace.
+
+- Two or more: traffic splits across them (two models, or two implementations of one).
+  Message: ``Service coder-predictor selects 2 running workloads: candle-vllm (Deployment),
+  coder (InferenceService); its traffic splits across them``. Names sorted by name, then kind.
+- None: clients get no endpoints. Allowed only when the Service is declared parked
+  (``facts.PARKED_ANNOTATION`` on the Service). Matching parked workloads (replicas 0) do not
+  count as running; the message names them: ``... selects only parked clef-serve (Deployment)``.
+
+Sources: spec "Facts each component must carry" (001, 003); kustomization.yaml in seed 001
+("It must be the only workload with that label, or the Service splits traffic across two
+models"); clef-candle.yaml ("The reference pytorch Deployment must stay at replicas 0 while
+this runs, or the Service splits traffic across two different implementations").
+
+InferenceService predictor pods carry the labels KServe gives them
+(``serving.kserve.io/inferenceservice``, ``component: predictor``, ``app: isvc.<name>-predictor``)
+beside the InferenceService's own labels (``policylib.workloads``).
+
+Pod labels are indexed by (namespace, key, value) (:class:`policylib.stack_helpers.PodIndex`),
+so the cost is linear in Services plus the matches, not Services x workloads.
+
+Does NOT check: Services without a selector (manual Endpoints: not applicable, skipped);
+ExternalName Services (no selector); bare Pods, Jobs and DaemonSets (not indexed); pods of
+workloads outside the stack; whether the single match is Ready.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+
+from policylib import stack_helpers, workloads
+from policylib.stack_helpers import PodIndex
+
+NAME = "service-selector-uniqueness"
+
+
+def _describe(selected) -> str:
+    return ", ".join(f"{w.name} ({w.kind})" for w in sorted(selected, key=lambda w: (w.name, w.kind)))
+
+
+def _selector_text(selector) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+
+
+def check_service(svc: workloads.Service, index: PodIndex):
+    """The violation message for one Service, or None when it selects exactly one running workload
+    (or none, declared parked; or has no selector)."""
+    if not svc.selector:
+        return None
+    selected = index.select(svc.namespace, svc.selector)
+    live = stack_helpers.running(selected)
+    if len(live) == 1:
+        return None
+    if len(live) >= 2:
+        return (
+            f"Service {svc.name} selects {len(live)} running workloads: {_describe(live)}; its traffic "
+            f"splits across them (selector {_selector_text(svc.selector)})"
+        )
+    if svc.parked_reason is not None:
+        return None
+    parked = [w for w in selected if not w.running]
+    what = f"only parked {_describe(parked)}" if parked else "no workload"
+    return (
+        f"Service {svc.name} selects {what} (selector {_selector_text(svc.selector)}): it has no "
+        "running endpoints and its clients get connection errors"
+    )
+
+
+def validate(args, report_violation) -> None:
+    stack = workloads.stack_view(args.resources)
+    if not stack.services:
+        return
+    index = PodIndex(stack.workloads)
+    for svc in stack.services:
+        message = check_service(svc, index)
+        if message:
+            report_violation(message, svc.urn)
+
+
+POLICY = StackValidationPolicy(
+    name=NAME,
+    description="Each Service's selector matches the pods of exactly one running workload (none only when the Service is declared parked).",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Two or more: give the one workload the Service should reach a label the others do not "
+        "carry and select it, or park the others (replicas 0). None: fix the selector to the "
+        "serving workload's pod labels, start the workload, or declare the Service parked with the "
+        "llm-serving.riotpiao.com/parked annotation and a reason."
+    ),
+)

@@ -1,0 +1,119 @@
+"""service-target-port: each Service port reaches a port the selected pods listen on.
+
+Rule: for every port of a Service and every running workload it selects, the ``targetPort``
+(a number, or the name of a container port; absent = ``port``) resolves to a
+``containerPort`` the pods declare, and, where the container runs vLLM or candle-vllm with an
+explicit listen port (vLLM ``--port``, candle-vllm ``--p``), to that port.
+
+Source: coder-service.yaml and reasoning-long-service.yaml (ports 80 and 8080, both to
+targetPort 8080, "a port translation that is easy to get wrong in a curl"); every server of
+the namespace listens on 8080 (``--port=8080``, ``--p 8080``).
+
+Decisions:
+- A named targetPort must name a containerPort: Kubernetes publishes no endpoint for a pod
+  that lacks the name, so this is a violation even when the pod declares no ports.
+- A numeric targetPort on pods that declare no containerPort at all: Kubernetes does not
+  require the declaration (it is informational), so it is judged by the server's explicit
+  listen port when there is one (a mismatch is a violation) and is otherwise not judged.
+- A numeric targetPort that is not among the declared containerPorts is a violation: a
+  declared port list that omits the served port is the "easy to get wrong" translation.
+
+Skipped: Services with no selector, and Services that select no running workload
+(service-selector-uniqueness reports those). A Service that selects two workloads is checked
+against each.
+
+Does NOT check: protocols (TCP/UDP), hostPort, sidecars that listen on undeclared ports,
+servers other than vLLM / candle-vllm (their listen port is not parsed), or default listen
+ports (vLLM 8000, candle-vllm 2000) when no port flag is given.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+
+from policylib import stack_helpers, workloads
+from policylib.stack_helpers import PodIndex
+
+NAME = "service-target-port"
+
+_PORT_FLAGS = {"vllm": ("--port",), "candle-vllm": ("--p", "--port")}
+
+
+def listen_port(server: workloads.ServerArgs) -> Optional[int]:
+    """The port a vLLM (``--port``) or candle-vllm (``--p``) server was told to listen on, or None."""
+    for flag in _PORT_FLAGS.get(server.engine, ()):
+        value = server.get(flag)
+        if value is not None and str(value).isdigit():
+            return int(value)
+    return None
+
+
+def _port_label(sp: workloads.ServicePort) -> str:
+    return f"port {sp.port} ({sp.name})" if sp.name else f"port {sp.port}"
+
+
+def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.Workload) -> Optional[str]:
+    """The violation message for one Service port against one selected workload, or None."""
+    number = stack_helpers.target_port_number(sp.target_port, w)
+    # A number shows as one (it arrives as a double, 8080.0, over the analyzer protocol).
+    shown = sp.target_port if number is None else number
+    head = f"Service {svc.name} {_port_label(sp)}: targetPort {shown}"
+    who = f"{w.name} ({w.kind})"
+    if number is None:
+        names = sorted({n for c in w.containers for n in c.port_names})
+        return (
+            f"{head} names no containerPort of {who} (named ports: {', '.join(names) or 'none'}); "
+            "Kubernetes publishes no endpoint for it: name the container port or use the number"
+        )
+    declared = stack_helpers.declared_ports(w)
+    if declared and number not in declared:
+        return (
+            f"{head} is not a containerPort of {who} (containerPorts: "
+            f"{', '.join(str(p) for p in declared)}); connections are refused: set targetPort to the "
+            "port the server listens on"
+        )
+    owners = [c for c in w.containers if number in c.ports] if declared else list(w.containers)
+    wrong = []
+    for c in owners:
+        server = c.server
+        port = listen_port(server) if server is not None else None
+        if port is None or port == number:
+            return None
+        wrong.append(f"container {c.name} runs {server.engine} on {port}")
+    if wrong:
+        return (
+            f"{head} reaches pod port {number} of {who}, but {'; '.join(wrong)}; connections are "
+            "refused: make the server's port flag, the containerPort and the targetPort agree"
+        )
+    return None
+
+
+def validate(args, report_violation) -> None:
+    stack = workloads.stack_view(args.resources)
+    if not stack.services:
+        return
+    index = PodIndex(stack.workloads)
+    for svc in stack.services:
+        if not svc.selector:
+            continue
+        for w in stack_helpers.running(index.select(svc.namespace, svc.selector)):
+            for sp in svc.ports:
+                message = check_port(svc, sp, w)
+                if message:
+                    report_violation(message, svc.urn)
+
+
+POLICY = StackValidationPolicy(
+    name=NAME,
+    description="Each Service targetPort resolves to a containerPort the selected pods declare and their server listens on.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Set the Service port's targetPort to the server's listen port (8080 for every server in "
+        "llm-serving: vLLM --port=8080, candle-vllm --p 8080), declare it as a containerPort, and "
+        "name the containerPort when the targetPort is a name."
+    ),
+)

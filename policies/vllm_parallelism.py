@@ -1,0 +1,69 @@
+"""vllm-parallelism: vLLM's tensor parallel x pipeline parallel size equals the container's cards.
+
+Rule, for every vLLM container: ``--tensor-parallel-size`` (``-tp``, default 1) x
+``--pipeline-parallel-size`` (``-pp``, default 1) x ``--data-parallel-size`` (``-dp``,
+default 1; one pod runs every local data-parallel rank) equals the container's
+``nvidia.com/gpu`` (its limit, else its request). Fewer cards than ranks: vLLM fails at start
+("world size ... greater than the number of available GPUs"); more: cards held and idle,
+which on a fully allocated node starves another workload (coder.yaml's 2 cards).
+
+Source: issue 3 item 3; coder.yaml (``--tensor-parallel-size=2``, ``--pipeline-parallel-size=1``
+with ``nvidia.com/gpu: "2"``), seed 002 reasoning.yaml (TP 1 on 1 card).
+
+Does not check: that TP divides the model's heads (the TP divisibility policy, with model
+facts); multi-node pipeline parallelism (Ray clusters), which this stack does not run.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from components import facts
+from policylib import resource_helpers as rh
+from policylib import workloads
+
+NAME = "vllm-parallelism"
+
+
+def data_parallel(server: workloads.ServerArgs) -> int:
+    """``--data-parallel-size`` (``-dp``), default 1."""
+    return rh.whole(server.get("--data-parallel-size") or server.get("-dp")) or 1
+
+
+def validate(args, report_violation) -> None:
+    if args.resource_type not in workloads.WORKLOAD_TYPES:
+        return
+    w = workloads.workload(args.resource_type, args.props, args.urn)
+    if w is None:
+        return
+    for c, server in w.servers:
+        if server.engine != "vllm":
+            continue
+        tp, pp, dp = server.tensor_parallel, server.pipeline_parallel, data_parallel(server)
+        ranks = tp * pp * dp
+        if ranks == c.cards:
+            continue
+        formula = f"TP {tp} x PP {pp}" + (f" x DP {dp}" if dp != 1 else "")
+        effect = (
+            "vLLM fails at start for want of cards" if ranks > c.cards
+            else f"{c.cards - ranks} card(s) are held and idle"
+        )
+        report_violation(
+            f"{rh.workload_label(w)}, container {c.name}: {formula} = {ranks} GPU ranks but the "
+            f"container holds {c.cards} {facts.GPU_RESOURCE}; {effect}. Make "
+            "--tensor-parallel-size x --pipeline-parallel-size equal the container's nvidia.com/gpu.",
+            args.urn,
+        )
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="vLLM tensor parallel x pipeline parallel size equals the container's nvidia.com/gpu cards.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Set resources.limits and requests nvidia.com/gpu to --tensor-parallel-size x "
+        "--pipeline-parallel-size (x --data-parallel-size), or change the sizes to the cards you have."
+    ),
+)

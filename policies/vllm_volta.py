@@ -1,0 +1,154 @@
+"""vllm-volta: vLLM on Volta (sm_70) cards avoids every kernel path sm_70 does not have.
+
+Applies to a vLLM container whose pod holds cards and can land on a card below compute
+capability 7.5 (``resource_helpers.PRE_TURING_SM``; worker-1's V100 is 7.0). The nodes come
+from the stack's inventory (``llm-serving:cluster``): a pinned pod (``nodeName`` or the
+``kubernetes.io/hostname`` nodeSelector) is judged on its node; an unpinned pod on every node
+with enough cards, and the rules apply if ANY of them is Volta, because the scheduler may put
+it there. One violation per problem:
+  - ``--dtype`` is explicitly ``float16`` / ``half`` (auto takes the checkpoint's dtype,
+    bfloat16 for most; ``bfloat16`` has no sm_70 path);
+  - no ``--quantization`` (or checkpoint quantization, from the stack's model facts when
+    vLLM would pick it up by itself) of fp8 / fp4 / awq / any marlin / compressed-tensors /
+    modelopt: their kernels need sm75+ or sm80+; gptq is fine;
+  - no fp8 KV cache (``--kv-cache-dtype fp8``, ``fp8_e4m3``, ``fp8_e5m2``);
+  - env ``VLLM_USE_FLASHINFER_SAMPLER=0`` (FlashInfer's check_cuda_arch raises on 7.0);
+  - ``VLLM_ATTENTION_BACKEND`` names neither FLASH_ATTN nor FLASHINFER (both need sm75+);
+  - TP >= 2 on a node without NVLink: ``--disable-custom-all-reduce``.
+
+Source: coder.yaml (env block "Required on this hardware, not tuning"; the custom
+all-reduce "went silent for 14+ minutes" after CUDA graph capture on the Volta/PCIe pair),
+seed 001 (no INT4 / FP8 tensor cores on V100), spec "sm_70 needs ..." and "TP>1 on PCIe" rows.
+
+Does not check: an unset ``VLLM_ATTENTION_BACKEND`` (left to vLLM's own selection; the
+components set TRITON_ATTN, ``facts.VLLM_VOLTA_ENV``); env from ``envFrom`` / ``valueFrom``
+(not visible in the manifest: a sampler variable given that way is reported as missing);
+node affinity and node labels other than the hostname; GatedDeltaNet (fla) models on vLLM.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from components import facts
+from components.modelfacts import ModelFacts
+from policylib import resource_helpers as rh
+from policylib import stackconfig, workloads
+
+NAME = "vllm-volta"
+HALF = ("float16", "half")
+NO_VOLTA_QUANT = ("fp8", "fp4", "awq", "marlin", "compressed-tensors", "compressed_tensors", "modelopt")
+SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
+BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
+NO_VOLTA_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
+CUSTOM_AR_FLAGS = ("--disable-custom-all-reduce", "--disable_custom_all_reduce")
+
+
+def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts]) -> Optional[str]:
+    dtype = (server.get("--dtype") or "").lower()
+    if dtype in HALF:
+        return None
+    if not dtype or dtype == "auto":
+        ckpt = f" ({model.torch_dtype})" if model else ""
+        return (f"no explicit --dtype, so vLLM takes the checkpoint's dtype{ckpt}; "
+                "sm_70 needs an explicit half dtype: add --dtype float16")
+    if dtype in ("bfloat16", "bf16"):
+        return "--dtype bfloat16: sm_70 has no bf16 support; use --dtype float16"
+    return f"--dtype {dtype} is not a half dtype; sm_70 serves float16: use --dtype float16"
+
+
+def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts]) -> Optional[str]:
+    written = server.get("--quantization") or server.get("-q")
+    method = written or (model.quantization.method if model and model.quantization else None)
+    if not method or not any(bad in method.lower() for bad in NO_VOLTA_QUANT):
+        return None
+    how = f"--quantization {method}" if written else f"the checkpoint's {method} quantization (picked up without --quantization)"
+    return (f"{how}: its kernels need sm75+ (FP8 / INT4 tensor cores, Marlin), not sm_70; "
+            "use a gptq or unquantized float16 checkpoint")
+
+
+def kv_cache_problem(server: workloads.ServerArgs) -> Optional[str]:
+    kv = server.get("--kv-cache-dtype") or ""
+    if kv.lower().startswith("fp8"):
+        return f"--kv-cache-dtype {kv}: sm_70 has no FP8; use --kv-cache-dtype auto"
+    return None
+
+
+def env_problems(env) -> list[str]:
+    problems = []
+    if env.get(SAMPLER_ENV) != "0":
+        shown = f"is {env[SAMPLER_ENV]!r}" if SAMPLER_ENV in env else "is not set"
+        problems.append(f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_70; set {SAMPLER_ENV}=0")
+    backend = env.get(BACKEND_ENV, "")
+    if any(bad in backend.upper() for bad in NO_VOLTA_BACKENDS):
+        problems.append(
+            f"env {BACKEND_ENV}={backend}: FlashAttention-2 and FlashInfer need sm75+; "
+            f"set {BACKEND_ENV}={facts.VLLM_VOLTA_ENV[BACKEND_ENV]}"
+        )
+    return problems
+
+
+def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optional[str]:
+    tp = server.tensor_parallel
+    if tp < 2 or not no_nvlink or any(server.has(f) for f in CUSTOM_AR_FLAGS):
+        return None
+    names = ", ".join(n.name for n in no_nvlink)
+    return (f"TP {tp} without NVLink ({names}) and no --disable-custom-all-reduce: vLLM's custom "
+            "all-reduce deadlocked after CUDA graph capture on this Volta/PCIe pair (coder.yaml); "
+            "add --disable-custom-all-reduce")
+
+
+def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta: list) -> list[str]:
+    """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on."""
+    found = [dtype_problem(server, model), quantization_problem(server, model), kv_cache_problem(server)]
+    found += env_problems(c.env)
+    found.append(all_reduce_problem(server, [n for n in volta if n.card and not n.card.nvlink]))
+    return [p for p in found if p]
+
+
+def _model(server: workloads.ServerArgs, models) -> Optional[ModelFacts]:
+    hit = models.find(server.model_arg) if models else None
+    return hit[1] if hit else None
+
+
+def validate(args, report_violation) -> None:
+    if args.resource_type not in workloads.WORKLOAD_TYPES:
+        return
+    w = workloads.workload(args.resource_type, args.props, args.urn)
+    if w is None or not w.is_gpu:
+        return
+    vllm = [(c, s) for c, s in w.servers if s.engine == "vllm"]
+    if not vllm:
+        return
+    inv = rh.with_inventory(NAME, report_violation, args.urn)
+    if inv is None:
+        return
+    try:
+        models = stackconfig.models()
+    except stackconfig.StackConfigError as err:
+        report_violation(rh.config_error(NAME, err), args.urn)
+        models = None
+    nodes, pinned = rh.candidate_nodes(w, inv)
+    volta = rh.pre_turing(nodes)
+    if not volta:
+        return
+    where = rh.describe_nodes(volta, pinned)
+    for c, server in vllm:
+        for problem in problems(c, server, _model(server, models), volta):
+            report_violation(f"{rh.workload_label(w)}, container {c.name} ({where}): {problem}.", args.urn)
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="vLLM on sm_70 cards: explicit float16, no bf16/fp8/awq/marlin, sampler and attention env, no custom all-reduce over PCIe.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.CRITICAL,
+    remediation_steps=(
+        "On V100 (sm_70): pass --dtype float16, use gptq or float16 weights, --kv-cache-dtype auto, "
+        "set env VLLM_USE_FLASHINFER_SAMPLER=0 and VLLM_ATTENTION_BACKEND=TRITON_ATTN, and with "
+        "TP >= 2 over PCIe add --disable-custom-all-reduce (the VllmInferenceService component does all of it)."
+    ),
+)

@@ -1,0 +1,53 @@
+"""Every policy of the pack is complete: name, description, level, severity, remediation, fixtures.
+
+gatekeeper-library style: one module per policy, allowed and disallowed fixtures beside it.
+A policy that lacks any of these fails here, so a new policy cannot land half-described.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pulumi_policy import EnforcementLevel
+
+from policylib.pack import policy_modules, policies
+from tests.policy_harness import FIXTURES, expectations, fixture_cases
+
+KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+MODULES = policy_modules()
+
+
+def test_the_pack_has_policies_and_unique_names():
+    names = [p.name for p in policies()]
+    assert len(names) >= 10, names
+    assert len(names) == len(set(names)), names
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_policy_metadata(module):
+    policy = __import__(module).POLICY
+    assert KEBAB.match(policy.name), policy.name
+    assert policy.name.replace("-", "_") == module, "module name is the policy name in snake case"
+    assert policy.description and not policy.description.endswith(" "), policy.name
+    assert policy.enforcement_level in (EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY), policy.name
+    assert policy.severity is not None, f"{policy.name}: set a severity"
+    assert policy.remediation_steps and len(policy.remediation_steps) > 20, f"{policy.name}: remediation steps"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_policy_has_allowed_and_disallowed_fixtures(module):
+    name = module.replace("_", "-")
+    allowed = fixture_cases(name, "allowed")
+    disallowed = fixture_cases(name, "disallowed")
+    assert allowed, f"no fixtures under {FIXTURES / name / 'allowed'}"
+    assert disallowed, f"no fixtures under {FIXTURES / name / 'disallowed'}"
+    for case in disallowed:
+        assert expectations(case), f"{case}: a disallowed fixture starts with '# expect: <message part>'"
+
+
+def test_fixture_directories_belong_to_policies():
+    """A fixture directory without a policy is a renamed or deleted policy left behind."""
+    names = {m.replace("_", "-") for m in MODULES}
+    dirs = {p.name for p in FIXTURES.iterdir() if p.is_dir()}
+    assert dirs <= names, sorted(dirs - names)

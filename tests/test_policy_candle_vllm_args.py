@@ -1,0 +1,95 @@
+"""candle-vllm-args: --dtype f16 on sm_70, one --d device per card, 0..n-1 (seeds 001, 003)."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi.runtime.config
+import pytest
+
+import candle_vllm_args as mod
+from policylib import workloads
+from tests.policy_harness import (
+    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
+)
+from tools.manifests import load_stack_file
+
+NAME = mod.POLICY.name
+
+
+@pytest.fixture(autouse=True)
+def stack_config():
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
+def test_allowed_fixture(case):
+    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
+def test_disallowed_fixture(case):
+    found = run_fixture(mod.POLICY, case)
+    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
+
+
+def _args(*argv):
+    return workloads.parse_args("candle-vllm", argv)
+
+
+@pytest.mark.parametrize(
+    "argv, cards, problems",
+    [
+        (("--d", "0,1"), 2, []),
+        (("--d", "0"), 1, []),
+        ((), 1, []),  # no --d: device 0
+        ((), 2, ["no --d (device 0 only) names 1 device(s) but the container holds 2 nvidia.com/gpu; "
+                 "the tensor-parallel ranks must equal the cards"]),
+        (("--d", "1,0"), 2, []),  # order does not matter, the set does
+        (("--d", "0,2"), 2, ["--d 0,2 is not distinct devices 0..n-1: the pod's cards are numbered from 0 "
+                             "inside the container; use --d 0,1"]),
+        (("--d", "0", "1"), 2, ["--d is followed by 2 items (0 1); candle-vllm takes one comma-separated list: --d 0,1"]),
+        (("--d", "gpu0"), 1, ["--d gpu0 has a device that is not a number; give ordinals 0..0"]),
+    ],
+)
+def test_device_problems(argv, cards, problems):
+    assert mod.device_problems(_args(*argv), cards) == problems
+
+
+def _candle(dtype_args: str, node: str = "worker-1") -> str:
+    pin = f"nodeSelector: {{kubernetes.io/hostname: {node}}}" if node else ""
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: c, namespace: llm-serving}}
+spec:
+  template:
+    spec:
+      {pin}
+      containers:
+      - name: candle
+        image: forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70
+        args: [--w, /mnt/models/clef-flash, --d, "0" {dtype_args}]
+        resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"""
+
+
+def test_dtype_rule_follows_the_node_card(monkeypatch):
+    (v,) = run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16")))
+    assert v.message == (
+        "Deployment c, container candle (on worker-1 (Tesla-V100-PCIE-32GB, sm_70)): --dtype bf16: bf16 has no "
+        "tensor-core path on Volta (sm_70); use --dtype f16."
+    )
+    a100 = {"nodes": [{"name": "worker-1", "cards": 4, "allocatable_memory_mib": 63495, "card": {
+        "product": "A100", "memory_mib": 81920, "compute_capability": "8.0", "nvlink": True, "hbm_bandwidth_gb_s": 2039}}]}
+    monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps(a100))
+    assert run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16"))) == []
+
+
+def test_bad_inventory_still_checks_devices_and_reports_the_config_once(monkeypatch):
+    monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps({"nodes": []}))
+    text = _candle("").replace('--d, "0"', '--d, "1"')
+    messages = [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    assert len(messages) == 2
+    assert "--d 1 is not distinct devices 0..n-1" in messages[0]
+    assert messages[1].startswith("candle-vllm-args cannot judge this resource: llm-serving:cluster is invalid")

@@ -1,0 +1,74 @@
+"""gpu-runtime-class: GPU pods set runtimeClassName nvidia (seed 001, 003)."""
+
+from __future__ import annotations
+
+import pytest
+
+import gpu_runtime_class as mod
+from tests.policy_harness import (
+    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
+)
+from tools.manifests import load_stack_file
+
+NAME = mod.POLICY.name
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
+def test_allowed_fixture(case):
+    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
+def test_disallowed_fixture(case):
+    found = run_fixture(mod.POLICY, case)
+    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
+
+
+def _deployment(runtime: str = "", gpu: str = "1", replicas: int = 1) -> str:
+    rc = f"runtimeClassName: {runtime}" if runtime else ""
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: srv, namespace: llm-serving}}
+spec:
+  replicas: {replicas}
+  template:
+    spec:
+      {rc}
+      containers:
+      - name: a
+        image: x@sha256:{'0' * 64}
+        resources: {{limits: {{nvidia.com/gpu: "{gpu}"}}}}
+"""
+
+
+def _run(text: str, config=None):
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    return run_policy(mod.POLICY, manifests(text), config)
+
+
+def test_seed_001_message_names_object_cards_and_fix_and_carries_the_urn():
+    (v,) = _run(_deployment())
+    assert v.message.startswith("Deployment srv: pods hold 1 card(s) of nvidia.com/gpu but set no runtimeClassName")
+    assert "runtimeClassName: nvidia" in v.message
+    assert v.urn.endswith("kubernetes:apps/v1:Deployment::llm-serving/srv")
+
+
+def test_parked_gpu_workload_is_still_judged():
+    """Unparking is one replicas change; the pod template must already be right."""
+    assert len(_run(_deployment(replicas=0))) == 1
+
+
+def test_no_cards_means_no_rule():
+    assert _run(_deployment(gpu="0")) == []
+
+
+def test_runtime_class_parameter_overrides_the_default():
+    assert _run(_deployment(runtime="nvidia-cdi"), {"runtimeClassName": "nvidia-cdi"}) == []
+    (v,) = _run(_deployment(runtime="nvidia"), {"runtimeClassName": "nvidia-cdi"})
+    assert "set runtimeClassName nvidia; GPU pods need runtimeClassName nvidia-cdi" in v.message
+
+
+def test_other_types_are_not_judged():
+    text = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: llm-serving}\nspec: {selector: {app: x}}\n"
+    assert _run(text) == []

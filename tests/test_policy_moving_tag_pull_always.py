@@ -1,0 +1,85 @@
+"""moving-tag-pull-always: an image not pinned by digest is pulled on every pod start (seed 003)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import moving_tag_pull_always as mod
+from policylib import resource_helpers as rh
+from tests.policy_harness import (
+    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
+)
+from tools.manifests import load_manifest_dir, load_stack_file
+
+NAME = mod.POLICY.name
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "k8s" / "apps" / "llm-serving"
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
+def test_allowed_fixture(case):
+    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
+def test_disallowed_fixture(case):
+    found = run_fixture(mod.POLICY, case)
+    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared reference manifests not present")
+def test_spec_history_row_coder_14b_fp16_as_written_is_the_only_finding_among_the_references():
+    """Spec: "001's coder-14b-fp16.yaml as written: moving tag :sm70-gptq-slim without
+    imagePullPolicy: Always"; clef-candle.yaml (Always) and coder.yaml (digest) pass."""
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    found = run_policy(mod.POLICY, load_manifest_dir(REFERENCE))
+    assert [(v.urn.rsplit("::", 1)[-1], ":sm70-gptq-slim" in v.message) for v in found] == [
+        ("llm-serving/candle-vllm", True)
+    ]
+
+
+@pytest.mark.parametrize(
+    "image, repository, tag, digest",
+    [
+        ("forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70", "forgejo.riotpiao.com/riotpiao-poimen/candle-vllm", "sm70", None),
+        ("registry.local:5000/tools/proxy", "registry.local:5000/tools/proxy", None, None),
+        ("registry.local:5000/tools/proxy:v1", "registry.local:5000/tools/proxy", "v1", None),
+        ("vllm/vllm-openai:v0.11.0@sha256:014a", "vllm/vllm-openai", "v0.11.0", "sha256:014a"),
+        ("nginx", "nginx", None, None),
+    ],
+)
+def test_parse_image(image, repository, tag, digest):
+    assert rh.parse_image(image) == rh.ImageRef(repository, tag, digest)
+
+
+@pytest.mark.parametrize(
+    "image, written, effective",
+    [
+        ("x:sm70", None, ("IfNotPresent", True)),
+        ("x:latest", None, ("Always", True)),
+        ("x", None, ("Always", True)),
+        ("x:sm70", "Always", ("Always", False)),
+    ],
+)
+def test_effective_pull_policy_follows_kubernetes_defaulting(image, written, effective):
+    assert rh.effective_pull_policy(rh.parse_image(image), written) == effective
+
+
+def test_explicit_if_not_present_on_latest_is_reported():
+    text = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: d, namespace: llm-serving}
+spec:
+  template:
+    spec:
+      containers:
+      - {name: a, image: "forgejo.riotpiao.com/x/clef-serve:latest", imagePullPolicy: IfNotPresent}
+"""
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    (v,) = run_policy(mod.POLICY, manifests(text))
+    assert v.message.startswith(
+        "DaemonSet d, container a: image forgejo.riotpiao.com/x/clef-serve:latest has moving tag :latest "
+        "and imagePullPolicy IfNotPresent, so a rebuilt image never reaches the pod"
+    )

@@ -1,0 +1,118 @@
+"""service-selector-uniqueness: a Service selects exactly one running workload (001, 003)."""
+
+from __future__ import annotations
+
+import pytest
+
+import service_selector_uniqueness as mod
+from policylib import workloads
+from policylib.stack_helpers import PodIndex
+from tests.policy_harness import (
+    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
+)
+from tools.manifests import load_stack_file
+
+NAME = mod.POLICY.name
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
+def test_allowed_fixture(case):
+    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
+def test_disallowed_fixture(case):
+    found = run_fixture(mod.POLICY, case)
+    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
+
+
+def _deployment(name, labels, replicas=1, namespace="llm-serving"):
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  replicas: {replicas}
+  template:
+    metadata: {{labels: {labels}}}
+    spec: {{containers: [{{name: a, image: x}}]}}
+---"""
+
+
+def _service(name, selector, namespace="llm-serving", annotations="{}"):
+    return f"""
+apiVersion: v1
+kind: Service
+metadata: {{name: {name}, namespace: {namespace}, annotations: {annotations}}}
+spec:
+  selector: {selector}
+  ports: [{{port: 80, targetPort: 8080}}]
+---"""
+
+
+def _run(text):
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    return run_policy(mod.POLICY, manifests(text))
+
+
+def test_exactly_one_running_match_passes_even_beside_parked_matches():
+    text = _deployment("clef-candle", "{app: clef}") + _deployment("clef-serve", "{app: clef}", replicas=0)
+    assert _run(text + _service("clef-serve", "{app: clef}")) == []
+
+
+def test_three_matches_are_all_named_sorted_and_reported_on_the_service():
+    text = "".join(_deployment(n, "{tier: llm}") for n in ("c", "a", "b")) + _service("svc", "{tier: llm}")
+    (v,) = _run(text)
+    assert v.message == (
+        "Service svc selects 3 running workloads: a (Deployment), b (Deployment), c (Deployment); "
+        "its traffic splits across them (selector tier=llm)"
+    )
+    assert v.urn.endswith("kubernetes:core/v1:Service::llm-serving/svc")
+
+
+def test_every_selector_pair_must_match():
+    text = _deployment("a", "{app: x, tier: one}") + _deployment("b", "{app: x, tier: two}")
+    assert _run(text + _service("svc", "{app: x, tier: one}")) == []
+
+
+def test_selection_stays_in_the_service_namespace():
+    text = _deployment("a", "{app: x}") + _deployment("b", "{app: x}", namespace="staging")
+    assert _run(text + _service("svc", "{app: x}")) == []
+
+
+def test_kserve_predictor_labels_are_selectable():
+    """reasoning-long-service.yaml selects KServe's labels plus the InferenceService's own."""
+    isvc = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: reasoning, namespace: llm-serving, labels: {app.kubernetes.io/name: llm-reasoning}}
+spec: {predictor: {containers: [{name: kserve-container, image: x}]}}
+---"""
+    selector = "{app.kubernetes.io/name: llm-reasoning, component: predictor, serving.kserve.io/inferenceservice: reasoning}"
+    assert _run(isvc + _service("reasoning-long-predictor", selector)) == []
+    (v,) = _run(isvc + _service("wrong", "{app.kubernetes.io/name: llm-reasoning, component: transformer}"))
+    assert v.message.startswith("Service wrong selects no workload")
+
+
+def test_none_running_is_allowed_only_when_the_service_is_declared_parked():
+    text = _deployment("clef-serve", "{app: clef-serve}", replicas=0)
+    (v,) = _run(text + _service("clef-serve", "{app: clef-serve}"))
+    assert v.message.startswith("Service clef-serve selects only parked clef-serve (Deployment) (selector app=clef-serve)")
+    parked = '{llm-serving.riotpiao.com/parked: "clef-candle serves clef-flash (seed 000)"}'
+    assert _run(text + _service("clef-serve", "{app: clef-serve}", annotations=parked)) == []
+
+
+def test_service_without_selector_is_not_applicable():
+    text = "apiVersion: v1\nkind: Service\nmetadata: {name: manual, namespace: llm-serving}\nspec: {ports: [{port: 80}]}\n"
+    assert _run(text) == []
+
+
+def test_index_answers_identical_selectors_once_and_matches_pairwise_filtering():
+    docs = manifests("".join(_deployment(f"w{i}", f"{{app: w{i % 3}, shard: s{i % 2}}}") for i in range(12)))
+    ws = [workloads.workload(r.type, r.props, r.urn) for r in docs]
+    index = PodIndex(ws)
+    for selector in ({"app": "w1"}, {"app": "w1", "shard": "s0"}, {"shard": "s1"}, {"app": "nope"}):
+        brute = [w.name for w in ws if workloads.selector_matches(selector, w.pod_labels)]
+        assert [w.name for w in index.select("llm-serving", selector)] == brute
+    assert index.select("llm-serving", {"app": "w1"}) is index.select("llm-serving", {"app": "w1"})
+    assert index.select("llm-serving", {}) == ()

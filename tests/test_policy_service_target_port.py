@@ -1,0 +1,126 @@
+"""service-target-port: targetPort reaches a port the selected pods declare and listen on (coder-service.yaml)."""
+
+from __future__ import annotations
+
+import pytest
+
+import service_target_port as mod
+from policylib import workloads
+from tests.policy_harness import (
+    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
+)
+from tools.manifests import load_stack_file
+
+NAME = mod.POLICY.name
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
+def test_allowed_fixture(case):
+    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
+def test_disallowed_fixture(case):
+    found = run_fixture(mod.POLICY, case)
+    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
+
+
+def _deployment(ports="[{containerPort: 8080}]", args="[]", image="x", replicas=1, name="srv"):
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: llm-serving}}
+spec:
+  replicas: {replicas}
+  template:
+    metadata: {{labels: {{app: srv}}}}
+    spec:
+      containers:
+      - {{name: main, image: {image}, args: {args}, ports: {ports}}}
+---"""
+
+
+def _service(target, port=80, name="http"):
+    return f"""
+apiVersion: v1
+kind: Service
+metadata: {{name: svc, namespace: llm-serving}}
+spec:
+  selector: {{app: srv}}
+  ports: [{{name: {name}, port: {port}, targetPort: {target}}}]
+---"""
+
+
+def _run(text):
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    return run_policy(mod.POLICY, manifests(text))
+
+
+def test_numeric_target_on_a_declared_port_passes():
+    assert _run(_deployment() + _service(8080)) == []
+
+
+def test_missing_target_port_defaults_to_the_service_port():
+    text = _deployment() + """
+apiVersion: v1
+kind: Service
+metadata: {name: svc, namespace: llm-serving}
+spec: {selector: {app: srv}, ports: [{port: 80}]}
+"""
+    (v,) = _run(text)
+    assert v.message.startswith("Service svc port 80: targetPort 80 is not a containerPort of srv (Deployment) (containerPorts: 8080)")
+    assert v.urn.endswith("kubernetes:core/v1:Service::llm-serving/svc")
+
+
+def test_named_target_resolves_through_named_container_ports():
+    text = _deployment(ports="[{name: web, containerPort: 8080}]") + _service("web")
+    assert _run(text) == []
+    (v,) = _run(_deployment(ports="[{name: web, containerPort: 8080}]") + _service("api"))
+    assert v.message.startswith("Service svc port 80 (http): targetPort api names no containerPort of srv (Deployment) (named ports: web)")
+
+
+def test_named_target_on_pods_without_ports_is_a_violation():
+    (v,) = _run(_deployment(ports="[]") + _service("http"))
+    assert "names no containerPort of srv (Deployment) (named ports: none)" in v.message
+
+
+def test_numeric_target_on_pods_without_ports_is_not_judged_without_a_server_port():
+    assert _run(_deployment(ports="[]") + _service(9999)) == []
+
+
+def test_numeric_target_on_pods_without_ports_is_judged_by_the_server_port_flag():
+    candle = _deployment(ports="[]", image="forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70",
+                         args='["--w", "/mnt/models/m", "--p", "8080"]')
+    assert _run(candle + _service(8080)) == []
+    (v,) = _run(candle + _service(8000))
+    assert "targetPort 8000 reaches pod port 8000 of srv (Deployment), but container main runs candle-vllm on 8080" in v.message
+
+
+def test_vllm_port_flag_disagreeing_with_the_declared_port():
+    vllm = _deployment(image="vllm/vllm-openai:v0.11.0", args='["--model=m", "--port=8000"]')
+    (v,) = _run(vllm + _service(8080))
+    assert "but container main runs vllm on 8000" in v.message
+
+
+def test_services_with_no_running_match_are_left_to_the_uniqueness_policy():
+    assert _run(_deployment(replicas=0) + _service(1234)) == []
+
+
+def test_each_selected_workload_is_checked():
+    text = _deployment(name="a") + _deployment(name="b", ports="[{containerPort: 9000}]") + _service(8080)
+    (v,) = _run(text)
+    assert "is not a containerPort of b (Deployment) (containerPorts: 9000)" in v.message
+
+
+def test_listen_port_reads_the_engine_flag():
+    assert mod.listen_port(workloads.parse_args("vllm", ["--port", "8080"])) == 8080
+    assert mod.listen_port(workloads.parse_args("candle-vllm", ["--p", "2000"])) == 2000
+    assert mod.listen_port(workloads.parse_args("vllm", ["--model", "m"])) is None
+
+
+def test_numbers_that_arrive_as_doubles_are_shown_as_whole_numbers():
+    """Over the analyzer protocol every number is a protobuf double: targetPort 8000 arrives as 8000.0."""
+    (v,) = _run(_deployment(ports="[{containerPort: 8080.0}]") + _service(8000.0, port=80.0))
+    assert v.message.startswith(
+        "Service svc port 80 (http): targetPort 8000 is not a containerPort of srv (Deployment) (containerPorts: 8080)"
+    )

@@ -1,0 +1,67 @@
+"""vllm-parallelism: TP x PP equals the container's cards (coder.yaml, seed 002 reasoning.yaml)."""
+
+from __future__ import annotations
+
+import pytest
+
+import vllm_parallelism as mod
+from tests.policy_harness import (
+    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
+)
+from tools.manifests import load_stack_file
+
+NAME = mod.POLICY.name
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
+def test_allowed_fixture(case):
+    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
+def test_disallowed_fixture(case):
+    found = run_fixture(mod.POLICY, case)
+    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
+
+
+def _vllm(args: str, cards) -> str:
+    limits = f"{{nvidia.com/gpu: {cards}}}" if cards is not None else "{}"
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: v, namespace: llm-serving}}
+spec:
+  template:
+    spec:
+      containers:
+      - {{name: s, image: "vllm/vllm-openai:v0.11.0", args: {args}, resources: {{limits: {limits}}}}}
+"""
+
+
+def _run(text: str):
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    return [v.message for v in run_policy(mod.POLICY, manifests(text))]
+
+
+@pytest.mark.parametrize(
+    "args, cards",
+    [
+        ("[--model=m]", 1),
+        ("[--model=m, -tp, '2']", 2),
+        ("[--model=m, --tensor-parallel-size, '2', --pipeline-parallel-size, '2']", 4),
+        ("[--model=m, --tensor-parallel-size=2, --data-parallel-size=2]", 4),
+        ("[--model=m, --tensor-parallel-size=2]", 2.0),  # gRPC float
+    ],
+)
+def test_ranks_equal_cards(args, cards):
+    assert _run(_vllm(args, cards)) == []
+
+
+def test_data_parallel_is_in_the_formula():
+    (message,) = _run(_vllm("[--model=m, --tensor-parallel-size=2, --data-parallel-size=2]", 2))
+    assert "TP 2 x PP 1 x DP 2 = 4 GPU ranks but the container holds 2 nvidia.com/gpu; vLLM fails at start" in message
+
+
+def test_vllm_without_cards_is_reported():
+    (message,) = _run(_vllm("[--model=m]", None))
+    assert message.startswith("Deployment v, container s: TP 1 x PP 1 = 1 GPU ranks but the container holds 0")

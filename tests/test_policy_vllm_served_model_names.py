@@ -1,0 +1,76 @@
+"""vllm-served-model-names: separate argv items, no comma or space, given once (seed 002 reasoning.yaml)."""
+
+from __future__ import annotations
+
+import pytest
+
+import vllm_served_model_names as mod
+from tests.policy_harness import (
+    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
+)
+from tools.manifests import load_stack_file
+
+NAME = mod.POLICY.name
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
+def test_allowed_fixture(case):
+    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
+
+
+@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
+def test_disallowed_fixture(case):
+    found = run_fixture(mod.POLICY, case)
+    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
+
+
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (["--model=m", "--served-model-name", "reasoning", "reasoning-long", "--port=8080"],
+         [("--served-model-name", ("reasoning", "reasoning-long"))]),
+        (["--served-model-name=reasoning,reasoning-long"], [("--served-model-name=reasoning,reasoning-long", ("reasoning,reasoning-long",))]),
+        (["--served_model_name", "a"], [("--served_model_name", ("a",))]),
+        (["--model", "m"], []),
+    ],
+)
+def test_occurrences(argv, names):
+    assert mod.occurrences(tuple(argv)) == names
+
+
+def test_seed_002_comma_form_says_it_makes_one_model():
+    (problem,) = mod.argv_problems(("--served-model-name=reasoning,reasoning-long",))
+    assert problem.startswith('served model name "reasoning,reasoning-long" contains a comma: vLLM serves ONE model')
+    assert "not reasoning, reasoning-long" in problem
+
+
+def test_empty_name():
+    assert mod.argv_problems(("--served-model-name", "--port=8080")) == ["--served-model-name gives an empty served model name"]
+
+
+def test_names_of_an_earlier_flag_are_dropped():
+    (problem,) = mod.argv_problems(("--served-model-name", "coder", "reasoning", "--served-model-name", "coder-next"))
+    assert problem.startswith("--served-model-name is given 2 times; vLLM keeps only the last (coder-next) and drops coder, reasoning")
+
+
+def test_candle_vllm_and_command_form_vllm():
+    """candle-vllm has no served names; vLLM run as `vllm serve` is recognised by its command."""
+    text = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: llm-serving}
+spec:
+  template:
+    spec:
+      containers:
+      - name: candle
+        image: forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70
+        args: [--w, "/mnt/models/a,b"]
+      - name: v
+        image: internal/llm-server:1
+        command: [vllm, serve]
+        args: [Qwen/Qwen3-30B-A3B-GPTQ-Int4, --served-model-name, "a b"]
+"""
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    (v,) = run_policy(mod.POLICY, manifests(text))
+    assert v.message.startswith('Deployment d, container v: served model name "a b" contains a space')

@@ -1,0 +1,138 @@
+"""The policies' view of Kubernetes objects, on the user's own reference manifests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components import facts
+from policylib import workloads as w
+from tools.manifests import load_manifest_dir
+from tests.policy_harness import manifests
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "k8s" / "apps" / "llm-serving"
+
+
+@pytest.fixture(scope="module")
+def reference():
+    out = {}
+    for r in load_manifest_dir(REFERENCE):
+        out[r.props["metadata"]["name"]] = r
+    return out
+
+
+def _workload(r):
+    return w.workload(r.type, r.props, r.urn)
+
+
+def test_candle_deployment_view(reference):
+    x = _workload(reference["candle-vllm"])
+    assert (x.kind, x.replicas, x.cards_per_pod, x.node) == ("Deployment", 1, 2, None)
+    assert (x.strategy_type, x.max_surge, x.runtime_class) == ("Recreate", 0, "nvidia")
+    assert x.memory_request_mib == 12 * 1024
+    (container, server), = x.servers
+    assert server.engine == "candle-vllm"
+    assert server.model_arg == "/mnt/models/coder-14b-fp16"
+    # candle-vllm's /v1/models reports the weights directory's name (seed 001).
+    assert server.served_model_names == ("coder-14b-fp16",)
+    assert server.tensor_parallel == 2
+    assert container.image_pull_policy is None
+
+
+def test_inference_service_predictor_view(reference):
+    x = _workload(reference["coder"])
+    assert (x.kind, x.replicas, x.cards_per_pod, x.node) == ("InferenceService", 1, 2, "worker-1")
+    # deploymentStrategy lives under spec.predictor in KServe v1beta1.
+    assert (x.strategy_type, x.max_surge) == ("Recreate", 0)
+    # KServe gives predictor pods these labels beside the InferenceService's own.
+    assert x.pod_labels[facts.KSERVE_ISVC_LABEL] == "coder"
+    assert x.pod_labels[facts.KSERVE_COMPONENT_LABEL] == "predictor"
+    assert x.pod_labels["app.kubernetes.io/name"] == "llm-coder"
+    (_, server), = x.servers
+    assert server.engine == "vllm"
+    assert server.served_model_names == ("coder", "reasoning")
+    assert (server.tensor_parallel, server.pipeline_parallel) == (2, 1)
+    assert server.get("--max-model-len") == "262144"
+    assert server.has("--disable-custom-all-reduce")
+    assert x.volume("shm")["emptyDir"]["sizeLimit"] == "8Gi"
+
+
+def test_service_view_and_selector(reference):
+    svc = w.service(reference["reasoning-long-predictor"].type, reference["reasoning-long-predictor"].props)
+    assert [(p.port, p.target_port) for p in svc.ports] == [(80, 8080), (8080, 8080)]
+    coder = _workload(reference["coder"])
+    assert not w.selector_matches(svc.selector, coder.pod_labels)  # selects reasoning, not coder
+    assert w.selector_matches({"serving.kserve.io/inferenceservice": "coder"}, coder.pod_labels)
+    assert not w.selector_matches({}, coder.pod_labels)  # an empty Service selector selects nothing here
+
+
+def test_rolling_update_surge_and_comma_joined_served_names():
+    (r,) = manifests(
+        """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: x, annotations: {llm-serving.riotpiao.com/parked: "why", llm-serving.riotpiao.com/cold-start-seconds: "240"}}
+spec:
+  replicas: 0
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.0
+          args: ["--model=Qwen/Qwen3-30B-A3B-GPTQ-Int4", "--served-model-name=reasoning,reasoning-long"]
+          resources: {limits: {nvidia.com/gpu: 1}}
+"""
+    )
+    x = _workload(r)
+    assert (x.strategy_type, x.max_surge) == ("RollingUpdate", 1)  # default 25% rounds up to one pod
+    assert (x.replicas, x.running, x.parked_reason, x.cold_start_seconds) == (0, False, "why", 240)
+    (_, server), = x.servers
+    # The comma-joined form is ONE name containing a comma (seed 002 reasoning.yaml).
+    assert server.served_model_names == ("reasoning,reasoning-long",)
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [("12Gi", 12 * 1024), ("63495Mi", 63495), ("1G", 1e9 / 2**20), (2147483648, 2048), ("bogus", None)],
+)
+def test_memory_quantities(value, expected):
+    got = w.mib(value)
+    assert got == pytest.approx(expected) if expected is not None else got is None
+
+
+def test_label_selector_expressions():
+    labels = {"app.kubernetes.io/part-of": "llm-serving", "app": "x"}
+    assert w.label_selector_matches({}, labels)
+    assert w.label_selector_matches({"matchLabels": {"app": "x"}}, labels)
+    assert not w.label_selector_matches({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["x"]}]}, labels)
+    assert w.label_selector_matches({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, labels)
+
+
+def test_numbers_arrive_as_doubles_over_grpc():
+    """protobuf Struct numbers are doubles: replicas 0.0 must read 0, not the default 1."""
+    (dep, svc) = manifests(
+        """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: clef-serve}
+spec:
+  replicas: 0.0
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 0.0}}
+  template:
+    spec:
+      initContainers: [{name: warm, image: x@sha256:1, resources: {limits: {nvidia.com/gpu: 3.0}}}]
+      containers: [{name: c, image: x@sha256:1, ports: [{containerPort: 8080.0, name: http}], resources: {limits: {nvidia.com/gpu: 1.0}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s}
+spec: {selector: {app: x}, ports: [{port: 80.0, targetPort: 8080.0}, {port: 81.0, targetPort: http}]}
+"""
+    )
+    x = _workload(dep)
+    assert (x.replicas, x.max_surge) == (0, 0)
+    assert x.containers[0].ports == (8080,) and x.containers[0].port_names == {"http": 8080}
+    assert x.cards_per_pod == 3  # the init container's 3 cards outweigh the app container's 1
+    s = w.service(svc.type, svc.props)
+    assert [(p.port, p.target_port) for p in s.ports] == [(80, 8080), (81, "http")]
