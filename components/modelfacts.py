@@ -92,21 +92,79 @@ class ModelFacts(_Strict):
         """Dimensions that do not divide by tensor parallel size ``tp``; empty when TP fits.
 
         Attention heads, KV heads, intermediate size and vocab must each divide by TP
-        (seed 001: the 14B's 40, 8, 13824, 152064 all divide by 2). Returns messages like
-        ``"num_attention_heads 40 % 3 = 1"``.
+        (seed 001: the 14B's 40, 8, 13824, 152064 all divide by 2). MoE models also split
+        each expert's ``moe_intermediate_size`` across the ranks (vLLM FusedMoE, candle-vllm
+        moe.rs). For a GPTQ/AWQ checkpoint, the input width a rank holds of a dense
+        row-parallel projection (o_proj; down_proj of a dense MLP) must be a whole number of
+        quantization groups: vLLM's ``GPTQLinearMethod.create_weights`` raises "The input size
+        is not aligned with the quantized weight shape" otherwise
+        (vllm/model_executor/layers/quantization/gptq.py). MoE experts are laxer: vLLM's
+        ``MoeWNA16Method.create_weights`` halves the group size until it divides the
+        per-rank ``moe_intermediate_size`` and asserts it stays at least 32
+        (vllm/model_executor/layers/quantization/moe_wna16.py), so that width must be a
+        multiple of 32. Returns messages like ``"num_attention_heads 40 % 3 = 1"``; ``tp``
+        below 2 never fails.
         """
+        if tp < 2:
+            return []
         problems = []
-        for field in ("num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size"):
+        fields = ["num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size"]
+        if self.moe_intermediate_size is not None:
+            fields.append("moe_intermediate_size")
+        for field in fields:
             value = getattr(self, field)
             if value % tp:
                 problems.append(f"{field} {value} % {tp} = {value % tp}")
+        q = self.quantization
+        if q is None or q.group_size <= 0 or q.method not in ("gptq", "awq", "marlin"):
+            return problems
+        dense = {"o_proj input (num_attention_heads x head_dim)": self.num_attention_heads * self.head_dim}
+        if not self.moe_intermediate_size:
+            dense["down_proj input (intermediate_size)"] = self.intermediate_size
+        for label, full in dense.items():
+            if full % tp == 0 and (full // tp) % q.group_size:
+                problems.append(
+                    f"{label} {full} / {tp} = {full // tp} is not a multiple of the "
+                    f"quantization group size {q.group_size}"
+                )
+        moe = self.moe_intermediate_size
+        if moe and moe % tp == 0 and (moe // tp) % min(32, q.group_size):
+            problems.append(
+                f"expert down_proj input (moe_intermediate_size) {moe} / {tp} = {moe // tp} is not a "
+                "multiple of 32, the smallest quantization group vLLM's MoE kernel accepts"
+            )
         return problems
 
+    def structural_parameters(self) -> int:
+        """Parameters implied by the shapes alone: embeddings, the LM head (unless tied),
+        q/k/v/o of the full-attention layers, the MLP or experts plus router of every layer.
 
-#: The user's public models, from their published config.json values (Hugging Face model
-#: cards of the named repositories). Keys are the Hugging Face repository ids.
+        Excludes norms, biases and linear-attention (GDN) projections, which the shapes here
+        do not describe; :attr:`parameters` minus this is that remainder (components/capacity.py
+        counts it unquantized). Qwen2.5-Coder-14B-Instruct: 14,769,192,960 of 14,770,033,664.
+        """
+        h, d = self.hidden_size, self.head_dim
+        embed = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
+        attn = h * self.num_attention_heads * d * 2 + h * self.num_key_value_heads * d * 2
+        if self.num_experts and self.moe_intermediate_size:
+            mlp = self.num_experts * 3 * h * self.moe_intermediate_size + h * self.num_experts
+        else:
+            mlp = 3 * h * self.intermediate_size
+        return embed + self.kv_layers * attn + self.num_hidden_layers * mlp
+
+
+#: The user's public models, from their published config.json values. Keys are the Hugging
+#: Face repository ids. Verified field by field against the config.json of each repository
+#: (architectures, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim or
+#: hidden_size / heads, hidden_size, intermediate_size, moe_intermediate_size, num_experts,
+#: num_experts_per_tok, vocab_size, max_position_embeddings, tie_word_embeddings) and the
+#: quantization_config of the GPTQ checkpoints. ``parameters`` is the exact sum of the
+#: tensor shapes (embeddings, attention, MLP or experts and router, norms, biases), which
+#: matches the model cards' rounded figures (14.7B, 30.5B).
 CATALOG: dict[str, ModelFacts] = {
     # https://huggingface.co/Qwen/Qwen2.5-Coder-14B-Instruct/blob/main/config.json
+    # (head_dim absent: 5120 / 40 = 128; attention has q/k/v biases, counted in parameters).
+    # Served here as the user's fp16 conversion /mnt/models/coder-14b-fp16 (seed 001).
     "Qwen/Qwen2.5-Coder-14B-Instruct": ModelFacts(
         architecture="Qwen2ForCausalLM",
         num_hidden_layers=48,
@@ -117,10 +175,13 @@ CATALOG: dict[str, ModelFacts] = {
         intermediate_size=13824,
         vocab_size=152064,
         max_position_embeddings=32768,
-        parameters=14.77e9,
+        parameters=14_770_033_664,
         torch_dtype="bfloat16",
     ),
-    # https://huggingface.co/Qwen/Qwen3-30B-A3B-GPTQ-Int4/blob/main/config.json
+    # https://huggingface.co/Qwen/Qwen3-30B-A3B-GPTQ-Int4/blob/main/config.json: the
+    # Qwen/Qwen3-30B-A3B architecture (decoder_sparse_step 1, mlp_only_layers [] so every
+    # layer is MoE; intermediate_size 6144 is unused) quantized GPTQ bits 4, group_size 128,
+    # desc_act false, sym true; embeddings, lm_head, norms and the router gates stay 16-bit.
     "Qwen/Qwen3-30B-A3B-GPTQ-Int4": ModelFacts(
         architecture="Qwen3MoeForCausalLM",
         num_hidden_layers=48,
@@ -131,7 +192,7 @@ CATALOG: dict[str, ModelFacts] = {
         intermediate_size=6144,
         vocab_size=151936,
         max_position_embeddings=40960,
-        parameters=30.5e9,
+        parameters=30_532_122_624,
         torch_dtype="float16",
         quantization=Quantization(method="gptq", bits=4, group_size=128),
         num_experts=128,
@@ -139,7 +200,10 @@ CATALOG: dict[str, ModelFacts] = {
         moe_intermediate_size=768,
     ),
     # https://huggingface.co/Qwen/Qwen3-Coder-30B-A3B-Instruct/blob/main/config.json (the
-    # architecture), quantized by ModelCloud/Qwen3-Coder-30B-A3B-Instruct-GPTQMODEL-W4A16-A.
+    # architecture: intermediate_size 5472 -- not 6144 as in Qwen3-30B-A3B --, rope_theta
+    # 1e7, max_position_embeddings 262144, rope_scaling null, coder.yaml), quantized by
+    # ModelCloud/Qwen3-Coder-30B-A3B-Instruct-GPTQMODEL-W4A16-A (GPTQModel W4A16, group 128;
+    # 4 shards, 16.9 GB, coder.yaml).
     "ModelCloud/Qwen3-Coder-30B-A3B-Instruct-GPTQMODEL-W4A16-A": ModelFacts(
         architecture="Qwen3MoeForCausalLM",
         num_hidden_layers=48,
@@ -147,12 +211,31 @@ CATALOG: dict[str, ModelFacts] = {
         num_key_value_heads=4,
         head_dim=128,
         hidden_size=2048,
-        intermediate_size=6144,
+        intermediate_size=5472,
         vocab_size=151936,
         max_position_embeddings=262144,
-        parameters=30.5e9,
+        parameters=30_532_122_624,
         torch_dtype="float16",
         quantization=Quantization(method="gptq", bits=4, group_size=128),
+        num_experts=128,
+        num_experts_per_tok=8,
+        moe_intermediate_size=768,
+    ),
+    # The same Qwen3-Coder-30B-A3B-Instruct as Qwen ships it: BF16, 61.1 GB (coder.yaml: "4-bit
+    # GPTQ is the only form that fits one 32 GB card"). In the catalog so a stack (or a
+    # fixture) can name the unquantized checkpoint and have weights-fit-card say why not.
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct": ModelFacts(
+        architecture="Qwen3MoeForCausalLM",
+        num_hidden_layers=48,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        head_dim=128,
+        hidden_size=2048,
+        intermediate_size=5472,
+        vocab_size=151936,
+        max_position_embeddings=262144,
+        parameters=30_532_122_624,
+        torch_dtype="bfloat16",
         num_experts=128,
         num_experts_per_tok=8,
         moe_intermediate_size=768,
@@ -218,7 +301,10 @@ class ModelEntry(_Strict):
 def facts_from_config_json(raw: dict) -> ModelFacts:
     """Build :class:`ModelFacts` from a parsed Hugging Face config.json dict.
 
-    Raises ValueError (with the missing key) when a required field is absent.
+    ``parameters`` comes from ``num_parameters`` when the file has it, else from the shapes
+    (:meth:`ModelFacts.structural_parameters`). The dtype is ``torch_dtype`` (or ``dtype``,
+    the newer transformers name), default bfloat16. Raises ValueError (with the missing key)
+    when a required field is absent.
     """
     text = raw.get("text_config", raw)  # multimodal configs nest the language model
     try:
@@ -234,7 +320,7 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
             quant = Quantization(
                 method=q.get("quant_method", "gptq"), bits=int(q.get("bits", 4)), group_size=int(q.get("group_size", 128))
             )
-        return ModelFacts(
+        built = ModelFacts(
             architecture=(raw.get("architectures") or ["unknown"])[0],
             num_hidden_layers=int(text["num_hidden_layers"]),
             num_attention_heads=heads,
@@ -245,7 +331,9 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
             vocab_size=int(text["vocab_size"]),
             max_position_embeddings=int(text["max_position_embeddings"]),
             parameters=float(raw.get("num_parameters") or text.get("num_parameters") or 1),
-            torch_dtype=text.get("torch_dtype", raw.get("torch_dtype", "bfloat16")),
+            torch_dtype=(
+                text.get("torch_dtype") or text.get("dtype") or raw.get("torch_dtype") or raw.get("dtype") or "bfloat16"
+            ),
             quantization=quant,
             full_attention_layers=full if full and full < int(text["num_hidden_layers"]) else None,
             num_experts=text.get("num_experts"),
@@ -255,3 +343,6 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
         )
     except KeyError as err:
         raise ValueError(f"config.json has no {err.args[0]!r}") from None
+    if not (raw.get("num_parameters") or text.get("num_parameters")):
+        built = built.model_copy(update={"parameters": float(built.structural_parameters())})
+    return built

@@ -1,0 +1,168 @@
+"""kv-cache-fits-max-model-len: a model server's KV cache holds one request of its context.
+
+Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or InferenceService:
+
+- vLLM: ``--max-model-len`` is given explicitly (without it vLLM takes the model's
+  ``max_position_embeddings``, 262,144 tokens for Qwen3-Coder, and a ten-minute start ends
+  in an error), and the KV pool estimated by :func:`components.capacity.estimate_vllm` holds
+  at least ``max-model-len`` tokens (vLLM v0.11 ``check_enough_kv_cache_memory`` refuses to
+  start otherwise: "To serve at least one request with the models's max seq len ...").
+- candle-vllm: ``--kv-fraction`` leaves a KV pool of at least one block after the workspace
+  reserve (candle-vllm caps its context to the pool instead of refusing to start, so a
+  smaller pool is not a violation; the preview shows the cap).
+- The server's model must be in the stack's models (``llm-serving:models``): an unknown
+  model is reported with how to add it, not skipped.
+
+Source: issue 4; coder.yaml (Qwen3-Coder-30B-A3B GPTQ at max-model-len 262,144: the
+measured single-V100 pool was 132,672 tokens, so it needed TP=2); spec "Measured figures".
+The card is the pinned node's, else the smallest card among nodes with enough cards
+(policylib/capacity_helpers.py).
+
+Does not check: max-model-len against the model's native window (rope scaling such as YaRN
+may extend it, and the flags that set it are not modelled); pipeline-parallel stages beyond
+an even split; memory other than the KV cache (weights-fit-card); a server whose node is not
+in the inventory (gpu-card-allocation reports that).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from components import capacity
+from policylib import capacity_helpers as ch
+from policylib import stackconfig, workloads
+
+NAME = "kv-cache-fits-max-model-len"
+
+
+def where(sc: ch.ServerCapacity) -> str:
+    """``"one Tesla-V100-PCIE-32GB"`` or ``"each of 2 Tesla-V100-PCIE-32GB cards"``."""
+    product = sc.card.product if sc.card else "?"
+    ranks = sc.server.tensor_parallel * sc.server.pipeline_parallel
+    return f"one {product}" if ranks == 1 else f"each of {ranks} {product} cards"
+
+
+def label(sc: ch.ServerCapacity) -> str:
+    """``"InferenceService coder"`` (with the container when a pod runs several servers)."""
+    w = sc.workload
+    extra = f", container {sc.container.name}" if len(w.servers) > 1 else ""
+    return f"{w.kind} {w.name}{extra}"
+
+
+def larger_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[tuple[int, capacity.Estimate]]:
+    """The smallest TP above the current one (doubling, while TP x PP fits the node's cards
+    and TP divides the model) at which the same vLLM settings fit, with its estimate."""
+    assert sc.facts is not None and sc.card is not None
+    tp = sc.server.tensor_parallel * 2
+    while tp * sc.server.pipeline_parallel <= cards_on_node:
+        if not sc.facts.tp_divisibility_problems(tp):
+            trial, _ = ch.vllm_estimate(sc.server, sc.facts, sc.card, tp=tp)
+            if trial.fits_kv and trial.fits_weights:
+                return tp, trial
+        tp *= 2
+    return None
+
+
+def vllm_message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
+    """The violation for a vLLM server, or None when it fits with an explicit max-model-len."""
+    e = sc.estimate
+    assert e is not None and sc.facts is not None
+    util = e.budget_gib / e.card_memory_gib
+    parts = []
+    if not sc.explicit_max_model_len:
+        parts.append(
+            f"no --max-model-len, so vLLM uses the model's max_position_embeddings {e.max_model_len:,} "
+            f"({sc.model_key})"
+        )
+    if not e.fits_kv:
+        parts.append(
+            f"max-model-len {e.max_model_len:,} needs {e.max_model_len:,} tokens of KV cache; the pool holds "
+            f"about {e.kv_tokens:,} tokens on {where(sc)} at gpu-memory-utilization {util:.2f} "
+            f"({e.weights_gib_per_card:.2f} GiB of weights a card, TP={e.tp}), so vLLM refuses to start"
+        )
+    if not parts:
+        return None
+    fixes = []
+    if not e.fits_kv:
+        fixes.append(f"lower --max-model-len to at most {e.kv_tokens:,}")
+        bigger = larger_tp_that_fits(sc, cards_on_node)
+        if bigger:
+            tp, trial = bigger
+            fixes.append(
+                f"or run TP={tp} on {tp * e.pp} cards (--tensor-parallel-size={tp} and nvidia.com/gpu {tp * e.pp}), "
+                f"where the pool holds about {trial.kv_tokens:,} tokens"
+            )
+        else:
+            fixes.append("or give the server more cards (a larger --tensor-parallel-size)")
+    else:
+        fixes.append(f"set --max-model-len explicitly (the pool holds about {e.kv_tokens:,} tokens)")
+    return f"{label(sc)}: {'; '.join(parts)} (rule {NAME}). Fix: {' '.join(fixes)}."
+
+
+def candle_message(sc: ch.ServerCapacity) -> Optional[str]:
+    """The violation for a candle-vllm server whose pool is empty, else None."""
+    e = sc.estimate
+    assert e is not None
+    if e.fits_kv or not e.fits_weights:
+        return None
+    fraction = sc.server.get("--kv-fraction") or str(capacity.CANDLE_DEFAULT_KV_FRACTION)
+    free = e.card_memory_gib - e.weights_gib_per_card
+    return (
+        f"{label(sc)}: --kv-fraction {fraction} of the {free:.2f} GiB free after {e.weights_gib_per_card:.2f} GiB "
+        f"of weights on {where(sc)}, less the {e.activation_gib * 1024:.0f} MiB workspace reserve, leaves no room "
+        f"for a KV cache (rule {NAME}). Fix: raise --kv-fraction, or spread the model over more cards (--d)."
+    )
+
+
+def check(sc: ch.ServerCapacity, inv_cards: int) -> Optional[str]:
+    """The violation message for one server, or None."""
+    if sc.estimate is None:
+        if sc.facts is None:
+            return f"{label(sc)}: cannot check the KV cache against max-model-len: {sc.problem} (rule {NAME})."
+        if sc.card is not None:  # the estimator refused an argument
+            return f"{label(sc)}: cannot estimate the KV cache: {sc.problem} (rule {NAME}). Fix the argument."
+        return None  # no card: gpu-card-allocation reports the node
+    if not sc.estimate.fits_weights:
+        return None  # weights-fit-card reports it
+    if sc.server.engine == "vllm":
+        return vllm_message(sc, inv_cards)
+    return candle_message(sc)
+
+
+def validate(args, report_violation) -> None:
+    if args.resource_type not in workloads.WORKLOAD_TYPES:
+        return
+    w = workloads.workload(args.resource_type, args.props, args.urn)
+    if w is None or not w.servers:
+        return
+    try:
+        inv, models = stackconfig.inventory(), stackconfig.models()
+    except stackconfig.StackConfigError as err:
+        report_violation(
+            f"{w.kind} {w.name}: {NAME} cannot check its KV cache: {err}. Fix: give the stack config "
+            f"{stackconfig.PROJECT}:cluster and {stackconfig.PROJECT}:models in the format of Pulumi.prod.yaml.",
+            args.urn,
+        )
+        return
+    for sc in ch.servers(w, inv, models):
+        node = inv.node(sc.node) if sc.node else None
+        message = check(sc, node.cards if node else 0)
+        if message:
+            report_violation(message, args.urn)
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="A model server's KV cache holds one request of its max-model-len; vLLM sets --max-model-len explicitly.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Set vLLM's --max-model-len explicitly and no larger than the KV pool the message names; or raise "
+        "--tensor-parallel-size together with the pod's nvidia.com/gpu (KV heads and weights split across "
+        "cards); or raise --gpu-memory-utilization. For candle-vllm raise --kv-fraction. Add a model the "
+        "stack does not know to llm-serving:models (catalog, facts or config_json)."
+    ),
+)

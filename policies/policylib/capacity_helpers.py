@@ -1,0 +1,306 @@
+"""Glue from a model server's arguments (:mod:`policylib.workloads`) to the capacity estimator.
+
+:mod:`components.capacity` computes from model and card facts; this module finds those facts
+for one container of one workload: the model its ``--model`` / ``--w`` names in the stack's
+models (``llm-serving:models``), the card of the node it runs on (``llm-serving:cluster``),
+and the engine settings in its argv. Used by the kv-cache-fits-max-model-len,
+weights-fit-card and tensor-parallel-divisibility policies and by the preview summary
+(:func:`capacity_rows`).
+
+Which card: a pod pinned to a node (``nodeName`` or the ``kubernetes.io/hostname``
+nodeSelector) uses that node's card; an unpinned pod uses the smallest card (by memory)
+among the nodes with at least the pod's cards, so the verdict holds wherever the scheduler
+puts it.
+
+Pure functions, no Pulumi program code, no pulumi_kubernetes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Optional
+
+from components import capacity
+from components.capacity import Estimate
+from components.inventory import CardSpec, ClusterInventory
+from components.modelfacts import ModelFacts
+from policylib import stackconfig, workloads
+
+
+# --- reading the argv ---------------------------------------------------------------------
+
+def arg(server: workloads.ServerArgs, name: str) -> Optional[str]:
+    """The last value of ``--name`` in either spelling vLLM accepts (``--max-model-len`` or
+    ``--max_model_len``); None when absent or given without a value."""
+    for spelling in (name, "--" + name[2:].replace("-", "_")):
+        value = server.get(spelling)
+        if value is not None:
+            return value
+    return None
+
+
+_HUMAN_INT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kKmMgG]?)$")
+_MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def human_int(value: Optional[str]) -> Optional[int]:
+    """An integer as vLLM's ``human_readable_int`` reads it (vllm/engine/arg_utils.py):
+    ``"65536"`` -> 65536, ``"64k"`` -> 64,000, ``"64K"`` -> 65,536. None when unparsable."""
+    if value is None:
+        return None
+    match = _HUMAN_INT.match(value.strip())
+    if not match:
+        return None
+    return int(float(match.group(1)) * _MULT[match.group(2)])
+
+
+def _float(value: Optional[str]) -> Optional[float]:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _dtype(value: Optional[str], default: str) -> str:
+    """A dtype name the estimator knows, else ``default`` (``auto`` -> ``default``)."""
+    if value is None or value.lower() == "auto":
+        return default
+    try:
+        capacity.dtype_bytes(value)
+    except ValueError:
+        return default
+    return value
+
+
+# --- the card a server runs on ------------------------------------------------------------
+
+def card_for(w: workloads.Workload, inv: ClusterInventory) -> tuple[Optional[str], Optional[CardSpec], Optional[str]]:
+    """``(node, card, problem)`` for the pods of ``w``.
+
+    Pinned: the pinned node and its card. Unpinned: the node with the smallest card
+    (memory_mib, then name) among those with at least the pod's cards; ``node`` is that
+    node's name. ``problem`` (and no card) when the pinned node is not in the inventory, has
+    no card spec, or no node has enough cards.
+    """
+    cards = max(w.cards_per_pod, 1)
+    if w.node:
+        node = inv.node(w.node)
+        if node is None:
+            return w.node, None, f"node {w.node} is not in the stack's inventory (llm-serving:cluster)"
+        if node.card is None:
+            return node.name, None, f"node {node.name} has no card spec in the inventory"
+        return node.name, node.card, None
+    fitting = [n for n in inv.nodes if n.card is not None and n.cards >= cards]
+    if not fitting:
+        return None, None, f"no node in the inventory has {cards} card(s)"
+    best = min(fitting, key=lambda n: (n.card.memory_mib, n.name))  # type: ignore[union-attr]
+    return best.name, best.card, None
+
+
+# --- one server ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServerCapacity:
+    """What is known of one model server's capacity.
+
+    ``estimate`` is None when it cannot be computed; ``problem`` then says why (model not in
+    the stack's models, no card). ``explicit_max_model_len`` is False for a vLLM server
+    without ``--max-model-len`` (its estimate then uses the model's max_position_embeddings).
+    """
+
+    workload: workloads.Workload
+    container: workloads.Container
+    server: workloads.ServerArgs
+    model_arg: Optional[str]
+    model_key: Optional[str]
+    facts: Optional[ModelFacts]
+    node: Optional[str]
+    card: Optional[CardSpec]
+    explicit_max_model_len: bool
+    estimate: Optional[Estimate]
+    problem: Optional[str]
+
+    @property
+    def tp(self) -> int:
+        """Tensor parallel size from the argv (vLLM ``--tensor-parallel-size``, candle-vllm ``--d``)."""
+        return self.server.tensor_parallel
+
+
+def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
+    """Why a server's model has no facts, and how to add it."""
+    flag = "--model" if engine == "vllm" else "--w"
+    if not model_arg:
+        return f"the server names no model ({flag}), so its facts cannot be looked up"
+    key = "hf_id" if engine == "vllm" and not model_arg.startswith("/") else "weights_path"
+    return (
+        f"model {model_arg} ({flag}) is not in the stack's models ({stackconfig.PROJECT}:models); add an "
+        f"entry with {key}: {model_arg} and its facts (catalog: <a key of components.modelfacts.CATALOG>, "
+        "facts: {...} or config_json: <path to its config.json>)"
+    )
+
+
+def vllm_estimate(
+    s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: Optional[int] = None
+) -> tuple[Estimate, bool]:
+    """``(estimate, explicit)`` for a vLLM argv on ``card``; ``tp`` overrides
+    ``--tensor-parallel-size`` (to ask "would TP=2 fit?"). ``explicit`` is False when the argv
+    has no ``--max-model-len`` (the model's max_position_embeddings is used). Raises
+    ValueError for arguments the estimator refuses."""
+    mml = human_int(arg(s, "--max-model-len"))
+    explicit = mml is not None
+    dtype = _dtype(arg(s, "--dtype"), "float16")
+    util = _float(arg(s, "--gpu-memory-utilization"))
+    est = capacity.estimate_vllm(
+        facts,
+        card,
+        tp=tp or s.tensor_parallel,
+        pp=s.pipeline_parallel,
+        gpu_memory_utilization=0.9 if util is None else util,
+        max_model_len=mml or facts.max_position_embeddings,
+        kv_cache_dtype=_dtype(arg(s, "--kv-cache-dtype"), dtype),
+        dtype=dtype,
+        block_size=human_int(arg(s, "--block-size")) or capacity.VLLM_BLOCK_SIZE,
+        max_num_batched_tokens=human_int(arg(s, "--max-num-batched-tokens")),
+        max_num_seqs=human_int(arg(s, "--max-num-seqs")),
+    )
+    return est, explicit
+
+
+def _candle_estimate(s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec) -> Estimate:
+    dtype = _dtype(s.get("--dtype"), "f16")
+    kv_dtype = "fp8" if s.has("--fp8-kvcache") else _dtype(s.get("--kvcache-dtype"), dtype)
+    return capacity.estimate_candle(
+        facts,
+        card,
+        tp=s.tensor_parallel,
+        kv_fraction=_float(s.get("--kv-fraction")),
+        mem_mib=human_int(s.get("--mem")),
+        dtype=dtype,
+        kv_cache_dtype=kv_dtype,
+        block_size=human_int(s.get("--block-size")) or capacity.CANDLE_BLOCK_SIZE,
+        prefill_chunk_size=human_int(s.get("--prefill-chunk-size")),
+        mamba_fraction=_float(s.get("--mamba-fraction")),
+    )
+
+
+@lru_cache(maxsize=4096)
+def _estimate(engine: str, raw: tuple[str, ...], facts: ModelFacts, card: CardSpec) -> tuple[Optional[Estimate], bool, Optional[str]]:
+    """``(estimate, explicit max-model-len, problem)`` for an argv; cached, since a stack
+    repeats the same few servers (the pack is benchmarked at 10,000 resources)."""
+    s = workloads.parse_args(engine, raw)
+    try:
+        if engine == "vllm":
+            est, explicit = vllm_estimate(s, facts, card)
+            return est, explicit, None
+        return _candle_estimate(s, facts, card), True, None
+    except ValueError as err:
+        return None, engine != "vllm" or arg(s, "--max-model-len") is not None, str(err)
+
+
+def assess(
+    w: workloads.Workload,
+    c: workloads.Container,
+    s: workloads.ServerArgs,
+    inv: ClusterInventory,
+    models: stackconfig.Models,
+) -> ServerCapacity:
+    """The capacity of the server ``s`` that container ``c`` of workload ``w`` runs.
+
+    Never raises for bad input: an argument the estimator refuses (a utilization above 1,
+    a fraction of 0) becomes the ``problem``.
+    """
+    found = models.find(s.model_arg)
+    node, card, problem = card_for(w, inv)
+    key, facts = found if found else (None, None)
+    explicit = s.engine != "vllm" or arg(s, "--max-model-len") is not None
+    est = None
+    if found is None:
+        problem = unknown_model_message(s.model_arg, s.engine)
+    elif card is not None:
+        est, explicit, problem = _estimate(s.engine, s.raw, facts, card)  # type: ignore[arg-type]
+    return ServerCapacity(w, c, s, s.model_arg, key, facts, node, card, explicit, est, problem)
+
+
+def server_estimate(
+    workload: workloads.Workload,
+    container: workloads.Container,
+    server_args: workloads.ServerArgs,
+    inventory: ClusterInventory,
+    models: stackconfig.Models,
+) -> Optional[Estimate]:
+    """The :class:`~components.capacity.Estimate` of one server, or None when its model is not
+    in the stack's models or no card is known (:func:`assess` says why)."""
+    return assess(workload, container, server_args, inventory, models).estimate
+
+
+def servers(w: workloads.Workload, inv: ClusterInventory, models: stackconfig.Models) -> list[ServerCapacity]:
+    """:func:`assess` for every vLLM / candle-vllm container of ``w`` (``[]`` for none)."""
+    return [assess(w, c, s, inv, models) for c, s in w.servers]
+
+
+# --- the preview summary ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the preview's capacity table (numbers None when ``problem`` is set).
+
+    ``cards`` is TP x PP (the cards one replica uses); GiB and tokens are per card, except
+    ``kv_tokens``, the pool in tokens, and ``concurrency``, requests of ``max_model_len``
+    tokens that fit at once.
+    """
+
+    server: str
+    container: str
+    engine: str
+    model: str
+    node: str
+    card: str
+    replicas: int
+    cards: int
+    weights_gib_per_card: Optional[float]
+    kv_pool_gib: Optional[float]
+    kv_tokens: Optional[int]
+    max_model_len: Optional[int]
+    concurrency: Optional[float]
+    fits: Optional[bool]
+    problem: Optional[str] = None
+
+
+def _row(sc: ServerCapacity) -> Row:
+    e = sc.estimate
+    return Row(
+        server=sc.workload.name,
+        container=sc.container.name,
+        engine=sc.server.engine,
+        model=sc.model_key or (sc.model_arg or "?"),
+        node=sc.node or "",
+        card=sc.card.product if sc.card else "",
+        replicas=sc.workload.replicas,
+        cards=sc.server.tensor_parallel * sc.server.pipeline_parallel,
+        weights_gib_per_card=e.weights_gib_per_card if e else None,
+        kv_pool_gib=e.kv_pool_gib if e else None,
+        kv_tokens=e.kv_tokens if e else None,
+        max_model_len=e.max_model_len if e else None,
+        concurrency=e.concurrency if e else None,
+        fits=(e.fits_weights and e.fits_kv) if e else None,
+        problem=sc.problem,
+    )
+
+
+def capacity_rows(stack_view: workloads.Stack, inventory: ClusterInventory, models: stackconfig.Models) -> list[Row]:
+    """One :class:`Row` per model server of the stack, in workload then container order.
+
+    Includes parked servers (``replicas`` 0) so a reviewer sees what unparking would give;
+    filter on ``replicas`` to show only running ones.
+    """
+    rows: list[Row] = []
+    for w in stack_view.workloads:
+        rows.extend(_row(sc) for sc in servers(w, inventory, models))
+    return rows
+
+
+def rows_from_resources(resources: Iterable[object], inventory: ClusterInventory, models: stackconfig.Models) -> list[Row]:
+    """:func:`capacity_rows` of resources with ``resource_type``, ``props`` and ``urn``."""
+    return capacity_rows(workloads.stack_view(resources), inventory, models)
