@@ -13,7 +13,7 @@ from components.inventory import ClusterInventory
 from tools import manifests as m
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT.parent / "shared" / "reference" / "k8s" / "apps" / "llm-serving"
+from tests.paths import REFERENCE
 
 
 def _prod_cluster() -> dict:

@@ -14,7 +14,7 @@ from tests.policy_harness import (
 from tools.manifests import load_manifest_dir, load_stack_file
 
 NAME = mod.POLICY.name
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "k8s" / "apps" / "llm-serving"
+from tests.paths import REFERENCE
 
 
 @pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
@@ -28,7 +28,6 @@ def test_disallowed_fixture(case):
     assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
 
 
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared reference manifests not present")
 def test_spec_history_row_coder_14b_fp16_as_written_is_the_only_finding_among_the_references():
     """Spec: "001's coder-14b-fp16.yaml as written: moving tag :sm70-gptq-slim without
     imagePullPolicy: Always"; clef-candle.yaml (Always) and coder.yaml (digest) pass."""

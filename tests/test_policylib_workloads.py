@@ -11,7 +11,7 @@ from policylib import workloads as w
 from tools.manifests import load_manifest_dir
 from tests.policy_harness import manifests
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "k8s" / "apps" / "llm-serving"
+from tests.paths import REFERENCE
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,35 @@
+"""The llm-serving program: the namespace's GPU workloads, Services and ingress policy.
+
+Reads the ``llm-serving:*`` stack config (``Pulumi.<stack>.yaml``), validates it with
+``components.config.load_stack_config`` (a bad config stops here with every problem listed and
+no traceback), builds the components (``components.stack``) and exports each Service's
+in-cluster URLs and the card table per node. With ``llm-serving:render_yaml_to_directory``
+set (relative to the project directory, the CLI's working directory), a kubernetes provider
+with ``render_yaml_to_directory`` writes the manifests there for ArgoCD instead of applying
+them; every component gets it through ``ResourceOptions(providers=[...])``.
+"""
+
+from pathlib import Path
+
+import pulumi
+
+from components.config import ConfigError, load_stack_config
+from components.stack import build_stack, config_from_pulumi, stack_outputs
+
+try:
+    config = load_stack_config(
+        config_from_pulumi(), base_dir=Path(__file__).resolve().parent, source=f"the {pulumi.get_stack()} stack config"
+    )
+except ConfigError as err:
+    raise pulumi.RunError(err.render()) from None
+
+opts = None
+if config.render_yaml_to_directory:
+    import pulumi_kubernetes as k8s
+
+    render = k8s.Provider("render-yaml", render_yaml_to_directory=config.render_yaml_to_directory)
+    opts = pulumi.ResourceOptions(providers=[render])
+
+stack = build_stack(config, opts)
+for key, value in stack_outputs(config, stack).items():
+    pulumi.export(key, value)

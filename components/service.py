@@ -1,0 +1,105 @@
+"""A stable client-facing Service in front of a workload: :class:`StablePredictorService`.
+
+coder-service.yaml and reasoning-long-service.yaml: a ClusterIP Service with ports 80 (name
+``http``, for base URLs that carry no port) and 8080 (name ``http-8080``, the container port),
+both TCP to targetPort 8080, labelled part-of and ``app: <service name>``. Clients address the
+Service, never a pod or an InferenceService, so a hand-off between servers is a change of
+``selects`` and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import pulumi
+from pydantic import ConfigDict, Field
+
+from components import facts
+from components.config import ServiceClient
+from components.workload import ComponentArgs, WorkloadComponent
+
+
+class StablePredictorServiceArgs(ComponentArgs):
+    """What the Service needs: the workload component it selects (a typed reference: the
+    selector is that component's ``selector_labels``, never a hand-copied label map), its
+    declared clients, and a parked reason when it is meant to have no endpoints."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    namespace: str = Field(description="Namespace (llm-serving).")
+    selects: WorkloadComponent = Field(description="The workload component (CandleDeployment, VllmInferenceService, ...).")
+    clients: list[ServiceClient] = Field(default_factory=list, description="Declared clients (name, namespace, port).")
+    parked_reason: Optional[str] = Field(default=None, description="Set when it is meant to have no endpoints.")
+
+
+def service_urls(name: str, namespace: str) -> dict[str, str]:
+    """In-cluster URLs by port name: ``{"http": "http://<svc>.<ns>.svc.cluster.local:80", "http-8080": ...:8080}``."""
+    return {port_name: f"http://{name}.{namespace}.svc.cluster.local:{port}" for port, port_name in facts.SERVICE_PORTS}
+
+
+def service_manifest(name: str, namespace: str, selector: dict[str, str], target_port: int,
+                     clients: list[ServiceClient], parked_reason: Optional[str], component: str) -> dict[str, Any]:
+    """The Service as a manifest dict (v1). Annotations: the component, the clients as JSON
+    (``[{"name", "namespace", "port"}]``) and, when parked, the reason."""
+    annotations = {
+        facts.COMPONENT_ANNOTATION: component,
+        facts.CLIENTS_ANNOTATION: json.dumps([c.model_dump() for c in clients]),
+    }
+    if parked_reason:
+        annotations[facts.PARKED_ANNOTATION] = parked_reason
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {facts.PART_OF_LABEL: facts.PART_OF_VALUE, "app": name},
+            "annotations": annotations,
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "selector": dict(selector),
+            "ports": [{"name": port_name, "protocol": "TCP", "port": port, "targetPort": target_port}
+                      for port, port_name in facts.SERVICE_PORTS],
+        },
+    }
+
+
+class StablePredictorService(pulumi.ComponentResource):
+    """A ClusterIP Service that must keep its ClusterIP: one child ``kubernetes:core/v1:Service``
+    named like the component, created with ``protect=True``.
+
+    Type token ``llm-serving:index:StablePredictorService``. Args: :class:`StablePredictorServiceArgs`.
+
+    Never deleted and re-created: a delete drops the ClusterIP, and a client that cached the
+    name during the gap fails until it re-resolves (coder-service.yaml). The kubernetes
+    provider replaces a Service (delete, then create) when any of these change:
+    ``metadata.name``, ``metadata.namespace``, ``spec.clusterIP``, ``spec.type`` (its forceNew
+    table, pulumi-kubernetes ``provider/pkg/provider/diff.go``). This component therefore
+    takes the name and namespace from the config key and never sets ``spec.clusterIP`` or
+    changes ``spec.type``; with ``protect`` a change that would replace it fails the preview
+    instead of running. To point clients at another server, change ``selects`` (an in-place
+    update of ``spec.selector``); to retire the Service, park it (``parked: {reason}``), or
+    ``pulumi state unprotect`` it deliberately first.
+
+    Attributes: ``service`` (the child), ``urls`` (in-cluster URLs by port name).
+    """
+
+    TYPE = "llm-serving:index:StablePredictorService"
+
+    def __init__(self, name: str, args: StablePredictorServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        from pulumi_kubernetes.core.v1 import Service
+
+        super().__init__(self.TYPE, name, None, opts)
+        target = args.selects
+        manifest = service_manifest(name, args.namespace, target.selector_labels, target.port, args.clients,
+                                    args.parked_reason, f"{type(self).__name__}/{name}")
+        self.urls = service_urls(name, args.namespace)
+        self.service = Service(
+            name,
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
+        )
+        self.register_outputs({"urls": self.urls, "selects": target.workload_name, "clusterIp": self.service.spec.cluster_ip})

@@ -1,0 +1,205 @@
+"""The composition ``__main__.py`` runs: read the stack config, build every component, name
+the stack outputs.
+
+* :func:`config_from_pulumi` reads every ``llm-serving:*`` key the engine passed (structured
+  ones with ``pulumi.Config.get_object``), so unknown keys reach :func:`load_stack_config`.
+* :func:`candle_args`, :func:`vllm_args`, :func:`gpu_args` turn one validated workload of the
+  config into the typed args of its component (pure; tests call them).
+* :func:`build_stack` creates the workloads, then the Services (each given its workload
+  component), then the NetworkPolicy; all take the same ``ResourceOptions`` (e.g. a provider
+  that renders YAML).
+* :func:`stack_outputs`: each Service's in-cluster URLs and the card table per node.
+* :func:`render_manifests`: every object of a config as manifest dicts, by the same pure
+  functions the components call, without the engine (tests compare the two).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+
+from components.config import (
+    PREFIX,
+    PROJECT,
+    CandleWorkload,
+    PytorchWorkload,
+    StackConfig,
+    VllmWorkload,
+    STRING_KEYS,
+)
+from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
+from components.service import StablePredictorService, StablePredictorServiceArgs, service_manifest
+from components.vllm import VllmArgs, VllmInferenceService, inference_service_manifest, predictor_selector
+from components.workload import (
+    CandleDeployment,
+    CandleDeploymentArgs,
+    GpuDeployment,
+    GpuDeploymentArgs,
+    WorkloadComponent,
+    candle_gpu_args,
+    deployment_manifest,
+)
+
+
+def config_from_pulumi() -> dict[str, Any]:
+    """Every ``llm-serving:*`` key of the running stack, as ``{"llm-serving:<key>": value}``.
+
+    Keys come from the engine's config (``pulumi.runtime.config``) and ``PULUMI_CONFIG``;
+    values of structured keys are decoded with ``pulumi.Config.get_object`` (plain text is
+    kept as text when it is not JSON, so :func:`load_stack_config` reports the type).
+    """
+    from pulumi.runtime import config as runtime_config
+
+    keys = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+    cfg = pulumi.Config(PROJECT)
+    out: dict[str, Any] = {}
+    for key in sorted(k for k in keys if k.startswith(PREFIX)):
+        name = key[len(PREFIX):]
+        if name in STRING_KEYS:
+            out[key] = cfg.get(name)
+            continue
+        try:
+            out[key] = cfg.get_object(name)
+        except pulumi.ConfigTypeError:
+            out[key] = cfg.get(name)
+    return out
+
+
+def _parked(wl: Any) -> Optional[str]:
+    return wl.parked.reason if wl.parked else None
+
+
+def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDeploymentArgs:
+    """The component args of a ``server: candle-vllm`` workload (weights path from its model entry)."""
+    entry = config.models[wl.model]
+    return CandleDeploymentArgs(
+        name=name, namespace=config.namespace, weights_path=entry.weights_path or "", dtype=wl.dtype,
+        cards=wl.cards, port=wl.port, max_num_seqs=wl.max_num_seqs, kv_fraction=wl.kv_fraction,
+        prefill_chunk_size=wl.prefill_chunk_size, image=wl.image, command=list(wl.command), node=wl.node,
+        resources=wl.resources, models_pvc=wl.models_pvc, cold_start_seconds=wl.cold_start_seconds,
+        startup=wl.startup_probe, labels=dict(wl.labels), env=dict(wl.env), parked_reason=_parked(wl),
+        model_key=wl.model, model_facts=config.model_facts(wl.model), card=config.node(wl.node).card,
+    )
+
+
+def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
+    """The component args of a ``server: vllm`` workload (--model = the entry's hf_id, else its path)."""
+    entry = config.models[wl.model]
+    return VllmArgs(
+        name=name, namespace=config.namespace, model=entry.hf_id or entry.weights_path or "",
+        served_model_names=list(wl.served_model_names), image=wl.image, quantization=wl.quantization,
+        dtype=wl.dtype, kv_cache_dtype=wl.kv_cache_dtype, max_model_len=wl.max_model_len,
+        tensor_parallel_size=wl.tp, pipeline_parallel_size=wl.pipeline_parallel_size,
+        gpu_memory_utilization=wl.gpu_memory_utilization, max_num_seqs=wl.max_num_seqs,
+        max_num_batched_tokens=wl.max_num_batched_tokens, long_prefill_token_threshold=wl.long_prefill_token_threshold,
+        enable_chunked_prefill=wl.enable_chunked_prefill, enable_prefix_caching=wl.enable_prefix_caching,
+        disable_custom_all_reduce=wl.disable_custom_all_reduce, reasoning_parser=wl.reasoning_parser,
+        enable_auto_tool_choice=wl.enable_auto_tool_choice, tool_call_parser=wl.tool_call_parser,
+        node=wl.node, card=config.node(wl.node).card, cards=wl.cards, resources=wl.resources,
+        labels=dict(wl.labels), env=dict(wl.env), hf_home=wl.hf_home, models_pvc=wl.models_pvc,
+        cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe, parked_reason=_parked(wl),
+        model_key=wl.model, model_facts=config.model_facts(wl.model),
+    )
+
+
+def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeploymentArgs:
+    """The component args of a ``server: pytorch`` workload (the generic GPU Deployment)."""
+    return GpuDeploymentArgs(
+        name=name, namespace=config.namespace, image=wl.image, command=list(wl.command), args=list(wl.args),
+        env=dict(wl.env), port=wl.port, node=wl.node, cards=wl.cards, resources=wl.resources,
+        labels=dict(wl.labels), cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe,
+        health_path=wl.health_path, models_pvc=wl.models_pvc, parked_reason=_parked(wl),
+        served_model_names=list(wl.served_model_names),
+    )
+
+
+def build_workload(name: str, wl: Any, config: StackConfig, opts: Optional[pulumi.ResourceOptions]) -> WorkloadComponent:
+    """The component of one workload, by its ``server``."""
+    if isinstance(wl, CandleWorkload):
+        return CandleDeployment(name, candle_args(name, wl, config), opts)
+    if isinstance(wl, VllmWorkload):
+        return VllmInferenceService(name, vllm_args(name, wl, config), opts)
+    return GpuDeployment(name, gpu_args(name, wl, config), opts)
+
+
+@dataclass
+class StackResources:
+    """The components of a stack, by name."""
+
+    workloads: dict[str, WorkloadComponent]
+    services: dict[str, StablePredictorService]
+    network_policy: Optional[NamespaceNetworkPolicy]
+
+
+def build_stack(config: StackConfig, opts: Optional[pulumi.ResourceOptions] = None) -> StackResources:
+    """Create every component of ``config`` (validated by :func:`load_stack_config`).
+
+    ``opts`` is given to every component (``ResourceOptions.merge`` keeps each one's own), e.g.
+    ``ResourceOptions(providers=[render_provider])``.
+    """
+    workloads = {name: build_workload(name, wl, config, opts) for name, wl in config.workloads.items()}
+    services = {
+        name: StablePredictorService(
+            name,
+            StablePredictorServiceArgs(namespace=config.namespace, selects=workloads[svc.selects],
+                                       clients=list(svc.clients), parked_reason=_parked(svc)),
+            opts,
+        )
+        for name, svc in config.services.items()
+    }
+    netpol = None
+    if config.network_policy is not None:
+        netpol = NamespaceNetworkPolicy(
+            config.network_policy.name,
+            NamespaceNetworkPolicyArgs(namespace=config.namespace, policy=config.network_policy),
+            opts,
+        )
+    return StackResources(workloads, services, netpol)
+
+
+def stack_outputs(config: StackConfig, stack: StackResources) -> dict[str, Any]:
+    """The stack outputs: ``services`` (name -> {port name: in-cluster URL}) and ``cards``
+    (node -> {cards, used, workloads: {name: cards}}, :meth:`StackConfig.card_table`)."""
+    return {
+        "services": {name: svc.urls for name, svc in stack.services.items()},
+        "cards": config.card_table(),
+    }
+
+
+def _component(cls: type, name: str) -> str:
+    return f"{cls.__name__}/{name}"
+
+
+def workload_manifest(name: str, wl: Any, config: StackConfig) -> tuple[dict[str, Any], dict[str, str], int]:
+    """(manifest, the labels a Service selects, container port) of one workload, purely."""
+    if isinstance(wl, CandleWorkload):
+        args = candle_gpu_args(candle_args(name, wl, config))
+        manifest = deployment_manifest(args, _component(CandleDeployment, name))
+        return manifest, manifest["spec"]["selector"]["matchLabels"], args.port
+    if isinstance(wl, VllmWorkload):
+        vargs = vllm_args(name, wl, config)
+        return inference_service_manifest(vargs, _component(VllmInferenceService, name)), predictor_selector(vargs), vargs.port
+    gargs = gpu_args(name, wl, config)
+    manifest = deployment_manifest(gargs, _component(GpuDeployment, name))
+    return manifest, manifest["spec"]["selector"]["matchLabels"], gargs.port
+
+
+def render_manifests(config: StackConfig) -> list[dict[str, Any]]:
+    """Every Kubernetes object of ``config`` as a manifest dict: workloads, Services (selecting
+    their workload's labels), the NetworkPolicy. Equal to the inputs the components register."""
+    out: list[dict[str, Any]] = []
+    targets: dict[str, tuple[dict[str, str], int]] = {}
+    for name, wl in config.workloads.items():
+        manifest, selector, port = workload_manifest(name, wl, config)
+        out.append(manifest)
+        targets[name] = (selector, port)
+    for name, svc in config.services.items():
+        selector, port = targets[svc.selects]
+        out.append(service_manifest(name, config.namespace, selector, port, list(svc.clients), _parked(svc),
+                                    _component(StablePredictorService, name)))
+    if config.network_policy is not None:
+        args = NamespaceNetworkPolicyArgs(namespace=config.namespace, policy=config.network_policy)
+        out.append(network_policy_manifest(args, _component(NamespaceNetworkPolicy, config.network_policy.name)))
+    return out

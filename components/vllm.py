@@ -1,0 +1,276 @@
+"""A vLLM server as a KServe InferenceService (RawDeployment): :class:`VllmInferenceService`.
+
+The manifest is built by the pure :func:`inference_service_manifest` in coder.yaml's form:
+``serving.kserve.io/deploymentMode: RawDeployment``, predictor min/maxReplicas, nodeSelector,
+``deploymentStrategy: Recreate``, container ``kserve-container`` with the arguments in
+coder.yaml's order (:func:`vllm_argv`), ``runtimeClassName: nvidia`` and the models PVC.
+
+Facts it carries (sources in ``components/facts.py``):
+
+* the image is pinned by digest (coder.yaml: v0.15.0 failed, error 803); default v0.11.0;
+* ``--served-model-name`` followed by each name as its own argv item (002 reasoning.yaml: the
+  comma-joined form serves one model whose name contains the comma);
+* on a card below sm_75 (V100 is sm_70): ``VLLM_USE_FLASHINFER_SAMPLER=0`` and
+  ``VLLM_ATTENTION_BACKEND=TRITON_ATTN`` (coder.yaml: FlashInfer and FlashAttention-2 need sm75+);
+* ``--disable-custom-all-reduce`` by default when TP >= 2 and the node has no NVLink
+  (coder.yaml: the custom all-reduce deadlocked after CUDA graph capture);
+* a Memory-backed ``/dev/shm`` (8Gi) when the pod holds more than one card (coder.yaml);
+* readiness (10 s) and startup probes on ``/health`` (coder.yaml), the startup budget above
+  the declared cold start (coder.yaml: 120 x 15 s for about 10 min), a liveness probe behind it;
+* ``HF_HOME=/mnt/models`` with the models PVC mounted writable: the Hugging Face cache lives
+  on the PVC and vLLM downloads ``--model`` into it (coder.yaml mounts it without readOnly).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+import pulumi
+from pydantic import Field, model_validator
+
+from components import facts
+from components.config import (
+    Resources,
+    StartupProbe,
+    ServedName,
+    fraction_text,
+    rule_custom_all_reduce,
+    rule_digest_pinned,
+    rule_half_dtype,
+    rule_hybrid_on_volta_vllm,
+    rule_parallel_matches_cards,
+    rule_startup_budget,
+    rule_tp_divides,
+    rule_vllm_kernels,
+    startup_threshold,
+)
+from components.inventory import CardSpec
+from components.modelfacts import ModelFacts
+from components.workload import (
+    WorkloadComponent,
+    ComponentArgs,
+    container_resources,
+    http_get,
+    liveness_probe,
+    models_volume,
+    shm_volume,
+    startup_probe,
+    workload_annotations,
+)
+
+KSERVE_API_VERSION = "serving.kserve.io/v1beta1"
+KSERVE_DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
+#: vLLM's health route and the readiness period of coder.yaml.
+VLLM_HEALTH_PATH = "/health"
+VLLM_READINESS_PERIOD_SECONDS = 10
+
+
+class VllmArgs(ComponentArgs):
+    """The typed fields of a vLLM InferenceService. Defaults as coder.yaml writes them.
+
+    Errors (ValueError): an image not pinned by digest, TP x PP different from ``cards``, TP
+    that does not divide the model, bf16 / FP8 / Marlin / AWQ on sm_70, custom all-reduce
+    explicitly on at TP >= 2 without NVLink, a hybrid model on sm_70, a served model name with
+    a comma or space, a startup budget below the cold start.
+    """
+
+    name: str = Field(description="InferenceService name, e.g. reasoning.")
+    namespace: str = Field(description="Namespace (llm-serving).")
+    model: str = Field(min_length=1, description="--model: the Hugging Face id (or a path on the PVC).")
+    served_model_names: list[ServedName] = Field(min_length=1, description="--served-model-name values, each its own argv item (002).")
+    image: str = Field(default=facts.VLLM_IMAGE, description="vLLM image, pinned by digest (coder.yaml).")
+    quantization: Optional[str] = Field(default=None, description="--quantization (gptq).")
+    dtype: str = Field(default="float16", description="--dtype.")
+    kv_cache_dtype: str = Field(default="auto", description="--kv-cache-dtype.")
+    max_model_len: int = Field(gt=0, description="--max-model-len, tokens.")
+    tensor_parallel_size: int = Field(default=1, ge=1, description="--tensor-parallel-size.")
+    pipeline_parallel_size: int = Field(default=1, ge=1, description="--pipeline-parallel-size.")
+    gpu_memory_utilization: float = Field(default=0.90, gt=0, le=1, description="--gpu-memory-utilization.")
+    max_num_seqs: Optional[int] = Field(default=None, ge=1, description="--max-num-seqs.")
+    max_num_batched_tokens: Optional[int] = Field(default=None, ge=1, description="--max-num-batched-tokens.")
+    long_prefill_token_threshold: Optional[int] = Field(default=None, ge=1, description="--long-prefill-token-threshold.")
+    enable_chunked_prefill: bool = Field(default=False, description="--enable-chunked-prefill.")
+    enable_prefix_caching: bool = Field(default=False, description="--enable-prefix-caching.")
+    disable_custom_all_reduce: Optional[bool] = Field(default=None, description="None: on when TP >= 2 without NVLink.")
+    reasoning_parser: Optional[str] = Field(default=None, description="--reasoning-parser.")
+    enable_auto_tool_choice: bool = Field(default=False, description="--enable-auto-tool-choice.")
+    tool_call_parser: Optional[str] = Field(default=None, description="--tool-call-parser.")
+    node: str = Field(description="Node name (nodeSelector kubernetes.io/hostname).")
+    card: CardSpec = Field(description="The node's card: sm_70 env and the NVLink default come from it.")
+    cards: int = Field(ge=1, description="nvidia.com/gpu cards of the predictor pod.")
+    resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
+    labels: dict[str, str] = Field(default_factory=dict, description="InferenceService labels (propagated to pods).")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment, after the defaults.")
+    hf_home: str = Field(default=facts.MODELS_MOUNT_PATH, description="HF_HOME (coder.yaml).")
+    models_pvc: str = Field(default=facts.MODELS_PVC, description="Models PVC (llm-models).")
+    cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
+    startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
+    parked_reason: Optional[str] = Field(default=None, description="Set: min/maxReplicas 0 and the parked annotation.")
+    model_key: str = Field(default="", description="Model key, for messages.")
+    model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
+    port: Literal[8080] = Field(default=facts.CONTAINER_PORT, description="--port (8080).")
+
+    @property
+    def custom_all_reduce_disabled(self) -> bool:
+        """Explicit setting, else True when TP >= 2 and the cards have no NVLink (coder.yaml)."""
+        if self.disable_custom_all_reduce is not None:
+            return self.disable_custom_all_reduce
+        return self.tensor_parallel_size >= 2 and not self.card.nvlink
+
+    @model_validator(mode="after")
+    def _facts(self) -> "VllmArgs":
+        key = self.model_key or self.model
+        breaches = [
+            rule_digest_pinned(self.image),
+            rule_parallel_matches_cards(self.tensor_parallel_size, self.pipeline_parallel_size, self.cards),
+            rule_half_dtype(self.card, self.dtype, "vllm"),
+            rule_vllm_kernels(self.card, self.quantization, self.kv_cache_dtype),
+            rule_custom_all_reduce(self.card, self.tensor_parallel_size, self.disable_custom_all_reduce),
+            rule_startup_budget(self.cold_start_seconds, self.startup.period_seconds,
+                                startup_threshold(self.cold_start_seconds, self.startup)),
+        ]
+        if self.model_facts is not None:
+            breaches += [rule_tp_divides(key, self.model_facts, self.tensor_parallel_size),
+                         rule_hybrid_on_volta_vllm(key, self.model_facts, self.card)]
+        for b in breaches:
+            if b:
+                raise ValueError(f"{self.name}: {b.rule}; {b.fix}")
+        return self
+
+
+def vllm_argv(args: VllmArgs) -> list[str]:
+    """vLLM's argv in coder.yaml's order and form (``--flag=value``; served names as separate
+    items after ``--served-model-name``; boolean flags bare; optional ones only when set)."""
+    argv = [f"--model={args.model}", "--served-model-name", *args.served_model_names]
+    if args.quantization:
+        argv.append(f"--quantization={args.quantization}")
+    argv += [
+        f"--dtype={args.dtype}",
+        f"--kv-cache-dtype={args.kv_cache_dtype}",
+        f"--max-model-len={args.max_model_len}",
+        f"--tensor-parallel-size={args.tensor_parallel_size}",
+        f"--pipeline-parallel-size={args.pipeline_parallel_size}",
+        f"--gpu-memory-utilization={fraction_text(args.gpu_memory_utilization)}",
+    ]
+    for flag, value in (("--max-num-seqs", args.max_num_seqs),
+                        ("--max-num-batched-tokens", args.max_num_batched_tokens),
+                        ("--long-prefill-token-threshold", args.long_prefill_token_threshold)):
+        if value is not None:
+            argv.append(f"{flag}={value}")
+    for flag, on in (("--enable-chunked-prefill", args.enable_chunked_prefill),
+                     ("--enable-prefix-caching", args.enable_prefix_caching),
+                     ("--disable-custom-all-reduce", args.custom_all_reduce_disabled)):
+        if on:
+            argv.append(flag)
+    if args.reasoning_parser:
+        argv.append(f"--reasoning-parser={args.reasoning_parser}")
+    if args.enable_auto_tool_choice:
+        argv.append("--enable-auto-tool-choice")
+    if args.tool_call_parser:
+        argv.append(f"--tool-call-parser={args.tool_call_parser}")
+    argv += ["--host=0.0.0.0", f"--port={args.port}"]
+    return argv
+
+
+def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
+    """Environment: the sm_70 pair first when the card is below sm_75, then HF_HOME, then extras."""
+    env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if args.card.sm < 75 else {}
+    env["HF_HOME"] = args.hf_home
+    env.update(args.env)
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+def vllm_container(args: VllmArgs) -> dict[str, Any]:
+    """The ``kserve-container`` of the predictor."""
+    mounts = [{"mountPath": facts.MODELS_MOUNT_PATH, "name": "models"}]
+    if args.cards > 1:
+        mounts.append({"mountPath": facts.SHM_MOUNT_PATH, "name": "shm"})
+    return {
+        "name": "kserve-container",
+        "image": args.image,
+        "args": vllm_argv(args),
+        "env": vllm_env(args),
+        "ports": [{"containerPort": args.port, "protocol": "TCP"}],
+        "readinessProbe": {**http_get(VLLM_HEALTH_PATH, args.port), "periodSeconds": VLLM_READINESS_PERIOD_SECONDS},
+        "startupProbe": startup_probe(VLLM_HEALTH_PATH, args.port, args.cold_start_seconds, args.startup),
+        "livenessProbe": liveness_probe(VLLM_HEALTH_PATH, args.port),
+        "resources": container_resources(args.resources, args.cards),
+        "volumeMounts": mounts,
+    }
+
+
+def inference_service_labels(args: VllmArgs) -> dict[str, str]:
+    """The InferenceService's labels: the given ones, then part-of (coder.yaml)."""
+    return {**args.labels, facts.PART_OF_LABEL: facts.PART_OF_VALUE}
+
+
+def predictor_selector(args: VllmArgs) -> dict[str, str]:
+    """What a Service selects to reach the predictor pods: the InferenceService's own labels
+    (KServe propagates them) but part-of, plus KServe's ``component: predictor`` and
+    ``serving.kserve.io/inferenceservice: <name>`` (reasoning-long-service.yaml)."""
+    return {**args.labels, facts.KSERVE_COMPONENT_LABEL: facts.KSERVE_PREDICTOR_COMPONENT,
+            facts.KSERVE_ISVC_LABEL: args.name}
+
+
+def predictor_pod_labels(args: VllmArgs) -> dict[str, str]:
+    """Every label KServe gives the predictor pods (RawDeployment)."""
+    return {**inference_service_labels(args), **predictor_selector(args), "app": f"isvc.{args.name}-predictor"}
+
+
+def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]:
+    """The InferenceService as a manifest dict. Parked: min/maxReplicas 0 and the parked
+    annotation (an InferenceService at 0 still reports Ready, kustomization)."""
+    replicas = 0 if args.parked_reason else 1
+    annotations = {KSERVE_DEPLOYMENT_MODE: "RawDeployment",
+                   **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason)}
+    volumes = [models_volume(args.models_pvc)]
+    if args.cards > 1:
+        volumes.append(shm_volume())
+    return {
+        "apiVersion": KSERVE_API_VERSION,
+        "kind": "InferenceService",
+        "metadata": {"name": args.name, "namespace": args.namespace, "labels": inference_service_labels(args),
+                     "annotations": annotations},
+        "spec": {
+            "predictor": {
+                "minReplicas": replicas,
+                "maxReplicas": replicas,
+                "nodeSelector": {facts.HOSTNAME_LABEL: args.node},
+                "deploymentStrategy": {"type": facts.GPU_ROLLOUT_STRATEGY},
+                "containers": [vllm_container(args)],
+                "runtimeClassName": facts.GPU_RUNTIME_CLASS,
+                "volumes": volumes,
+            }
+        },
+    }
+
+
+class VllmInferenceService(WorkloadComponent):
+    """A vLLM server in a KServe InferenceService; one child
+    ``kubernetes:serving.kserve.io/v1beta1:InferenceService`` named like the component.
+
+    Type token ``llm-serving:index:VllmInferenceService``. Args: :class:`VllmArgs`.
+    """
+
+    TYPE = "llm-serving:index:VllmInferenceService"
+
+    def __init__(self, name: str, args: VllmArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        from pulumi_kubernetes.apiextensions import CustomResource
+
+        super().__init__(self.TYPE, name, None, opts)
+        manifest = inference_service_manifest(args, f"{type(self).__name__}/{name}")
+        self.vllm_args = args
+        self.workload_name, self.namespace, self.port = args.name, args.namespace, args.port
+        self.node, self.cards, self.parked_reason = args.node, args.cards, args.parked_reason
+        self.served_model_names = list(args.served_model_names)
+        self.pod_labels = predictor_pod_labels(args)
+        self.selector_labels = predictor_selector(args)
+        self.inference_service = CustomResource(
+            name,
+            api_version=KSERVE_API_VERSION,
+            kind="InferenceService",
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs(self._outputs())

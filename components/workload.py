@@ -1,0 +1,379 @@
+"""GPU workloads as ComponentResources: the generic :class:`GpuDeployment` and
+:class:`CandleDeployment` built on it.
+
+Each Kubernetes object is built by a small pure function that returns the manifest as a dict
+in the manifest's own shape (camelCase), e.g. :func:`deployment_manifest`; tests call them
+without the Pulumi engine, and the components pass ``metadata`` / ``spec`` straight into the
+typed ``pulumi_kubernetes`` classes.
+
+Facts every GPU pod gets here (``components/facts.py`` names the sources):
+
+* ``runtimeClassName: nvidia`` (001, 003: without it libcuda.so is never injected);
+* rollout ``Recreate`` (001, 003, coder.yaml: every card is allocated, a surge pod waits forever);
+* ``imagePullPolicy: Always`` on any image not pinned by ``@sha256`` digest (003: a moving tag
+  such as ``:sm70`` is otherwise never pulled again);
+* a Memory-backed ``/dev/shm`` emptyDir of 8Gi when the pod holds more than one card
+  (coder.yaml: the 64Mi default shows up as an init hang or a bus error under NCCL);
+* a startup probe whose budget (period x failure threshold) exceeds the declared cold start,
+  by default 3x it in 15 s periods (coder.yaml: 120 x 15 s for about 10 minutes), and a
+  liveness probe on the same route behind it;
+* the node pinned with ``nodeSelector kubernetes.io/hostname`` (coder.yaml);
+* the component -> policy annotations (``facts.COMPONENT_ANNOTATION`` etc.).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any, Optional
+
+import pulumi
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from components import facts
+from components.config import (
+    CANDLE_BINARY,
+    Resources,
+    StartupProbe,
+    fraction_text,
+    is_digest_pinned,
+    rule_half_dtype,
+    rule_hybrid_one_card,
+    rule_startup_budget,
+    rule_tp_divides,
+    startup_threshold,
+)
+from components.inventory import CardSpec
+from components.modelfacts import ModelFacts
+
+#: Liveness probe timing: a server that stops answering for 4 x 30 s is restarted. It starts
+#: only after the startup probe succeeded, so it never races the model load.
+LIVENESS_PERIOD_SECONDS = 30
+LIVENESS_TIMEOUT_SECONDS = 10
+LIVENESS_FAILURE_THRESHOLD = 4
+
+#: candle-vllm's health route. Its router (src/main.rs) serves only ``GET /v1/models``,
+#: ``POST /v1/chat/completions`` and ``POST /v1/embeddings``, and binds the listener only after
+#: the weights and the KV cache are allocated; ``/v1/models`` answering means it is serving.
+CANDLE_HEALTH_PATH = "/v1/models"
+
+
+# --- pure helpers (shared with components/vllm.py) --------------------------------------------
+
+class ComponentArgs(BaseModel):
+    """Base of the component argument models: unknown fields refused, immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def pull_policy(image: str) -> Optional[str]:
+    """``"Always"`` for an image not pinned by digest (003), else None (the default applies)."""
+    return None if is_digest_pinned(image) else facts.MOVING_TAG_PULL_POLICY
+
+
+def http_get(path: str, port: int) -> dict[str, Any]:
+    """The ``httpGet`` part of a probe: ``{"httpGet": {"path": path, "port": port}}``."""
+    return {"httpGet": {"path": path, "port": port}}
+
+
+def startup_probe(path: str, port: int, cold_start_seconds: int, probe: StartupProbe) -> dict[str, Any]:
+    """``startupProbe`` with ``failureThreshold`` x ``periodSeconds`` above the cold start."""
+    return {**http_get(path, port), "failureThreshold": startup_threshold(cold_start_seconds, probe),
+            "periodSeconds": probe.period_seconds}
+
+
+def liveness_probe(path: str, port: int) -> dict[str, Any]:
+    """``livenessProbe``: 4 misses of 30 s (10 s timeout each) restart a wedged server."""
+    return {**http_get(path, port), "periodSeconds": LIVENESS_PERIOD_SECONDS,
+            "timeoutSeconds": LIVENESS_TIMEOUT_SECONDS, "failureThreshold": LIVENESS_FAILURE_THRESHOLD}
+
+
+def container_resources(resources: Resources, cards: int) -> dict[str, Any]:
+    """``resources`` with CPU / memory as given and ``nvidia.com/gpu`` = ``cards`` in both
+    requests and limits (an extended resource must have them equal)."""
+    out: dict[str, Any] = {}
+    for key, amounts in (("limits", resources.limits), ("requests", resources.requests)):
+        block = {k: v for k, v in (("cpu", amounts.cpu), ("memory", amounts.memory)) if v is not None}
+        block[facts.GPU_RESOURCE] = str(cards)
+        out[key] = block
+    return out
+
+
+def models_volume(pvc: str) -> dict[str, Any]:
+    """The ``models`` volume: the PVC with weights and the fixed candle-vllm binary (001, 003)."""
+    return {"name": "models", "persistentVolumeClaim": {"claimName": pvc}}
+
+
+def shm_volume() -> dict[str, Any]:
+    """The Memory-backed /dev/shm for pods with more than one card (coder.yaml)."""
+    return {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": facts.SHM_SIZE_LIMIT}}
+
+
+def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
+                         parked_reason: Optional[str]) -> dict[str, str]:
+    """The component -> policy annotations of a model server (components/facts.py)."""
+    out = {
+        facts.COMPONENT_ANNOTATION: component,
+        facts.COLD_START_ANNOTATION: str(cold_start_seconds),
+        facts.SERVED_NAMES_ANNOTATION: json.dumps(list(served_names)),
+    }
+    if parked_reason:
+        out[facts.PARKED_ANNOTATION] = parked_reason
+    return out
+
+
+# --- the generic GPU Deployment -------------------------------------------------------------
+
+class GpuDeploymentArgs(ComponentArgs):
+    """A single-replica GPU Deployment pinned to a node. Errors (ValueError): a startup budget
+    that does not exceed ``cold_start_seconds``."""
+
+    name: str = Field(description="Object name and its ``app`` label.")
+    namespace: str = Field(description="Namespace (llm-serving).")
+    image: str = Field(min_length=1, description="Image; pulled Always unless pinned by digest (003).")
+    command: list[str] = Field(default_factory=list, description="Container command; empty: the image's.")
+    args: list[str] = Field(default_factory=list, description="Container args.")
+    env: dict[str, str] = Field(default_factory=dict, description="Environment, in order.")
+    port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
+    container_name: str = Field(default="server", description="Container name (candle-vllm: candle).")
+    node: str = Field(description="Node name, pinned with nodeSelector kubernetes.io/hostname (coder.yaml).")
+    cards: int = Field(ge=1, description="nvidia.com/gpu cards of the pod.")
+    resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra pod labels.")
+    cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
+    startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
+    health_path: str = Field(default="/health", description="HTTP route of the startup and liveness probes.")
+    models_pvc: Optional[str] = Field(default=facts.MODELS_PVC, description="PVC mounted read-only at /mnt/models; None: no mount.")
+    parked_reason: Optional[str] = Field(default=None, description="Set: replicas 0 and the parked annotation (000).")
+    served_model_names: list[str] = Field(default_factory=list, description="Names it answers (annotation).")
+
+    @model_validator(mode="after")
+    def _startup_budget(self) -> "GpuDeploymentArgs":
+        threshold = startup_threshold(self.cold_start_seconds, self.startup)
+        breach = rule_startup_budget(self.cold_start_seconds, self.startup.period_seconds, threshold)
+        if breach:
+            raise ValueError(f"{self.name}: {breach.rule}; {breach.fix}")
+        return self
+
+
+def app_labels(name: str) -> dict[str, str]:
+    """The object labels of every Deployment here: part-of and ``app: <name>`` (all seeds)."""
+    return {facts.PART_OF_LABEL: facts.PART_OF_VALUE, "app": name}
+
+
+def deployment_pod_labels(args: GpuDeploymentArgs) -> dict[str, str]:
+    """Pod labels: part-of, the extra labels, then ``app: <name>`` (what Services select)."""
+    return {facts.PART_OF_LABEL: facts.PART_OF_VALUE, **args.labels, "app": args.name}
+
+
+def gpu_container(args: GpuDeploymentArgs) -> dict[str, Any]:
+    """The server container of the pod template."""
+    c: dict[str, Any] = {"name": args.container_name, "image": args.image}
+    policy = pull_policy(args.image)
+    if policy:
+        c["imagePullPolicy"] = policy
+    if args.command:
+        c["command"] = list(args.command)
+    if args.args:
+        c["args"] = list(args.args)
+    if args.env:
+        c["env"] = [{"name": k, "value": v} for k, v in args.env.items()]
+    c["ports"] = [{"containerPort": args.port}]
+    c["startupProbe"] = startup_probe(args.health_path, args.port, args.cold_start_seconds, args.startup)
+    c["livenessProbe"] = liveness_probe(args.health_path, args.port)
+    c["resources"] = container_resources(args.resources, args.cards)
+    mounts = []
+    if args.models_pvc:
+        mounts.append({"name": "models", "mountPath": facts.MODELS_MOUNT_PATH, "readOnly": True})
+    if args.cards > 1:
+        mounts.append({"name": "shm", "mountPath": facts.SHM_MOUNT_PATH})
+    if mounts:
+        c["volumeMounts"] = mounts
+    return c
+
+
+def gpu_pod_spec(args: GpuDeploymentArgs) -> dict[str, Any]:
+    """The pod spec: runtime class nvidia, node pinned, the container, its volumes."""
+    spec: dict[str, Any] = {
+        "runtimeClassName": facts.GPU_RUNTIME_CLASS,
+        "nodeSelector": {facts.HOSTNAME_LABEL: args.node},
+        "containers": [gpu_container(args)],
+    }
+    volumes = []
+    if args.models_pvc:
+        volumes.append(models_volume(args.models_pvc))
+    if args.cards > 1:
+        volumes.append(shm_volume())
+    if volumes:
+        spec["volumes"] = volumes
+    return spec
+
+
+def deployment_manifest(args: GpuDeploymentArgs, component: str) -> dict[str, Any]:
+    """The Deployment as a manifest dict (apps/v1). ``component`` is the annotation value
+    (``<ClassName>/<name>``). Parked: replicas 0 and the parked annotation."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": args.name,
+            "namespace": args.namespace,
+            "labels": app_labels(args.name),
+            "annotations": workload_annotations(component, args.cold_start_seconds, args.served_model_names,
+                                                args.parked_reason),
+        },
+        "spec": {
+            "replicas": 0 if args.parked_reason else 1,
+            "strategy": {"type": facts.GPU_ROLLOUT_STRATEGY},
+            "selector": {"matchLabels": {"app": args.name}},
+            "template": {"metadata": {"labels": deployment_pod_labels(args)}, "spec": gpu_pod_spec(args)},
+        },
+    }
+
+
+class WorkloadComponent(pulumi.ComponentResource):
+    """A model-server workload: what a StablePredictorService needs to select it.
+
+    Attributes (plain values, known at construction): ``workload_name``, ``namespace``,
+    ``pod_labels`` (every label its pods carry), ``selector_labels`` (the subset a Service
+    selects), ``port`` (container port), ``node``, ``cards`` (held while running),
+    ``parked_reason`` (None when running), ``served_model_names``.
+    """
+
+    workload_name: str
+    namespace: str
+    pod_labels: dict[str, str]
+    selector_labels: dict[str, str]
+    port: int
+    node: str
+    cards: int
+    parked_reason: Optional[str]
+    served_model_names: list[str]
+
+    def _outputs(self) -> dict[str, Any]:
+        return {"name": self.workload_name, "podLabels": self.pod_labels, "node": self.node,
+                "cards": 0 if self.parked_reason else self.cards, "parked": self.parked_reason}
+
+
+class GpuDeployment(WorkloadComponent):
+    """A generic GPU Deployment (the reference PyTorch clef-serve server), one child
+    ``kubernetes:apps/v1:Deployment`` named like the component.
+
+    Type token ``llm-serving:index:GpuDeployment``. Args: :class:`GpuDeploymentArgs`.
+    """
+
+    TYPE = "llm-serving:index:GpuDeployment"
+
+    def __init__(self, name: str, args: GpuDeploymentArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        self._create(name, args, opts)
+
+    def _create(self, name: str, args: GpuDeploymentArgs, opts: Optional[pulumi.ResourceOptions]) -> None:
+        from pulumi_kubernetes.apps.v1 import Deployment
+
+        super().__init__(self.TYPE, name, None, opts)
+        manifest = deployment_manifest(args, f"{type(self).__name__}/{name}")
+        self.workload_name, self.namespace, self.port = args.name, args.namespace, args.port
+        self.node, self.cards, self.parked_reason = args.node, args.cards, args.parked_reason
+        self.served_model_names = list(args.served_model_names)
+        self.pod_labels = manifest["spec"]["template"]["metadata"]["labels"]
+        self.selector_labels = manifest["spec"]["selector"]["matchLabels"]
+        self.deployment = Deployment(
+            name,
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs(self._outputs())
+
+
+# --- candle-vllm ----------------------------------------------------------------------------
+
+class CandleDeploymentArgs(ComponentArgs):
+    """A candle-vllm server (coder-14b-fp16.yaml, clef-candle.yaml). TP is ``cards``.
+
+    Errors (ValueError): TP that does not divide the model (001), a hybrid model on more than
+    one card (003), bf16 on a card below sm_80 (001), a startup budget below the cold start.
+    """
+
+    name: str = Field(description="Deployment name and ``app`` label, e.g. candle-vllm.")
+    namespace: str = Field(description="Namespace (llm-serving).")
+    weights_path: str = Field(min_length=1, description="--w, e.g. /mnt/models/coder-14b-fp16 (from the model entry).")
+    dtype: str = Field(default="f16", description="--dtype (f16 on sm_70, 001).")
+    cards: int = Field(ge=1, description="Cards = TP; becomes --d 0,1,... (001).")
+    port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="--p (8080).")
+    max_num_seqs: int = Field(default=16, ge=1, description="--max-num-seqs.")
+    kv_fraction: float = Field(gt=0, le=1, description="--kv-fraction (0.85 coder, 0.30 clef).")
+    prefill_chunk_size: Optional[int] = Field(default=None, ge=1024, multiple_of=1024, description="--prefill-chunk-size.")
+    image: str = Field(min_length=1, description="candle-vllm image.")
+    command: list[str] = Field(default_factory=lambda: [CANDLE_BINARY], min_length=1,
+                               description="Binary; default /usr/local/bin/candle-vllm (coder-14b-fp16.yaml).")
+    node: str = Field(description="Node name.")
+    resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
+    models_pvc: str = Field(default=facts.MODELS_PVC, description="Models PVC (llm-models).")
+    cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
+    startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra pod labels.")
+    env: dict[str, str] = Field(default_factory=dict, description="Environment.")
+    parked_reason: Optional[str] = Field(default=None, description="Set: parked at replicas 0.")
+    model_key: str = Field(default="", description="Model key, for messages.")
+    model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
+    card: Optional[CardSpec] = Field(default=None, description="The node's card, checked for dtype support.")
+
+    @model_validator(mode="after")
+    def _facts(self) -> "CandleDeploymentArgs":
+        breaches = [rule_half_dtype(self.card, self.dtype, "candle-vllm")]
+        if self.model_facts is not None:
+            key = self.model_key or posixpath.basename(self.weights_path.rstrip("/"))
+            breaches += [rule_tp_divides(key, self.model_facts, self.cards),
+                         rule_hybrid_one_card(key, self.model_facts, self.cards)]
+        for b in breaches:
+            if b:
+                raise ValueError(f"{self.name}: {b.rule}; {b.fix}")
+        return self
+
+
+def candle_argv(args: CandleDeploymentArgs) -> list[str]:
+    """candle-vllm's argv in the references' order:
+    ``--w --d --dtype --p --max-num-seqs --kv-fraction [--prefill-chunk-size]``."""
+    argv = [
+        "--w", args.weights_path,
+        "--d", ",".join(str(i) for i in range(args.cards)),
+        "--dtype", args.dtype,
+        "--p", str(args.port),
+        "--max-num-seqs", str(args.max_num_seqs),
+        "--kv-fraction", fraction_text(args.kv_fraction),
+    ]
+    if args.prefill_chunk_size is not None:
+        argv += ["--prefill-chunk-size", str(args.prefill_chunk_size)]
+    return argv
+
+
+def candle_served_name(weights_path: str) -> str:
+    """What candle-vllm's /v1/models reports: the basename of --w (001: coder-14b-fp16)."""
+    return posixpath.basename(weights_path.rstrip("/"))
+
+
+def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
+    """The generic Deployment args of a candle-vllm server (container ``candle``, health
+    route ``/v1/models``, models PVC read-only)."""
+    return GpuDeploymentArgs(
+        name=args.name, namespace=args.namespace, image=args.image, command=list(args.command),
+        args=candle_argv(args), env=dict(args.env), port=args.port, container_name="candle",
+        node=args.node, cards=args.cards, resources=args.resources, labels=dict(args.labels),
+        cold_start_seconds=args.cold_start_seconds, startup=args.startup, health_path=CANDLE_HEALTH_PATH,
+        models_pvc=args.models_pvc, parked_reason=args.parked_reason,
+        served_model_names=[candle_served_name(args.weights_path)],
+    )
+
+
+class CandleDeployment(GpuDeployment):
+    """A candle-vllm Deployment: :class:`GpuDeployment` with typed server fields.
+
+    Type token ``llm-serving:index:CandleDeployment``. Args: :class:`CandleDeploymentArgs`.
+    """
+
+    TYPE = "llm-serving:index:CandleDeployment"
+
+    def __init__(self, name: str, args: CandleDeploymentArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        self.candle_args = args
+        self._create(name, candle_gpu_args(args), opts)

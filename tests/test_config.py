@@ -1,0 +1,320 @@
+"""components/config.py: the prod and history stack files load; a bad config is refused with
+every problem at once, each with its key path, value, rule and fix."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from components.config import (
+    CandleWorkload,
+    ConfigError,
+    PytorchWorkload,
+    VllmWorkload,
+    load_stack_config,
+)
+from tools.manifests import config_env, load_stack_file
+
+ROOT = Path(__file__).resolve().parent.parent
+PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+STACKS = ROOT / "tests" / "stacks"
+
+
+def prod() -> dict:
+    return copy.deepcopy(PROD)
+
+
+def problems_of(config: dict) -> list:
+    with pytest.raises(ConfigError) as info:
+        load_stack_config(config)
+    return info.value.problems
+
+
+def only(config: dict):
+    found = problems_of(config)
+    assert len(found) == 1, [p.render() for p in found]
+    return found[0]
+
+
+# --- what loads ---------------------------------------------------------------------------
+
+def test_prod_loads_the_intended_state():
+    config = load_stack_config(PROD)
+    assert config.namespace == "llm-serving"
+    assert {n: type(w) for n, w in config.workloads.items()} == {
+        "candle-vllm": CandleWorkload, "clef-candle": CandleWorkload,
+        "reasoning": VllmWorkload, "clef-serve": PytorchWorkload,
+    }
+    assert config.workloads["clef-serve"].parked is not None
+    assert {n: s.selects for n, s in config.services.items()} == {
+        "coder-predictor": "candle-vllm", "clef-serve": "clef-candle", "reasoning-long-predictor": "reasoning",
+    }
+    assert config.card_table() == {
+        "worker-1": {"cards": 4, "used": 4,
+                     "workloads": {"candle-vllm": 2, "clef-candle": 1, "reasoning": 1, "clef-serve": 0}},
+    }
+    assert config.model_facts("clef-flash").is_hybrid
+
+
+@pytest.mark.parametrize("stack, used, shares", [
+    ("after-002.yaml", 4, {"coder": 2, "reasoning": 1, "clef-serve": 1}),
+    ("after-001.yaml", 6, {"coder": 2, "reasoning": 1, "candle-vllm": 2, "clef-serve": 1}),
+    ("after-003.yaml", 7, {"coder": 2, "reasoning": 1, "candle-vllm": 2, "clef-candle": 1, "clef-serve": 1}),
+])
+def test_history_stacks_load_with_their_card_counts(stack, used, shares):
+    """Over-allocation across workloads is the policy pack's verdict, so these load (spec,
+    "The history as test cases": 4, 6 and 7 of 4)."""
+    table = load_stack_config(load_stack_file(STACKS / stack)).card_table()
+    assert table == {"worker-1": {"cards": 4, "used": used, "workloads": shares}}
+
+
+def test_other_namespaces_are_ignored_and_json_text_is_accepted():
+    """PULUMI_CONFIG carries structured values as JSON text; kubernetes:* keys are not ours."""
+    config = {k: v for k, v in json.loads(config_env(PROD)).items()}
+    config["kubernetes:context"] = "worker-cluster"
+    loaded = load_stack_config(config)
+    assert loaded.card_table()["worker-1"]["used"] == 4
+
+
+def test_a_parked_service_may_select_a_parked_workload():
+    config = prod()
+    config["llm-serving:services"]["clef-serve"] = {"selects": "clef-serve", "parked": {"reason": "clef-serve is parked"}}
+    assert load_stack_config(config).services["clef-serve"].parked.reason == "clef-serve is parked"
+
+
+# --- every problem at once ----------------------------------------------------------------
+
+def test_every_problem_is_reported_at_once_with_path_value_rule_and_fix():
+    config = prod()
+    config["llm-serving:workload"] = {}  # unknown key (typo)
+    wl = config["llm-serving:workloads"]
+    wl["clef-candle"]["max_num_seqs"] = "four"  # wrong type
+    wl["reasoning"]["cards"] = -1  # negative card count
+    config["llm-serving:services"]["coder-predictor"]["selects"] = "coder"  # no such workload
+    wl["candle-vllm"]["cards"] = 3  # TP 3 does not divide the 14B's 40 heads
+
+    found = {p.path: p for p in problems_of(config)}
+    assert sorted(found) == [
+        "llm-serving:services.coder-predictor.selects",
+        "llm-serving:workload",
+        "llm-serving:workloads.candle-vllm.cards",
+        "llm-serving:workloads.clef-candle.max_num_seqs",
+        "llm-serving:workloads.reasoning.cards",
+    ]
+
+    unknown = found["llm-serving:workload"]
+    assert unknown.value == {}
+    assert unknown.rule == "llm-serving:workload is not a key of this program"
+    assert unknown.fix.startswith("did you mean llm-serving:workloads?")
+
+    wrong = found["llm-serving:workloads.clef-candle.max_num_seqs"]
+    assert wrong.value == "four"
+    assert wrong.rule == "max_num_seqs: Input should be a valid integer, unable to parse string as an integer"
+    assert wrong.fix == "give a whole number"
+
+    negative = found["llm-serving:workloads.reasoning.cards"]
+    assert negative.value == -1
+    assert negative.rule == "cards: Input should be greater than or equal to 1"
+    assert negative.fix == "give cards a value at least 1"
+
+    missing = found["llm-serving:services.coder-predictor.selects"]
+    assert missing.value == "coder"
+    assert missing.rule == "Service coder-predictor selects workload coder, which is not in llm-serving:workloads"
+    assert missing.fix == "use one of candle-vllm, clef-candle, reasoning, clef-serve, or add the workload"
+
+    tp = found["llm-serving:workloads.candle-vllm.cards"]
+    assert tp.value == 3
+    assert tp.rule.startswith("tensor parallel 3 does not divide model coder-14b-fp16: num_attention_heads 40 % 3 = 1")
+    assert tp.fix == "use a tensor parallel size that divides them: 1, 2, 4, 8"
+
+
+def test_render_is_one_block_per_problem_without_a_traceback():
+    config = prod()
+    config["llm-serving:workloads"]["reasoning"]["cards"] = -1
+    config["llm-serving:bogus"] = 1
+    with pytest.raises(ConfigError) as info:
+        load_stack_config(config, source="Pulumi.prod.yaml")
+    text = info.value.render()
+    blocks = text.split("\n\n")
+    assert blocks[0] == (
+        "Cannot load Pulumi.prod.yaml: 2 problems. Nothing was previewed or written; "
+        "fix each one below and run again."
+    )
+    assert blocks[1].splitlines()[0] == "llm-serving:bogus"
+    assert blocks[2] == (
+        "llm-serving:workloads.reasoning.cards\n"
+        "  value: -1\n"
+        "  rule:  cards: Input should be greater than or equal to 1\n"
+        "  fix:   give cards a value at least 1"
+    )
+    assert "Traceback" not in text and len(blocks) == 3
+
+
+def test_an_unknown_nested_key_names_the_allowed_fields():
+    config = prod()
+    config["llm-serving:workloads"]["candle-vllm"]["kv_fractoin"] = 0.3
+    p = only(config)
+    assert p.path == "llm-serving:workloads.candle-vllm.kv_fractoin"
+    assert p.rule == "kv_fractoin is not a field here"
+    assert p.fix.startswith("did you mean kv_fraction? remove or rename it; allowed: node, cards,")
+
+
+def test_a_missing_field_says_what_to_add():
+    config = prod()
+    del config["llm-serving:workloads"]["reasoning"]["max_model_len"]
+    p = only(config)
+    assert (p.path, p.value, p.rule) == ("llm-serving:workloads.reasoning.max_model_len", None, "max_model_len is required")
+    assert p.fix.startswith("add max_model_len: <value> (--max-model-len in tokens")
+
+
+def test_an_invalid_workload_is_not_reported_again_through_its_service():
+    config = prod()
+    config["llm-serving:workloads"]["reasoning"]["cards"] = "one"
+    assert [p.path for p in problems_of(config)] == ["llm-serving:workloads.reasoning.cards"]
+
+
+def test_an_unknown_server_kind():
+    config = prod()
+    config["llm-serving:workloads"]["clef-serve"]["server"] = "sglang"
+    p = only(config)
+    assert (p.path, p.value) == ("llm-serving:workloads.clef-serve.server", "sglang")
+    assert p.fix == "set server: to one of candle-vllm, vllm, pytorch"
+
+
+# --- the facts as config rules ------------------------------------------------------------
+
+def test_hybrid_model_on_two_cards_in_candle_is_refused():
+    """Seed 003: GDN recurrent state is not shardable; clef-flash runs on one card."""
+    config = prod()
+    config["llm-serving:workloads"]["clef-candle"]["cards"] = 2
+    p = only(config)
+    assert p.path == "llm-serving:workloads.clef-candle.cards"
+    assert "hybrid (8 full-attention of 32 layers" in p.rule and p.fix == "set cards: 1"
+
+
+def test_vllm_image_must_be_pinned_by_digest():
+    """coder.yaml: v0.15.0 failed on this node (error 803)."""
+    config = prod()
+    config["llm-serving:workloads"]["reasoning"]["image"] = "vllm/vllm-openai:v0.15.0"
+    p = only(config)
+    assert (p.path, p.value) == ("llm-serving:workloads.reasoning.image", "vllm/vllm-openai:v0.15.0")
+    assert "not pinned by digest" in p.rule and "error 803" in p.rule
+    assert p.fix.startswith("pin it as <image>:<tag>@sha256:<digest>")
+
+
+def test_a_service_must_not_select_a_parked_workload():
+    """001, 003: clients would find no endpoints."""
+    config = prod()
+    config["llm-serving:services"]["clef-serve"]["selects"] = "clef-serve"
+    p = only(config)
+    assert p.path == "llm-serving:services.clef-serve.selects"
+    assert "which is parked" in p.rule and "park the Service too" in p.fix
+
+
+def test_memory_request_must_fit_the_node():
+    """coder.yaml: worker-1 has 63,495 MiB allocatable."""
+    config = prod()
+    config["llm-serving:workloads"]["reasoning"]["resources"] = {"requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}
+    p = only(config)
+    assert (p.path, p.value) == ("llm-serving:workloads.reasoning.resources.requests.memory", "64Gi")
+    assert p.rule.startswith("memory request 65,536 MiB exceeds worker-1's allocatable 63,495 MiB")
+
+
+def test_request_above_limit_is_refused():
+    config = prod()
+    config["llm-serving:workloads"]["reasoning"]["resources"] = {"requests": {"memory": "33Gi"}, "limits": {"memory": "32Gi"}}
+    p = only(config)
+    assert p.path == "llm-serving:workloads.reasoning.resources"
+    assert p.rule == "requests.memory 33Gi exceeds limits.memory 32Gi"
+
+
+def test_cards_beyond_the_node_and_an_unknown_node():
+    config = prod()
+    config["llm-serving:workloads"]["candle-vllm"]["cards"] = 8
+    config["llm-serving:workloads"]["clef-candle"]["node"] = "worker-2"
+    found = {p.path: p for p in problems_of(config)}
+    assert found["llm-serving:workloads.candle-vllm.cards"].rule == "one pod asks 8 cards; node worker-1 has 4"
+    assert found["llm-serving:workloads.clef-candle.node"].fix == (
+        "use one of worker-1, or add the node to llm-serving:cluster.nodes")
+
+
+def test_startup_budget_must_exceed_the_cold_start():
+    """002 / coder.yaml: the kubelet kills a server still loading."""
+    config = prod()
+    config["llm-serving:workloads"]["reasoning"]["startup_probe"] = {"period_seconds": 15, "failure_threshold": 40}
+    p = only(config)
+    assert (p.path, p.value) == ("llm-serving:workloads.reasoning.startup_probe.failure_threshold", 40)
+    assert p.rule.startswith("startup probe budget 15 s x 40 = 600 s does not exceed the declared cold start of 600 s")
+    assert p.fix.startswith("raise startup_probe.failure_threshold to at least 41")
+
+
+def test_cold_start_must_be_positive():
+    config = prod()
+    config["llm-serving:workloads"]["clef-serve"]["cold_start_seconds"] = 0
+    p = only(config)
+    assert (p.path, p.rule) == ("llm-serving:workloads.clef-serve.cold_start_seconds",
+                                "cold_start_seconds: Input should be greater than 0")
+
+
+def test_comma_joined_served_names_are_refused():
+    """002 reasoning.yaml: the comma form serves one model whose name contains the comma."""
+    config = prod()
+    config["llm-serving:workloads"]["reasoning"]["served_model_names"] = ["reasoning,reasoning-long"]
+    p = only(config)
+    assert p.path == "llm-serving:workloads.reasoning.served_model_names.0"
+    assert "contains a comma or space" in p.rule and "each name as its own item" in p.fix
+
+
+def test_sm70_refuses_bf16_fp8_and_custom_all_reduce():
+    """001 / coder.yaml: V100 has no bf16, no FP8; custom all-reduce deadlocked over PCIe."""
+    config = prod()
+    wl = config["llm-serving:workloads"]
+    wl["candle-vllm"]["dtype"] = "bf16"
+    wl["reasoning"]["kv_cache_dtype"] = "fp8"
+    found = {p.path: p for p in problems_of(config)}
+    assert found["llm-serving:workloads.candle-vllm.dtype"].fix == "set dtype: f16"
+    assert found["llm-serving:workloads.reasoning.quantization"].fix == "set kv_cache_dtype: auto"
+
+    config = load_stack_file(STACKS / "after-002.yaml")
+    config["llm-serving:workloads"]["coder"]["disable_custom_all_reduce"] = False
+    p = only(config)
+    assert p.path == "llm-serving:workloads.coder.disable_custom_all_reduce"
+    assert "deadlocked after CUDA graph capture" in p.rule
+
+
+def test_vllm_parallelism_must_match_the_cards():
+    config = load_stack_file(STACKS / "after-002.yaml")
+    config["llm-serving:workloads"]["coder"]["tensor_parallel_size"] = 1
+    p = only(config)
+    assert p.path == "llm-serving:workloads.coder.tensor_parallel_size"
+    assert p.rule == "tensor parallel 1 x pipeline parallel 1 = 1 workers, but the pod holds 2 cards"
+
+
+def test_prefill_chunk_must_be_a_multiple_of_1024():
+    """candle-vllm asserts prefill_chunk_size % 1024 == 0 (src/main.rs)."""
+    config = prod()
+    config["llm-serving:workloads"]["clef-candle"]["prefill_chunk_size"] = 1500
+    p = only(config)
+    assert (p.path, p.fix) == ("llm-serving:workloads.clef-candle.prefill_chunk_size", "give a multiple of 1024")
+
+
+def test_component_owned_labels_and_object_names():
+    config = prod()
+    config["llm-serving:workloads"]["reasoning"]["labels"]["app"] = "other"
+    config["llm-serving:workloads"]["Clef_Serve"] = config["llm-serving:workloads"].pop("clef-serve")
+    found = {p.path: p for p in problems_of(config)}
+    assert found["llm-serving:workloads.reasoning"].rule == "label app is set by the component (it is what Services select)"
+    assert found["llm-serving:workloads.Clef_Serve"].fix == "rename it, e.g. 'clef-serve'"
+
+
+def test_model_references():
+    config = prod()
+    config["llm-serving:workloads"]["reasoning"]["model"] = "qwen3-coder"
+    del config["llm-serving:models"]["coder-14b-fp16"]["weights_path"]
+    config["llm-serving:models"]["coder-14b-fp16"]["hf_id"] = "Qwen/Qwen2.5-Coder-14B-Instruct"
+    found = {p.path: p for p in problems_of(config)}
+    assert found["llm-serving:workloads.reasoning.model"].rule == "model qwen3-coder is not in llm-serving:models"
+    assert found["llm-serving:workloads.candle-vllm.model"].rule.startswith("model coder-14b-fp16 has no weights_path")
