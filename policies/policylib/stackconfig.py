@@ -14,7 +14,8 @@ Parsed values are cached by their raw text, so 10,000 Analyze calls parse the in
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 import pulumi.runtime
@@ -23,6 +24,11 @@ from components.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from components.modelfacts import MODELS_CONFIG_KEY, ModelEntry, ModelFacts
 
 PROJECT = "llm-serving"
+#: Every stack config key the policies read; nothing else of the stack's config affects a verdict.
+CONFIG_KEYS = (f"{PROJECT}:{CLUSTER_CONFIG_KEY}", f"{PROJECT}:{MODELS_CONFIG_KEY}")
+#: Relative ``config_json`` paths resolve against the project directory (where the stack files
+#: are), as the program resolves them; the pack's own working directory is ``policies/``.
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 class StackConfigError(Exception):
@@ -35,15 +41,23 @@ class Models:
 
     entries: dict[str, ModelEntry]
     facts: dict[str, ModelFacts]
+    _by_arg: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for key, entry in self.entries.items():
+            for name in (entry.hf_id, entry.weights_path):
+                if name:
+                    self._by_arg.setdefault(name.rstrip("/"), key)
 
     def find(self, model_arg: Optional[str]) -> Optional[tuple[str, ModelFacts]]:
-        """(key, facts) of the model a server argument (``--model`` / ``--w``) names, or None."""
+        """(key, facts) of the model a server argument (``--model`` / ``--w``) names, or None.
+
+        The first entry (in config order) whose ``hf_id`` or ``weights_path`` equals the argument
+        (trailing ``/`` ignored), as :meth:`ModelEntry.matches`; a dict lookup, not a scan."""
         if not model_arg:
             return None
-        for key, entry in self.entries.items():
-            if entry.matches(model_arg):
-                return key, self.facts[key]
-        return None
+        key = self._by_arg.get(model_arg.rstrip("/"))
+        return (key, self.facts[key]) if key is not None else None
 
 
 _cache: dict[tuple[str, str], object] = {}
@@ -78,7 +92,7 @@ def models() -> Models:
     if hit is None:
         try:
             entries = {k: ModelEntry.model_validate(v) for k, v in json.loads(raw).items()}
-            hit = Models(entries=entries, facts={k: e.resolve() for k, e in entries.items()})
+            hit = Models(entries=entries, facts={k: e.resolve(PROJECT_DIR) for k, e in entries.items()})
         except ValueError as err:
             raise StackConfigError(f"{PROJECT}:{MODELS_CONFIG_KEY} is invalid: {err}") from None
         _cache[(MODELS_CONFIG_KEY, raw)] = hit

@@ -1,0 +1,604 @@
+"""The offline policy runner: the real policy pack, as its own process, over the analyzer gRPC
+protocol, in the order the Pulumi CLI uses, so its verdicts match
+``pulumi preview --policy-pack policies``.
+
+The CLI's order (``pkg/engine`` ``installAndLoadPolicyPlugins``, ``NewPolicyAnalyzer`` in
+``sdk/go/common/resource/plugin/analyzer_plugin.go``, the step generator and the deployment
+executor), which :class:`PackProcess` follows:
+
+1. start the pack (:func:`tools.packproc.spawn`), ``Handshake`` (UNIMPLEMENTED tolerated),
+   ``ConfigureStack`` (stack, project, organization, config, dry run);
+2. ``GetAnalyzerInfo``, ``GetPluginInfo``;
+3. reconcile the policy pack config with the policies' defaults and validate it with
+   jsonschema against each policy's ``configSchema`` plus the ``enforcementLevel`` enum the CLI
+   injects (:func:`reconcile_policy_config`), then ``Configure`` with every policy;
+4. per resource: ``Remediate`` (only when a policy is at level ``remediate``: with none,
+   pulumi-policy's Remediate returns nothing, so skipping it changes no result) and
+   ``Analyze`` -- pipelined, up to :data:`tools.packproc.PIPELINE_WINDOW` calls in flight;
+5. ``AnalyzeStack`` with every resource (parent, dependencies, options).
+
+Findings are sorted (:class:`tools.report.Report`), so the order of the resources does not
+change the report. A finding from ``Analyze`` carries the analysed resource's URN, as the
+engine reports it; one from ``AnalyzeStack`` carries the URN the policy gave.
+
+Public API: :func:`run_pack`, :func:`start_pack` / :class:`PackProcess` (the preview starts
+the pack before running the program, to overlap the pack's start-up), :func:`analyze_manifests`
+and :func:`analyze_program` (what the CLI runs; a test can compare their verdicts).
+
+CLI (exit 0: no mandatory violation; 1: a mandatory policy is violated; 2: an error before any
+verdict -- bad input, bad policy pack config, the pack failed; the message says what to fix)::
+
+    python -m tools.analyze (--stack prod | --stack-file F | --manifests DIR --inventory STACKFILE)
+        [--policy-pack-config F] [--format table|json|sarif|junit|markdown] [--output F]
+        [--also FORMAT=PATH ...] [--pack-dir DIR] [--workers N]
+
+Policy pack config is stricter than the CLI in two ways, both to catch typos: a key that
+names no policy of the pack, and a property the policy's ``configSchema`` does not declare,
+are errors (the CLI ignores both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+import jsonschema
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2 as pb
+
+from tools import packproc
+from tools.manifests import InputError, Resource, config_env, load_manifest_dir, load_stack_file
+from tools.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
+
+ROOT = Path(__file__).resolve().parent.parent
+PACK_DIR = ROOT / "policies"
+PROJECT = "llm-serving"
+#: The enforcement levels the CLI accepts (apitype.EnforcementLevel; injected into each
+#: policy's config schema by analyzer.GetAnalyzerInfo).
+LEVELS = ("advisory", "mandatory", "remediate", "disabled")
+_LEVEL_NAME = {pb.ADVISORY: ADVISORY, pb.MANDATORY: MANDATORY, pb.DISABLED: DISABLED, pb.REMEDIATE: REMEDIATE}
+_LEVEL_ENUM = {v: k for k, v in _LEVEL_NAME.items()}
+_SEVERITY = {
+    pb.POLICY_SEVERITY_UNSPECIFIED: "unspecified", pb.POLICY_SEVERITY_LOW: "low",
+    pb.POLICY_SEVERITY_MEDIUM: "medium", pb.POLICY_SEVERITY_HIGH: "high", pb.POLICY_SEVERITY_CRITICAL: "critical",
+}
+_POLICY_TYPE = {pb.POLICY_TYPE_RESOURCE: "resource", pb.POLICY_TYPE_STACK: "stack"}
+
+
+class AnalyzeError(Exception):
+    """An error before any verdict (exit code 2); the message states the action, the subject,
+    the reason and the fix."""
+
+
+class PolicyConfigError(AnalyzeError):
+    """The policy pack config is invalid. ``problems`` lists each one (key path, value, rule, fix)."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("cannot configure the policy pack:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+# --- policy pack config --------------------------------------------------------------------------
+
+def load_policy_pack_config(path: Path) -> dict[str, Any]:
+    """The JSON object of a ``--policy-pack-config`` file (empty file: ``{}``).
+    Raises :class:`PolicyConfigError` when it is unreadable or not a JSON object."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise PolicyConfigError([f"{path}: cannot read it ({err.strerror}); fix: pass an existing JSON file"]) from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise PolicyConfigError([f"{path}: not valid JSON ({err}); fix: write a JSON object "
+                                 '{"<policy>": "mandatory" | {"enforcementLevel": ..., ...}}']) from None
+    if not isinstance(data, dict):
+        raise PolicyConfigError([f"{path}: the top level is {type(data).__name__}, not an object; fix: write a JSON object "
+                                 'of policy name -> level or {"enforcementLevel": ..., <properties>}'])
+    return data
+
+
+def policy_schema(info: pb.PolicyInfo) -> dict[str, Any]:
+    """The JSON schema a policy's config must meet: its ``configSchema`` properties and
+    required keys, plus ``enforcementLevel`` (the CLI's injected enum), no other keys."""
+    props = json_format.MessageToDict(info.configSchema.properties) if info.HasField("configSchema") else {}
+    props["enforcementLevel"] = {"type": "string", "enum": list(LEVELS)}
+    schema: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    if info.HasField("configSchema") and info.configSchema.required:
+        schema["required"] = list(info.configSchema.required)
+    return schema
+
+
+def reconcile_policy_config(info: pb.AnalyzerInfo, given: Optional[dict[str, Any]]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Policy name -> (enforcement level, properties) for every policy, as the CLI's
+    ``ReconcilePolicyPackConfig``: schema defaults, then the pack's initial config, then
+    ``given`` (``"all"`` sets every policy's level). Each policy's result is validated with
+    jsonschema. Raises :class:`PolicyConfigError` listing every problem at once."""
+    given = dict(given or {})
+    schemas = {p.name: policy_schema(p) for p in info.policies}
+    result: dict[str, dict[str, Any]] = {}
+    for p in info.policies:
+        defaults = {k: v["default"] for k, v in schemas[p.name]["properties"].items() if isinstance(v, dict) and "default" in v}
+        result[p.name] = {"enforcementLevel": _LEVEL_NAME[p.enforcementLevel], **defaults}
+    for name, cfg in info.initialConfig.items():
+        if name in result:
+            _apply(result[name], {"enforcementLevel": _LEVEL_NAME[cfg.enforcementLevel], **json_format.MessageToDict(cfg.properties)})
+    problems: list[str] = []
+    normalised = {k: _normalise_entry(k, v, problems) for k, v in given.items()}
+    if "all" in normalised and normalised["all"] is not None:
+        extra = sorted(set(normalised["all"]) - {"enforcementLevel"})
+        if extra:
+            problems.append(f"all.{extra[0]} = {json.dumps(normalised['all'][extra[0]])}: \"all\" takes only enforcementLevel; "
+                            "fix: set properties under the policy's own name")
+        level = normalised["all"].get("enforcementLevel")
+        if level is not None:
+            _check_level("all", level, problems)
+            for entry in result.values():
+                entry["enforcementLevel"] = level if level in LEVELS else entry["enforcementLevel"]
+    for name, entry in normalised.items():
+        if name == "all" or entry is None:
+            continue
+        if name not in result:
+            problems.append(f"{name}: no policy of pack {info.name} has this name; "
+                            f"fix: use one of {', '.join(sorted(result))} (or \"all\")")
+            continue
+        _apply(result[name], entry)
+    for name, entry in result.items():
+        problems.extend(_validate(name, entry, schemas[name]))
+    if problems:
+        raise PolicyConfigError(problems)
+    return {name: (e.pop("enforcementLevel"), e) for name, e in ((n, dict(e)) for n, e in result.items())}
+
+
+def _apply(target: dict[str, Any], entry: dict[str, Any]) -> None:
+    target.update({k: v for k, v in entry.items() if not (k == "enforcementLevel" and v in (None, ""))})
+
+
+def _normalise_entry(name: str, value: Any, problems: list[str]) -> Optional[dict[str, Any]]:
+    if isinstance(value, str):
+        return {"enforcementLevel": value}
+    if isinstance(value, dict):
+        return dict(value)
+    problems.append(f"{name} = {json.dumps(value)}: a policy's config is a level string or an object; "
+                    f'fix: write "{name}": "mandatory" or "{name}": {{"enforcementLevel": "advisory", ...}}')
+    return None
+
+
+def _check_level(path: str, level: Any, problems: list[str]) -> None:
+    if level not in LEVELS:
+        problems.append(f"{path}.enforcementLevel = {json.dumps(level)}: not an enforcement level; "
+                        f"fix: use one of {', '.join(LEVELS)}")
+
+
+def _validate(name: str, entry: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+    out = []
+    for err in sorted(validator_cls(schema).iter_errors(entry), key=lambda e: (list(e.absolute_path), e.message)):
+        out.append(_describe(name, err, schema))
+    return out
+
+
+def _describe(name: str, err: jsonschema.ValidationError, schema: dict[str, Any]) -> str:
+    path = ".".join([name, *(str(p) for p in err.absolute_path)])
+    known = ", ".join(sorted(schema["properties"]))
+    if err.validator == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else "?"
+        return f"{path}.{missing}: missing ({err.message}); fix: set it in the policy pack config"
+    if err.validator == "additionalProperties":
+        extra = sorted(set(err.instance) - set(schema["properties"]))
+        return (f"{path}.{extra[0] if extra else '?'}: {err.message} (the policy's configSchema declares no such key); "
+                f"fix: remove it or use one of {known}")
+    if err.validator == "enum":
+        return f"{path} = {json.dumps(err.instance)}: {err.message}; fix: use one of {', '.join(map(str, err.validator_value))}"
+    return f"{path} = {json.dumps(err.instance)}: {err.message} (rule {err.validator}: {json.dumps(err.validator_value)}); " \
+           "fix: change the value to meet the policy's configSchema"
+
+
+def policy_configs(reconciled: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, pb.PolicyConfig]:
+    """The ``Configure`` request's map (every policy, as the CLI sends it)."""
+    out = {}
+    for name, (level, props) in reconciled.items():
+        s = struct_pb2.Struct()
+        s.update(props)
+        out[name] = pb.PolicyConfig(enforcementLevel=_LEVEL_ENUM[level], properties=s)
+    return out
+
+
+# --- the pack process ----------------------------------------------------------------------------
+
+class PackProcess:
+    """A started policy pack (see :func:`start_pack`). :meth:`analyze` may be called more than
+    once; :meth:`close` (or ``with``) stops the process(es), also after an error.
+
+    With ``workers`` > 1 (opt-in; the CLI runs one process) the same pack runs as that many
+    processes: Analyze calls are split between them by resource, and AnalyzeStack by stack
+    policy (each process's Configure leaves its share of the stack policies at their levels
+    and disables the others for that call). Every policy still sees exactly the arguments it
+    would see in one process, so the report is the same; it only uses more cores.
+    """
+
+    def __init__(self, conns: Sequence[packproc.PackConnection], env: packproc.PackEnv, config: dict[str, Any]):
+        self.conns = list(conns)
+        self.env = env
+        self._config = config
+        self._info: Optional[pb.AnalyzerInfo] = None
+        self._plugin_version = ""
+        #: Wall seconds of the last :meth:`analyze`, by phase (bench/pack_bench.py prints them).
+        self.timings: dict[str, float] = {}
+
+    @property
+    def conn(self) -> packproc.PackConnection:
+        """The first (with one worker: the only) pack process."""
+        return self.conns[0]
+
+    def __enter__(self) -> "PackProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
+
+    def info(self) -> pb.AnalyzerInfo:
+        """Wait for the pack, then Handshake, ConfigureStack, GetAnalyzerInfo, GetPluginInfo (once)."""
+        if self._info is None:
+            strings = {k: v if isinstance(v, str) else json.dumps(v) for k, v in self._config.items()}
+            for conn in self.conns:
+                conn.handshake()
+                conn.configure_stack(self.env, strings)
+            self._info = self.conn.analyzer_info()
+            self._plugin_version = self.conn.plugin_version()
+        return self._info
+
+    def analyze(self, resources: Sequence[Resource], policy_pack_config: Optional[dict[str, Any]] = None,
+                sources: Optional[dict[str, str]] = None) -> Report:
+        """Configure the pack with ``policy_pack_config`` and judge ``resources``.
+
+        ``sources`` maps a URN to the manifest file it came from (SARIF locations). Raises
+        :class:`PolicyConfigError`, :class:`tools.packproc.PackStartError` or
+        :class:`tools.packproc.PackCallError`.
+        """
+        clock = _Clock()
+        info = self.info()
+        clock.lap("start")
+        reconciled = reconcile_policy_config(info, policy_pack_config)
+        configs = policy_configs(reconciled)
+        _each(self.conns, lambda conn: conn.configure(configs))
+        resources = list(resources)
+        structs = [packproc.to_struct(r.props) for r in resources]
+        findings: list[Finding] = []
+        notes: list[str] = []
+        clock.lap("configure")
+        if any(level == REMEDIATE for level, _ in reconciled.values()):
+            self._remediate(resources, structs, findings, notes)
+            clock.lap("remediate")
+        responses = self._sharded("Analyze", [packproc.analyze_request(r, s) for r, s in zip(resources, structs)])
+        objects = {r.urn: r for r in resources}
+        for r, resp in zip(resources, responses):
+            findings.extend(_finding(d, r.urn, objects, "resource", sources) for d in resp.diagnostics)
+        clock.lap("analyze")
+        stack = [packproc.analyzer_resource(r, s) for r, s in zip(resources, structs)]
+        for d in self._analyze_stack(stack, info, reconciled):
+            findings.append(_finding(d, d.urn, objects, "stack", sources))
+        clock.lap("analyze_stack")
+        self.timings = clock.laps
+        return Report(
+            pack=info.name, pack_version=_pack_version(self.conn.pack_dir) or info.version,
+            project=self.env.project, stack=self.env.stack, resources=len(resources),
+            policies=tuple(_summary(p, reconciled[p.name]) for p in info.policies),
+            findings=tuple(findings), plugin_version=self._plugin_version, notes=tuple(notes),
+        )
+
+    def _sharded(self, method: str, requests: list[Any]) -> list[Any]:
+        """``method`` for every request, split round-robin between the processes; in order."""
+        k = len(self.conns)
+        parts = _each(self.conns, lambda conn, i: conn.pipelined(method, requests[i::k]), indexed=True)
+        out: list[Any] = [None] * len(requests)
+        for i, part in enumerate(parts):
+            out[i::k] = part
+        return out
+
+    def _analyze_stack(self, stack: list[pb.AnalyzerResource], info: pb.AnalyzerInfo,
+                       reconciled: dict[str, tuple[str, dict[str, Any]]]) -> list[pb.AnalyzeDiagnostic]:
+        if len(self.conns) == 1:
+            return list(self.conn.analyze_stack(stack).diagnostics)
+        names = sorted(p.name for p in info.policies if p.policy_type == pb.POLICY_TYPE_STACK)
+        k = len(self.conns)
+
+        def run(conn: packproc.PackConnection, i: int) -> list[pb.AnalyzeDiagnostic]:
+            mine = set(names[i::k])
+            share = {n: (lvl if n in mine or n not in names else DISABLED, props) for n, (lvl, props) in reconciled.items()}
+            conn.configure(policy_configs(share))
+            return list(conn.analyze_stack(stack).diagnostics)
+
+        parts = _each(self.conns, run, indexed=True)
+        return [d for part in parts for d in part]
+
+    def _remediate(self, resources: list[Resource], structs: list[struct_pb2.Struct],
+                   findings: list[Finding], notes: list[str]) -> None:
+        """The engine's first pass: apply each remediation's properties before Analyze."""
+        responses = self._sharded("Remediate", [packproc.analyze_request(r, s) for r, s in zip(resources, structs)])
+        for i, (r, resp) in enumerate(zip(resources, responses)):
+            for rem in resp.remediations:
+                if rem.diagnostic:
+                    findings.append(Finding(policy=rem.policyName, level=ADVISORY, severity="unspecified",
+                                            message=rem.diagnostic, urn=r.urn, resource_type=r.type,
+                                            resource_name=r.name, object=k8s_object(r.type, r.props)))
+                elif rem.HasField("properties"):
+                    structs[i] = rem.properties
+                    notes.append(f"{rem.policyName} remediated {r.urn}")
+
+
+def _each(conns: list[packproc.PackConnection], fn: Any, indexed: bool = False) -> list[Any]:
+    """``fn(conn)`` (or ``fn(conn, i)``) for every connection, on threads when there are
+    several; results in connection order; the first exception is re-raised."""
+    call = (lambda c, i: fn(c, i)) if indexed else (lambda c, i: fn(c))
+    if len(conns) == 1:
+        return [call(conns[0], 0)]
+    results: list[Any] = [None] * len(conns)
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            results[i] = call(conns[i], i)
+        except BaseException as err:  # noqa: BLE001 - re-raised below on the caller's thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(conns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = now - self._t
+        self._t = now
+
+
+def start_pack(config: dict[str, Any], *, stack: str = "prod", project: str = PROJECT,
+               organization: str = "organization", pack_dir: Path = PACK_DIR,
+               python: Optional[str] = None, dry_run: bool = True, workers: int = 1) -> PackProcess:
+    """Start the pack process now and return at once; it imports its policies while the
+    caller does other work (the preview runs the program). ``config`` is the stack file's
+    ``config:`` map (``tools.manifests.load_stack_file``). ``workers`` > 1 starts that many
+    processes (see :class:`PackProcess`). Raises :class:`tools.packproc.PackStartError` if
+    ``pack_dir`` is no policy pack."""
+    env = packproc.PackEnv(config_json=config_env(config), project=project, stack=stack,
+                           organization=organization, dry_run=dry_run)
+    conns: list[packproc.PackConnection] = []
+    try:
+        for _ in range(max(1, workers)):
+            conns.append(packproc.spawn(pack_dir, env, python))
+    except BaseException:
+        for conn in conns:
+            conn.close()
+        raise
+    return PackProcess(conns, env, config)
+
+
+def run_pack(resources: list[Resource], config: dict[str, Any], *, stack: str = "prod", project: str = PROJECT,
+             policy_pack_config: Optional[dict[str, Any]] = None, pack_dir: Path = PACK_DIR,
+             sources: Optional[dict[str, str]] = None, python: Optional[str] = None, workers: int = 1) -> Report:
+    """Start the pack, judge ``resources`` with the stack ``config``, stop the pack.
+    Errors as :meth:`PackProcess.analyze`; the process is stopped in every case."""
+    with start_pack(config, stack=stack, project=project, pack_dir=pack_dir, python=python, workers=workers) as pack:
+        return pack.analyze(resources, policy_pack_config, sources)
+
+
+# --- findings -------------------------------------------------------------------------------------
+
+def k8s_object(resource_type: str, props: dict[str, Any]) -> str:
+    """``<Kind> <namespace>/<name>`` (``<Kind> <name>`` when cluster-scoped) of a Kubernetes
+    resource's properties; "" for other resources."""
+    if not resource_type.startswith("kubernetes:") or not isinstance(props, dict):
+        return ""
+    meta = props.get("metadata") or {}
+    kind = props.get("kind") or resource_type.rsplit(":", 1)[-1]
+    name = meta.get("name", "")
+    return f"{kind} {meta['namespace']}/{name}" if meta.get("namespace") else f"{kind} {name}"
+
+
+def strip_description(message: str, description: str) -> str:
+    """The policy's own message: pulumi-policy sends ``"<description>\\n<message>"``."""
+    if description and message.startswith(description + "\n"):
+        return message[len(description) + 1:]
+    if message == description:
+        return ""
+    return message
+
+
+def _finding(d: pb.AnalyzeDiagnostic, urn: str, objects: dict[str, Resource], stage: str,
+             sources: Optional[dict[str, str]]) -> Finding:
+    r = objects.get(urn)
+    level = _LEVEL_NAME.get(d.enforcementLevel, ADVISORY)
+    return Finding(
+        policy=d.policyName,
+        level=MANDATORY if level == REMEDIATE else level,
+        severity=_SEVERITY.get(d.severity, "unspecified"),
+        message=strip_description(d.message, d.description),
+        urn=urn,
+        resource_type=r.type if r else "",
+        resource_name=r.name if r else "",
+        object=k8s_object(r.type, r.props) if r else "",
+        stage=stage,
+        source=(sources or {}).get(urn, ""),
+    )
+
+
+def _summary(p: pb.PolicyInfo, reconciled: tuple[str, dict[str, Any]]) -> PolicySummary:
+    level, props = reconciled
+    return PolicySummary(
+        name=p.name, description=p.description, level=MANDATORY if level == REMEDIATE else level,
+        severity=_SEVERITY.get(p.severity, "unspecified"), remediation=p.remediation_steps,
+        policy_type=_POLICY_TYPE.get(p.policy_type, "unknown"), display_name=p.displayName,
+        tags=tuple(p.tags), url=p.url, config=props,
+    )
+
+
+def _pack_version(pack_dir: Path) -> str:
+    """The version in PulumiPolicy.yaml (the CLI prefers it over the pack's own)."""
+    try:
+        import yaml
+
+        return str((yaml.safe_load((Path(pack_dir) / "PulumiPolicy.yaml").read_text()) or {}).get("version", ""))
+    except (OSError, ValueError):
+        return ""
+
+
+# --- inputs ---------------------------------------------------------------------------------------
+
+def stack_name_of(stack_file: Path, default: str = "manifests") -> str:
+    """``prod`` for ``Pulumi.prod.yaml``; ``default`` for another file name."""
+    parts = Path(stack_file).name.split(".")
+    return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else default
+
+
+def manifest_resources(directory: Path, stack: str) -> tuple[list[Resource], dict[str, str]]:
+    """(resources, URN -> source file) of a plain-manifest directory or file. A kustomize
+    directory is built as one unit (no per-file sources)."""
+    directory = Path(directory)
+    if directory.is_dir() and not any((directory / k).exists() for k in ("kustomization.yaml", "kustomization.yml", "Kustomization")):
+        resources, sources = [], {}
+        for f in sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml")):
+            for r in load_manifest_dir(f, stack=stack):
+                resources.append(r)
+                sources[r.urn] = _display_path(f)
+        return resources, sources
+    resources = load_manifest_dir(directory, stack=stack)
+    src = _display_path(directory) if directory.is_file() else ""
+    return resources, {r.urn: src for r in resources} if src else {}
+
+
+def _display_path(p: Path) -> str:
+    p = p.resolve()
+    try:
+        return p.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Optional[dict[str, Any]] = None,
+                      pack_dir: Path = PACK_DIR, workers: int = 1) -> Report:
+    """Judge a directory of plain manifests with the config of the stack-format file
+    ``inventory`` (its ``llm-serving:cluster`` and ``llm-serving:models``)."""
+    config = load_stack_file(inventory)
+    stack = stack_name_of(inventory)
+    with start_pack(config, stack=stack, pack_dir=pack_dir, workers=workers) as pack:
+        resources, sources = manifest_resources(directory, stack)
+        if not resources:
+            raise AnalyzeError(f"cannot check {directory}: it holds no Kubernetes objects; "
+                               "fix: pass a directory of *.yaml manifests or a kustomize directory")
+        return pack.analyze(resources, policy_pack_config, sources)
+
+
+def analyze_program(stack_file: Path, policy_pack_config: Optional[dict[str, Any]] = None,
+                    pack_dir: Path = PACK_DIR, program: Optional[Path] = None, workers: int = 1) -> Report:
+    """Run the program (``__main__.py``) under the mock runtime for ``stack_file`` and judge
+    every resource it registers. The pack starts first, so its start-up overlaps the program."""
+    config = load_stack_file(stack_file)
+    stack = stack_name_of(stack_file, default="prod")
+    with start_pack(config, stack=stack, pack_dir=pack_dir, workers=workers) as pack:
+        resources = program_resources(config, stack, program)
+        return pack.analyze(resources, policy_pack_config)
+
+
+def program_resources(config: dict[str, Any], stack: str, program: Optional[Path] = None) -> list[Resource]:
+    """The program's resources from ``tools.mockrun.run_program``. Raises :class:`AnalyzeError`
+    when the mock runner is missing or the program reports a config error (its message, no
+    traceback); a crash of the program (a bug) propagates with its traceback."""
+    try:
+        from tools import mockrun
+    except ImportError as err:
+        raise AnalyzeError(f"cannot run the program: tools.mockrun is not importable ({err}); "
+                           "fix: check with --manifests DIR --inventory STACKFILE instead") from None
+    kwargs: dict[str, Any] = {"stack": stack, "project": PROJECT}
+    if program is not None:
+        kwargs["program"] = program
+    try:
+        run = mockrun.run_program(config, **kwargs)
+    except mockrun.ProgramError as err:
+        raise AnalyzeError(f"cannot run the program for stack {stack}: {err}") from None
+    return list(run.resources)
+
+
+# --- CLI ------------------------------------------------------------------------------------------
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m tools.analyze", description=__doc__.split("\n\n")[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--stack", help="the program under the mock runtime with Pulumi.<STACK>.yaml")
+    src.add_argument("--stack-file", type=Path, help="the program under the mock runtime with this stack file")
+    src.add_argument("--manifests", type=Path, help="a directory of plain manifests (or a kustomize directory)")
+    ap.add_argument("--inventory", type=Path, help="with --manifests: a stack-format file holding llm-serving:cluster/models")
+    ap.add_argument("--policy-pack-config", type=Path, help="JSON, as `pulumi preview --policy-pack-config`")
+    ap.add_argument("--format", choices=FORMATS, default="table")
+    ap.add_argument("--output", type=Path, help="write the report here (default: stdout)")
+    ap.add_argument("--also", action="append", default=[], metavar="FORMAT=PATH",
+                    help="also write the report in FORMAT to PATH (repeatable), e.g. sarif=out/policy.sarif")
+    ap.add_argument("--pack-dir", type=Path, default=PACK_DIR, help="the policy pack directory (default: policies/)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="pack processes (default 1, as the CLI); more split the work, same report")
+    return ap
+
+
+def _extra_outputs(specs: Iterable[str]) -> list[tuple[str, Path]]:
+    out = []
+    for spec in specs:
+        fmt, _, path = spec.partition("=")
+        if fmt not in FORMATS or not path:
+            raise AnalyzeError(f"--also {spec}: not FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}; "
+                               "fix: e.g. --also sarif=out/policy.sarif")
+        out.append((fmt, Path(path)))
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        extra = _extra_outputs(args.also)
+        ppc = load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
+        if args.manifests is not None:
+            if args.inventory is None:
+                raise AnalyzeError("--manifests needs --inventory STACKFILE (a stack-format file with "
+                                   "llm-serving:cluster and llm-serving:models, e.g. policies/fixtures/Pulumi.fixture.yaml)")
+            report = analyze_manifests(args.manifests, args.inventory, ppc, args.pack_dir, args.workers)
+        else:
+            stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
+            report = analyze_program(stack_file, ppc, args.pack_dir, workers=args.workers)
+    except (AnalyzeError, InputError, packproc.PackStartError, packproc.PackCallError) as err:
+        print(f"analyze: {err}", file=sys.stderr)
+        return 2
+    for fmt, path in [(args.format, args.output), *extra]:
+        text = report.render(fmt)
+        if path is None:
+            sys.stdout.write(text)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    if args.output is not None or args.format != "table":
+        print(report.headline(), file=sys.stderr)
+    return report.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

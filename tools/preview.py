@@ -1,0 +1,277 @@
+"""The offline preview: the program under Pulumi's mock runtime, its manifests, a summary, the
+policy pack's verdicts. No cluster, no Pulumi CLI.
+
+    python -m tools.preview [--stack prod | --stack-file PATH] [--out DIR] [--base DIR]
+        [--no-policy] [--policy-pack-config FILE] [--format table|json|sarif|junit|markdown]
+
+Steps:
+
+1. read ``Pulumi.<stack>.yaml`` (or ``--stack-file``) and start the policy pack process
+   (``tools.analyze.start_pack``) with the config keys it reads (``policylib.stackconfig.CONFIG_KEYS``); it
+   imports its policies while the program runs;
+2. run ``__main__.py`` under the mock runtime (:func:`tools.mockrun.run_program`);
+3. wait for the pack, check the policy pack config against its policies, and send it every
+   resource from a thread: the pack evaluates in its own process while the next steps run;
+4. render every Kubernetes object in the kubernetes provider's ``renderYamlToDirectory``
+   layout (:mod:`tools.render`), with ``--base`` diff against that earlier rendering, and
+   replace ``--out`` (default ``out/<stack>/``) atomically;
+5. print the summary (:mod:`tools.summary`), the diff, then the pack's findings in ``--format``.
+
+The cyclic garbage collector is off for the run (restored when :func:`main` returns; the
+command line leaves through :func:`_exit` before that): the process is short-lived, and full
+collections over the program's heap cost time, not memory that matters (see
+:func:`tools.mockrun.run_program`).
+
+With ``--format table`` everything goes to stdout; with another format the report alone goes
+to stdout (machine-readable) and the summary and diff to stderr.
+
+Exit codes: 0 no mandatory policy violated (advisory findings allowed); 1 a mandatory policy
+is violated; 2 bad input (stack file, stack config, policy pack config, ``--base``, ``--out``)
+or the pack failed -- the message names the key path, the value, the rule and the fix, there
+is no traceback and nothing is written; 3 a crash: the program raised something other than
+its config errors (a bug in the program), or the preview itself failed; the traceback is
+printed, and nothing is written when the program crashed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Optional, TextIO
+
+from tools import analyze, mockrun, packproc, render, summary
+from tools.manifests import PROJECT, InputError, load_stack_file
+from tools.report import FORMATS
+
+ROOT = Path(__file__).resolve().parent.parent
+EXIT_OK, EXIT_MANDATORY, EXIT_INPUT, EXIT_CRASH = 0, 1, 2, 3
+
+def pack_config(config: dict) -> dict:
+    """The part of a stack's ``config:`` map the policy pack reads (``stackconfig.CONFIG_KEYS``).
+
+    Only these keys are handed to the pack, so the verdicts are the same as with the whole
+    config (what the CLI passes). Two reasons: pulumi-policy parses the whole
+    ``PULUMI_CONFIG`` again on every Analyze call (``_configure_runtime_settings``): for
+    bench/genstack.py's 100-node stack that is 815 KB, 1.6 ms a call, 6.5 s over 4,003
+    resources, against 83 KB and 0.15 ms for these keys; and Linux refuses to start a
+    process with one environment variable above 128 KiB (MAX_ARG_STRLEN), which the whole
+    config of that stack is (the real CLI would meet the same limit there).
+    """
+    from policylib.stackconfig import CONFIG_KEYS
+
+    return {k: v for k, v in config.items() if k in CONFIG_KEYS}
+
+
+class PreviewError(Exception):
+    """Bad input found before anything was written (exit code 2)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m tools.preview", description=__doc__.split("\n\n")[0])
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--stack", default=None, help="preview Pulumi.<STACK>.yaml (default: prod)")
+    src.add_argument("--stack-file", type=Path, help="preview this stack file")
+    ap.add_argument("--out", type=Path, help="write the manifests here (default: out/<stack>/); replaced atomically")
+    ap.add_argument("--base", type=Path, help="an earlier --out directory: print a field-level diff against it")
+    ap.add_argument("--no-policy", action="store_true", help="do not run the policy pack")
+    ap.add_argument("--policy-pack-config", type=Path, help="JSON, as `pulumi preview --policy-pack-config`")
+    ap.add_argument("--format", choices=FORMATS, default="table", help="format of the policy findings (default: table)")
+    ap.add_argument("--program", type=Path, default=ROOT / "__main__.py", help=argparse.SUPPRESS)
+    ap.add_argument("--timings", action="store_true", help=argparse.SUPPRESS)
+    return ap
+
+
+def _stack_file_and_name(args: argparse.Namespace) -> tuple[Path, str]:
+    if args.stack_file is not None:
+        return args.stack_file, analyze.stack_name_of(args.stack_file, default="prod")
+    stack = args.stack or "prod"
+    return ROOT / f"Pulumi.{stack}.yaml", stack
+
+
+def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr,
+         exit_process: bool = False) -> int:
+    """Run the preview; returns the exit code (see the module docstring).
+
+    ``exit_process`` (the command line): leave the process with :func:`_exit` instead of
+    returning, before the collector is switched back on.
+    """
+    args = _parser().parse_args(argv)
+    collecting = gc.isenabled()
+    gc.disable()  # a short-lived process: collections over the program's heap only cost time
+    try:
+        code = _preview(args, _Reader(stdout), _Reader(stderr))
+        if exit_process:
+            _exit(code)
+        return code
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """The steps of the module docstring, with the collector off (:func:`main`)."""
+    clock = _Clock(stderr if args.timings else None)
+    pack: Optional[analyze.PackProcess] = None
+    try:
+        stack_file, stack = _stack_file_and_name(args)
+        config = load_stack_file(stack_file)
+        ppc = analyze.load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
+        clock.lap("read the stack file")
+        if not args.no_policy:
+            pack = analyze.start_pack(pack_config(config), stack=stack)
+            clock.lap("start the policy pack")
+        try:
+            run = mockrun.run_program(config, program=args.program, stack=stack)
+        except mockrun.ProgramError:
+            raise
+        except Exception:  # noqa: BLE001 - a crash of the program is a bug: show where
+            stderr.write("preview: the program crashed (a bug in the program, not in the stack config); nothing was written\n")
+            stderr.write(traceback.format_exc())
+            return EXIT_CRASH
+        clock.lap(f"run the program ({len(run.resources)} resources)")
+        if pack is not None:
+            analyze.reconcile_policy_config(pack.info(), ppc)
+            clock.lap("policy pack ready, its config checked")
+            verdicts = _Background(pack.analyze, run.resources, ppc)  # the pack judges while we render
+        files, objects = _render(run)
+        diff = _diff(args.base, objects) if args.base is not None else None
+        clock.lap(f"render {len(files)} manifests" + (" and diff" if diff is not None else ""))
+        out_dir = args.out or ROOT / "out" / stack
+        render.write_tree(files, out_dir)
+        clock.lap("write")
+        side = stdout if args.format == "table" else stderr
+        side.write(summary.summary(run.resources, config, stack, run.outputs, base_dir=Path(stack_file).resolve().parent))
+        side.write(f"\nwrote {len(files)} manifests to {_display(out_dir)}\n")
+        if diff is not None:
+            side.write("\n" + diff.render())
+        clock.lap("summary")
+        if pack is None:
+            return EXIT_OK
+        report = verdicts.result()
+        clock.lap("policy pack verdicts (after the summary)")
+        if args.format == "table":
+            stdout.write("\n")
+        stdout.write(report.render(args.format))
+        if args.format != "table":
+            stderr.write(report.headline() + "\n")
+        return report.exit_code()
+    except (InputError, mockrun.ProgramError, render.RenderError, analyze.AnalyzeError,
+            packproc.PackStartError, packproc.PackCallError) as err:
+        stderr.write(f"preview: {err}\n")
+        return EXIT_INPUT
+    except Exception:  # noqa: BLE001 - not the input's fault: show where
+        stderr.write("preview: internal error (a bug in the preview or the policy runner, not in the input)\n")
+        stderr.write(traceback.format_exc())
+        return EXIT_CRASH
+    finally:
+        if pack is not None:
+            pack.close()
+            clock.lap("stop the policy pack")
+
+
+class _Reader:
+    """A text stream whose reader may go away (``preview | head``): once the pipe is closed,
+    writes are dropped, so the preview still finishes its work and returns its verdict."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+        self._closed = False
+
+    def write(self, text: str) -> int:
+        if not self._closed:
+            try:
+                self._stream.write(text)
+            except BrokenPipeError:
+                self._closed = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._closed:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._closed = True
+
+
+class _Background:
+    """Run ``fn(*args)`` in a thread; :meth:`result` joins it and returns or raises its result.
+
+    The policy pack evaluates in its own process, so its Analyze calls overlap the rendering
+    and summary done meanwhile in this one.
+    """
+
+    def __init__(self, fn, *args):
+        self._value = None
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as err:  # noqa: BLE001 - re-raised in result()
+            self._error = err
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class _Clock:
+    """``--timings``: seconds per step, to stderr (bench/preview_bench.py reads them)."""
+
+    def __init__(self, out: Optional[TextIO]):
+        self.out = out
+        self.last = time.perf_counter()
+
+    def lap(self, what: str) -> None:
+        now = time.perf_counter()
+        if self.out is not None:
+            self.out.write(f"timing: {now - self.last:7.3f} s  {what}\n")
+        self.last = now
+
+
+def _render(run: mockrun.ProgramRun) -> tuple[dict[str, str], dict[str, dict]]:
+    """(relative path -> YAML text, relative path -> object) of the run's Kubernetes objects."""
+    objs = render.manifests(run.resources)
+    files = render.render(objs)
+    return files, {render.render_path(o): o for o in objs}
+
+
+def _diff(base: Path, objects: dict[str, dict]) -> render.TreeDiff:
+    """The diff from ``base`` to the new objects; read before ``--out`` is replaced, so
+    ``--base`` may be the same directory as ``--out``."""
+    return render.diff_trees(render.load_tree(base), objects)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _exit(code: int) -> None:
+    """Leave without a last collection and without tearing down the heap: with the collector
+    switched back on, the next allocation runs a full collection over everything the run made
+    (measured on bench/genstack.py's stack: 0.9 s), and interpreter finalisation frees it all
+    again (about 0.3 s); neither changes anything on disk. Output is flushed, the pack process
+    is already stopped and every file closed."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # the reader went away; nothing more to say
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main(exit_process=True)

@@ -1,0 +1,436 @@
+"""Write the objects the kubernetes provider would apply, and diff two renderings.
+
+Layout: the provider's ``renderYamlToDirectory`` mode (pulumi/pulumi-kubernetes,
+``provider/pkg/provider/provider.go``, functions ``renderYaml`` and ``renderPathForResource``):
+
+* ``<dir>/0-crd/`` holds CustomResourceDefinitions (kind ``CustomResourceDefinition`` of a
+  built-in ``apiextensions.k8s.io`` version), ``<dir>/1-manifest/`` everything else; the
+  provider creates both directories, so does :func:`write_tree`;
+* the file name is ``<apiVersion>-<kind>-<namespace>-<name>.yaml`` where ``/`` and ``:`` in the
+  apiVersion become ``_``, the kind is LOWER-CASED (``strings.ToLower(resource.GetKind())``),
+  and the namespace is ``default`` when the object has none: ``apps/v1`` Deployment
+  ``llm-serving/candle-vllm`` -> ``1-manifest/apps_v1-deployment-llm-serving-candle-vllm.yaml``;
+* the YAML is the object's JSON through ``sigs.k8s.io/yaml.JSONToYAML``: map keys sorted (Go's
+  JSON and go-yaml both sort them). :func:`dump` sorts keys the same way (PyYAML
+  ``safe_dump(sort_keys=True)``), block style, no line wrapping; scalar quoting may differ from
+  go-yaml, the parsed objects are equal.
+
+The output directory is replaced atomically (:func:`write_tree`): every file is written to a
+temporary sibling directory, which is then swapped in with one ``renameat2(RENAME_EXCHANGE)``
+(Linux) or two renames elsewhere, so a failed run leaves the previous rendering untouched.
+
+Diff (:func:`diff_trees`): objects are matched by file name, then a removed and an added object
+of the same kind are paired when they come from the same component (``facts.COMPONENT_ANNOTATION``)
+or share a name (a rename or a namespace move). Each pair gets field-level changes as dotted
+paths; changes that force the provider to delete and re-create the object are marked, following
+the provider's ``forceNew`` table (``provider/pkg/provider/diff.go``) for the kinds this program
+renders, plus a Service's ``spec.type`` to or from ExternalName (Kubernetes releases the
+ClusterIP then).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from components import facts
+from tools.manifests import InputError, Resource
+
+CRD_DIR = "0-crd"
+MANIFEST_DIR = "1-manifest"
+#: apiextensions versions the provider treats as built-in (``kinds.KnownGroupVersions``).
+CRD_API_VERSIONS = ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1")
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class RenderError(Exception):
+    """An object cannot be rendered, or the output directory cannot be replaced; the message
+    names the object or directory, the reason and the fix."""
+
+
+# --- objects and file names --------------------------------------------------------------------
+
+def manifests(resources: Iterable[Resource]) -> list[dict[str, Any]]:
+    """The Kubernetes objects among ``resources``: custom resources of the kubernetes provider
+    whose inputs carry ``apiVersion`` and ``kind`` (providers and components are skipped)."""
+    out = []
+    for r in resources:
+        if r.custom and r.type.startswith("kubernetes:") and "apiVersion" in r.props and "kind" in r.props:
+            out.append(r.props)
+    return out
+
+
+def render_path(obj: dict[str, Any]) -> str:
+    """The file ``renderPathForResource`` gives ``obj``, relative to the render directory.
+
+    ``{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "clef-serve", "namespace":
+    "llm-serving"}}`` -> ``"1-manifest/v1-service-llm-serving-clef-serve.yaml"``. Raises
+    :class:`RenderError` when ``metadata.name`` is empty (the provider asserts a name; it would
+    auto-name the object with a random suffix the preview cannot know).
+    """
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    if not name:
+        raise RenderError(
+            f"cannot render {obj.get('apiVersion')} {obj.get('kind')}: it has no metadata.name, so the provider "
+            "would auto-name it with a random suffix; fix: give the object an explicit metadata.name"
+        )
+    api_version = str(obj["apiVersion"]).replace("/", "_").replace(":", "_")
+    namespace = str(meta.get("namespace") or "default")
+    file_name = f"{api_version}-{str(obj['kind']).lower()}-{namespace}-{name}.yaml"
+    is_crd = obj["kind"] == "CustomResourceDefinition" and obj["apiVersion"] in CRD_API_VERSIONS
+    return f"{CRD_DIR if is_crd else MANIFEST_DIR}/{file_name}"
+
+
+def dump(obj: dict[str, Any]) -> str:
+    """``obj`` as YAML: keys sorted (as the provider writes them), block style, no wrapping."""
+    return yaml.dump(obj, Dumper=_DUMPER, sort_keys=True, default_flow_style=False, allow_unicode=True, width=1 << 30)
+
+
+def render(objects: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """Relative path -> YAML text for every object. Raises :class:`RenderError` for an object
+    without a name, or two objects that would write the same file."""
+    out: dict[str, str] = {}
+    for obj in objects:
+        path = render_path(obj)
+        if path in out:
+            raise RenderError(
+                f"cannot render {path}: two objects have the same apiVersion, kind, namespace and name; "
+                "fix: give each object its own metadata.name"
+            )
+        out[path] = dump(obj)
+    return out
+
+
+# --- atomic write ----------------------------------------------------------------------------------
+
+def write_tree(files: dict[str, str], out_dir: Path) -> None:
+    """Replace ``out_dir`` with exactly ``files`` (relative path -> text), atomically.
+
+    ``out_dir`` may be missing, or an earlier rendering (only ``0-crd/`` and ``1-manifest/``
+    in it); any other existing directory is refused, so a wrong ``--out`` cannot delete a
+    user's files. Raises :class:`RenderError`; on any error the old ``out_dir`` is unchanged and
+    no temporary directory is left behind.
+    """
+    out_dir = Path(out_dir).absolute()
+    _check_replaceable(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    try:
+        for sub in (CRD_DIR, MANIFEST_DIR):
+            (tmp / sub).mkdir()
+        for rel, text in files.items():
+            (tmp / rel).write_text(text)
+        _swap_in(tmp, out_dir)
+    except OSError as err:
+        raise RenderError(f"cannot write {out_dir}: {err}; fix: check the directory's permissions and free space") from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check_replaceable(out_dir: Path) -> None:
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise RenderError(f"cannot write {out_dir}: it is a file; fix: pass a directory path to --out")
+    strangers = sorted(p.name for p in out_dir.iterdir() if p.name not in (CRD_DIR, MANIFEST_DIR))
+    if strangers:
+        raise RenderError(
+            f"cannot replace {out_dir}: it is not an earlier rendering (it holds {', '.join(strangers[:3])}); "
+            "fix: pass an empty or new directory to --out, or remove it"
+        )
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _swap_in(new: Path, target: Path) -> None:
+    """Make ``new`` appear at ``target``; the old ``target`` ends up at ``new`` (then removed by
+    the caller). One atomic ``renameat2(RENAME_EXCHANGE)`` where the C library has it."""
+    if not target.exists():
+        os.rename(new, target)
+        return
+    if _exchange(new, target):
+        return
+    old = new.with_name(new.name.replace(".new-", ".old-"))
+    os.rename(target, old)
+    os.rename(new, target)
+    os.rename(old, new)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name:
+        return False
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is None:
+        return False
+    rc = fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return rc == 0
+
+
+# --- reading a rendering ---------------------------------------------------------------------------
+
+def load_tree(directory: Path) -> dict[str, dict[str, Any]]:
+    """Relative path -> object of an earlier rendering (``0-crd/*.yaml`` and ``1-manifest/*.yaml``).
+
+    Raises :class:`tools.manifests.InputError` when the directory is missing, holds neither
+    sub-directory, or a file is not one YAML object.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise InputError(f"--base {directory}: no such directory; fix: pass an earlier --out directory")
+    subs = [directory / s for s in (CRD_DIR, MANIFEST_DIR) if (directory / s).is_dir()]
+    if not subs:
+        raise InputError(
+            f"--base {directory}: not a rendering (no {CRD_DIR}/ or {MANIFEST_DIR}/ in it); "
+            "fix: pass a directory an earlier preview wrote with --out"
+        )
+    out: dict[str, dict[str, Any]] = {}
+    for sub in subs:
+        for f in sorted(sub.glob("*.yaml")):
+            try:
+                obj = yaml.load(f.read_text(), Loader=_LOADER)
+            except yaml.YAMLError as err:
+                raise InputError(f"--base {f}: not valid YAML: {err}") from None
+            if not isinstance(obj, dict):
+                raise InputError(f"--base {f}: not one Kubernetes object")
+            out[f"{sub.name}/{f.name}"] = obj
+    return out
+
+
+# --- diff ----------------------------------------------------------------------------------------
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<none>"})()
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One changed field: dotted ``path`` (list items by ``[name=x]`` or ``[i]``), ``old`` and
+    ``new`` (:data:`MISSING` when absent), and the reason it forces a replacement, if it does."""
+
+    path: str
+    old: Any
+    new: Any
+    replace_reason: str = ""
+
+
+@dataclass(frozen=True)
+class ObjectDiff:
+    """How one object changes: ``action`` is ``add``, ``remove``, ``update`` (in place) or
+    ``replace`` (the provider deletes and re-creates it)."""
+
+    action: str
+    title: str
+    old_path: str = ""
+    new_path: str = ""
+    changes: tuple[FieldChange, ...] = ()
+
+    @property
+    def replace_reasons(self) -> list[str]:
+        seen: list[str] = []
+        for c in self.changes:
+            if c.replace_reason and c.replace_reason not in seen:
+                seen.append(c.replace_reason)
+        return seen
+
+
+@dataclass(frozen=True)
+class TreeDiff:
+    """Every object that differs between two renderings, sorted by title."""
+
+    objects: tuple[ObjectDiff, ...] = field(default_factory=tuple)
+
+    @property
+    def replacements(self) -> list[ObjectDiff]:
+        return [o for o in self.objects if o.action == "replace"]
+
+    def render(self) -> str:
+        """Plain text: one block per object, ``+`` add, ``-`` remove, ``~`` update, ``+-`` replace."""
+        if not self.objects:
+            return "diff: no changes\n"
+        counts = {a: sum(1 for o in self.objects if o.action == a) for a in ("add", "update", "replace", "remove")}
+        head = "diff: " + ", ".join(f"{n} to {a}" for a, n in counts.items() if n)
+        lines = [head]
+        for o in self.objects:
+            lines.extend(_render_object(o))
+        return "\n".join(lines) + "\n"
+
+
+_MARK = {"add": "+ ", "remove": "- ", "update": "~ ", "replace": "+-"}
+
+
+def _render_object(o: ObjectDiff) -> list[str]:
+    label = {"add": "add", "remove": "remove", "update": "update in place", "replace": "REPLACE"}[o.action]
+    lines = [f"{_MARK[o.action]} {o.title} ({label})"]
+    for c in o.changes:
+        tag = "   [forces replacement]" if c.replace_reason else ""
+        lines.append(f"      {c.path}: {_show(c.old)} -> {_show(c.new)}{tag}")
+    for reason in o.replace_reasons:
+        lines.append(f"      replace: {reason}")
+    return lines
+
+
+def _show(value: Any) -> str:
+    if value is MISSING:
+        return "<none>"
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def title(obj: dict[str, Any]) -> str:
+    """``apps/v1 Deployment llm-serving/candle-vllm`` (``<apiVersion> <Kind> [<ns>/]<name>``)."""
+    meta = obj.get("metadata") or {}
+    ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj.get('apiVersion')} {obj.get('kind')} {ns}{meta.get('name', '')}"
+
+
+def diff_trees(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> TreeDiff:
+    """The field-level diff from rendering ``old`` to ``new`` (both relative path -> object)."""
+    pairs = [(p, p) for p in sorted(old.keys() & new.keys())]
+    removed = sorted(old.keys() - new.keys())
+    added = sorted(new.keys() - old.keys())
+    for o, n in _pair_moves(old, new, removed, added):
+        pairs.append((o, n))
+        removed.remove(o)
+        added.remove(n)
+    out: list[ObjectDiff] = []
+    for o, n in pairs:
+        changes = tuple(_mark(old[o], new[n], c) for c in field_changes(old[o], new[n]))
+        if not changes:
+            continue
+        action = "replace" if any(c.replace_reason for c in changes) else "update"
+        out.append(ObjectDiff(action, title(new[n]), o, n, changes))
+    out.extend(ObjectDiff("remove", title(old[p]), old_path=p) for p in removed)
+    out.extend(ObjectDiff("add", title(new[p]), new_path=p) for p in added)
+    return TreeDiff(tuple(sorted(out, key=lambda d: (d.title, d.action))))
+
+
+def _pair_moves(old, new, removed, added) -> list[tuple[str, str]]:
+    """(old path, new path) for objects renamed or moved: same apiVersion and kind, and the same
+    component annotation or the same name; only unique matches are paired."""
+    def key_sets(obj):
+        meta = obj.get("metadata") or {}
+        comp = (meta.get("annotations") or {}).get(facts.COMPONENT_ANNOTATION)
+        base = (obj.get("apiVersion"), obj.get("kind"))
+        return [k for k in ((base, "component", comp), (base, "name", meta.get("name"))) if k[2]]
+
+    out = []
+    used_new: set[str] = set()
+    for o in removed:
+        for key in key_sets(old[o]):
+            matches = [n for n in added if n not in used_new and key in key_sets(new[n])]
+            if len(matches) == 1:
+                out.append((o, matches[0]))
+                used_new.add(matches[0])
+                break
+    return out
+
+
+def field_changes(old: Any, new: Any, path: str = "") -> list[FieldChange]:
+    """Changed leaves between two values, as dotted paths. Dicts by key; lists of objects that
+    all carry a unique ``name`` by name (``containers[name=server]``); other lists of objects by
+    index; lists of scalars as one value."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[FieldChange] = []
+        for k in sorted(set(old) | set(new), key=str):
+            sub = f"{path}.{k}" if path else str(k)
+            out.extend(field_changes(old.get(k, MISSING), new.get(k, MISSING), sub))
+        return out
+    if isinstance(old, list) and isinstance(new, list) and _objects(old) and _objects(new):
+        return _list_changes(old, new, path)
+    if old == new and type(old) is type(new):
+        return []
+    return [FieldChange(path, old, new)]
+
+
+def _objects(items: list) -> bool:
+    return bool(items) and all(isinstance(i, dict) for i in items)
+
+
+def _list_changes(old: list, new: list, path: str) -> list[FieldChange]:
+    by_name = _named(old) and _named(new)
+    if by_name:
+        o = {i["name"]: i for i in old}
+        n = {i["name"]: i for i in new}
+        keys = list(o) + [k for k in n if k not in o]
+        out: list[FieldChange] = []
+        for k in keys:
+            out.extend(field_changes(o.get(k, MISSING), n.get(k, MISSING), f"{path}[name={k}]"))
+        return out
+    out = []
+    for i in range(max(len(old), len(new))):
+        out.extend(field_changes(old[i] if i < len(old) else MISSING, new[i] if i < len(new) else MISSING, f"{path}[{i}]"))
+    return out
+
+
+def _named(items: list) -> bool:
+    names = [i.get("name") for i in items]
+    return all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names)
+
+
+# --- what forces a replacement ----------------------------------------------------------------
+
+#: Field paths (prefixes) whose change makes the provider delete and re-create the object, by
+#: (API group, kind): the provider's ``forceNew`` table (provider/pkg/provider/diff.go) for the
+#: kinds this program renders and their neighbours. ``metadata.name`` / ``metadata.namespace``
+#: apply to every kind.
+FORCE_NEW: dict[tuple[str, str], tuple[str, ...]] = {
+    ("apps", "Deployment"): ("spec.selector",),
+    ("apps", "DaemonSet"): ("spec.selector",),
+    ("apps", "StatefulSet"): (
+        "spec.podManagementPolicy", "spec.revisionHistoryLimit", "spec.selector", "spec.serviceName",
+        "spec.volumeClaimTemplates",
+    ),
+    ("", "Service"): ("spec.clusterIP",),
+    ("", "PersistentVolumeClaim"): ("spec.accessModes", "spec.selector", "spec.storageClassName", "spec.volumeName"),
+    ("", "Secret"): ("type",),
+    ("batch", "Job"): ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+    ("rbac.authorization.k8s.io", "RoleBinding"): ("roleRef",),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("roleRef",),
+}
+
+
+def _group(api_version: Any) -> str:
+    text = str(api_version or "")
+    return text.split("/", 1)[0] if "/" in text else ""
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")
+
+
+def _mark(old_obj: dict, new_obj: dict, change: FieldChange) -> FieldChange:
+    reason = replace_reason(old_obj, new_obj, change)
+    return FieldChange(change.path, change.old, change.new, reason) if reason else change
+
+
+def replace_reason(old_obj: dict, new_obj: dict, change: FieldChange) -> str:
+    """Why ``change`` forces a delete and re-create of the object, or "" when it applies in place."""
+    kind = str(new_obj.get("kind"))
+    what = f"{kind} {title(old_obj).split(' ', 2)[-1]}"
+    is_service = kind == "Service" and _group(new_obj.get("apiVersion")) == ""
+    cached = "; the ClusterIP its clients cached is dropped" if is_service else ""
+    if change.path in ("metadata.name", "metadata.namespace"):
+        return f"{change.path} changes: the provider deletes {what} and creates {title(new_obj).split(' ', 2)[-1]}{cached}"
+    if is_service and change.path == "spec.type" and "ExternalName" in (change.old, change.new):
+        return f"spec.type {change.old} -> {change.new}: Kubernetes releases {what}'s ClusterIP; the ClusterIP its clients cached is dropped"
+    for prefix in FORCE_NEW.get((_group(new_obj.get("apiVersion")), kind), ()):
+        if _under(change.path, prefix):
+            if is_service:
+                return f"{prefix} is immutable: the provider deletes and re-creates {what}{cached}"
+            tail = "; its pods restart and release their cards until the new ones are scheduled" if kind in ("Deployment", "StatefulSet", "DaemonSet") else ""
+            return f"{prefix} is immutable: the provider deletes and re-creates {what}{tail}"
+    return ""

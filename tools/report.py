@@ -1,0 +1,326 @@
+"""One result model for a policy pack run, and its renderers.
+
+:class:`Report` holds what the analyzer protocol returned: the pack's policies (name,
+description, enforcement level after the policy pack config, severity, remediation steps from
+``GetAnalyzerInfo``) and the findings (one per ``AnalyzeDiagnostic``), sorted so that the
+order of the resources never changes the output. Every format is rendered from it:
+
+* ``table``    -- plain text for a terminal (:meth:`Report.render_table`);
+* ``json``     -- :meth:`Report.to_dict` as JSON; :meth:`Report.from_dict` reads it back;
+* ``sarif``    -- SARIF 2.1.0: one rule per policy, rule id = the policy name (stable), help
+  text = the remediation steps, level mandatory -> ``error``, advisory -> ``warning``;
+* ``junit``    -- JUnit XML: one ``testcase`` per policy; one ``failure`` per mandatory
+  finding; advisory findings go to the testcase's ``system-out`` (the test passes: an
+  advisory policy does not fail a review, and ``skipped`` would wrongly say it did not run);
+  a disabled policy is ``skipped``;
+* ``markdown`` -- a summary for a PR comment.
+
+:meth:`Report.exit_code` is 1 when a mandatory policy is violated, else 0 (2 is reserved for
+errors before any verdict, see :mod:`tools.analyze`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+MANDATORY, ADVISORY, DISABLED, REMEDIATE = "mandatory", "advisory", "disabled", "remediate"
+LEVEL_ORDER = {MANDATORY: 0, ADVISORY: 1, DISABLED: 2}
+#: SARIF ``level`` of a finding / a rule's default configuration.
+SARIF_LEVEL = {MANDATORY: "error", ADVISORY: "warning", DISABLED: "none"}
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+FORMATS = ("table", "json", "sarif", "junit", "markdown")
+
+
+@dataclass(frozen=True)
+class PolicySummary:
+    """One policy of the pack: ``level`` is the enforcement level in force for this run
+    (the pack's default, changed by the policy pack config); ``policy_type`` is ``resource``
+    or ``stack``; ``config`` the properties it was configured with."""
+
+    name: str
+    description: str
+    level: str
+    severity: str = "unspecified"
+    remediation: str = ""
+    policy_type: str = "resource"
+    display_name: str = ""
+    tags: tuple[str, ...] = ()
+    url: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One violation. ``message`` is the policy's own message (pulumi-policy's
+    ``"<description>\\n"`` prefix removed). ``object`` names the Kubernetes object
+    (``Deployment llm-serving/candle-vllm``), the same in program and plain-manifest runs;
+    ``urn`` and ``resource_name`` are Pulumi's and differ between the two. ``stage`` is
+    ``resource`` (from Analyze) or ``stack`` (from AnalyzeStack). ``source`` is the manifest
+    file when known."""
+
+    policy: str
+    level: str
+    severity: str
+    message: str
+    urn: str = ""
+    resource_type: str = ""
+    resource_name: str = ""
+    object: str = ""
+    stage: str = "resource"
+    source: str = ""
+
+    def sort_key(self) -> tuple:
+        return (LEVEL_ORDER.get(self.level, 9), self.policy, self.object, self.urn, self.message)
+
+    @property
+    def where(self) -> str:
+        """The object, else the Pulumi resource, else ``(stack)``."""
+        return self.object or self.resource_name or self.urn or "(stack)"
+
+
+@dataclass(frozen=True)
+class Report:
+    """The outcome of one pack run over one set of resources (see the module docstring)."""
+
+    pack: str
+    pack_version: str
+    project: str
+    stack: str
+    resources: int
+    policies: tuple[PolicySummary, ...]
+    findings: tuple[Finding, ...]
+    plugin_version: str = ""
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "policies", tuple(sorted(self.policies, key=lambda p: p.name)))
+        object.__setattr__(self, "findings", tuple(sorted(self.findings, key=Finding.sort_key)))
+
+    # --- verdict ---------------------------------------------------------------------------
+
+    @property
+    def mandatory(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.level == MANDATORY)
+
+    @property
+    def advisory(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.level == ADVISORY)
+
+    def counts(self) -> dict[str, int]:
+        """``mandatory`` / ``advisory`` findings, ``policies``, ``policies_violated`` (with a
+        mandatory finding), ``policies_disabled`` and ``resources``."""
+        return {
+            "mandatory": len(self.mandatory),
+            "advisory": len(self.advisory),
+            "policies": len(self.policies),
+            "policies_violated": len({f.policy for f in self.mandatory}),
+            "policies_disabled": sum(1 for p in self.policies if p.level == DISABLED),
+            "resources": self.resources,
+        }
+
+    def exit_code(self) -> int:
+        """1 when a mandatory policy is violated, else 0."""
+        return 1 if self.mandatory else 0
+
+    def by_policy(self) -> dict[str, list[Finding]]:
+        out: dict[str, list[Finding]] = {p.name: [] for p in self.policies}
+        for f in self.findings:
+            out.setdefault(f.policy, []).append(f)
+        return out
+
+    def verdicts(self) -> list[tuple[str, str, str, str]]:
+        """(policy, level, object, message) of every finding, sorted: what a program run and
+        a plain-manifest run of the same objects must agree on (URNs and Pulumi names differ)."""
+        return sorted({(f.policy, f.level, f.object, f.message) for f in self.findings})
+
+    # --- JSON --------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["counts"] = self.counts()
+        d["exit_code"] = self.exit_code()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Report":
+        policies = tuple(PolicySummary(**{**p, "tags": tuple(p.get("tags", ()))}) for p in d["policies"])
+        findings = tuple(Finding(**f) for f in d["findings"])
+        keep = {k: d[k] for k in ("pack", "pack_version", "project", "stack", "resources", "plugin_version") if k in d}
+        return cls(policies=policies, findings=findings, notes=tuple(d.get("notes", ())), **keep)
+
+    def render_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    # --- dispatch ------------------------------------------------------------------------------
+
+    def render(self, fmt: str) -> str:
+        """The report in ``fmt`` (one of :data:`FORMATS`); ValueError for another."""
+        renderers = {
+            "table": self.render_table, "json": self.render_json, "sarif": self.render_sarif,
+            "junit": self.render_junit, "markdown": self.render_markdown,
+        }
+        if fmt not in renderers:
+            raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+        return renderers[fmt]()
+
+    def headline(self) -> str:
+        c = self.counts()
+        if c["mandatory"]:
+            verdict = (f"FAIL: {c['mandatory']} mandatory violation{'s' if c['mandatory'] != 1 else ''} "
+                       f"of {c['policies_violated']} polic{'ies' if c['policies_violated'] != 1 else 'y'}")
+        else:
+            verdict = "PASS: no mandatory violation"
+        return f"{verdict}, {c['advisory']} advisory ({self.pack} on stack {self.stack}, {c['resources']} resources, {c['policies']} policies)"
+
+    # --- table -------------------------------------------------------------------------------
+
+    def render_table(self) -> str:
+        """Plain text: one block per finding (level, policy, object; the message indented)."""
+        lines = [f"Policy pack {self.pack} {self.pack_version}: stack {self.stack}, "
+                 f"{self.resources} resources, {len(self.policies)} policies"]
+        width = max((len(f.policy) for f in self.findings), default=0)
+        for f in self.findings:
+            lines.append(f"{f.level.upper():<10} {f.policy:<{width}}  {f.where}")
+            for part in (f.message or "(no message)").splitlines():
+                lines.append(f"    {part}")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        lines.append(self.headline())
+        return "\n".join(lines) + "\n"
+
+    # --- SARIF -------------------------------------------------------------------------------
+
+    def render_sarif(self) -> str:
+        return json.dumps(self.to_sarif(), indent=2, sort_keys=False) + "\n"
+
+    def to_sarif(self) -> dict[str, Any]:
+        """A SARIF 2.1.0 log: one run, the pack as the tool driver, one rule per policy."""
+        index = {p.name: i for i, p in enumerate(self.policies)}
+        rules = [_sarif_rule(p) for p in self.policies]
+        results = [_sarif_result(f, index.get(f.policy), self) for f in self.findings]
+        driver: dict[str, Any] = {"name": self.pack, "rules": rules}
+        if self.pack_version:
+            driver["version"] = self.pack_version
+        run = {
+            "tool": {"driver": driver},
+            "automationDetails": {"id": f"{self.project}/{self.stack}/"},
+            "invocations": [{"executionSuccessful": True, "exitCode": self.exit_code()}],
+            "results": results,
+            "properties": {"project": self.project, "stack": self.stack, "counts": self.counts()},
+        }
+        return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+    # --- JUnit -------------------------------------------------------------------------------
+
+    def render_junit(self) -> str:
+        """JUnit XML (see the module docstring for the mapping)."""
+        c = self.counts()
+        suites = ET.Element("testsuites", name=self.pack, tests=str(c["policies"]),
+                            failures=str(c["mandatory"]), errors="0")
+        suite = ET.SubElement(suites, "testsuite", name=f"{self.pack} ({self.project}/{self.stack})",
+                              tests=str(c["policies"]), failures=str(c["mandatory"]), errors="0",
+                              skipped=str(c["policies_disabled"]))
+        props = ET.SubElement(suite, "properties")
+        for k, v in (("stack", self.stack), ("project", self.project), ("resources", str(self.resources))):
+            ET.SubElement(props, "property", name=k, value=v)
+        groups = self.by_policy()
+        for p in self.policies:
+            case = ET.SubElement(suite, "testcase", name=p.name, classname=f"{self.pack}.{p.policy_type}")
+            if p.level == DISABLED:
+                ET.SubElement(case, "skipped", message="disabled by the policy pack config")
+                continue
+            for f in groups.get(p.name, []):
+                if f.level == MANDATORY:
+                    el = ET.SubElement(case, "failure", message=_first_line(f.message) or p.description,
+                                       type=f"{f.level}/{f.severity}")
+                    el.text = f"{f.where}\n{f.urn}\n{f.message}"
+            advisory = [f for f in groups.get(p.name, []) if f.level == ADVISORY]
+            if advisory:
+                out = ET.SubElement(case, "system-out")
+                out.text = "\n".join(f"ADVISORY {f.where}: {f.message}" for f in advisory)
+        ET.indent(suites)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+    # --- markdown ----------------------------------------------------------------------------
+
+    def render_markdown(self) -> str:
+        """A PR comment: the verdict, the mandatory findings as a table, advisory ones folded."""
+        out = [f"### Policy pack `{self.pack}` on stack `{self.stack}`", "", f"**{self.headline()}**", ""]
+        if self.mandatory:
+            out += _md_table(self.mandatory, self)
+        if self.advisory:
+            out += [f"<details><summary>{len(self.advisory)} advisory finding"
+                    f"{'s' if len(self.advisory) != 1 else ''}</summary>", ""]
+            out += _md_table(self.advisory, self)
+            out += ["</details>", ""]
+        disabled = [p.name for p in self.policies if p.level == DISABLED]
+        if disabled:
+            out += [f"Disabled by the policy pack config: {', '.join(f'`{n}`' for n in disabled)}", ""]
+        return "\n".join(out)
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def _md_table(findings: tuple[Finding, ...], report: Report) -> list[str]:
+    """The findings as a table, then each violated policy's fix once."""
+    fixes = {p.name: p.remediation for p in report.policies}
+    rows = ["| policy | object | message |", "| --- | --- | --- |"]
+    for f in findings:
+        rows.append(f"| `{f.policy}` | {_md_cell(f.where)} | {_md_cell(f.message)} |")
+    rows += ["", "How to fix:", ""]
+    for name in sorted({f.policy for f in findings}):
+        rows.append(f"- `{name}`: {fixes.get(name) or '(no remediation steps)'}")
+    return rows + [""]
+
+
+def _sarif_rule(p: PolicySummary) -> dict[str, Any]:
+    rule: dict[str, Any] = {
+        "id": p.name,
+        "name": "".join(part.capitalize() for part in p.name.split("-")),
+        "shortDescription": {"text": _first_line(p.description) or p.name},
+        "fullDescription": {"text": p.description or p.name},
+        "help": {"text": p.remediation or p.description or p.name,
+                 "markdown": f"**{p.name}** ({p.level}, severity {p.severity})\n\n{p.remediation or p.description}"},
+        "defaultConfiguration": {"level": SARIF_LEVEL.get(p.level, "warning"), "enabled": p.level != DISABLED},
+        "properties": {"enforcementLevel": p.level, "severity": p.severity, "policyType": p.policy_type,
+                       "tags": list(p.tags)},
+    }
+    if p.url:
+        rule["helpUri"] = p.url
+    return rule
+
+
+def _sarif_result(f: Finding, rule_index: Optional[int], report: Report) -> dict[str, Any]:
+    fqn = f.urn or f"urn:pulumi:{report.stack}::{report.project}::pulumi:pulumi:Stack::{report.project}-{report.stack}"
+    location: dict[str, Any] = {
+        "logicalLocations": [{"name": f.where, "fullyQualifiedName": fqn, "kind": "resource" if f.urn else "stack"}]
+    }
+    if f.source:
+        location["physicalLocation"] = {"artifactLocation": {"uri": f.source}}
+    result: dict[str, Any] = {
+        "ruleId": f.policy,
+        "level": SARIF_LEVEL.get(f.level, "warning"),
+        "message": {"text": f.message or f.policy},
+        "locations": [location],
+        "partialFingerprints": {
+            "llmServingPolicyFinding/v1": hashlib.sha256(
+                f"{f.policy}\0{f.object or f.urn}\0{f.message}".encode()).hexdigest()
+        },
+        "properties": {"enforcementLevel": f.level, "severity": f.severity, "stage": f.stage,
+                       "resourceType": f.resource_type},
+    }
+    if rule_index is not None:
+        result["ruleIndex"] = rule_index
+    return result

@@ -1,0 +1,280 @@
+"""The preview summary: what a reviewer reads in seconds. Plain text, aligned columns.
+
+Four parts:
+
+* **objects**: each Kubernetes object with the ComponentResource that made it (its
+  ``facts.COMPONENT_ANNOTATION``, else the parent component's ``<Class>/<name>`` from its URN,
+  else ``-`` for an object the program creates outside any component), and ``protect`` when
+  the resource is protected (the Services: never deleted and re-created);
+* **cards per node** (``nvidia.com/gpu``): ``used / capacity`` and each workload's share, read
+  from the rendered objects with the policy pack's own view (``policies/policylib/workloads.py``):
+  replicas x cards a pod (an InferenceService by its replica bound), plus the surge pod a
+  RollingUpdate starts, plus cards the inventory reserves for workloads outside the stack. A
+  parked workload shows ``0 (parked)``. Prod: ``worker-1  4 / 4  candle-vllm 2, clef-candle 1,
+  reasoning 1, clef-serve 0 (parked)``;
+* **model servers**: per running vLLM / candle-vllm server, TP, weights a card (GiB), KV pool
+  (GiB and tokens), max-model-len (tokens) and concurrency at max-model-len, from
+  ``components/capacity.py`` through ``policies/policylib/capacity_helpers.py`` (the same
+  figures the kv-cache and weights policies judge);
+* **service URLs**: the stack output ``services`` (each Service's in-cluster URLs).
+
+The inventory comes from the stack config (``llm-serving:cluster``), validated with
+``components.inventory.ClusterInventory``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+from components import facts
+from components.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from tools.manifests import PROJECT, Resource
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "policies") not in sys.path:
+    sys.path.insert(0, str(ROOT / "policies"))
+
+from policylib import workloads as wl  # noqa: E402
+
+
+def table(rows: Sequence[Sequence[str]], header: Optional[Sequence[str]] = None, indent: str = "  ") -> list[str]:
+    """Rows as lines with left-aligned columns (the last column is not padded)."""
+    all_rows = [list(header)] + [list(r) for r in rows] if header else [list(r) for r in rows]
+    if not all_rows:
+        return []
+    widths = [max(len(r[i]) for r in all_rows if i < len(r)) for i in range(max(len(r) for r in all_rows))]
+    lines = []
+    for r in all_rows:
+        cells = [c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines
+
+
+# --- objects and their components ------------------------------------------------------------
+
+def component_of(resource: Resource) -> str:
+    """``<Class>/<name>`` of the ComponentResource that made ``resource``: its component
+    annotation, else its parent's URN (``...$llm-serving:index:CandleDeployment::candle-vllm`` ->
+    ``CandleDeployment/candle-vllm``), else ``-`` (a child of the root Stack)."""
+    meta = resource.props.get("metadata") if isinstance(resource.props, dict) else None
+    annotations = (meta or {}).get("annotations") or {}
+    if annotations.get(facts.COMPONENT_ANNOTATION):
+        return str(annotations[facts.COMPONENT_ANNOTATION])
+    parts = resource.parent.split("::", 3)
+    if len(parts) < 4:
+        return "-"
+    parent_type, name = parts[2].split("$")[-1], parts[3]
+    if parent_type == "pulumi:pulumi:Stack":
+        return "-"
+    return f"{parent_type.rsplit(':', 1)[-1]}/{name}"
+
+
+def object_title(props: dict[str, Any]) -> str:
+    """``apps/v1 Deployment llm-serving/candle-vllm``."""
+    meta = props.get("metadata") or {}
+    ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{props.get('apiVersion')} {props.get('kind')} {ns}{meta.get('name', '')}"
+
+
+def k8s_objects(resources: Iterable[Resource]) -> list[Resource]:
+    """The resources that are Kubernetes objects (custom, kubernetes provider, apiVersion/kind)."""
+    return [
+        r for r in resources
+        if r.custom and r.type.startswith("kubernetes:") and "apiVersion" in r.props and "kind" in r.props
+    ]
+
+
+def objects_section(resources: Sequence[Resource]) -> list[str]:
+    objs = k8s_objects(resources)
+    rows = sorted((component_of(r), object_title(r.props), "protect" if r.protect else "") for r in objs)
+    components = {c for c, _, _ in rows if c != "-"}
+    head = f"objects: {len(objs)} from {len(components)} component{'s' if len(components) != 1 else ''}"
+    return [head, *table(rows, header=("component", "object", "options"))]
+
+
+# --- cards per node ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Share:
+    """One holder of cards on a node: a workload of the stack or a reservation. ``cards`` are
+    held by running pods, ``surge`` more during a RollingUpdate."""
+
+    name: str
+    cards: int
+    note: str = ""
+    surge: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.cards + self.surge
+
+    def text(self) -> str:
+        surge = f" + {self.surge} surge" if self.surge else ""
+        return f"{self.name} {self.cards}{surge}{f' ({self.note})' if self.note else ''}"
+
+
+@dataclass(frozen=True)
+class NodeCards:
+    """Cards on one node: ``used`` of ``capacity`` and who holds them."""
+
+    node: str
+    capacity: int
+    shares: tuple[Share, ...]
+
+    @property
+    def used(self) -> int:
+        return sum(s.total for s in self.shares)
+
+    def line(self) -> list[str]:
+        over = f"  OVER by {self.used - self.capacity}" if self.used > self.capacity else ""
+        holders = ", ".join(s.text() for s in self.shares) or "-"
+        return [self.node, f"{self.used} / {self.capacity}{over}", holders]
+
+
+def _share(w: wl.Workload) -> Share:
+    if w.parked_reason is not None or not w.running:
+        return Share(w.name, 0, "parked" if w.parked_reason is not None else "0 replicas")
+    return Share(w.name, w.replicas * w.cards_per_pod, "", w.max_surge * w.cards_per_pod)
+
+
+def view_of(resources: Iterable[Resource]) -> wl.Stack:
+    """The policy pack's view (workloads, Services, NetworkPolicies) of the Kubernetes objects."""
+    return wl.stack_view(_View(r.type, r.props, r.urn) for r in k8s_objects(resources))
+
+
+def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
+              view: Optional[wl.Stack] = None) -> tuple[list[NodeCards], list[Share]]:
+    """(cards per inventory node, shares of GPU workloads pinned to no known node). ``view``:
+    :func:`view_of` ``resources``, when the caller has it already."""
+    by_node: dict[str, list[Share]] = {n.name: [] for n in inventory.nodes}
+    loose: list[Share] = []
+    for w in (view or view_of(resources)).workloads:
+        if not w.is_gpu:
+            continue
+        share = _share(w)
+        if w.node in by_node:
+            by_node[w.node].append(share)
+        else:
+            where = f"node {w.node}, not in the inventory" if w.node else "unpinned"
+            loose.append(Share(w.name, share.cards, where, share.surge))
+    rows = []
+    for n in inventory.nodes:
+        reserved = [Share(x.workload, x.cards, f"reserved{': ' + x.reason if x.reason else ''}") for x in n.reserved]
+        shares = sorted(by_node[n.name], key=lambda s: (-s.total, s.name)) + reserved
+        rows.append(NodeCards(n.name, n.cards, tuple(shares)))
+    return rows, sorted(loose, key=lambda s: (-s.total, s.name))
+
+
+def cards_section(resources: Sequence[Resource], inventory: ClusterInventory, view: Optional[wl.Stack] = None) -> list[str]:
+    rows, loose = card_rows(resources, inventory, view)
+    used = sum(r.used for r in rows) + sum(s.total for s in loose)
+    capacity = sum(r.capacity for r in rows)
+    lines = [f"cards per node (nvidia.com/gpu; replicas x cards a pod, + RollingUpdate surge): {used} / {capacity} in the cluster"]
+    lines += table([r.line() for r in rows], header=("node", "used / capacity", "workloads"))
+    if loose:
+        lines.append("  not placed on an inventory node: " + ", ".join(s.text() for s in loose))
+    return lines
+
+
+def inventory_of(config: dict[str, Any]) -> Optional[ClusterInventory]:
+    """The stack's validated inventory, or None when the config has none (or an invalid one)."""
+    raw = config.get(f"{PROJECT}:{CLUSTER_CONFIG_KEY}")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    try:
+        return ClusterInventory.model_validate(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+# --- model servers (components/capacity.py) ---------------------------------------------------
+
+@dataclass(frozen=True)
+class _View:
+    """What the policy helpers read of a resource (pulumi-policy's ``PolicyResource`` shape)."""
+
+    resource_type: str
+    props: dict[str, Any]
+    urn: str
+
+
+def _models(config: dict[str, Any], base_dir: Optional[Path]):
+    """The stack's models as the policy pack resolves them (``policylib.stackconfig.Models``)."""
+    from components.modelfacts import MODELS_CONFIG_KEY, ModelEntry  # noqa: PLC0415
+    from policylib.stackconfig import Models  # noqa: PLC0415
+
+    raw = config.get(f"{PROJECT}:{MODELS_CONFIG_KEY}") or {}
+    if isinstance(raw, str):
+        raw = json.loads(raw)
+    entries = {k: ModelEntry.model_validate(v) for k, v in raw.items()}
+    return Models(entries=entries, facts={k: e.resolve(base_dir) for k, e in entries.items()})
+
+
+def _num(value: Optional[float], fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inventory: ClusterInventory,
+                     base_dir: Optional[Path] = None, view: Optional[wl.Stack] = None) -> list[str]:
+    """Per running model server: TP, weights a card (GiB), KV pool (GiB and tokens),
+    max-model-len (tokens) and concurrency at max-model-len, from the estimator
+    (``components/capacity.py``) through the policy pack's glue (``policylib/capacity_helpers.py``),
+    so the preview and the kv-cache / weights policies compute the same figures. [] when the
+    stack runs no vLLM or candle-vllm server."""
+    from policylib import capacity_helpers  # noqa: PLC0415 - imports the estimator
+
+    rows = capacity_helpers.capacity_rows(view or view_of(resources), inventory, _models(config, base_dir))
+    rows = [r for r in rows if r.replicas > 0]
+    if not rows:
+        return []
+    lines = []
+    for r in rows:
+        fits = "yes" if r.fits else ("NO" if r.fits is not None else r.problem or "?")
+        lines.append([
+            r.server, r.engine, r.model, str(r.cards), _num(r.weights_gib_per_card, ".2f"), _num(r.kv_pool_gib, ".2f"),
+            _num(r.kv_tokens, ","), _num(r.max_model_len, ","),
+            "-" if r.concurrency is None else f"{r.concurrency:.2f}x", fits,
+        ])
+    header = ("server", "engine", "model", "TP", "weights/card GiB", "KV pool GiB", "KV tokens", "max-model-len",
+              "concurrency", "fits")
+    return ["model servers (per card; estimated by components/capacity.py)", *table(lines, header=header)]
+
+
+def services_section(outputs: Optional[dict[str, Any]]) -> list[str]:
+    """Each Service's in-cluster URLs from the stack output ``services`` ({name: {port: url}})."""
+    services = (outputs or {}).get("services")
+    if not isinstance(services, dict) or not services:
+        return []
+    rows = []
+    for name in sorted(services):
+        urls = services[name]
+        if isinstance(urls, dict):
+            rows.append([name, "  ".join(str(urls[k]) for k in sorted(urls))])
+    return ["service URLs (stack output services)", *table(rows)] if rows else []
+
+
+# --- the whole summary ------------------------------------------------------------------------
+
+def summary(resources: Sequence[Resource], config: dict[str, Any], stack: str,
+            outputs: Optional[dict[str, Any]] = None, base_dir: Optional[Path] = None) -> str:
+    """The summary text of one preview (ends with a newline). ``base_dir`` resolves a model's
+    ``config_json`` path (the stack file's directory)."""
+    sections = [objects_section(resources)]
+    inventory = inventory_of(config)
+    if inventory is not None:
+        view = view_of(resources)
+        sections.append(cards_section(resources, inventory, view))
+        sections.append(capacity_section(resources, config, inventory, base_dir, view))
+    sections.append(services_section(outputs))
+    lines = [f"{PROJECT} / {stack}"]
+    for section in sections:
+        if section:
+            lines += section if len(lines) == 1 else ["", *section]
+    return "\n".join(lines) + "\n"
