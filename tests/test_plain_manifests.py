@@ -1,6 +1,6 @@
 """The real policy pack on the user's hand-written YAML, as a plain-manifest directory.
 
-The directory is the five reference manifests (../shared/reference/k8s/apps/llm-serving/)
+The directory is the five reference manifests (tests/reference/, the user's files unchanged)
 plus tests/manifests/clef-serve.yaml (the parked reference PyTorch Deployment, reconstructed
 from seeds 000/004), judged against policies/fixtures/Pulumi.fixture.yaml (worker-1, 4 x
 V100-32GB). It is the state of the spec's history "after 001/003" minus reasoning: the coder
@@ -27,12 +27,11 @@ from tools.analyze import analyze_manifests, manifest_resources, run_pack
 from tools.manifests import load_stack_file
 from tools.report import Report
 
-ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT.parent / "shared" / "reference" / "k8s" / "apps" / "llm-serving"
+from tests.paths import REFERENCE, ROOT
+
 CLEF_SERVE = ROOT / "tests" / "manifests" / "clef-serve.yaml"
 INVENTORY = ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml"
 
-pytestmark = pytest.mark.skipif(not REFERENCE.is_dir(), reason=f"the shared reference manifests are not at {REFERENCE}")
 
 
 def plain_manifest_dir(dest: Path) -> Path:
