@@ -11,6 +11,9 @@ row "An InferenceService at zero replicas still reports Ready=True". Zero replic
 is fine (seed 000 parked clef-serve "to free the only V100"), but then it says so, so no
 dashboard's Ready=True is taken for a serving model.
 
+Advisory, not mandatory: an undeclared zero breaks no serving path by itself (no card is
+held, no Service changes); it misleads whoever reads Ready=True. Judgement, so it warns.
+
 Does not check: Deployments at zero (they report 0/0 honestly; service-selector-uniqueness
 judges a Service left without endpoints); ``minReplicas: 0`` with a positive or omitted
 ``maxReplicas`` (scale-to-zero in Serverless mode, which answers after a cold start); that a
@@ -65,7 +68,7 @@ POLICY = ResourceValidationPolicy(
     name=NAME,
     description="An InferenceService at zero replicas is declared parked (it still reports Ready=True).",
     validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
+    enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.MEDIUM,
     remediation_steps=(
         "Either give the predictor minReplicas/maxReplicas of 1 or more, or annotate the "

@@ -15,6 +15,12 @@ Message: ``served model name reasoning is answered by 2 running servers: coder
 (InferenceService), reasoning (InferenceService); ...``: servers sorted by name, then kind;
 one violation per name, reported on the first server's URN.
 
+Advisory, not mandatory: nothing fails to start and each Service still reaches one server;
+the harm is a client getting a different model depending on the host it calls, which the
+user accepted knowingly in seed 002 while moving clients ("resolve it by moving the client
+host"). It is judgement, so it warns; set it mandatory with --policy-pack-config once no
+migration is in flight.
+
 Parked workloads (replicas 0) answer nothing and are not counted. Two containers of one
 workload serving the same name count once.
 
@@ -64,7 +70,7 @@ POLICY = StackValidationPolicy(
     name=NAME,
     description="Each served model name is answered by one running model server only.",
     validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
+    enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.MEDIUM,
     remediation_steps=(
         "Remove the name from all but one server's --served-model-name list (vLLM) or rename the "

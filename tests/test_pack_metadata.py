@@ -51,3 +51,15 @@ def test_fixture_directories_belong_to_policies():
     names = {m.replace("_", "-") for m in MODULES}
     dirs = {p.name for p in FIXTURES.iterdir() if p.is_dir()}
     assert dirs <= names, sorted(dirs - names)
+
+
+def test_enforcement_levels_are_the_documented_decision():
+    """Mandatory where the mistake breaks serving; advisory where it is judgement (issue 3).
+
+    Advisory: a served model name answered by two servers (seed 002 accepted it knowingly while
+    moving clients) and an undeclared zero-replica InferenceService (misleading Ready=True,
+    nothing stops serving). Every other policy guards a failure that stops a server or a client.
+    """
+    levels = {p.name: p.enforcement_level for p in policies()}
+    advisory = sorted(n for n, level in levels.items() if level == EnforcementLevel.ADVISORY)
+    assert advisory == ["isvc-not-parked-silently", "served-model-name-unique"]
