@@ -25,6 +25,10 @@ def names() -> list[str]:
 
 def main(argv: list[str]) -> int:
     known = names()
+    if argv and argv[0] in ("-h", "--help"):
+        print(f"usage: python3 dev.py bench NAME [ARGS...], NAME one of: {', '.join(known)}; "
+              "python3 dev.py bench NAME --help for its options")
+        return 0
     if not argv or argv[0] not in known:
         what = f"unknown benchmark {argv[0]!r}; " if argv else ""
         print(f"{what}usage: python3 dev.py bench NAME [ARGS...], NAME one of: {', '.join(known)}", file=sys.stderr)

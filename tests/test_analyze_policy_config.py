@@ -101,3 +101,13 @@ def test_loading_a_config_file(tmp_path):
         load_policy_pack_config(f)
     with pytest.raises(PolicyConfigError, match="cannot read it"):
         load_policy_pack_config(tmp_path / "missing.json")
+
+
+def test_inline_json_gets_told_that_the_option_takes_a_file(tmp_path):
+    """Newcomer finding: passing the JSON itself failed with only 'No such file'."""
+    with pytest.raises(PolicyConfigError) as err:
+        load_policy_pack_config('{"served-model-name-unique": "mandatory"}')
+    assert "inline JSON is not accepted" in str(err.value.problems[0])
+    with pytest.raises(PolicyConfigError) as err:
+        load_policy_pack_config(tmp_path / "missing.json")
+    assert "inline JSON" not in str(err.value.problems[0])

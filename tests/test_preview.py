@@ -229,3 +229,15 @@ def test_a_reader_that_stops_early_does_not_turn_the_verdict_into_a_crash(tmp_pa
     assert stdout.seen[0].startswith("llm-serving / prod\n")
     assert "Traceback" not in stderr.getvalue()
     assert set(files(out)) == PROD_FILES
+
+
+def test_a_stack_file_is_previewed_under_its_own_name_never_over_out_prod():
+    """Newcomer finding: `--stack-file tests/stacks/after-001.yaml` used to write out/prod."""
+    from pathlib import Path as _P
+
+    from tools.preview import _parser, _stack_file_and_name
+
+    args = _parser().parse_args(["--stack-file", "tests/stacks/after-001.yaml"])
+    assert _stack_file_and_name(args) == (_P("tests/stacks/after-001.yaml"), "after-001")
+    args = _parser().parse_args(["--stack-file", "Pulumi.prod.yaml"])
+    assert _stack_file_and_name(args)[1] == "prod"

@@ -230,6 +230,10 @@ def test_added_and_removed_objects_and_named_list_items():
     change = d.objects[0].changes[0]
     assert change.path == "spec.template.spec.containers[name=candle].image"
     assert d.render().splitlines()[0] == "diff: 1 to add, 1 to update, 1 to remove"
+    # Removing a Service is never routine: its ClusterIP goes with it (newcomer finding).
+    assert d.objects[2].warning == render.SERVICE_REMOVAL_WARNING
+    assert "      warning: deletes the Service: its ClusterIP is released" in d.render()
+    assert d.objects[1].warning == ""  # an added ConfigMap needs no warning
 
 
 def test_identical_renderings_have_no_diff():

@@ -194,3 +194,12 @@ def test_markdown_pr_comment_has_verdict_tables_and_escapes_cells():
 
 def test_markdown_pass():
     assert "**PASS: no mandatory violation, 0 advisory" in report().render_markdown()
+
+
+def test_table_gives_each_violated_policys_fix_once_and_names_disabled_policies():
+    """Newcomer finding: the fix was only in the markdown; the table now carries it too."""
+    lines = FULL.render_table().splitlines()
+    assert lines.count("how to fix moving-tag-pull-always:") == 1  # two findings, one fix block
+    assert "how to fix gpu-card-allocation:" in lines
+    assert not any(line.startswith("how to fix served-model-name-unique") for line in lines)  # not violated
+    assert "disabled by the policy pack config: served-model-name-unique" in lines

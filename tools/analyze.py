@@ -92,7 +92,9 @@ def load_policy_pack_config(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
     except OSError as err:
-        raise PolicyConfigError([f"{path}: cannot read it ({err.strerror}); fix: pass an existing JSON file"]) from None
+        hint = (" (inline JSON is not accepted: like `pulumi preview --policy-pack-config`, this option takes a file path)"
+                if str(path).lstrip().startswith("{") else "")
+        raise PolicyConfigError([f"{path}: cannot read it ({err.strerror}){hint}; fix: pass an existing JSON file"]) from None
     if not text.strip():
         return {}
     try:

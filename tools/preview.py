@@ -89,7 +89,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def _stack_file_and_name(args: argparse.Namespace) -> tuple[Path, str]:
     if args.stack_file is not None:
-        return args.stack_file, analyze.stack_name_of(args.stack_file, default="prod")
+        # Pulumi.<stack>.yaml names its stack; another file is named by its stem, so
+        # tests/stacks/after-001.yaml previews as stack after-001 into out/after-001/ and
+        # never overwrites out/prod/.
+        return args.stack_file, analyze.stack_name_of(args.stack_file, default=args.stack_file.stem)
     stack = args.stack or "prod"
     return ROOT / f"Pulumi.{stack}.yaml", stack
 

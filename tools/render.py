@@ -238,6 +238,7 @@ class ObjectDiff:
     old_path: str = ""
     new_path: str = ""
     changes: tuple[FieldChange, ...] = ()
+    warning: str = ""
 
     @property
     def replace_reasons(self) -> list[str]:
@@ -281,7 +282,23 @@ def _render_object(o: ObjectDiff) -> list[str]:
         lines.append(f"      {c.path}: {_show(c.old)} -> {_show(c.new)}{tag}")
     for reason in o.replace_reasons:
         lines.append(f"      replace: {reason}")
+    if o.warning:
+        lines.append(f"      warning: {o.warning}")
     return lines
+
+
+#: Why removing a Service is never routine (coder-service.yaml: "Do not delete and recreate
+#: this Service"); StablePredictorService is protected, so the CLI refuses the delete.
+SERVICE_REMOVAL_WARNING = (
+    "deletes the Service: its ClusterIP is released and clients that cached the name fail until "
+    "they re-resolve (coder-service.yaml); a StablePredictorService is protected, so pulumi up "
+    "refuses this delete. If you meant to rename it, keep the old name."
+)
+
+
+def _removal(obj: dict[str, Any], path: str) -> ObjectDiff:
+    warning = SERVICE_REMOVAL_WARNING if obj.get("kind") == "Service" else ""
+    return ObjectDiff("remove", title(obj), old_path=path, warning=warning)
 
 
 def _show(value: Any) -> str:
@@ -313,7 +330,7 @@ def diff_trees(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -
             continue
         action = "replace" if any(c.replace_reason for c in changes) else "update"
         out.append(ObjectDiff(action, title(new[n]), o, n, changes))
-    out.extend(ObjectDiff("remove", title(old[p]), old_path=p) for p in removed)
+    out.extend(_removal(old[p], p) for p in removed)
     out.extend(ObjectDiff("add", title(new[p]), new_path=p) for p in added)
     return TreeDiff(tuple(sorted(out, key=lambda d: (d.title, d.action))))
 

@@ -179,7 +179,9 @@ class Report:
     # --- table -------------------------------------------------------------------------------
 
     def render_table(self) -> str:
-        """Plain text: one block per finding (level, policy, object; the message indented)."""
+        """Plain text: one block per finding (level, policy, object; the message indented),
+        then the fix (remediation steps) of each violated policy, once, and the policies the
+        policy pack config disabled."""
         lines = [f"Policy pack {self.pack} {self.pack_version}: stack {self.stack}, "
                  f"{self.resources} resources, {len(self.policies)} policies"]
         width = max((len(f.policy) for f in self.findings), default=0)
@@ -187,6 +189,14 @@ class Report:
             lines.append(f"{f.level.upper():<10} {f.policy:<{width}}  {f.where}")
             for part in (f.message or "(no message)").splitlines():
                 lines.append(f"    {part}")
+        violated = {f.policy for f in self.findings}
+        for p in self.policies:
+            if p.name in violated and p.remediation:
+                lines.append(f"how to fix {p.name}:")
+                lines.extend(f"    {part}" for part in p.remediation.strip().splitlines())
+        disabled = [p.name for p in self.policies if p.level == DISABLED]
+        if disabled:
+            lines.append(f"disabled by the policy pack config: {', '.join(disabled)}")
         for note in self.notes:
             lines.append(f"note: {note}")
         lines.append(self.headline())
