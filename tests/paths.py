@@ -2,8 +2,8 @@
 
 ``tests/reference/`` is an unchanged copy of ``../shared/reference/k8s/apps/llm-serving/``
 (the five manifests that appear whole in the seed commits), so a fresh clone runs every
-test without ``../shared`` beside it; ``tests/test_reference_copy.py`` checks the copy is
-still byte-identical wherever ``../shared`` is present (CI has it).
+test without ``../shared`` beside it; ``tests/test_reference_copy.py`` pins the copy by
+sha256 and compares it byte for byte with ``../shared`` wherever that is beside the clone.
 """
 
 from pathlib import Path
