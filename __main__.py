@@ -9,16 +9,16 @@ with ``render_yaml_to_directory`` writes the manifests there for ArgoCD instead 
 them; every component gets it through ``ResourceOptions(providers=[...])``.
 """
 
-from pathlib import Path
-
 import pulumi
 
+from components import rules
 from components.config import ConfigError, load_stack_config
 from components.stack import build_stack, config_from_pulumi, stack_outputs
 
 try:
+    # Relative config_json paths resolve against the project directory (components/rules.py).
     config = load_stack_config(
-        config_from_pulumi(), base_dir=Path(__file__).resolve().parent, source=f"the {pulumi.get_stack()} stack config"
+        config_from_pulumi(), base_dir=rules.PROJECT_DIR, source=f"the {pulumi.get_stack()} stack config"
     )
 except ConfigError as err:
     raise pulumi.RunError(err.render()) from None

@@ -88,7 +88,7 @@ def _workload(prod: dict[str, Any], kind: str, name: str, node: str, models: dic
         if kind == "coder":
             entry = {"catalog": prod["llm-serving:models"]["coder-14b-fp16"]["catalog"]}
         else:
-            entry = {"config_json": clef_json}
+            entry = {"config_json": clef_json, "provisional": True}
         models[name] = {**entry, "weights_path": f"/mnt/models/{name}"}
         wl["model"] = name
     wl["node"] = node

@@ -51,7 +51,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from components import facts
+from components import facts, rules
 from components.inventory import CardSpec, ClusterInventory, Node
 from components.modelfacts import ModelEntry, ModelFacts
 
@@ -67,10 +67,9 @@ STARTUP_PERIOD_SECONDS = 15
 #: headroom for about 10 min of start-up, i.e. 3x).
 STARTUP_HEADROOM = 3
 
-#: Minimum compute capability (x10) of vLLM quantization methods; from each method's
-#: ``get_min_capability`` in vLLM's ``model_executor/layers/quantization/`` (AWQ 75, FP8 80,
-#: the Marlin kernels 80). GPTQ (60) runs on sm_70 (seed 002 reasoning.yaml, coder.yaml).
-VLLM_QUANT_MIN_SM = {"awq": 75, "fp8": 80, "marlin": 80, "awq_marlin": 80, "gptq_marlin": 80}
+#: Minimum compute capability (x10) of vLLM quantization methods: the one table the policy
+#: pack's vllm-volta uses too (components/rules.py).
+VLLM_QUANT_MIN_SM = rules.QUANT_MIN_SM
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _QUANTITY = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
@@ -497,9 +496,9 @@ _SINGLE_SECTIONS: dict[str, Any] = {
 
 def rule_startup_budget(cold_start_seconds: int, period: int, threshold: int) -> Optional[RuleBreach]:
     """The startup probe must allow more than the cold start (002, coder.yaml)."""
-    if period * threshold > cold_start_seconds:
+    if rules.startup_budget_covers(period * threshold, cold_start_seconds):
         return None
-    need = cold_start_seconds // period + 1
+    need = rules.startup_threshold_needed(cold_start_seconds, period)
     return RuleBreach(
         f"startup probe budget {period} s x {threshold} = {period * threshold} s does not exceed the "
         f"declared cold start of {cold_start_seconds} s, so the kubelet kills the server while it loads",
@@ -515,7 +514,7 @@ def rule_tp_divides(model_key: str, facts_: ModelFacts, tp: int) -> Optional[Rul
     bad = facts_.tp_divisibility_problems(tp)
     if not bad:
         return None
-    fits = [t for t in range(1, 9) if not facts_.tp_divisibility_problems(t)]
+    fits = rules.tp_sizes_that_divide(facts_)
     return RuleBreach(
         f"tensor parallel {tp} does not divide model {model_key}: {', '.join(bad)} "
         "(heads, KV heads, intermediate size and vocab must split evenly, seed 001)",
@@ -562,8 +561,8 @@ def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_
     """sm_70 has no FP8 and no Marlin / AWQ kernels (coder.yaml, 001; vLLM get_min_capability)."""
     if card is None:
         return None
-    need = VLLM_QUANT_MIN_SM.get(quantization or "")
-    if need and card.sm < need:
+    need = rules.quantization_min_sm(quantization)
+    if not rules.quantization_runs_on(quantization, card.sm):
         return RuleBreach(
             f"quantization {quantization} needs compute capability {need / 10:.1f}; {card.product} is sm_{card.sm}",
             "use a GPTQ checkpoint with quantization: gptq (runs on sm_70), or a half-precision one",
@@ -624,7 +623,8 @@ def load_stack_config(config: dict[str, Any], base_dir: Optional[Path] = None, s
     """Validate a stack file's ``config:`` map (keys as written, ``llm-serving:cluster`` ...).
 
     Values may be parsed YAML/JSON or JSON text (as ``PULUMI_CONFIG`` carries them).
-    ``base_dir`` resolves a model's relative ``config_json``. Raises :class:`ConfigError` with
+    ``base_dir`` resolves a model's relative ``config_json``; default (and what the program,
+    the pack and the preview use): the project directory, ``rules.PROJECT_DIR``. Raises :class:`ConfigError` with
     every problem found: unknown ``llm-serving:*`` keys, field errors of each item, and the
     cross-field rules (node exists, cards fit the node, model exists, TP divides the model,
     hybrid models on one card, vLLM pinned by digest, sm_70 dtypes and kernels, memory fits
@@ -645,10 +645,13 @@ def load_stack_config(config: dict[str, Any], base_dir: Optional[Path] = None, s
     parts["models"] = _validate_map(raw.get("models"), ModelEntry, "models", problems, invalid)
     parts["workloads"] = _validate_workloads(raw.get("workloads"), problems, invalid)
     parts["services"] = _validate_map(raw.get("services"), ServiceConfig, "services", problems, set(), keys_are_names=True)
-    model_facts = _resolve_models(parts["models"], base_dir, problems)
-    if "cluster" in parts:
-        declared = [str(k) for k in raw.get("workloads") or {}] if isinstance(raw.get("workloads"), dict) else []
-        problems.extend(_cross_checks(parts, model_facts, invalid, declared))
+    model_facts = _resolve_models(parts["models"], base_dir if base_dir is not None else rules.PROJECT_DIR, problems)
+    # The cross checks run even when the cluster is missing or invalid (its problems are
+    # reported above): only the node-dependent ones (node exists, fits it, its card's
+    # capability) need it, the rest (Service targets, model references, TP, startup budget,
+    # vLLM image and parallelism) are reported at the same time.
+    declared = [str(k) for k in raw.get("workloads") or {}] if isinstance(raw.get("workloads"), dict) else []
+    problems.extend(_cross_checks(parts, model_facts, invalid, declared))
     if problems:
         problems.sort(key=lambda p: _sort_key(p.path))
         raise ConfigError(problems, source)
@@ -751,7 +754,7 @@ def _resolve_models(models: dict[str, ModelEntry], base_dir: Optional[Path], pro
             out[key] = entry.resolve(base_dir)
         except ValueError as err:
             problems.append(Problem(f"{PREFIX}models.{key}.config_json", entry.config_json, str(err),
-                                    "point config_json at a readable Hugging Face config.json (relative to the stack file)"))
+                                    "point config_json at a readable Hugging Face config.json (a relative path is relative to the project directory, where Pulumi.yaml is)"))
     return out
 
 
@@ -779,9 +782,17 @@ _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than
 
 
 def _from_pydantic(err: ValidationError, loc: tuple, root: Any) -> list[Problem]:
-    """One :class:`Problem` per pydantic error; ``loc`` is where ``root`` sits in the config."""
+    """One :class:`Problem` per pydantic error; ``loc`` is where ``root`` sits in the config.
+
+    A ``too_short`` error whose location is a prefix of another error's is dropped: pydantic
+    checks a tuple's length after validating its items, so one invalid node also reports
+    "nodes: ... at least 1 item after validation, not 0", which is not a problem of its own."""
+    errors = err.errors(include_url=False)
+    locs = [tuple(e["loc"]) for e in errors]
+    errors = [e for e in errors if not (e["type"] == "too_short" and any(
+        len(other) > len(e["loc"]) and other[:len(e["loc"])] == tuple(e["loc"]) for other in locs))]
     out = []
-    for e in err.errors(include_url=False):
+    for e in errors:
         full = loc + tuple(e["loc"])
         value, rule, fix = _describe(e, tuple(e["loc"]), str(full[-1]) if full else "", root)
         out.append(Problem(PREFIX + ".".join(str(p) for p in full), value, rule, fix))
@@ -872,11 +883,13 @@ def _description_at(root: Any, loc: tuple) -> str:
 def _cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], invalid: set[str],
                   declared: list[str]) -> list[Problem]:
     """Rules that relate items: each workload against its node and model, each Service against
-    its workload. O(workloads + services); items in ``invalid`` are already reported."""
-    cluster: ClusterInventory = parts["cluster"]
+    its workload. O(workloads + services); items in ``invalid`` are already reported. Without a
+    valid cluster (``parts`` has no ``cluster``; its problems are already reported) the checks
+    that need a node are skipped and every other one runs."""
+    cluster: Optional[ClusterInventory] = parts.get("cluster")
     models: dict[str, ModelEntry] = parts["models"]
     workloads: dict[str, Any] = parts["workloads"]
-    nodes = {n.name: n for n in cluster.nodes}
+    nodes = {n.name: n for n in cluster.nodes} if cluster is not None else None
     out: list[Problem] = []
     for name, wl in workloads.items():
         out.extend(_check_workload(name, wl, nodes, models, model_facts, invalid))
@@ -890,15 +903,16 @@ def _p(path: str, value: Any, breach: Optional[RuleBreach]) -> list[Problem]:
     return [Problem(PREFIX + path, value, breach.rule, breach.fix)] if breach else []
 
 
-def _check_workload(name: str, wl: Any, nodes: dict[str, Node], models: dict[str, ModelEntry],
+def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models: dict[str, ModelEntry],
                     model_facts: dict[str, ModelFacts], invalid: set[str]) -> list[Problem]:
+    """``nodes`` is None when the cluster is missing or invalid: node checks are skipped."""
     at = f"workloads.{name}"
     out: list[Problem] = []
-    node = nodes.get(wl.node)
-    if node is None:
+    node = nodes.get(wl.node) if nodes is not None else None
+    if nodes is not None and node is None:
         out.append(Problem(f"{PREFIX}{at}.node", wl.node, f"node {wl.node} is not in {PREFIX}cluster",
                            f"use one of {', '.join(nodes)}, or add the node to {PREFIX}cluster.nodes"))
-    else:
+    elif node is not None:
         out.extend(_check_fits_node(at, wl, node))
     card = node.card if node is not None else None
     threshold = startup_threshold(wl.cold_start_seconds, wl.startup_probe)

@@ -258,7 +258,14 @@ class ModelEntry(_Strict):
     catalog: Optional[str] = Field(default=None, description="A key of the built-in catalog.")
     facts: Optional[ModelFacts] = Field(default=None, description="Facts given inline (clef-flash).")
     config_json: Optional[str] = Field(
-        default=None, description="Path to a Hugging Face config.json, relative to the stack file."
+        default=None, description="Path to a Hugging Face config.json, relative to the project directory (where Pulumi.yaml is)."
+    )
+    provisional: bool = Field(
+        default=False,
+        description=(
+            "The facts are not yet confirmed from the checkpoint's config.json; capacity figures built "
+            "on them are indicative."
+        ),
     )
 
     @model_validator(mode="after")

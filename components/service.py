@@ -74,12 +74,16 @@ class StablePredictorService(pulumi.ComponentResource):
 
     Never deleted and re-created: a delete drops the ClusterIP, and a client that cached the
     name during the gap fails until it re-resolves (coder-service.yaml). The kubernetes
-    provider replaces a Service (delete, then create) when any of these change:
-    ``metadata.name``, ``metadata.namespace``, ``spec.clusterIP``, ``spec.type`` (its forceNew
-    table, pulumi-kubernetes ``provider/pkg/provider/diff.go``). This component therefore
-    takes the name and namespace from the config key and never sets ``spec.clusterIP`` or
-    changes ``spec.type``; with ``protect`` a change that would replace it fails the preview
-    instead of running. To point clients at another server, change ``selects`` (an in-place
+    provider replaces a Service (delete, then create) when ``metadata.name`` or
+    ``metadata.namespace`` changes (any kind) or ``spec.clusterIP`` changes: the provider's
+    forceNew table (pulumi-kubernetes ``provider/pkg/provider/diff.go``) lists only
+    ``.spec.clusterIP`` for Service (``tools/render.py`` ``FORCE_NEW`` agrees). ``spec.type``
+    is not in that table: the provider updates it in place, but a change to or from
+    ``ExternalName`` makes Kubernetes release the ClusterIP, so clients lose it all the same;
+    that is our own addition (``tools/render.py`` ``replace_reason``), not the provider's. This
+    component therefore takes the name and namespace from the config key, never sets
+    ``spec.clusterIP`` and always writes ``spec.type: ClusterIP``; with ``protect`` a change
+    that would replace it fails the preview instead of running. To point clients at another server, change ``selects`` (an in-place
     update of ``spec.selector``); to retire the Service, park it (``parked: {reason}``), or
     ``pulumi state unprotect`` it deliberately first.
 

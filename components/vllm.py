@@ -71,7 +71,7 @@ class VllmArgs(ComponentArgs):
     Errors (ValueError): an image not pinned by digest, TP x PP different from ``cards``, TP
     that does not divide the model, bf16 / FP8 / Marlin / AWQ on sm_70, custom all-reduce
     explicitly on at TP >= 2 without NVLink, a hybrid model on sm_70, a served model name with
-    a comma or space, a startup budget below the cold start.
+    a comma or space, a startup budget not above the cold start.
     """
 
     name: str = Field(description="InferenceService name, e.g. reasoning.")

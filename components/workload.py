@@ -292,7 +292,7 @@ class CandleDeploymentArgs(ComponentArgs):
     """A candle-vllm server (coder-14b-fp16.yaml, clef-candle.yaml). TP is ``cards``.
 
     Errors (ValueError): TP that does not divide the model (001), a hybrid model on more than
-    one card (003), bf16 on a card below sm_80 (001), a startup budget below the cold start.
+    one card (003), bf16 on a card below sm_80 (001), a startup budget not above the cold start.
     """
 
     name: str = Field(description="Deployment name and ``app`` label, e.g. candle-vllm.")

@@ -42,10 +42,12 @@ heuristic: a failed packing on several nodes may still be schedulable by a cleve
 
 from __future__ import annotations
 
+from typing import Optional
+
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
 from policylib import stack_helpers, workloads
-from policylib.stack_helpers import Allocation, NodeUse, amount
+from policylib.stack_helpers import NodeUse, amount
 
 NAME = "gpu-card-allocation"
 
@@ -79,22 +81,20 @@ def node_message(use: NodeUse) -> str:
     return msg
 
 
-def _report_workload_findings(alloc: Allocation, inventory, report_violation) -> None:
-    known = ", ".join(n.name for n in inventory.nodes)
-    for w in alloc.unknown_node:
-        report_violation(
-            f"{w.kind} {w.name}: pinned to node {w.node}, which is not in the inventory "
-            f"(llm-serving:cluster nodes: {known}); its {w.cards_per_pod}-card pods stay Pending: "
-            "fix the node name or add the node to the stack's llm-serving:cluster",
-            w.urn,
-        )
-    for w, node, cap in alloc.oversized:
-        where = f"its node {node} has {amount(cap)}" if node else f"the largest node has {amount(cap)}"
-        report_violation(
-            f"{w.kind} {w.name}: one pod asks {w.cards_per_pod} cards and {where}; the pod never "
-            "schedules: lower its cards (tensor parallel size) or pin it to a node with enough cards",
-            w.urn,
-        )
+def unknown_node_message(w: workloads.Workload, known: str) -> str:
+    return (
+        f"{w.kind} {w.name}: pinned to node {w.node}, which is not in the inventory "
+        f"(llm-serving:cluster nodes: {known}); its {w.cards_per_pod}-card pods stay Pending: "
+        "fix the node name or add the node to the stack's llm-serving:cluster"
+    )
+
+
+def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) -> str:
+    where = f"its node {node} has {amount(cap)}" if node else f"the largest node has {amount(cap)}"
+    return (
+        f"{w.kind} {w.name}: one pod asks {w.cards_per_pod} cards and {where}; the pod never "
+        "schedules: lower its cards (tensor parallel size) or pin it to a node with enough cards"
+    )
 
 
 def validate(args, report_violation) -> None:
@@ -102,19 +102,19 @@ def validate(args, report_violation) -> None:
     gpu = [w for w in stack.workloads if w.is_gpu]
     if not gpu:
         return
-    inventory = stack_helpers.read_inventory(report_violation, NAME)
-    if inventory is None:
-        return
-    count_surge = bool(stack_helpers.config_value(args, CONFIG_PROPERTIES, "countSurge"))
-    reserved = {n.name: [(r.workload, float(r.cards), r.reason) for r in n.reserved] for n in inventory.nodes}
-    alloc = stack_helpers.allocate(
-        gpu, {n.name: n.cards for n in inventory.nodes}, _cards, count_surge=count_surge, reserved=reserved
+    stack_helpers.report_allocation(
+        args,
+        report_violation,
+        policy_name=NAME,
+        config_properties=CONFIG_PROPERTIES,
+        asking=gpu,
+        capacity_of=lambda n: n.cards,
+        per_pod=_cards,
+        reserved_of=lambda inv: {n.name: [(r.workload, float(r.cards), r.reason) for r in n.reserved] for n in inv.nodes},
+        unknown_node_message=unknown_node_message,
+        oversized_message=oversized_message,
+        node_message=node_message,
     )
-    _report_workload_findings(alloc, inventory, report_violation)
-    for name in sorted(alloc.nodes):
-        use = alloc.nodes[name]
-        if use.used > use.capacity:
-            report_violation(node_message(use))
 
 
 POLICY = StackValidationPolicy(

@@ -32,7 +32,6 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from components import capacity
 from policylib import capacity_helpers as ch
-from policylib import stackconfig, workloads
 
 NAME = "kv-cache-fits-max-model-len"
 
@@ -132,25 +131,7 @@ def check(sc: ch.ServerCapacity, inv_cards: int) -> Optional[str]:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
-    if w is None or not w.servers:
-        return
-    try:
-        inv, models = stackconfig.inventory(), stackconfig.models()
-    except stackconfig.StackConfigError as err:
-        report_violation(
-            f"{w.kind} {w.name}: {NAME} cannot check its KV cache: {err}. Fix: give the stack config "
-            f"{stackconfig.PROJECT}:cluster and {stackconfig.PROJECT}:models in the format of Pulumi.prod.yaml.",
-            args.urn,
-        )
-        return
-    for sc in ch.servers(w, inv, models):
-        node = inv.node(sc.node) if sc.node else None
-        message = check(sc, node.cards if node else 0)
-        if message:
-            report_violation(message, args.urn)
+    ch.validate_servers(args, report_violation, NAME, "its KV cache", check)
 
 
 POLICY = ResourceValidationPolicy(

@@ -34,10 +34,12 @@ detected; with one node both land on worker-1), node affinity and taints.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
 from policylib import stack_helpers, workloads
-from policylib.stack_helpers import Allocation, NodeUse, amount
+from policylib.stack_helpers import NodeUse, amount
 
 NAME = "node-memory-allocation"
 HEADROOM_SHARE = "headroomMiB"
@@ -75,27 +77,25 @@ def node_message(use: NodeUse) -> str:
     return msg
 
 
-def _report_workload_findings(alloc: Allocation, inventory, report_violation) -> None:
-    known = ", ".join(n.name for n in inventory.nodes)
-    for w in alloc.unknown_node:
-        if w.is_gpu:
-            continue  # gpu-card-allocation reports it
-        report_violation(
-            f"{w.kind} {w.name}: pinned to node {w.node}, which is not in the inventory "
-            f"(llm-serving:cluster nodes: {known}); its pods stay Pending: fix the node name or "
-            "add the node to the stack's llm-serving:cluster",
-            w.urn,
-        )
-    for w, node, cap in alloc.oversized:
-        where = f"its node {node} has {amount(cap)} MiB allocatable" if node else (
-            f"the largest node has {amount(cap)} MiB allocatable"
-        )
-        report_violation(
-            f"{w.kind} {w.name}: one pod requests {amount(w.memory_request_mib)} MiB of memory and "
-            f"{where}; the pod never schedules: lower resources.requests.memory (model servers keep "
-            "weights on the card and need little host memory)",
-            w.urn,
-        )
+def unknown_node_message(w: workloads.Workload, known: str) -> Optional[str]:
+    if w.is_gpu:
+        return None  # gpu-card-allocation reports it
+    return (
+        f"{w.kind} {w.name}: pinned to node {w.node}, which is not in the inventory "
+        f"(llm-serving:cluster nodes: {known}); its pods stay Pending: fix the node name or "
+        "add the node to the stack's llm-serving:cluster"
+    )
+
+
+def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) -> str:
+    where = f"its node {node} has {amount(cap)} MiB allocatable" if node else (
+        f"the largest node has {amount(cap)} MiB allocatable"
+    )
+    return (
+        f"{w.kind} {w.name}: one pod requests {amount(w.memory_request_mib)} MiB of memory and "
+        f"{where}; the pod never schedules: lower resources.requests.memory (model servers keep "
+        "weights on the card and need little host memory)"
+    )
 
 
 def validate(args, report_violation) -> None:
@@ -103,24 +103,24 @@ def validate(args, report_violation) -> None:
     asking = [w for w in stack.workloads if w.running and w.memory_request_mib > 0]
     if not asking:
         return
-    inventory = stack_helpers.read_inventory(report_violation, NAME)
-    if inventory is None:
-        return
-    count_surge = bool(stack_helpers.config_value(args, CONFIG_PROPERTIES, "countSurge"))
     headroom = float(stack_helpers.config_value(args, CONFIG_PROPERTIES, "headroomMiB") or 0)
-    kept = {n.name: [(HEADROOM_SHARE, headroom, HEADROOM_REASON)] for n in inventory.nodes} if headroom else None
-    alloc = stack_helpers.allocate(
-        asking,
-        {n.name: float(n.allocatable_memory_mib) for n in inventory.nodes},
-        lambda w: w.memory_request_mib,
-        count_surge=count_surge,
-        reserved=kept,
+
+    def kept(inventory):
+        return {n.name: [(HEADROOM_SHARE, headroom, HEADROOM_REASON)] for n in inventory.nodes} if headroom else None
+
+    stack_helpers.report_allocation(
+        args,
+        report_violation,
+        policy_name=NAME,
+        config_properties=CONFIG_PROPERTIES,
+        asking=asking,
+        capacity_of=lambda n: float(n.allocatable_memory_mib),
+        per_pod=lambda w: w.memory_request_mib,
+        reserved_of=kept,
+        unknown_node_message=unknown_node_message,
+        oversized_message=oversized_message,
+        node_message=node_message,
     )
-    _report_workload_findings(alloc, inventory, report_violation)
-    for name in sorted(alloc.nodes):
-        use = alloc.nodes[name]
-        if use.used > use.capacity:
-            report_violation(node_message(use))
 
 
 POLICY = StackValidationPolicy(

@@ -11,7 +11,9 @@ One violation per problem:
     the first second and kills a server that is still loading its weights; with one, the
     kubelet holds liveness back until startup succeeds, so liveness sits behind it);
   - its budget, initialDelaySeconds + periodSeconds x failureThreshold (Kubernetes defaults
-    0, 10 and 3 when omitted), covers the declared cold start (budget >= cold start).
+    0, 10 and 3 when omitted), covers the declared cold start: it must EXCEED it (budget >
+    cold start; spec "must exceed"), by ``components.rules.startup_budget_covers``, the
+    function the program's config check uses too.
 
 Source: seed 002 (clef-serve "Cold start is about four minutes ... startupProbe allows for
 that"), coder.yaml ("TP=2 at 256K needs ~10 min before the API binds ... 120 x 15s = 30 min
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts
+from components import facts, rules
 from policylib import resource_helpers as rh
 from policylib import workloads
 
@@ -69,13 +71,13 @@ def probe_problem(c: workloads.Container, cold: int | None) -> str | None:
         return None
     probe = rh.mapping(c.startup_probe)
     budget, formula = rh.probe_budget(probe)
-    if budget >= cold:
+    if rules.startup_budget_covers(budget, cold):
         return None
     period = rh.whole(probe.get("periodSeconds")) or rh.PROBE_PERIOD_DEFAULT
     delay = rh.whole(probe.get("initialDelaySeconds")) or 0
-    needed = -(-(cold - delay) // period)
-    return (f"container {c.name} startupProbe allows {budget} s ({formula}) but the declared cold "
-            f"start is {cold} s, so the kubelet kills the server before it is up. Raise "
+    needed = rules.startup_threshold_needed(cold, period, delay)
+    return (f"container {c.name} startupProbe allows {budget} s ({formula}), which does not exceed the "
+            f"declared cold start of {cold} s, so the kubelet kills the server before it is up. Raise "
             f"failureThreshold to at least {needed} at periodSeconds {period}")
 
 

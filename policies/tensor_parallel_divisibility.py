@@ -22,19 +22,18 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
+from components import rules
 from components.modelfacts import ModelFacts
 from policylib import capacity_helpers as ch
 from policylib import stackconfig, workloads
 
 NAME = "tensor-parallel-divisibility"
 
-#: TP sizes suggested in messages (a node rarely has more than 8 cards).
-CANDIDATE_TP = (1, 2, 4, 8)
-
 
 def sizes_that_divide(facts: ModelFacts) -> list[int]:
-    """The TP sizes of :data:`CANDIDATE_TP` that divide every sharded dimension."""
-    return [tp for tp in CANDIDATE_TP if not facts.tp_divisibility_problems(tp)]
+    """The TP sizes suggested in messages: those up to ``rules.MAX_SUGGESTED_TP`` that divide
+    every sharded dimension (``components.rules.tp_sizes_that_divide``, as the config check)."""
+    return rules.tp_sizes_that_divide(facts)
 
 
 def validate(args, report_violation) -> None:

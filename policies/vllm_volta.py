@@ -9,8 +9,10 @@ it there. One violation per problem:
   - ``--dtype`` is explicitly ``float16`` / ``half`` (auto takes the checkpoint's dtype,
     bfloat16 for most; ``bfloat16`` has no sm_70 path);
   - no ``--quantization`` (or checkpoint quantization, from the stack's model facts when
-    vLLM would pick it up by itself) of fp8 / fp4 / awq / any marlin / compressed-tensors /
-    modelopt: their kernels need sm75+ or sm80+; gptq is fine;
+    vLLM would pick it up by itself) whose kernels need more than the card's compute
+    capability: fp8 / fp4 / awq / any marlin / compressed-tensors / modelopt need sm75+ or
+    sm80+; gptq is fine. The table is ``components.rules.QUANT_MIN_SM``, the one the
+    program's config checks use too;
   - no fp8 KV cache (``--kv-cache-dtype fp8``, ``fp8_e4m3``, ``fp8_e5m2``);
   - env ``VLLM_USE_FLASHINFER_SAMPLER=0`` (FlashInfer's check_cuda_arch raises on 7.0);
   - ``VLLM_ATTENTION_BACKEND`` names neither FLASH_ATTN nor FLASHINFER (both need sm75+);
@@ -32,14 +34,13 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts
+from components import facts, rules
 from components.modelfacts import ModelFacts
 from policylib import resource_helpers as rh
 from policylib import stackconfig, workloads
 
 NAME = "vllm-volta"
 HALF = ("float16", "half")
-NO_VOLTA_QUANT = ("fp8", "fp4", "awq", "marlin", "compressed-tensors", "compressed_tensors", "modelopt")
 SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
 NO_VOLTA_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
@@ -59,13 +60,16 @@ def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts]) -> 
     return f"--dtype {dtype} is not a half dtype; sm_70 serves float16: use --dtype float16"
 
 
-def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts]) -> Optional[str]:
+def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = 70) -> Optional[str]:
+    """The quantization problem on a card of compute capability ``sm`` (x10), by the table the
+    program's config checks use (``components.rules``), or None."""
     written = server.get("--quantization") or server.get("-q")
     method = written or (model.quantization.method if model and model.quantization else None)
-    if not method or not any(bad in method.lower() for bad in NO_VOLTA_QUANT):
+    if rules.quantization_runs_on(method, sm):
         return None
+    need = rules.quantization_min_sm(method)
     how = f"--quantization {method}" if written else f"the checkpoint's {method} quantization (picked up without --quantization)"
-    return (f"{how}: its kernels need sm75+ (FP8 / INT4 tensor cores, Marlin), not sm_70; "
+    return (f"{how}: its kernels need sm{need}+ (FP8 / INT4 tensor cores, Marlin), not sm_{sm}; "
             "use a gptq or unquantized float16 checkpoint")
 
 
@@ -102,7 +106,8 @@ def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optiona
 
 def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta: list) -> list[str]:
     """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on."""
-    found = [dtype_problem(server, model), quantization_problem(server, model), kv_cache_problem(server)]
+    sm = min((n.card.sm for n in volta if n.card), default=70)
+    found = [dtype_problem(server, model), quantization_problem(server, model, sm), kv_cache_problem(server)]
     found += env_problems(c.env)
     found.append(all_reduce_problem(server, [n for n in volta if n.card and not n.card.nvlink]))
     return [p for p in found if p]

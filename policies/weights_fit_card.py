@@ -31,7 +31,6 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from components import capacity
 from policylib import capacity_helpers as ch
-from policylib import stackconfig, workloads
 
 NAME = "weights-fit-card"
 
@@ -93,25 +92,7 @@ def message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
-    if w is None or not w.servers:
-        return
-    try:
-        inv, models = stackconfig.inventory(), stackconfig.models()
-    except stackconfig.StackConfigError as err:
-        report_violation(
-            f"{w.kind} {w.name}: {NAME} cannot check its weights: {err}. Fix: give the stack config "
-            f"{stackconfig.PROJECT}:cluster and {stackconfig.PROJECT}:models in the format of Pulumi.prod.yaml.",
-            args.urn,
-        )
-        return
-    for sc in ch.servers(w, inv, models):
-        node = inv.node(sc.node) if sc.node else None
-        text = message(sc, node.cards if node else 0)
-        if text:
-            report_violation(text, args.urn)
+    ch.validate_servers(args, report_violation, NAME, "its weights", message)
 
 
 POLICY = ResourceValidationPolicy(

@@ -131,6 +131,45 @@ def test_every_problem_is_reported_at_once_with_path_value_rule_and_fix():
     assert tp.fix == "use a tensor parallel size that divides them: 1, 2, 4, 8"
 
 
+def test_an_invalid_cluster_does_not_hide_the_other_problems():
+    """Issue 2 item 7: every problem at once. A bad inventory skips only the checks that need
+    a node; the dangling Service selector and TP 3 are still reported."""
+    config = prod()
+    config["llm-serving:cluster"]["nodes"][0]["cards"] = -1
+    config["llm-serving:services"]["coder-predictor"]["selects"] = "nope"
+    config["llm-serving:workloads"]["candle-vllm"]["cards"] = 3
+    found = problems_of(config)
+    assert [p.path for p in found] == [
+        "llm-serving:cluster.nodes.0.cards",
+        "llm-serving:workloads.candle-vllm.cards",
+        "llm-serving:services.coder-predictor.selects",
+    ]
+    assert found[1].rule.startswith("tensor parallel 3 does not divide model coder-14b-fp16")
+    assert found[2].rule == "Service coder-predictor selects workload nope, which is not in llm-serving:workloads"
+
+
+def test_a_missing_cluster_does_not_hide_the_other_problems():
+    config = prod()
+    del config["llm-serving:cluster"]
+    config["llm-serving:workloads"]["reasoning"]["image"] = "vllm/vllm-openai:v0.15.0"
+    assert [p.path for p in problems_of(config)] == [
+        "llm-serving:cluster", "llm-serving:workloads.reasoning.image"]
+
+
+def test_an_invalid_node_does_not_also_report_an_empty_node_list():
+    """pydantic checks the tuple's length after its items: one bad node also gave "nodes: Tuple
+    should have at least 1 item after validation, not 0". Only the node's own error is kept;
+    a list that is really empty is still reported."""
+    config = prod()
+    config["llm-serving:cluster"]["nodes"][0]["allocatable_memory_mib"] = 0
+    assert [(p.path, p.rule) for p in problems_of(config)] == [
+        ("llm-serving:cluster.nodes.0.allocatable_memory_mib", "allocatable_memory_mib: Input should be greater than 0")]
+
+    config["llm-serving:cluster"]["nodes"] = []
+    p = only(config)
+    assert (p.path, p.fix) == ("llm-serving:cluster.nodes", "give at least 1 item(s)")
+
+
 def test_render_is_one_block_per_problem_without_a_traceback():
     config = prod()
     config["llm-serving:workloads"]["reasoning"]["cards"] = -1

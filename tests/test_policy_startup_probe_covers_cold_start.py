@@ -65,12 +65,15 @@ def _run(text: str):
     return [v.message for v in run_policy(mod.POLICY, manifests(text))]
 
 
-def test_budget_equal_to_the_cold_start_covers_it_and_one_second_more_does_not():
+def test_budget_must_exceed_the_cold_start_equal_does_not_cover_it():
+    """Spec: the budget "must exceed" the cold start (components/rules.py, as the config check)."""
     probe = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 10, failureThreshold: 24}"
-    assert _run(_server("240", probe)) == []
+    assert _run(_server("239", probe)) == []
+    (message,) = _run(_server("240", probe))
+    assert message.startswith("Deployment s: container vllm startupProbe allows 240 s (24 x 10 s), which does not "
+                              "exceed the declared cold start of 240 s")
+    assert "Raise failureThreshold to at least 25 at periodSeconds 10" in message
     (message,) = _run(_server("241", probe))
-    assert message.startswith("Deployment s: container vllm startupProbe allows 240 s (24 x 10 s) but the declared "
-                              "cold start is 241 s")
     assert "Raise failureThreshold to at least 25 at periodSeconds 10" in message
 
 

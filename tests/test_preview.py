@@ -78,9 +78,16 @@ def test_prod_summary_shows_cards_components_and_servers(prod_run):
     assert re.search(r"^  CandleDeployment/candle-vllm\s+apps/v1 Deployment llm-serving/candle-vllm$", text, re.M)
     assert re.search(r"^  StablePredictorService/coder-predictor\s+v1 Service llm-serving/coder-predictor\s+protect$", text, re.M)
     assert re.search(r"^  VllmInferenceService/reasoning\s+serving.kserve.io/v1beta1 InferenceService llm-serving/reasoning$", text, re.M)
-    servers = re.findall(r"^  (candle-vllm|clef-candle|reasoning)\s+(candle-vllm|vllm)\s+\S+\s+(\d)\s", text, re.M)
+    servers = re.findall(r"^  (candle-vllm|clef-candle|reasoning)\s+(candle-vllm|vllm)\s+\S+(?: \(provisional facts\))?\s+(\d)\s",
+                         text, re.M)
     assert servers == [("candle-vllm", "candle-vllm", "2"), ("clef-candle", "candle-vllm", "1"), ("reasoning", "vllm", "1")]
     assert re.search(r"^  reasoning\s+vllm\s+qwen3-30b-a3b-gptq-int4\s+1\s+[\d.]+\s+[\d.]+\s+[\d,]+\s+65,536\s", text, re.M)
+    # candle-vllm's KV figures are upper bounds; clef-flash's facts are placeholders (README "Capacity").
+    assert re.search(r"^  candle-vllm\s+candle-vllm\s+coder-14b-fp16\s+2\s+15\.21\s+<= 13\.81\s+<= 150,848\s+32,768\s+<= 4\.60x\s+yes$",
+                     text, re.M), text
+    assert re.search(r"^  clef-candle\s+candle-vllm\s+clef-flash \(provisional facts\)\s+1\s", text, re.M), text
+    assert "  <= upper bound: candle-vllm's memory beside the weights after load" in text
+    assert "  (provisional facts): the model's facts are not yet confirmed from the checkpoint's config.json" in text
     assert "http://coder-predictor.llm-serving.svc.cluster.local:80" in text
     assert f"wrote {len(PROD_FILES)} manifests to" in text
     assert "PASS: no mandatory violation" in text

@@ -45,6 +45,7 @@ import traceback
 from pathlib import Path
 from typing import Optional, TextIO
 
+from components import rules
 from tools import analyze, mockrun, packproc, render, summary
 from tools.manifests import PROJECT, InputError, load_stack_file
 from tools.report import FORMATS
@@ -149,7 +150,7 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         render.write_tree(files, out_dir)
         clock.lap("write")
         side = stdout if args.format == "table" else stderr
-        side.write(summary.summary(run.resources, config, stack, run.outputs, base_dir=Path(stack_file).resolve().parent))
+        side.write(summary.summary(run.resources, config, stack, run.outputs, base_dir=rules.PROJECT_DIR))
         side.write(f"\nwrote {len(files)} manifests to {_display(out_dir)}\n")
         if diff is not None:
             side.write("\n" + diff.render())

@@ -32,6 +32,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from components import facts
 from components.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from tools import render
 from tools.manifests import PROJECT, Resource
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,13 +74,6 @@ def component_of(resource: Resource) -> str:
     return f"{parent_type.rsplit(':', 1)[-1]}/{name}"
 
 
-def object_title(props: dict[str, Any]) -> str:
-    """``apps/v1 Deployment llm-serving/candle-vllm``."""
-    meta = props.get("metadata") or {}
-    ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
-    return f"{props.get('apiVersion')} {props.get('kind')} {ns}{meta.get('name', '')}"
-
-
 def k8s_objects(resources: Iterable[Resource]) -> list[Resource]:
     """The resources that are Kubernetes objects (custom, kubernetes provider, apiVersion/kind)."""
     return [
@@ -90,7 +84,7 @@ def k8s_objects(resources: Iterable[Resource]) -> list[Resource]:
 
 def objects_section(resources: Sequence[Resource]) -> list[str]:
     objs = k8s_objects(resources)
-    rows = sorted((component_of(r), object_title(r.props), "protect" if r.protect else "") for r in objs)
+    rows = sorted((component_of(r), render.title(r.props), "protect" if r.protect else "") for r in objs)
     components = {c for c, _, _ in rows if c != "-"}
     head = f"objects: {len(objs)} from {len(components)} component{'s' if len(components) != 1 else ''}"
     return [head, *table(rows, header=("component", "object", "options"))]
@@ -217,8 +211,23 @@ def _models(config: dict[str, Any], base_dir: Optional[Path]):
     return Models(entries=entries, facts={k: e.resolve(base_dir) for k, e in entries.items()})
 
 
-def _num(value: Optional[float], fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
+def _num(value: Optional[float], fmt: str, bound: bool = False) -> str:
+    """``value`` formatted, ``<= `` before it when it is an upper bound, ``-`` when None."""
+    if value is None:
+        return "-"
+    return ("<= " if bound else "") + format(value, fmt)
+
+
+#: The footnote under the capacity table when a row shows upper bounds (candle-vllm).
+UPPER_BOUND_NOTE = (
+    "<= upper bound: candle-vllm's memory beside the weights after load (CUDA context, NCCL, allocator) "
+    "is not modelled; against the user's measured coder-14b pool the estimate is 21.5% high (README \"Capacity\")"
+)
+#: The footnote under the capacity table when a row's model has provisional facts.
+PROVISIONAL_NOTE = (
+    "(provisional facts): the model's facts are not yet confirmed from the checkpoint's config.json "
+    "(llm-serving:models provisional: true); its figures are indicative"
+)
 
 
 def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inventory: ClusterInventory,
@@ -227,7 +236,13 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
     max-model-len (tokens) and concurrency at max-model-len, from the estimator
     (``components/capacity.py``) through the policy pack's glue (``policylib/capacity_helpers.py``),
     so the preview and the kv-cache / weights policies compute the same figures. [] when the
-    stack runs no vLLM or candle-vllm server."""
+    stack runs no vLLM or candle-vllm server.
+
+    A row whose KV figures are upper bounds (``Row.kv_upper_bound``: candle-vllm) shows its KV
+    pool, tokens and concurrency as ``<= N`` (and its max-model-len, when candle-vllm caps it at
+    the pool); a row whose model has provisional facts
+    (``Row.provisional``) names the model ``<key> (provisional facts)``; a footnote under the
+    table explains each mark that appears."""
     from policylib import capacity_helpers  # noqa: PLC0415 - imports the estimator
 
     rows = capacity_helpers.capacity_rows(view or view_of(resources), inventory, _models(config, base_dir))
@@ -237,14 +252,19 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
     lines = []
     for r in rows:
         fits = "yes" if r.fits else ("NO" if r.fits is not None else r.problem or "?")
+        bound = r.kv_upper_bound
         lines.append([
-            r.server, r.engine, r.model, str(r.cards), _num(r.weights_gib_per_card, ".2f"), _num(r.kv_pool_gib, ".2f"),
-            _num(r.kv_tokens, ","), _num(r.max_model_len, ","),
-            "-" if r.concurrency is None else f"{r.concurrency:.2f}x", fits,
+            r.server, r.engine, f"{r.model} (provisional facts)" if r.provisional else r.model, str(r.cards),
+            _num(r.weights_gib_per_card, ".2f"), _num(r.kv_pool_gib, ".2f", bound), _num(r.kv_tokens, ",", bound),
+            _num(r.max_model_len, ",", bound and r.max_model_len == r.kv_tokens), "-" if r.concurrency is None else f"{'<= ' if bound else ''}{r.concurrency:.2f}x",
+            fits,
         ])
     header = ("server", "engine", "model", "TP", "weights/card GiB", "KV pool GiB", "KV tokens", "max-model-len",
               "concurrency", "fits")
-    return ["model servers (per card; estimated by components/capacity.py)", *table(lines, header=header)]
+    notes = [note for flag, note in ((any(r.kv_upper_bound for r in rows), UPPER_BOUND_NOTE),
+                                     (any(r.provisional for r in rows), PROVISIONAL_NOTE)) if flag]
+    return ["model servers (per card; estimated by components/capacity.py)", *table(lines, header=header),
+            *(f"  {n}" for n in notes)]
 
 
 def services_section(outputs: Optional[dict[str, Any]]) -> list[str]:

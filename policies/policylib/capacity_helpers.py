@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from components import capacity
 from components.capacity import Estimate
@@ -240,6 +240,41 @@ def servers(w: workloads.Workload, inv: ClusterInventory, models: stackconfig.Mo
     return [assess(w, c, s, inv, models) for c, s in w.servers]
 
 
+# --- the per-server policies ---------------------------------------------------------------
+
+def validate_servers(
+    args,
+    report_violation: Callable[..., None],
+    policy_name: str,
+    checking: str,
+    message_fn: Callable[[ServerCapacity, int], Optional[str]],
+) -> None:
+    """The ``validate`` of a per-server capacity policy (kv-cache-fits-max-model-len,
+    weights-fit-card): for each vLLM / candle-vllm container of a workload resource, report
+    ``message_fn(server capacity, cards on its node)`` when it is not None. A missing or
+    invalid stack config is one violation, ``<Kind> <name>: <policy> cannot check <checking>:
+    <error>`` with how to fix it."""
+    if args.resource_type not in workloads.WORKLOAD_TYPES:
+        return
+    w = workloads.workload(args.resource_type, args.props, args.urn)
+    if w is None or not w.servers:
+        return
+    try:
+        inv, models = stackconfig.inventory(), stackconfig.models()
+    except stackconfig.StackConfigError as err:
+        report_violation(
+            f"{w.kind} {w.name}: {policy_name} cannot check {checking}: {err}. Fix: give the stack config "
+            f"{stackconfig.PROJECT}:cluster and {stackconfig.PROJECT}:models in the format of Pulumi.prod.yaml.",
+            args.urn,
+        )
+        return
+    for sc in servers(w, inv, models):
+        node = inv.node(sc.node) if sc.node else None
+        text = message_fn(sc, node.cards if node else 0)
+        if text:
+            report_violation(text, args.urn)
+
+
 # --- the preview summary ------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -248,7 +283,10 @@ class Row:
 
     ``cards`` is TP x PP (the cards one replica uses); GiB and tokens are per card, except
     ``kv_tokens``, the pool in tokens, and ``concurrency``, requests of ``max_model_len``
-    tokens that fit at once.
+    tokens that fit at once. ``provisional``: the model's entry says its facts are not yet
+    confirmed (``ModelEntry.provisional``), so every figure is indicative. ``kv_upper_bound``:
+    the KV pool, its tokens and the concurrency are upper bounds (candle-vllm: the memory the
+    process holds beside the weights after load is not modelled; see the estimate's ``notes``).
     """
 
     server: str
@@ -266,9 +304,12 @@ class Row:
     concurrency: Optional[float]
     fits: Optional[bool]
     problem: Optional[str] = None
+    provisional: bool = False
+    kv_upper_bound: bool = False
+    notes: tuple[str, ...] = ()
 
 
-def _row(sc: ServerCapacity) -> Row:
+def _row(sc: ServerCapacity, models: stackconfig.Models) -> Row:
     e = sc.estimate
     return Row(
         server=sc.workload.name,
@@ -286,6 +327,9 @@ def _row(sc: ServerCapacity) -> Row:
         concurrency=e.concurrency if e else None,
         fits=(e.fits_weights and e.fits_kv) if e else None,
         problem=sc.problem,
+        provisional=bool(sc.model_key and models.entries[sc.model_key].provisional),
+        kv_upper_bound=e is not None and e.engine == "candle-vllm",
+        notes=e.notes if e else (),
     )
 
 
@@ -297,7 +341,7 @@ def capacity_rows(stack_view: workloads.Stack, inventory: ClusterInventory, mode
     """
     rows: list[Row] = []
     for w in stack_view.workloads:
-        rows.extend(_row(sc) for sc in servers(w, inventory, models))
+        rows.extend(_row(sc, models) for sc in servers(w, inventory, models))
     return rows
 
 

@@ -292,6 +292,54 @@ def allocate(
     return Allocation(nodes, oversized, unknown)
 
 
+def report_allocation(
+    args: Any,
+    report_violation: Callable[..., None],
+    *,
+    policy_name: str,
+    config_properties: Mapping[str, Mapping[str, Any]],
+    asking: Iterable[Workload],
+    capacity_of: Callable[[Any], float],
+    per_pod: Callable[[Workload], float],
+    reserved_of: Callable[[ClusterInventory], Optional[Mapping[str, Iterable[tuple[str, float, str]]]]],
+    unknown_node_message: Callable[[Workload, str], Optional[str]],
+    oversized_message: Callable[[Workload, Optional[str], float], str],
+    node_message: Callable[[NodeUse], str],
+) -> None:
+    """The shared tail of the allocation policies (gpu-card-allocation, node-memory-allocation).
+
+    Reads the inventory (one violation and stop when it is missing or invalid) and the
+    ``countSurge`` parameter, places ``asking`` with :func:`allocate` (``capacity_of(node)``: what an
+    inventory node offers; ``reserved_of(inventory)``: what is held outside the stack), then
+    reports, in this order: each workload pinned to a node the inventory does not list
+    (``unknown_node_message(w, known node names)``; None: not reported by this policy), each
+    pod larger than its node or every node (``oversized_message(w, node, capacity)``), and each
+    over-allocated node in name order (``node_message(use)``, without a URN).
+    """
+    inventory = read_inventory(report_violation, policy_name)
+    if inventory is None:
+        return
+    count_surge = bool(config_value(args, config_properties, "countSurge"))
+    alloc = allocate(
+        asking,
+        {n.name: capacity_of(n) for n in inventory.nodes},
+        per_pod,
+        count_surge=count_surge,
+        reserved=reserved_of(inventory),
+    )
+    known = ", ".join(n.name for n in inventory.nodes)
+    for w in alloc.unknown_node:
+        text = unknown_node_message(w, known)
+        if text:
+            report_violation(text, w.urn)
+    for w, node, cap in alloc.oversized:
+        report_violation(oversized_message(w, node, cap), w.urn)
+    for name in sorted(alloc.nodes):
+        use = alloc.nodes[name]
+        if use.used > use.capacity:
+            report_violation(node_message(use))
+
+
 def _pack(items: list[tuple[float, bool, str, str, int, Workload]], nodes: dict[str, NodeUse]) -> None:
     """Worst-fit placement of sorted unpinned pod groups (see :func:`allocate`)."""
     heap = [(-(n.capacity - n.used), name) for name, n in nodes.items()]

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
 
 import pulumi.runtime
 
+from components import rules
 from components.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from components.modelfacts import MODELS_CONFIG_KEY, ModelEntry, ModelFacts
 
@@ -27,8 +27,9 @@ PROJECT = "llm-serving"
 #: Every stack config key the policies read; nothing else of the stack's config affects a verdict.
 CONFIG_KEYS = (f"{PROJECT}:{CLUSTER_CONFIG_KEY}", f"{PROJECT}:{MODELS_CONFIG_KEY}")
 #: Relative ``config_json`` paths resolve against the project directory (where the stack files
-#: are), as the program resolves them; the pack's own working directory is ``policies/``.
-PROJECT_DIR = Path(__file__).resolve().parents[2]
+#: are), as the program and the preview resolve them (``components.rules.PROJECT_DIR``); the
+#: pack's own working directory is ``policies/``.
+PROJECT_DIR = rules.PROJECT_DIR
 
 
 class StackConfigError(Exception):

@@ -11,11 +11,20 @@ so tests of the runner do not depend on the real policies.
   the stack, project and organization (pulumi.get_*), the dry-run flag, the node names in
   the ``llm-serving:cluster`` config (PULUMI_CONFIG), the type of a number property, and each
   resource's parent/dependencies/protect -- so a test can assert they arrived as the CLI sends them.
+
+With ``STANDIN_CALL_LOG`` set to a file path, the pack appends one JSON line per gRPC call it
+receives, in the order it receives them: ``{"method": ...}``, plus the URN for ``Analyze`` /
+``Remediate`` and stack, project, organization, dry run and config for ``ConfigureStack``
+(a server interceptor, so calls pulumi-policy does not implement, such as ``Handshake``, are
+logged too). tests/test_analyze_call_order.py checks the runner's call order with it.
 """
 
 import json
+import os
+import threading
 from collections.abc import Mapping, Sequence
 
+import grpc
 import pulumi
 import pulumi.runtime
 from pulumi_policy import (
@@ -80,6 +89,48 @@ def _stack_echo(args, report):
             f"protect={r.opts.protect} replicas_type={type(replicas).__name__}",
             r.urn,
         )
+
+
+def _log_calls(path: str) -> None:
+    """Make every gRPC server this process creates log each call to ``path`` (see above)."""
+    lock = threading.Lock()
+
+    def record(method: str, request) -> None:
+        entry = {"method": method}
+        if method in ("Analyze", "Remediate"):
+            entry["urn"] = request.urn
+        elif method == "ConfigureStack":
+            entry.update(stack=request.stack, project=request.project, organization=request.organization,
+                         dry_run=request.dry_run, config=dict(request.config.items()))
+        with lock, open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    class CallLog(grpc.ServerInterceptor):
+        def intercept_service(self, continuation, details):
+            handler = continuation(details)
+            method = details.method.rsplit("/", 1)[-1]
+            if handler is None or handler.unary_unary is None:
+                record(method, None)
+                return handler
+            inner = handler.unary_unary
+
+            def logged(request, context):
+                record(method, request)
+                return inner(request, context)
+
+            return handler._replace(unary_unary=logged)
+
+    make_server = grpc.server
+
+    def server(*args, **kwargs):
+        kwargs["interceptors"] = [CallLog(), *(kwargs.get("interceptors") or ())]
+        return make_server(*args, **kwargs)
+
+    grpc.server = server
+
+
+if os.environ.get("STANDIN_CALL_LOG"):
+    _log_calls(os.environ["STANDIN_CALL_LOG"])
 
 
 PolicyPack(
