@@ -15,7 +15,6 @@ test, and so does a listed delta that no longer occurs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest

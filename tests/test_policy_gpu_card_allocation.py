@@ -7,28 +7,14 @@ import json
 import random
 
 import pulumi.runtime.config as runtime_config
-import pytest
 
 import gpu_card_allocation as mod
-from tests.policy_harness import (
-    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
-)
+from tests.policy_harness import DEFAULT_STACK_FILE, fixture_cases, manifests, run_policy, use_stack_config
 from tools.manifests import load_manifest_dir, load_stack_file
 
 NAME = mod.POLICY.name
 V100 = {"product": "Tesla-V100-PCIE-32GB", "memory_mib": 32768, "compute_capability": "7.0",
         "nvlink": False, "hbm_bandwidth_gb_s": 900}
-
-
-@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
-def test_allowed_fixture(case):
-    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
-
-
-@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
-def test_disallowed_fixture(case):
-    found = run_fixture(mod.POLICY, case)
-    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
 
 
 def _deployment(name, cards, replicas=1, node="worker-1", strategy="type: Recreate"):

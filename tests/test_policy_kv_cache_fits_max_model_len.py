@@ -8,12 +8,9 @@ import pulumi.runtime
 import pytest
 
 import kv_cache_fits_max_model_len as mod
-from tests.policy_harness import (
-    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
-)
+from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.manifests import load_stack_file
 
-NAME = mod.POLICY.name
 V100 = {
     "product": "Tesla-V100-PCIE-32GB", "memory_mib": 32768, "compute_capability": "7.0", "nvlink": False,
     "hbm_bandwidth_gb_s": 900,
@@ -30,17 +27,6 @@ def default_stack():
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
     yield
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-
-
-@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
-def test_allowed_fixture(case):
-    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
-
-
-@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
-def test_disallowed_fixture(case):
-    found = run_fixture(mod.POLICY, case)
-    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
 
 
 def vllm(args: list[str], cards: int = 1, node: str | None = "worker-1", name: str = "coder", replicas: int = 1) -> str:

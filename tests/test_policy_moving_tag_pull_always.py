@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 import moving_tag_pull_always as mod
 from policylib import resource_helpers as rh
-from tests.policy_harness import (
-    DEFAULT_STACK_FILE, expectations, fixture_cases, manifests, run_fixture, run_policy, use_stack_config,
-)
+from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.manifests import load_manifest_dir, load_stack_file
 
-NAME = mod.POLICY.name
 from tests.paths import REFERENCE
-
-
-@pytest.mark.parametrize("case", fixture_cases(NAME, "allowed"), ids=lambda p: p.name)
-def test_allowed_fixture(case):
-    assert [v.message for v in run_fixture(mod.POLICY, case)] == []
-
-
-@pytest.mark.parametrize("case", fixture_cases(NAME, "disallowed"), ids=lambda p: p.name)
-def test_disallowed_fixture(case):
-    found = run_fixture(mod.POLICY, case)
-    assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
 
 
 def test_spec_history_row_coder_14b_fp16_as_written_is_the_only_finding_among_the_references():

@@ -47,7 +47,7 @@ from typing import Optional, TextIO
 
 from components import rules
 from tools import analyze, mockrun, packproc, render, summary
-from tools.manifests import PROJECT, InputError, load_stack_file
+from tools.manifests import InputError, load_stack_file
 from tools.report import FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
