@@ -70,12 +70,10 @@ def dtype_problem(server: workloads.ServerArgs) -> Optional[str]:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
+    w = workloads.of(args)
     if w is None:
         return
-    candle = [(c, s) for c, s in w.servers if s.engine == "candle-vllm"]
+    candle = w.servers_of("candle-vllm")
     if not candle:
         return
     label = rh.workload_label(w)

@@ -25,9 +25,7 @@ NAME = "gpu-runtime-class"
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
+    w = workloads.of(args)
     if w is None or not w.is_gpu:
         return
     want = str(args.get_config().get("runtimeClassName", facts.GPU_RUNTIME_CLASS))

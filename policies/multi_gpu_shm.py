@@ -83,9 +83,7 @@ def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: f
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
+    w = workloads.of(args)
     if w is None or w.cards_per_pod <= 1:
         return
     min_mib = float(args.get_config().get("minSizeLimitMiB", DEFAULT_MIN_SIZE_MIB))

@@ -82,9 +82,7 @@ def probe_problem(c: workloads.Container, cold: int | None) -> str | None:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
+    w = workloads.of(args)
     if w is None:
         return
     declared = facts.COLD_START_ANNOTATION in w.annotations

@@ -37,9 +37,7 @@ def sizes_that_divide(facts: ModelFacts) -> list[int]:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
+    w = workloads.of(args)
     if w is None:
         return
     parallel = [(c, s) for c, s in w.servers if s.tensor_parallel > 1]

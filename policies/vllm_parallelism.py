@@ -31,14 +31,10 @@ def data_parallel(server: workloads.ServerArgs) -> int:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
+    w = workloads.of(args)
     if w is None:
         return
-    for c, server in w.servers:
-        if server.engine != "vllm":
-            continue
+    for c, server in w.servers_of("vllm"):
         tp, pp, dp = server.tensor_parallel, server.pipeline_parallel, data_parallel(server)
         ranks = tp * pp * dp
         if ranks == c.cards:

@@ -75,14 +75,10 @@ def argv_problems(argv: tuple[str, ...]) -> list[str]:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
+    w = workloads.of(args)
     if w is None:
         return
-    for c, server in w.servers:
-        if server.engine != "vllm":
-            continue
+    for c, server in w.servers_of("vllm"):
         for problem in argv_problems(server.raw):
             report_violation(f"{rh.workload_label(w)}, container {c.name}: {problem} (seed 002 reasoning.yaml).", args.urn)
 

@@ -119,12 +119,10 @@ def _model(server: workloads.ServerArgs, models) -> Optional[ModelFacts]:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
+    w = workloads.of(args)
     if w is None or not w.is_gpu:
         return
-    vllm = [(c, s) for c, s in w.servers if s.engine == "vllm"]
+    vllm = w.servers_of("vllm")
     if not vllm:
         return
     inv = rh.with_inventory(NAME, report_violation, args.urn)

@@ -135,3 +135,15 @@ spec: {selector: {app: x}, ports: [{port: 80.0, targetPort: 8080.0}, {port: 81.0
     assert x.cards_per_pod == 3  # the init container's 3 cards outweigh the app container's 1
     s = w.service(svc.type, svc.props)
     assert [(p.port, p.target_port) for p in s.ports] == [(80, 8080), (81, "http")]
+
+
+def test_of_reads_the_workload_a_resource_policy_judges_and_servers_of_filters_by_engine(reference):
+    from types import SimpleNamespace
+
+    r = reference["coder"]
+    w_ = w.of(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn))
+    assert (w_.name, w_.urn) == ("coder", r.urn)
+    assert [s.engine for _, s in w_.servers_of("vllm")] == ["vllm"]
+    assert w_.servers_of("candle-vllm") == ()
+    svc = reference["coder-predictor"]
+    assert w.of(SimpleNamespace(resource_type=svc.type, props=svc.props, urn=svc.urn)) is None

@@ -254,9 +254,7 @@ def validate_servers(
     ``message_fn(server capacity, cards on its node)`` when it is not None. A missing or
     invalid stack config is one violation, ``<Kind> <name>: <policy> cannot check <checking>:
     <error>`` with how to fix it."""
-    if args.resource_type not in workloads.WORKLOAD_TYPES:
-        return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
+    w = workloads.of(args)
     if w is None or not w.servers:
         return
     try:

@@ -370,6 +370,10 @@ class Workload:
                 out.append((c, s))
         return tuple(out)
 
+    def servers_of(self, engine: str) -> tuple[tuple[Container, ServerArgs], ...]:
+        """:attr:`servers` that run ``engine`` (``vllm`` or ``candle-vllm``)."""
+        return tuple((c, s) for c, s in self.servers if s.engine == engine)
+
     def volume(self, name: str) -> Optional[Mapping]:
         for v in self.volumes:
             if v.get("name") == name:
@@ -442,6 +446,12 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         labels=labels,
         init_containers=tuple(_container(_m(c)) for c in _s(pod_spec.get("initContainers"))),
     )
+
+
+def of(args: Any) -> Optional[Workload]:
+    """The :class:`Workload` a resource policy is judging (``ResourceValidationArgs``), or None
+    when the resource is not a Deployment, StatefulSet or InferenceService."""
+    return workload(args.resource_type, args.props, args.urn)
 
 
 # --- Services and NetworkPolicies -----------------------------------------------------------
