@@ -21,6 +21,7 @@ from components import facts, rules
 from components.config import ConfigError, VllmWorkload, load_stack_config
 from policylib import stackconfig
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
+from tests.test_policy_tensor_parallel_divisibility import vllm as tp_server
 from tools.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,20 +136,6 @@ def test_config_and_pack_agree_the_budget_must_exceed_the_cold_start(cold, perio
 
 # --- tensor parallel suggestions ----------------------------------------------------------
 
-def _tp_server(model_arg: str, tp: int) -> str:
-    args = [f"--model={model_arg}", f"--tensor-parallel-size={tp}", "--max-model-len=4096"]
-    return f"""
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: srv, namespace: llm-serving}}
-spec:
-  template:
-    spec:
-      containers:
-      - {{name: s, image: vllm/vllm-openai:v0.11.0, args: {json.dumps(args)}, resources: {{limits: {{nvidia.com/gpu: "{tp}"}}}}}}
-"""
-
-
 @pytest.mark.parametrize("workload, model_arg, tp", [
     ("candle-vllm", "/mnt/models/coder-14b-fp16", 3),
     ("reasoning", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8),
@@ -160,7 +147,7 @@ def test_config_and_pack_suggest_the_same_tp_sizes(workload, model_arg, tp):
 
     (problem,) = [p for p in config_problems(change) if p.rule.startswith(f"tensor parallel {tp} does not divide")]
     from_config = problem.fix.rsplit(": ", 1)[1]
-    (message,) = policy_messages(tensor_parallel_divisibility.POLICY, _tp_server(model_arg, tp))
+    (message,) = policy_messages(tensor_parallel_divisibility.POLICY, tp_server(model_arg, tp))
     from_pack = re.search(r"divides them \(([\d, ]+)\)", message).group(1)
     key, model = stackconfig.models().find(model_arg)
     assert from_config == from_pack == ", ".join(map(str, rules.tp_sizes_that_divide(model)))
