@@ -27,7 +27,9 @@ opts = None
 if config.render_yaml_to_directory:
     import pulumi_kubernetes as k8s
 
-    render = k8s.Provider("render-yaml", render_yaml_to_directory=config.render_yaml_to_directory)
+    # kubeconfig="": the SDK fills an unset kubeconfig from $KUBECONFIG, and the provider refuses
+    # a kubeconfig beside renderYamlToDirectory (found by the real suite, tests/real/).
+    render = k8s.Provider("render-yaml", render_yaml_to_directory=config.render_yaml_to_directory, kubeconfig="")
     opts = pulumi.ResourceOptions(providers=[render])
 
 stack = build_stack(config, opts)

@@ -2,12 +2,18 @@
 """Set-up and entry points for a fresh clone. Needs nothing but Python 3.11+.
 
     python3 dev.py preview [ARGS...]   offline preview of the prod stack (tools.preview)
-    python3 dev.py test [PYTEST ARGS]  the test suite
+    python3 dev.py test [PYTEST ARGS]  the fast suite, then the real suite (builds the toolchain when missing)
+    python3 dev.py test --fast [...]   the fast suite only (mock runtime, pack over gRPC; no Go needed)
+    python3 dev.py test --real [...]   the real suite only (real CLI, real pack, loopback cluster)
     python3 dev.py analyze [ARGS...]   the policy pack on a stack or a manifest directory (tools.analyze)
+    python3 dev.py toolchain [ARGS]    build the real toolchain from the Go module proxy (tools.toolchain)
+    python3 dev.py cluster up|down|status|env   the loopback test cluster (tools.cluster)
     python3 dev.py bench [NAME]        the benchmarks (bench/)
 
 The first call creates ``.venv`` and installs ``requirements.txt`` into it (pinned); later
-calls reuse it, reinstalling only when requirements.txt changed.
+calls reuse it, reinstalling only when requirements.txt changed. The real suite needs Go (1.26
+or later) and the Go module proxy the first time, to build the toolchain into
+``~/.cache/llm-serving`` (``$LLM_SERVING_CACHE``); later runs reuse it.
 """
 
 from __future__ import annotations
@@ -44,16 +50,46 @@ def ensure_venv() -> None:
 COMMANDS = {
     "preview": ["-m", "tools.preview"],
     "analyze": ["-m", "tools.analyze"],
-    "test": ["-m", "pytest"],
+    "toolchain": ["-m", "tools.toolchain"],
+    "cluster": ["-m", "tools.cluster"],
     "bench": ["-m", "bench"],
 }
+#: pytest's exit code when it collected no test: a failure for CI (it must run tests).
+PYTEST_NO_TESTS = 5
+
+
+def _pytest(marker: str, args: list[str]) -> int:
+    code = subprocess.call([str(PY), "-m", "pytest", "-m", marker, *args], cwd=ROOT)
+    if code == PYTEST_NO_TESTS:
+        print(f"dev.py: pytest -m '{marker}' collected no test", file=sys.stderr)
+        return 1
+    return code
+
+
+def test(args: list[str]) -> int:
+    """The fast suite (``-m "not real"``), then the toolchain (built when missing), then the
+    real suite (``-m real``). ``--fast`` / ``--real`` run one of them; other arguments go to
+    pytest. Stops at the first part that fails, with its exit code."""
+    fast_only, real_only = "--fast" in args, "--real" in args
+    args = [a for a in args if a not in ("--fast", "--real")]
+    if not real_only:
+        code = _pytest("not real", args)
+        if code != 0 or fast_only:
+            return code
+    print("dev.py: the real suite: building the toolchain if missing (python3 dev.py toolchain)", file=sys.stderr, flush=True)
+    code = subprocess.call([str(PY), "-m", "tools.toolchain"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    if code != 0:
+        return code
+    return _pytest("real", args)
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in COMMANDS:
+    if not argv or argv[0] not in (*COMMANDS, "test"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     ensure_venv()
+    if argv[0] == "test":
+        return test(argv[1:])
     cmd = [str(PY), *COMMANDS[argv[0]], *argv[1:]]
     return subprocess.call(cmd, cwd=ROOT)
 

@@ -94,7 +94,11 @@ def test_the_offline_commands_in_the_workflows_exist_and_parse():
         for line in run_lines(wf):
             for cmd in line.split("python3 dev.py ")[1:]:
                 words = shlex.split(cmd.split(";")[0].split("&&")[0])
-                assert words[0] in dev.COMMANDS, words[0]
+                assert words[0] in (*dev.COMMANDS, "test"), words[0]
+                if words[0] == "toolchain":
+                    from tools import toolchain
+
+                    assert toolchain.main(["--check", *words[1:]]) in (0, 1)
                 if words[0] == "analyze":
                     args = analyze_parser().parse_args(words[1:])
                     assert args.stack == "prod"

@@ -514,11 +514,13 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Opti
 
 
 def analyze_program(stack_file: Path, policy_pack_config: Optional[dict[str, Any]] = None,
-                    pack_dir: Path = PACK_DIR, program: Optional[Path] = None, workers: int = 1) -> Report:
+                    pack_dir: Path = PACK_DIR, program: Optional[Path] = None, workers: int = 1,
+                    stack: Optional[str] = None) -> Report:
     """Run the program (``__main__.py``) under the mock runtime for ``stack_file`` and judge
-    every resource it registers. The pack starts first, so its start-up overlaps the program."""
+    every resource it registers. The pack starts first, so its start-up overlaps the program.
+    ``stack`` names the stack (its URNs); default: ``<stack>`` of ``Pulumi.<stack>.yaml``, else prod."""
     config = load_stack_file(stack_file)
-    stack = stack_name_of(stack_file, default="prod")
+    stack = stack or stack_name_of(stack_file, default="prod")
     with start_pack(config, stack=stack, pack_dir=pack_dir, workers=workers) as pack:
         resources = program_resources(config, stack, program)
         return pack.analyze(resources, policy_pack_config)

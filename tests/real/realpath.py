@@ -1,0 +1,238 @@
+"""The real path, driven from the tests: the Pulumi CLI on a copy of the project.
+
+:class:`RealProject` copies the program and the policy pack into a temporary project
+directory (the CLI writes ``encryptionsalt`` into the stack file on ``stack init``, and the
+tracked ``Pulumi.prod.yaml`` must stay as it is), links the project's ``.venv`` into it, and
+runs the toolchain's ``pulumi`` there with a local backend (``PULUMI_BACKEND_URL=file://...``,
+passphrase secrets provider) and the loopback cluster's kubeconfig. The policy pack's own
+virtualenv (``policies/venv``) is what the user's workflow creates
+(``python3 -m venv policies/venv && policies/venv/bin/pip install -r policies/requirements.txt``;
+the CLI does not create it for a local pack), built once per ``policies/requirements.txt`` in
+the toolchain cache and linked into each copy.
+
+:func:`policy_verdicts` reads the engine's event log (``--event-log``, one JSON event per
+line; ``policyEvent``: ``policyName``, ``resourceUrn``, ``enforcementLevel``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import venv
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from tools import toolchain
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS = ROOT / "tests" / "stacks"
+PASSPHRASE = "llm-serving-real-suite"
+#: What the copy leaves out: git, environments, outputs, and the parts of the repo the CLI
+#: does not use.
+IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "out", "rendered", "__pycache__", ".pytest_cache",
+                                "tests", "bench", ".gitea", ".ci", "*.pyc")
+#: Generous bounds for one CLI command on a loaded 2-core machine (seconds).
+CLI_TIMEOUT_S = 900
+
+
+@dataclass(frozen=True)
+class CliResult:
+    args: tuple[str, ...]
+    code: int
+    stdout: str
+    stderr: str
+    events: tuple[dict, ...]
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def __str__(self) -> str:  # shown by pytest when an assertion fails
+        return f"pulumi {' '.join(self.args)} -> exit {self.code}\n--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-4000:]}"
+
+
+def pack_venv() -> Path:
+    """The policy pack's virtualenv for ``policies/requirements.txt`` (built once, cached)."""
+    req = ROOT / "policies" / "requirements.txt"
+    digest = hashlib.sha256(req.read_bytes()).hexdigest()[:12]
+    target = toolchain.cache_dir() / f"pack-venv-{digest}"
+    if not (target / ".complete").exists():
+        shutil.rmtree(target, ignore_errors=True)
+        venv.EnvBuilder(with_pip=True).create(target)
+        subprocess.run([str(target / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        "-r", str(req)], check=True)
+        (target / ".complete").write_text(digest)
+    return target
+
+
+def read_events(path: Path) -> tuple[dict, ...]:
+    if not path.exists():
+        return ()
+    out = []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line:
+            out.append(json.loads(line))
+    return tuple(out)
+
+
+def policy_verdicts(events: Iterable[dict]) -> set[tuple[str, str, str]]:
+    """``{(policy, resource URN, level)}`` of the policy events (a stack policy's event may
+    carry no URN: then "")."""
+    out = set()
+    for e in events:
+        pe = e.get("policyEvent")
+        if pe:
+            out.add((pe["policyName"], pe.get("resourceUrn", ""), pe["enforcementLevel"]))
+    return out
+
+
+def policy_messages(events: Iterable[dict]) -> list[str]:
+    return [e["policyEvent"]["message"] for e in events if e.get("policyEvent")]
+
+
+def change_summary(events: Iterable[dict]) -> dict[str, int]:
+    """The engine's summary event: operation -> count (``same``, ``create``, ``update``, ...)."""
+    for e in events:
+        if e.get("summaryEvent"):
+            return dict(e["summaryEvent"].get("resourceChanges") or {})
+    return {}
+
+
+class RealProject:
+    """A copy of the project for the real CLI, with its own local backend."""
+
+    def __init__(self, workdir: Path, kubeconfig: Optional[Path]):
+        self.dir = workdir / "project"
+        self.backend = workdir / "backend"
+        self.logs = workdir / "events"
+        self.kubeconfig = kubeconfig
+        shutil.copytree(ROOT, self.dir, ignore=IGNORE)
+        (self.dir / ".venv").symlink_to(ROOT / ".venv")
+        (self.dir / "policies" / "venv").symlink_to(pack_venv())
+        for f in sorted(STACKS.glob("*.yaml")):
+            shutil.copy2(f, self.dir / f"Pulumi.{f.stem}.yaml")
+        self.backend.mkdir(parents=True)
+        self.logs.mkdir(parents=True)
+        self._n = 0
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(toolchain.environment())
+        env.update({
+            "PULUMI_BACKEND_URL": f"file://{self.backend}",
+            "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
+            "PULUMI_SKIP_CONFIRMATIONS": "true",
+            "NO_COLOR": "1",
+        })
+        if self.kubeconfig is not None:
+            env["KUBECONFIG"] = str(self.kubeconfig)
+        else:
+            env["KUBECONFIG"] = str(self.dir / "no-cluster.kubeconfig")
+        env.pop("PULUMI_ACCESS_TOKEN", None)
+        return env
+
+    def _event_log(self) -> Path:
+        self._n += 1
+        return self.logs / f"{self._n:03d}.jsonl"
+
+    def run(self, *args: str, events: bool = False, timeout: float = CLI_TIMEOUT_S) -> CliResult:
+        argv = list(args)
+        log = None
+        if events:
+            log = self._event_log()
+            argv += ["--event-log", str(log)]
+        proc = subprocess.run(["pulumi", *argv, "--non-interactive", "--color", "never"], cwd=self.dir,
+                              env=self.env(), capture_output=True, text=True, timeout=timeout)
+        return CliResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, read_events(log) if log else ())
+
+    def start(self, *args: str) -> tuple[subprocess.Popen, Path]:
+        """Start a CLI command in the background (its own process group); returns the process
+        and its event log."""
+        log = self._event_log()
+        proc = subprocess.Popen(["pulumi", *args, "--event-log", str(log), "--non-interactive", "--color", "never"],
+                                cwd=self.dir, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        return proc, log
+
+    @staticmethod
+    def stop(proc: subprocess.Popen, grace_s: float = 30.0) -> tuple[str, str]:
+        """Interrupt a background CLI command the way Ctrl-C does (it cancels the update and
+        writes its state), then kill what is left."""
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                return proc.communicate(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        return proc.communicate()
+
+    def stack_init(self, stack: str) -> CliResult:
+        res = self.run("stack", "init", stack, "--secrets-provider", "passphrase")
+        assert res.code == 0, res
+        return res
+
+    def config_set(self, stack: str, key: str, value: str) -> None:
+        res = self.run("config", "set", "--stack", stack, key, value)
+        assert res.code == 0, res
+
+    def preview(self, stack: str, *, policy_pack: bool = True, extra: tuple[str, ...] = ()) -> CliResult:
+        args = ["preview", "--stack", stack, *extra]
+        if policy_pack:
+            args += ["--policy-pack", "policies"]
+        return self.run(*args, events=True)
+
+    def up(self, stack: str, *, policy_pack: bool = True, extra: tuple[str, ...] = ()) -> CliResult:
+        args = ["up", "--yes", "--skip-preview", "--stack", stack, *extra]
+        if policy_pack:
+            args += ["--policy-pack", "policies"]
+        return self.run(*args, events=True)
+
+
+def wait_for(predicate, timeout_s: float, interval_s: float = 1.0, what: str = "condition"):
+    """Poll ``predicate`` until it returns a truthy value; return it, or raise AssertionError."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what} (last value: {last!r})")
+
+
+def kubectl(kubeconfig: Path, *args: str, check: bool = True) -> str:
+    proc = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} -> exit {proc.returncode}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def kubectl_json(kubeconfig: Path, *args: str) -> dict:
+    return json.loads(kubectl(kubeconfig, *args, "-o", "json"))
+
+
+class ClusterError(Exception):
+    """The loopback cluster did not start; the message is tools.cluster's own line."""
+
+
+@contextmanager
+def loopback_cluster(state_dir: Path, *extra: str) -> Iterator[Path]:
+    """A loopback cluster (``python -m tools.cluster up``) with its state in ``state_dir``;
+    stopped on exit whatever happened. Yields the kubeconfig path. Raises :class:`ClusterError`."""
+    args = [sys.executable, "-m", "tools.cluster"]
+    up = subprocess.run([*args, "up", "--state-dir", str(state_dir), *extra], cwd=ROOT, capture_output=True, text=True)
+    try:
+        if up.returncode != 0:
+            raise ClusterError(f"the loopback cluster did not start (exit {up.returncode}): {up.stderr.strip()[-2000:]}")
+        yield state_dir / "kubeconfig"
+    finally:
+        subprocess.run([*args, "down", "--state-dir", str(state_dir)], cwd=ROOT, capture_output=True, text=True)

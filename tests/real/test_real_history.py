@@ -1,0 +1,73 @@
+"""Seed 001's state for real: the pack refuses it in review, and the scheduler agrees.
+
+After seed 001 the directory asked worker-1 for 6 of its 4 cards (candle-vllm 2 added while the
+coder InferenceService's 2, clef-serve's 1 and reasoning's 1 were still managed), and a server
+waited Pending forever. ``tests/stacks/after-001.yaml`` is that state as a stack file.
+
+1. ``pulumi preview --policy-pack policies`` refuses it, with the same verdicts (policy,
+   resource, level) as the offline runner (``tools.analyze``) gives for the same stack file.
+2. ``pulumi up`` without the pack applies it; the scheduler then leaves a GPU pod Pending with
+   ``Insufficient nvidia.com/gpu``, the cards of the pods that did schedule fit the node's 4,
+   and the cards asked by all pods together are the pack's count (6). The update itself waits
+   for the Pending Deployment, so the test interrupts it once the scheduler has spoken.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.real.realpath import STACKS, RealProject, kubectl_json, policy_messages, policy_verdicts, wait_for
+from tools import analyze
+
+pytestmark = pytest.mark.real
+
+STACK = "after-001"
+NS = "llm-serving"
+
+
+def offline_verdicts(stack_file, stack: str) -> set[tuple[str, str, str]]:
+    """(policy, URN, level) of the offline runner on the same stack file, under the same stack name."""
+    return {(f.policy, f.urn, f.level) for f in analyze.analyze_program(stack_file, stack=stack).findings}
+
+
+def test_the_pack_refuses_seed_001_with_the_offline_runners_verdicts(project: RealProject):
+    project.stack_init(STACK)
+    res = project.preview(STACK)
+    assert res.code != 0, res
+    real = policy_verdicts(res.events)
+    assert any(p == "gpu-card-allocation" and lvl == "mandatory" for p, _, lvl in real), res
+    assert any("worker-1: 6 of 4 cards requested" in m for m in policy_messages(res.events)), res
+    assert real == offline_verdicts(STACKS / f"{STACK}.yaml", STACK)
+
+
+def test_applied_without_the_pack_the_scheduler_leaves_a_gpu_pod_pending(project: RealProject, cluster):
+    proc, _log = project.start("up", "--yes", "--skip-preview", "--stack", STACK)
+    try:
+        def unschedulable():
+            events = kubectl_json(cluster, "get", "events", "-n", NS, "--field-selector", "reason=FailedScheduling")["items"]
+            return [e for e in events if "Insufficient nvidia.com/gpu" in e.get("message", "")] or None
+
+        failed = wait_for(unschedulable, 240, interval_s=2, what="a FailedScheduling event for nvidia.com/gpu")
+        # Let every Deployment of the stack create its pods before counting.
+        time.sleep(5)
+        pods = kubectl_json(cluster, "get", "pods", "-n", NS)["items"]
+    finally:
+        project.stop(proc)
+
+    def cards(pod) -> int:
+        return sum(int(c["resources"].get("requests", {}).get("nvidia.com/gpu", 0)) for c in pod["spec"]["containers"])
+
+    pending = [p for p in pods if p["status"].get("phase") == "Pending" and not p["spec"].get("nodeName") and cards(p)]
+    scheduled = [p for p in pods if p["spec"].get("nodeName") == "worker-1"]
+    assert pending, "no GPU pod left Pending"
+    assert {f["involvedObject"]["name"] for f in failed} & {p["metadata"]["name"] for p in pending}
+    assert sum(cards(p) for p in scheduled) <= 4
+    # The pack's count is the cards asked by every pod of the stack.
+    asked = sum(cards(p) for p in pods)
+    pack = analyze.analyze_program(STACKS / f"{STACK}.yaml", stack=STACK)
+    message = next(f.message for f in pack.findings if f.policy == "gpu-card-allocation")
+    m = re.search(r"worker-1: (\d+) of (\d+) cards", message)
+    assert m and (int(m.group(1)), int(m.group(2))) == (asked, 4), (message, asked)

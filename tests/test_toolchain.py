@@ -1,0 +1,141 @@
+"""The real path's toolchain command (tools/toolchain.py), the stand-in language host
+(tools/langhost.py) and the KServe stand-in (tools/kserve_standin.py), without building anything."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tools import kserve_standin, langhost, toolchain
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pins(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if m:
+            out[m.group(1).lower()] = m.group(2)
+    return out
+
+
+def test_python_pins_name_the_toolchains_versions():
+    v = toolchain.load_versions()
+    req = _pins(ROOT / "requirements.txt")
+    pack = _pins(ROOT / "policies" / "requirements.txt")
+    assert req["pulumi"] == pack["pulumi"] == v["pulumi"]["python_sdk"] == v["pulumi"]["version"].lstrip("v")
+    assert req["pulumi-kubernetes"] == v["kubernetes_provider"]["python_sdk"]
+    # The provider's plugin version is the SDK's, in semver form (4.25.0a1768448096 -> 4.25.0-alpha.1768448096).
+    assert v["kubernetes_provider"]["plugin_version"] == v["kubernetes_provider"]["python_sdk"].replace("a", "-alpha.")
+    # And the pseudo-version's timestamp is the alpha's number (the commit's Unix time).
+    import datetime
+
+    stamp = v["kubernetes_provider"]["version"].split("-")[1]
+    when = datetime.datetime.strptime(stamp, "%Y%m%d%H%M%S").replace(tzinfo=datetime.timezone.utc)
+    assert str(int(when.timestamp())) == v["kubernetes_provider"]["plugin_version"].rsplit(".", 1)[1]
+
+
+def test_the_users_workflows_install_the_same_cli_version():
+    v = toolchain.load_versions()["pulumi"]["python_sdk"]
+    for wf in sorted((ROOT / ".gitea" / "workflows").glob("*.yaml")):
+        env = (yaml.safe_load(wf.read_text()) or {}).get("env") or {}
+        if "PULUMI_VERSION" in env:
+            assert env["PULUMI_VERSION"] == v, wf.name
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.toolchain", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_missing_go_is_one_clear_line_and_exit_2(tmp_path):
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent), LLM_SERVING_CACHE=str(tmp_path / "cache"))
+    proc = _run([], env)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("toolchain: go not found on PATH")
+    assert "python3 dev.py toolchain" in lines[-1]
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "cache" / "bin").exists() or not any((tmp_path / "cache" / "bin").iterdir())
+
+
+def test_an_unreachable_module_proxy_is_one_clear_line_and_exit_2(tmp_path):
+    env = dict(os.environ, LLM_SERVING_CACHE=str(tmp_path / "cache"), GOPROXY="http://127.0.0.1:9",
+               GOMODCACHE=str(tmp_path / "mod"), GOSUMDB="off", GOFLAGS="-mod=mod")
+    proc = _run(["--only", "etcd"], env)
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("toolchain: etcd") and "unreachable" in last, last
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "cache" / "bin" / "etcd").exists()
+
+
+def test_check_lists_every_part_and_exits_1_on_an_empty_cache(tmp_path):
+    env = dict(os.environ, LLM_SERVING_CACHE=str(tmp_path / "cache"))
+    proc = _run(["--check"], env)
+    assert proc.returncode == 1
+    names = [line.split()[0] for line in proc.stdout.splitlines()]
+    assert names == [n for n, _, _ in toolchain.PARTS]
+
+
+def test_a_second_run_with_the_same_versions_builds_nothing(tmp_path):
+    """Stamps that match the pinned versions, with their outputs present: nothing to do, and
+    go is not even needed (PATH without go)."""
+    cache = tmp_path / "cache"
+    v = toolchain.load_versions()
+    (cache / "stamps").mkdir(parents=True)
+    for name, keys, _ in toolchain.PARTS:
+        out = cache / "bin" / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("built")
+        (cache / "stamps" / f"{name}.json").write_text(json.dumps({"fingerprint": toolchain._fingerprint(v, keys, name), "outputs": [str(out)]}))
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent), LLM_SERVING_CACHE=str(cache))
+    proc = _run([], env)
+    assert proc.returncode == 0, proc.stderr
+    assert "up to date" in proc.stderr and "nothing to build" in proc.stderr
+    assert _run(["--check"], env).returncode == 0
+    # A changed pin invalidates exactly that part.
+    v2 = json.loads(json.dumps(v))
+    v2["etcd"]["version"] = "v3.6.15"
+    assert toolchain.status(v2, cache) == {n: n != "etcd" for n, _, _ in toolchain.PARTS}
+
+
+def test_the_language_host_finds_the_kubernetes_plugin_of_the_projects_virtualenv():
+    venv = ROOT / ".venv"
+    deps = langhost.required_packages(venv, str(ROOT))
+    v = toolchain.load_versions()["kubernetes_provider"]["plugin_version"]
+    assert {"name": "kubernetes", "version": v, "server": ""} in deps
+    assert all(d["name"] != "policy" for d in deps)
+
+
+def test_the_kserve_standin_creates_the_predictor_the_stable_service_selects():
+    """prod's reasoning InferenceService, as the program registers it: the stand-in's predictor
+    pods carry the labels the stable Service reasoning-long-predictor selects."""
+    from tools import analyze
+    from tools.manifests import load_stack_file
+
+    resources = analyze.program_resources(load_stack_file(ROOT / "Pulumi.prod.yaml"), "prod")
+    objects = {(r.props.get("kind"), r.props.get("metadata", {}).get("name")): r.props for r in resources if r.custom}
+    isvc = json.loads(json.dumps(objects[("InferenceService", "reasoning")]))
+    isvc["metadata"]["uid"] = "0000"
+    dep = kserve_standin.predictor_deployment(isvc)
+    pod = dep["spec"]["template"]
+    selector = objects[("Service", "reasoning-long-predictor")]["spec"]["selector"]
+    assert selector and {k: pod["metadata"]["labels"].get(k) for k in selector} == selector
+    assert dep["metadata"]["name"] == "reasoning-predictor"
+    assert dep["spec"]["replicas"] == 1
+    assert dep["spec"]["strategy"] == {"type": "Recreate"}
+    assert pod["spec"]["containers"] == isvc["spec"]["predictor"]["containers"]
+    assert pod["spec"]["runtimeClassName"] == "nvidia"
+    assert "minReplicas" not in pod["spec"] and "deploymentStrategy" not in pod["spec"]
+    assert dep["metadata"]["ownerReferences"][0]["uid"] == "0000"
+    # A parked InferenceService (minReplicas 0) gets a predictor at 0 replicas.
+    isvc["spec"]["predictor"]["minReplicas"] = 0
+    assert kserve_standin.predictor_deployment(isvc)["spec"]["replicas"] == 0

@@ -1,0 +1,157 @@
+"""A stand-in for the KServe controller on the loopback test cluster: RawDeployment predictors.
+
+Why: the KServe Go module is not served by the module proxy this project builds from, so the
+test cluster has no KServe controller (``tools/cluster.py`` installs a CRD of our own for
+``serving.kserve.io/v1beta1`` InferenceService). Without a controller an InferenceService
+creates no pod, and then neither the scheduler's card count nor a Service's endpoints say
+anything about it. This loop does the one part of KServe's RawDeployment reconciler that the
+tests need: for each InferenceService it server-side-applies a Deployment
+``<name>-predictor`` whose pod template is the ``spec.predictor`` pod spec, with the labels
+KServe puts on predictor pods (the InferenceService's own labels, plus
+``serving.kserve.io/inferenceservice: <name>``, ``component: predictor``,
+``app: isvc.<name>-predictor``), ``replicas`` = ``minReplicas`` (default 1), and
+``deploymentStrategy`` as the rollout strategy. The Deployment is owned by the
+InferenceService (ownerReferences), so the garbage collector removes it with its owner.
+
+What it leaves untested (a real KServe does these): the predictor Service and
+``<name>-predictor`` hostnames KServe creates, autoscaling between min and max replicas,
+status conditions and ``status.url``, storage initializers, and the KServe webhook's
+defaulting and validation.
+
+Usage: ``python -m tools.kserve_standin --kubeconfig FILE [--interval SECONDS] [--once]
+[--health-address 127.0.0.1:N] [--kubectl PATH]`` (``GET /healthz`` answers ok once the first pass ran);
+``tools.cluster`` runs it in the background with the rest of the cluster. Pure function for
+tests: :func:`predictor_deployment`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+#: Fields of ``spec.predictor`` that configure KServe itself, not the pod.
+PREDICTOR_ONLY = {
+    "minReplicas", "maxReplicas", "scaleTarget", "scaleMetric", "scaleMetricType", "autoScaling",
+    "containerConcurrency", "timeout", "canaryTrafficPercent", "logger", "batcher", "labels",
+    "annotations", "deploymentStrategy", "model", "workerSpec", "storageUri",
+}
+FIELD_MANAGER = "kserve-standin"
+#: The kubectl to run (``--kubectl``).
+KUBECTL = "kubectl"
+
+
+def predictor_deployment(isvc: dict[str, Any]) -> dict[str, Any]:
+    """The Deployment KServe (RawDeployment mode) would create for ``isvc`` (a dict of the
+    InferenceService object as the API server returns it)."""
+    meta = isvc["metadata"]
+    name = meta["name"]
+    predictor = dict((isvc.get("spec") or {}).get("predictor") or {})
+    pod_spec = {k: v for k, v in predictor.items() if k not in PREDICTOR_ONLY}
+    labels = {
+        **(meta.get("labels") or {}),
+        **(predictor.get("labels") or {}),
+        "serving.kserve.io/inferenceservice": name,
+        "component": "predictor",
+        "app": f"isvc.{name}-predictor",
+    }
+    selector = {"app": f"isvc.{name}-predictor"}
+    replicas = predictor.get("minReplicas", 1)
+    deployment: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": f"{name}-predictor",
+            "namespace": meta.get("namespace", "default"),
+            "labels": labels,
+            "ownerReferences": [{
+                "apiVersion": isvc.get("apiVersion", "serving.kserve.io/v1beta1"),
+                "kind": "InferenceService", "name": name, "uid": meta["uid"],
+                "controller": True, "blockOwnerDeletion": True,
+            }],
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": labels, "annotations": predictor.get("annotations") or {}},
+                "spec": pod_spec,
+            },
+        },
+    }
+    if predictor.get("deploymentStrategy"):
+        deployment["spec"]["strategy"] = predictor["deploymentStrategy"]
+    return deployment
+
+
+def _kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True, text=True)
+
+
+def reconcile_once(kubeconfig: str, applied: dict[str, str]) -> int:
+    """Apply the predictor Deployment of every InferenceService whose desired state changed.
+    Returns the number applied. ``applied`` remembers what was applied (key -> JSON)."""
+    got = _kubectl(kubeconfig, "get", "inferenceservices.serving.kserve.io", "-A", "-o", "json")
+    if got.returncode != 0:
+        return 0
+    n = 0
+    for isvc in json.loads(got.stdout).get("items", []):
+        dep = predictor_deployment(isvc)
+        key = f"{dep['metadata']['namespace']}/{dep['metadata']['name']}"
+        text = json.dumps(dep, sort_keys=True)
+        if applied.get(key) == text:
+            continue
+        res = _kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "-f", "-", stdin=text)
+        if res.returncode == 0:
+            applied[key] = text
+            n += 1
+        else:
+            print(f"kserve-standin: apply {key} failed: {res.stderr.strip()}", file=sys.stderr, flush=True)
+    return n
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.kserve_standin", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kubeconfig", required=True)
+    ap.add_argument("--interval", type=float, default=1.0, help="seconds between passes (default 1)")
+    ap.add_argument("--once", action="store_true", help="one pass, then exit")
+    ap.add_argument("--health-address", default="", help="serve GET /healthz at HOST:PORT (loopback)")
+    ap.add_argument("--kubectl", default="kubectl", help="the kubectl to run (default: from PATH)")
+    args = ap.parse_args(argv)
+    applied: dict[str, str] = {}
+    passes = threading.Event()
+    global KUBECTL
+    KUBECTL = args.kubectl
+    if args.health_address:
+        host, port = args.health_address.rsplit(":", 1)
+        _serve_health(host, int(port), passes)
+    while True:
+        reconcile_once(args.kubeconfig, applied)
+        passes.set()
+        if args.once:
+            return 0
+        time.sleep(args.interval)
+
+
+def _serve_health(host: str, port: int, ready: threading.Event) -> None:
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            ok = self.path == "/healthz" and ready.is_set()
+            self.send_response(200 if ok else 503)
+            self.end_headers()
+            self.wfile.write(b"ok" if ok else b"not ready")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer((host, port), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
