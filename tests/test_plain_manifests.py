@@ -101,11 +101,13 @@ def test_the_run_fails_review(report):
 
 def in_process_verdicts(resources, config) -> Counter:
     """(policy, URN, message) of every policy run in-process (tests.policy_harness): resource
-    policies one resource at a time (the engine reports a resource's URN), stack policies once."""
+    policies one resource at a time (the engine reports a resource's URN), stack policies once
+    (the engine reports a violation naming no resource of the stack on the stack's root URN)."""
     from pulumi_policy import ResourceValidationPolicy
 
     from policylib.pack import policies
     from tests.policy_harness import run_policy, use_stack_config
+    from tools.analyze import PROJECT, root_stack_urn
 
     use_stack_config(config)
     out: Counter = Counter()
@@ -114,7 +116,9 @@ def in_process_verdicts(resources, config) -> Counter:
             for r in resources:
                 out.update((policy.name, r.urn, v.message) for v in run_policy(policy, [r]))
         else:
-            out.update((policy.name, v.urn, v.message) for v in run_policy(policy, resources))
+            urns = {r.urn for r in resources}
+            root = root_stack_urn("fixture", PROJECT)
+            out.update((policy.name, v.urn if v.urn in urns else root, v.message) for v in run_policy(policy, resources))
     return out
 
 

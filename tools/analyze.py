@@ -19,7 +19,9 @@ executor), which :class:`PackProcess` follows:
 
 Findings are sorted (:class:`tools.report.Report`), so the order of the resources does not
 change the report. A finding from ``Analyze`` carries the analysed resource's URN, as the
-engine reports it; one from ``AnalyzeStack`` carries the URN the policy gave.
+engine reports it; one from ``AnalyzeStack`` carries the URN the policy gave when that resource
+is in the stack, else the stack's root URN (the engine's ``resolveStackPolicyViolationURN``:
+the real CLI reports a stack policy's violation without a resource on the Stack).
 
 Public API: :func:`run_pack`, :func:`start_pack` / :class:`PackProcess` (the preview starts
 the pack before running the program, to overlap the pack's start-up), :func:`analyze_manifests`
@@ -290,8 +292,9 @@ class PackProcess:
             findings.extend(_finding(d, r.urn, objects, "resource", sources) for d in resp.diagnostics)
         clock.lap("analyze")
         stack = [packproc.analyzer_resource(r, s) for r, s in zip(resources, structs)]
+        root = root_stack_urn(self.env.stack, self.env.project)
         for d in self._analyze_stack(stack, info, reconciled):
-            findings.append(_finding(d, d.urn, objects, "stack", sources))
+            findings.append(_finding(d, d.urn if d.urn in objects else root, objects, "stack", sources))
         clock.lap("analyze_stack")
         self.timings = clock.laps
         return Report(
@@ -418,6 +421,12 @@ def k8s_object(resource_type: str, props: dict[str, Any]) -> str:
     kind = props.get("kind") or resource_type.rsplit(":", 1)[-1]
     name = meta.get("name", "")
     return f"{kind} {meta['namespace']}/{name}" if meta.get("namespace") else f"{kind} {name}"
+
+
+def root_stack_urn(stack: str, project: str) -> str:
+    """The stack's root resource URN (``resource.DefaultRootStackURN``):
+    ``urn:pulumi:<stack>::<project>::pulumi:pulumi:Stack::<project>-<stack>``."""
+    return f"urn:pulumi:{stack}::{project}::pulumi:pulumi:Stack::{project}-{stack}"
 
 
 def strip_description(message: str, description: str) -> str:

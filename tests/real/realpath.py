@@ -10,8 +10,11 @@ virtualenv (``policies/venv``) is what the user's workflow creates
 the CLI does not create it for a local pack), built once per ``policies/requirements.txt`` in
 the toolchain cache and linked into each copy.
 
-:func:`policy_verdicts` reads the engine's event log (``--event-log``, one JSON event per
-line; ``policyEvent``: ``policyName``, ``resourceUrn``, ``enforcementLevel``).
+:func:`policy_verdicts` reads the engine's events: ``--json`` with
+``PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true`` streams them on stdout (``policyEvent``:
+``policyName``, ``resourceUrn``, ``enforcementLevel``). This CLI has no ``--event-log`` flag, and
+``up --json`` without ``--skip-preview`` prints the preview's digest first: :func:`read_events`
+keeps only the events.
 """
 
 from __future__ import annotations
@@ -53,7 +56,10 @@ class CliResult:
 
     @property
     def output(self) -> str:
-        return self.stdout + self.stderr
+        """Everything the command said: its text and the messages of its events."""
+        messages = [e.get("diagnosticEvent", {}).get("message", "") for e in self.events]
+        messages += [e.get("policyEvent", {}).get("message", "") for e in self.events]
+        return self.stdout + self.stderr + "\n".join(m for m in messages if m)
 
     def __str__(self) -> str:  # shown by pytest when an assertion fails
         return f"pulumi {' '.join(self.args)} -> exit {self.code}\n--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-4000:]}"
@@ -73,15 +79,28 @@ def pack_venv() -> Path:
     return target
 
 
-def read_events(path: Path) -> tuple[dict, ...]:
-    if not path.exists():
-        return ()
-    out = []
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line:
-            out.append(json.loads(line))
+def read_events(text: str) -> tuple[dict, ...]:
+    """The engine events (objects with a ``sequence``) among the JSON values of ``text``."""
+    dec = json.JSONDecoder()
+    out, i = [], 0
+    while i < len(text):
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            break
+        try:
+            value, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            nl = text.find("\n", i)
+            i = len(text) if nl < 0 else nl + 1
+            continue
+        if isinstance(value, dict) and "sequence" in value:
+            out.append(value)
     return tuple(out)
+
+
+def diagnostics(events: Iterable[dict], severity: str = "error") -> list[str]:
+    return [e["diagnosticEvent"]["message"] for e in events if e.get("diagnosticEvent", {}).get("severity") == severity]
 
 
 def policy_verdicts(events: Iterable[dict]) -> set[tuple[str, str, str]]:
@@ -131,6 +150,7 @@ class RealProject:
             "PULUMI_BACKEND_URL": f"file://{self.backend}",
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
             "PULUMI_SKIP_CONFIRMATIONS": "true",
+            "PULUMI_ENABLE_STREAMING_JSON_PREVIEW": "true",
             "NO_COLOR": "1",
         })
         if self.kubeconfig is not None:
@@ -140,28 +160,20 @@ class RealProject:
         env.pop("PULUMI_ACCESS_TOKEN", None)
         return env
 
-    def _event_log(self) -> Path:
-        self._n += 1
-        return self.logs / f"{self._n:03d}.jsonl"
-
     def run(self, *args: str, events: bool = False, timeout: float = CLI_TIMEOUT_S) -> CliResult:
-        argv = list(args)
-        log = None
-        if events:
-            log = self._event_log()
-            argv += ["--event-log", str(log)]
+        """Run ``pulumi ARGS``; with ``events``, as ``--json`` and parse the engine's events."""
+        argv = [*args, "--json"] if events else list(args)
         proc = subprocess.run(["pulumi", *argv, "--non-interactive", "--color", "never"], cwd=self.dir,
                               env=self.env(), capture_output=True, text=True, timeout=timeout)
-        return CliResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, read_events(log) if log else ())
+        self._n += 1
+        (self.logs / f"{self._n:03d}.out").write_text(f"pulumi {' '.join(argv)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return CliResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, read_events(proc.stdout) if events else ())
 
-    def start(self, *args: str) -> tuple[subprocess.Popen, Path]:
-        """Start a CLI command in the background (its own process group); returns the process
-        and its event log."""
-        log = self._event_log()
-        proc = subprocess.Popen(["pulumi", *args, "--event-log", str(log), "--non-interactive", "--color", "never"],
+    def start(self, *args: str) -> subprocess.Popen:
+        """Start a CLI command in the background, in its own process group."""
+        return subprocess.Popen(["pulumi", *args, "--non-interactive", "--color", "never"],
                                 cwd=self.dir, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
-        return proc, log
 
     @staticmethod
     def stop(proc: subprocess.Popen, grace_s: float = 30.0) -> tuple[str, str]:

@@ -44,7 +44,7 @@ def test_the_pack_refuses_seed_001_with_the_offline_runners_verdicts(project: Re
 
 
 def test_applied_without_the_pack_the_scheduler_leaves_a_gpu_pod_pending(project: RealProject, cluster):
-    proc, _log = project.start("up", "--yes", "--skip-preview", "--stack", STACK)
+    proc = project.start("up", "--yes", "--skip-preview", "--stack", STACK)
     try:
         def unschedulable():
             events = kubectl_json(cluster, "get", "events", "-n", NS, "--field-selector", "reason=FailedScheduling")["items"]
