@@ -6,7 +6,7 @@ are ignored):
 ===============================================  ============================================
 ``llm-serving:namespace``                        str, default ``llm-serving``
 ``llm-serving:render_yaml_to_directory``         optional str: the provider writes YAML there
-``llm-serving:cluster``                          :class:`components.inventory.ClusterInventory`
+``llm-serving:cluster``                          :class:`core.inventory.ClusterInventory`
 ``llm-serving:models``                           map of model key -> :class:`ModelEntry`
 ``llm-serving:workloads``                        map of name -> :data:`Workload` (``server:``
                                                  ``candle-vllm`` | ``vllm`` | ``pytorch``)
@@ -51,9 +51,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from components import facts, rules
-from components.inventory import CardSpec, ClusterInventory, Node
-from components.modelfacts import ModelEntry, ModelFacts
+from core import facts, quantity, rules
+from core.inventory import CardSpec, ClusterInventory, Node
+from core.modelfacts import ModelEntry, ModelFacts
 
 PROJECT = "llm-serving"
 PREFIX = PROJECT + ":"
@@ -68,13 +68,10 @@ STARTUP_PERIOD_SECONDS = 15
 STARTUP_HEADROOM = 3
 
 #: Minimum compute capability (x10) of vLLM quantization methods: the one table the policy
-#: pack's vllm-volta uses too (components/rules.py).
+#: pack's vllm-volta uses too (core/rules.py).
 VLLM_QUANT_MIN_SM = rules.QUANT_MIN_SM
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_QUANTITY = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
-_MIB = {"": 2**-20, "k": 1e3 / 2**20, "M": 1e6 / 2**20, "G": 1e9 / 2**20, "T": 1e12 / 2**20,
-        "Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024**2, "m": 1e-3 / 2**20}
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
@@ -158,11 +155,10 @@ def _quantity_text(value: Any) -> Any:
 
 
 def _quantity(value: str) -> str:
-    if not _QUANTITY.match(value):
-        raise _custom(
-            f"{value!r} is not a Kubernetes quantity",
-            'write a quantity such as "4", "500m" (CPU) or "12Gi" (memory)',
-        )
+    try:
+        quantity.parse(value)
+    except quantity.QuantityError as err:
+        raise _custom(err.rule, err.fix) from None
     return value
 
 
@@ -170,20 +166,10 @@ Name = Annotated[str, AfterValidator(_dns_label)]
 Quantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_quantity)]
 
 
-def mib(quantity: Optional[str]) -> Optional[float]:
-    """A memory quantity in MiB ("12Gi" -> 12288.0); None for None. Raises ValueError if unparsable."""
-    if quantity is None:
-        return None
-    match = re.match(r"^([0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$", quantity)
-    if not match or match.group(2) not in _MIB:
-        raise ValueError(f"{quantity!r} is not a memory quantity")
-    return float(match.group(1)) * _MIB[match.group(2)]
-
-
-def _cpu(quantity: Optional[str]) -> Optional[float]:
-    if quantity is None:
-        return None
-    return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+def mib(value: Optional[str]) -> Optional[float]:
+    """A memory quantity in MiB ("12Gi" -> 12288.0); None for None (:func:`core.quantity.mib`).
+    Raises :class:`core.quantity.QuantityError` if it is not a Kubernetes quantity."""
+    return quantity.mib(value)
 
 
 def fraction_text(value: float) -> str:
@@ -221,9 +207,9 @@ class Resources(_Strict):
 
     @model_validator(mode="after")
     def _request_within_limit(self) -> "Resources":
-        for field, parse in (("memory", mib), ("cpu", _cpu)):
+        for field in ("memory", "cpu"):
             req, lim = getattr(self.requests, field), getattr(self.limits, field)
-            if req is not None and lim is not None and parse(req) > parse(lim):
+            if req is not None and lim is not None and quantity.parse(req) > quantity.parse(lim):
                 raise _custom(
                     f"requests.{field} {req} exceeds limits.{field} {lim}",
                     f"raise limits.{field} to at least {req} or lower requests.{field}",
@@ -442,8 +428,8 @@ class StackConfig(_Strict):
     render_yaml_to_directory: Optional[str] = Field(
         default=None, description="Directory the kubernetes provider writes YAML to instead of applying (ArgoCD)."
     )
-    cluster: ClusterInventory = Field(description="Nodes, cards and memory (components/inventory.py).")
-    models: dict[str, ModelEntry] = Field(default_factory=dict, description="Model key -> entry (components/modelfacts.py).")
+    cluster: ClusterInventory = Field(description="Nodes, cards and memory (core/inventory.py).")
+    models: dict[str, ModelEntry] = Field(default_factory=dict, description="Model key -> entry (core/modelfacts.py).")
     workloads: dict[Name, Workload] = Field(default_factory=dict, description="Workload name -> workload.")
     services: dict[Name, ServiceConfig] = Field(default_factory=dict, description="Service name -> Service.")
     network_policy: Optional[NetworkPolicyConfig] = Field(default=None, description="The namespace ingress policy.")
@@ -547,14 +533,20 @@ def rule_digest_pinned(image: str) -> Optional[RuleBreach]:
 
 
 def rule_half_dtype(card: Optional[CardSpec], dtype: str, engine: str) -> Optional[RuleBreach]:
-    """bf16 needs compute capability 8.0; V100 (sm_70) runs f16 (001, coder.yaml)."""
-    if card is None or card.sm >= 80 or dtype not in ("bf16", "bfloat16"):
+    """Below sm_80 an explicit half dtype (:func:`core.rules.dtype_runs_on`): bf16 needs
+    compute capability 8.0, ``auto`` takes the checkpoint's (bf16), and the pack's vllm-volta /
+    candle-vllm-args refuse float32 too; V100 (sm_70) runs f16 (001, coder.yaml)."""
+    if card is None or rules.dtype_runs_on(engine, dtype, card.sm):
         return None
-    half = "f16" if engine == "candle-vllm" else "float16"
-    return RuleBreach(
-        f"dtype {dtype} needs compute capability 8.0; {card.product} is sm_{card.sm}",
-        f"set dtype: {half}",
-    )
+    half = rules.half_dtype(engine)
+    if dtype in ("bf16", "bfloat16"):
+        why = f"dtype {dtype} needs compute capability 8.0; {card.product} is sm_{card.sm}"
+    elif dtype == "auto":
+        why = (f"dtype auto takes the checkpoint's dtype (bfloat16 for most), which needs compute "
+               f"capability 8.0; {card.product} is sm_{card.sm} and needs an explicit half dtype")
+    else:
+        why = f"dtype {dtype} is not a half dtype; {card.product} (sm_{card.sm}) serves {half} (001, coder.yaml)"
+    return RuleBreach(why, f"set dtype: {half}")
 
 
 def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_cache_dtype: str) -> Optional[RuleBreach]:
@@ -567,7 +559,7 @@ def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_
             f"quantization {quantization} needs compute capability {need / 10:.1f}; {card.product} is sm_{card.sm}",
             "use a GPTQ checkpoint with quantization: gptq (runs on sm_70), or a half-precision one",
         )
-    if kv_cache_dtype.startswith("fp8") and card.sm < 80:
+    if not rules.kv_cache_dtype_runs_on(kv_cache_dtype, card.sm):
         return RuleBreach(
             f"kv_cache_dtype {kv_cache_dtype} needs FP8 support; {card.product} (sm_{card.sm}) has none",
             "set kv_cache_dtype: auto",
@@ -577,7 +569,7 @@ def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_
 
 def rule_custom_all_reduce(card: Optional[CardSpec], tp: int, setting: Optional[bool]) -> Optional[RuleBreach]:
     """TP >= 2 over PCIe without NVLink needs --disable-custom-all-reduce (coder.yaml)."""
-    if setting is not False or tp < 2 or card is None or card.nvlink:
+    if setting is not False or card is None or not rules.custom_all_reduce_must_be_disabled(tp, card.nvlink):
         return None
     return RuleBreach(
         f"custom all-reduce is on at tensor parallel {tp} without NVLink; it deadlocked after CUDA "
@@ -588,7 +580,7 @@ def rule_custom_all_reduce(card: Optional[CardSpec], tp: int, setting: Optional[
 
 def rule_parallel_matches_cards(tp: int, pp: int, cards: int) -> Optional[RuleBreach]:
     """vLLM starts TP x PP workers, one a card."""
-    if tp * pp == cards:
+    if rules.parallel_matches_cards(tp, pp, cards):
         return None
     return RuleBreach(
         f"tensor parallel {tp} x pipeline parallel {pp} = {tp * pp} workers, but the pod holds {cards} cards",
@@ -598,7 +590,7 @@ def rule_parallel_matches_cards(tp: int, pp: int, cards: int) -> Optional[RuleBr
 
 def rule_hybrid_on_volta_vllm(model_key: str, facts_: ModelFacts, card: Optional[CardSpec]) -> Optional[RuleBreach]:
     """vLLM's GatedDeltaNet kernels need sm75+ and the fla module (coder.yaml)."""
-    if card is None or card.sm >= 75 or not facts_.is_hybrid:
+    if card is None or rules.gdn_runs_on_vllm(facts_.is_hybrid, card.sm):
         return None
     return RuleBreach(
         f"model {model_key} is hybrid (GatedDeltaNet); vLLM's GDN kernels need compute capability 7.5 "

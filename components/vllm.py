@@ -5,7 +5,7 @@ The manifest is built by the pure :func:`inference_service_manifest` in coder.ya
 ``deploymentStrategy: Recreate``, container ``kserve-container`` with the arguments in
 coder.yaml's order (:func:`vllm_argv`), ``runtimeClassName: nvidia`` and the models PVC.
 
-Facts it carries (sources in ``components/facts.py``):
+Facts it carries (sources in ``core/facts.py``):
 
 * the image is pinned by digest (coder.yaml: v0.15.0 failed, error 803); default v0.11.0;
 * ``--served-model-name`` followed by each name as its own argv item (002 reasoning.yaml: the
@@ -28,7 +28,7 @@ from typing import Any, Literal, Optional
 import pulumi
 from pydantic import Field, model_validator
 
-from components import facts
+from core import facts, rules
 from components.config import (
     Resources,
     StartupProbe,
@@ -44,8 +44,8 @@ from components.config import (
     rule_vllm_kernels,
     startup_threshold,
 )
-from components.inventory import CardSpec
-from components.modelfacts import ModelFacts
+from core.inventory import CardSpec
+from core.modelfacts import ModelFacts
 from components.workload import (
     WorkloadComponent,
     ComponentArgs,
@@ -173,8 +173,9 @@ def vllm_argv(args: VllmArgs) -> list[str]:
 
 
 def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
-    """Environment: the sm_70 pair first when the card is below sm_75, then HF_HOME, then extras."""
-    env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if args.card.sm < 75 else {}
+    """Environment: the sm_70 pair first when the card is below sm_75
+    (:func:`core.rules.needs_volta_path`), then HF_HOME, then extras."""
+    env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if rules.needs_volta_path(args.card.sm) else {}
     env["HF_HOME"] = args.hf_home
     env.update(args.env)
     return [{"name": k, "value": v} for k, v in env.items()]

@@ -6,7 +6,7 @@ in the manifest's own shape (camelCase), e.g. :func:`deployment_manifest`; tests
 without the Pulumi engine, and the components pass ``metadata`` / ``spec`` straight into the
 typed ``pulumi_kubernetes`` classes.
 
-Facts every GPU pod gets here (``components/facts.py`` names the sources):
+Facts every GPU pod gets here (``core/facts.py`` names the sources):
 
 * ``runtimeClassName: nvidia`` (001, 003: without it libcuda.so is never injected);
 * rollout ``Recreate`` (001, 003, coder.yaml: every card is allocated, a surge pod waits forever);
@@ -30,7 +30,7 @@ from typing import Any, Optional
 import pulumi
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from components import facts
+from core import facts
 from components.config import (
     CANDLE_BINARY,
     Resources,
@@ -43,8 +43,8 @@ from components.config import (
     rule_tp_divides,
     startup_threshold,
 )
-from components.inventory import CardSpec
-from components.modelfacts import ModelFacts
+from core.inventory import CardSpec
+from core.modelfacts import ModelFacts
 
 #: Liveness probe timing: a server that stops answering for 4 x 30 s is restarted. It starts
 #: only after the startup probe succeeded, so it never races the model load.
@@ -111,7 +111,7 @@ def shm_volume() -> dict[str, Any]:
 
 def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
                          parked_reason: Optional[str]) -> dict[str, str]:
-    """The component -> policy annotations of a model server (components/facts.py)."""
+    """The component -> policy annotations of a model server (core/facts.py)."""
     out = {
         facts.COMPONENT_ANNOTATION: component,
         facts.COLD_START_ANNOTATION: str(cold_start_seconds),

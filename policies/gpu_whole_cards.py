@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts
+from core import facts
 from policylib import resource_helpers as rh
 from policylib import workloads
 

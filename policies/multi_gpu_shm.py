@@ -35,7 +35,7 @@ from collections.abc import Mapping
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
 
-from components import facts
+from core import facts
 from policylib import resource_helpers as rh
 from policylib import workloads
 

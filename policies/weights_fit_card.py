@@ -2,7 +2,7 @@
 
 Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or InferenceService,
 with the weights one card holds after quantization and tensor parallel split
-(:func:`components.capacity.weights_per_card`):
+(:func:`core.capacity.weights_per_card`):
 
 - vLLM: weights a card plus the activation peak of its memory profile stay below
   ``gpu-memory-utilization`` x the card's memory (vLLM v0.11 ``determine_available_memory``
@@ -29,7 +29,7 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import capacity
+from core import capacity
 from policylib import capacity_helpers as ch
 
 NAME = "weights-fit-card"

@@ -32,7 +32,7 @@ import node_memory_allocation
 import served_model_name_unique
 import service_selector_uniqueness
 import service_target_port
-from components import facts
+from core import facts
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools.manifests import load_stack_file, resources_from_documents
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.inventory import ClusterInventory
+from core.inventory import ClusterInventory
 from tools import manifests as m
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -72,10 +72,8 @@ def _pack_messages(policy, config) -> list[str]:
 
 # --- 1. dtype ---------------------------------------------------------------------------------
 
-VLLM_DTYPES = [pytest.param(d, marks=BEFORE) if d in ("auto", "float", "float32") else d
-               for d in VllmWorkload.model_fields["dtype"].annotation.__args__]
-CANDLE_DTYPES = [pytest.param(d, marks=BEFORE) if d == "f32" else d
-                 for d in CandleWorkload.model_fields["dtype"].annotation.__args__]
+VLLM_DTYPES = VllmWorkload.model_fields["dtype"].annotation.__args__
+CANDLE_DTYPES = CandleWorkload.model_fields["dtype"].annotation.__args__
 
 
 @pytest.mark.parametrize("dtype", VLLM_DTYPES)
@@ -92,7 +90,6 @@ def test_vllm_dtype_the_loader_accepts_the_pack_accepts(dtype):
     assert _pack_messages(vllm_volta.POLICY, config) == []
 
 
-@BEFORE
 def test_dtype_auto_is_refused_by_the_loader_with_the_fix():
     _, problems = _load(_set("reasoning", dtype="auto"))
     (p,) = problems
@@ -119,7 +116,6 @@ def _limits(memory: str):
     return change
 
 
-@BEFORE
 def test_stack_file_accepts_a_pebibyte_limit():
     """``1Pi`` is a valid quantity; a limit may exceed the node (overcommit is allowed)."""
     config, problems = _load(_limits("1Pi"))
@@ -156,7 +152,6 @@ spec:
 """
 
 
-@BEFORE
 @pytest.mark.parametrize("value", ["1e3Mi", "lots"])
 def test_pack_refuses_an_invalid_quantity_with_its_key_path(value):
     text = POD_WITH_MEMORY.format(memory=value, digest="0" * 64)

@@ -9,8 +9,8 @@ without the component annotation.
 
 from __future__ import annotations
 
-from components import facts
-from components.inventory import ClusterInventory
+from core import facts
+from core.inventory import ClusterInventory
 from tools.manifests import Resource
 from tools.summary import card_rows, cards_section, component_of, objects_section, table
 

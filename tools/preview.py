@@ -45,7 +45,7 @@ import traceback
 from pathlib import Path
 from typing import Optional, TextIO
 
-from components import rules
+from core import rules
 from tools import analyze, mockrun, packproc, render, summary
 from tools.manifests import InputError, load_stack_file
 from tools.report import FORMATS

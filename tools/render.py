@@ -42,7 +42,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from components import facts
+from core import facts
 from tools.manifests import InputError, Resource
 
 CRD_DIR = "0-crd"

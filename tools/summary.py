@@ -14,12 +14,12 @@ Four parts:
   reasoning 1, clef-serve 0 (parked)``;
 * **model servers**: per running vLLM / candle-vllm server, TP, weights a card (GiB), KV pool
   (GiB and tokens), max-model-len (tokens) and concurrency at max-model-len, from
-  ``components/capacity.py`` through ``policies/policylib/capacity_helpers.py`` (the same
+  ``core/capacity.py`` through ``policies/policylib/capacity_helpers.py`` (the same
   figures the kv-cache and weights policies judge);
 * **service URLs**: the stack output ``services`` (each Service's in-cluster URLs).
 
 The inventory comes from the stack config (``llm-serving:cluster``), validated with
-``components.inventory.ClusterInventory``.
+``core.inventory.ClusterInventory``.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from components import facts
-from components.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core import facts
+from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from tools import render
 from tools.manifests import PROJECT, Resource
 
@@ -188,7 +188,7 @@ def inventory_of(config: dict[str, Any]) -> Optional[ClusterInventory]:
         return None
 
 
-# --- model servers (components/capacity.py) ---------------------------------------------------
+# --- model servers (core/capacity.py) ---------------------------------------------------
 
 @dataclass(frozen=True)
 class _View:
@@ -201,7 +201,7 @@ class _View:
 
 def _models(config: dict[str, Any], base_dir: Optional[Path]):
     """The stack's models as the policy pack resolves them (``policylib.stackconfig.Models``)."""
-    from components.modelfacts import MODELS_CONFIG_KEY, ModelEntry  # noqa: PLC0415
+    from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry  # noqa: PLC0415
     from policylib.stackconfig import Models  # noqa: PLC0415
 
     raw = config.get(f"{PROJECT}:{MODELS_CONFIG_KEY}") or {}
@@ -234,7 +234,7 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
                      base_dir: Optional[Path] = None, view: Optional[wl.Stack] = None) -> list[str]:
     """Per running model server: TP, weights a card (GiB), KV pool (GiB and tokens),
     max-model-len (tokens) and concurrency at max-model-len, from the estimator
-    (``components/capacity.py``) through the policy pack's glue (``policylib/capacity_helpers.py``),
+    (``core/capacity.py``) through the policy pack's glue (``policylib/capacity_helpers.py``),
     so the preview and the kv-cache / weights policies compute the same figures. [] when the
     stack runs no vLLM or candle-vllm server.
 
@@ -263,7 +263,7 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
               "concurrency", "fits")
     notes = [note for flag, note in ((any(r.kv_upper_bound for r in rows), UPPER_BOUND_NOTE),
                                      (any(r.provisional for r in rows), PROVISIONAL_NOTE)) if flag]
-    return ["model servers (per card; estimated by components/capacity.py)", *table(lines, header=header),
+    return ["model servers (per card; estimated by core/capacity.py)", *table(lines, header=header),
             *(f"  {n}" for n in notes)]
 
 

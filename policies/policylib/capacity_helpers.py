@@ -1,6 +1,6 @@
 """Glue from a model server's arguments (:mod:`policylib.workloads`) to the capacity estimator.
 
-:mod:`components.capacity` computes from model and card facts; this module finds those facts
+:mod:`core.capacity` computes from model and card facts; this module finds those facts
 for one container of one workload: the model its ``--model`` / ``--w`` names in the stack's
 models (``llm-serving:models``), the card of the node it runs on (``llm-serving:cluster``),
 and the engine settings in its argv. Used by the kv-cache-fits-max-model-len,
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Optional
 
-from components import capacity
-from components.capacity import Estimate
-from components.inventory import CardSpec, ClusterInventory
-from components.modelfacts import ModelFacts
+from core import capacity
+from core.capacity import Estimate
+from core.inventory import CardSpec, ClusterInventory
+from core.modelfacts import ModelFacts
 from policylib import stackconfig, workloads
 
 
@@ -136,7 +136,7 @@ def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
     key = "hf_id" if engine == "vllm" and not model_arg.startswith("/") else "weights_path"
     return (
         f"model {model_arg} ({flag}) is not in the stack's models ({stackconfig.PROJECT}:models); add an "
-        f"entry with {key}: {model_arg} and its facts (catalog: <a key of components.modelfacts.CATALOG>, "
+        f"entry with {key}: {model_arg} and its facts (catalog: <a key of core.modelfacts.CATALOG>, "
         "facts: {...} or config_json: <path to its config.json>)"
     )
 
@@ -230,7 +230,7 @@ def server_estimate(
     inventory: ClusterInventory,
     models: stackconfig.Models,
 ) -> Optional[Estimate]:
-    """The :class:`~components.capacity.Estimate` of one server, or None when its model is not
+    """The :class:`~core.capacity.Estimate` of one server, or None when its model is not
     in the stack's models or no card is known (:func:`assess` says why)."""
     return assess(workload, container, server_args, inventory, models).estimate
 

@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from components.inventory import ClusterInventory
+from core.inventory import ClusterInventory
 from policylib import stackconfig, workloads
 from policylib.workloads import Workload
 

@@ -2,7 +2,7 @@
 
 Plain module (no Pulumi, no pydantic models of its own): the program's preview, the policy
 pack (``policies/policylib/capacity_helpers.py``) and the tests call it. Inputs are a
-:class:`~components.modelfacts.ModelFacts` and a :class:`~components.inventory.CardSpec`.
+:class:`~core.modelfacts.ModelFacts` and a :class:`~core.inventory.CardSpec`.
 
 Two engines, each formula taken from the engine's code (paths are in the engines' repositories):
 
@@ -55,8 +55,8 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from components.inventory import CardSpec
-from components.modelfacts import ModelFacts
+from core.inventory import CardSpec
+from core.modelfacts import ModelFacts
 
 GIB = 1 << 30
 MIB = 1 << 20
