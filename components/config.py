@@ -51,7 +51,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from core import facts, quantity, rules
+from core import allocation, facts, quantity, rules
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 
@@ -447,24 +447,33 @@ class StackConfig(_Strict):
             raise KeyError(name)
         return node
 
-    def card_table(self) -> dict[str, dict[str, Any]]:
-        """Cards per node: ``{node: {"cards": n, "used": n, "workloads": {name: cards}}}``.
+    def card_demands(self) -> list[allocation.Demand]:
+        """Each workload's cards as a :class:`core.allocation.Demand`: one pod of ``cards``
+        on its node (0 pods when parked; the components roll out with Recreate: no surge)."""
+        return [
+            allocation.Demand(name, float(wl.cards), 0 if wl.parked else 1, 0, wl.node, name,
+                              wl.parked.reason if wl.parked else None)
+            for name, wl in self.workloads.items()
+        ]
 
-        A parked workload counts 0; cards reserved outside the stack count as used and appear
-        under their holder's name. Prod: worker-1 4 of 4 (2 + 1 + 1 + 0).
+    def card_table(self) -> dict[str, dict[str, Any]]:
+        """Cards per node: ``{node: {"cards": n, "used": n, "workloads": {name: cards}}}``, from
+        :func:`core.allocation.cards` (the allocation gpu-card-allocation judges and the preview
+        prints). A parked workload counts 0; cards reserved outside the stack count as used
+        and appear under their holder's name, first. Prod: worker-1 4 of 4 (2 + 1 + 1 + 0).
         """
-        table = {
-            n.name: {"cards": n.cards, "used": sum(r.cards for r in n.reserved),
-                     "workloads": {r.workload: r.cards for r in n.reserved}}
-            for n in self.cluster.nodes
-        }
+        alloc = allocation.cards(self.card_demands(), self.cluster)
+        table: dict[str, dict[str, Any]] = {}
+        for n in self.cluster.nodes:
+            use = alloc.nodes[n.name]
+            held = {s.name: int(s.total) for s in use.shares if s.reserved_reason is not None}
+            table[n.name] = {"cards": n.cards, "used": int(use.used), "workloads": held}
         for name, wl in self.workloads.items():
-            row = table.get(wl.node)
-            if row is None:
-                continue
-            held = 0 if wl.parked else wl.cards
-            row["workloads"][name] = held
-            row["used"] += held
+            use = alloc.nodes.get(wl.node)
+            if use is not None:
+                share = use.share_of(name)
+                use_cards = int(share.total) if share is not None else 0
+                table[wl.node]["workloads"][name] = use_cards
         return table
 
 

@@ -15,7 +15,8 @@ Placement:
   there. A pod pinned to a node the inventory does not list is its own violation, and is
   not counted anywhere.
 - Unpinned pods are packed worst-fit decreasing (largest first, each onto the node with the
-  most free cards; :func:`policylib.stack_helpers.allocate`). An unpinned pod that fits on
+  most free cards; :func:`core.allocation.allocate`, the function the preview summary and
+  the stack output call too). An unpinned pod that fits on
   no node is counted on the node with the most free cards, so that node's message shows
   the shortfall, lists the workload after ``(unpinned: ...)`` and ends with ``unpinned
   candle-vllm fits on no node (counted on the node with the most free cards)``. With one
@@ -47,7 +48,8 @@ from typing import Optional
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
 from policylib import stack_helpers, workloads
-from policylib.stack_helpers import NodeUse, amount
+from core import allocation
+from core.allocation import NodeUse, amount
 
 NAME = "gpu-card-allocation"
 
@@ -110,7 +112,7 @@ def validate(args, report_violation) -> None:
         asking=gpu,
         capacity_of=lambda n: n.cards,
         per_pod=_cards,
-        reserved_of=lambda inv: {n.name: [(r.workload, float(r.cards), r.reason) for r in n.reserved] for n in inv.nodes},
+        reserved_of=allocation.reservations,
         unknown_node_message=unknown_node_message,
         oversized_message=oversized_message,
         node_message=node_message,

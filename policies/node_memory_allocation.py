@@ -44,7 +44,7 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackV
 
 from core.quantity import QuantityError
 from policylib import stack_helpers, workloads
-from policylib.stack_helpers import NodeUse, amount
+from core.allocation import NodeUse, amount
 
 NAME = "node-memory-allocation"
 HEADROOM_SHARE = "headroomMiB"

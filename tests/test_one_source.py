@@ -38,8 +38,6 @@ from tools.summary import card_rows
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
 W = "llm-serving:workloads"
-#: Marks a test that fails on the code before issue 8 (removed as each disagreement is fixed).
-BEFORE = pytest.mark.xfail(strict=True, reason="issue 8: the two copies disagree")
 STACKS = [ROOT / "Pulumi.prod.yaml", *sorted((ROOT / "tests" / "stacks").glob("*.yaml"))]
 
 
@@ -172,17 +170,19 @@ def test_pack_counts_a_pebibyte_request():
 # --- 3. cards per node ------------------------------------------------------------------------
 
 def _policy_used(resources, inv) -> dict[str, float]:
-    """What gpu-card-allocation counts per node (through the function it calls)."""
-    from core.allocation import allocate, demands_of
+    """What gpu-card-allocation counts per node: the arguments its validate passes to
+    stack_helpers.report_allocation, placed by core.allocation.allocate."""
+    from core import allocation
+    from policylib import stack_helpers
 
-    from policylib import workloads as wl
+    from tools.summary import view_of
 
-    view = wl.stack_view(resources)
-    alloc = allocate(demands_of([w for w in view.workloads if w.is_gpu]), inv)
+    gpu = [w for w in view_of(resources).workloads if w.is_gpu]
+    alloc = allocation.allocate(stack_helpers.demands(gpu, gpu_card_allocation._cards),
+                                {n.name: n.cards for n in inv.nodes}, reserved=allocation.reservations(inv))
     return {name: use.used for name, use in alloc.nodes.items()}
 
 
-@BEFORE
 @pytest.mark.parametrize("stack_file", STACKS, ids=lambda p: p.stem)
 def test_card_table_summary_and_policy_agree_on_every_stack(stack_file):
     config = load_stack_config(load_stack_file(stack_file))
@@ -195,7 +195,6 @@ def test_card_table_summary_and_policy_agree_on_every_stack(stack_file):
     assert output == summary == _policy_used(resources, config.cluster)
 
 
-@BEFORE
 def test_an_unpinned_pod_is_counted_where_the_policy_counts_it():
     """One node: an unpinned candle-vllm (2 cards) can only land on worker-1, so the summary
     counts it there, as gpu-card-allocation does (6 of 4)."""
@@ -208,7 +207,6 @@ def test_an_unpinned_pod_is_counted_where_the_policy_counts_it():
     assert row.line() == ["worker-1", "6 / 4  OVER by 2", "candle-vllm 2 (unpinned), coder 2, clef-serve 1, reasoning 1"]
 
 
-@BEFORE
 def test_one_allocation_function(monkeypatch):
     """The policy, the summary and the stack output all call core.allocation.allocate."""
     import core.allocation

@@ -7,9 +7,11 @@ Four parts:
   else ``-`` for an object the program creates outside any component), and ``protect`` when
   the resource is protected (the Services: never deleted and re-created);
 * **cards per node** (``nvidia.com/gpu``): ``used / capacity`` and each workload's share, read
-  from the rendered objects with the policy pack's own view (``policies/policylib/workloads.py``):
-  replicas x cards a pod (an InferenceService by its replica bound), plus the surge pod a
-  RollingUpdate starts, plus cards the inventory reserves for workloads outside the stack. A
+  from the rendered objects with the policy pack's own view (``policies/policylib/workloads.py``)
+  and the allocation gpu-card-allocation judges (:func:`core.allocation.cards`): replicas x
+  cards a pod (an InferenceService by its replica bound), plus the surge pod a RollingUpdate
+  starts, plus cards the inventory reserves for workloads outside the stack; unpinned pods
+  are packed where the policy packs them (``(unpinned)``). A
   parked workload shows ``0 (parked)``. Prod: ``worker-1  4 / 4  candle-vllm 2, clef-candle 1,
   reasoning 1, clef-serve 0 (parked)``;
 * **model servers**: per running vLLM / candle-vllm server, TP, weights a card (GiB), KV pool
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from core import facts
+from core import allocation, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from tools import render
 from tools.manifests import PROJECT, Resource
@@ -39,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "policies") not in sys.path:
     sys.path.insert(0, str(ROOT / "policies"))
 
+from policylib import stack_helpers  # noqa: E402
 from policylib import workloads as wl  # noqa: E402
 
 
@@ -93,9 +96,10 @@ def objects_section(resources: Sequence[Resource]) -> list[str]:
 # --- cards per node ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Share:
-    """One holder of cards on a node: a workload of the stack or a reservation. ``cards`` are
-    held by running pods, ``surge`` more during a RollingUpdate."""
+class Held:
+    """How the summary shows one share of a node (:class:`core.allocation.Share`, or an idle
+    :class:`core.allocation.Demand`): ``cards`` held by running pods, ``surge`` more during a
+    RollingUpdate, and a note (``parked``, ``unpinned``, ``reserved: <reason>`` ...)."""
 
     name: str
     cards: int
@@ -117,7 +121,7 @@ class NodeCards:
 
     node: str
     capacity: int
-    shares: tuple[Share, ...]
+    shares: tuple[Held, ...]
 
     @property
     def used(self) -> int:
@@ -129,10 +133,14 @@ class NodeCards:
         return [self.node, f"{self.used} / {self.capacity}{over}", holders]
 
 
-def _share(w: wl.Workload) -> Share:
-    if w.parked_reason is not None or not w.running:
-        return Share(w.name, 0, "parked" if w.parked_reason is not None else "0 replicas")
-    return Share(w.name, w.replicas * w.cards_per_pod, "", w.max_surge * w.cards_per_pod)
+def _held(share: allocation.Share) -> Held:
+    if share.reserved_reason is not None:
+        return Held(share.name, int(share.base), f"reserved{': ' + share.reserved_reason if share.reserved_reason else ''}")
+    return Held(share.name, int(share.base), "unpinned" if share.unpinned else "", int(share.surge))
+
+
+def _idle(d: allocation.Demand) -> Held:
+    return Held(d.name, 0, "parked" if d.parked is not None else "0 replicas")
 
 
 def view_of(resources: Iterable[Resource]) -> wl.Stack:
@@ -140,26 +148,32 @@ def view_of(resources: Iterable[Resource]) -> wl.Stack:
     return wl.stack_view(_View(r.type, r.props, r.urn) for r in k8s_objects(resources))
 
 
+def card_allocation(view: wl.Stack, inventory: ClusterInventory) -> allocation.Allocation:
+    """The cards of the GPU workloads of ``view`` per node, by :func:`core.allocation.cards`
+    (the allocation gpu-card-allocation judges and the stack output reports), surge counted."""
+    gpu = [w for w in view.workloads if w.is_gpu]
+    return allocation.cards(stack_helpers.demands(gpu, lambda w: float(w.cards_per_pod)), inventory)
+
+
 def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
-              view: Optional[wl.Stack] = None) -> tuple[list[NodeCards], list[Share]]:
-    """(cards per inventory node, shares of GPU workloads pinned to no known node). ``view``:
-    :func:`view_of` ``resources``, when the caller has it already."""
-    by_node: dict[str, list[Share]] = {n.name: [] for n in inventory.nodes}
-    loose: list[Share] = []
-    for w in (view or view_of(resources)).workloads:
-        if not w.is_gpu:
-            continue
-        share = _share(w)
-        if w.node in by_node:
-            by_node[w.node].append(share)
-        else:
-            where = f"node {w.node}, not in the inventory" if w.node else "unpinned"
-            loose.append(Share(w.name, share.cards, where, share.surge))
+              view: Optional[wl.Stack] = None) -> tuple[list[NodeCards], list[Held]]:
+    """(cards per inventory node, shares placed on no inventory node: pinned to a node the
+    inventory lacks, or one pod larger than its node or every node). ``view``: :func:`view_of`
+    ``resources``, when the caller has it already. Each node lists its shares largest first,
+    then its parked / zero-replica workloads, then the cards it reserves outside the stack."""
+    alloc = card_allocation(view or view_of(resources), inventory)
     rows = []
     for n in inventory.nodes:
-        reserved = [Share(x.workload, x.cards, f"reserved{': ' + x.reason if x.reason else ''}") for x in n.reserved]
-        shares = sorted(by_node[n.name], key=lambda s: (-s.total, s.name)) + reserved
-        rows.append(NodeCards(n.name, n.cards, tuple(shares)))
+        use = alloc.nodes[n.name]
+        shares = [_held(s) for s in use.ordered() if s.reserved_reason is None]
+        idle = [_idle(d) for d in sorted(use.idle, key=lambda d: d.name)]
+        reserved = [_held(s) for s in use.shares if s.reserved_reason is not None]
+        rows.append(NodeCards(n.name, n.cards, tuple(shares + idle + reserved)))
+    loose = [Held(d.name, int(d.pods * d.per_pod), f"node {d.node}, not in the inventory", int(d.surge_pods * d.per_pod))
+             for d in alloc.unknown_node]
+    loose += [Held(d.name, int(d.pods * d.per_pod), f"one pod asks more than {'node ' + node if node else 'any node'} has ({int(cap)})",
+                   int(d.surge_pods * d.per_pod))
+              for d, node, cap in alloc.oversized]
     return rows, sorted(loose, key=lambda s: (-s.total, s.name))
 
 
