@@ -51,7 +51,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from core import allocation, facts, quantity, rules
+from core import allocation, capacity, facts, quantity, rules
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 
@@ -961,7 +961,45 @@ def _check_candle(at: str, wl: CandleWorkload, card: Optional[CardSpec], entry: 
     if facts_ is not None:
         out += _p(f"{at}.cards", wl.cards, rule_tp_divides(wl.model, facts_, wl.cards))
         out += _p(f"{at}.cards", wl.cards, rule_hybrid_one_card(wl.model, facts_, wl.cards))
+        if card is not None and not out:
+            out += _capacity_problems(at, "candle-vllm", wl, facts_, card, dict(
+                tp=wl.cards, dtype=wl.dtype, kv_fraction=wl.kv_fraction, prefill_chunk_size=wl.prefill_chunk_size))
     return out
+
+
+def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: CardSpec,
+                       settings: dict[str, Any]) -> list[Problem]:
+    """The weights and KV cache of one server on its card, by :func:`core.capacity.estimate`,
+    the estimate the pack's weights-fit-card and kv-cache-fits-max-model-len judge."""
+    try:
+        est = capacity.estimate(engine, facts_, card, **settings)
+    except ValueError as err:
+        return [Problem(f"{PREFIX}{at}", None, f"the capacity estimator refuses the settings: {err}",
+                        "correct the setting the rule names")]
+    ranks = "one card" if est.tp * est.pp == 1 else f"each of {est.tp * est.pp} cards"
+    if not est.fits_weights:
+        tp_at = f"{at}.tensor_parallel_size" if getattr(wl, "tensor_parallel_size", None) else f"{at}.cards"
+        return [Problem(
+            PREFIX + tp_at, est.tp,
+            f"{est.weights_gib_per_card:.2f} GiB of weights a card ({wl.model}, TP={est.tp}) plus "
+            f"{est.activation_gib:.2f} GiB of activations do not fit {est.budget_gib:.2f} GiB of a "
+            f"{card.product} with room for a KV cache (rule weights-fit-card)",
+            "raise cards (and tensor parallel size) so the weights split further, or use a quantized "
+            "checkpoint the card supports (GPTQ on sm_70)")]
+    if est.fits_kv:
+        return []
+    if engine == "vllm":
+        return [Problem(
+            f"{PREFIX}{at}.max_model_len", est.max_model_len,
+            f"max_model_len {est.max_model_len:,} needs {est.max_model_len:,} tokens of KV cache; the pool "
+            f"holds about {est.kv_tokens:,} tokens on {ranks} (rule kv-cache-fits-max-model-len), so vLLM refuses to start",
+            f"lower max_model_len to at most {est.kv_tokens:,}, or raise cards / tensor_parallel_size or "
+            "gpu_memory_utilization")]
+    return [Problem(
+        f"{PREFIX}{at}.kv_fraction", wl.kv_fraction,
+        f"kv_fraction {wl.kv_fraction} of the memory free after {est.weights_gib_per_card:.2f} GiB of weights on "
+        f"{ranks}, less the workspace reserve, leaves no room for a KV cache (rule kv-cache-fits-max-model-len)",
+        "raise kv_fraction, or raise cards so the weights split further")]
 
 
 def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Optional[ModelFacts]) -> list[Problem]:
@@ -975,6 +1013,11 @@ def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Opt
     if facts_ is not None:
         out += _p(tp_at, wl.tp, rule_tp_divides(wl.model, facts_, wl.tp))
         out += _p(f"{at}.model", wl.model, rule_hybrid_on_volta_vllm(wl.model, facts_, card))
+        if card is not None and not out:
+            out += _capacity_problems(at, "vllm", wl, facts_, card, dict(
+                tp=wl.tp, pp=wl.pipeline_parallel_size, dtype=wl.dtype, kv_cache_dtype=wl.kv_cache_dtype,
+                gpu_memory_utilization=wl.gpu_memory_utilization, max_model_len=wl.max_model_len,
+                max_num_batched_tokens=wl.max_num_batched_tokens, max_num_seqs=wl.max_num_seqs))
         if wl.pipeline_parallel_size > facts_.num_hidden_layers:
             out.append(Problem(f"{PREFIX}{at}.pipeline_parallel_size", wl.pipeline_parallel_size,
                                f"pipeline parallel {wl.pipeline_parallel_size} exceeds the model's {facts_.num_hidden_layers} layers",

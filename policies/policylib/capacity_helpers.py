@@ -63,17 +63,6 @@ def _float(value: Optional[str]) -> Optional[float]:
         return None
 
 
-def _dtype(value: Optional[str], default: str) -> str:
-    """A dtype name the estimator knows, else ``default`` (``auto`` -> ``default``)."""
-    if value is None or value.lower() == "auto":
-        return default
-    try:
-        capacity.dtype_bytes(value)
-    except ValueError:
-        return default
-    return value
-
-
 # --- the card a server runs on ------------------------------------------------------------
 
 def card_for(w: workloads.Workload, inv: ClusterInventory) -> tuple[Optional[str], Optional[CardSpec], Optional[str]]:
@@ -149,37 +138,35 @@ def vllm_estimate(
     has no ``--max-model-len`` (the model's max_position_embeddings is used). Raises
     ValueError for arguments the estimator refuses."""
     mml = human_int(arg(s, "--max-model-len"))
-    explicit = mml is not None
-    dtype = _dtype(arg(s, "--dtype"), "float16")
     util = _float(arg(s, "--gpu-memory-utilization"))
-    est = capacity.estimate_vllm(
+    est = capacity.estimate(
+        "vllm",
         facts,
         card,
         tp=tp or s.tensor_parallel,
         pp=s.pipeline_parallel,
-        gpu_memory_utilization=0.9 if util is None else util,
-        max_model_len=mml or facts.max_position_embeddings,
-        kv_cache_dtype=_dtype(arg(s, "--kv-cache-dtype"), dtype),
-        dtype=dtype,
-        block_size=human_int(arg(s, "--block-size")) or capacity.VLLM_BLOCK_SIZE,
+        gpu_memory_utilization=util,
+        max_model_len=mml,
+        kv_cache_dtype=arg(s, "--kv-cache-dtype"),
+        dtype=arg(s, "--dtype"),
+        block_size=human_int(arg(s, "--block-size")),
         max_num_batched_tokens=human_int(arg(s, "--max-num-batched-tokens")),
         max_num_seqs=human_int(arg(s, "--max-num-seqs")),
     )
-    return est, explicit
+    return est, mml is not None
 
 
 def _candle_estimate(s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec) -> Estimate:
-    dtype = _dtype(s.get("--dtype"), "f16")
-    kv_dtype = "fp8" if s.has("--fp8-kvcache") else _dtype(s.get("--kvcache-dtype"), dtype)
-    return capacity.estimate_candle(
+    return capacity.estimate(
+        "candle-vllm",
         facts,
         card,
         tp=s.tensor_parallel,
         kv_fraction=_float(s.get("--kv-fraction")),
         mem_mib=human_int(s.get("--mem")),
-        dtype=dtype,
-        kv_cache_dtype=kv_dtype,
-        block_size=human_int(s.get("--block-size")) or capacity.CANDLE_BLOCK_SIZE,
+        dtype=s.get("--dtype"),
+        kv_cache_dtype="fp8" if s.has("--fp8-kvcache") else s.get("--kvcache-dtype"),
+        block_size=human_int(s.get("--block-size")),
         prefill_chunk_size=human_int(s.get("--prefill-chunk-size")),
         mamba_fraction=_float(s.get("--mamba-fraction")),
     )
