@@ -49,17 +49,15 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
 from core import allocation, capacity, facts, quantity, rules
+from core.engines import CANDLE_BINARY, CandleConfig, ServedName, VllmConfig, check_served_name, fraction_text, rule_error  # noqa: F401 (re-exported)
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 
 PROJECT = "llm-serving"
 PREFIX = PROJECT + ":"
 
-#: The candle-vllm binary in the image (coder-14b-fp16.yaml ``command``).
-CANDLE_BINARY = "/usr/local/bin/candle-vllm"
 
 #: Startup probe period in seconds (coder.yaml: ``periodSeconds: 15``).
 STARTUP_PERIOD_SECONDS = 15
@@ -130,8 +128,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _custom(rule: str, fix: str) -> PydanticCustomError:
-    return PydanticCustomError("llm_serving_rule", "{rule}", {"rule": rule, "fix": fix})
+_custom = rule_error
 
 
 # --- small value types ----------------------------------------------------------------------
@@ -170,11 +167,6 @@ def mib(value: Optional[str]) -> Optional[float]:
     """A memory quantity in MiB ("12Gi" -> 12288.0); None for None (:func:`core.quantity.mib`).
     Raises :class:`core.quantity.QuantityError` if it is not a Kubernetes quantity."""
     return quantity.mib(value)
-
-
-def fraction_text(value: float) -> str:
-    """A fraction as the references write it: two decimals when exact ("0.30", "0.90")."""
-    return f"{value:.2f}" if round(value, 2) == value else repr(value)
 
 
 def is_digest_pinned(image: str) -> bool:
@@ -275,91 +267,25 @@ class _Workload(_Strict):
         return self
 
 
-class CandleWorkload(_Workload):
-    """A candle-vllm Deployment (coder-14b-fp16.yaml, clef-candle.yaml): TP = ``cards``."""
+class CandleWorkload(CandleConfig, _Workload):
+    """A candle-vllm Deployment (coder-14b-fp16.yaml, clef-candle.yaml): TP = ``cards``; its
+    server settings are :class:`core.engines.CandleConfig`'s."""
 
     server: Literal["candle-vllm"]
     model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
-    image: str = Field(min_length=1, description="Image, e.g. forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70.")
-    command: list[str] = Field(
-        default_factory=lambda: [CANDLE_BINARY],
-        min_length=1,
-        description="Server binary; clef-candle.yaml runs the fixed one on the PVC (/mnt/models/bin/candle-vllm).",
-    )
-    dtype: Literal["f16", "bf16", "f32"] = Field(default="f16", description="--dtype; sm_70 has no bf16 (001).")
-    port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="--p, the container port (8080).")
-    max_num_seqs: int = Field(default=16, ge=1, description="--max-num-seqs (default 16, candle-vllm's own, src/main.rs).")
-    kv_fraction: float = Field(gt=0, le=1, description="--kv-fraction of free card memory for the KV cache (0.85, 0.30).")
-    prefill_chunk_size: Optional[int] = Field(
-        default=None, ge=1024, multiple_of=1024,
-        description="--prefill-chunk-size in tokens; candle-vllm asserts a multiple of 1024 (src/main.rs).",
-    )
 
 
-def check_served_name(value: str) -> str:
-    """A served model name is one argv item: no comma, no whitespace (002 reasoning.yaml)."""
-    if not value or re.search(r"[,\s]", value):
-        raise _custom(
-            f"served model name {value!r} contains a comma or space; vLLM would serve one model "
-            "whose name contains it (002 reasoning.yaml)",
-            "list each name as its own item: served_model_names: [reasoning, reasoning-long]",
-        )
-    return value
-
-
-ServedName = Annotated[str, AfterValidator(check_served_name)]
-
-
-class VllmWorkload(_Workload):
-    """A vLLM server in a KServe InferenceService, RawDeployment (coder.yaml, 002 reasoning.yaml)."""
+class VllmWorkload(VllmConfig, _Workload):
+    """A vLLM server in a KServe InferenceService, RawDeployment (coder.yaml, 002 reasoning.yaml);
+    its server settings are :class:`core.engines.VllmConfig`'s."""
 
     server: Literal["vllm"]
     model: str = Field(description="Key of llm-serving:models; its hf_id (else weights_path) becomes --model.")
-    image: str = Field(
-        default=facts.VLLM_IMAGE,
-        description="Pinned by digest; v0.15.0 failed on worker-1 (coder.yaml). Default: v0.11.0 by digest.",
-    )
-    served_model_names: list[ServedName] = Field(min_length=1, description="--served-model-name, each its own argv item (002).")
-    quantization: Optional[Literal["gptq", "awq", "fp8", "marlin", "awq_marlin", "gptq_marlin", "compressed-tensors", "bitsandbytes"]] = Field(
-        default=None, description="--quantization (gptq for the GPTQ checkpoints here)."
-    )
-    dtype: Literal["auto", "half", "float16", "bfloat16", "float", "float32"] = Field(
-        default="float16", description="--dtype; sm_70 needs a half dtype (coder.yaml)."
-    )
-    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = Field(
-        default="auto", description="--kv-cache-dtype (coder.yaml: auto; sm_70 has no FP8)."
-    )
-    max_model_len: int = Field(gt=0, description="--max-model-len in tokens (reasoning: 65536; coder.yaml: 262144).")
-    tensor_parallel_size: Optional[int] = Field(default=None, ge=1, description="--tensor-parallel-size; default: cards / pipeline_parallel_size.")
-    pipeline_parallel_size: int = Field(default=1, ge=1, description="--pipeline-parallel-size.")
-    gpu_memory_utilization: float = Field(default=0.90, gt=0, le=1, description="--gpu-memory-utilization (coder.yaml: 0.90).")
-    max_num_seqs: Optional[int] = Field(default=None, ge=1, description="--max-num-seqs.")
-    max_num_batched_tokens: Optional[int] = Field(default=None, ge=1, description="--max-num-batched-tokens.")
-    long_prefill_token_threshold: Optional[int] = Field(default=None, ge=1, description="--long-prefill-token-threshold.")
-    enable_chunked_prefill: bool = Field(default=False, description="--enable-chunked-prefill.")
-    enable_prefix_caching: bool = Field(default=False, description="--enable-prefix-caching.")
-    disable_custom_all_reduce: Optional[bool] = Field(
-        default=None,
-        description="--disable-custom-all-reduce; default on when TP >= 2 without NVLink (coder.yaml: deadlock after graph capture).",
-    )
-    reasoning_parser: Optional[str] = Field(default=None, description="--reasoning-parser, e.g. qwen3.")
-    enable_auto_tool_choice: bool = Field(default=False, description="--enable-auto-tool-choice (needs tool_call_parser).")
-    tool_call_parser: Optional[str] = Field(default=None, description="--tool-call-parser, e.g. hermes.")
-    hf_home: str = Field(default=facts.MODELS_MOUNT_PATH, description="HF_HOME (coder.yaml: /mnt/models).")
 
     @property
     def tp(self) -> int:
         """The tensor parallel size: explicit, else cards / pipeline_parallel_size."""
-        return self.tensor_parallel_size or max(1, self.cards // self.pipeline_parallel_size)
-
-    @model_validator(mode="after")
-    def _tool_parser(self) -> "VllmWorkload":
-        if self.enable_auto_tool_choice and not self.tool_call_parser:
-            raise _custom(
-                "enable_auto_tool_choice needs tool_call_parser (vLLM refuses to start without it)",
-                "add tool_call_parser: hermes (coder.yaml) or set enable_auto_tool_choice: false",
-            )
-        return self
+        return self.tp_for(self.cards)
 
 
 class PytorchWorkload(_Workload):

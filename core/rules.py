@@ -17,6 +17,7 @@ Compute capabilities are ``major * 10 + minor`` (V100: 70), as :attr:`core.inven
 - :func:`custom_all_reduce_must_be_disabled`: TP >= 2 without NVLink;
 - :func:`gdn_runs_on_vllm`: vLLM's GatedDeltaNet kernels need sm_75;
 - :func:`parallel_matches_cards`: vLLM TP x PP (x DP) ranks equal the pod's cards;
+- :func:`served_name_ok`: a served model name is one argv item;
 
 - :func:`quantization_min_sm`: the minimum compute capability of a vLLM quantization method
   (config ``rule_vllm_kernels``; policy ``vllm-volta``);
@@ -95,6 +96,13 @@ def gdn_runs_on_vllm(is_hybrid: bool, sm: int) -> bool:
 def parallel_matches_cards(tp: int, pp: int, cards: int, dp: int = 1) -> bool:
     """vLLM starts TP x PP x DP ranks, one a card: they must equal the pod's cards."""
     return tp * pp * dp == cards
+
+
+def served_name_ok(name: str) -> bool:
+    """A served model name is one argv item: not empty, no comma, no whitespace (002
+    reasoning.yaml: ``--served-model-name reasoning,reasoning-long`` serves ONE model whose
+    name contains the comma)."""
+    return bool(name) and not any(ch == "," or ch.isspace() for ch in name)
 
 
 def lowest_sm(sms: Sequence[int], default: int = SM_VOLTA) -> int:
