@@ -34,7 +34,6 @@ from core import facts
 from components.config import (
     Resources,
     StartupProbe,
-    fraction_text,
     is_digest_pinned,
     rule_half_dtype,
     rule_hybrid_one_card,
