@@ -35,9 +35,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
-for p in (ROOT, ROOT / "policies"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
 
 from tools.analyze import PACK_DIR, start_pack  # noqa: E402
 from tools.manifests import Resource, load_stack_file, resources_from_documents  # noqa: E402

@@ -76,3 +76,17 @@ def test_config_is_split_by_job():
         assert len(Path(module.__file__).read_text().splitlines()) < 400, module.__name__
     source = Path(config.__file__).read_text()
     assert "def " not in source and "class " not in source
+
+
+def test_no_sys_path_edits():
+    """Imports resolve through the installed packages (requirements.txt: -e ./core, -e ./policies),
+    the pack's own directory and pytest's ``pythonpath``; no module edits ``sys.path``."""
+    edits = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if any(p.startswith((".venv", "venv", ".git")) for p in path.parts) or "fixtures" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
+                    and node.value.id == "sys"):
+                edits.append(str(path.relative_to(ROOT)))
+    assert edits == []

@@ -37,12 +37,8 @@ from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from tools import render
 from tools.manifests import PROJECT, Resource
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT / "policies") not in sys.path:
-    sys.path.insert(0, str(ROOT / "policies"))
-
-from policylib import stack_helpers  # noqa: E402
-from policylib import workloads as wl  # noqa: E402
+from policylib import stack_helpers
+from policylib import workloads as wl
 
 
 def table(rows: Sequence[Sequence[str]], header: Optional[Sequence[str]] = None, indent: str = "  ") -> list[str]:
