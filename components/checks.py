@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 
-from core import capacity, facts, rules
+from core import capacity, facts, quantity, rules
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import Problem, RuleBreach
@@ -103,7 +103,7 @@ def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_
     if card is None:
         return None
     need = rules.quantization_min_sm(quantization)
-    if not rules.quantization_runs_on(quantization, card.sm):
+    if need is not None and not rules.quantization_runs_on(quantization, card.sm):
         return RuleBreach(
             f"quantization {quantization} needs compute capability {need / 10:.1f}; {card.product} is sm_{card.sm}",
             "use a GPTQ checkpoint with quantization: gptq (runs on sm_70), or a half-precision one",
@@ -214,7 +214,7 @@ def _check_fits_node(at: str, wl: Any, node: Node) -> list[Problem]:
                            f"{node.allocatable_memory_mib:,} MiB, so the pod never schedules (coder.yaml)",
                            "lower it; GPU servers keep weights on the card and need little host RAM (coder.yaml: 12Gi)"))
     limit = mib(wl.resources.limits.memory)
-    if wl.cards > 1 and limit is not None and limit < mib(facts.SHM_SIZE_LIMIT):
+    if wl.cards > 1 and limit is not None and limit < quantity.mib_of(facts.SHM_SIZE_LIMIT):
         out.append(Problem(f"{PREFIX}{at}.resources.limits.memory", wl.resources.limits.memory,
                            f"a pod with {wl.cards} cards gets a {facts.SHM_SIZE_LIMIT} Memory-backed /dev/shm, "
                            "which counts against its memory limit (coder.yaml)",

@@ -221,7 +221,7 @@ def _from_pydantic(err: ValidationError, loc: tuple, root: Any) -> list[Problem]
     return out
 
 
-def _describe(e: dict, rel: tuple, field: str, root: Any) -> tuple[Any, str, str]:
+def _describe(e: Any, rel: tuple, field: str, root: Any) -> tuple[Any, str, str]:
     """(value, rule, fix) of one pydantic error at ``rel`` (relative to ``root``)."""
     etype, ctx, value = e["type"], e.get("ctx") or {}, e.get("input")
     rule = f"{field}: {e['msg']}"

@@ -328,9 +328,9 @@ class StackConfig(_Strict):
             held = {s.name: int(s.total) for s in use.shares if s.reserved_reason is not None}
             table[n.name] = {"cards": n.cards, "used": int(use.used), "workloads": held}
         for name, wl in self.workloads.items():
-            use = alloc.nodes.get(wl.node)
-            if use is not None:
-                share = use.share_of(name)
+            node_use = alloc.nodes.get(wl.node)
+            if node_use is not None:
+                share = node_use.share_of(name)
                 use_cards = int(share.total) if share is not None else 0
                 table[wl.node]["workloads"][name] = use_cards
         return table

@@ -89,7 +89,7 @@ class VllmArgs(VllmConfig, ComponentArgs):
     parked_reason: Optional[str] = Field(default=None, description="Set: min/maxReplicas 0 and the parked annotation.")
     model_key: str = Field(default="", description="Model key, for messages.")
     model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
-    port: Literal[8080] = Field(default=facts.CONTAINER_PORT, description="--port (8080).")
+    port: Literal[8080] = Field(default=8080, description="--port (8080, facts.CONTAINER_PORT).")
 
     @property
     def tp(self) -> int:

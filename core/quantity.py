@@ -89,6 +89,11 @@ def mib(value: Any) -> Optional[float]:
     return float(parse(value) / MIB)
 
 
+def mib_of(value: Any) -> float:
+    """:func:`mib` of a quantity that is given (not None). Raises :class:`QuantityError`."""
+    return float(parse(value) / MIB)
+
+
 def is_quantity(value: Any) -> bool:
     """True when ``value`` is a Kubernetes quantity (:func:`parse` would succeed)."""
     try:

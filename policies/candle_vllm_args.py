@@ -92,9 +92,9 @@ def validate(args, report_violation) -> None:
     where = rh.describe_nodes(volta, pinned)
     sm = rules.lowest_sm([n.card.sm for n in volta if n.card])
     for c, server in candle:
-        problem = dtype_problem(server, sm)
-        if problem:
-            report_violation(f"{label}, container {c.name} ({where}): {problem}.", args.urn)
+        dtype = dtype_problem(server, sm)
+        if dtype:
+            report_violation(f"{label}, container {c.name} ({where}): {dtype}.", args.urn)
 
 
 POLICY = ResourceValidationPolicy(

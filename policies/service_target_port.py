@@ -79,7 +79,7 @@ def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.W
     for c in owners:
         server = c.server
         port = listen_port(server) if server is not None else None
-        if port is None or port == number:
+        if server is None or port is None or port == number:
             return None
         wrong.append(f"container {c.name} runs {server.engine} on {port}")
     if wrong:

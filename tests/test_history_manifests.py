@@ -37,7 +37,7 @@ from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_confi
 from tools.manifests import load_stack_file, resources_from_documents
 
 HISTORY = Path(__file__).resolve().parent / "manifests" / "history"
-from tests.paths import REFERENCE
+from tests.paths import REFERENCE  # noqa: E402 (after the module constants it documents)
 STACK_POLICIES = [
     gpu_card_allocation.POLICY,
     node_memory_allocation.POLICY,

@@ -38,7 +38,6 @@ import gc
 import json
 import logging
 import runpy
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,8 +298,9 @@ def _clean(err: BaseException) -> BaseException:
     """A :class:`ProgramError` for errors the program raises on purpose; ``err`` itself otherwise."""
     if isinstance(err, ProgramError):
         return err
-    if type(err).__name__ == "ConfigError" and callable(getattr(err, "render", None)):
-        return ProgramError(str(err.render()))
+    render = getattr(err, "render", None)
+    if type(err).__name__ == "ConfigError" and callable(render):
+        return ProgramError(str(render()))
     if isinstance(err, (pulumi.RunError, pulumi.InputPropertyError, pulumi.InputPropertiesError)):
         return ProgramError(str(err))
     return err

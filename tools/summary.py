@@ -27,7 +27,6 @@ The inventory comes from the stack config (``llm-serving:cluster``), validated w
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence

@@ -488,11 +488,6 @@ class Service:
     clients_error: Optional[str] = None
 
     @property
-    def invalid_quantities(self) -> tuple[tuple[str, Any], ...]:
-        """(key path, value) of every memory quantity of its containers that is not a Kubernetes quantity."""
-        return tuple(q for c in (*self.init_containers, *self.containers) for q in c.invalid_quantities)
-
-    @property
     def parked_reason(self) -> Optional[str]:
         return self.annotations.get(facts.PARKED_ANNOTATION)
 
