@@ -80,12 +80,33 @@ def k8s_objects(resources: Iterable[Resource]) -> list[Resource]:
     ]
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def counts_line(resources: Sequence[Resource]) -> str:
+    """What the counts mean: the objects written as manifests, and every resource the program
+    registers (and the policy pack judges): those objects, the components that made them, the
+    stack itself and any provider. Prod: ``8 objects are written as manifests; the policy pack
+    judges all 17 resources the program registers: 8 objects, 8 components, 1 stack``."""
+    objs = len(k8s_objects(resources))
+    stacks = sum(1 for r in resources if r.type == "pulumi:pulumi:Stack")
+    providers = sum(1 for r in resources if r.type.startswith("pulumi:providers:"))
+    components = sum(1 for r in resources if not r.custom and r.type != "pulumi:pulumi:Stack")
+    other = len(resources) - objs - stacks - providers - components
+    parts = [_plural(objs, "object"), _plural(components, "component"), _plural(stacks, "stack")]
+    parts += [_plural(providers, "provider")] if providers else []
+    parts += [_plural(other, "other resource")] if other else []
+    return (f"  {_plural(objs, 'object')} {'is' if objs == 1 else 'are'} written as manifests; the policy pack judges "
+            f"all {len(resources)} resources the program registers: {', '.join(parts)}")
+
+
 def objects_section(resources: Sequence[Resource]) -> list[str]:
     objs = k8s_objects(resources)
     rows = sorted((component_of(r), render.title(r.props), "protect" if r.protect else "") for r in objs)
     components = {c for c, _, _ in rows if c != "-"}
     head = f"objects: {len(objs)} from {len(components)} component{'s' if len(components) != 1 else ''}"
-    return [head, *table(rows, header=("component", "object", "options"))]
+    return [head, *table(rows, header=("component", "object", "options")), counts_line(resources)]
 
 
 # --- cards per node ----------------------------------------------------------------------------
@@ -276,16 +297,31 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
             *(f"  {n}" for n in notes)]
 
 
-def services_section(outputs: Optional[dict[str, Any]]) -> list[str]:
-    """Each Service's in-cluster URLs from the stack output ``services`` ({name: {port: url}})."""
+def parked_services(resources: Iterable[Resource]) -> dict[str, str]:
+    """Service name -> the declared parked reason (``facts.PARKED_ANNOTATION``) of each parked Service."""
+    out = {}
+    for r in k8s_objects(resources):
+        meta = r.props.get("metadata") or {}
+        reason = (meta.get("annotations") or {}).get(facts.PARKED_ANNOTATION)
+        if r.props.get("kind") == "Service" and reason is not None:
+            out[str(meta.get("name", ""))] = str(reason)
+    return out
+
+
+def services_section(outputs: Optional[dict[str, Any]], resources: Sequence[Resource] = ()) -> list[str]:
+    """Each Service's in-cluster URLs from the stack output ``services`` ({name: {port: url}});
+    a parked Service (no endpoints, on purpose) is marked ``(parked: <reason>)``, since its URLs
+    answer nothing."""
     services = (outputs or {}).get("services")
     if not isinstance(services, dict) or not services:
         return []
+    parked = parked_services(resources)
     rows = []
     for name in sorted(services):
         urls = services[name]
         if isinstance(urls, dict):
-            rows.append([name, "  ".join(str(urls[k]) for k in sorted(urls))])
+            shown = f"{name} (parked: {parked[name]})" if name in parked else name
+            rows.append([shown, "  ".join(str(urls[k]) for k in sorted(urls))])
     return ["service URLs (stack output services)", *table(rows)] if rows else []
 
 
@@ -301,7 +337,7 @@ def summary(resources: Sequence[Resource], config: dict[str, Any], stack: str,
         view = view_of(resources)
         sections.append(cards_section(resources, inventory, view))
         sections.append(capacity_section(resources, config, inventory, base_dir, view))
-    sections.append(services_section(outputs))
+    sections.append(services_section(outputs, resources))
     lines = [f"{PROJECT} / {stack}"]
     for section in sections:
         if section:
