@@ -47,7 +47,7 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, workloads
+from policylib import stack_helpers, terms, workloads
 from core import allocation
 from core.allocation import NodeUse, amount
 
@@ -80,6 +80,10 @@ def node_message(use: NodeUse) -> str:
             f"; the RollingUpdate surge ({amount(use.surge)}) is the cause: without it "
             f"{amount(use.used - use.surge)} of {cap} fit; use strategy Recreate"
         )
+    keys = [k for k in (terms.stack_file_key(s.ref.ref.annotations) for s in use.ordered()
+                        if s.ref is not None and s.ref.ref is not None) if k]
+    if keys:  # workloads made from a stack file: the fix in its keys
+        msg += f". Fix: in the stack file, set parked: {{reason: ...}} on one of {', '.join(keys)}, or lower its cards"
     return msg
 
 

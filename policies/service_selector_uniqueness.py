@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, workloads
+from policylib import stack_helpers, terms, workloads
 from policylib.stack_helpers import PodIndex
 
 NAME = "service-selector-uniqueness"
@@ -63,10 +63,15 @@ def check_service(svc: workloads.Service, index: PodIndex):
         return None
     parked = [w for w in selected if not w.running]
     what = f"only parked {_describe(parked)}" if parked else "no workload"
-    return (
+    message = (
         f"Service {svc.name} selects {what} (selector {_selector_text(svc.selector)}): it has no "
         "running endpoints and its clients get connection errors"
     )
+    key = terms.stack_file_key(svc.annotations)
+    if key is not None:  # made from a stack file: the fix in its keys
+        message += (f". Fix: point {key}.selects at a running workload, or park the Service too: "
+                    f"{terms.park_fix(svc.annotations)}")
+    return message
 
 
 def validate(args, report_violation) -> None:

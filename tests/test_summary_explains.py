@@ -43,3 +43,29 @@ def test_an_argv_change_is_a_list_diff():
         '            "--port=8080"',
         "          (2 unchanged items not shown)",
     ]
+
+
+def test_the_fix_is_in_the_stack_file_s_terms_for_the_program_s_objects():
+    """After seed 001 through the program: the over-allocation's fix names the stack-file key
+    (parked: {reason: ...} on llm-serving:workloads.<name>), not the annotation it renders to."""
+    import gpu_card_allocation
+
+    from components.config import load_stack_config
+    from components.stack import render_manifests
+    from tests.policy_harness import run_policy, use_stack_config, DEFAULT_STACK_FILE
+    from tools.manifests import load_stack_file, resources_from_documents
+    from pathlib import Path
+
+    raw = load_stack_file(Path(__file__).resolve().parent / "stacks" / "after-001.yaml")
+    use_stack_config(raw)
+    try:
+        resources = resources_from_documents(render_manifests(load_stack_config(raw)), stack="after-001")
+        (v,) = run_policy(gpu_card_allocation.POLICY, resources)
+    finally:
+        use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    assert v.message.startswith("worker-1: 6 of 4 cards requested: candle-vllm 2, coder 2, clef-serve 1, reasoning 1")
+    assert v.message.endswith(
+        ". Fix: in the stack file, set parked: {reason: ...} on one of llm-serving:workloads.candle-vllm, "
+        "llm-serving:workloads.coder, llm-serving:workloads.clef-serve, llm-serving:workloads.reasoning, "
+        "or lower its cards")
+    assert facts.PARKED_ANNOTATION not in v.message
