@@ -43,11 +43,8 @@ def where(sc: ch.ServerCapacity) -> str:
     return f"one {product}" if ranks == 1 else f"each of {ranks} {product} cards"
 
 
-def label(sc: ch.ServerCapacity) -> str:
-    """``"InferenceService coder"`` (with the container when a pod runs several servers)."""
-    w = sc.workload
-    extra = f", container {sc.container.name}" if len(w.servers) > 1 else ""
-    return f"{w.kind} {w.name}{extra}"
+#: How the messages name a server (``policylib.capacity_helpers.server_label``).
+label = ch.server_label
 
 
 def larger_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[tuple[int, capacity.Estimate]]:

@@ -75,11 +75,8 @@ def check_service(svc: workloads.Service, index: PodIndex):
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
-    if not stack.services:
-        return
-    index = PodIndex(stack.workloads)
-    for svc in stack.services:
+    services, index = stack_helpers.services_and_index(args)
+    for svc in services:
         message = check_service(svc, index)
         if message:
             report_violation(message, svc.urn)

@@ -35,11 +35,8 @@ from policylib import capacity_helpers as ch
 NAME = "weights-fit-card"
 
 
-def label(sc: ch.ServerCapacity) -> str:
-    """``"Deployment candle-vllm"`` (with the container when a pod runs several servers)."""
-    w = sc.workload
-    extra = f", container {sc.container.name}" if len(w.servers) > 1 else ""
-    return f"{w.kind} {w.name}{extra}"
+#: How the messages name a server (``policylib.capacity_helpers.server_label``).
+label = ch.server_label
 
 
 def smallest_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[int]:

@@ -117,6 +117,14 @@ class ServerCapacity:
         return self.server.tensor_parallel
 
 
+def server_label(sc: ServerCapacity) -> str:
+    """``"InferenceService coder"`` / ``"Deployment candle-vllm"`` as the capacity policies name a
+    server (with the container when a pod runs several servers)."""
+    w = sc.workload
+    extra = f", container {sc.container.name}" if len(w.servers) > 1 else ""
+    return f"{w.kind} {w.name}{extra}"
+
+
 def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
     """Why a server's model has no facts, and how to add it."""
     flag = "--model" if engine == "vllm" else "--w"

@@ -100,6 +100,15 @@ def object_label(props: Mapping, resource_type: str) -> str:
     return f"{kind} {mapping(props.get('metadata')).get('name', '')}"
 
 
+def container_label(label: str, where: str, field: str, container: Mapping) -> str:
+    """``"Deployment x, container c"``, ``"InferenceService y, predictor init container w"``: how the
+    raw-container policies name a container (``where``/``field`` from :func:`pod_specs` /
+    :func:`raw_containers`)."""
+    place = f"{where} " if where else ""
+    kind = "init container" if field == "initContainers" else "container"
+    return f"{label}, {place}{kind} {container.get('name', '')}"
+
+
 def workload_label(w: workloads.Workload) -> str:
     """``"<Kind> <name>"`` of a :class:`~policylib.workloads.Workload`."""
     return f"{w.kind} {w.name}"

@@ -94,6 +94,13 @@ class PodIndex:
         return found
 
 
+def services_and_index(args: Any) -> tuple[tuple[workloads.Service, ...], "PodIndex"]:
+    """The Services of a stack policy's resources and a :class:`PodIndex` of its workloads (the
+    Service policies' shared start; the index is built only when there are Services)."""
+    stack = workloads.stack_view(args.resources)
+    return tuple(stack.services), PodIndex(stack.workloads if stack.services else ())
+
+
 def running(selected: Iterable[Workload]) -> tuple[Workload, ...]:
     """The running ones (replicas > 0)."""
     return tuple(w for w in selected if w.running)
