@@ -240,3 +240,13 @@ def test_one_allocation_function(monkeypatch):
     assert len(calls) == 2
     run_policy(gpu_card_allocation.POLICY, resources)
     assert len(calls) == 3
+
+
+@pytest.mark.parametrize("value", ["1Pi", "12Gi", "500m", "1.5", ".5Ki", "1e3", "2E", "+4", "-1", "100n", "7u", "3k", "5M"])
+def test_valid_quantities_parse_as_the_official_client_parses_them(value):
+    """core.quantity is the official client's parse_quantity behind the API grammar."""
+    from kubernetes.utils.quantity import parse_quantity
+
+    from core import quantity
+
+    assert quantity.parse(value) == parse_quantity(value)
