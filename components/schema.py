@@ -56,12 +56,8 @@ STARTUP_PERIOD_SECONDS = 15
 #: headroom for about 10 min of start-up, i.e. 3x).
 STARTUP_HEADROOM = 3
 
-#: Minimum compute capability (x10) of vLLM quantization methods: the one table the policy
-#: pack's vllm-volta uses too (core/rules.py).
-VLLM_QUANT_MIN_SM = rules.QUANT_MIN_SM
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
 # --- small value types ----------------------------------------------------------------------
@@ -102,9 +98,8 @@ def mib(value: Optional[str]) -> Optional[float]:
     return quantity.mib(value)
 
 
-def is_digest_pinned(image: str) -> bool:
-    """True when ``image`` ends in ``@sha256:<64 hex>`` (a digest never moves)."""
-    return bool(_DIGEST.search(image))
+#: ``core.rules.is_digest_pinned``: an image pinned by ``@sha256:<64 hex>``.
+is_digest_pinned = rules.is_digest_pinned
 
 
 # --- shared models --------------------------------------------------------------------------

@@ -35,6 +35,7 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -103,6 +104,16 @@ def served_name_ok(name: str) -> bool:
     reasoning.yaml: ``--served-model-name reasoning,reasoning-long`` serves ONE model whose
     name contains the comma)."""
     return bool(name) and not any(ch == "," or ch.isspace() for ch in name)
+
+
+#: An image reference pinned by digest: ``...@sha256:`` and 64 hex digits.
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def is_digest_pinned(image: str) -> bool:
+    """True when ``image`` ends in ``@sha256:<64 hex>`` (a digest never moves; coder.yaml: the
+    vLLM image is pinned, 003: a moving tag is pulled Always)."""
+    return bool(DIGEST.search(image))
 
 
 def lowest_sm(sms: Sequence[int], default: int = SM_VOLTA) -> int:
