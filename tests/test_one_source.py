@@ -250,3 +250,34 @@ def test_valid_quantities_parse_as_the_official_client_parses_them(value):
     from core import quantity
 
     assert quantity.parse(value) == parse_quantity(value)
+
+
+def test_pack_names_an_invalid_shm_size_limit():
+    import multi_gpu_shm
+
+    from policylib import workloads as wl
+
+    text = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: m, namespace: llm-serving}
+spec:
+  replicas: 1
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: m}}
+  template:
+    metadata: {labels: {app: m}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: worker-1}
+      volumes: [{name: shm, emptyDir: {medium: Memory, sizeLimit: lots}}]
+      containers:
+      - name: server
+        image: x
+        volumeMounts: [{name: shm, mountPath: /dev/shm}]
+        resources: {limits: {nvidia.com/gpu: "2", memory: 32Gi}}
+"""
+    (r,) = manifests(text)
+    w = wl.workload(r.type, r.props, r.urn)
+    (c,) = w.containers
+    assert multi_gpu_shm.container_problems(w, c, 1024) == [
+        "volume shm sizeLimit: 'lots' is not a Kubernetes quantity; write e.g. \"8Gi\""]
