@@ -131,7 +131,8 @@ POLICY = StackValidationPolicy(
     severity=Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
     remediation_steps=(
-        "Bring the node's total within its cards: park a workload (replicas 0 with the "
+        "Bring the node's total within its cards: park a workload (stack file: parked: {reason: ...} "
+        "on it under llm-serving:workloads; plain YAML: replicas 0 with the "
         "llm-serving.riotpiao.com/parked annotation), stop managing one that never became Ready, "
         "lower a pod's cards (tensor parallel size), or set strategy Recreate so a rollout needs "
         "no surge card. Pin pods with nodeSelector kubernetes.io/hostname to a node the "

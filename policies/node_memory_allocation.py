@@ -147,8 +147,9 @@ POLICY = StackValidationPolicy(
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
     remediation_steps=(
         "Lower resources.requests.memory (GPU servers keep weights on the card; coder.yaml keeps "
-        "a 12Gi request with a higher limit for bursts), park a workload (replicas 0 with the "
-        "llm-serving.riotpiao.com/parked annotation), or use strategy Recreate so a rollout "
+        "a 12Gi request with a higher limit for bursts; stack file: resources.requests.memory of the "
+        "workload), park a workload (stack file: parked: {reason: ...} on it; plain YAML: replicas 0 "
+        "with the llm-serving.riotpiao.com/parked annotation), or use strategy Recreate so a rollout "
         "needs no second pod's memory."
     ),
 )

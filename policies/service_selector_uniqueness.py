@@ -91,7 +91,8 @@ POLICY = StackValidationPolicy(
     remediation_steps=(
         "Two or more: give the one workload the Service should reach a label the others do not "
         "carry and select it, or park the others (replicas 0). None: fix the selector to the "
-        "serving workload's pod labels, start the workload, or declare the Service parked with the "
-        "llm-serving.riotpiao.com/parked annotation and a reason."
+        "serving workload's pod labels (stack file: selects: <workload> under llm-serving:services), "
+        "start the workload, or declare the Service parked (stack file: parked: {reason: ...} on the "
+        "Service; plain YAML: the llm-serving.riotpiao.com/parked annotation and a reason)."
     ),
 )

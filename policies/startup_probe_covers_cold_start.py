@@ -105,8 +105,9 @@ POLICY = ResourceValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     remediation_steps=(
-        "Declare the measured cold start as annotation llm-serving.riotpiao.com/cold-start-seconds "
-        "on the workload and give the server container a startupProbe on its health endpoint with "
+        "Declare the measured cold start (stack file: cold_start_seconds on the workload, the "
+        "components derive the probe; plain YAML: annotation llm-serving.riotpiao.com/cold-start-seconds "
+        "on the workload) and give the server container a startupProbe on its health endpoint with "
         "periodSeconds x failureThreshold above it (coder.yaml: 15 s x 120 for about 10 minutes); "
         "keep any livenessProbe, it starts only after the startup probe succeeds."
     ),
