@@ -11,12 +11,12 @@ them; every component gets it through ``ResourceOptions(providers=[...])``.
 
 import pulumi
 
-from components import rules
+from core import rules
 from components.config import ConfigError, load_stack_config
 from components.stack import build_stack, config_from_pulumi, stack_outputs
 
 try:
-    # Relative config_json paths resolve against the project directory (components/rules.py).
+    # Relative config_json paths resolve against the project directory (core/rules.py).
     config = load_stack_config(
         config_from_pulumi(), base_dir=rules.PROJECT_DIR, source=f"the {pulumi.get_stack()} stack config"
     )

@@ -39,10 +39,14 @@ def ensure_venv() -> None:
     if not PY.exists():
         print("dev.py: creating .venv", file=sys.stderr)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    print("dev.py: installing requirements.txt into .venv", file=sys.stderr)
+    print("dev.py: installing requirements.txt into .venv (about a minute the first time; pip's progress follows)",
+          file=sys.stderr)
+    # pip prints one line a package (Collecting / Downloading / Installing); run from the project
+    # directory, where the requirements' local paths (-e ./core, -e ./policies) are.
     subprocess.run(
-        [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(ROOT / "requirements.txt")],
-        check=True,
+        [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off",
+         "-r", str(ROOT / "requirements.txt")],
+        check=True, cwd=ROOT, stdout=sys.stderr,
     )
     STAMP.write_text(want)
 

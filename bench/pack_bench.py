@@ -35,9 +35,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
-for p in (ROOT, ROOT / "policies"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
 
 from tools.analyze import PACK_DIR, start_pack  # noqa: E402
 from tools.manifests import Resource, load_stack_file, resources_from_documents  # noqa: E402
@@ -267,9 +264,9 @@ def policy_logic(resources: list[Resource], config: dict[str, Any]) -> dict[str,
     use_stack_config(config)
     props = [unknown_checking_proxy(json.loads(json.dumps(r.props))) for r in resources]
     resource_args = [ResourceValidationArgs(r.type, p, r.urn, r.name, _opts(), None, None)
-                     for r, p in zip(resources, props)]
+                     for r, p in zip(resources, props, strict=True)]
     stack_args = StackValidationArgs(
-        [PolicyResource(r.type, p, r.urn, r.name, _opts(), None, None, [], {}) for r, p in zip(resources, props)], None)
+        [PolicyResource(r.type, p, r.urn, r.name, _opts(), None, None, [], {}) for r, p in zip(resources, props, strict=True)], None)
     per_policy = {}
     for policy in policies():
         t = time.perf_counter()
@@ -306,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         resources, config = generate(n)
         for w in [] if args.skip_grpc else workers:
-            med, lo, hi, (report, phases) = median_of(args.runs, lambda: grpc_run(resources, config, args.pack_dir, w))
+            med, lo, hi, (report, phases) = median_of(args.runs, lambda resources=resources, config=config, w=w: grpc_run(resources, config, args.pack_dir, w))
             detail = " ".join(f"{k} {v:.2f}" for k, v in phases.items())
             c = report.counts()
             path = "(a) gRPC" if w == 1 else f"(a) gRPC x{w}"
@@ -314,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{detail}; {c['mandatory']} mandatory, {c['advisory']} advisory")
             prev_g[w] = (n, med)
         if not args.skip_in_process:
-            med, lo, hi, per = median_of(args.runs, lambda: in_process(resources, config))
+            med, lo, hi, per = median_of(args.runs, lambda resources=resources, config=config: in_process(resources, config))
             slow = sorted(per.items(), key=lambda kv: -kv[1])[:5]
             print(f"{n:>9}  {'(b) policies':<11} {med:>7.2f} {lo:>7.2f} {hi:>7.2f} {_scaling(prev_i, n, med):>8}  "
                   + ", ".join(f"{k} {v:.2f}" for k, v in slow))

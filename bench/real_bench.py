@@ -70,7 +70,7 @@ def bench_case(name: str, stack_file: Path, modes: list[str], runs: int, work: P
                 times.append(dt)
         results.append(("offline", times, "with the pack"))
     for mode in (m for m in modes if m in ("render", "cluster")):
-        def run_mode(kubeconfig):
+        def run_mode(kubeconfig, mode=mode):
             project = RealProject(work / f"{mode}-{name}", kubeconfig)
             times = []
             for i in range(runs + 1):

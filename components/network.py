@@ -16,7 +16,7 @@ from typing import Any, Optional
 import pulumi
 from pydantic import Field
 
-from components import facts
+from core import facts
 from components.config import IngressRule, NetworkPolicyConfig
 from components.workload import ComponentArgs
 

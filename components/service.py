@@ -15,7 +15,7 @@ from typing import Any, Optional
 import pulumi
 from pydantic import ConfigDict, Field
 
-from components import facts
+from core import facts
 from components.config import ServiceClient
 from components.workload import ComponentArgs, WorkloadComponent
 

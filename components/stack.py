@@ -29,6 +29,7 @@ from components.config import (
     VllmWorkload,
     STRING_KEYS,
 )
+from core.engines import CandleConfig, VllmConfig, settings_of
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
 from components.service import StablePredictorService, StablePredictorServiceArgs, service_manifest
 from components.vllm import VllmArgs, VllmInferenceService, inference_service_manifest, predictor_selector
@@ -72,33 +73,29 @@ def _parked(wl: Any) -> Optional[str]:
 
 
 def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDeploymentArgs:
-    """The component args of a ``server: candle-vllm`` workload (weights path from its model entry)."""
+    """The component args of a ``server: candle-vllm`` workload: its server settings
+    (:class:`core.engines.CandleConfig`, handed over whole) and where it runs (weights path
+    from its model entry, the node's card)."""
     entry = config.models[wl.model]
     return CandleDeploymentArgs(
-        name=name, namespace=config.namespace, weights_path=entry.weights_path or "", dtype=wl.dtype,
-        cards=wl.cards, port=wl.port, max_num_seqs=wl.max_num_seqs, kv_fraction=wl.kv_fraction,
-        prefill_chunk_size=wl.prefill_chunk_size, image=wl.image, command=list(wl.command), node=wl.node,
-        resources=wl.resources, models_pvc=wl.models_pvc, cold_start_seconds=wl.cold_start_seconds,
+        **settings_of(CandleConfig, wl),
+        name=name, namespace=config.namespace, weights_path=entry.weights_path or "", cards=wl.cards,
+        node=wl.node, resources=wl.resources, models_pvc=wl.models_pvc, cold_start_seconds=wl.cold_start_seconds,
         startup=wl.startup_probe, labels=dict(wl.labels), env=dict(wl.env), parked_reason=_parked(wl),
         model_key=wl.model, model_facts=config.model_facts(wl.model), card=config.node(wl.node).card,
     )
 
 
 def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
-    """The component args of a ``server: vllm`` workload (--model = the entry's hf_id, else its path)."""
+    """The component args of a ``server: vllm`` workload: its server settings
+    (:class:`core.engines.VllmConfig`, handed over whole) and where it runs (--model = the
+    model entry's hf_id, else its path; the node's card)."""
     entry = config.models[wl.model]
     return VllmArgs(
+        **settings_of(VllmConfig, wl),
         name=name, namespace=config.namespace, model=entry.hf_id or entry.weights_path or "",
-        served_model_names=list(wl.served_model_names), image=wl.image, quantization=wl.quantization,
-        dtype=wl.dtype, kv_cache_dtype=wl.kv_cache_dtype, max_model_len=wl.max_model_len,
-        tensor_parallel_size=wl.tp, pipeline_parallel_size=wl.pipeline_parallel_size,
-        gpu_memory_utilization=wl.gpu_memory_utilization, max_num_seqs=wl.max_num_seqs,
-        max_num_batched_tokens=wl.max_num_batched_tokens, long_prefill_token_threshold=wl.long_prefill_token_threshold,
-        enable_chunked_prefill=wl.enable_chunked_prefill, enable_prefix_caching=wl.enable_prefix_caching,
-        disable_custom_all_reduce=wl.disable_custom_all_reduce, reasoning_parser=wl.reasoning_parser,
-        enable_auto_tool_choice=wl.enable_auto_tool_choice, tool_call_parser=wl.tool_call_parser,
         node=wl.node, card=config.node(wl.node).card, cards=wl.cards, resources=wl.resources,
-        labels=dict(wl.labels), env=dict(wl.env), hf_home=wl.hf_home, models_pvc=wl.models_pvc,
+        labels=dict(wl.labels), env=dict(wl.env), models_pvc=wl.models_pvc,
         cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe, parked_reason=_parked(wl),
         model_key=wl.model, model_facts=config.model_facts(wl.model),
     )

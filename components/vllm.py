@@ -5,7 +5,7 @@ The manifest is built by the pure :func:`inference_service_manifest` in coder.ya
 ``deploymentStrategy: Recreate``, container ``kserve-container`` with the arguments in
 coder.yaml's order (:func:`vllm_argv`), ``runtimeClassName: nvidia`` and the models PVC.
 
-Facts it carries (sources in ``components/facts.py``):
+Facts it carries (sources in ``core/facts.py``):
 
 * the image is pinned by digest (coder.yaml: v0.15.0 failed, error 803); default v0.11.0;
 * ``--served-model-name`` followed by each name as its own argv item (002 reasoning.yaml: the
@@ -28,12 +28,10 @@ from typing import Any, Literal, Optional
 import pulumi
 from pydantic import Field, model_validator
 
-from components import facts
+from core import facts, rules
 from components.config import (
     Resources,
     StartupProbe,
-    ServedName,
-    fraction_text,
     rule_custom_all_reduce,
     rule_digest_pinned,
     rule_half_dtype,
@@ -44,8 +42,9 @@ from components.config import (
     rule_vllm_kernels,
     startup_threshold,
 )
-from components.inventory import CardSpec
-from components.modelfacts import ModelFacts
+from core.engines import VllmConfig
+from core.inventory import CardSpec
+from core.modelfacts import ModelFacts
 from components.workload import (
     WorkloadComponent,
     ComponentArgs,
@@ -65,8 +64,9 @@ VLLM_HEALTH_PATH = "/health"
 VLLM_READINESS_PERIOD_SECONDS = 10
 
 
-class VllmArgs(ComponentArgs):
-    """The typed fields of a vLLM InferenceService. Defaults as coder.yaml writes them.
+class VllmArgs(VllmConfig, ComponentArgs):
+    """The typed fields of a vLLM InferenceService: the server settings of
+    :class:`core.engines.VllmConfig` (its flags, declared once) and where and how it runs.
 
     Errors (ValueError): an image not pinned by digest, TP x PP different from ``cards``, TP
     that does not divide the model, bf16 / FP8 / Marlin / AWQ on sm_70, custom all-reduce
@@ -77,60 +77,39 @@ class VllmArgs(ComponentArgs):
     name: str = Field(description="InferenceService name, e.g. reasoning.")
     namespace: str = Field(description="Namespace (llm-serving).")
     model: str = Field(min_length=1, description="--model: the Hugging Face id (or a path on the PVC).")
-    served_model_names: list[ServedName] = Field(min_length=1, description="--served-model-name values, each its own argv item (002).")
-    image: str = Field(default=facts.VLLM_IMAGE, description="vLLM image, pinned by digest (coder.yaml).")
-    quantization: Optional[str] = Field(default=None, description="--quantization (gptq).")
-    dtype: str = Field(default="float16", description="--dtype.")
-    kv_cache_dtype: str = Field(default="auto", description="--kv-cache-dtype.")
-    max_model_len: int = Field(gt=0, description="--max-model-len, tokens.")
-    tensor_parallel_size: int = Field(default=1, ge=1, description="--tensor-parallel-size.")
-    pipeline_parallel_size: int = Field(default=1, ge=1, description="--pipeline-parallel-size.")
-    gpu_memory_utilization: float = Field(default=0.90, gt=0, le=1, description="--gpu-memory-utilization.")
-    max_num_seqs: Optional[int] = Field(default=None, ge=1, description="--max-num-seqs.")
-    max_num_batched_tokens: Optional[int] = Field(default=None, ge=1, description="--max-num-batched-tokens.")
-    long_prefill_token_threshold: Optional[int] = Field(default=None, ge=1, description="--long-prefill-token-threshold.")
-    enable_chunked_prefill: bool = Field(default=False, description="--enable-chunked-prefill.")
-    enable_prefix_caching: bool = Field(default=False, description="--enable-prefix-caching.")
-    disable_custom_all_reduce: Optional[bool] = Field(default=None, description="None: on when TP >= 2 without NVLink.")
-    reasoning_parser: Optional[str] = Field(default=None, description="--reasoning-parser.")
-    enable_auto_tool_choice: bool = Field(default=False, description="--enable-auto-tool-choice.")
-    tool_call_parser: Optional[str] = Field(default=None, description="--tool-call-parser.")
     node: str = Field(description="Node name (nodeSelector kubernetes.io/hostname).")
     card: CardSpec = Field(description="The node's card: sm_70 env and the NVLink default come from it.")
     cards: int = Field(ge=1, description="nvidia.com/gpu cards of the predictor pod.")
     resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
     labels: dict[str, str] = Field(default_factory=dict, description="InferenceService labels (propagated to pods).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment, after the defaults.")
-    hf_home: str = Field(default=facts.MODELS_MOUNT_PATH, description="HF_HOME (coder.yaml).")
     models_pvc: str = Field(default=facts.MODELS_PVC, description="Models PVC (llm-models).")
     cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
     startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     parked_reason: Optional[str] = Field(default=None, description="Set: min/maxReplicas 0 and the parked annotation.")
     model_key: str = Field(default="", description="Model key, for messages.")
     model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
-    port: Literal[8080] = Field(default=facts.CONTAINER_PORT, description="--port (8080).")
+    port: Literal[8080] = Field(default=8080, description="--port (8080, facts.CONTAINER_PORT).")
 
     @property
-    def custom_all_reduce_disabled(self) -> bool:
-        """Explicit setting, else True when TP >= 2 and the cards have no NVLink (coder.yaml)."""
-        if self.disable_custom_all_reduce is not None:
-            return self.disable_custom_all_reduce
-        return self.tensor_parallel_size >= 2 and not self.card.nvlink
+    def tp(self) -> int:
+        """The tensor parallel size: explicit, else cards / pipeline_parallel_size."""
+        return self.tp_for(self.cards)
 
     @model_validator(mode="after")
     def _facts(self) -> "VllmArgs":
         key = self.model_key or self.model
         breaches = [
             rule_digest_pinned(self.image),
-            rule_parallel_matches_cards(self.tensor_parallel_size, self.pipeline_parallel_size, self.cards),
+            rule_parallel_matches_cards(self.tp, self.pipeline_parallel_size, self.cards),
             rule_half_dtype(self.card, self.dtype, "vllm"),
             rule_vllm_kernels(self.card, self.quantization, self.kv_cache_dtype),
-            rule_custom_all_reduce(self.card, self.tensor_parallel_size, self.disable_custom_all_reduce),
+            rule_custom_all_reduce(self.card, self.tp, self.disable_custom_all_reduce),
             rule_startup_budget(self.cold_start_seconds, self.startup.period_seconds,
                                 startup_threshold(self.cold_start_seconds, self.startup)),
         ]
         if self.model_facts is not None:
-            breaches += [rule_tp_divides(key, self.model_facts, self.tensor_parallel_size),
+            breaches += [rule_tp_divides(key, self.model_facts, self.tp),
                          rule_hybrid_on_volta_vllm(key, self.model_facts, self.card)]
         for b in breaches:
             if b:
@@ -139,42 +118,14 @@ class VllmArgs(ComponentArgs):
 
 
 def vllm_argv(args: VllmArgs) -> list[str]:
-    """vLLM's argv in coder.yaml's order and form (``--flag=value``; served names as separate
-    items after ``--served-model-name``; boolean flags bare; optional ones only when set)."""
-    argv = [f"--model={args.model}", "--served-model-name", *args.served_model_names]
-    if args.quantization:
-        argv.append(f"--quantization={args.quantization}")
-    argv += [
-        f"--dtype={args.dtype}",
-        f"--kv-cache-dtype={args.kv_cache_dtype}",
-        f"--max-model-len={args.max_model_len}",
-        f"--tensor-parallel-size={args.tensor_parallel_size}",
-        f"--pipeline-parallel-size={args.pipeline_parallel_size}",
-        f"--gpu-memory-utilization={fraction_text(args.gpu_memory_utilization)}",
-    ]
-    for flag, value in (("--max-num-seqs", args.max_num_seqs),
-                        ("--max-num-batched-tokens", args.max_num_batched_tokens),
-                        ("--long-prefill-token-threshold", args.long_prefill_token_threshold)):
-        if value is not None:
-            argv.append(f"{flag}={value}")
-    for flag, on in (("--enable-chunked-prefill", args.enable_chunked_prefill),
-                     ("--enable-prefix-caching", args.enable_prefix_caching),
-                     ("--disable-custom-all-reduce", args.custom_all_reduce_disabled)):
-        if on:
-            argv.append(flag)
-    if args.reasoning_parser:
-        argv.append(f"--reasoning-parser={args.reasoning_parser}")
-    if args.enable_auto_tool_choice:
-        argv.append("--enable-auto-tool-choice")
-    if args.tool_call_parser:
-        argv.append(f"--tool-call-parser={args.tool_call_parser}")
-    argv += ["--host=0.0.0.0", f"--port={args.port}"]
-    return argv
+    """vLLM's argv (:meth:`core.engines.VllmConfig.argv`, coder.yaml's order and form)."""
+    return args.argv(args.model, tp=args.tp, nvlink=args.card.nvlink, port=args.port)
 
 
 def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
-    """Environment: the sm_70 pair first when the card is below sm_75, then HF_HOME, then extras."""
-    env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if args.card.sm < 75 else {}
+    """Environment: the sm_70 pair first when the card is below sm_75
+    (:func:`core.rules.needs_volta_path`), then HF_HOME, then extras."""
+    env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if rules.needs_volta_path(args.card.sm) else {}
     env["HF_HOME"] = args.hf_home
     env.update(args.env)
     return [{"name": k, "value": v} for k, v in env.items()]

@@ -6,7 +6,7 @@ in the manifest's own shape (camelCase), e.g. :func:`deployment_manifest`; tests
 without the Pulumi engine, and the components pass ``metadata`` / ``spec`` straight into the
 typed ``pulumi_kubernetes`` classes.
 
-Facts every GPU pod gets here (``components/facts.py`` names the sources):
+Facts every GPU pod gets here (``core/facts.py`` names the sources):
 
 * ``runtimeClassName: nvidia`` (001, 003: without it libcuda.so is never injected);
 * rollout ``Recreate`` (001, 003, coder.yaml: every card is allocated, a surge pod waits forever);
@@ -30,12 +30,10 @@ from typing import Any, Optional
 import pulumi
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from components import facts
+from core import facts
 from components.config import (
-    CANDLE_BINARY,
     Resources,
     StartupProbe,
-    fraction_text,
     is_digest_pinned,
     rule_half_dtype,
     rule_hybrid_one_card,
@@ -43,8 +41,9 @@ from components.config import (
     rule_tp_divides,
     startup_threshold,
 )
-from components.inventory import CardSpec
-from components.modelfacts import ModelFacts
+from core.engines import CandleConfig
+from core.inventory import CardSpec
+from core.modelfacts import ModelFacts
 
 #: Liveness probe timing: a server that stops answering for 4 x 30 s is restarted. It starts
 #: only after the startup probe succeeded, so it never races the model load.
@@ -111,7 +110,7 @@ def shm_volume() -> dict[str, Any]:
 
 def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
                          parked_reason: Optional[str]) -> dict[str, str]:
-    """The component -> policy annotations of a model server (components/facts.py)."""
+    """The component -> policy annotations of a model server (core/facts.py)."""
     out = {
         facts.COMPONENT_ANNOTATION: component,
         facts.COLD_START_ANNOTATION: str(cold_start_seconds),
@@ -288,8 +287,9 @@ class GpuDeployment(WorkloadComponent):
 
 # --- candle-vllm ----------------------------------------------------------------------------
 
-class CandleDeploymentArgs(ComponentArgs):
-    """A candle-vllm server (coder-14b-fp16.yaml, clef-candle.yaml). TP is ``cards``.
+class CandleDeploymentArgs(CandleConfig, ComponentArgs):
+    """A candle-vllm server (coder-14b-fp16.yaml, clef-candle.yaml): the server settings of
+    :class:`core.engines.CandleConfig` (its flags, declared once) and where it runs. TP is ``cards``.
 
     Errors (ValueError): TP that does not divide the model (001), a hybrid model on more than
     one card (003), bf16 on a card below sm_80 (001), a startup budget not above the cold start.
@@ -298,15 +298,7 @@ class CandleDeploymentArgs(ComponentArgs):
     name: str = Field(description="Deployment name and ``app`` label, e.g. candle-vllm.")
     namespace: str = Field(description="Namespace (llm-serving).")
     weights_path: str = Field(min_length=1, description="--w, e.g. /mnt/models/coder-14b-fp16 (from the model entry).")
-    dtype: str = Field(default="f16", description="--dtype (f16 on sm_70, 001).")
     cards: int = Field(ge=1, description="Cards = TP; becomes --d 0,1,... (001).")
-    port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="--p (8080).")
-    max_num_seqs: int = Field(default=16, ge=1, description="--max-num-seqs.")
-    kv_fraction: float = Field(gt=0, le=1, description="--kv-fraction (0.85 coder, 0.30 clef).")
-    prefill_chunk_size: Optional[int] = Field(default=None, ge=1024, multiple_of=1024, description="--prefill-chunk-size.")
-    image: str = Field(min_length=1, description="candle-vllm image.")
-    command: list[str] = Field(default_factory=lambda: [CANDLE_BINARY], min_length=1,
-                               description="Binary; default /usr/local/bin/candle-vllm (coder-14b-fp16.yaml).")
     node: str = Field(description="Node name.")
     resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
     models_pvc: str = Field(default=facts.MODELS_PVC, description="Models PVC (llm-models).")
@@ -333,19 +325,8 @@ class CandleDeploymentArgs(ComponentArgs):
 
 
 def candle_argv(args: CandleDeploymentArgs) -> list[str]:
-    """candle-vllm's argv in the references' order:
-    ``--w --d --dtype --p --max-num-seqs --kv-fraction [--prefill-chunk-size]``."""
-    argv = [
-        "--w", args.weights_path,
-        "--d", ",".join(str(i) for i in range(args.cards)),
-        "--dtype", args.dtype,
-        "--p", str(args.port),
-        "--max-num-seqs", str(args.max_num_seqs),
-        "--kv-fraction", fraction_text(args.kv_fraction),
-    ]
-    if args.prefill_chunk_size is not None:
-        argv += ["--prefill-chunk-size", str(args.prefill_chunk_size)]
-    return argv
+    """candle-vllm's argv (:meth:`core.engines.CandleConfig.argv`, the references' order)."""
+    return args.argv(args.weights_path, cards=args.cards)
 
 
 def candle_served_name(weights_path: str) -> str:

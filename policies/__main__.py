@@ -6,17 +6,11 @@ file (``pulumi preview --policy-pack policies``); so does the offline runner
 (``python -m tools.analyze``), as its own process over the analyzer gRPC protocol.
 """
 
-import os
-import sys
+import gc
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# The inventory and model facts are the program's own pydantic models (one source of truth).
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-
-import gc  # noqa: E402
-
-from policylib.pack import build_pack, policies  # noqa: E402
+# This directory is the working directory and sys.path[0] (``python -m pulumi.policy`` here);
+# the shared ``core`` package is installed in the pack's environment (requirements.txt).
+from policylib.pack import build_pack, policies
 
 # The pack process lives for one preview. pulumi-policy decodes every resource's properties
 # again for each policy, which allocates millions of short-lived objects on a large stack;

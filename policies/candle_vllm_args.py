@@ -26,12 +26,12 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts
+from core import facts, rules
 from policylib import resource_helpers as rh
 from policylib import workloads
 
 NAME = "candle-vllm-args"
-VOLTA_DTYPE = "f16"
+VOLTA_DTYPE = rules.half_dtype("candle-vllm")
 
 
 def device_problems(server: workloads.ServerArgs, cards: int) -> list[str]:
@@ -61,9 +61,11 @@ def device_problems(server: workloads.ServerArgs, cards: int) -> list[str]:
     return problems
 
 
-def dtype_problem(server: workloads.ServerArgs) -> Optional[str]:
+def dtype_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
+    """The ``--dtype`` problem on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
+    the predicate the stack file's ``dtype`` check calls), or None."""
     dtype = server.get("--dtype")
-    if dtype == VOLTA_DTYPE:
+    if rules.dtype_runs_on("candle-vllm", dtype, sm):
         return None
     shown = f"--dtype {dtype}" if dtype else "no --dtype (candle-vllm then takes the checkpoint's dtype, bf16 for the Qwen models)"
     return f"{shown}: bf16 has no tensor-core path on Volta (sm_70); use --dtype {VOLTA_DTYPE}"
@@ -88,10 +90,11 @@ def validate(args, report_violation) -> None:
     if not volta:
         return
     where = rh.describe_nodes(volta, pinned)
+    sm = rules.lowest_sm([n.card.sm for n in volta if n.card])
     for c, server in candle:
-        problem = dtype_problem(server)
-        if problem:
-            report_violation(f"{label}, container {c.name} ({where}): {problem}.", args.urn)
+        dtype = dtype_problem(server, sm)
+        if dtype:
+            report_violation(f"{label}, container {c.name} ({where}): {dtype}.", args.urn)
 
 
 POLICY = ResourceValidationPolicy(

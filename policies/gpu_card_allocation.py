@@ -15,7 +15,8 @@ Placement:
   there. A pod pinned to a node the inventory does not list is its own violation, and is
   not counted anywhere.
 - Unpinned pods are packed worst-fit decreasing (largest first, each onto the node with the
-  most free cards; :func:`policylib.stack_helpers.allocate`). An unpinned pod that fits on
+  most free cards; :func:`core.allocation.allocate`, the function the preview summary and
+  the stack output call too). An unpinned pod that fits on
   no node is counted on the node with the most free cards, so that node's message shows
   the shortfall, lists the workload after ``(unpinned: ...)`` and ends with ``unpinned
   candle-vllm fits on no node (counted on the node with the most free cards)``. With one
@@ -46,8 +47,9 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, workloads
-from policylib.stack_helpers import NodeUse, amount
+from policylib import stack_helpers, terms, workloads
+from core import allocation
+from core.allocation import NodeUse, amount
 
 NAME = "gpu-card-allocation"
 
@@ -78,6 +80,10 @@ def node_message(use: NodeUse) -> str:
             f"; the RollingUpdate surge ({amount(use.surge)}) is the cause: without it "
             f"{amount(use.used - use.surge)} of {cap} fit; use strategy Recreate"
         )
+    keys = [k for k in (terms.stack_file_key(s.ref.ref.annotations) for s in use.ordered()
+                        if s.ref is not None and s.ref.ref is not None) if k]
+    if keys:  # workloads made from a stack file: the fix in its keys
+        msg += f". Fix: in the stack file, set parked: {{reason: ...}} on one of {', '.join(keys)}, or lower its cards"
     return msg
 
 
@@ -110,7 +116,7 @@ def validate(args, report_violation) -> None:
         asking=gpu,
         capacity_of=lambda n: n.cards,
         per_pod=_cards,
-        reserved_of=lambda inv: {n.name: [(r.workload, float(r.cards), r.reason) for r in n.reserved] for n in inv.nodes},
+        reserved_of=allocation.reservations,
         unknown_node_message=unknown_node_message,
         oversized_message=oversized_message,
         node_message=node_message,
@@ -125,7 +131,8 @@ POLICY = StackValidationPolicy(
     severity=Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
     remediation_steps=(
-        "Bring the node's total within its cards: park a workload (replicas 0 with the "
+        "Bring the node's total within its cards: park a workload (stack file: parked: {reason: ...} "
+        "on it under llm-serving:workloads; plain YAML: replicas 0 with the "
         "llm-serving.riotpiao.com/parked annotation), stop managing one that never became Ready, "
         "lower a pod's cards (tensor parallel size), or set strategy Recreate so a rollout needs "
         "no surge card. Pin pods with nodeSelector kubernetes.io/hostname to a node the "

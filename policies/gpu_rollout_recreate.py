@@ -18,16 +18,18 @@ parked workloads are judged too (unparking is one replicas change).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts
+from core import facts
 from policylib import resource_helpers as rh
 from policylib import workloads
 
 NAME = "gpu-rollout-recreate"
 
 
-def _strategy(resource_type: str, props) -> tuple[dict, str]:
+def _strategy(resource_type: str, props) -> tuple[Mapping, str]:
     spec = rh.mapping(props.get("spec"))
     if resource_type == workloads.ISVC_TYPE:
         return rh.mapping(rh.mapping(spec.get("predictor")).get("deploymentStrategy")), "spec.predictor.deploymentStrategy"

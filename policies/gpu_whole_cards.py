@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts
+from core import facts
 from policylib import resource_helpers as rh
 from policylib import workloads
 
@@ -68,10 +68,8 @@ def validate(args, report_violation) -> None:
             problems = container_problems(c.get("resources"))
             if not problems:
                 continue
-            place = f"{where} " if where else ""
-            kind = "init container" if field == "initContainers" else "container"
             report_violation(
-                f"{label}, {place}{kind} {c.get('name', '')}: {facts.GPU_RESOURCE} "
+                f"{rh.container_label(label, where, field, c)}: {facts.GPU_RESOURCE} "
                 + "; ".join(problems)
                 + ". Cards are whole and not overcommitted: set requests and limits to the same "
                 "whole number (or give the limit only).",

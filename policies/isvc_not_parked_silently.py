@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts
+from core import facts
 from policylib import resource_helpers as rh
 from policylib import workloads
 

@@ -4,7 +4,7 @@ Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or Inference
 
 - vLLM: ``--max-model-len`` is given explicitly (without it vLLM takes the model's
   ``max_position_embeddings``, 262,144 tokens for Qwen3-Coder, and a ten-minute start ends
-  in an error), and the KV pool estimated by :func:`components.capacity.estimate_vllm` holds
+  in an error), and the KV pool estimated by :func:`core.capacity.estimate_vllm` holds
   at least ``max-model-len`` tokens (vLLM v0.11 ``check_enough_kv_cache_memory`` refuses to
   start otherwise: "To serve at least one request with the models's max seq len ...").
 - candle-vllm: ``--kv-fraction`` leaves a KV pool of at least one block after the workspace
@@ -30,7 +30,7 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import capacity
+from core import capacity
 from policylib import capacity_helpers as ch
 
 NAME = "kv-cache-fits-max-model-len"
@@ -43,11 +43,8 @@ def where(sc: ch.ServerCapacity) -> str:
     return f"one {product}" if ranks == 1 else f"each of {ranks} {product} cards"
 
 
-def label(sc: ch.ServerCapacity) -> str:
-    """``"InferenceService coder"`` (with the container when a pod runs several servers)."""
-    w = sc.workload
-    extra = f", container {sc.container.name}" if len(w.servers) > 1 else ""
-    return f"{w.kind} {w.name}{extra}"
+#: How the messages name a server (``policylib.capacity_helpers.server_label``).
+label = ch.server_label
 
 
 def larger_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[tuple[int, capacity.Estimate]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts
+from core import facts
 from policylib import resource_helpers as rh
 
 NAME = "moving-tag-pull-always"
@@ -41,11 +41,9 @@ def validate(args, report_violation) -> None:
             policy, defaulted = rh.effective_pull_policy(ref, c.get("imagePullPolicy"))
             if policy == facts.MOVING_TAG_PULL_POLICY:
                 continue
-            place = f"{where} " if where else ""
-            kind = "init container" if field == "initContainers" else "container"
             shown = f"{policy} (the default for a tagged image)" if defaulted else policy
             report_violation(
-                f"{label}, {place}{kind} {c.get('name', '')}: image {image} has moving tag "
+                f"{rh.container_label(label, where, field, c)}: image {image} has moving tag "
                 f"{ref.shown_tag} and imagePullPolicy {shown}, so a rebuilt image never reaches "
                 f"the pod (seed 003). Set imagePullPolicy: {facts.MOVING_TAG_PULL_POLICY}, or pin "
                 "the image by @sha256 digest.",

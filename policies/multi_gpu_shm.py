@@ -35,7 +35,8 @@ from collections.abc import Mapping
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
 
-from components import facts
+from core import facts
+from core.quantity import QuantityError
 from policylib import resource_helpers as rh
 from policylib import workloads
 
@@ -70,7 +71,10 @@ def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: f
     size_raw = empty_dir.get("sizeLimit")
     size = workloads.mib(size_raw)
     if size is None:
-        problems.append(f"volume {name} at {facts.SHM_MOUNT_PATH} has no sizeLimit")
+        if size_raw is not None:  # core.quantity refuses it, as the stack file's check does
+            problems.append(f"volume {name} sizeLimit: {QuantityError(size_raw).rule}; write e.g. \"8Gi\"")
+        else:
+            problems.append(f"volume {name} at {facts.SHM_MOUNT_PATH} has no sizeLimit")
         return problems
     if size < min_mib:
         problems.append(f"volume {name} sizeLimit {size_raw} is below {min_mib:g} MiB")

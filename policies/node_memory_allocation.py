@@ -26,6 +26,10 @@ Parameters: ``countSurge`` (boolean, default true); ``headroomMiB`` (integer >= 
 0: MiB of each node kept free beyond the requests, e.g. for pods outside the stack; counted
 like a reservation and shown as ``headroomMiB 4,096 (reserved outside the stack: ...)``).
 
+A memory request or limit that is not a Kubernetes quantity (``lots``, ``1e3Mi``;
+:mod:`core.quantity`, the parser the stack file uses too) is its own violation, naming its key
+path, e.g. ``spec.template.spec.containers[0].resources.requests.memory``.
+
 Does NOT check: memory limits (overcommit is allowed by Kubernetes), CPU, ephemeral storage,
 Memory-backed emptyDir volumes (they count against the limit, not the request), joint
 placement with cards (a pod packed onto one node by memory and another by cards is not
@@ -38,8 +42,9 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
+from core.quantity import QuantityError
 from policylib import stack_helpers, workloads
-from policylib.stack_helpers import NodeUse, amount
+from core.allocation import NodeUse, amount
 
 NAME = "node-memory-allocation"
 HEADROOM_SHARE = "headroomMiB"
@@ -98,8 +103,18 @@ def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) ->
     )
 
 
+def invalid_quantity_message(w: workloads.Workload, path: str, value: object) -> str:
+    """``Deployment m: spec.template.spec.containers[0].resources.requests.memory: 'lots' is not a
+    Kubernetes quantity ...``: the rule and the fix of :class:`core.quantity.QuantityError`."""
+    err = QuantityError(value)
+    return f"{w.kind} {w.name}: {path}: {err.rule}, so its memory cannot be counted; {err.fix}"
+
+
 def validate(args, report_violation) -> None:
     stack = workloads.stack_view(args.resources)
+    for w in stack.workloads:
+        for path, value in w.invalid_quantities:
+            report_violation(invalid_quantity_message(w, path, value), w.urn)
     asking = [w for w in stack.workloads if w.running and w.memory_request_mib > 0]
     if not asking:
         return
@@ -132,8 +147,9 @@ POLICY = StackValidationPolicy(
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
     remediation_steps=(
         "Lower resources.requests.memory (GPU servers keep weights on the card; coder.yaml keeps "
-        "a 12Gi request with a higher limit for bursts), park a workload (replicas 0 with the "
-        "llm-serving.riotpiao.com/parked annotation), or use strategy Recreate so a rollout "
+        "a 12Gi request with a higher limit for bursts; stack file: resources.requests.memory of the "
+        "workload), park a workload (stack file: parked: {reason: ...} on it; plain YAML: replicas 0 "
+        "with the llm-serving.riotpiao.com/parked annotation), or use strategy Recreate so a rollout "
         "needs no second pod's memory."
     ),
 )

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, workloads
+from policylib import stack_helpers, terms, workloads
 from policylib.stack_helpers import PodIndex
 
 NAME = "service-selector-uniqueness"
@@ -63,18 +63,20 @@ def check_service(svc: workloads.Service, index: PodIndex):
         return None
     parked = [w for w in selected if not w.running]
     what = f"only parked {_describe(parked)}" if parked else "no workload"
-    return (
+    message = (
         f"Service {svc.name} selects {what} (selector {_selector_text(svc.selector)}): it has no "
         "running endpoints and its clients get connection errors"
     )
+    key = terms.stack_file_key(svc.annotations)
+    if key is not None:  # made from a stack file: the fix in its keys
+        message += (f". Fix: point {key}.selects at a running workload, or park the Service too: "
+                    f"{terms.park_fix(svc.annotations)}")
+    return message
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
-    if not stack.services:
-        return
-    index = PodIndex(stack.workloads)
-    for svc in stack.services:
+    services, index = stack_helpers.services_and_index(args)
+    for svc in services:
         message = check_service(svc, index)
         if message:
             report_violation(message, svc.urn)
@@ -89,7 +91,8 @@ POLICY = StackValidationPolicy(
     remediation_steps=(
         "Two or more: give the one workload the Service should reach a label the others do not "
         "carry and select it, or park the others (replicas 0). None: fix the selector to the "
-        "serving workload's pod labels, start the workload, or declare the Service parked with the "
-        "llm-serving.riotpiao.com/parked annotation and a reason."
+        "serving workload's pod labels (stack file: selects: <workload> under llm-serving:services), "
+        "start the workload, or declare the Service parked (stack file: parked: {reason: ...} on the "
+        "Service; plain YAML: the llm-serving.riotpiao.com/parked annotation and a reason)."
     ),
 )

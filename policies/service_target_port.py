@@ -34,7 +34,6 @@ from typing import Optional
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from policylib import stack_helpers, workloads
-from policylib.stack_helpers import PodIndex
 
 NAME = "service-target-port"
 
@@ -79,7 +78,7 @@ def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.W
     for c in owners:
         server = c.server
         port = listen_port(server) if server is not None else None
-        if port is None or port == number:
+        if server is None or port is None or port == number:
             return None
         wrong.append(f"container {c.name} runs {server.engine} on {port}")
     if wrong:
@@ -91,11 +90,8 @@ def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.W
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
-    if not stack.services:
-        return
-    index = PodIndex(stack.workloads)
-    for svc in stack.services:
+    services, index = stack_helpers.services_and_index(args)
+    for svc in services:
         if not svc.selector:
             continue
         for w in stack_helpers.running(index.select(svc.namespace, svc.selector)):

@@ -12,7 +12,7 @@ One violation per problem:
     kubelet holds liveness back until startup succeeds, so liveness sits behind it);
   - its budget, initialDelaySeconds + periodSeconds x failureThreshold (Kubernetes defaults
     0, 10 and 3 when omitted), covers the declared cold start: it must EXCEED it (budget >
-    cold start; spec "must exceed"), by ``components.rules.startup_budget_covers``, the
+    cold start; spec "must exceed"), by ``core.rules.startup_budget_covers``, the
     function the program's config check uses too.
 
 Source: seed 002 (clef-serve "Cold start is about four minutes ... startupProbe allows for
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts, rules
+from core import facts, rules
 from policylib import resource_helpers as rh
 from policylib import workloads
 
@@ -105,8 +105,9 @@ POLICY = ResourceValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     remediation_steps=(
-        "Declare the measured cold start as annotation llm-serving.riotpiao.com/cold-start-seconds "
-        "on the workload and give the server container a startupProbe on its health endpoint with "
+        "Declare the measured cold start (stack file: cold_start_seconds on the workload, the "
+        "components derive the probe; plain YAML: annotation llm-serving.riotpiao.com/cold-start-seconds "
+        "on the workload) and give the server container a startupProbe on its health endpoint with "
         "periodSeconds x failureThreshold above it (coder.yaml: 15 s x 120 for about 10 minutes); "
         "keep any livenessProbe, it starts only after the startup probe succeeds."
     ),

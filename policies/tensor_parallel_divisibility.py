@@ -4,7 +4,7 @@ Rule, per vLLM / candle-vllm container with tensor parallel above 1 (vLLM
 ``--tensor-parallel-size``, candle-vllm the count of ``--d`` devices): attention heads, KV
 heads, intermediate size and vocabulary divide by TP, and so do the experts' width of an MoE
 model and, for a GPTQ checkpoint, the quantization groups of the row-parallel projections
-(:meth:`components.modelfacts.ModelFacts.tp_divisibility_problems`). An uneven split fails
+(:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`). An uneven split fails
 at load: vLLM asserts the divisions (``divide`` in vllm/distributed/utils.py); candle-vllm
 divides heads by the rank count with integer division (qwen.rs), so the shards no longer
 match the layer shapes. A server
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import rules
-from components.modelfacts import ModelFacts
+from core import rules
+from core.modelfacts import ModelFacts
 from policylib import capacity_helpers as ch
 from policylib import stackconfig, workloads
 
@@ -32,7 +32,7 @@ NAME = "tensor-parallel-divisibility"
 
 def sizes_that_divide(facts: ModelFacts) -> list[int]:
     """The TP sizes suggested in messages: those up to ``rules.MAX_SUGGESTED_TP`` that divide
-    every sharded dimension (``components.rules.tp_sizes_that_divide``, as the config check)."""
+    every sharded dimension (``core.rules.tp_sizes_that_divide``, as the config check)."""
     return rules.tp_sizes_that_divide(facts)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts
+from core import facts, rules
 from policylib import resource_helpers as rh
 from policylib import workloads
 
@@ -37,7 +37,7 @@ def validate(args, report_violation) -> None:
     for c, server in w.servers_of("vllm"):
         tp, pp, dp = server.tensor_parallel, server.pipeline_parallel, data_parallel(server)
         ranks = tp * pp * dp
-        if ranks == c.cards:
+        if rules.parallel_matches_cards(tp, pp, c.cards, dp):
             continue
         formula = f"TP {tp} x PP {pp}" + (f" x DP {dp}" if dp != 1 else "")
         effect = (

@@ -1,7 +1,7 @@
 """vllm-volta: vLLM on Volta (sm_70) cards avoids every kernel path sm_70 does not have.
 
 Applies to a vLLM container whose pod holds cards and can land on a card below compute
-capability 7.5 (``resource_helpers.PRE_TURING_SM``; worker-1's V100 is 7.0). The nodes come
+capability 7.5 (``core.rules.needs_volta_path``; worker-1's V100 is 7.0). The nodes come
 from the stack's inventory (``llm-serving:cluster``): a pinned pod (``nodeName`` or the
 ``kubernetes.io/hostname`` nodeSelector) is judged on its node; an unpinned pod on every node
 with enough cards, and the rules apply if ANY of them is Volta, because the scheduler may put
@@ -11,7 +11,7 @@ it there. One violation per problem:
   - no ``--quantization`` (or checkpoint quantization, from the stack's model facts when
     vLLM would pick it up by itself) whose kernels need more than the card's compute
     capability: fp8 / fp4 / awq / any marlin / compressed-tensors / modelopt need sm75+ or
-    sm80+; gptq is fine. The table is ``components.rules.QUANT_MIN_SM``, the one the
+    sm80+; gptq is fine. The table is ``core.rules.QUANT_MIN_SM``, the one the
     program's config checks use too;
   - no fp8 KV cache (``--kv-cache-dtype fp8``, ``fp8_e4m3``, ``fp8_e5m2``);
   - env ``VLLM_USE_FLASHINFER_SAMPLER=0`` (FlashInfer's check_cuda_arch raises on 7.0);
@@ -34,22 +34,23 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import facts, rules
-from components.modelfacts import ModelFacts
+from core import facts, rules
+from core.modelfacts import ModelFacts
 from policylib import resource_helpers as rh
 from policylib import stackconfig, workloads
 
 NAME = "vllm-volta"
-HALF = ("float16", "half")
 SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
 NO_VOLTA_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
 CUSTOM_AR_FLAGS = ("--disable-custom-all-reduce", "--disable_custom_all_reduce")
 
 
-def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts]) -> Optional[str]:
+def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[str]:
+    """The ``--dtype`` problem on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
+    the predicate the stack file's ``dtype`` check calls), or None."""
     dtype = (server.get("--dtype") or "").lower()
-    if dtype in HALF:
+    if rules.dtype_runs_on("vllm", dtype, sm):
         return None
     if not dtype or dtype == "auto":
         ckpt = f" ({model.torch_dtype})" if model else ""
@@ -60,9 +61,9 @@ def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts]) -> 
     return f"--dtype {dtype} is not a half dtype; sm_70 serves float16: use --dtype float16"
 
 
-def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = 70) -> Optional[str]:
+def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[str]:
     """The quantization problem on a card of compute capability ``sm`` (x10), by the table the
-    program's config checks use (``components.rules``), or None."""
+    program's config checks use (``core.rules``), or None."""
     written = server.get("--quantization") or server.get("-q")
     method = written or (model.quantization.method if model and model.quantization else None)
     if rules.quantization_runs_on(method, sm):
@@ -73,9 +74,9 @@ def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFact
             "use a gptq or unquantized float16 checkpoint")
 
 
-def kv_cache_problem(server: workloads.ServerArgs) -> Optional[str]:
+def kv_cache_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
     kv = server.get("--kv-cache-dtype") or ""
-    if kv.lower().startswith("fp8"):
+    if not rules.kv_cache_dtype_runs_on(kv, sm):
         return f"--kv-cache-dtype {kv}: sm_70 has no FP8; use --kv-cache-dtype auto"
     return None
 
@@ -96,7 +97,7 @@ def env_problems(env) -> list[str]:
 
 def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optional[str]:
     tp = server.tensor_parallel
-    if tp < 2 or not no_nvlink or any(server.has(f) for f in CUSTOM_AR_FLAGS):
+    if not no_nvlink or not rules.custom_all_reduce_must_be_disabled(tp, nvlink=False) or any(server.has(f) for f in CUSTOM_AR_FLAGS):
         return None
     names = ", ".join(n.name for n in no_nvlink)
     return (f"TP {tp} without NVLink ({names}) and no --disable-custom-all-reduce: vLLM's custom "
@@ -106,8 +107,8 @@ def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optiona
 
 def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta: list) -> list[str]:
     """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on."""
-    sm = min((n.card.sm for n in volta if n.card), default=70)
-    found = [dtype_problem(server, model), quantization_problem(server, model, sm), kv_cache_problem(server)]
+    sm = rules.lowest_sm([n.card.sm for n in volta if n.card])
+    found = [dtype_problem(server, model, sm), quantization_problem(server, model, sm), kv_cache_problem(server, sm)]
     found += env_problems(c.env)
     found.append(all_reduce_problem(server, [n for n in volta if n.card and not n.card.nvlink]))
     return [p for p in found if p]

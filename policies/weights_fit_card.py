@@ -2,7 +2,7 @@
 
 Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or InferenceService,
 with the weights one card holds after quantization and tensor parallel split
-(:func:`components.capacity.weights_per_card`):
+(:func:`core.capacity.weights_per_card`):
 
 - vLLM: weights a card plus the activation peak of its memory profile stay below
   ``gpu-memory-utilization`` x the card's memory (vLLM v0.11 ``determine_available_memory``
@@ -29,17 +29,14 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from components import capacity
+from core import capacity
 from policylib import capacity_helpers as ch
 
 NAME = "weights-fit-card"
 
 
-def label(sc: ch.ServerCapacity) -> str:
-    """``"Deployment candle-vllm"`` (with the container when a pod runs several servers)."""
-    w = sc.workload
-    extra = f", container {sc.container.name}" if len(w.servers) > 1 else ""
-    return f"{w.kind} {w.name}{extra}"
+#: How the messages name a server (``policylib.capacity_helpers.server_label``).
+label = ch.server_label
 
 
 def smallest_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[int]:

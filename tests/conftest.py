@@ -1,16 +1,7 @@
-"""Test set-up: the project root and the policy pack directory are importable.
-
-The pack's modules import ``policylib`` and ``components`` the way the pack process does
-(``policies/__main__.py`` puts the same two directories on ``sys.path``).
+"""Test set-up. Nothing to put on ``sys.path``: pytest puts the project root there (``tests`` is a
+package), and the project's .venv has ``core`` and the pack's modules installed editable
+(requirements.txt), as the pack process finds them in its own directory.
 """
-
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-for p in (ROOT, ROOT / "policies"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
 
 
 def pytest_configure(config):

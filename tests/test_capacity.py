@@ -3,17 +3,17 @@
 Each test names the figure's source. vLLM figures must come out within 5%; candle-vllm's
 MB-to-tokens step exactly as its code computes it. Where a figure and the engine's current
 code disagree, the test states both numbers and the reason. No constant here is fitted to a
-figure: every constant in components/capacity.py is cited from the engine's code.
+figure: every constant in core/capacity.py is cited from the engine's code.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from components import capacity
-from components.capacity import GIB, MIB, estimate_candle, estimate_vllm, weights_per_card
-from components.inventory import CardSpec
-from components.modelfacts import CATALOG, ModelFacts
+from core import capacity
+from core.capacity import GIB, MIB, estimate_candle, estimate_vllm, weights_per_card
+from core.inventory import CardSpec
+from core.modelfacts import CATALOG, ModelFacts
 
 V100 = CardSpec(
     product="Tesla-V100-PCIE-32GB", memory_mib=32768, compute_capability="7.0", nvlink=False, hbm_bandwidth_gb_s=900

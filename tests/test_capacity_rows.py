@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from components.inventory import ClusterInventory
+from core.inventory import ClusterInventory
 from policylib import capacity_helpers as ch
 from policylib import stackconfig, workloads
 from tests.policy_harness import FIXTURES, DEFAULT_STACK_FILE, manifests, use_stack_config

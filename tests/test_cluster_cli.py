@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import facts
+from core import facts
 from tools import cluster
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -286,7 +286,7 @@ def test_default_dirs_follow_llm_serving_cache(tmp_path, monkeypatch):
 def test_every_address_in_every_command_line_is_loopback(tmp_path):
     lay = cluster.Layout(tmp_path)
     ports = dict(zip(("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-                      cluster.KSERVE_STANDIN), range(40001, 40008)))
+                      cluster.KSERVE_STANDIN), range(40001, 40008), strict=True))
     ips = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?\b")
     for name in cluster.COMPONENTS:
         argv = cluster.component_argv(name, tmp_path / "bin", lay, ports)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import facts
+from core import facts
 from components.config import NetworkPolicyConfig, Resources, ServiceClient, StartupProbe, load_stack_config
-from components.inventory import CardSpec
+from core.inventory import CardSpec
 from components.network import NamespaceNetworkPolicyArgs, network_policy_manifest
 from components.service import service_manifest, service_urls
 from components.stack import candle_args, gpu_args, vllm_args

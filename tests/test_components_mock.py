@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components import facts
+from core import facts
 from components.config import load_stack_config
 from components.stack import render_manifests
 from tools.manifests import load_stack_file

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components import facts
+from core import facts
 from components.config import load_stack_config
 from components.stack import render_manifests
 from tools.manifests import load_stack_file
@@ -45,7 +45,7 @@ POD = ("spec", "template", "spec")
 PREDICTOR = ("spec", "predictor")
 ISVC_CONTAINER = PREDICTOR + ("containers", 0)
 
-CONTRACT = "the component -> policy contract annotations (components/facts.py), so the policy pack judges"
+CONTRACT = "the component -> policy contract annotations (core/facts.py), so the policy pack judges"
 NODE = ("pinned to worker-1 with nodeSelector kubernetes.io/hostname, as coder.yaml pins its predictor; "
         "cards are counted per node")
 STARTUP = "a startup probe whose budget exceeds the declared cold start (002, coder.yaml: 120 x 15 s)"

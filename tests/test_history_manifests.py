@@ -32,12 +32,12 @@ import node_memory_allocation
 import served_model_name_unique
 import service_selector_uniqueness
 import service_target_port
-from components import facts
+from core import facts
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools.manifests import load_stack_file, resources_from_documents
 
 HISTORY = Path(__file__).resolve().parent / "manifests" / "history"
-from tests.paths import REFERENCE
+from tests.paths import REFERENCE  # noqa: E402 (after the module constants it documents)
 STACK_POLICIES = [
     gpu_card_allocation.POLICY,
     node_memory_allocation.POLICY,

@@ -9,11 +9,11 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.inventory import ClusterInventory
+from core.inventory import ClusterInventory
 from tools import manifests as m
 
 ROOT = Path(__file__).resolve().parent.parent
-from tests.paths import REFERENCE
+from tests.paths import REFERENCE  # noqa: E402 (after the module constants it documents)
 
 
 def _prod_cluster() -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import isvc_not_parked_silently as mod
-from components import facts
+from core import facts
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.manifests import load_stack_file
 

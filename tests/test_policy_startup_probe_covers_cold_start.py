@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import startup_probe_covers_cold_start as mod
-from components import facts
+from core import facts
 from policylib import resource_helpers as rh
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.manifests import load_stack_file
@@ -51,7 +51,7 @@ def _run(text: str):
 
 
 def test_budget_must_exceed_the_cold_start_equal_does_not_cover_it():
-    """Spec: the budget "must exceed" the cold start (components/rules.py, as the config check)."""
+    """Spec: the budget "must exceed" the cold start (core/rules.py, as the config check)."""
     probe = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 10, failureThreshold: 24}"
     assert _run(_server("239", probe)) == []
     (message,) = _run(_server("240", probe))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components import facts
+from core import facts
 from policylib import workloads as w
 from tools.manifests import load_manifest_dir
 from tests.policy_harness import manifests

@@ -134,7 +134,10 @@ def test_diff_against_an_earlier_rendering(tmp_path):
     proc = preview("--stack-file", str(stack_file(tmp_path, more_seqs)), "--out", str(out), "--base", str(out), "--no-policy")
     assert proc.returncode == 0, proc.stderr
     assert "diff: 1 to update\n~  apps/v1 Deployment llm-serving/candle-vllm (update in place)" in proc.stdout
-    assert re.search(r"^      spec\.template\.spec\.containers\[name=\S+\]\.args: .*\"--max-num-seqs\",\"32\".* -> .*\"--max-num-seqs\",\"16\"", proc.stdout, re.M)
+    # Issue 8: a changed argv is a list diff, one item a line, not one long line.
+    assert re.search(r"^      spec\.template\.spec\.containers\[name=\S+\]\.args: list changed\n"
+                     r"            \"--max-num-seqs\"\n          - \"32\"\n          \+ \"16\"\n            \"--kv-fraction\"\n",
+                     proc.stdout, re.M), proc.stdout
     assert "REPLACE" not in proc.stdout
     # --base may be --out: the diff was read before the directory was replaced
     assert b"16" in files(out)["1-manifest/apps_v1-deployment-llm-serving-candle-vllm.yaml"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import facts
+from core import facts
 from tools import render
 from tools.manifests import InputError
 

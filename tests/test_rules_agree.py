@@ -1,5 +1,5 @@
 """The program's config checks and the policy pack agree on the rules they share
-(components/rules.py): quantization refused on sm_70, the startup budget exceeding the cold
+(core/rules.py): quantization refused on sm_70, the startup budget exceeding the cold
 start, and the tensor parallel sizes suggested. Each case runs the config check on the prod
 stack file and the policy on a manifest with the same values, on prod's V100 inventory."""
 
@@ -17,7 +17,7 @@ import pytest
 import startup_probe_covers_cold_start
 import tensor_parallel_divisibility
 import vllm_volta
-from components import facts, rules
+from core import facts, rules
 from components.config import ConfigError, VllmWorkload, load_stack_config
 from policylib import stackconfig
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config

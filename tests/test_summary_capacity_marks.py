@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from components.modelfacts import ModelEntry
+from core.modelfacts import ModelEntry
 from policylib import capacity_helpers as ch
 from policylib import workloads
 from tests.policy_harness import FIXTURES

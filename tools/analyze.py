@@ -145,16 +145,16 @@ def reconcile_policy_config(info: pb.AnalyzerInfo, given: Optional[dict[str, Any
         level = normalised["all"].get("enforcementLevel")
         if level is not None:
             _check_level("all", level, problems)
-            for entry in result.values():
-                entry["enforcementLevel"] = level if level in LEVELS else entry["enforcementLevel"]
-    for name, entry in normalised.items():
-        if name == "all" or entry is None:
+            for defaults in result.values():
+                defaults["enforcementLevel"] = level if level in LEVELS else defaults["enforcementLevel"]
+    for name, given_entry in normalised.items():
+        if name == "all" or given_entry is None:
             continue
         if name not in result:
             problems.append(f"{name}: no policy of pack {info.name} has this name; "
                             f"fix: use one of {', '.join(sorted(result))} (or \"all\")")
             continue
-        _apply(result[name], entry)
+        _apply(result[name], given_entry)
     for name, entry in result.items():
         problems.extend(_validate(name, entry, schemas[name]))
     if problems:
@@ -286,12 +286,12 @@ class PackProcess:
         if any(level == REMEDIATE for level, _ in reconciled.values()):
             self._remediate(resources, structs, findings, notes)
             clock.lap("remediate")
-        responses = self._sharded("Analyze", [packproc.analyze_request(r, s) for r, s in zip(resources, structs)])
+        responses = self._sharded("Analyze", [packproc.analyze_request(r, s) for r, s in zip(resources, structs, strict=True)])
         objects = {r.urn: r for r in resources}
-        for r, resp in zip(resources, responses):
+        for r, resp in zip(resources, responses, strict=True):
             findings.extend(_finding(d, r.urn, objects, "resource", sources) for d in resp.diagnostics)
         clock.lap("analyze")
-        stack = [packproc.analyzer_resource(r, s) for r, s in zip(resources, structs)]
+        stack = [packproc.analyzer_resource(r, s) for r, s in zip(resources, structs, strict=True)]
         root = root_stack_urn(self.env.stack, self.env.project)
         for d in self._analyze_stack(stack, info, reconciled):
             findings.append(_finding(d, d.urn if d.urn in objects else root, objects, "stack", sources))
@@ -332,8 +332,8 @@ class PackProcess:
     def _remediate(self, resources: list[Resource], structs: list[struct_pb2.Struct],
                    findings: list[Finding], notes: list[str]) -> None:
         """The engine's first pass: apply each remediation's properties before Analyze."""
-        responses = self._sharded("Remediate", [packproc.analyze_request(r, s) for r, s in zip(resources, structs)])
-        for i, (r, resp) in enumerate(zip(resources, responses)):
+        responses = self._sharded("Remediate", [packproc.analyze_request(r, s) for r, s in zip(resources, structs, strict=True)])
+        for i, (r, resp) in enumerate(zip(resources, responses, strict=True)):
             for rem in resp.remediations:
                 if rem.diagnostic:
                     findings.append(Finding(policy=rem.policyName, level=ADVISORY, severity="unspecified",

@@ -779,7 +779,8 @@ def running_status(lay: Layout, state: dict[str, Any] | None) -> tuple[list[str]
     """(running names, dead names, apiserver ready) of a recorded cluster."""
     if not state or not state.get("processes"):
         return [], [], False
-    running, dead = [], []
+    running: list[str] = []
+    dead: list[str] = []
     for rec in state["processes"]:
         (running if group_pids(rec) else dead).append(rec["name"])
     ready = False
@@ -835,7 +836,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     with locked(lay):
         state = read_state(lay)
         running, dead, ready = running_status(lay, state)
-        if running and not dead and ready:
+        if running and not dead and ready and state is not None:
             have = state["options"].get("pod_ready_delay", 0.0)
             if args.pod_ready_delay is not None and args.pod_ready_delay != have:
                 restart_kwok(lay, state, args.pod_ready_delay, args.timeout)
@@ -875,7 +876,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                  "ready": False, "options": {"pod_ready_delay": delay}, "processes": []}
         write_state(lay, state)
         s = Starter(lay, bin_dir, ports, state)
-        s.ctx, s.timeout = tls_context(lay.pki), args.timeout
+        ctx = tls_context(lay.pki)
+        s.ctx, s.timeout = ctx, args.timeout
         deadline = time.monotonic() + args.timeout
         try:
             s.spawn("etcd")
@@ -892,11 +894,11 @@ def cmd_up(args: argparse.Namespace) -> int:
             s.spawn("kwok")
             for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
                 s.wait_healthy(name, deadline)
-            s.wait(f"CRD {CRD_NAME} Established", "kube-apiserver", lambda: check_crd(api, s.ctx), deadline)
-            s.wait(f"node {NODE_NAME} Ready without taints", "kwok", lambda: check_node(api, s.ctx), deadline)
-            s.wait(f"PVC {NAMESPACE}/{CLAIM} Bound", "kube-controller-manager", lambda: check_claim(api, s.ctx), deadline)
+            s.wait(f"CRD {CRD_NAME} Established", "kube-apiserver", lambda: check_crd(api, ctx), deadline)
+            s.wait(f"node {NODE_NAME} Ready without taints", "kwok", lambda: check_node(api, ctx), deadline)
+            s.wait(f"PVC {NAMESPACE}/{CLAIM} Bound", "kube-controller-manager", lambda: check_claim(api, ctx), deadline)
             s.wait(f"ServiceAccount {NAMESPACE}/default", "kube-controller-manager",
-                   lambda: check_service_account(api, s.ctx), deadline)
+                   lambda: check_service_account(api, ctx), deadline)
             s.spawn(KSERVE_STANDIN)
             s.wait_healthy(KSERVE_STANDIN, deadline)
         except BaseException as e:

@@ -136,6 +136,10 @@ def _version(v: str) -> str:
     return v if v.startswith("v") else "v" + v
 
 
+def _plugin_output(field: str, data: bytes) -> lpb.RunPluginResponse:
+    return lpb.RunPluginResponse(stdout=data) if field == "stdout" else lpb.RunPluginResponse(stderr=data)
+
+
 def policy_env(config: apb.AnalyzerStackConfigureRequest) -> dict[str, str]:
     """The environment a pulumi-policy pack reads its stack from (``constructEnv`` of the CLI's
     ``analyzer_plugin.go``, which the real host's policy proxy reproduces)."""
@@ -372,9 +376,9 @@ class LanguageHost(lgrpc.LanguageRuntimeServicer):
                     proxy.attach(int(line.strip()))
                 except ValueError:
                     proxy.fail(f"the policy pack printed no port (first line: {line[:200]!r})")
-                    out.put(lpb.RunPluginResponse(**{field: line}))
+                    out.put(_plugin_output(field, line))
             for chunk in iter(lambda: os.read(stream.fileno(), CHUNK), b""):
-                out.put(lpb.RunPluginResponse(**{field: chunk}))
+                out.put(_plugin_output(field, chunk))
             out.put(None)
 
         for stream, field in ((proc.stdout, "stdout"), (proc.stderr, "stderr")):

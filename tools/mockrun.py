@@ -38,7 +38,6 @@ import gc
 import json
 import logging
 import runpy
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,23 +286,21 @@ def _configure(config: dict[str, str], monitor: RecordingMonitor, stack: str, pr
 
 def _exec(program: Path) -> None:
     """``runpy`` the program as the language host does: the program directory when the file is
-    ``__main__.py`` (so the directory is ``sys.path[0]``), else the file with its directory on the path."""
+    ``__main__.py`` (runpy makes the directory ``sys.path[0]`` while it runs), else the file
+    itself (a single-file program; it imports installed packages only)."""
     if program.name == "__main__.py":
         runpy.run_path(str(program.parent), run_name="__main__")
         return
-    sys.path.insert(0, str(program.parent))
-    try:
-        runpy.run_path(str(program), run_name="__main__")
-    finally:
-        sys.path.remove(str(program.parent))
+    runpy.run_path(str(program), run_name="__main__")
 
 
 def _clean(err: BaseException) -> BaseException:
     """A :class:`ProgramError` for errors the program raises on purpose; ``err`` itself otherwise."""
     if isinstance(err, ProgramError):
         return err
-    if type(err).__name__ == "ConfigError" and callable(getattr(err, "render", None)):
-        return ProgramError(str(err.render()))
+    render = getattr(err, "render", None)
+    if type(err).__name__ == "ConfigError" and callable(render):
+        return ProgramError(str(render()))
     if isinstance(err, (pulumi.RunError, pulumi.InputPropertyError, pulumi.InputPropertiesError)):
         return ProgramError(str(err))
     return err

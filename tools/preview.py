@@ -43,9 +43,9 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import Optional, TextIO, cast
 
-from components import rules
+from core import rules
 from tools import analyze, mockrun, packproc, render, summary
 from tools.manifests import InputError, load_stack_file
 from tools.report import FORMATS
@@ -109,7 +109,7 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
     collecting = gc.isenabled()
     gc.disable()  # a short-lived process: collections over the program's heap only cost time
     try:
-        code = _preview(args, _Reader(stdout), _Reader(stderr))
+        code = _preview(args, cast(TextIO, _Reader(stdout)), cast(TextIO, _Reader(stderr)))
         if exit_process:
             _exit(code)
         return code

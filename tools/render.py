@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import difflib
 import json
 import os
 import shutil
@@ -42,7 +43,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from components import facts
+from core import facts
 from tools.manifests import InputError, Resource
 
 CRD_DIR = "0-crd"
@@ -279,12 +280,42 @@ def _render_object(o: ObjectDiff) -> list[str]:
     lines = [f"{_MARK[o.action]} {o.title} ({label})"]
     for c in o.changes:
         tag = "   [forces replacement]" if c.replace_reason else ""
-        lines.append(f"      {c.path}: {_show(c.old)} -> {_show(c.new)}{tag}")
+        if _scalars(c.old) and _scalars(c.new):
+            lines.append(f"      {c.path}: list changed{tag}")
+            lines.extend(list_diff(c.old, c.new))
+        else:
+            lines.append(f"      {c.path}: {_show(c.old)} -> {_show(c.new)}{tag}")
     for reason in o.replace_reasons:
         lines.append(f"      replace: {reason}")
     if o.warning:
         lines.append(f"      warning: {o.warning}")
     return lines
+
+
+def _scalars(value: Any) -> bool:
+    return isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value)
+
+
+def list_diff(old: list, new: list, context: int = 1) -> list[str]:
+    """A changed list of scalars (a container's argv, command, ...) as a diff, one item a line:
+    ``- item`` removed, ``+ item`` added, unchanged items shown ``context`` around each change
+    and ``... N unchanged`` for the rest (difflib's matching, in order)."""
+    out: list[str] = []
+    for group in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_grouped_opcodes(context):
+        if out:
+            out.append("          ...")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out.extend(f"            {_show(v)}" for v in old[i1:i2])
+                continue
+            out.extend(f"          - {_show(v)}" for v in old[i1:i2])
+            out.extend(f"          + {_show(v)}" for v in new[j1:j2])
+    unchanged = sum(i2 - i1 for tag, i1, i2, _, _ in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+                    if tag == "equal")
+    shown = sum(1 for line in out if line.startswith("            "))
+    if unchanged > shown:
+        out.append(f"          ({unchanged - shown} unchanged items not shown)")
+    return out
 
 
 #: Why removing a Service is never routine (coder-service.yaml: "Do not delete and recreate

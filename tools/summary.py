@@ -7,39 +7,37 @@ Four parts:
   else ``-`` for an object the program creates outside any component), and ``protect`` when
   the resource is protected (the Services: never deleted and re-created);
 * **cards per node** (``nvidia.com/gpu``): ``used / capacity`` and each workload's share, read
-  from the rendered objects with the policy pack's own view (``policies/policylib/workloads.py``):
-  replicas x cards a pod (an InferenceService by its replica bound), plus the surge pod a
-  RollingUpdate starts, plus cards the inventory reserves for workloads outside the stack. A
+  from the rendered objects with the policy pack's own view (``policies/policylib/workloads.py``)
+  and the allocation gpu-card-allocation judges (:func:`core.allocation.cards`): replicas x
+  cards a pod (an InferenceService by its replica bound), plus the surge pod a RollingUpdate
+  starts, plus cards the inventory reserves for workloads outside the stack; unpinned pods
+  are packed where the policy packs them (``(unpinned)``). A
   parked workload shows ``0 (parked)``. Prod: ``worker-1  4 / 4  candle-vllm 2, clef-candle 1,
   reasoning 1, clef-serve 0 (parked)``;
 * **model servers**: per running vLLM / candle-vllm server, TP, weights a card (GiB), KV pool
   (GiB and tokens), max-model-len (tokens) and concurrency at max-model-len, from
-  ``components/capacity.py`` through ``policies/policylib/capacity_helpers.py`` (the same
+  ``core/capacity.py`` through ``policies/policylib/capacity_helpers.py`` (the same
   figures the kv-cache and weights policies judge);
 * **service URLs**: the stack output ``services`` (each Service's in-cluster URLs).
 
 The inventory comes from the stack config (``llm-serving:cluster``), validated with
-``components.inventory.ClusterInventory``.
+``core.inventory.ClusterInventory``.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from components import facts
-from components.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core import allocation, facts
+from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from tools import render
 from tools.manifests import PROJECT, Resource
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT / "policies") not in sys.path:
-    sys.path.insert(0, str(ROOT / "policies"))
-
-from policylib import workloads as wl  # noqa: E402
+from policylib import stack_helpers
+from policylib import workloads as wl
 
 
 def table(rows: Sequence[Sequence[str]], header: Optional[Sequence[str]] = None, indent: str = "  ") -> list[str]:
@@ -82,20 +80,42 @@ def k8s_objects(resources: Iterable[Resource]) -> list[Resource]:
     ]
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def counts_line(resources: Sequence[Resource]) -> str:
+    """What the counts mean: the objects written as manifests, and every resource the program
+    registers (and the policy pack judges): those objects, the components that made them, the
+    stack itself and any provider. Prod: ``8 objects are written as manifests; the policy pack
+    judges all 17 resources the program registers: 8 objects, 8 components, 1 stack``."""
+    objs = len(k8s_objects(resources))
+    stacks = sum(1 for r in resources if r.type == "pulumi:pulumi:Stack")
+    providers = sum(1 for r in resources if r.type.startswith("pulumi:providers:"))
+    components = sum(1 for r in resources if not r.custom and r.type != "pulumi:pulumi:Stack")
+    other = len(resources) - objs - stacks - providers - components
+    parts = [_plural(objs, "object"), _plural(components, "component"), _plural(stacks, "stack")]
+    parts += [_plural(providers, "provider")] if providers else []
+    parts += [_plural(other, "other resource")] if other else []
+    return (f"  {_plural(objs, 'object')} {'is' if objs == 1 else 'are'} written as manifests; the policy pack judges "
+            f"all {len(resources)} resources the program registers: {', '.join(parts)}")
+
+
 def objects_section(resources: Sequence[Resource]) -> list[str]:
     objs = k8s_objects(resources)
     rows = sorted((component_of(r), render.title(r.props), "protect" if r.protect else "") for r in objs)
     components = {c for c, _, _ in rows if c != "-"}
     head = f"objects: {len(objs)} from {len(components)} component{'s' if len(components) != 1 else ''}"
-    return [head, *table(rows, header=("component", "object", "options"))]
+    return [head, *table(rows, header=("component", "object", "options")), counts_line(resources)]
 
 
 # --- cards per node ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Share:
-    """One holder of cards on a node: a workload of the stack or a reservation. ``cards`` are
-    held by running pods, ``surge`` more during a RollingUpdate."""
+class Held:
+    """How the summary shows one share of a node (:class:`core.allocation.Share`, or an idle
+    :class:`core.allocation.Demand`): ``cards`` held by running pods, ``surge`` more during a
+    RollingUpdate, and a note (``parked``, ``unpinned``, ``reserved: <reason>`` ...)."""
 
     name: str
     cards: int
@@ -117,7 +137,7 @@ class NodeCards:
 
     node: str
     capacity: int
-    shares: tuple[Share, ...]
+    shares: tuple[Held, ...]
 
     @property
     def used(self) -> int:
@@ -129,10 +149,14 @@ class NodeCards:
         return [self.node, f"{self.used} / {self.capacity}{over}", holders]
 
 
-def _share(w: wl.Workload) -> Share:
-    if w.parked_reason is not None or not w.running:
-        return Share(w.name, 0, "parked" if w.parked_reason is not None else "0 replicas")
-    return Share(w.name, w.replicas * w.cards_per_pod, "", w.max_surge * w.cards_per_pod)
+def _held(share: allocation.Share) -> Held:
+    if share.reserved_reason is not None:
+        return Held(share.name, int(share.base), f"reserved{': ' + share.reserved_reason if share.reserved_reason else ''}")
+    return Held(share.name, int(share.base), "unpinned" if share.unpinned else "", int(share.surge))
+
+
+def _idle(d: allocation.Demand) -> Held:
+    return Held(d.name, 0, "parked" if d.parked is not None else "0 replicas")
 
 
 def view_of(resources: Iterable[Resource]) -> wl.Stack:
@@ -140,26 +164,32 @@ def view_of(resources: Iterable[Resource]) -> wl.Stack:
     return wl.stack_view(_View(r.type, r.props, r.urn) for r in k8s_objects(resources))
 
 
+def card_allocation(view: wl.Stack, inventory: ClusterInventory) -> allocation.Allocation:
+    """The cards of the GPU workloads of ``view`` per node, by :func:`core.allocation.cards`
+    (the allocation gpu-card-allocation judges and the stack output reports), surge counted."""
+    gpu = [w for w in view.workloads if w.is_gpu]
+    return allocation.cards(stack_helpers.demands(gpu, lambda w: float(w.cards_per_pod)), inventory)
+
+
 def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
-              view: Optional[wl.Stack] = None) -> tuple[list[NodeCards], list[Share]]:
-    """(cards per inventory node, shares of GPU workloads pinned to no known node). ``view``:
-    :func:`view_of` ``resources``, when the caller has it already."""
-    by_node: dict[str, list[Share]] = {n.name: [] for n in inventory.nodes}
-    loose: list[Share] = []
-    for w in (view or view_of(resources)).workloads:
-        if not w.is_gpu:
-            continue
-        share = _share(w)
-        if w.node in by_node:
-            by_node[w.node].append(share)
-        else:
-            where = f"node {w.node}, not in the inventory" if w.node else "unpinned"
-            loose.append(Share(w.name, share.cards, where, share.surge))
+              view: Optional[wl.Stack] = None) -> tuple[list[NodeCards], list[Held]]:
+    """(cards per inventory node, shares placed on no inventory node: pinned to a node the
+    inventory lacks, or one pod larger than its node or every node). ``view``: :func:`view_of`
+    ``resources``, when the caller has it already. Each node lists its shares largest first,
+    then its parked / zero-replica workloads, then the cards it reserves outside the stack."""
+    alloc = card_allocation(view or view_of(resources), inventory)
     rows = []
     for n in inventory.nodes:
-        reserved = [Share(x.workload, x.cards, f"reserved{': ' + x.reason if x.reason else ''}") for x in n.reserved]
-        shares = sorted(by_node[n.name], key=lambda s: (-s.total, s.name)) + reserved
-        rows.append(NodeCards(n.name, n.cards, tuple(shares)))
+        use = alloc.nodes[n.name]
+        shares = [_held(s) for s in use.ordered() if s.reserved_reason is None]
+        idle = [_idle(d) for d in sorted(use.idle, key=lambda d: d.name)]
+        reserved = [_held(s) for s in use.shares if s.reserved_reason is not None]
+        rows.append(NodeCards(n.name, n.cards, tuple(shares + idle + reserved)))
+    loose = [Held(d.name, int(d.pods * d.per_pod), f"node {d.node}, not in the inventory", int(d.surge_pods * d.per_pod))
+             for d in alloc.unknown_node]
+    loose += [Held(d.name, int(d.pods * d.per_pod), f"one pod asks more than {'node ' + node if node else 'any node'} has ({int(cap)})",
+                   int(d.surge_pods * d.per_pod))
+              for d, node, cap in alloc.oversized]
     return rows, sorted(loose, key=lambda s: (-s.total, s.name))
 
 
@@ -188,7 +218,7 @@ def inventory_of(config: dict[str, Any]) -> Optional[ClusterInventory]:
         return None
 
 
-# --- model servers (components/capacity.py) ---------------------------------------------------
+# --- model servers (core/capacity.py) ---------------------------------------------------
 
 @dataclass(frozen=True)
 class _View:
@@ -201,7 +231,7 @@ class _View:
 
 def _models(config: dict[str, Any], base_dir: Optional[Path]):
     """The stack's models as the policy pack resolves them (``policylib.stackconfig.Models``)."""
-    from components.modelfacts import MODELS_CONFIG_KEY, ModelEntry  # noqa: PLC0415
+    from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry  # noqa: PLC0415
     from policylib.stackconfig import Models  # noqa: PLC0415
 
     raw = config.get(f"{PROJECT}:{MODELS_CONFIG_KEY}") or {}
@@ -234,7 +264,7 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
                      base_dir: Optional[Path] = None, view: Optional[wl.Stack] = None) -> list[str]:
     """Per running model server: TP, weights a card (GiB), KV pool (GiB and tokens),
     max-model-len (tokens) and concurrency at max-model-len, from the estimator
-    (``components/capacity.py``) through the policy pack's glue (``policylib/capacity_helpers.py``),
+    (``core/capacity.py``) through the policy pack's glue (``policylib/capacity_helpers.py``),
     so the preview and the kv-cache / weights policies compute the same figures. [] when the
     stack runs no vLLM or candle-vllm server.
 
@@ -263,20 +293,35 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
               "concurrency", "fits")
     notes = [note for flag, note in ((any(r.kv_upper_bound for r in rows), UPPER_BOUND_NOTE),
                                      (any(r.provisional for r in rows), PROVISIONAL_NOTE)) if flag]
-    return ["model servers (per card; estimated by components/capacity.py)", *table(lines, header=header),
+    return ["model servers (per card; estimated by core/capacity.py)", *table(lines, header=header),
             *(f"  {n}" for n in notes)]
 
 
-def services_section(outputs: Optional[dict[str, Any]]) -> list[str]:
-    """Each Service's in-cluster URLs from the stack output ``services`` ({name: {port: url}})."""
+def parked_services(resources: Iterable[Resource]) -> dict[str, str]:
+    """Service name -> the declared parked reason (``facts.PARKED_ANNOTATION``) of each parked Service."""
+    out = {}
+    for r in k8s_objects(resources):
+        meta = r.props.get("metadata") or {}
+        reason = (meta.get("annotations") or {}).get(facts.PARKED_ANNOTATION)
+        if r.props.get("kind") == "Service" and reason is not None:
+            out[str(meta.get("name", ""))] = str(reason)
+    return out
+
+
+def services_section(outputs: Optional[dict[str, Any]], resources: Sequence[Resource] = ()) -> list[str]:
+    """Each Service's in-cluster URLs from the stack output ``services`` ({name: {port: url}});
+    a parked Service (no endpoints, on purpose) is marked ``(parked: <reason>)``, since its URLs
+    answer nothing."""
     services = (outputs or {}).get("services")
     if not isinstance(services, dict) or not services:
         return []
+    parked = parked_services(resources)
     rows = []
     for name in sorted(services):
         urls = services[name]
         if isinstance(urls, dict):
-            rows.append([name, "  ".join(str(urls[k]) for k in sorted(urls))])
+            shown = f"{name} (parked: {parked[name]})" if name in parked else name
+            rows.append([shown, "  ".join(str(urls[k]) for k in sorted(urls))])
     return ["service URLs (stack output services)", *table(rows)] if rows else []
 
 
@@ -292,7 +337,7 @@ def summary(resources: Sequence[Resource], config: dict[str, Any], stack: str,
         view = view_of(resources)
         sections.append(cards_section(resources, inventory, view))
         sections.append(capacity_section(resources, config, inventory, base_dir, view))
-    sections.append(services_section(outputs))
+    sections.append(services_section(outputs, resources))
     lines = [f"{PROJECT} / {stack}"]
     for section in sections:
         if section:

@@ -1,6 +1,6 @@
 """Glue from a model server's arguments (:mod:`policylib.workloads`) to the capacity estimator.
 
-:mod:`components.capacity` computes from model and card facts; this module finds those facts
+:mod:`core.capacity` computes from model and card facts; this module finds those facts
 for one container of one workload: the model its ``--model`` / ``--w`` names in the stack's
 models (``llm-serving:models``), the card of the node it runs on (``llm-serving:cluster``),
 and the engine settings in its argv. Used by the kv-cache-fits-max-model-len,
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Optional
 
-from components import capacity
-from components.capacity import Estimate
-from components.inventory import CardSpec, ClusterInventory
-from components.modelfacts import ModelFacts
+from core import capacity
+from core.capacity import Estimate
+from core.inventory import CardSpec, ClusterInventory
+from core.modelfacts import ModelFacts
 from policylib import stackconfig, workloads
 
 
@@ -61,17 +61,6 @@ def _float(value: Optional[str]) -> Optional[float]:
         return float(value) if value is not None else None
     except ValueError:
         return None
-
-
-def _dtype(value: Optional[str], default: str) -> str:
-    """A dtype name the estimator knows, else ``default`` (``auto`` -> ``default``)."""
-    if value is None or value.lower() == "auto":
-        return default
-    try:
-        capacity.dtype_bytes(value)
-    except ValueError:
-        return default
-    return value
 
 
 # --- the card a server runs on ------------------------------------------------------------
@@ -128,6 +117,14 @@ class ServerCapacity:
         return self.server.tensor_parallel
 
 
+def server_label(sc: ServerCapacity) -> str:
+    """``"InferenceService coder"`` / ``"Deployment candle-vllm"`` as the capacity policies name a
+    server (with the container when a pod runs several servers)."""
+    w = sc.workload
+    extra = f", container {sc.container.name}" if len(w.servers) > 1 else ""
+    return f"{w.kind} {w.name}{extra}"
+
+
 def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
     """Why a server's model has no facts, and how to add it."""
     flag = "--model" if engine == "vllm" else "--w"
@@ -136,7 +133,7 @@ def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
     key = "hf_id" if engine == "vllm" and not model_arg.startswith("/") else "weights_path"
     return (
         f"model {model_arg} ({flag}) is not in the stack's models ({stackconfig.PROJECT}:models); add an "
-        f"entry with {key}: {model_arg} and its facts (catalog: <a key of components.modelfacts.CATALOG>, "
+        f"entry with {key}: {model_arg} and its facts (catalog: <a key of core.modelfacts.CATALOG>, "
         "facts: {...} or config_json: <path to its config.json>)"
     )
 
@@ -149,37 +146,35 @@ def vllm_estimate(
     has no ``--max-model-len`` (the model's max_position_embeddings is used). Raises
     ValueError for arguments the estimator refuses."""
     mml = human_int(arg(s, "--max-model-len"))
-    explicit = mml is not None
-    dtype = _dtype(arg(s, "--dtype"), "float16")
     util = _float(arg(s, "--gpu-memory-utilization"))
-    est = capacity.estimate_vllm(
+    est = capacity.estimate(
+        "vllm",
         facts,
         card,
         tp=tp or s.tensor_parallel,
         pp=s.pipeline_parallel,
-        gpu_memory_utilization=0.9 if util is None else util,
-        max_model_len=mml or facts.max_position_embeddings,
-        kv_cache_dtype=_dtype(arg(s, "--kv-cache-dtype"), dtype),
-        dtype=dtype,
-        block_size=human_int(arg(s, "--block-size")) or capacity.VLLM_BLOCK_SIZE,
+        gpu_memory_utilization=util,
+        max_model_len=mml,
+        kv_cache_dtype=arg(s, "--kv-cache-dtype"),
+        dtype=arg(s, "--dtype"),
+        block_size=human_int(arg(s, "--block-size")),
         max_num_batched_tokens=human_int(arg(s, "--max-num-batched-tokens")),
         max_num_seqs=human_int(arg(s, "--max-num-seqs")),
     )
-    return est, explicit
+    return est, mml is not None
 
 
 def _candle_estimate(s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec) -> Estimate:
-    dtype = _dtype(s.get("--dtype"), "f16")
-    kv_dtype = "fp8" if s.has("--fp8-kvcache") else _dtype(s.get("--kvcache-dtype"), dtype)
-    return capacity.estimate_candle(
+    return capacity.estimate(
+        "candle-vllm",
         facts,
         card,
         tp=s.tensor_parallel,
         kv_fraction=_float(s.get("--kv-fraction")),
         mem_mib=human_int(s.get("--mem")),
-        dtype=dtype,
-        kv_cache_dtype=kv_dtype,
-        block_size=human_int(s.get("--block-size")) or capacity.CANDLE_BLOCK_SIZE,
+        dtype=s.get("--dtype"),
+        kv_cache_dtype="fp8" if s.has("--fp8-kvcache") else s.get("--kvcache-dtype"),
+        block_size=human_int(s.get("--block-size")),
         prefill_chunk_size=human_int(s.get("--prefill-chunk-size")),
         mamba_fraction=_float(s.get("--mamba-fraction")),
     )
@@ -230,7 +225,7 @@ def server_estimate(
     inventory: ClusterInventory,
     models: stackconfig.Models,
 ) -> Optional[Estimate]:
-    """The :class:`~components.capacity.Estimate` of one server, or None when its model is not
+    """The :class:`~core.capacity.Estimate` of one server, or None when its model is not
     in the stack's models or no card is known (:func:`assess` says why)."""
     return assess(workload, container, server_args, inventory, models).estimate
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import pkgutil
+import sys
+from types import ModuleType
 
 from pulumi_policy import EnforcementLevel, Policy, PolicyPack
 
@@ -22,13 +25,28 @@ def policy_modules() -> list[str]:
     )
 
 
+def _module(name: str) -> ModuleType:
+    """The policy module ``name`` of ``policies/``: the one already imported (the pack process
+    and the tests import it by name), else loaded from its file, registered under its name as
+    an import would (the offline tools, whose path has the installed ``policylib`` only)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name != name:
+            raise
+    spec = importlib.util.spec_from_file_location(name, os.path.join(POLICIES_DIR, name + ".py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def policies() -> list[Policy]:
     """The ``POLICY`` of each policy module, in module order."""
-    out = []
-    for name in policy_modules():
-        module = importlib.import_module(name)
-        out.append(module.POLICY)
-    return out
+    return [_module(name).POLICY for name in policy_modules()]
 
 
 def build_pack() -> PolicyPack:

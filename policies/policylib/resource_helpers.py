@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from components.inventory import ClusterInventory, Node
+from core import rules
+from core.inventory import ClusterInventory, Node
 from policylib import stackconfig, workloads
 
 # --- numbers and raw objects --------------------------------------------------------------
@@ -97,6 +98,15 @@ def object_label(props: Mapping, resource_type: str) -> str:
     """``"<Kind> <name>"`` as messages name the object, e.g. ``"Deployment candle-vllm"``."""
     kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
     return f"{kind} {mapping(props.get('metadata')).get('name', '')}"
+
+
+def container_label(label: str, where: str, field: str, container: Mapping) -> str:
+    """``"Deployment x, container c"``, ``"InferenceService y, predictor init container w"``: how the
+    raw-container policies name a container (``where``/``field`` from :func:`pod_specs` /
+    :func:`raw_containers`)."""
+    place = f"{where} " if where else ""
+    kind = "init container" if field == "initContainers" else "container"
+    return f"{label}, {place}{kind} {container.get('name', '')}"
 
 
 def workload_label(w: workloads.Workload) -> str:
@@ -191,15 +201,10 @@ def candidate_nodes(w: workloads.Workload, inv: ClusterInventory) -> tuple[list[
     return [n for n in inv.nodes if n.cards >= max(w.cards_per_pod, 1)], False
 
 
-#: Cards below this compute capability (as ``major*10 + minor``) get the Volta rules:
-#: FlashInfer and FlashAttention-2 need sm75+, and there is no bf16, FP8 or INT4 tensor-core
-#: path (coder.yaml, seed 001; worker-1's V100 is 7.0 = 70).
-PRE_TURING_SM = 75
-
-
 def pre_turing(nodes: Sequence[Node]) -> list[Node]:
-    """The nodes whose card is below sm_75 (V100: sm_70)."""
-    return [n for n in nodes if n.card is not None and n.card.sm < PRE_TURING_SM]
+    """The nodes whose card gets the Volta rules (:func:`core.rules.needs_volta_path`: below
+    sm_75; V100: sm_70)."""
+    return [n for n in nodes if n.card is not None and rules.needs_volta_path(n.card.sm)]
 
 
 def describe_nodes(nodes: Sequence[Node], pinned: bool) -> str:

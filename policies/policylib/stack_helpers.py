@@ -10,18 +10,18 @@ Everything here is O(n) or O(n log n) in the number of resources:
 
 - :class:`PodIndex` indexes pod labels by ``(namespace, key, value)`` and answers a Service
   selector by filtering the shortest posting list, memoised by selector.
-- :func:`allocate` places pods on nodes: pinned pods on their node, unpinned pods by
-  worst-fit decreasing over a max-heap of free capacity (``heapq``), batched per workload.
+- :func:`report_allocation` places pods on nodes with :func:`core.allocation.allocate` (the
+  function the preview summary and the stack output call too) and reports what does not fit.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from components.inventory import ClusterInventory
+from core import allocation
+from core.allocation import Demand, NodeUse
+from core.inventory import ClusterInventory
 from policylib import stackconfig, workloads
 from policylib.workloads import Workload
 
@@ -47,16 +47,6 @@ def config_value(args: Any, schema_properties: Mapping[str, Mapping[str, Any]], 
     if key in config:
         return config[key]
     return schema_properties[key].get("default")
-
-
-# --- formatting ---------------------------------------------------------------------------
-
-
-def amount(value: float) -> str:
-    """A card count or MiB figure as messages show it: ``6``, ``63,495``, ``476.8``."""
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.1f}"
 
 
 # --- pod label index ----------------------------------------------------------------------
@@ -104,6 +94,13 @@ class PodIndex:
         return found
 
 
+def services_and_index(args: Any) -> tuple[tuple[workloads.Service, ...], "PodIndex"]:
+    """The Services of a stack policy's resources and a :class:`PodIndex` of its workloads (the
+    Service policies' shared start; the index is built only when there are Services)."""
+    stack = workloads.stack_view(args.resources)
+    return tuple(stack.services), PodIndex(stack.workloads if stack.services else ())
+
+
 def running(selected: Iterable[Workload]) -> tuple[Workload, ...]:
     """The running ones (replicas > 0)."""
     return tuple(w for w in selected if w.running)
@@ -145,151 +142,13 @@ def port_names_of(w: Workload, port: int) -> frozenset[str]:
 # --- allocation of pods to nodes ----------------------------------------------------------
 
 
-@dataclass
-class Share:
-    """What one workload (or a reservation) takes of one node.
-
-    ``per_pod`` is in the allocation's unit (cards, or MiB); ``pods`` are running pods,
-    ``surge_pods`` the extra pods a RollingUpdate starts. ``unpinned``: placed by packing,
-    not by a nodeSelector / nodeName. ``overflow``: an unpinned pod that fit on no node,
-    counted on the node with the most free capacity.
-    """
-
-    name: str
-    per_pod: float
-    pods: int = 0
-    surge_pods: int = 0
-    unpinned: bool = False
-    overflow: bool = False
-    reserved_reason: Optional[str] = None
-    workload: Optional[Workload] = None
-
-    @property
-    def base(self) -> float:
-        return self.pods * self.per_pod
-
-    @property
-    def surge(self) -> float:
-        return self.surge_pods * self.per_pod
-
-    @property
-    def total(self) -> float:
-        return self.base + self.surge
-
-    def text(self) -> str:
-        """``coder 2``, ``coder 4 (2 pods)``, ``coder 2 + 2 surge (RollingUpdate)``,
-        ``gpu-burn 1 (reserved outside the stack: <reason>)``."""
-        out = f"{self.name} {amount(self.base)}"
-        if self.pods > 1:
-            out += f" ({self.pods} pods)"
-        if self.surge_pods:
-            out += f" + {amount(self.surge)} surge (RollingUpdate)"
-        if self.reserved_reason is not None:
-            out += " (reserved outside the stack" + (f": {self.reserved_reason})" if self.reserved_reason else ")")
-        return out
-
-
-@dataclass
-class NodeUse:
-    """One node's capacity and the shares counted on it."""
-
-    node: str
-    capacity: float
-    shares: list[Share] = field(default_factory=list)
-
-    @property
-    def used(self) -> float:
-        return sum(s.total for s in self.shares)
-
-    @property
-    def surge(self) -> float:
-        return sum(s.surge for s in self.shares)
-
-    def ordered(self) -> list[Share]:
-        """Shares largest first, then by name (the order every message uses)."""
-        return sorted(self.shares, key=lambda s: (-s.total, s.name))
-
-    def unpinned_names(self) -> list[str]:
-        return sorted({s.name for s in self.shares if s.unpinned})
-
-    def overflow_clause(self, unit: str) -> str:
-        """``; unpinned candle-vllm fits on no node (counted on the node with the most free cards)``,
-        or ``""`` when every unpinned pod counted here fit."""
-        names = sorted({s.name for s in self.shares if s.overflow})
-        if not names:
-            return ""
-        verb = "fits" if len(names) == 1 else "fit"
-        return f"; unpinned {', '.join(names)} {verb} on no node (counted on the node with the most free {unit})"
-
-
-@dataclass
-class Allocation:
-    """The result of :func:`allocate`.
-
-    ``nodes``: every inventory node's use. ``oversized``: (workload, node name or None,
-    capacity) for pods larger than their pinned node (node given) or than every node (None:
-    the capacity is the largest node's); such pods never schedule, so they take nothing.
-    ``unknown_node``: workloads pinned to a node the inventory does not list (not counted).
-    """
-
-    nodes: dict[str, NodeUse]
-    oversized: list[tuple[Workload, Optional[str], float]]
-    unknown_node: list[Workload]
-
-
-def allocate(
-    all_workloads: Iterable[Workload],
-    capacity: Mapping[str, float],
-    per_pod: Callable[[Workload], float],
-    count_surge: bool = True,
-    reserved: Optional[Mapping[str, Iterable[tuple[str, float, str]]]] = None,
-) -> Allocation:
-    """Place the running pods of ``all_workloads`` on the nodes of ``capacity``.
-
-    ``capacity``: node name -> what it offers (cards, or MiB). ``per_pod``: what one pod of
-    a workload takes (0: not counted). A running workload places ``replicas`` pods plus,
-    when ``count_surge``, ``max_surge`` RollingUpdate pods. ``reserved``: node name ->
-    (holder, amount, reason) held outside the stack (inventory ``Node.reserved``), counted first.
-
-    Pinned pods (``Workload.node``) count on their node. Unpinned pods are packed worst-fit
-    decreasing: largest pods first (regular pods before surge pods, then by name), each onto
-    the node with the most free capacity (ties: node name), which is how the scheduler's
-    default least-allocated scoring spreads pods. A pod that fits on no node is counted on
-    the node with the most free capacity as ``overflow``, so that node's total shows the
-    shortfall. Parked workloads (replicas 0) take nothing. O(w log w + n log n).
-    """
-    nodes = {name: NodeUse(name, float(cap)) for name, cap in capacity.items()}
-    largest = max(capacity.values(), default=0.0)
-    oversized: list[tuple[Workload, Optional[str], float]] = []
-    unknown: list[Workload] = []
-    for node, held in (reserved or {}).items():
-        if node in nodes:
-            for holder, value, reason in held:
-                nodes[node].shares.append(Share(name=holder, per_pod=value, pods=1, reserved_reason=reason))
-    unpinned: list[tuple[float, bool, str, str, int, Workload]] = []
-    for w in all_workloads:
-        size = per_pod(w)
-        if not w.running or size <= 0:
-            continue
-        surge = w.max_surge if count_surge else 0
-        pinned = w.node
-        if pinned is not None:
-            if pinned not in nodes:
-                unknown.append(w)
-            elif size > nodes[pinned].capacity:
-                oversized.append((w, pinned, nodes[pinned].capacity))
-            else:
-                nodes[pinned].shares.append(Share(w.name, size, w.replicas, surge, workload=w))
-            continue
-        if size > largest:
-            oversized.append((w, None, largest))
-            continue
-        unpinned.append((-size, False, w.name, w.urn, w.replicas, w))
-        if surge:
-            unpinned.append((-size, True, w.name, w.urn, surge, w))
-    if unpinned:
-        _pack(sorted(unpinned, key=lambda t: t[:4]), nodes)
-    return Allocation(nodes, oversized, unknown)
+def demands(asking: Iterable[Workload], per_pod: Callable[[Workload], float]) -> list[Demand]:
+    """Each workload's :class:`core.allocation.Demand` (``per_pod(w)`` of one pod; its replicas,
+    RollingUpdate surge pods, pinned node, URN and parked reason), with the workload as ``ref``."""
+    return [
+        Demand(w.name, per_pod(w), w.replicas, w.max_surge, w.node, w.urn, w.parked_reason, ref=w)
+        for w in asking
+    ]
 
 
 def report_allocation(
@@ -309,7 +168,7 @@ def report_allocation(
     """The shared tail of the allocation policies (gpu-card-allocation, node-memory-allocation).
 
     Reads the inventory (one violation and stop when it is missing or invalid) and the
-    ``countSurge`` parameter, places ``asking`` with :func:`allocate` (``capacity_of(node)``: what an
+    ``countSurge`` parameter, places ``asking`` with :func:`core.allocation.allocate` (``capacity_of(node)``: what an
     inventory node offers; ``reserved_of(inventory)``: what is held outside the stack), then
     reports, in this order: each workload pinned to a node the inventory does not list
     (``unknown_node_message(w, known node names)``; None: not reported by this policy), each
@@ -320,59 +179,20 @@ def report_allocation(
     if inventory is None:
         return
     count_surge = bool(config_value(args, config_properties, "countSurge"))
-    alloc = allocate(
-        asking,
+    alloc = allocation.allocate(
+        demands(asking, per_pod),
         {n.name: capacity_of(n) for n in inventory.nodes},
-        per_pod,
         count_surge=count_surge,
         reserved=reserved_of(inventory),
     )
     known = ", ".join(n.name for n in inventory.nodes)
-    for w in alloc.unknown_node:
-        text = unknown_node_message(w, known)
+    for d in alloc.unknown_node:
+        text = unknown_node_message(d.ref, known)
         if text:
-            report_violation(text, w.urn)
-    for w, node, cap in alloc.oversized:
-        report_violation(oversized_message(w, node, cap), w.urn)
+            report_violation(text, d.key)
+    for d, node, cap in alloc.oversized:
+        report_violation(oversized_message(d.ref, node, cap), d.key)
     for name in sorted(alloc.nodes):
         use = alloc.nodes[name]
         if use.used > use.capacity:
             report_violation(node_message(use))
-
-
-def _pack(items: list[tuple[float, bool, str, str, int, Workload]], nodes: dict[str, NodeUse]) -> None:
-    """Worst-fit placement of sorted unpinned pod groups (see :func:`allocate`)."""
-    heap = [(-(n.capacity - n.used), name) for name, n in nodes.items()]
-    heapq.heapify(heap)
-    placed: dict[tuple[str, str], Share] = {}
-
-    def share(node: str, w: Workload, size: float, overflow: bool) -> Share:
-        key = (node, w.urn or str(id(w)))
-        s = placed.get(key)
-        if s is None:
-            s = Share(w.name, size, unpinned=True, workload=w)
-            placed[key] = s
-            nodes[node].shares.append(s)
-        s.overflow = s.overflow or overflow
-        return s
-
-    for neg_size, is_surge, _, _, count, w in items:
-        size = -neg_size
-        while count > 0:
-            neg_free, node = heapq.heappop(heap)
-            free = -neg_free
-            if free < size:
-                n, overflow = count, True
-            else:
-                next_free = -heap[0][0] if heap else float("-inf")
-                fits = int(free // size)
-                # Place pods here until its free capacity drops below the next node's.
-                keep_top = int((free - next_free) // size) + 1 if heap else fits
-                n, overflow = max(1, min(count, fits, keep_top)), False
-            s = share(node, w, size, overflow)
-            if is_surge:
-                s.surge_pods += n
-            else:
-                s.pods += n
-            count -= n
-            heapq.heappush(heap, (-(free - n * size), node))

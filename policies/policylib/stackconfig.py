@@ -5,7 +5,7 @@ The Pulumi CLI starts a policy pack with the stack's configuration in ``PULUMI_C
 runtime config before every Analyze / AnalyzeStack call. The offline runner
 (``tools/analyze.py``) starts the pack the same way. This module reads the two keys the
 policies need, ``llm-serving:cluster`` and ``llm-serving:models``, and validates them with the
-program's own models (:mod:`components.inventory`, :mod:`components.modelfacts`): one
+program's own models (:mod:`core.inventory`, :mod:`core.modelfacts`): one
 source of truth.
 
 Parsed values are cached by their raw text, so 10,000 Analyze calls parse the inventory once.
@@ -19,15 +19,15 @@ from typing import Optional
 
 import pulumi.runtime
 
-from components import rules
-from components.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
-from components.modelfacts import MODELS_CONFIG_KEY, ModelEntry, ModelFacts
+from core import rules
+from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, ModelFacts
 
 PROJECT = "llm-serving"
 #: Every stack config key the policies read; nothing else of the stack's config affects a verdict.
 CONFIG_KEYS = (f"{PROJECT}:{CLUSTER_CONFIG_KEY}", f"{PROJECT}:{MODELS_CONFIG_KEY}")
 #: Relative ``config_json`` paths resolve against the project directory (where the stack files
-#: are), as the program and the preview resolve them (``components.rules.PROJECT_DIR``); the
+#: are), as the program and the preview resolve them (``core.rules.PROJECT_DIR``); the
 #: pack's own working directory is ``policies/``.
 PROJECT_DIR = rules.PROJECT_DIR
 

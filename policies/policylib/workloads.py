@@ -2,7 +2,7 @@
 
 Every policy reads resources through this module, so a Deployment and an InferenceService
 predictor look the same to it: pods with labels, a node, cards, containers, a rollout
-strategy and the component annotations (``components.facts``). It works on the properties
+strategy and the component annotations (``core.facts``). It works on the properties
 the analyzer receives (the Pulumi CLI's, the offline runner's from the program, or a plain
 manifest's), which are the manifest itself: ``apiVersion``, ``kind``, ``metadata``, ``spec``.
 Properties may be pulumi-policy proxies, so only the Mapping / Sequence protocols are used.
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Iterable, Optional
 
-from components import facts
+from core import facts
+from core import quantity as _quantity
 
 DEPLOYMENT_TYPES = {"kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet"}
 ISVC_TYPE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
@@ -59,32 +59,17 @@ def plain(value: Any) -> Any:
     return value
 
 
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?\d+)?)([a-zA-Z]*)$")
-_SUFFIX = {
-    "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "m": Decimal("0.001"),
-}
-
-
 def quantity(value: Any) -> Optional[Decimal]:
-    """A Kubernetes quantity ("12Gi", "500m", "2", 2) as a Decimal in base units, or None if unparsable."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    match = _QUANTITY_RE.match(str(value).strip())
-    if not match or match.group(2) not in _SUFFIX:
-        return None
-    try:
-        return Decimal(match.group(1)) * _SUFFIX[match.group(2)]
-    except InvalidOperation:
-        return None
+    """A Kubernetes quantity ("12Gi", "500m", "2", 2) as a Decimal in base units, or None when
+    it is missing or invalid (:func:`core.quantity.parse_or_none`; invalid ones are listed by
+    :attr:`Container.invalid_quantities`)."""
+    return _quantity.parse_or_none(value)
 
 
 def mib(value: Any) -> Optional[float]:
-    """A memory quantity in MiB ("12Gi" -> 12288.0), or None."""
+    """A memory quantity in MiB ("12Gi" -> 12288.0), or None when missing or invalid."""
     q = quantity(value)
-    return None if q is None else float(q / (2**20))
+    return None if q is None else float(q / _quantity.MIB)
 
 
 # --- server arguments ---------------------------------------------------------------------
@@ -220,6 +205,9 @@ class Container:
     liveness_probe: Optional[Mapping]
     readiness_probe: Optional[Mapping]
     volume_mounts: tuple[Mapping, ...]
+    #: (key path from the object, value) of each ``resources`` memory quantity that is not a
+    #: Kubernetes quantity, e.g. ``("spec.template.spec.containers[0].resources.requests.memory", "lots")``.
+    invalid_quantities: tuple[tuple[str, Any], ...] = ()
 
     @property
     def cards(self) -> int:
@@ -247,7 +235,8 @@ class Container:
         return None
 
 
-def _container(raw: Mapping) -> Container:
+def _container(raw: Mapping, at: str = "") -> Container:
+    """One container; ``at`` is its key path in the object (``spec.template.spec.containers[0]``)."""
     resources = _m(raw.get("resources"))
     limits = _m(resources.get("limits"))
     requests = _m(resources.get("requests"))
@@ -282,6 +271,11 @@ def _container(raw: Mapping) -> Container:
         liveness_probe=raw.get("livenessProbe"),
         readiness_probe=raw.get("readinessProbe"),
         volume_mounts=tuple(_m(v) for v in _s(raw.get("volumeMounts"))),
+        invalid_quantities=tuple(
+            (f"{at}.resources.{field}.memory", plain(value))
+            for field, value in (("requests", requests.get("memory")), ("limits", limits.get("memory")))
+            if value is not None and not _quantity.is_quantity(value)
+        ),
     )
 
 
@@ -340,6 +334,11 @@ class Workload:
         for c in self.containers:
             total += c.memory_request_mib if c.memory_request_mib is not None else (c.memory_limit_mib or 0.0)
         return total
+
+    @property
+    def invalid_quantities(self) -> tuple[tuple[str, Any], ...]:
+        """(key path, value) of every memory quantity of its containers that is not a Kubernetes quantity."""
+        return tuple(q for c in (*self.init_containers, *self.containers) for q in c.invalid_quantities)
 
     @property
     def parked_reason(self) -> Optional[str]:
@@ -419,12 +418,14 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         pod_labels[facts.KSERVE_COMPONENT_LABEL] = facts.KSERVE_PREDICTOR_COMPONENT
         pod_labels["app"] = f"isvc.{name}-predictor"
         pod_spec = pod
+        pod_at = "spec.predictor"
     else:
         replicas = _int(spec.get("replicas"), 1)
         min_r = replicas
         template = _m(spec.get("template"))
         pod_labels = {str(k): str(v) for k, v in _m(_m(template.get("metadata")).get("labels")).items()}
         pod_spec = _m(template.get("spec"))
+        pod_at = "spec.template.spec"
     stype, surge = _strategy(kind, pod_spec if resource_type == ISVC_TYPE else spec)
     return Workload(
         urn=urn,
@@ -438,13 +439,15 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         node_selector={str(k): str(v) for k, v in _m(pod_spec.get("nodeSelector")).items()},
         node_name=pod_spec.get("nodeName"),
         runtime_class=pod_spec.get("runtimeClassName"),
-        containers=tuple(_container(_m(c)) for c in _s(pod_spec.get("containers"))),
+        containers=tuple(_container(_m(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(_s(pod_spec.get("containers")))),
         volumes=tuple(_m(v) for v in _s(pod_spec.get("volumes"))),
         strategy_type=stype,
         max_surge=surge,
         annotations=annotations,
         labels=labels,
-        init_containers=tuple(_container(_m(c)) for c in _s(pod_spec.get("initContainers"))),
+        init_containers=tuple(
+            _container(_m(c), f"{pod_at}.initContainers[{i}]") for i, c in enumerate(_s(pod_spec.get("initContainers")))
+        ),
     )
 
 

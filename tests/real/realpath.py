@@ -68,13 +68,14 @@ class CliResult:
 def pack_venv() -> Path:
     """The policy pack's virtualenv for ``policies/requirements.txt`` (built once, cached)."""
     req = ROOT / "policies" / "requirements.txt"
-    digest = hashlib.sha256(req.read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(req.read_bytes() + str(ROOT).encode()).hexdigest()[:12]
     target = toolchain.cache_dir() / f"pack-venv-{digest}"
     if not (target / ".complete").exists():
         shutil.rmtree(target, ignore_errors=True)
         venv.EnvBuilder(with_pip=True).create(target)
+        # From policies/, where its requirements' local path (-e ../core) is, as the user runs it.
         subprocess.run([str(target / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "-r", str(req)], check=True)
+                        "-r", str(req)], check=True, cwd=req.parent)
         (target / ".complete").write_text(digest)
     return target
 

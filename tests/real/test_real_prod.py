@@ -66,7 +66,7 @@ def test_up_creates_every_object_and_the_pods_run_on_worker_1(project, cluster):
         return [p for p in pods if p["status"].get("phase") == "Running"] or None
 
     for app in ("candle-vllm", "clef-candle"):
-        pods = wait_for(lambda: running(app), 60, what=f"a Running {app} pod")
+        pods = wait_for(lambda app=app: running(app), 60, what=f"a Running {app} pod")
         assert {p["spec"]["nodeName"] for p in pods} == {"worker-1"}
 
     # The parked reference server is a Deployment at 0 replicas.

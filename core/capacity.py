@@ -2,7 +2,7 @@
 
 Plain module (no Pulumi, no pydantic models of its own): the program's preview, the policy
 pack (``policies/policylib/capacity_helpers.py``) and the tests call it. Inputs are a
-:class:`~components.modelfacts.ModelFacts` and a :class:`~components.inventory.CardSpec`.
+:class:`~core.modelfacts.ModelFacts` and a :class:`~core.inventory.CardSpec`.
 
 Two engines, each formula taken from the engine's code (paths are in the engines' repositories):
 
@@ -55,8 +55,8 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from components.inventory import CardSpec
-from components.modelfacts import ModelFacts
+from core.inventory import CardSpec
+from core.modelfacts import ModelFacts
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -495,4 +495,78 @@ def estimate_candle(
         fits_weights=weights < total,
         fits_kv=blocks > 0,
         notes=tuple(notes),
+    )
+
+
+# --- one entry point for both sides -----------------------------------------------------
+
+def engine_dtype(value: Optional[str], default: str) -> str:
+    """A dtype name the estimator knows, else ``default`` (None and ``auto`` -> ``default``)."""
+    if value is None or value.lower() == "auto":
+        return default
+    try:
+        dtype_bytes(value)
+    except ValueError:
+        return default
+    return value
+
+
+def estimate(
+    engine: str,
+    facts: ModelFacts,
+    card: CardSpec,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    dtype: Optional[str] = None,
+    kv_cache_dtype: Optional[str] = None,
+    gpu_memory_utilization: Optional[float] = None,
+    max_model_len: Optional[int] = None,
+    max_num_batched_tokens: Optional[int] = None,
+    max_num_seqs: Optional[int] = None,
+    block_size: Optional[int] = None,
+    kv_fraction: Optional[float] = None,
+    mem_mib: Optional[int] = None,
+    prefill_chunk_size: Optional[int] = None,
+    mamba_fraction: Optional[float] = None,
+) -> Estimate:
+    """The :class:`Estimate` of one server from its engine settings as plain values, with the
+    engines' defaults for what is None: the one call the stack-file checks
+    (``components/config.py``, from the workload's fields) and the policy pack
+    (``policies/policylib/capacity_helpers.py``, from the rendered argv) both make, so they
+    judge ``fits_weights`` / ``fits_kv`` on the same figures.
+
+    ``engine``: ``vllm`` (:func:`estimate_vllm`; dtype default float16, the KV cache the
+    dtype, utilization 0.9, ``max_model_len`` default the model's max_position_embeddings,
+    block size 16) or ``candle-vllm`` (:func:`estimate_candle`; dtype f16, block size 64,
+    ``kv_cache_dtype`` ``fp8`` for ``--fp8-kvcache``). Raises ValueError for a setting the
+    estimator refuses (a utilization outside (0, 1], a fraction of 0).
+    """
+    if engine == "vllm":
+        vdtype = engine_dtype(dtype, "float16")
+        return estimate_vllm(
+            facts,
+            card,
+            tp=tp,
+            pp=pp,
+            gpu_memory_utilization=0.9 if gpu_memory_utilization is None else gpu_memory_utilization,
+            max_model_len=max_model_len or facts.max_position_embeddings,
+            kv_cache_dtype=engine_dtype(kv_cache_dtype, vdtype),
+            dtype=vdtype,
+            block_size=block_size or VLLM_BLOCK_SIZE,
+            max_num_batched_tokens=max_num_batched_tokens,
+            max_num_seqs=max_num_seqs,
+        )
+    cdtype = engine_dtype(dtype, "f16")
+    return estimate_candle(
+        facts,
+        card,
+        tp=tp,
+        kv_fraction=kv_fraction,
+        mem_mib=mem_mib,
+        dtype=cdtype,
+        kv_cache_dtype=kv_cache_dtype if kv_cache_dtype == "fp8" else engine_dtype(kv_cache_dtype, cdtype),
+        block_size=block_size or CANDLE_BLOCK_SIZE,
+        prefill_chunk_size=prefill_chunk_size,
+        mamba_fraction=mamba_fraction,
     )

@@ -32,7 +32,7 @@ class CardSpec(_Strict):
         description="Card product name as the device plugin reports it, e.g. Tesla-V100-PCIE-32GB."
     )
     memory_mib: int = Field(
-        gt=0, description="Card memory in MiB as the product states it (V100-32GB: 32768; CUDA reports 32,510 MiB, see components.capacity.CUDA_TOTAL_BYTES)."
+        gt=0, description="Card memory in MiB as the product states it (V100-32GB: 32768; CUDA reports 32,510 MiB, see core.capacity.CUDA_TOTAL_BYTES)."
     )
     compute_capability: str = Field(
         description='CUDA compute capability as "major.minor", e.g. "7.0" for V100 (sm_70). Source: 001.'

@@ -106,6 +106,5 @@ VLLM_IMAGE = (
 SERVICE_PORTS = ((80, "http"), (8080, "http-8080"))
 CONTAINER_PORT = 8080
 
-#: Compute capability below which FlashInfer, FlashAttention-2, FP8, INT4 tensor cores and
-#: GatedDeltaNet (fla) kernels are unavailable. Source: coder.yaml, 001.
-VOLTA_COMPUTE_CAPABILITY = "7.0"
+# Compute capability thresholds (sm_70, sm_75, sm_80) are rules: core/rules.py SM_VOLTA,
+# SM_TURING, SM_AMPERE.

@@ -7,7 +7,7 @@ file (a Hugging Face config.json). ``hf_id`` and ``weights_path`` are how the po
 recognises the model in a server's arguments (vLLM ``--model``, candle-vllm ``--w``).
 
 Plain pydantic, no Pulumi import; the program, the policy pack and the capacity estimator
-(:mod:`components.capacity`) read it.
+(:mod:`core.capacity`) read it.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class ModelFacts(_Strict):
         q/k/v/o of the full-attention layers, the MLP or experts plus router of every layer.
 
         Excludes norms, biases and linear-attention (GDN) projections, which the shapes here
-        do not describe; :attr:`parameters` minus this is that remainder (components/capacity.py
+        do not describe; :attr:`parameters` minus this is that remainder (core/capacity.py
         counts it unquantized). Qwen2.5-Coder-14B-Instruct: 14,769,192,960 of 14,770,033,664.
         """
         h, d = self.hidden_size, self.head_dim

@@ -1,0 +1,343 @@
+"""The stack file's schema: the ``config:`` map as typed pydantic models (extra keys refused).
+
+Shape (keys of the ``llm-serving`` namespace; other namespaces such as ``kubernetes:context``
+are ignored):
+
+===============================================  ============================================
+``llm-serving:namespace``                        str, default ``llm-serving``
+``llm-serving:render_yaml_to_directory``         optional str: the provider writes YAML there
+``llm-serving:cluster``                          :class:`core.inventory.ClusterInventory`
+``llm-serving:models``                           map of model key -> ``ModelEntry``
+``llm-serving:workloads``                        map of name -> :data:`Workload` (``server:``
+                                                 ``candle-vllm`` | ``vllm`` | ``pytorch``)
+``llm-serving:services``                         map of name -> :class:`ServiceConfig`
+``llm-serving:network_policy``                   optional :class:`NetworkPolicyConfig`
+===============================================  ============================================
+
+What one field or one item needs on its own is checked here (a DNS label, a Kubernetes
+quantity through :mod:`core.quantity`, a request within its limit, a reserved label); what
+relates items is :mod:`components.checks`; loading and error translation is
+:mod:`components.loader`. The server settings of each engine are :mod:`core.engines`'.
+
+Plain pydantic, no Pulumi import.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    model_validator,
+)
+
+from core import allocation, facts, quantity, rules
+from core.engines import CandleConfig, ServedName, VllmConfig, rule_error
+from core.inventory import ClusterInventory, Node
+from core.modelfacts import ModelEntry, ModelFacts
+
+#: The stack-file error of a rule: the rule broken and the fix (:func:`core.engines.rule_error`).
+_custom = rule_error
+
+PROJECT = "llm-serving"
+PREFIX = PROJECT + ":"
+
+
+#: Startup probe period in seconds (coder.yaml: ``periodSeconds: 15``).
+STARTUP_PERIOD_SECONDS = 15
+#: Startup budget = this many times the declared cold start (coder.yaml: 120 x 15 s = 30 min of
+#: headroom for about 10 min of start-up, i.e. 3x).
+STARTUP_HEADROOM = 3
+
+
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+# --- small value types ----------------------------------------------------------------------
+
+def _dns_label(value: str) -> str:
+    if len(value) > 63 or not _DNS_LABEL.match(value):
+        raise _custom(
+            f"{value!r} is not a DNS-1035 label (lowercase letters, digits and '-', starting with a "
+            "letter, at most 63 characters); it becomes a Kubernetes object name",
+            "rename it, e.g. " + repr(re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")[:63] or "name"),
+        )
+    return value
+
+
+def _quantity_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+def _quantity(value: str) -> str:
+    try:
+        quantity.parse(value)
+    except quantity.QuantityError as err:
+        raise _custom(err.rule, err.fix) from None
+    return value
+
+
+Name = Annotated[str, AfterValidator(_dns_label)]
+Quantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_quantity)]
+
+
+def mib(value: Optional[str]) -> Optional[float]:
+    """A memory quantity in MiB ("12Gi" -> 12288.0); None for None (:func:`core.quantity.mib`).
+    Raises :class:`core.quantity.QuantityError` if it is not a Kubernetes quantity."""
+    return quantity.mib(value)
+
+
+#: ``core.rules.is_digest_pinned``: an image pinned by ``@sha256:<64 hex>``.
+is_digest_pinned = rules.is_digest_pinned
+
+
+# --- shared models --------------------------------------------------------------------------
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ResourceAmounts(_Strict):
+    """CPU and memory of a container's requests or limits (cards come from ``cards``)."""
+
+    cpu: Optional[Quantity] = Field(default=None, description='CPU cores, e.g. "4" or "500m".')
+    memory: Optional[Quantity] = Field(default=None, description='Memory, e.g. "12Gi" (binary units).')
+
+
+class Resources(_Strict):
+    """Requests and limits of the server container, without cards.
+
+    GPU servers keep weights on the card and need little host RAM (coder.yaml: 12Gi request,
+    40Gi limit for vLLM TP=2). Errors: a request above its limit.
+    """
+
+    requests: ResourceAmounts = Field(default_factory=ResourceAmounts, description="Scheduling requests.")
+    limits: ResourceAmounts = Field(default_factory=ResourceAmounts, description="Limits (burst).")
+
+    @model_validator(mode="after")
+    def _request_within_limit(self) -> "Resources":
+        for field in ("memory", "cpu"):
+            req, lim = getattr(self.requests, field), getattr(self.limits, field)
+            if req is not None and lim is not None and quantity.parse(req) > quantity.parse(lim):
+                raise _custom(
+                    f"requests.{field} {req} exceeds limits.{field} {lim}",
+                    f"raise limits.{field} to at least {req} or lower requests.{field}",
+                )
+        return self
+
+
+class Parked(_Strict):
+    """A workload or Service kept at zero on purpose. Source: 000 (clef-serve parked "to free
+    the only V100"), kustomization (an InferenceService at zero replicas still reports Ready)."""
+
+    reason: str = Field(min_length=1, description="Why it is parked; shown in the preview and by the policy pack.")
+
+
+class StartupProbe(_Strict):
+    """The startup probe's timing. Default period 15 s (coder.yaml); the failure threshold
+    defaults to ``ceil(3 x cold_start_seconds / period)`` (coder.yaml: 120 x 15 s for about
+    10 minutes of start-up). Errors: a budget (period x threshold) not above the cold start."""
+
+    period_seconds: int = Field(default=STARTUP_PERIOD_SECONDS, ge=1, le=300, description="Seconds between probes.")
+    failure_threshold: Optional[int] = Field(
+        default=None, ge=1, description="Failed probes before the pod restarts; default from the cold start."
+    )
+
+
+def startup_threshold(cold_start_seconds: int, probe: StartupProbe) -> int:
+    """The startup probe's failure threshold: the explicit one, else 3 x cold start / period."""
+    if probe.failure_threshold is not None:
+        return probe.failure_threshold
+    return max(1, math.ceil(STARTUP_HEADROOM * cold_start_seconds / probe.period_seconds))
+
+
+# --- workloads ------------------------------------------------------------------------------
+
+class _Workload(_Strict):
+    node: str = Field(description="Node the pods are pinned to (kubernetes.io/hostname), e.g. worker-1. Source: coder.yaml.")
+    cards: int = Field(ge=1, description="nvidia.com/gpu cards one pod holds (requests = limits).")
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra pod labels, e.g. app.kubernetes.io/name: llm-reasoning (reasoning-long-service.yaml).",
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables of the server.")
+    cold_start_seconds: int = Field(
+        gt=0,
+        description=(
+            "Seconds from pod start to the health route answering; the startup probe budget is "
+            "built from it (002: clef-serve about 240; coder.yaml: vLLM TP=2 at 256K about 600)."
+        ),
+    )
+    startup_probe: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
+    resources: Resources = Field(default_factory=Resources, description="CPU and memory (cards come from cards).")
+    parked: Optional[Parked] = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
+    models_pvc: str = Field(default=facts.MODELS_PVC, description="PVC with weights, mounted at /mnt/models. Source: 001, 003.")
+
+    @model_validator(mode="after")
+    def _labels_reserved(self) -> "_Workload":
+        for key in ("app", facts.PART_OF_LABEL, facts.KSERVE_ISVC_LABEL, facts.KSERVE_COMPONENT_LABEL):
+            if key in self.labels:
+                raise _custom(
+                    f"label {key} is set by the component (it is what Services select)",
+                    f"remove {key} from labels",
+                )
+        return self
+
+
+class CandleWorkload(CandleConfig, _Workload):
+    """A candle-vllm Deployment (coder-14b-fp16.yaml, clef-candle.yaml): TP = ``cards``; its
+    server settings are :class:`core.engines.CandleConfig`'s."""
+
+    server: Literal["candle-vllm"]
+    model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
+
+
+class VllmWorkload(VllmConfig, _Workload):
+    """A vLLM server in a KServe InferenceService, RawDeployment (coder.yaml, 002 reasoning.yaml);
+    its server settings are :class:`core.engines.VllmConfig`'s."""
+
+    server: Literal["vllm"]
+    model: str = Field(description="Key of llm-serving:models; its hf_id (else weights_path) becomes --model.")
+
+    @property
+    def tp(self) -> int:
+        """The tensor parallel size: explicit, else cards / pipeline_parallel_size."""
+        return self.tp_for(self.cards)
+
+
+class PytorchWorkload(_Workload):
+    """A generic GPU Deployment: the reference PyTorch clef-serve server (joint_schema_model.py
+    in fp16, pip-installs on boot; 002, 004)."""
+
+    server: Literal["pytorch"]
+    image: str = Field(min_length=1, description="Image; a moving tag is pulled Always (003).")
+    model: Optional[str] = Field(default=None, description="Key of llm-serving:models it serves, if any.")
+    command: list[str] = Field(default_factory=list, description="Container command; empty: the image's entrypoint.")
+    args: list[str] = Field(default_factory=list, description="Container args.")
+    port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
+    health_path: str = Field(default="/health", description="HTTP health route (004: kubelet /health probes).")
+    served_model_names: list[ServedName] = Field(default_factory=list, description="Model names it answers, e.g. clef-flash.")
+
+
+#: One workload of ``llm-serving:workloads``, chosen by its ``server`` key.
+Workload = Annotated[Union[CandleWorkload, VllmWorkload, PytorchWorkload], Field(discriminator="server")]
+WORKLOAD_CLASSES: dict[str, type[_Workload]] = {
+    "candle-vllm": CandleWorkload,
+    "vllm": VllmWorkload,
+    "pytorch": PytorchWorkload,
+}
+
+
+# --- services and network policy ------------------------------------------------------------
+
+class ServiceClient(_Strict):
+    """A declared client of a Service (written to the clients annotation for the policy pack)."""
+
+    name: str = Field(min_length=1, description="Client name as messages show it, e.g. poimen-memory.")
+    namespace: Name = Field(description="Client's namespace, e.g. poimen.")
+    port: Literal[80, 8080] = Field(description="The Service port it calls: 80 or 8080 (coder-service.yaml).")
+
+
+class ServiceConfig(_Strict):
+    """A stable predictor Service (ClusterIP, ports 80 and 8080 to 8080)."""
+
+    selects: Name = Field(description="Name of the workload of llm-serving:workloads it sends traffic to.")
+    clients: list[ServiceClient] = Field(default_factory=list, description="Who calls it (namespace, port).")
+    parked: Optional[Parked] = Field(default=None, description="Set when it is meant to have no endpoints.")
+
+
+class IngressRule(_Strict):
+    """Admit a namespace on some ports (seed 002's poimen rule)."""
+
+    namespace: Name = Field(description="Source namespace (kubernetes.io/metadata.name).")
+    ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(min_length=1, description="TCP ports of the pods admitted.")
+
+
+class NetworkPolicyConfig(_Strict):
+    """The namespace's ingress NetworkPolicy (002 networkpolicy.yaml)."""
+
+    name: Name = Field(default="llm-serving-ingress", description="NetworkPolicy name (002).")
+    gateway: Optional[IngressRule] = Field(default=None, description="The gateway's namespace and ports (002: 80, 8000).")
+    clients: list[IngressRule] = Field(default_factory=list, description="Client namespaces and their ports (002: poimen 8080).")
+    same_namespace: bool = Field(default=True, description="Admit pods of the same namespace (002).")
+
+
+# --- the whole config -----------------------------------------------------------------------
+
+class StackConfig(_Strict):
+    """The validated ``llm-serving:*`` map. Build it with :func:`load_stack_config`."""
+
+    namespace: Name = Field(default="llm-serving", description="Namespace of every object (all seeds).")
+    render_yaml_to_directory: Optional[str] = Field(
+        default=None, description="Directory the kubernetes provider writes YAML to instead of applying (ArgoCD)."
+    )
+    cluster: ClusterInventory = Field(description="Nodes, cards and memory (core/inventory.py).")
+    models: dict[str, ModelEntry] = Field(default_factory=dict, description="Model key -> entry (core/modelfacts.py).")
+    workloads: dict[Name, Workload] = Field(default_factory=dict, description="Workload name -> workload.")
+    services: dict[Name, ServiceConfig] = Field(default_factory=dict, description="Service name -> Service.")
+    network_policy: Optional[NetworkPolicyConfig] = Field(default=None, description="The namespace ingress policy.")
+
+    _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
+
+    def model_facts(self, key: str) -> ModelFacts:
+        """The resolved facts of model ``key`` (KeyError if unknown)."""
+        return self._facts[key]
+
+    def node(self, name: str) -> Node:
+        """The inventory node ``name`` (KeyError if unknown)."""
+        node = self.cluster.node(name)
+        if node is None:
+            raise KeyError(name)
+        return node
+
+    def card_demands(self) -> list[allocation.Demand]:
+        """Each workload's cards as a :class:`core.allocation.Demand`: one pod of ``cards``
+        on its node (0 pods when parked; the components roll out with Recreate: no surge)."""
+        return [
+            allocation.Demand(name, float(wl.cards), 0 if wl.parked else 1, 0, wl.node, name,
+                              wl.parked.reason if wl.parked else None)
+            for name, wl in self.workloads.items()
+        ]
+
+    def card_table(self) -> dict[str, dict[str, Any]]:
+        """Cards per node: ``{node: {"cards": n, "used": n, "workloads": {name: cards}}}``, from
+        :func:`core.allocation.cards` (the allocation gpu-card-allocation judges and the preview
+        prints). A parked workload counts 0; cards reserved outside the stack count as used
+        and appear under their holder's name, first. Prod: worker-1 4 of 4 (2 + 1 + 1 + 0).
+        """
+        alloc = allocation.cards(self.card_demands(), self.cluster)
+        table: dict[str, dict[str, Any]] = {}
+        for n in self.cluster.nodes:
+            use = alloc.nodes[n.name]
+            held = {s.name: int(s.total) for s in use.shares if s.reserved_reason is not None}
+            table[n.name] = {"cards": n.cards, "used": int(use.used), "workloads": held}
+        for name, wl in self.workloads.items():
+            node_use = alloc.nodes.get(wl.node)
+            if node_use is not None:
+                share = node_use.share_of(name)
+                use_cards = int(share.total) if share is not None else 0
+                table[wl.node]["workloads"][name] = use_cards
+        return table
+
+
+TOP_LEVEL_KEYS = tuple(StackConfig.model_fields)
+STRING_KEYS = {"namespace", "render_yaml_to_directory"}
+_SINGLE_SECTIONS: dict[str, Any] = {
+    "namespace": Name,
+    "render_yaml_to_directory": Optional[str],
+    "cluster": ClusterInventory,
+    "network_policy": Optional[NetworkPolicyConfig],
+}
+
+

@@ -1,0 +1,264 @@
+"""Per-node allocation of cards (or memory): the one function the policies, the preview summary
+and the stack output call.
+
+:func:`allocate` places what each workload asks (:class:`Demand`, plain values) on the nodes:
+pinned pods on their node, unpinned pods packed worst-fit decreasing, RollingUpdate surge
+pods on top, and what the inventory reserves outside the stack counted first. Its result
+(:class:`Allocation`: one :class:`NodeUse` of :class:`Share` per node) is what
+``gpu-card-allocation`` and ``node-memory-allocation`` judge, what the preview prints as
+``cards per node`` and what the stack output ``cards`` reports, so the three count alike by
+construction (``tests/test_one_source.py``).
+
+Plain Python; nothing here reads manifests or the stack file: each caller turns its own view
+into :class:`Demand` values (the pack from manifests, the program from the stack file).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from core.inventory import ClusterInventory
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What one workload asks of the nodes.
+
+    ``per_pod``: cards (or MiB) one pod takes; ``pods``: running pods (0 when parked or scaled
+    to zero: it then takes nothing, and is listed in :attr:`NodeUse.idle` of its node);
+    ``surge_pods``: the extra pods a RollingUpdate starts; ``node``: the node it is pinned to
+    (None: unpinned, packed); ``key``: unique id (the URN; default the name); ``parked``: the
+    declared parked reason, if any; ``ref``: the caller's object, handed back in
+    :attr:`Share.ref` and the lists of :class:`Allocation`.
+    """
+
+    name: str
+    per_pod: float
+    pods: int = 1
+    surge_pods: int = 0
+    node: Optional[str] = None
+    key: str = ""
+    parked: Optional[str] = None
+    ref: Any = None
+
+    @property
+    def id(self) -> str:
+        return self.key or self.name
+
+
+def amount(value: float) -> str:
+    """A card count or MiB figure as messages show it: ``6``, ``63,495``, ``476.8``."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.1f}"
+
+
+@dataclass
+class Share:
+    """What one workload (or a reservation) takes of one node.
+
+    ``per_pod`` is in the allocation's unit (cards, or MiB); ``pods`` are running pods,
+    ``surge_pods`` the extra pods a RollingUpdate starts. ``unpinned``: placed by packing,
+    not by a nodeSelector / nodeName. ``overflow``: an unpinned pod that fit on no node,
+    counted on the node with the most free capacity. ``reserved_reason``: a reservation of
+    the inventory (not a workload of the stack), with its reason (may be ``""``).
+    """
+
+    name: str
+    per_pod: float
+    pods: int = 0
+    surge_pods: int = 0
+    unpinned: bool = False
+    overflow: bool = False
+    reserved_reason: Optional[str] = None
+    ref: Any = None
+
+    @property
+    def base(self) -> float:
+        return self.pods * self.per_pod
+
+    @property
+    def surge(self) -> float:
+        return self.surge_pods * self.per_pod
+
+    @property
+    def total(self) -> float:
+        return self.base + self.surge
+
+    def text(self) -> str:
+        """``coder 2``, ``coder 4 (2 pods)``, ``coder 2 + 2 surge (RollingUpdate)``,
+        ``gpu-burn 1 (reserved outside the stack: <reason>)``."""
+        out = f"{self.name} {amount(self.base)}"
+        if self.pods > 1:
+            out += f" ({self.pods} pods)"
+        if self.surge_pods:
+            out += f" + {amount(self.surge)} surge (RollingUpdate)"
+        if self.reserved_reason is not None:
+            out += " (reserved outside the stack" + (f": {self.reserved_reason})" if self.reserved_reason else ")")
+        return out
+
+
+@dataclass
+class NodeUse:
+    """One node's capacity, the shares counted on it, and the idle (parked or zero-replica)
+    workloads pinned to it, which take nothing."""
+
+    node: str
+    capacity: float
+    shares: list[Share] = field(default_factory=list)
+    idle: list[Demand] = field(default_factory=list)
+
+    @property
+    def used(self) -> float:
+        return sum(s.total for s in self.shares)
+
+    @property
+    def surge(self) -> float:
+        return sum(s.surge for s in self.shares)
+
+    def ordered(self) -> list[Share]:
+        """Shares largest first, then by name (the order every message uses)."""
+        return sorted(self.shares, key=lambda s: (-s.total, s.name))
+
+    def unpinned_names(self) -> list[str]:
+        return sorted({s.name for s in self.shares if s.unpinned})
+
+    def overflow_clause(self, unit: str) -> str:
+        """``; unpinned candle-vllm fits on no node (counted on the node with the most free cards)``,
+        or ``""`` when every unpinned pod counted here fit."""
+        names = sorted({s.name for s in self.shares if s.overflow})
+        if not names:
+            return ""
+        verb = "fits" if len(names) == 1 else "fit"
+        return f"; unpinned {', '.join(names)} {verb} on no node (counted on the node with the most free {unit})"
+
+    def share_of(self, key: str) -> Optional[Share]:
+        """The share of the workload whose :attr:`Demand.id` is ``key`` here, or None."""
+        for s in self.shares:
+            if s.ref is not None and getattr(s.ref, "id", None) == key:
+                return s
+        return None
+
+
+@dataclass
+class Allocation:
+    """The result of :func:`allocate`.
+
+    ``nodes``: every inventory node's use, in inventory order. ``oversized``: (demand, node
+    name or None, capacity) for pods larger than their pinned node (node given) or than every
+    node (None: the capacity is the largest node's); such pods never schedule, so they take
+    nothing. ``unknown_node``: demands pinned to a node the inventory does not list (not counted).
+    """
+
+    nodes: dict[str, NodeUse]
+    oversized: list[tuple[Demand, Optional[str], float]]
+    unknown_node: list[Demand]
+
+
+def allocate(
+    demands: Iterable[Demand],
+    capacity: Mapping[str, float],
+    count_surge: bool = True,
+    reserved: Optional[Mapping[str, Iterable[tuple[str, float, str]]]] = None,
+) -> Allocation:
+    """Place ``demands`` on the nodes of ``capacity``.
+
+    ``capacity``: node name -> what it offers (cards, or MiB). A demand with pods places
+    ``pods`` pods plus, when ``count_surge``, ``surge_pods`` RollingUpdate pods; one with no
+    pods, or a ``per_pod`` of 0, takes nothing (listed in its pinned node's ``idle``).
+    ``reserved``: node name -> (holder, amount, reason) held outside the stack (inventory
+    ``Node.reserved``), counted first.
+
+    Pinned pods count on their node. Unpinned pods are packed worst-fit decreasing: largest
+    pods first (regular pods before surge pods, then by name), each onto the node with the
+    most free capacity (ties: node name), which is how the scheduler's default
+    least-allocated scoring spreads pods. A pod that fits on no node is counted on the node
+    with the most free capacity as ``overflow``, so that node's total shows the shortfall.
+    O(d log d + n log n). Source of the rule: gpu-card-allocation (spec "The history as test
+    cases", seeds 001 / 003, coder.yaml).
+    """
+    nodes = {name: NodeUse(name, float(cap)) for name, cap in capacity.items()}
+    largest = max(capacity.values(), default=0.0)
+    oversized: list[tuple[Demand, Optional[str], float]] = []
+    unknown: list[Demand] = []
+    for node, held in (reserved or {}).items():
+        if node in nodes:
+            for holder, value, reason in held:
+                nodes[node].shares.append(Share(name=holder, per_pod=value, pods=1, reserved_reason=reason))
+    unpinned: list[tuple[float, bool, str, str, int, Demand]] = []
+    for d in demands:
+        size = d.per_pod
+        if d.pods <= 0 or size <= 0:
+            if d.node in nodes:
+                nodes[d.node].idle.append(d)
+            continue
+        surge = d.surge_pods if count_surge else 0
+        if d.node is not None:
+            if d.node not in nodes:
+                unknown.append(d)
+            elif size > nodes[d.node].capacity:
+                oversized.append((d, d.node, nodes[d.node].capacity))
+            else:
+                nodes[d.node].shares.append(Share(d.name, size, d.pods, surge, ref=d))
+            continue
+        if size > largest:
+            oversized.append((d, None, largest))
+            continue
+        unpinned.append((-size, False, d.name, d.id, d.pods, d))
+        if surge:
+            unpinned.append((-size, True, d.name, d.id, surge, d))
+    if unpinned:
+        _pack(sorted(unpinned, key=lambda t: t[:4]), nodes)
+    return Allocation(nodes, oversized, unknown)
+
+
+def reservations(inventory: ClusterInventory) -> dict[str, list[tuple[str, float, str]]]:
+    """The cards each inventory node reserves outside the stack: node -> (holder, cards, reason)."""
+    return {n.name: [(r.workload, float(r.cards), r.reason) for r in n.reserved] for n in inventory.nodes}
+
+
+def cards(demands: Iterable[Demand], inventory: ClusterInventory, count_surge: bool = True) -> Allocation:
+    """:func:`allocate` of ``demands`` in cards (``nvidia.com/gpu``) on the inventory's nodes,
+    with the cards it reserves outside the stack: what gpu-card-allocation judges, the preview
+    prints and the stack output reports."""
+    return allocate(demands, {n.name: float(n.cards) for n in inventory.nodes}, count_surge, reservations(inventory))
+
+
+def _pack(items: Sequence[tuple[float, bool, str, str, int, Demand]], nodes: dict[str, NodeUse]) -> None:
+    """Worst-fit placement of sorted unpinned pod groups (see :func:`allocate`)."""
+    heap = [(-(n.capacity - n.used), name) for name, n in nodes.items()]
+    heapq.heapify(heap)
+    placed: dict[tuple[str, str], Share] = {}
+
+    def share(node: str, d: Demand, size: float, overflow: bool) -> Share:
+        key = (node, d.id)
+        s = placed.get(key)
+        if s is None:
+            s = Share(d.name, size, unpinned=True, ref=d)
+            placed[key] = s
+            nodes[node].shares.append(s)
+        s.overflow = s.overflow or overflow
+        return s
+
+    for neg_size, is_surge, _, _, count, d in items:
+        size = -neg_size
+        while count > 0:
+            neg_free, node = heapq.heappop(heap)
+            free = -neg_free
+            if free < size:
+                n, overflow = count, True
+            else:
+                next_free = -heap[0][0] if heap else float("-inf")
+                fits = int(free // size)
+                # Place pods here until its free capacity drops below the next node's.
+                keep_top = int((free - next_free) // size) + 1 if heap else fits
+                n, overflow = max(1, min(count, fits, keep_top)), False
+            s = share(node, d, size, overflow)
+            if is_surge:
+                s.surge_pods += n
+            else:
+                s.pods += n
+            count -= n
+            heapq.heappush(heap, (-(free - n * size), node))

@@ -1,0 +1,193 @@
+"""The model servers' settings, one model per engine: :class:`VllmConfig` and :class:`CandleConfig`.
+
+Each flag is declared once, here: the stack file's workload (``components/config.py``
+``VllmWorkload`` / ``CandleWorkload``, whose keys stay flat in the stack file, as production-stack
+keeps them under one ``vllmConfig``), the component args (``components/vllm.py`` ``VllmArgs``,
+``components/workload.py`` ``CandleDeploymentArgs``) and the rendered argv
+(:meth:`VllmConfig.argv`, :meth:`CandleConfig.argv`) all come from these models; the
+composition (``components/stack.py``) hands a workload's settings to its component with
+:func:`settings_of`, field by field nowhere.
+
+Defaults and their sources are in each field's description. pydantic, no Pulumi.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from core import facts, rules
+
+#: The candle-vllm binary in the image (coder-14b-fp16.yaml ``command``).
+CANDLE_BINARY = "/usr/local/bin/candle-vllm"
+
+
+def rule_error(rule: str, fix: str) -> PydanticCustomError:
+    """A validation error carrying the rule broken and the fix (error type ``llm_serving_rule``;
+    the stack-file loader shows both under the key path)."""
+    return PydanticCustomError("llm_serving_rule", "{rule}", {"rule": rule, "fix": fix})
+
+
+def fraction_text(value: float) -> str:
+    """A fraction as the references write it: two decimals when exact ("0.30", "0.90")."""
+    return f"{value:.2f}" if round(value, 2) == value else repr(value)
+
+
+def check_served_name(value: str) -> str:
+    """A served model name is one argv item: no comma, no whitespace (002 reasoning.yaml;
+    :func:`core.rules.served_name_ok`, the predicate of the pack's vllm-served-model-names)."""
+    if not rules.served_name_ok(value):
+        raise rule_error(
+            f"served model name {value!r} contains a comma or space; vLLM would serve one model "
+            "whose name contains it (002 reasoning.yaml)",
+            "list each name as its own item: served_model_names: [reasoning, reasoning-long]",
+        )
+    return value
+
+
+ServedName = Annotated[str, AfterValidator(check_served_name)]
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VllmConfig(_Settings):
+    """vLLM's server settings (v0.11.0): its argv flags and ``HF_HOME``. Defaults as coder.yaml
+    writes them; Errors: ``enable_auto_tool_choice`` without ``tool_call_parser``."""
+
+    image: str = Field(
+        default=facts.VLLM_IMAGE,
+        description="Pinned by digest; v0.15.0 failed on worker-1 (coder.yaml). Default: v0.11.0 by digest.",
+    )
+    served_model_names: list[ServedName] = Field(min_length=1, description="--served-model-name, each its own argv item (002).")
+    quantization: Optional[Literal["gptq", "awq", "fp8", "marlin", "awq_marlin", "gptq_marlin", "compressed-tensors", "bitsandbytes"]] = Field(
+        default=None, description="--quantization (gptq for the GPTQ checkpoints here)."
+    )
+    dtype: Literal["auto", "half", "float16", "bfloat16", "float", "float32"] = Field(
+        default="float16", description="--dtype; sm_70 needs a half dtype (coder.yaml)."
+    )
+    kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = Field(
+        default="auto", description="--kv-cache-dtype (coder.yaml: auto; sm_70 has no FP8)."
+    )
+    max_model_len: int = Field(gt=0, description="--max-model-len in tokens (reasoning: 65536; coder.yaml: 262144).")
+    tensor_parallel_size: Optional[int] = Field(default=None, ge=1, description="--tensor-parallel-size; default: cards / pipeline_parallel_size.")
+    pipeline_parallel_size: int = Field(default=1, ge=1, description="--pipeline-parallel-size.")
+    gpu_memory_utilization: float = Field(default=0.90, gt=0, le=1, description="--gpu-memory-utilization (coder.yaml: 0.90).")
+    max_num_seqs: Optional[int] = Field(default=None, ge=1, description="--max-num-seqs.")
+    max_num_batched_tokens: Optional[int] = Field(default=None, ge=1, description="--max-num-batched-tokens.")
+    long_prefill_token_threshold: Optional[int] = Field(default=None, ge=1, description="--long-prefill-token-threshold.")
+    enable_chunked_prefill: bool = Field(default=False, description="--enable-chunked-prefill.")
+    enable_prefix_caching: bool = Field(default=False, description="--enable-prefix-caching.")
+    disable_custom_all_reduce: Optional[bool] = Field(
+        default=None,
+        description="--disable-custom-all-reduce; default on when TP >= 2 without NVLink (coder.yaml: deadlock after graph capture).",
+    )
+    reasoning_parser: Optional[str] = Field(default=None, description="--reasoning-parser, e.g. qwen3.")
+    enable_auto_tool_choice: bool = Field(default=False, description="--enable-auto-tool-choice (needs tool_call_parser).")
+    tool_call_parser: Optional[str] = Field(default=None, description="--tool-call-parser, e.g. hermes.")
+    hf_home: str = Field(default=facts.MODELS_MOUNT_PATH, description="HF_HOME (coder.yaml: /mnt/models).")
+
+    @model_validator(mode="after")
+    def _tool_parser(self) -> "VllmConfig":
+        if self.enable_auto_tool_choice and not self.tool_call_parser:
+            raise rule_error(
+                "enable_auto_tool_choice needs tool_call_parser (vLLM refuses to start without it)",
+                "add tool_call_parser: hermes (coder.yaml) or set enable_auto_tool_choice: false",
+            )
+        return self
+
+    def tp_for(self, cards: int) -> int:
+        """The tensor parallel size: explicit, else ``cards`` / pipeline_parallel_size."""
+        return self.tensor_parallel_size or max(1, cards // self.pipeline_parallel_size)
+
+    def custom_all_reduce_disabled(self, tp: int, nvlink: bool) -> bool:
+        """Explicit setting, else :func:`core.rules.custom_all_reduce_must_be_disabled` (coder.yaml)."""
+        if self.disable_custom_all_reduce is not None:
+            return self.disable_custom_all_reduce
+        return rules.custom_all_reduce_must_be_disabled(tp, nvlink)
+
+    def argv(self, model: str, *, tp: int, nvlink: bool, port: int) -> list[str]:
+        """vLLM's argv in coder.yaml's order and form (``--flag=value``; served names as
+        separate items after ``--served-model-name``; boolean flags bare; optional ones only
+        when set). ``model``: ``--model`` (the Hugging Face id or a path on the PVC); ``tp``:
+        the resolved tensor parallel size; ``nvlink``: the cards' NVLink, for the all-reduce
+        default; ``port``: ``--port``."""
+        argv = [f"--model={model}", "--served-model-name", *self.served_model_names]
+        if self.quantization:
+            argv.append(f"--quantization={self.quantization}")
+        argv += [
+            f"--dtype={self.dtype}",
+            f"--kv-cache-dtype={self.kv_cache_dtype}",
+            f"--max-model-len={self.max_model_len}",
+            f"--tensor-parallel-size={tp}",
+            f"--pipeline-parallel-size={self.pipeline_parallel_size}",
+            f"--gpu-memory-utilization={fraction_text(self.gpu_memory_utilization)}",
+        ]
+        for flag, value in (("--max-num-seqs", self.max_num_seqs),
+                            ("--max-num-batched-tokens", self.max_num_batched_tokens),
+                            ("--long-prefill-token-threshold", self.long_prefill_token_threshold)):
+            if value is not None:
+                argv.append(f"{flag}={value}")
+        for flag, on in (("--enable-chunked-prefill", self.enable_chunked_prefill),
+                         ("--enable-prefix-caching", self.enable_prefix_caching),
+                         ("--disable-custom-all-reduce", self.custom_all_reduce_disabled(tp, nvlink))):
+            if on:
+                argv.append(flag)
+        if self.reasoning_parser:
+            argv.append(f"--reasoning-parser={self.reasoning_parser}")
+        if self.enable_auto_tool_choice:
+            argv.append("--enable-auto-tool-choice")
+        if self.tool_call_parser:
+            argv.append(f"--tool-call-parser={self.tool_call_parser}")
+        argv += ["--host=0.0.0.0", f"--port={port}"]
+        return argv
+
+
+class CandleConfig(_Settings):
+    """candle-vllm's server settings: its binary, image and argv flags. TP is the pod's cards
+    (``--d 0,1,...``). Defaults: candle-vllm's own (src/main.rs) or the references'."""
+
+    image: str = Field(min_length=1, description="Image, e.g. forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70.")
+    command: list[str] = Field(
+        default_factory=lambda: [CANDLE_BINARY],
+        min_length=1,
+        description="Server binary; clef-candle.yaml runs the fixed one on the PVC (/mnt/models/bin/candle-vllm).",
+    )
+    dtype: Literal["f16", "bf16", "f32"] = Field(default="f16", description="--dtype; sm_70 has no bf16 (001).")
+    port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="--p, the container port (8080).")
+    max_num_seqs: int = Field(default=16, ge=1, description="--max-num-seqs (default 16, candle-vllm's own, src/main.rs).")
+    kv_fraction: float = Field(gt=0, le=1, description="--kv-fraction of free card memory for the KV cache (0.85, 0.30).")
+    prefill_chunk_size: Optional[int] = Field(
+        default=None, ge=1024, multiple_of=1024,
+        description="--prefill-chunk-size in tokens; candle-vllm asserts a multiple of 1024 (src/main.rs).",
+    )
+
+    def argv(self, weights_path: str, *, cards: int) -> list[str]:
+        """candle-vllm's argv in the references' order:
+        ``--w --d --dtype --p --max-num-seqs --kv-fraction [--prefill-chunk-size]``;
+        ``weights_path``: ``--w``; ``cards``: the devices ``--d 0,..,cards-1`` (001)."""
+        argv = [
+            "--w", weights_path,
+            "--d", ",".join(str(i) for i in range(cards)),
+            "--dtype", self.dtype,
+            "--p", str(self.port),
+            "--max-num-seqs", str(self.max_num_seqs),
+            "--kv-fraction", fraction_text(self.kv_fraction),
+        ]
+        if self.prefill_chunk_size is not None:
+            argv += ["--prefill-chunk-size", str(self.prefill_chunk_size)]
+        return argv
+
+
+S = TypeVar("S", bound=_Settings)
+
+
+def settings_of(model: type[S], source: Any) -> dict[str, Any]:
+    """The fields of the settings ``model`` (:class:`VllmConfig`, :class:`CandleConfig`) as
+    ``source`` (a workload or component args that extend it) holds them: what the composition
+    passes from a stack-file workload to its component."""
+    return {name: getattr(source, name) for name in model.model_fields}
+

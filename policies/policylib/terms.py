@@ -1,0 +1,47 @@
+"""The fix in the user's own terms: a stack-file key for an object the program made from a stack
+file, the manifest field or annotation for hand-written YAML.
+
+An object the program rendered carries ``facts.COMPONENT_ANNOTATION`` (``<Class>/<name>``, set by
+every component), in the program's run and in the YAML the preview writes alike, so both modes
+still get the same verdict (``tests/test_modes_agree.py``). Its user edits ``Pulumi.<stack>.yaml``,
+where parking is ``parked: {reason: ...}`` on the workload or Service, not the annotation it
+renders to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Optional
+
+from core import facts
+
+PREFIX = "llm-serving:"
+#: Component classes -> the stack-file section their objects come from.
+SECTIONS = {
+    "CandleDeployment": "workloads",
+    "GpuDeployment": "workloads",
+    "VllmInferenceService": "workloads",
+    "StablePredictorService": "services",
+    "NamespaceNetworkPolicy": "network_policy",
+}
+
+
+def stack_file_key(annotations: Mapping[str, str]) -> Optional[str]:
+    """``llm-serving:workloads.candle-vllm`` for an object the program made (from its component
+    annotation), else None (hand-written YAML)."""
+    component = annotations.get(facts.COMPONENT_ANNOTATION)
+    if not component or "/" not in component:
+        return None
+    cls, name = component.split("/", 1)
+    section = SECTIONS.get(cls)
+    if section is None:
+        return None
+    return f"{PREFIX}{section}" if section == "network_policy" else f"{PREFIX}{section}.{name}"
+
+
+def park_fix(annotations: Mapping[str, str]) -> Optional[str]:
+    """How to park the object in the stack file (``set parked: {reason: ...} under
+    llm-serving:workloads.clef-serve``), or None for hand-written YAML (the policy's remediation
+    names the annotation)."""
+    key = stack_file_key(annotations)
+    return f"set parked: {{reason: ...}} under {key}" if key else None

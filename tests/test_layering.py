@@ -1,0 +1,92 @@
+"""Issue 8: the layering, enforced on the imports of every module.
+
+    core/        plain Python (pydantic, PyYAML, the kubernetes client's quantity parser):
+                 imports nothing of the project but core, and no Pulumi
+    components/  the program: may import core (and Pulumi)
+    policies/    the pack: may import core (and pulumi_policy), never components or tools
+    tools/       offline preview and runner: may import everything
+
+and the two splits: the facts, inventory, model facts, capacity and rules out of components/
+into core/, and components/config.py (1,000 lines, six jobs) into schema, loader and checks.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+POLICY_MODULES = {p.stem for p in (ROOT / "policies").glob("*.py")} | {"policylib"}
+
+
+def _imports(path: Path) -> set[str]:
+    """The top-level package of every module ``path`` imports (absolute imports)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def _files(folder: str) -> list[Path]:
+    return sorted(p for p in (ROOT / folder).rglob("*.py") if "fixtures" not in p.parts)
+
+
+#: What each layer may not import.
+FORBIDDEN = {
+    "core": {"components", "policies", "policylib", "tools", "tests", "pulumi", "pulumi_kubernetes", "pulumi_policy"}
+    | POLICY_MODULES,
+    "components": {"policies", "policylib", "tools", "tests"} | POLICY_MODULES,
+    "policies": {"components", "tools", "tests", "pulumi_kubernetes"},
+}
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_imports_point_down(layer):
+    wrong = {}
+    for path in _files(layer):
+        bad = _imports(path) & FORBIDDEN[layer]
+        if layer == "policies":
+            bad -= POLICY_MODULES  # the pack's own modules
+        if bad:
+            wrong[str(path.relative_to(ROOT))] = sorted(bad)
+    assert wrong == {}
+
+
+def test_the_shared_modules_live_in_core():
+    for name in ("facts", "inventory", "modelfacts", "capacity", "rules", "quantity", "allocation", "engines", "problems"):
+        assert (ROOT / "core" / f"{name}.py").exists(), name
+        assert not (ROOT / "components" / f"{name}.py").exists(), name
+
+
+def test_config_is_split_by_job():
+    """schema (models), loader (loading and error translation), checks (cross-checks and rule
+    wordings); config.py only names the public API."""
+    from components import checks, config, loader, schema
+
+    assert hasattr(schema, "StackConfig") and not hasattr(schema, "load_stack_config")
+    assert hasattr(loader, "load_stack_config") and not hasattr(loader, "rule_tp_divides")
+    assert hasattr(checks, "cross_checks") and hasattr(checks, "rule_tp_divides")
+    assert not hasattr(checks, "load_stack_config")
+    for module in (schema, loader, checks):
+        assert len(Path(module.__file__).read_text().splitlines()) < 400, module.__name__
+    source = Path(config.__file__).read_text()
+    assert "def " not in source and "class " not in source
+
+
+def test_no_sys_path_edits():
+    """Imports resolve through the installed packages (requirements.txt: -e ./core, -e ./policies),
+    the pack's own directory and pytest's ``pythonpath``; no module edits ``sys.path``."""
+    edits = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if any(p.startswith((".venv", "venv", ".git")) for p in path.parts) or "fixtures" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
+                    and node.value.id == "sys"):
+                edits.append(str(path.relative_to(ROOT)))
+    assert edits == []
