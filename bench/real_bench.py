@@ -16,7 +16,7 @@ Cases: ``prod`` (Pulumi.prod.yaml), ``large`` (bench/genstack.py: 100 nodes x 8 
 workloads, 1,000 Services) and ``fits`` (the same generator at the most nodes whose config fits
 in 128 KiB: 15 nodes, 150 workloads, 150 Services). The language host hands the Python program,
 and the policy proxy hands the pack, the whole stack config in one environment variable
-(``PULUMI_CONFIG``), which Linux caps at 128 KiB (MAX_ARG_STRLEN): the large stack's 803 KiB
+(``PULUMI_CONFIG``), which Linux caps at 128 KiB (MAX_ARG_STRLEN): the large stack's 811 KiB
 cannot run through the real CLI at all ("Argument list too long"), so its real rows say so
 and ``fits`` is the largest real case. Prints a table: medians, min-max, the ratio to offline.
 """

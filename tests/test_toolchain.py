@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tools import kserve_standin, langhost, toolchain
@@ -66,6 +68,7 @@ def test_missing_go_is_one_clear_line_and_exit_2(tmp_path):
     assert not (tmp_path / "cache" / "bin").exists() or not any((tmp_path / "cache" / "bin").iterdir())
 
 
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs Go (the missing-Go case is the test above)")
 def test_an_unreachable_module_proxy_is_one_clear_line_and_exit_2(tmp_path):
     env = dict(os.environ, LLM_SERVING_CACHE=str(tmp_path / "cache"), GOPROXY="http://127.0.0.1:9",
                GOMODCACHE=str(tmp_path / "mod"), GOSUMDB="off", GOFLAGS="-mod=mod")

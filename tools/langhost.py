@@ -42,6 +42,7 @@ the port it listens on (127.0.0.1) and serves until the CLI closes it.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import queue
@@ -263,11 +264,34 @@ class LanguageHost(lgrpc.LanguageRuntimeServicer):
         return ppb.PluginInfo(version=VERSION)
 
     def Cancel(self, request, context):
-        with self._lock:
-            for child in list(self._children):
-                if child.poll() is None:
-                    child.terminate()
+        self.terminate_children()
         return empty_pb2.Empty()
+
+    def terminate_children(self, grace_s: float = 5.0) -> None:
+        """Stop every program and plugin this host started (SIGTERM, then SIGKILL)."""
+        with self._lock:
+            children = [c for c in self._children if c.poll() is None]
+        for child in children:
+            child.terminate()
+        for child in children:
+            try:
+                child.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+    def _popen(self, cmd: list[str], context, **kwargs) -> subprocess.Popen:
+        """Start a child, or end the call with one clear line (e.g. a stack config over Linux's
+        128 KiB limit for one environment variable: E2BIG)."""
+        try:
+            proc = subprocess.Popen(cmd, **kwargs)
+        except OSError as err:
+            size = len((kwargs.get("env") or {}).get("PULUMI_CONFIG", ""))
+            why = (f"its stack config is {size // 1024} KiB, over Linux's 128 KiB for one environment variable "
+                   "(PULUMI_CONFIG); make the stack config smaller" if err.errno == errno.E2BIG else str(err))
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"cannot start {cmd[0]}: {why}")
+        with self._lock:
+            self._children.add(proc)
+        return proc
 
     # -- dependencies ----------------------------------------------------------------------
     def GetRequiredPackages(self, request, context):
@@ -327,9 +351,7 @@ class LanguageHost(lgrpc.LanguageRuntimeServicer):
         env["PULUMI_CONFIG_SECRET_KEYS"] = json.dumps(list(request.configSecretKeys))
         if request.loader_target:
             env["PULUMI_LOADER_TARGET"] = request.loader_target
-        proc = subprocess.Popen(args, cwd=request.pwd or None, env=env)
-        with self._lock:
-            self._children.add(proc)
+        proc = self._popen(args, context, cwd=request.pwd or None, env=env)
         code = proc.wait()
         with self._lock:
             self._children.discard(proc)
@@ -365,9 +387,7 @@ class LanguageHost(lgrpc.LanguageRuntimeServicer):
                 env.update(policy_env(config))
         else:
             cmd = [_python(venv_dir), "-u", program_dir, *request.args]
-        proc = subprocess.Popen(cmd, cwd=request.pwd or program_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        with self._lock:
-            self._children.add(proc)
+        proc = self._popen(cmd, context, cwd=request.pwd or program_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
         def pump(stream, field: str, first_line_is_port: bool) -> None:
             if first_line_is_port and proxy is not None:
@@ -400,6 +420,12 @@ class LanguageHost(lgrpc.LanguageRuntimeServicer):
             code = proc.wait()
             yield lpb.RunPluginResponse(exitcode=code)
         finally:
+            if proc.poll() is None:  # the engine went away: the pack goes too
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
             with self._lock:
                 self._children.discard(proc)
             if proxy is not None:
@@ -416,7 +442,8 @@ def main(argv: list[str]) -> int:
     positional = [a for a in argv if not a.startswith("-")]
     engine = positional[-1] if positional else ""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=_GRPC_OPTIONS)
-    lgrpc.add_LanguageRuntimeServicer_to_server(LanguageHost(engine), server)
+    host = LanguageHost(engine)
+    lgrpc.add_LanguageRuntimeServicer_to_server(host, server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(port, flush=True)
@@ -427,6 +454,7 @@ def main(argv: list[str]) -> int:
     while not stop.wait(1.0):
         pass
     server.stop(grace=1)
+    host.terminate_children()
     return 0
 
 

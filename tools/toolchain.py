@@ -97,6 +97,8 @@ def _say(msg: str) -> None:
 def go_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("GOFLAGS", "-buildvcs=false")
+    # The module proxy only: Go's default ("...,direct") would fall back to the modules' own hosts.
+    env.setdefault("GOPROXY", "https://proxy.golang.org")
     env["GOTOOLCHAIN"] = env.get("GOTOOLCHAIN", "local")
     return env
 
@@ -124,26 +126,33 @@ def run_go(args: list[str], cwd: Path, what: str, *, env: Optional[dict] = None)
     """Run a go command, printing progress every 15 s; raise ToolchainError with the cause."""
     started = time.monotonic()
     proc = subprocess.Popen(
-        ["go", *args], cwd=cwd, env=env or go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ["go", *args], cwd=cwd, env=env or go_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    lines: list[str] = []
+    lines: list[str] = []  # stderr: go's progress (-v package names, "go: downloading ...") and errors
     done = threading.Event()
 
     def ticker() -> None:
         while not done.wait(PROGRESS_EVERY_S):
             pkgs = sum(1 for ln in lines if ln and not ln.startswith(("go:", "#", " ", "\t")))
-            _say(f"  {what}: {pkgs} packages compiled, {time.monotonic() - started:.0f} s")
+            fetched = sum(1 for ln in lines if ln.startswith("go: downloading"))
+            _say(f"  {what}: {fetched} modules downloaded, {pkgs} packages compiled, {time.monotonic() - started:.0f} s")
 
-    t = threading.Thread(target=ticker, daemon=True)
-    t.start()
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line.rstrip("\n"))
+
+    threads = [threading.Thread(target=ticker, daemon=True), threading.Thread(target=read_stderr, daemon=True)]
+    for t in threads:
+        t.start()
     assert proc.stdout is not None
-    for line in proc.stdout:
-        lines.append(line.rstrip("\n"))
+    stdout = proc.stdout.read()
     code = proc.wait()
+    threads[1].join()
     done.set()
     if code != 0:
-        raise ToolchainError(_explain_go_failure(what, lines))
-    return "\n".join(lines)
+        raise ToolchainError(_explain_go_failure(what, lines + stdout.splitlines()))
+    return stdout
 
 
 def _explain_go_failure(what: str, lines: list[str]) -> str:
@@ -200,7 +209,8 @@ def build_pulumi(v: dict, cache: Path, out: Path) -> list[Path]:
     src = _scratch(cache, "pulumi", _gomod("pulumi", {p["module"]: p["version"], sdk: p["version"]}, p["replace"]), [p["package"]])
     run_go(["mod", "tidy"], src, "pulumi CLI (go mod tidy)")
     ldflags = f"-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version={p['version']}"
-    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(out / "pulumi"), p["package"]], src, "pulumi CLI")
+    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(src / "pulumi"), p["package"]], src, "pulumi CLI")
+    _install(src / "pulumi", out / "pulumi")
     return [out / "pulumi"]
 
 
@@ -288,7 +298,8 @@ def build_etcd(v: dict, cache: Path, out: Path) -> list[Path]:
     e = v["etcd"]
     src = _scratch(cache, "etcd", _gomod("etcd", {e["module"]: e["version"]}, {}), [e["module"]])
     run_go(["mod", "tidy"], src, "etcd (go mod tidy)")
-    run_go(["build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), e["module"]], src, "etcd")
+    run_go(["build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(src / "etcd"), e["module"]], src, "etcd")
+    _install(src / "etcd", out / "etcd")
     return [out / "etcd"]
 
 
@@ -297,7 +308,8 @@ def build_kwok(v: dict, cache: Path, out: Path) -> list[Path]:
     src = _scratch(cache, "kwok", _gomod("kwok", {k["module"]: k["version"]}, {}), [k["package"]])
     run_go(["mod", "tidy"], src, "kwok (go mod tidy)")
     ldflags = f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={k['version']}"
-    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(out / "kwok"), k["package"]], src, "kwok")
+    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(src / "kwok"), k["package"]], src, "kwok")
+    _install(src / "kwok", out / "kwok")
     return [out / "kwok"]
 
 

@@ -19,6 +19,7 @@ keeps only the events.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -164,29 +165,43 @@ class RealProject:
     def run(self, *args: str, events: bool = False, timeout: float = CLI_TIMEOUT_S) -> CliResult:
         """Run ``pulumi ARGS``; with ``events``, as ``--json`` and parse the engine's events."""
         argv = [*args, "--json"] if events else list(args)
-        proc = subprocess.run(["pulumi", *argv, "--non-interactive", "--color", "never"], cwd=self.dir,
-                              env=self.env(), capture_output=True, text=True, timeout=timeout)
+        # Its own process group: on a timeout the language host, pack and provider go too.
+        proc = subprocess.Popen(["pulumi", *argv, "--non-interactive", "--color", "never"], cwd=self.dir,
+                                env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            raise AssertionError(f"pulumi {' '.join(argv)} did not finish in {timeout:.0f} s:\n{stdout[-3000:]}\n{stderr[-3000:]}") from None
         self._n += 1
-        (self.logs / f"{self._n:03d}.out").write_text(f"pulumi {' '.join(argv)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-        return CliResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, read_events(proc.stdout) if events else ())
+        (self.logs / f"{self._n:03d}.out").write_text(f"pulumi {' '.join(argv)} -> {proc.returncode}\n{stdout}\n{stderr}")
+        return CliResult(tuple(argv), proc.returncode, stdout, stderr, read_events(stdout) if events else ())
 
     def start(self, *args: str) -> subprocess.Popen:
-        """Start a CLI command in the background, in its own process group."""
-        return subprocess.Popen(["pulumi", *args, "--non-interactive", "--color", "never"],
-                                cwd=self.dir, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
+        """Start a CLI command in the background, in its own process group; its output goes to a
+        log file under the work directory (a pipe nobody reads would block it)."""
+        self._n += 1
+        log = open(self.logs / f"{self._n:03d}.background.out", "w")
+        with log:
+            return subprocess.Popen(["pulumi", *args, "--non-interactive", "--color", "never"],
+                                    cwd=self.dir, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+                                    text=True, start_new_session=True)
 
     @staticmethod
-    def stop(proc: subprocess.Popen, grace_s: float = 30.0) -> tuple[str, str]:
+    def stop(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
         """Interrupt a background CLI command the way Ctrl-C does (it cancels the update and
         writes its state), then kill what is left."""
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
             try:
-                return proc.communicate(timeout=grace_s)
+                proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-        return proc.communicate()
+                proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what the CLI left of its plugins
 
     def stack_init(self, stack: str) -> CliResult:
         res = self.run("stack", "init", stack, "--secrets-provider", "passphrase")
