@@ -116,6 +116,14 @@ def policy_verdicts(events: Iterable[dict]) -> set[tuple[str, str, str]]:
     return out
 
 
+def offline_verdicts(stack_file: Path, stack: str) -> set[tuple[str, str, str]]:
+    """``{(policy, URN, level)}`` of the offline runner (``tools.analyze``) on ``stack_file``
+    under the stack name the real CLI uses: what :func:`policy_verdicts` is compared with."""
+    from tools import analyze
+
+    return {(f.policy, f.urn, f.level) for f in analyze.analyze_program(stack_file, stack=stack).findings}
+
+
 def policy_messages(events: Iterable[dict]) -> list[str]:
     return [e["policyEvent"]["message"] for e in events if e.get("policyEvent")]
 

@@ -18,18 +18,13 @@ import re
 
 import pytest
 
-from tests.real.realpath import STACKS, RealProject, kubectl_json, policy_messages, policy_verdicts, wait_for
+from tests.real.realpath import STACKS, RealProject, kubectl_json, offline_verdicts, policy_messages, policy_verdicts, wait_for
 from tools import analyze
 
 pytestmark = pytest.mark.real
 
 STACK = "after-001"
 NS = "llm-serving"
-
-
-def offline_verdicts(stack_file, stack: str) -> set[tuple[str, str, str]]:
-    """(policy, URN, level) of the offline runner on the same stack file, under the same stack name."""
-    return {(f.policy, f.urn, f.level) for f in analyze.analyze_program(stack_file, stack=stack).findings}
 
 
 def test_the_pack_refuses_seed_001_with_the_offline_runners_verdicts(project: RealProject):
