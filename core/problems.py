@@ -66,3 +66,44 @@ def _show(value: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One policy finding, in the pack's one message form.
+
+    ``subject`` names the object (``Deployment candle-vllm``, ``node worker-1``, ``Deployment x,
+    container c``); ``wrong`` says what is wrong with which value, stating the value the object
+    has (``pods ask 2 cards, 6 of 4 on worker-1``); ``fix`` is the change for hand-written YAML
+    (the manifest field); ``stack_fix`` is the same change in stack-file terms, with ``{key}``
+    standing for the stack-file key of the object (``llm-serving:workloads.coder``), used when
+    the object was made from a stack file; ``source`` is where the rule comes from (a seed, an
+    incident, an upstream issue or document).
+
+    :meth:`render` gives one line: ``<subject>: <wrong>. Fix: <fix>. Source: <source>.``
+    """
+
+    subject: str
+    wrong: str
+    fix: str
+    source: str
+    stack_fix: str | None = None
+
+    def render(self, stack_key: str | None = None) -> str:
+        """The message. With ``stack_key`` (the object came from a stack file) and a
+        ``stack_fix``, the fix names the stack-file key; otherwise the manifest fix."""
+        fix = self.fix
+        if stack_key and self.stack_fix:
+            fix = self.stack_fix.replace("{key}", stack_key)
+        return f"{self.subject}: {_sentence(self.wrong)} Fix: {_sentence(fix)} Source: {_sentence(self.source)}"
+
+
+#: A rendered :class:`Finding`, for tests and the docs: subject, what is wrong, fix, source.
+FINDING_FORM = r"^(?P<subject>[^\n]+?): (?P<wrong>.+?) Fix: (?P<fix>.+?) Source: (?P<source>[^\n]+)\.$"
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if text and text[-1] not in ".!?":
+        text += "."
+    return text

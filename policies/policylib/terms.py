@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Optional
 
 from core import facts
+from core.problems import Finding
 
 PREFIX = "llm-serving:"
 #: Component classes -> the stack-file section their objects come from.
@@ -45,3 +46,9 @@ def park_fix(annotations: Mapping[str, str]) -> Optional[str]:
     names the annotation)."""
     key = stack_file_key(annotations)
     return f"set parked: {{reason: ...}} under {key}" if key else None
+
+
+def message(annotations: Mapping[str, str], finding: Finding) -> str:
+    """``finding`` rendered in the user's own terms: with the stack-file key when the object was
+    made from a stack file (its component annotation), the manifest fix otherwise."""
+    return finding.render(stack_key=stack_file_key(annotations))
