@@ -67,3 +67,21 @@ spec:
         "DaemonSet d, container a: image forgejo.riotpiao.com/x/clef-serve:latest has moving tag :latest "
         "and imagePullPolicy IfNotPresent, so a rebuilt image never reaches the pod"
     )
+
+
+@pytest.mark.parametrize(
+    "image, version",
+    [
+        ("vllm/vllm-openai:v0.11.0@sha256:014a95f2", (0, 11, 0)),
+        ("vllm/vllm-openai:v0.6.4.post1", (0, 6, 4)),
+        ("vllm/vllm-openai:0.9.2rc1", (0, 9, 2)),
+        ("vllm/vllm-openai:v0.10.1.1", (0, 10, 1, 1)),
+        ("registry:5000/vllm:v0.11.0-cu128", (0, 11, 0)),
+        ("vllm/vllm-openai:latest", None),
+        ("ghcr.io/x/candle-vllm:sm70", None),
+        ("vllm/vllm-openai", None),
+        ("registry:5000/vllm", None),
+    ],
+)
+def test_image_version(image, version):
+    assert rh.parse_image(image).version == version

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from core import rules
+from core import images, rules
 from core.inventory import ClusterInventory, Node
 from policylib import stackconfig, workloads
 
@@ -117,37 +117,9 @@ def workload_label(w: workloads.Workload) -> str:
 # --- images ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ImageRef:
-    """An image reference split into repository, tag and digest.
-
-    ``tag`` is ``None`` when the reference has no tag (the registry serves ``latest``);
-    ``digest`` is the ``sha256:...`` part after ``@``, or None.
-    """
-
-    repository: str
-    tag: Optional[str]
-    digest: Optional[str]
-
-    @property
-    def pinned(self) -> bool:
-        """True when pinned by digest: the tag (if any) is then ignored by the kubelet."""
-        return bool(self.digest)
-
-    @property
-    def shown_tag(self) -> str:
-        """The tag as messages show it: ``:sm70`` or ``:latest (no tag)``."""
-        return f":{self.tag}" if self.tag else ":latest (no tag)"
-
-
-def parse_image(image: str) -> ImageRef:
-    """Split ``registry[:port]/path/name[:tag][@sha256:digest]``; a port is not a tag."""
-    rest, _, digest = image.partition("@")
-    slash = rest.rfind("/")
-    colon = rest.rfind(":")
-    if colon > slash:
-        return ImageRef(rest[:colon], rest[colon + 1:] or None, digest or None)
-    return ImageRef(rest, None, digest or None)
+#: One image parser for the stack file and the pack: ``core.images``.
+ImageRef = images.ImageRef
+parse_image = images.parse_image
 
 
 def effective_pull_policy(ref: ImageRef, written: Optional[str]) -> tuple[str, bool]:

@@ -1,0 +1,58 @@
+"""Container image references: one parser for the stack file, the components and the pack.
+
+``parse_image`` splits a reference; :attr:`ImageRef.version` reads an engine's release from its
+tag (``vllm/vllm-openai:v0.11.0`` -> ``(0, 11, 0)``), for the rules and capacity figures that
+hold only for some releases (vLLM V0 / V1 profiling, samplers, defaults). Plain Python.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+#: ``v0.11.0``, ``0.6.4``, ``v0.10.1.1``, ``v0.11.0-cu128``, ``0.9.2rc1``: a leading release number.
+_RELEASE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?=$|[-+._a-z])")
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An image reference split into repository, tag and digest.
+
+    ``tag`` is ``None`` when the reference has no tag (the registry serves ``latest``);
+    ``digest`` is the ``sha256:...`` part after ``@``, or None.
+    """
+
+    repository: str
+    tag: Optional[str]
+    digest: Optional[str]
+
+    @property
+    def pinned(self) -> bool:
+        """True when pinned by digest: the tag (if any) is then ignored by the kubelet."""
+        return bool(self.digest)
+
+    @property
+    def shown_tag(self) -> str:
+        """The tag as messages show it: ``:sm70`` or ``:latest (no tag)``."""
+        return f":{self.tag}" if self.tag else ":latest (no tag)"
+
+    @property
+    def version(self) -> Optional[tuple[int, ...]]:
+        """The release the tag names, as a tuple of ints (``v0.11.0`` -> ``(0, 11, 0)``), or None
+        when the tag names none (``latest``, ``sm70``, ``nightly``, no tag): then version-bound
+        rules must say the version is unknown rather than guess."""
+        m = _RELEASE.match(self.tag or "")
+        if not m:
+            return None
+        return tuple(int(g) for g in m.groups() if g is not None)
+
+
+def parse_image(image: str) -> ImageRef:
+    """Split ``registry[:port]/path/name[:tag][@sha256:digest]``; a port is not a tag."""
+    rest, _, digest = image.partition("@")
+    slash = rest.rfind("/")
+    colon = rest.rfind(":")
+    if colon > slash:
+        return ImageRef(rest[:colon], rest[colon + 1:] or None, digest or None)
+    return ImageRef(rest, None, digest or None)
