@@ -14,7 +14,6 @@ Pure functions; no Pulumi program code, no pulumi_kubernetes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from core import images, rules
