@@ -17,6 +17,8 @@ Facts it carries (sources in ``core/facts.py``):
 * a Memory-backed ``/dev/shm`` (8Gi) when the pod holds more than one card (coder.yaml);
 * readiness (10 s) and startup probes on ``/health`` (coder.yaml), the startup budget above
   the declared cold start (coder.yaml: 120 x 15 s for about 10 min), a liveness probe behind it;
+* ``enableServiceLinks: false`` (vllm-project/vllm #34199: a Service named ``vllm`` injects
+  ``VLLM_PORT=tcp://...`` and vLLM refuses to start);
 * ``HF_HOME=/mnt/models`` with the models PVC mounted writable: the Hugging Face cache lives
   on the PVC and vLLM downloads ``--model`` into it (coder.yaml mounts it without readOnly).
 """
@@ -190,6 +192,7 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
                 "deploymentStrategy": {"type": facts.GPU_ROLLOUT_STRATEGY},
                 "containers": [vllm_container(args)],
                 "runtimeClassName": facts.GPU_RUNTIME_CLASS,
+                "enableServiceLinks": False,
                 "volumes": volumes,
             }
         },
