@@ -277,3 +277,15 @@ def loopback_host(host: Optional[str]) -> bool:
         return False
     h = host.strip().strip("[]").lower()
     return h in ("localhost", "::1", "ip6-localhost") or h.startswith("127.")
+
+
+# --- host memory of a GPU workload ------------------------------------------------------------
+
+
+def gpu_memory_declared(request_mib: Optional[float], limit_mib: Optional[float]) -> bool:
+    """A container holding cards declares a memory request and a memory limit (MiB; None: not
+    declared). A limit alone counts as both: the API server copies it into the missing request.
+    Without either the scheduler and node-memory-allocation count the pod as 0 MiB; without a
+    limit nothing bounds what it takes from the node. coder.yaml: 12Gi request, 40Gi limit (issue 10)."""
+    request = request_mib if request_mib is not None else limit_mib
+    return request is not None and limit_mib is not None
