@@ -74,9 +74,12 @@ def findings(w: workloads.Workload, c: workloads.Container, ep: workloads.Endpoi
         number, written = probe_port(rh.mapping(probe), c)
         if written is None or number == ep.port:
             continue
-        shown = f"port {written}" if number is None or str(written) == str(number) else f"port {written} ({number})"
-        if number is None:
-            shown += ", a name no containerPort carries"
+        if rh.whole(written) is not None:
+            shown = f"port {number}"
+        elif number is None:
+            shown = f"port {written}, a name no containerPort carries"
+        else:
+            shown = f"port {written} ({number})"
         out.append(Finding(
             subject,
             f"its {field} targets {shown}, but {ep.engine} listens on {ep.port_text}",
