@@ -16,6 +16,7 @@ Plain pydantic, no Pulumi import.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
 
@@ -173,7 +174,7 @@ def rule_context_window(model_key: str, facts_: ModelFacts, max_model_len: int, 
     if rules.max_model_len_ok(max_model_len, facts_.max_position_embeddings, scaling, allow):
         return None
     derived = rules.derived_max_model_len(facts_.max_position_embeddings, scaling)
-    how = f"rope_scaling {scaling} gives {derived:,}" if scaling else "no rope_scaling is set"
+    how = f"rope_scaling {json.dumps(scaling)} gives {derived:,}" if scaling else "no rope_scaling is set"
     return RuleBreach(
         f"max_model_len {max_model_len:,} is above model {model_key}'s max_position_embeddings "
         f"{facts_.max_position_embeddings:,} and {how}, so vLLM refuses to start (its derived max_model_len)",
