@@ -140,7 +140,7 @@ def validate(args, report_violation) -> None:
     cold, problem = declared_cold_start(w)
     if problem:
         report_violation(terms.message(w.annotations, Finding(
-            label, problem, f'declare the cold start as whole seconds above 0, e.g. "600"', SOURCE)), args.urn)
+            label, problem, 'declare the cold start as whole seconds above 0, e.g. "600"', SOURCE)), args.urn)
         return
     if cold is None:
         cold = int(stack_helpers.config_value(args, CONFIG_PROPERTIES, "assumedColdStartSeconds"))
