@@ -144,9 +144,9 @@ def port_names_of(w: Workload, port: int) -> frozenset[str]:
 
 def demands(asking: Iterable[Workload], per_pod: Callable[[Workload], float]) -> list[Demand]:
     """Each workload's :class:`core.allocation.Demand` (``per_pod(w)`` of one pod; its replicas,
-    RollingUpdate surge pods, pinned node, URN and parked reason), with the workload as ``ref``."""
+    RollingUpdate surge pods that need room beside the running ones, pinned node, URN and parked reason), with the workload as ``ref``."""
     return [
-        Demand(w.name, per_pod(w), w.replicas, w.max_surge, w.node, w.urn, w.parked_reason, ref=w)
+        Demand(w.name, per_pod(w), w.replicas, w.surge_needing_room, w.node, w.urn, w.parked_reason, ref=w)
         for w in asking
     ]
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Iterable, Optional
 
+from core import allocation as _allocation
 from core import facts
 from core import quantity as _quantity
 
@@ -285,7 +286,10 @@ class Workload:
 
     ``replicas`` is the count the scheduler must place: a Deployment's ``spec.replicas``
     (default 1); an InferenceService's ``maxReplicas`` (else ``minReplicas``, default 1),
-    its replica bound. ``max_surge`` is the extra pods a RollingUpdate starts (0 for Recreate).
+    its replica bound. ``rollout`` is how it replaces pods (``maxSurge`` / ``maxUnavailable``
+    resolved against ``replicas`` as Kubernetes does); ``strategy`` the strategy as written
+    (``{}`` when omitted) and ``strategy_at`` its key path (``spec.strategy``,
+    ``spec.predictor.deploymentStrategy``).
     """
 
     urn: str
@@ -302,10 +306,23 @@ class Workload:
     containers: tuple[Container, ...]
     volumes: tuple[Mapping, ...]
     strategy_type: str
-    max_surge: int
+    rollout: _allocation.Rollout
+    strategy: Mapping
+    strategy_at: str
     annotations: Mapping[str, str]
     labels: Mapping[str, str]
     init_containers: tuple[Container, ...] = ()
+
+    @property
+    def max_surge(self) -> int:
+        """Surge pods a RollingUpdate starts (ceil of a percentage of the replicas; 0 for Recreate)."""
+        return self.rollout.surge_pods
+
+    @property
+    def surge_needing_room(self) -> int:
+        """Surge pods that need room beside every running pod (:attr:`core.allocation.Rollout.extra_pods`):
+        what the allocation counts."""
+        return self.rollout.extra_pods
 
     @property
     def display(self) -> str:
@@ -380,21 +397,21 @@ class Workload:
         return None
 
 
-def _strategy(kind: str, spec: Mapping) -> tuple[str, int]:
-    """(strategy type, surge pods). ``spec`` is the Deployment spec, or the ISVC predictor."""
-    raw = _m(spec.get("deploymentStrategy")) if kind == "InferenceService" else _m(spec.get("strategy"))
+def _strategy(kind: str, spec: Mapping, replicas: int) -> tuple[Mapping, str, _allocation.Rollout]:
+    """(strategy as written, its key path from the pod spec's owner, :class:`core.allocation.Rollout`).
+    ``spec`` is the Deployment spec, or the InferenceService predictor."""
     if kind == "StatefulSet":
         raw = _m(spec.get("updateStrategy"))
-        return str(raw.get("type", "RollingUpdate")), 0
-    stype = str(raw.get("type", "RollingUpdate"))
-    if stype == "Recreate":
-        return stype, 0
-    surge = _m(raw.get("rollingUpdate")).get("maxSurge", "25%")
-    if isinstance(surge, str) and surge.endswith("%"):
-        # A percentage rounds up: any non-zero percentage of >=1 replica surges at least one pod.
-        pct = _int(surge[:-1], 25)
-        return stype, 1 if pct > 0 else 0
-    return stype, _int(surge, 1)
+        return raw, "spec.updateStrategy", _allocation.Rollout(str(raw.get("type") or "RollingUpdate"))
+    if kind == "InferenceService":
+        raw, at = _m(spec.get("deploymentStrategy")), "spec.predictor.deploymentStrategy"
+    else:
+        raw, at = _m(spec.get("strategy")), "spec.strategy"
+    rolling = _m(raw.get("rollingUpdate"))
+    plan = _allocation.rollout(
+        str(raw.get("type") or "RollingUpdate"), rolling.get("maxSurge"), rolling.get("maxUnavailable"), replicas
+    )
+    return raw, at, plan
 
 
 def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Workload]:
@@ -426,7 +443,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         pod_labels = {str(k): str(v) for k, v in _m(_m(template.get("metadata")).get("labels")).items()}
         pod_spec = _m(template.get("spec"))
         pod_at = "spec.template.spec"
-    stype, surge = _strategy(kind, pod_spec if resource_type == ISVC_TYPE else spec)
+    strategy, strategy_at, plan = _strategy(kind, pod_spec if resource_type == ISVC_TYPE else spec, replicas)
     return Workload(
         urn=urn,
         type=resource_type,
@@ -441,8 +458,10 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         runtime_class=pod_spec.get("runtimeClassName"),
         containers=tuple(_container(_m(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(_s(pod_spec.get("containers")))),
         volumes=tuple(_m(v) for v in _s(pod_spec.get("volumes"))),
-        strategy_type=stype,
-        max_surge=surge,
+        strategy_type=plan.strategy,
+        rollout=plan,
+        strategy=strategy,
+        strategy_at=strategy_at,
         annotations=annotations,
         labels=labels,
         init_containers=tuple(
