@@ -16,10 +16,12 @@ import json
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from decimal import Decimal
 from typing import Any, Iterable, Optional
 
 from core import allocation as _allocation
+from core import argv as _argv
 from core import facts
 from core import quantity as _quantity
 
@@ -154,8 +156,23 @@ def _int(value: Any, default: int) -> int:
     return int(number) if number.is_integer() else default
 
 
+#: vLLM flags that take several values (``--served-model-name a b``); every other vLLM flag takes
+#: at most one, so ``vllm serve --tensor-parallel-size 2 org/model`` keeps the model positional.
+VLLM_MULTI_VALUE_FLAGS = frozenset({"--served-model-name", "--middleware", "--allowed-origins",
+                                    "--allowed-methods", "--allowed-headers", "--api-key", "--lora-modules"})
+
+
+def _vllm_boolean(flag: str) -> bool:
+    """vLLM switches that take no value (``--enable-*``, ``--disable-*``, ``--no-*``,
+    ``--trust-remote-code``, ``--enforce-eager``)."""
+    name = flag.replace("_", "-")
+    return name.startswith(("--enable-", "--disable-", "--no-")) or name in ("--trust-remote-code", "--enforce-eager")
+
+
 def parse_args(engine: str, argv: Iterable[str]) -> ServerArgs:
-    """Parse a server argv into :class:`ServerArgs` (argparse-like, tolerant)."""
+    """Parse a server argv into :class:`ServerArgs` (argparse-like, tolerant). For vLLM a flag
+    takes one value (several only for :data:`VLLM_MULTI_VALUE_FLAGS`, none for a switch), and
+    the rest are positional (``vllm serve <model>``)."""
     raw = tuple(str(a) for a in argv)
     flags: dict[str, tuple[str, ...]] = {}
     positional: list[str] = []
@@ -168,9 +185,11 @@ def parse_args(engine: str, argv: Iterable[str]) -> ServerArgs:
                 current = None
             else:
                 flags[token] = ()
-                current = token
+                current = None if engine == "vllm" and _vllm_boolean(token) else token
         elif current is not None:
             flags[current] = flags[current] + (token,)
+            if engine == "vllm" and current not in VLLM_MULTI_VALUE_FLAGS:
+                current = None
         else:
             positional.append(token)
     return ServerArgs(engine=engine, raw=raw, flags=flags, positional=tuple(positional))
@@ -206,6 +225,9 @@ class Container:
     liveness_probe: Optional[Mapping]
     readiness_probe: Optional[Mapping]
     volume_mounts: tuple[Mapping, ...]
+    #: The env list as written (plain), for :attr:`argv`; ``env_from``: the container has ``envFrom``.
+    env_list: tuple[Mapping, ...] = ()
+    env_from: bool = False
     #: (key path from the object, value) of each ``resources`` memory quantity that is not a
     #: Kubernetes quantity, e.g. ``("spec.template.spec.containers[0].resources.requests.memory", "lots")``.
     invalid_quantities: tuple[tuple[str, Any], ...] = ()
@@ -216,24 +238,41 @@ class Container:
         q = self.gpu_limit if self.gpu_limit is not None else self.gpu_request
         return int(q) if q is not None else 0
 
-    @property
-    def server(self) -> Optional[ServerArgs]:
-        """The model server this container runs, parsed; None when it is not vLLM or candle-vllm.
+    @cached_property
+    def argv(self) -> _argv.Argv:
+        """The argv the container will run (:func:`core.argv.effective_argv`: ``$(VAR)`` expanded
+        from its env, ``sh -c`` scripts split, an omitted command taken from a known image's
+        entrypoint), or ``Argv(None, why)`` when the manifest cannot tell it."""
+        return _argv.effective_argv(self.command, self.args, self.env_list, self.image, self.env_from)
 
-        Recognised by image or command: ``vllm-openai`` image or a ``vllm`` / ``vllm.entrypoints``
-        command is vLLM; a ``candle-vllm`` image or command is candle-vllm.
-        """
-        cmd = " ".join(self.command)
-        image = self.image.lower()
-        if "candle-vllm" in image or "candle-vllm" in cmd:
-            return parse_args("candle-vllm", self.args)
-        if "vllm" in image or "vllm" in cmd:
-            argv = list(self.command[1:]) + list(self.args) if self.command else list(self.args)
-            if argv and argv[0] == "serve":
-                argv = argv[1:]
-            argv = [a for a in argv if a not in ("-m", "vllm.entrypoints.openai.api_server")]
-            return parse_args("vllm", argv)
-        return None
+    @cached_property
+    def call(self) -> Optional[_argv.ServerCall]:
+        """The model server the container runs (any engine :func:`core.argv.server_of` knows:
+        vLLM, candle-vllm, SGLang, TGI), or None (not a server we recognise, or argv unknown)."""
+        return _argv.server_of(self.argv.argv) if self.argv.argv is not None else None
+
+    @property
+    def looks_like_server(self) -> bool:
+        """True when the image or the command as written names a model server, whether or not
+        its argv can be known (``vllm``, ``candle-vllm``, ``sglang``, ``text-generation``)."""
+        text = (self.image + " " + " ".join(self.command) + " " + " ".join(self.args)).lower()
+        return any(k in text for k in ("vllm", "sglang", "text-generation"))
+
+    @cached_property
+    def server(self) -> Optional[ServerArgs]:
+        """The vLLM or candle-vllm server this container runs, parsed from the argv it will run
+        (:attr:`argv`); None for other programs, for engines the pack does not model (SGLang,
+        TGI: :attr:`call` names them) and when the argv cannot be known (:attr:`argv` says why).
+        ``vllm serve <model>``'s positional is the model."""
+        call = self.call
+        if call is None or call.engine not in MODELLED_ENGINES:
+            return None
+        return parse_args(call.engine, call.args)
+
+
+#: Engines whose flags, capacity and parallelism the pack judges; others are recognised
+#: (:attr:`Container.call`) and reported as not judged.
+MODELLED_ENGINES = ("vllm", "candle-vllm")
 
 
 def _container(raw: Mapping, at: str = "") -> Container:
@@ -272,6 +311,8 @@ def _container(raw: Mapping, at: str = "") -> Container:
         liveness_probe=raw.get("livenessProbe"),
         readiness_probe=raw.get("readinessProbe"),
         volume_mounts=tuple(_m(v) for v in _s(raw.get("volumeMounts"))),
+        env_list=tuple(plain(_m(e)) for e in _s(raw.get("env"))),
+        env_from=bool(_s(raw.get("envFrom"))),
         invalid_quantities=tuple(
             (f"{at}.resources.{field}.memory", plain(value))
             for field, value in (("requests", requests.get("memory")), ("limits", limits.get("memory")))
