@@ -109,7 +109,7 @@ class VllmArgs(VllmConfig, ComponentArgs):
                                 startup_threshold(self.cold_start_seconds, self.startup)),
         ]
         if self.model_facts is not None:
-            breaches += [rule_tp_divides(key, self.model_facts, self.tp),
+            breaches += [rule_tp_divides(key, self.model_facts, self.tp, "vllm"),
                          rule_hybrid_on_volta_vllm(key, self.model_facts, self.card)]
         for b in breaches:
             if b:

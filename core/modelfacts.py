@@ -149,11 +149,18 @@ class ModelFacts(_Strict):
             raise ValueError("full_attention_layers exceeds num_hidden_layers")
         return self
 
-    def tp_divisibility_problems(self, tp: int) -> list[str]:
+    def tp_divisibility_problems(self, tp: int, engine: str = "candle-vllm") -> list[str]:
         """Dimensions that do not divide by tensor parallel size ``tp``; empty when TP fits.
 
-        Attention heads, KV heads, intermediate size and vocab must each divide by TP
-        (seed 001: the 14B's 40, 8, 13824, 152064 all divide by 2). MoE models also split
+        ``engine`` ``candle-vllm`` (the default, the stricter rule): attention heads, KV heads,
+        intermediate size and vocab must each divide by TP (seed 001: the 14B's 40, 8, 13824,
+        152064 all divide by 2; candle-vllm divides heads with integer division, qwen.rs, and
+        keeps the vocabulary whole). ``vllm``: the attention heads must divide (``divide`` in
+        ``ModelConfig.verify_with_parallel_config``); KV heads divide by TP, or, when TP exceeds
+        them, TP divides by them and each rank holds a replica (``QKVParallelLinear``:
+        ``num_kv_head_replicas = divide(tp_size, total_num_kv_heads)``); the vocabulary is padded
+        to a multiple of 64 x TP (``VocabParallelEmbedding``), so it is free; a dense MLP's
+        intermediate size divides (``MergedColumnParallelLinear``). MoE models also split
         each expert's ``moe_intermediate_size`` across the ranks (vLLM FusedMoE, candle-vllm
         moe.rs). For a GPTQ/AWQ checkpoint, the input width a rank holds of a dense
         row-parallel projection (o_proj; down_proj of a dense MLP) must be a whole number of
@@ -168,14 +175,19 @@ class ModelFacts(_Strict):
         """
         if tp < 2:
             return []
-        problems = []
-        fields = ["num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size"]
+        if engine == "vllm":
+            fields = ["num_attention_heads"] + ([] if self.num_experts else ["intermediate_size"])
+        else:
+            fields = ["num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size"]
         if self.moe_intermediate_size is not None:
             fields.append("moe_intermediate_size")
-        for field in fields:
-            value = getattr(self, field)
-            if value % tp:
-                problems.append(f"{field} {value} % {tp} = {value % tp}")
+        problems = [f"{f} {getattr(self, f)} % {tp} = {getattr(self, f) % tp}" for f in fields if getattr(self, f) % tp]
+        kv = self.num_key_value_heads
+        if engine == "vllm" and tp <= kv and kv % tp:
+            problems.append(f"num_key_value_heads {kv} % {tp} = {kv % tp}")
+        elif engine == "vllm" and tp > kv and tp % kv:
+            problems.append(f"tensor parallel {tp} is above num_key_value_heads {kv} and not a multiple of it "
+                            f"({tp} % {kv} = {tp % kv}), so vLLM cannot replicate the KV heads evenly")
         q = self.quantization
         if q is None or q.group_size <= 0 or q.method not in ("gptq", "awq", "marlin"):
             return problems

@@ -170,6 +170,8 @@ def startup_threshold_needed(cold_start_s: int, period_s: int, initial_delay_s: 
 MAX_SUGGESTED_TP = 8
 
 
-def tp_sizes_that_divide(facts: "ModelFacts", max_cards: int = MAX_SUGGESTED_TP) -> list[int]:
-    """Tensor parallel sizes 1 .. ``max_cards`` that divide every sharded dimension of the model."""
-    return [tp for tp in range(1, max_cards + 1) if not facts.tp_divisibility_problems(tp)]
+def tp_sizes_that_divide(facts: "ModelFacts", max_cards: int = MAX_SUGGESTED_TP, engine: str = "candle-vllm") -> list[int]:
+    """Tensor parallel sizes 1 .. ``max_cards`` that divide every dimension ``engine`` shards
+    (:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`; candle-vllm's rule, the
+    stricter, by default)."""
+    return [tp for tp in range(1, max_cards + 1) if not facts.tp_divisibility_problems(tp, engine)]

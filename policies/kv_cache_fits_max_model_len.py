@@ -53,7 +53,7 @@ def larger_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[t
     assert sc.facts is not None and sc.card is not None
     tp = sc.server.tensor_parallel * 2
     while tp * sc.server.pipeline_parallel <= cards_on_node:
-        if not sc.facts.tp_divisibility_problems(tp):
+        if not sc.facts.tp_divisibility_problems(tp, sc.server.engine):
             trial, _ = ch.vllm_estimate(sc.server, sc.facts, sc.card, tp=tp)
             if trial.fits_kv and trial.fits_weights:
                 return tp, trial

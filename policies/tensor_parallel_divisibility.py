@@ -1,13 +1,14 @@
 """tensor-parallel-divisibility: tensor parallel size divides the model's sharded dimensions.
 
 Rule, per vLLM / candle-vllm container with tensor parallel above 1 (vLLM
-``--tensor-parallel-size``, candle-vllm the count of ``--d`` devices): attention heads, KV
-heads, intermediate size and vocabulary divide by TP, and so do the experts' width of an MoE
-model and, for a GPTQ checkpoint, the quantization groups of the row-parallel projections
-(:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`). An uneven split fails
-at load: vLLM asserts the divisions (``divide`` in vllm/distributed/utils.py); candle-vllm
-divides heads by the rank count with integer division (qwen.rs), so the shards no longer
-match the layer shapes. A server
+``--tensor-parallel-size``, candle-vllm the count of ``--d`` devices), by engine
+(:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`): candle-vllm needs attention
+heads, KV heads, intermediate size and vocabulary to divide by TP (it divides heads by the
+rank count with integer division, qwen.rs, so the shards no longer match the layer shapes);
+vLLM needs the attention heads to divide, replicates the KV heads when TP exceeds them (TP a
+multiple of them), pads the vocabulary, and asserts a dense MLP's split (``divide`` in
+vllm/distributed/utils.py). Both: the experts' width of an MoE model and, for a GPTQ
+checkpoint, the quantization groups of the row-parallel projections. A server
 whose model is not in the stack's models is reported with how to add it.
 
 Source: seed 001 (coder-14b-fp16.yaml: "Every dimension divides by 2: attention heads 40 ->
@@ -30,10 +31,10 @@ from policylib import stackconfig, workloads
 NAME = "tensor-parallel-divisibility"
 
 
-def sizes_that_divide(facts: ModelFacts) -> list[int]:
+def sizes_that_divide(facts: ModelFacts, engine: str = "candle-vllm") -> list[int]:
     """The TP sizes suggested in messages: those up to ``rules.MAX_SUGGESTED_TP`` that divide
-    every sharded dimension (``core.rules.tp_sizes_that_divide``, as the config check)."""
-    return rules.tp_sizes_that_divide(facts)
+    every dimension ``engine`` shards (``core.rules.tp_sizes_that_divide``, as the config check)."""
+    return rules.tp_sizes_that_divide(facts, engine=engine)
 
 
 def validate(args, report_violation) -> None:
@@ -63,9 +64,9 @@ def validate(args, report_violation) -> None:
             )
             continue
         key, facts = found
-        problems = facts.tp_divisibility_problems(s.tensor_parallel)
+        problems = facts.tp_divisibility_problems(s.tensor_parallel, s.engine)
         if problems:
-            fits = ", ".join(str(tp) for tp in sizes_that_divide(facts))
+            fits = ", ".join(str(tp) for tp in sizes_that_divide(facts, s.engine))
             report_violation(
                 f"{where}: tensor parallel {s.tensor_parallel} does not divide model {key}: "
                 f"{'; '.join(problems)}; the shards would be uneven and the server fails at load "
