@@ -19,6 +19,8 @@ Compute capabilities are ``major * 10 + minor`` (V100: 70), as :attr:`core.inven
 - :func:`parallel_matches_cards`: vLLM TP x PP (x DP) ranks equal the pod's cards;
 - :func:`served_name_ok`: a served model name is one argv item;
 
+- :func:`flashinfer_sampler_on_by_default`: the vLLM releases whose sampler is FlashInfer's
+  unless ``VLLM_USE_FLASHINFER_SAMPLER=0`` (policy ``vllm-volta``; version from the image tag);
 - :func:`quantization_min_sm`: the minimum compute capability of a vLLM quantization method
   (config ``rule_vllm_kernels``; policy ``vllm-volta``);
 - :func:`startup_budget_covers`: a startup probe budget covers a cold start only when it
@@ -175,3 +177,21 @@ def tp_sizes_that_divide(facts: "ModelFacts", max_cards: int = MAX_SUGGESTED_TP,
     (:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`; candle-vllm's rule, the
     stricter, by default)."""
     return [tp for tp in range(1, max_cards + 1) if not facts.tp_divisibility_problems(tp, engine)]
+
+
+#: The first vLLM release whose V1 engine is the default; its TopKTopPSampler takes FlashInfer's
+#: sampling kernels whenever FlashInfer is installed (the release images ship it) and
+#: ``VLLM_USE_FLASHINFER_SAMPLER`` is not ``0`` (vllm/v1/sample/ops/topk_topp_sampler.py). The V0
+#: sampler before it used them only when the variable was ``1``. Source: vLLM v0.8.0 release
+#: notes (V1 on by default); coder.yaml (v0.11.0 on sm_70: FlashInfer's check_cuda_arch raises).
+FLASHINFER_SAMPLER_DEFAULT_FROM = (0, 8, 0)
+
+
+def flashinfer_sampler_on_by_default(version: Optional[tuple[int, ...]], v1_disabled: bool = False) -> Optional[bool]:
+    """Whether vLLM ``version`` samples with FlashInfer unless told not to: True from
+    :data:`FLASHINFER_SAMPLER_DEFAULT_FROM` (V1), False before it or when ``VLLM_USE_V1=0`` runs
+    the V0 engine, None when the version is unknown (a tag naming no release: callers take the
+    newer, V1 behaviour and say the version is unknown)."""
+    if version is None:
+        return None
+    return tuple(version) >= FLASHINFER_SAMPLER_DEFAULT_FROM and not v1_disabled

@@ -14,7 +14,9 @@ it there. One violation per problem:
     sm80+; gptq is fine. The table is ``core.rules.QUANT_MIN_SM``, the one the
     program's config checks use too;
   - no fp8 KV cache (``--kv-cache-dtype fp8``, ``fp8_e4m3``, ``fp8_e5m2``);
-  - env ``VLLM_USE_FLASHINFER_SAMPLER=0`` (FlashInfer's check_cuda_arch raises on 7.0);
+  - env ``VLLM_USE_FLASHINFER_SAMPLER=0`` (FlashInfer's check_cuda_arch raises on 7.0), on the
+    vLLM releases that sample with FlashInfer by default (from 0.8.0, the V1 engine; the release
+    is read from the image tag, and a tag naming none is taken as a current release and said so);
   - ``VLLM_ATTENTION_BACKEND`` names neither FLASH_ATTN nor FLASHINFER (both need sm75+);
   - TP >= 2 on a node without NVLink: ``--disable-custom-all-reduce``.
 
@@ -34,7 +36,7 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts, rules
+from core import facts, images, rules
 from core.modelfacts import ModelFacts
 from policylib import resource_helpers as rh
 from policylib import stackconfig, workloads
@@ -81,11 +83,31 @@ def kv_cache_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> 
     return None
 
 
-def env_problems(env) -> list[str]:
+def sampler_problem(env, image: str) -> Optional[str]:
+    """The FlashInfer sampler on sm_70, for the vLLM releases that turn it on by default
+    (:func:`core.rules.flashinfer_sampler_on_by_default`, the release from the image tag,
+    :attr:`core.images.ImageRef.version`); an explicit ``1`` is reported on any release."""
+    value = env.get(SAMPLER_ENV)
+    if value == "0":
+        return None
+    version = images.parse_image(image).version
+    on = rules.flashinfer_sampler_on_by_default(version, v1_disabled=env.get("VLLM_USE_V1") == "0")
+    if value != "1" and on is False:
+        return None
+    shown = f"is {value!r}" if SAMPLER_ENV in env else "is not set"
+    if version is None:
+        release = (f"; the image tag {images.parse_image(image).shown_tag} names no release, so the sampler is taken as "
+                   f"on, as in every release from {'.'.join(map(str, rules.FLASHINFER_SAMPLER_DEFAULT_FROM))}")
+    else:
+        release = f" (vLLM {'.'.join(map(str, version))} samples with FlashInfer unless it is 0)" if value != "1" else ""
+    return f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_70{release}; set {SAMPLER_ENV}=0"
+
+
+def env_problems(env, image: str = "") -> list[str]:
     problems = []
-    if env.get(SAMPLER_ENV) != "0":
-        shown = f"is {env[SAMPLER_ENV]!r}" if SAMPLER_ENV in env else "is not set"
-        problems.append(f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_70; set {SAMPLER_ENV}=0")
+    sampler = sampler_problem(env, image)
+    if sampler:
+        problems.append(sampler)
     backend = env.get(BACKEND_ENV, "")
     if any(bad in backend.upper() for bad in NO_VOLTA_BACKENDS):
         problems.append(
@@ -109,7 +131,7 @@ def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta:
     """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on."""
     sm = rules.lowest_sm([n.card.sm for n in volta if n.card])
     found = [dtype_problem(server, model, sm), quantization_problem(server, model, sm), kv_cache_problem(server, sm)]
-    found += env_problems(c.env)
+    found += env_problems(c.env, c.image)
     found.append(all_reduce_problem(server, [n for n in volta if n.card and not n.card.nvlink]))
     return [p for p in found if p]
 

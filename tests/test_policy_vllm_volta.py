@@ -113,3 +113,25 @@ def test_missing_inventory_is_one_violation_that_says_which_key(monkeypatch):
     (v,) = run_policy(mod.POLICY, manifests(_vllm(BF16)))
     assert v.message.startswith("vllm-volta cannot judge this resource: the stack config has no llm-serving:cluster")
     assert "Fix: give the stack file's config the llm-serving:cluster inventory" in v.message
+
+
+def _sampler_case(image: str, env: str = "[]") -> list[str]:
+    text = _vllm("[--model=m, --dtype=float16]", env=env).replace('"vllm/vllm-openai:v0.11.0"', f'"{image}"')
+    return [m for m in _run(text) if "VLLM_USE_FLASHINFER_SAMPLER" in m]
+
+
+def test_sampler_rule_holds_for_the_releases_that_turn_it_on():
+    """Issue 12: the FlashInfer sampler is on by default from vLLM 0.8.0 (V1); before it, V0 used
+    it only when asked. The release comes from the image tag."""
+    (message,) = _sampler_case("vllm/vllm-openai:v0.11.0")
+    assert "is not set: FlashInfer's sampler raises on sm_70 (vLLM 0.11.0 samples with FlashInfer unless it is 0)" in message
+    assert _sampler_case("vllm/vllm-openai:v0.6.4") == []
+    assert _sampler_case("vllm/vllm-openai:v0.9.2", env="[{name: VLLM_USE_V1, value: '0'}]") == []
+    # Asked for explicitly, it raises on any release.
+    (message,) = _sampler_case("vllm/vllm-openai:v0.6.4", env="[{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]")
+    assert "is '1'" in message
+
+
+def test_sampler_rule_says_when_the_release_is_unknown():
+    (message,) = _sampler_case("vllm/vllm-openai:latest")
+    assert "the image tag :latest names no release, so the sampler is taken as on, as in every release from 0.8.0" in message
