@@ -105,7 +105,7 @@ def validate(args, report_violation) -> None:
     alloc = allocation.cards(stack_helpers.demands(gpu, lambda w: float(w.cards_per_pod)), inventory)
     for w in surging:
         for use in alloc.nodes.values():
-            share = use.share_of(w.urn or w.name)
+            share = use.share_of(w.id)
             if share is not None and share.surge_pods and use.used > use.capacity:
                 report_violation(terms.message(w.annotations, _no_room(w, use)), w.urn)
                 break

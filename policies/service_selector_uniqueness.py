@@ -1,7 +1,9 @@
 """service-selector-uniqueness: each Service selects exactly one running workload.
 
 Rule: a Service's selector matches the pod labels of exactly one running workload
-(Deployment, StatefulSet or InferenceService predictor, replicas > 0) in its namespace.
+(Deployment, StatefulSet, InferenceService predictor or LeaderWorkerSet, replicas > 0) in its
+namespace. A LeaderWorkerSet's pods carry ``leaderworkerset.sigs.k8s.io/name`` and, on leaders,
+``leaderworkerset.sigs.k8s.io/worker-index: "0"`` beside its templates' labels.
 
 - Two or more: traffic splits across them (two models, or two implementations of one).
   Message: ``Service coder-predictor selects 2 running workloads: candle-vllm (Deployment),
@@ -52,9 +54,12 @@ def check_service(svc: workloads.Service, index: PodIndex):
         return None
     selected = index.select(svc.namespace, svc.selector)
     live = stack_helpers.running(selected)
-    if len(live) == 1:
+    # One object may give several pod sets (a LeaderWorkerSet's leaders and workers): count objects.
+    objects = {(w.kind, w.name) for w in live}
+    if len(objects) == 1:
         return None
-    if len(live) >= 2:
+    if len(objects) >= 2:
+        live = tuple({(w.kind, w.name): w for w in live}.values())
         return (
             f"Service {svc.name} selects {len(live)} running workloads: {_describe(live)}; its traffic "
             f"splits across them (selector {_selector_text(svc.selector)})"

@@ -9,7 +9,9 @@ vLLM needs the attention heads to divide, replicates the KV heads when TP exceed
 multiple of them), pads the vocabulary, and asserts a dense MLP's split (``divide`` in
 vllm/distributed/utils.py). Both: the experts' width of an MoE model and, for a GPTQ
 checkpoint, the quantization groups of the row-parallel projections. A server
-whose model is not in the stack's models is reported with how to add it.
+whose model is not in the stack's models is reported with how to add it; a stack that lists no
+model at all (``llm-serving:models`` absent: someone else's cluster) is not judged, and the
+analyze summary says so.
 
 Source: seed 001 (coder-14b-fp16.yaml: "Every dimension divides by 2: attention heads 40 ->
 20, KV heads 8 -> 4, intermediate_size 13824 -> 6912, vocab 152064 -> 76032. Verify this first
@@ -53,6 +55,8 @@ def validate(args, report_violation) -> None:
             args.urn,
         )
         return
+    if not models.entries:
+        return  # the stack describes no model: not judged (policylib.coverage says so)
     for c, s in parallel:
         where = f"{w.kind} {w.name}" + (f", container {c.name}" if len(w.servers) > 1 else "")
         found = models.find(s.model_arg)

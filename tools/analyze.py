@@ -47,12 +47,16 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterable, Optional, Sequence
 
 import jsonschema
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2 as pb
 
+from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core.modelfacts import MODELS_CONFIG_KEY
+from policylib import coverage
 from tools import packproc
 from tools.manifests import InputError, Resource, config_env, load_manifest_dir, load_stack_file
 from tools.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
@@ -302,6 +306,7 @@ class PackProcess:
             project=self.env.project, stack=self.env.stack, resources=len(resources),
             policies=tuple(_summary(p, reconciled[p.name]) for p in info.policies),
             findings=tuple(findings), plugin_version=self._plugin_version, notes=tuple(notes),
+            not_judged=tuple(not_judged(resources, self._config)),
         )
 
     def _sharded(self, method: str, requests: list[Any]) -> list[Any]:
@@ -378,6 +383,19 @@ class _Clock:
         now = time.perf_counter()
         self.laps[name] = now - self._t
         self._t = now
+
+
+def not_judged(resources: Sequence[Resource], config: dict[str, Any]) -> list[str]:
+    """What the pack did not judge in ``resources`` (``policylib.coverage``), with the inventory of
+    the stack ``config`` (None when it has none or it is invalid: the policies report that)."""
+    raw = config.get(f"{PROJECT}:{CLUSTER_CONFIG_KEY}")
+    try:
+        inventory = ClusterInventory.model_validate(json.loads(raw) if isinstance(raw, str) else raw) if raw else None
+    except ValueError:
+        inventory = None
+    views = [SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources]
+    models = config.get(f"{PROJECT}:{MODELS_CONFIG_KEY}")
+    return coverage.not_judged(views, inventory, models_declared=bool(models and models not in ("{}", "null")))
 
 
 def start_pack(config: dict[str, Any], *, stack: str = "prod", project: str = PROJECT,

@@ -246,7 +246,9 @@ def validate_servers(
 ) -> None:
     """The ``validate`` of a per-server capacity policy (kv-cache-fits-max-model-len,
     weights-fit-card): for each vLLM / candle-vllm container of a workload resource, report
-    ``message_fn(server capacity, cards on its node)`` when it is not None. A missing or
+    ``message_fn(server capacity, cards on its node)`` when it is not None. A stack whose
+    ``llm-serving:models`` lists no model is not judged (the analyze summary says so); one that
+    lists models but not this server's still gets the "not in the stack's models" violation. A missing or
     invalid stack config is one violation, ``<Kind> <name>: <policy> cannot check <checking>:
     <error>`` with how to fix it."""
     w = workloads.of(args)
@@ -261,6 +263,8 @@ def validate_servers(
             args.urn,
         )
         return
+    if not models.entries:
+        return  # the stack describes no model: not judged (policylib.coverage says so)
     for sc in servers(w, inv, models):
         node = inv.node(sc.node) if sc.node else None
         text = message_fn(sc, node.cards if node else 0)

@@ -146,7 +146,7 @@ def demands(asking: Iterable[Workload], per_pod: Callable[[Workload], float]) ->
     """Each workload's :class:`core.allocation.Demand` (``per_pod(w)`` of one pod; its replicas,
     RollingUpdate surge pods that need room beside the running ones, pinned node, URN and parked reason), with the workload as ``ref``."""
     return [
-        Demand(w.name, per_pod(w), w.replicas, w.surge_needing_room, w.node, w.urn, w.parked_reason, ref=w)
+        Demand(w.name, per_pod(w), w.replicas, w.surge_needing_room, w.node, w.id, w.parked_reason, ref=w)
         for w in asking
     ]
 
@@ -189,9 +189,9 @@ def report_allocation(
     for d in alloc.unknown_node:
         text = unknown_node_message(d.ref, known)
         if text:
-            report_violation(text, d.key)
+            report_violation(text, d.ref.urn)
     for d, node, cap in alloc.oversized:
-        report_violation(oversized_message(d.ref, node, cap), d.key)
+        report_violation(oversized_message(d.ref, node, cap), d.ref.urn)
     for name in sorted(alloc.nodes):
         use = alloc.nodes[name]
         if use.used > use.capacity:

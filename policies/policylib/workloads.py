@@ -30,6 +30,15 @@ ISVC_TYPE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
 SERVICE_TYPE = "kubernetes:core/v1:Service"
 NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 WORKLOAD_TYPES = DEPLOYMENT_TYPES | {ISVC_TYPE}
+#: LeaderWorkerSet (sigs.k8s.io/lws): groups of a leader pod and ``size - 1`` worker pods, one
+#: model server across the group (multi-node TP/PP). In the stack view only (Service selection,
+#: card and memory allocation); the per-pod server policies do not judge it (:mod:`policylib.coverage`).
+LWS_TYPE = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+#: Labels the LeaderWorkerSet controller puts on every pod of a group (leader: worker-index 0).
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+#: The container name KServe gives the ``spec.predictor.model`` container.
+KSERVE_MODEL_CONTAINER = "kserve-container"
 
 
 def type_token(api_version: str, kind: str) -> str:
@@ -353,6 +362,14 @@ class Workload:
     annotations: Mapping[str, str]
     labels: Mapping[str, str]
     init_containers: tuple[Container, ...] = ()
+    #: ``leader`` / ``worker`` for the two views of a LeaderWorkerSet, else ``""``.
+    role: str = ""
+
+    @property
+    def id(self) -> str:
+        """A key unique in the stack: the URN (else the name), with the role of a LeaderWorkerSet's view."""
+        base = self.urn or self.name
+        return f"{base}#{self.role}" if self.role else base
 
     @property
     def max_surge(self) -> int:
@@ -444,6 +461,13 @@ def _strategy(kind: str, spec: Mapping, replicas: int) -> tuple[Mapping, str, _a
     if kind == "StatefulSet":
         raw = _m(spec.get("updateStrategy"))
         return raw, "spec.updateStrategy", _allocation.Rollout(str(raw.get("type") or "RollingUpdate"))
+    if kind == "LeaderWorkerSet":
+        # rolloutStrategy.rollingUpdateConfiguration: maxUnavailable default 1, maxSurge default 0 (lws API).
+        raw = _m(spec.get("rolloutStrategy"))
+        rolling = _m(raw.get("rollingUpdateConfiguration"))
+        plan = _allocation.rollout(str(raw.get("type") or "RollingUpdate"), rolling.get("maxSurge", 0),
+                                   rolling.get("maxUnavailable", 1), replicas)
+        return raw, "spec.rolloutStrategy", plan
     if kind == "InferenceService":
         raw, at = _m(spec.get("deploymentStrategy")), "spec.predictor.deploymentStrategy"
     else:
@@ -453,6 +477,60 @@ def _strategy(kind: str, spec: Mapping, replicas: int) -> tuple[Mapping, str, _a
         str(raw.get("type") or "RollingUpdate"), rolling.get("maxSurge"), rolling.get("maxUnavailable"), replicas
     )
     return raw, at, plan
+
+
+def _containers(pod_spec: Mapping, pod_at: str) -> tuple[Container, ...]:
+    """The containers of a pod spec; an InferenceService predictor's ``model`` (the KServe
+    ``predictor.model`` form: the ServingRuntime's container, named ``kserve-container``, with the
+    model's resources, env and args) comes first when present."""
+    out = []
+    model = pod_spec.get("model")
+    if isinstance(model, Mapping):
+        raw = dict(plain(model))
+        raw.setdefault("name", KSERVE_MODEL_CONTAINER)
+        out.append(_container(raw, f"{pod_at}.model"))
+    out += [_container(_m(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(_s(pod_spec.get("containers")))]
+    return tuple(out)
+
+
+def _lws_workloads(props: Mapping, urn: str) -> list[Workload]:
+    """A LeaderWorkerSet as two :class:`Workload` views: its leaders (``spec.replicas`` pods, the
+    ``leaderTemplate``, else the ``workerTemplate``) and its workers (``replicas x (size - 1)``
+    pods of the ``workerTemplate``), both named after the set, with the labels the controller adds."""
+    meta = _m(props.get("metadata"))
+    spec = _m(props.get("spec"))
+    name = str(meta.get("name", ""))
+    groups = _int(spec.get("replicas"), 1)
+    lwt = _m(spec.get("leaderWorkerTemplate"))
+    size = max(1, _int(lwt.get("size"), 1))
+    worker_t = _m(lwt.get("workerTemplate"))
+    leader_t = _m(lwt.get("leaderTemplate")) or worker_t
+    _, strategy_at, plan = _strategy("LeaderWorkerSet", spec, groups)
+    out = []
+    for role, template, pods, at in (("leader", leader_t, groups, "spec.leaderWorkerTemplate.leaderTemplate"),
+                                     ("worker", worker_t, groups * (size - 1), "spec.leaderWorkerTemplate.workerTemplate")):
+        if role == "worker" and size == 1:
+            continue
+        pod_spec = _m(template.get("spec"))
+        labels = {str(k): str(v) for k, v in _m(_m(template.get("metadata")).get("labels")).items()}
+        labels[LWS_NAME_LABEL] = name
+        if role == "leader":
+            labels[LWS_WORKER_INDEX_LABEL] = "0"
+        out.append(Workload(
+            urn=urn, type=LWS_TYPE, kind="LeaderWorkerSet", name=name, namespace=str(meta.get("namespace", "default")),
+            replicas=pods, min_replicas=pods, pod_labels=labels,
+            node_selector={str(k): str(v) for k, v in _m(pod_spec.get("nodeSelector")).items()},
+            node_name=pod_spec.get("nodeName"), runtime_class=pod_spec.get("runtimeClassName"),
+            containers=_containers(pod_spec, f"{at}.spec"),
+            volumes=tuple(_m(v) for v in _s(pod_spec.get("volumes"))),
+            strategy_type=plan.strategy, rollout=plan, strategy={}, strategy_at=strategy_at,
+            annotations={str(k): str(v) for k, v in _m(meta.get("annotations")).items()},
+            labels={str(k): str(v) for k, v in _m(meta.get("labels")).items()},
+            init_containers=tuple(_container(_m(c), f"{at}.spec.initContainers[{i}]")
+                                  for i, c in enumerate(_s(pod_spec.get("initContainers")))),
+            role=role,
+        ))
+    return out
 
 
 def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Workload]:
@@ -497,7 +575,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         node_selector={str(k): str(v) for k, v in _m(pod_spec.get("nodeSelector")).items()},
         node_name=pod_spec.get("nodeName"),
         runtime_class=pod_spec.get("runtimeClassName"),
-        containers=tuple(_container(_m(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(_s(pod_spec.get("containers")))),
+        containers=_containers(pod_spec, pod_at),
         volumes=tuple(_m(v) for v in _s(pod_spec.get("volumes"))),
         strategy_type=plan.strategy,
         rollout=plan,
@@ -637,7 +715,8 @@ class Stack:
 
 def stack_view(resources: Iterable[Any]) -> Stack:
     """Build a :class:`Stack` from pulumi-policy ``PolicyResource`` objects (anything with
-    ``resource_type``, ``props`` and ``urn``). Other resource types are ignored."""
+    ``resource_type``, ``props`` and ``urn``). A LeaderWorkerSet gives two workloads (leaders,
+    workers: :func:`_lws_workloads`). Other resource types are ignored."""
     workloads, services, netpols = [], [], []
     for r in resources:
         t = r.resource_type
@@ -645,6 +724,8 @@ def stack_view(resources: Iterable[Any]) -> Stack:
             w = workload(t, r.props, r.urn)
             if w is not None:
                 workloads.append(w)
+        elif t == LWS_TYPE:
+            workloads.extend(_lws_workloads(r.props, r.urn))
         elif t == SERVICE_TYPE:
             s = service(t, r.props, r.urn)
             if s is not None:
