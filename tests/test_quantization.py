@@ -18,7 +18,7 @@ from tools.manifests import load_stack_file
 from tests.policy_harness import DEFAULT_STACK_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
-GPT_OSS = ROOT / "policies" / "fixtures" / "models" / "gpt-oss-120b.config.json"
+GPT_OSS = ROOT / "policies" / "fixtures" / "gpt-oss-120b.config.json"
 H200 = CardSpec(product="NVIDIA-H200", memory_mib=143771, compute_capability="9.0", nvlink=True, hbm_bandwidth_gb_s=4800)
 
 
