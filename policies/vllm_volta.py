@@ -57,10 +57,10 @@ def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm:
     if not dtype or dtype == "auto":
         ckpt = f" ({model.torch_dtype})" if model else ""
         return (f"no explicit --dtype, so vLLM takes the checkpoint's dtype{ckpt}; "
-                "sm_70 needs an explicit half dtype: add --dtype float16")
+                f"sm_{sm} needs an explicit half dtype: add --dtype float16")
     if dtype in ("bfloat16", "bf16"):
-        return "--dtype bfloat16: sm_70 has no bf16 support; use --dtype float16"
-    return f"--dtype {dtype} is not a half dtype; sm_70 serves float16: use --dtype float16"
+        return f"--dtype bfloat16: sm_{sm} has no bf16 support; use --dtype float16"
+    return f"--dtype {dtype} is not a half dtype; sm_{sm} serves float16: use --dtype float16"
 
 
 def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[str]:
@@ -79,11 +79,11 @@ def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFact
 def kv_cache_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
     kv = server.get("--kv-cache-dtype") or ""
     if not rules.kv_cache_dtype_runs_on(kv, sm):
-        return f"--kv-cache-dtype {kv}: sm_70 has no FP8; use --kv-cache-dtype auto"
+        return f"--kv-cache-dtype {kv}: sm_{sm} has no FP8; use --kv-cache-dtype auto"
     return None
 
 
-def sampler_problem(env, image: str) -> Optional[str]:
+def sampler_problem(env, image: str, sm: int = rules.SM_VOLTA) -> Optional[str]:
     """The FlashInfer sampler on sm_70, for the vLLM releases that turn it on by default
     (:func:`core.rules.flashinfer_sampler_on_by_default`, the release from the image tag,
     :attr:`core.images.ImageRef.version`); an explicit ``1`` is reported on any release."""
@@ -100,12 +100,12 @@ def sampler_problem(env, image: str) -> Optional[str]:
                    f"on, as in every release from {'.'.join(map(str, rules.FLASHINFER_SAMPLER_DEFAULT_FROM))}")
     else:
         release = f" (vLLM {'.'.join(map(str, version))} samples with FlashInfer unless it is 0)" if value != "1" else ""
-    return f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_70{release}; set {SAMPLER_ENV}=0"
+    return f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_{sm}{release}; set {SAMPLER_ENV}=0"
 
 
-def env_problems(env, image: str = "") -> list[str]:
+def env_problems(env, image: str = "", sm: int = rules.SM_VOLTA) -> list[str]:
     problems = []
-    sampler = sampler_problem(env, image)
+    sampler = sampler_problem(env, image, sm)
     if sampler:
         problems.append(sampler)
     backend = env.get(BACKEND_ENV, "")
@@ -131,7 +131,7 @@ def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta:
     """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on."""
     sm = rules.lowest_sm([n.card.sm for n in volta if n.card])
     found = [dtype_problem(server, model, sm), quantization_problem(server, model, sm), kv_cache_problem(server, sm)]
-    found += env_problems(c.env, c.image)
+    found += env_problems(c.env, c.image, sm)
     found.append(all_reduce_problem(server, [n for n in volta if n.card and not n.card.nvlink]))
     return [p for p in found if p]
 

@@ -135,3 +135,16 @@ def test_sampler_rule_holds_for_the_releases_that_turn_it_on():
 def test_sampler_rule_says_when_the_release_is_unknown():
     (message,) = _sampler_case("vllm/vllm-openai:latest")
     assert "the image tag :latest names no release, so the sampler is taken as on, as in every release from 0.8.0" in message
+
+
+def test_messages_state_the_cards_own_compute_capability(monkeypatch):
+    """Issue 12 kind 7: every number a message states is the object's: a P100 is sm_60, not sm_70."""
+    p100 = {"product": "Tesla-P100-PCIE-16GB", "memory_mib": 16384, "compute_capability": "6.0", "nvlink": False,
+            "hbm_bandwidth_gb_s": 732}
+    set_key(monkeypatch, "llm-serving:cluster", _cluster(("worker-1", 4, p100)))
+    messages = _run(_vllm("[--model=m, --dtype=bfloat16, --kv-cache-dtype=fp8]", env="[]"))
+    joined = "\n".join(messages)
+    assert "--dtype bfloat16: sm_60 has no bf16 support" in joined
+    assert "--kv-cache-dtype fp8: sm_60 has no FP8" in joined
+    assert "FlashInfer's sampler raises on sm_60" in joined
+    assert "sm_70" not in joined
