@@ -48,10 +48,11 @@ class Quantization(_Strict):
     experts_only: bool = Field(default=False, description="Only the MoE experts are quantized (gpt-oss MXFP4).")
 
 
-def _first(raw: dict, *keys: str, default: object = None) -> object:
+def _first_int(raw: dict, *keys: str, default: int) -> int:
+    """The first of ``keys`` present in ``raw``, as an int; ``default`` when none is."""
     for key in keys:
         if raw.get(key) is not None:
-            return raw[key]
+            return int(raw[key])
     return default
 
 
@@ -73,8 +74,8 @@ def quantization_from_config(q: dict, where: str = "quantization_config") -> Qua
     """
     method = str(q.get("quant_method", "gptq")).lower().replace("_", "-")
     if method in ("gptq", "awq", "marlin"):
-        bits = int(_first(q, "bits", "w_bit", default=4))  # type: ignore[arg-type]
-        group = int(_first(q, "group_size", "q_group_size", default=128))  # type: ignore[arg-type]
+        bits = _first_int(q, "bits", "w_bit", default=4)
+        group = _first_int(q, "group_size", "q_group_size", default=128)
         return Quantization(method=method, bits=bits, group_size=group)  # type: ignore[arg-type]
     if method == "fp8":
         return Quantization(method="fp8", bits=8, group_size=-1)
@@ -83,7 +84,7 @@ def quantization_from_config(q: dict, where: str = "quantization_config") -> Qua
         return Quantization(method="mxfp4", bits=4, group_size=32, experts_only="attn" in skipped)
     if method == "compressed-tensors":
         groups = q.get("config_groups") or {}
-        first = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
+        first: dict = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
         weights = (first or {}).get("weights") or {}
         bits = int(weights.get("num_bits", 8))
         group = -1 if weights.get("strategy") in ("channel", "tensor") else int(weights.get("group_size") or 128)
