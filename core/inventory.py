@@ -113,6 +113,16 @@ class ClusterInventory(_Strict):
             "gpu-runtime-class does not run."
         ),
     )
+    house_conventions: bool = Field(
+        default=False,
+        description=(
+            "The team's own conventions are mandatory on this cluster, beyond what fails: every vLLM "
+            "server sets --max-model-len explicitly (coder.yaml: the model's 262,144-token default "
+            "cost a ten-minute start), and a multi-card pod's /dev/shm has a sizeLimit of at least "
+            "multi-gpu-shm's minSizeLimitMiB (coder.yaml: 8Gi). Default false: another cluster is "
+            "judged on what fails to start or serve."
+        ),
+    )
     image_tags_rebuilt: bool = Field(
         default=False,
         description=(
