@@ -7,7 +7,8 @@ from the stack's inventory (``llm-serving:cluster``): a pinned pod (``nodeName``
 with enough cards, and the rules apply if ANY of them is Volta, because the scheduler may put
 it there. One violation per problem:
   - ``--dtype`` is explicitly ``float16`` / ``half`` (auto takes the checkpoint's dtype,
-    bfloat16 for most; ``bfloat16`` has no sm_70 path);
+    bfloat16 for most; ``bfloat16`` has no sm_70 path); on a cluster without the team's
+    conventions (``house_conventions``) ``auto`` passes for a checkpoint the models say is float16;
   - no ``--quantization`` (or checkpoint quantization, from the stack's model facts when
     vLLM would pick it up by itself) whose kernels need more than the card's compute
     capability: fp8 / fp4 / awq / any marlin / compressed-tensors / modelopt need sm75+ or
@@ -48,13 +49,18 @@ NO_VOLTA_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
 CUSTOM_AR_FLAGS = ("--disable-custom-all-reduce", "--disable_custom_all_reduce")
 
 
-def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[str]:
+def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA,
+                  house: bool = True) -> Optional[str]:
     """The ``--dtype`` problem on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
-    the predicate the stack file's ``dtype`` check calls), or None."""
+    the predicate the stack file's ``dtype`` check calls), or None. Without ``house`` (the
+    inventory's ``house_conventions``), ``auto`` on a checkpoint the stack's models say is float16
+    passes: vLLM then takes float16, which sm_70 runs; the user's cluster asks for it explicitly."""
     dtype = (server.get("--dtype") or "").lower()
     if rules.dtype_runs_on("vllm", dtype, sm):
         return None
     if not dtype or dtype == "auto":
+        if not house and model is not None and model.torch_dtype == "float16":
+            return None
         ckpt = f" ({model.torch_dtype})" if model else ""
         return (f"no explicit --dtype, so vLLM takes the checkpoint's dtype{ckpt}; "
                 f"sm_{sm} needs an explicit half dtype: add --dtype float16")
@@ -127,10 +133,11 @@ def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optiona
             "add --disable-custom-all-reduce")
 
 
-def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta: list) -> list[str]:
-    """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on."""
+def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta: list, house: bool = True) -> list[str]:
+    """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on;
+    ``house``: the inventory's ``house_conventions``."""
     sm = rules.lowest_sm([n.card.sm for n in volta if n.card])
-    found = [dtype_problem(server, model, sm), quantization_problem(server, model, sm), kv_cache_problem(server, sm)]
+    found = [dtype_problem(server, model, sm, house), quantization_problem(server, model, sm), kv_cache_problem(server, sm)]
     found += env_problems(c.env, c.image, sm)
     found.append(all_reduce_problem(server, [n for n in volta if n.card and not n.card.nvlink]))
     return [p for p in found if p]
@@ -162,7 +169,7 @@ def validate(args, report_violation) -> None:
         return
     where = rh.describe_nodes(volta, pinned)
     for c, server in vllm:
-        for problem in problems(c, server, _model(server, models), volta):
+        for problem in problems(c, server, _model(server, models), volta, inv.house_conventions):
             report_violation(f"{rh.workload_label(w)}, container {c.name} ({where}): {problem}.", args.urn)
 
 

@@ -148,3 +148,15 @@ def test_messages_state_the_cards_own_compute_capability(monkeypatch):
     assert "--kv-cache-dtype fp8: sm_60 has no FP8" in joined
     assert "FlashInfer's sampler raises on sm_60" in joined
     assert "sm_70" not in joined
+
+
+def test_auto_dtype_of_a_float16_checkpoint_is_a_house_convention(monkeypatch):
+    """Issue 12: the GPTQ checkpoint's torch_dtype is float16, so vLLM's auto takes float16, which
+    sm_70 runs; an explicit --dtype is the user's convention (house_conventions), required there only."""
+    text = _vllm("[--model=Qwen/Qwen3-30B-A3B-GPTQ-Int4]")
+    assert any("no explicit --dtype" in m for m in _run(text))
+    cluster = json.loads(pulumi.runtime.config.CONFIG.get()["llm-serving:cluster"])
+    set_key(monkeypatch, "llm-serving:cluster", {**cluster, "house_conventions": False})
+    assert not any("--dtype" in m for m in _run(text))
+    # A bf16 checkpoint still needs the explicit half dtype everywhere.
+    assert any("no explicit --dtype" in m for m in _run(_vllm("[--model=/mnt/models/coder-14b-fp16]")))
