@@ -162,3 +162,27 @@ def test_config_and_pack_agree_vllm_replicates_kv_heads_at_tp8():
 
     assert not [p for p in config_problems(change) if p.rule.startswith("tensor parallel 8 does not divide")]
     assert policy_messages(tensor_parallel_divisibility.POLICY, tp_server("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8)) == []
+
+
+# --- config_json paths --------------------------------------------------------------------
+
+def test_config_json_resolves_against_the_project_directory_everywhere(tmp_path, monkeypatch):
+    """One rule: relative to the project directory (Pulumi.yaml), in the program (default of
+    load_stack_config and __main__.py), the pack (stackconfig.PROJECT_DIR) and the preview."""
+    assert rules.PROJECT_DIR == ROOT == stackconfig.PROJECT_DIR
+    assert (rules.PROJECT_DIR / "Pulumi.yaml").is_file()
+    prod = load_stack_config(PROD)
+    source = tmp_path / "config.json"
+    clef = prod.model_facts("clef-flash")
+    source.write_text(json.dumps({
+        "architectures": [clef.architecture], "num_hidden_layers": 4, "num_attention_heads": 16,
+        "num_key_value_heads": 2, "head_dim": 128, "hidden_size": 2048, "intermediate_size": 6144,
+        "vocab_size": 151936, "max_position_embeddings": 32768, "torch_dtype": "float16",
+    }))
+    config = copy.deepcopy(PROD)
+    relative = Path(os.path.relpath(source, ROOT))
+    config["llm-serving:models"]["extra"] = {"config_json": str(relative), "weights_path": "/mnt/models/extra"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_stack_config(config).model_facts("extra").num_hidden_layers == 4  # not the working directory
