@@ -29,7 +29,8 @@ P2P transport and only its small segments in the 64Mi default; it is flagged, an
 component adds the volume (a listed fidelity delta).
 
 Does not check: single-card pods (no collective); ``hostIPC``; a ``/dev/shm`` from a
-hostPath; parked workloads are judged too (unparking is one replicas change).
+hostPath; the KServe ``predictor.model`` container (its mounts come from the ServingRuntime);
+parked workloads are judged too (unparking is one replicas change).
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def validate(args, report_violation) -> None:
     except stackconfig.StackConfigError:
         house = True  # the stack policies report the missing inventory; judge as the user's cluster
     for c in rh.gpu_containers(w):
+        if c.from_runtime:
+            continue  # KServe predictor.model: the ServingRuntime gives its mounts (not in the manifests)
         for problem in container_problems(w, c, min_mib, house):
             report_violation(
                 f"{rh.workload_label(w)}, container {c.name}: pods hold {w.cards_per_pod} cards and "

@@ -152,3 +152,28 @@ def test_servers_of_a_stack_without_models_are_not_judged_and_said_so():
     assert _mandatory(SET) == {}
     lines = not_judged(manifests(SET), config)
     assert any("llm-serving:models lists no model" in line for line in lines)
+
+
+MODEL_FORM = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: hf, namespace: serving}
+spec:
+  predictor:
+    nodeSelector: {kubernetes.io/hostname: a100-0}
+    model:
+      modelFormat: {name: huggingface}
+      args: [--model_name=hf, --model_id=meta-llama/Llama-3.1-8B-Instruct, --tensor-parallel-size=2]
+      resources: {limits: {nvidia.com/gpu: "2", memory: 64Gi}}
+"""
+
+
+def test_kserve_model_form_counts_its_cards_and_leaves_the_runtime_alone():
+    from policylib import workloads
+    (r,) = manifests(MODEL_FORM)
+    w = workloads.workload(r.type, r.props, r.urn)
+    (c,) = w.containers
+    assert (c.name, c.cards, c.from_runtime, w.cards_per_pod) == ("kserve-container", 2, True, 2)
+    assert _mandatory(MODEL_FORM) == {}
+    (line,) = [x for x in not_judged([r], load_stack_file(PUBLIC)) if x.startswith("InferenceService hf")]
+    assert "predictor.model form (modelFormat huggingface)" in line

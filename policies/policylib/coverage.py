@@ -89,7 +89,8 @@ def not_judged(resources: Iterable[Any], inventory: Optional[ClusterInventory], 
             form = _model_form(r.props) if t == workloads.ISVC_TYPE else None
             if form is not None:
                 lines.append(f"InferenceService {w.name}: the predictor.model form (modelFormat {form}) runs the server "
-                             f"of a ServingRuntime that is not in the manifests: {SERVER_RULES}")
+                             f"of a ServingRuntime that is not in the manifests: {SERVER_RULES}, nor its /dev/shm; its cards "
+                             "count in the allocation")
             lines.extend(line for line in _container_lines(w)
                          if form is None or f", container {workloads.KSERVE_MODEL_CONTAINER}:" not in line)
         elif t == workloads.LWS_TYPE:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from decimal import Decimal
 from typing import Any, Iterable, Optional
@@ -237,6 +237,9 @@ class Container:
     #: The env list as written (plain), for :attr:`argv`; ``env_from``: the container has ``envFrom``.
     env_list: tuple[Mapping, ...] = ()
     env_from: bool = False
+    #: The KServe ``predictor.model`` container: its image, command, probes and mounts come from a
+    #: ServingRuntime that is not in the manifests (only resources, env and args are the object's).
+    from_runtime: bool = False
     #: (key path from the object, value) of each ``resources`` memory quantity that is not a
     #: Kubernetes quantity, e.g. ``("spec.template.spec.containers[0].resources.requests.memory", "lots")``.
     invalid_quantities: tuple[tuple[str, Any], ...] = ()
@@ -488,7 +491,7 @@ def _containers(pod_spec: Mapping, pod_at: str) -> tuple[Container, ...]:
     if isinstance(model, Mapping):
         raw = dict(plain(model))
         raw.setdefault("name", KSERVE_MODEL_CONTAINER)
-        out.append(_container(raw, f"{pod_at}.model"))
+        out.append(replace(_container(raw, f"{pod_at}.model"), from_runtime=True))
     out += [_container(_m(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(_s(pod_spec.get("containers")))]
     return tuple(out)
 
