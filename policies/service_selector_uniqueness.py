@@ -25,7 +25,9 @@ Pod labels are indexed by (namespace, key, value) (:class:`policylib.stack_helpe
 so the cost is linear in Services plus the matches, not Services x workloads.
 
 Does NOT check: Services without a selector (manual Endpoints: not applicable, skipped);
-ExternalName Services (no selector); bare Pods, Jobs and DaemonSets (not indexed); pods of
+ExternalName Services (no selector); a Service whose selector matches only pods of a kind the
+pack does not model (bare Pods, Jobs, DaemonSets, custom resources with pod templates such as a
+RayCluster): not reported as selecting nothing; pods of
 workloads outside the stack; whether the single match is Ready.
 """
 
@@ -66,6 +68,8 @@ def check_service(svc: workloads.Service, index: PodIndex):
         )
     if svc.parked_reason is not None:
         return None
+    if not selected and stack_helpers.selects_other_pods(index, svc.namespace, svc.selector) is not None:
+        return None  # pods of a kind the pack does not model (policylib.coverage says so)
     parked = [w for w in selected if not w.running]
     what = f"only parked {_describe(parked)}" if parked else "no workload"
     message = (

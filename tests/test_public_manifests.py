@@ -177,3 +177,39 @@ def test_kserve_model_form_counts_its_cards_and_leaves_the_runtime_alone():
     assert _mandatory(MODEL_FORM) == {}
     (line,) = [x for x in not_judged([r], load_stack_file(PUBLIC)) if x.startswith("InferenceService hf")]
     assert "predictor.model form (modelFormat huggingface)" in line
+
+
+RAY = """
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: llm, namespace: serving}
+spec:
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        metadata: {labels: {app: ray-llm, role: head}}
+        spec:
+          containers: [{name: head, image: rayproject/ray-ml:2.40.0, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: llm-head, namespace: serving}
+spec:
+  selector: {app: ray-llm, role: head}
+  ports: [{port: 8000}]
+"""
+
+
+def test_a_service_in_front_of_pods_the_pack_does_not_model_is_not_judged():
+    assert _mandatory(RAY) == {}
+    assert _mandatory(RAY.replace("role: head}\n  ports", "role: heads}\n  ports"))["service-selector-uniqueness"][0].startswith(
+        "Service llm-head selects no workload")
+    assert any(line.startswith("RayService llm: asks for nvidia.com/gpu, but the pack does not model this kind")
+               for line in not_judged(manifests(RAY), load_stack_file(PUBLIC)))
+
+
+def test_a_target_port_the_server_listens_on_is_fine_without_a_declared_container_port():
+    text = SET.replace("ports: [{containerPort: 8000}]", "ports: [{containerPort: 9090, name: metrics}]", 1)
+    assert _mandatory(text) == {}
+    wrong = text.replace("--port 8000", "--port 8001")
+    assert "service-target-port" in _mandatory(wrong)

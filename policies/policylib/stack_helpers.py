@@ -68,6 +68,8 @@ class PodIndex:
             for key, value in w.pod_labels.items():
                 self._postings[(w.namespace, key, value)].append(i)
         self._memo: dict[tuple[str, frozenset], tuple[Workload, ...]] = {}
+        #: Pods of objects the pack does not model (bare Pods, Jobs, custom resources).
+        self.others: tuple[workloads.OtherPods, ...] = ()
 
     def select(self, namespace: str, selector: Mapping[str, str]) -> tuple[Workload, ...]:
         """Workloads in ``namespace`` whose pod labels carry every ``selector`` pair; ``()`` for an empty selector."""
@@ -96,9 +98,20 @@ class PodIndex:
 
 def services_and_index(args: Any) -> tuple[tuple[workloads.Service, ...], "PodIndex"]:
     """The Services of a stack policy's resources and a :class:`PodIndex` of its workloads (the
-    Service policies' shared start; the index is built only when there are Services)."""
+    Service policies' shared start; the index is built only when there are Services). The index
+    also knows the pods of objects the pack does not model (:attr:`PodIndex.others`)."""
     stack = workloads.stack_view(args.resources)
-    return tuple(stack.services), PodIndex(stack.workloads if stack.services else ())
+    index = PodIndex(stack.workloads if stack.services else ())
+    index.others = stack.others
+    return tuple(stack.services), index
+
+
+def selects_other_pods(index: "PodIndex", namespace: str, selector: Mapping[str, str]) -> Optional[workloads.OtherPods]:
+    """The first object the pack does not model whose pods ``selector`` matches in ``namespace``, or None."""
+    for o in index.others:
+        if o.namespace == namespace and any(workloads.selector_matches(selector, labels) for labels in o.label_sets):
+            return o
+    return None
 
 
 def running(selected: Iterable[Workload]) -> tuple[Workload, ...]:

@@ -708,19 +708,65 @@ def label_selector_matches(selector: Mapping, labels: Mapping[str, str]) -> bool
 
 
 @dataclass(frozen=True)
+class OtherPods:
+    """Pod labels of an object the pack does not model as a workload (a bare Pod, a Job, a
+    DaemonSet, a custom resource with pod templates such as a RayCluster): a Service may select
+    them, so selecting "no workload" is then not judged. ``label_sets``: every ``metadata.labels``
+    found in its pod templates (for a Pod, its own labels)."""
+
+    kind: str
+    name: str
+    namespace: str
+    label_sets: tuple[Mapping[str, str], ...]
+
+
+def _template_labels(node: Any, out: list[Mapping[str, str]], depth: int = 0) -> None:
+    """Every ``template.metadata.labels`` (and ``*Template.metadata.labels``) under ``node``."""
+    if depth > 12:
+        return
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if isinstance(value, Mapping) and str(key).lower().endswith("template"):
+                labels = _m(_m(value.get("metadata")).get("labels"))
+                if labels:
+                    out.append({str(k): str(v) for k, v in labels.items()})
+            _template_labels(value, out, depth + 1)
+    elif isinstance(node, Sequence) and not isinstance(node, str):
+        for item in node:
+            _template_labels(item, out, depth + 1)
+
+
+def other_pods(resource_type: str, props: Mapping) -> Optional[OtherPods]:
+    """The :class:`OtherPods` of an object that is neither a modelled workload, a Service nor a
+    NetworkPolicy, when it has pod labels; else None."""
+    if resource_type in WORKLOAD_TYPES or resource_type in (LWS_TYPE, SERVICE_TYPE, NETWORK_POLICY_TYPE):
+        return None
+    meta = _m(props.get("metadata"))
+    sets: list[Mapping[str, str]] = []
+    if resource_type == "kubernetes:core/v1:Pod":
+        sets.append({str(k): str(v) for k, v in _m(meta.get("labels")).items()})
+    _template_labels(props.get("spec"), sets)
+    if not sets:
+        return None
+    kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
+    return OtherPods(kind, str(meta.get("name", "")), str(meta.get("namespace", "default")), tuple(sets))
+
+
+@dataclass(frozen=True)
 class Stack:
     """Every workload, Service and NetworkPolicy of a stack, by kind."""
 
     workloads: tuple[Workload, ...]
     services: tuple[Service, ...]
     network_policies: tuple[tuple[str, Mapping], ...]  # (urn, props)
+    others: tuple[OtherPods, ...] = ()
 
 
 def stack_view(resources: Iterable[Any]) -> Stack:
     """Build a :class:`Stack` from pulumi-policy ``PolicyResource`` objects (anything with
     ``resource_type``, ``props`` and ``urn``). A LeaderWorkerSet gives two workloads (leaders,
     workers: :func:`_lws_workloads`). Other resource types are ignored."""
-    workloads, services, netpols = [], [], []
+    workloads, services, netpols, others = [], [], [], []
     for r in resources:
         t = r.resource_type
         if t in WORKLOAD_TYPES:
@@ -735,4 +781,8 @@ def stack_view(resources: Iterable[Any]) -> Stack:
                 services.append(s)
         elif t == NETWORK_POLICY_TYPE:
             netpols.append((r.urn, r.props))
-    return Stack(tuple(workloads), tuple(services), tuple(netpols))
+        else:
+            o = other_pods(t, r.props)
+            if o is not None:
+                others.append(o)
+    return Stack(tuple(workloads), tuple(services), tuple(netpols), tuple(others))
