@@ -129,3 +129,9 @@ def test_unknown_argv_gives_no_server_and_says_why():
 def test_sglang_is_recognised_but_not_modelled():
     c = _container('{name: s, image: lmsysorg/sglang:v0.4.6, command: [python3, -m, sglang.launch_server], args: ["--model-path", "m", "--tp", "2"]}')
     assert c.server is None and c.call.engine == "sglang"
+
+
+def test_vllm_reads_underscored_flags_as_dashed():
+    c = _container('{name: v, image: vllm/vllm-openai:v0.9.0, args: ["--model", "m", "--tensor_parallel_size", "2", '
+                   '"--max_model_len=4096"]}')
+    assert (c.server.tensor_parallel, c.server.get("--max-model-len")) == (2, "4096")

@@ -180,21 +180,24 @@ def _vllm_boolean(flag: str) -> bool:
 
 def parse_args(engine: str, argv: Iterable[str]) -> ServerArgs:
     """Parse a server argv into :class:`ServerArgs` (argparse-like, tolerant). For vLLM a flag
-    takes one value (several only for :data:`VLLM_MULTI_VALUE_FLAGS`, none for a switch), and
-    the rest are positional (``vllm serve <model>``)."""
+    takes one value (several only for :data:`VLLM_MULTI_VALUE_FLAGS`, none for a switch), the
+    rest are positional (``vllm serve <model>``), and a flag's ``_`` is read as ``-``, as vLLM's
+    FlexibleArgumentParser reads it (``--tensor_parallel_size`` is ``--tensor-parallel-size``)."""
     raw = tuple(str(a) for a in argv)
     flags: dict[str, tuple[str, ...]] = {}
     positional: list[str] = []
     current: Optional[str] = None
     for token in raw:
         if token.startswith("-") and len(token) > 1 and not _is_number(token):
-            if "=" in token:
-                name, value = token.split("=", 1)
+            name, eq, value = token.partition("=")
+            if engine == "vllm" and name.startswith("--"):
+                name = "--" + name[2:].replace("_", "-")  # FlexibleArgumentParser: --max_model_len is --max-model-len
+            if eq:
                 flags[name] = (value,)
                 current = None
             else:
-                flags[token] = ()
-                current = None if engine == "vllm" and _vllm_boolean(token) else token
+                flags[name] = ()
+                current = None if engine == "vllm" and _vllm_boolean(name) else name
         elif current is not None:
             flags[current] = flags[current] + (token,)
             if engine == "vllm" and current not in VLLM_MULTI_VALUE_FLAGS:
