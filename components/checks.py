@@ -121,7 +121,7 @@ def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_
 
 
 def rule_custom_all_reduce(card: Optional[CardSpec], tp: int, setting: Optional[bool]) -> Optional[RuleBreach]:
-    """TP >= 2 over PCIe without NVLink needs --disable-custom-all-reduce (coder.yaml)."""
+    """TP 2 over PCIe without NVLink needs --disable-custom-all-reduce (coder.yaml; vLLM disables it itself above two PCIe-only cards)."""
     if setting is not False or card is None or not rules.custom_all_reduce_must_be_disabled(tp, card.nvlink):
         return None
     return RuleBreach(

@@ -14,7 +14,7 @@ Compute capabilities are ``major * 10 + minor`` (V100: 70), as :attr:`core.inven
 - :func:`dtype_runs_on`: an explicit half dtype below sm_80 (config ``dtype``; policies
   ``vllm-volta``, ``candle-vllm-args``);
 - :func:`kv_cache_dtype_runs_on`: no FP8 KV cache below sm_80;
-- :func:`custom_all_reduce_must_be_disabled`: TP >= 2 without NVLink;
+- :func:`custom_all_reduce_must_be_disabled`: TP = 2 without NVLink (vLLM disables it itself above);
 - :func:`gdn_runs_on_vllm`: vLLM's GatedDeltaNet kernels need sm_75;
 - :func:`parallel_matches_cards`: vLLM TP x PP (x DP) ranks equal the pod's cards;
 - :func:`served_name_ok`: a served model name is one argv item;
@@ -86,9 +86,12 @@ def kv_cache_dtype_runs_on(kv_cache_dtype: Optional[str], sm: int) -> bool:
 
 
 def custom_all_reduce_must_be_disabled(tp: int, nvlink: bool) -> bool:
-    """vLLM's custom all-reduce deadlocked after CUDA graph capture at TP >= 2 over PCIe
-    (coder.yaml): it must be disabled when TP >= 2 and the cards have no NVLink."""
-    return tp >= 2 and not nvlink
+    """vLLM's custom all-reduce deadlocked after CUDA graph capture at TP = 2 over PCIe
+    (coder.yaml): it must be disabled when TP is 2 and the cards have no NVLink. Above two
+    PCIe-only cards vLLM turns it off itself ("Custom allreduce is disabled because it's not
+    supported on more than two PCIe-only GPUs", vllm/distributed/device_communicators/
+    custom_all_reduce.py), so the flag is not needed there."""
+    return tp == 2 and not nvlink
 
 
 def gdn_runs_on_vllm(is_hybrid: bool, sm: int) -> bool:

@@ -19,7 +19,8 @@ it there. One violation per problem:
     vLLM releases that sample with FlashInfer by default (from 0.8.0, the V1 engine; the release
     is read from the image tag, and a tag naming none is taken as a current release and said so);
   - ``VLLM_ATTENTION_BACKEND`` names neither FLASH_ATTN nor FLASHINFER (both need sm75+);
-  - TP >= 2 on a node without NVLink: ``--disable-custom-all-reduce``.
+  - TP 2 on a node without NVLink: ``--disable-custom-all-reduce`` (above two PCIe-only cards vLLM
+    disables its custom all-reduce itself: ``core.rules.custom_all_reduce_must_be_disabled``).
 
 Source: coder.yaml (env block "Required on this hardware, not tuning"; the custom
 all-reduce "went silent for 14+ minutes" after CUDA graph capture on the Volta/PCIe pair),
@@ -182,6 +183,6 @@ POLICY = ResourceValidationPolicy(
     remediation_steps=(
         "On V100 (sm_70): pass --dtype float16, use gptq or float16 weights, --kv-cache-dtype auto, "
         "set env VLLM_USE_FLASHINFER_SAMPLER=0 and VLLM_ATTENTION_BACKEND=TRITON_ATTN, and with "
-        "TP >= 2 over PCIe add --disable-custom-all-reduce (the VllmInferenceService component does all of it)."
+        "TP 2 over PCIe add --disable-custom-all-reduce (the VllmInferenceService component does all of it)."
     ),
 )

@@ -160,3 +160,12 @@ def test_auto_dtype_of_a_float16_checkpoint_is_a_house_convention(monkeypatch):
     assert not any("--dtype" in m for m in _run(text))
     # A bf16 checkpoint still needs the explicit half dtype everywhere.
     assert any("no explicit --dtype" in m for m in _run(_vllm("[--model=/mnt/models/coder-14b-fp16]")))
+
+
+def test_custom_all_reduce_flag_is_needed_at_tp2_only():
+    """Issue 12: above two PCIe-only cards vLLM disables its custom all-reduce itself; the
+    deadlock (coder.yaml) was the TP=2 pair."""
+    two = _run(_vllm("[--model=m, --dtype=float16, -tp, '2']", cards=2, node="worker-1"))
+    assert any("TP 2 without NVLink (worker-1)" in m for m in two)
+    four = _run(_vllm("[--model=m, --dtype=float16, -tp, '4']", cards=4, node="worker-1"))
+    assert not any("custom" in m for m in four)
