@@ -112,11 +112,29 @@ def test_an_unknown_method_in_config_json_is_a_stack_file_problem(tmp_path):
 
 
 def test_the_gpt_oss_config_json_loads_in_a_stack_file():
-    config = copy.deepcopy(load_stack_file(DEFAULT_STACK_FILE))
-    config["llm-serving:models"] = {**config["llm-serving:models"],
-                                    "gpt-oss": {"config_json": str(GPT_OSS), "hf_id": "openai/gpt-oss-120b"}}
-    config.setdefault("llm-serving:namespace", "llm-serving")
-    try:
-        load_stack_config(config)
-    except ConfigError as err:  # other sections of the fixture file may be absent; the model must not be the problem
-        assert not [p for p in err.problems if "models" in p.path], err.render()
+    """Issue 12: given as config_json, gpt-oss's config.json (quant_method mxfp4) is understood, not
+    three 'cannot judge' violations: the prod stack file with it added loads."""
+    config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+    config["llm-serving:models"]["gpt-oss"] = {"config_json": str(GPT_OSS), "hf_id": "openai/gpt-oss-120b"}
+    loaded = load_stack_config(config)
+    assert loaded.model_facts("gpt-oss").quantization.method == "mxfp4"
+
+
+def test_analyze_refuses_an_inventory_with_an_unknown_quantization_with_its_key_path(tmp_path, capsys):
+    """Exit 2 with the key path, nothing judged (issue 12 kind 6)."""
+    import yaml
+
+    from tools import analyze
+
+    raw = _gpt_oss()
+    raw["quantization_config"] = {"quant_method": "hqq"}
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    inventory = load_stack_file(ROOT / "policies" / "fixtures" / "Pulumi.public.yaml")
+    inventory["llm-serving:models"] = {"odd": {"config_json": str(tmp_path / "config.json"), "hf_id": "someone/odd"}}
+    (tmp_path / "Pulumi.odd.yaml").write_text(yaml.safe_dump({"config": inventory}))
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "d.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    assert analyze.main(["--manifests", str(tmp_path / "m"), "--inventory", str(tmp_path / "Pulumi.odd.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "llm-serving:models.odd.config_json" in err
+    assert "quantization_config.quant_method is 'hqq'" in err and "Traceback" not in err
