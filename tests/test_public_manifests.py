@@ -213,3 +213,27 @@ def test_a_target_port_the_server_listens_on_is_fine_without_a_declared_containe
     assert _mandatory(text) == {}
     wrong = text.replace("--port 8000", "--port 8001")
     assert "service-target-port" in _mandatory(wrong)
+
+
+AMD = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: rocm, namespace: serving}
+spec:
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: rocm}}
+  template:
+    metadata: {labels: {app: rocm}}
+    spec:
+      containers:
+      - name: server
+        image: rocm/vllm:latest
+        command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct, --tensor-parallel-size, "2"]
+        resources: {limits: {amd.com/gpu: 2}}
+"""
+
+
+def test_a_server_on_another_vendors_cards_is_not_judged_on_nvidia_ones():
+    assert _mandatory(AMD) == {}
+    assert any(line.startswith("Deployment rocm: runs a model server on amd.com/gpu, not nvidia.com/gpu")
+               for line in not_judged(manifests(AMD), load_stack_file(PUBLIC)))

@@ -252,8 +252,8 @@ def validate_servers(
     invalid stack config is one violation, ``<Kind> <name>: <policy> cannot check <checking>:
     <error>`` with how to fix it."""
     w = workloads.of(args)
-    if w is None or not w.servers:
-        return
+    if w is None or not w.servers or (not w.is_gpu and w.other_accelerator):
+        return  # another vendor's accelerator: no card of the inventory to judge it on
     try:
         inv, models = stackconfig.inventory(), stackconfig.models()
     except stackconfig.StackConfigError as err:

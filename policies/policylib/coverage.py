@@ -33,6 +33,9 @@ SERVER_RULES = "its model, flags, capacity and parallelism are not judged"
 
 def _container_lines(w: workloads.Workload) -> list[str]:
     out = []
+    if w.servers and not w.is_gpu and w.other_accelerator:
+        out.append(f"{w.kind} {w.name}: runs a model server on {w.other_accelerator}, not {facts.GPU_RESOURCE}: "
+                   "its parallelism and capacity are not judged")
     for c in w.containers:
         where = f"{w.kind} {w.name}, container {c.name}"
         if c.call is not None and c.call.engine not in workloads.MODELLED_ENGINES:

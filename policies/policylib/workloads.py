@@ -243,6 +243,8 @@ class Container:
     #: The KServe ``predictor.model`` container: its image, command, probes and mounts come from a
     #: ServingRuntime that is not in the manifests (only resources, env and args are the object's).
     from_runtime: bool = False
+    #: Every resource name the container asks for (limits and requests), e.g. ``("cpu", "amd.com/gpu")``.
+    resource_names: tuple[str, ...] = ()
     #: (key path from the object, value) of each ``resources`` memory quantity that is not a
     #: Kubernetes quantity, e.g. ``("spec.template.spec.containers[0].resources.requests.memory", "lots")``.
     invalid_quantities: tuple[tuple[str, Any], ...] = ()
@@ -327,6 +329,7 @@ def _container(raw: Mapping, at: str = "") -> Container:
         readiness_probe=raw.get("readinessProbe"),
         volume_mounts=tuple(_m(v) for v in _s(raw.get("volumeMounts"))),
         env_list=tuple(plain(_m(e)) for e in _s(raw.get("env"))),
+        resource_names=tuple(sorted({str(k) for k in (*limits.keys(), *requests.keys())})),
         env_from=bool(_s(raw.get("envFrom"))),
         invalid_quantities=tuple(
             (f"{at}.resources.{field}.memory", plain(value))
@@ -407,6 +410,17 @@ class Workload:
     @property
     def is_gpu(self) -> bool:
         return self.cards_per_pod > 0
+
+    @property
+    def other_accelerator(self) -> Optional[str]:
+        """An accelerator resource other than nvidia.com/gpu its containers ask for (``amd.com/gpu``,
+        ``google.com/tpu``, ``gpu.intel.com/i915``, ``habana.ai/gaudi``, ``aws.amazon.com/neuron``), or
+        None: such pods run on cards the inventory does not describe."""
+        for c in (*self.init_containers, *self.containers):
+            for name in c.resource_names:
+                if name != facts.GPU_RESOURCE and any(k in name for k in ("gpu", "tpu", "neuron", "gaudi")):
+                    return name
+        return None
 
     @property
     def memory_request_mib(self) -> float:
