@@ -63,13 +63,6 @@ def larger_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[t
     return None
 
 
-def house_conventions() -> bool:
-    """The inventory's ``house_conventions`` (the user's cluster: true): an explicit
-    --max-model-len is then required even when the model's default fits."""
-    try:
-        return stackconfig.inventory().house_conventions
-    except stackconfig.StackConfigError:
-        return False
 
 
 def vllm_message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
@@ -89,7 +82,7 @@ def vllm_message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
             f"about {e.kv_tokens:,} tokens on {where(sc)} at gpu-memory-utilization {util:.2f} "
             f"({e.weights_gib_per_card:.2f} GiB of weights a card, TP={e.tp}), so vLLM refuses to start"
         )
-    if not parts or (e.fits_kv and not house_conventions()):
+    if not parts or (e.fits_kv and not stackconfig.house_conventions()):
         return None  # it starts; an explicit --max-model-len is this cluster's convention only
     fixes = []
     if not e.fits_kv:

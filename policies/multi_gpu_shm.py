@@ -97,10 +97,7 @@ def validate(args, report_violation) -> None:
     if w is None or w.cards_per_pod <= 1:
         return
     min_mib = float(args.get_config().get("minSizeLimitMiB", DEFAULT_MIN_SIZE_MIB))
-    try:
-        house = stackconfig.inventory().house_conventions
-    except stackconfig.StackConfigError:
-        house = True  # the stack policies report the missing inventory; judge as the user's cluster
+    house = stackconfig.house_conventions()
     for c in rh.gpu_containers(w):
         if c.from_runtime:
             continue  # KServe predictor.model: the ServingRuntime gives its mounts (not in the manifests)

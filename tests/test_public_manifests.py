@@ -237,3 +237,15 @@ def test_a_server_on_another_vendors_cards_is_not_judged_on_nvidia_ones():
     assert _mandatory(AMD) == {}
     assert any(line.startswith("Deployment rocm: runs a model server on amd.com/gpu, not nvidia.com/gpu")
                for line in not_judged(manifests(AMD), load_stack_file(PUBLIC)))
+
+
+def test_a_model_the_inventory_does_not_list_is_not_judged_there_but_is_on_the_users_cluster():
+    text = SET.replace("meta-llama/Llama-3.1-8B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3")
+    assert _mandatory(text) == {}
+    assert any("model mistralai/Mistral-7B-Instruct-v0.3 is not in llm-serving:models" in line
+               for line in not_judged(manifests(text), load_stack_file(PUBLIC)))
+    # The user's cluster lists every model it runs: an unlisted one is still a violation there.
+    use_stack_config(load_stack_file(FIXTURES / "Pulumi.fixture.yaml"))
+    import weights_fit_card
+    (message,) = [v.message for v in run_policy(weights_fit_card.POLICY, manifests(text))]
+    assert "model mistralai/Mistral-7B-Instruct-v0.3 (--model) is not in the stack's models" in message

@@ -396,8 +396,14 @@ def not_judged(resources: Sequence[Resource], config: dict[str, Any]) -> list[st
     except ValueError:
         inventory = None
     views = [SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources]
-    models = config.get(f"{PROJECT}:{MODELS_CONFIG_KEY}")
-    return coverage.not_judged(views, inventory, models_declared=bool(models and models not in ("{}", "null")))
+    raw_models = config.get(f"{PROJECT}:{MODELS_CONFIG_KEY}") or {}
+    try:
+        models = json.loads(raw_models) if isinstance(raw_models, str) else raw_models
+        entries = [ModelEntry.model_validate(e) for e in (models or {}).values()]
+    except ValueError:
+        entries = []
+    return coverage.not_judged(views, inventory, models_declared=bool(entries),
+                               model_known=lambda arg: bool(arg) and any(e.matches(arg) for e in entries))
 
 
 def start_pack(config: dict[str, Any], *, stack: str = "prod", project: str = PROJECT,

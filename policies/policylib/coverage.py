@@ -20,7 +20,7 @@ inventory.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from core import facts
 from core.inventory import ClusterInventory
@@ -73,12 +73,16 @@ def _gpu_request(props: Any) -> bool:
     return False
 
 
-def not_judged(resources: Iterable[Any], inventory: Optional[ClusterInventory], models_declared: bool = True) -> list[str]:
+def not_judged(resources: Iterable[Any], inventory: Optional[ClusterInventory], models_declared: bool = True,
+               model_known: Optional[Callable[[Optional[str]], bool]] = None) -> list[str]:
     """One line for each thing the pack did not judge in ``resources`` (see the module docstring),
     in resource order, then the policies that did not run for want of a cluster fact.
     ``models_declared``: the stack's ``llm-serving:models`` lists at least one model (else the
-    capacity and TP divisibility policies judge no server)."""
+    capacity and TP divisibility policies judge no server). ``model_known(model argument)``: the
+    stack lists that model; a server whose model it does not list is not judged on a cluster
+    without the house conventions."""
     lines: list[str] = []
+    house = inventory is not None and inventory.house_conventions
     any_gpu = False
     servers = 0
     for r in resources:
@@ -96,6 +100,10 @@ def not_judged(resources: Iterable[Any], inventory: Optional[ClusterInventory], 
                              "count in the allocation")
             lines.extend(line for line in _container_lines(w)
                          if form is None or f", container {workloads.KSERVE_MODEL_CONTAINER}:" not in line)
+            if models_declared and not house and model_known is not None:
+                lines.extend(f"{w.kind} {w.name}, container {c.name}: model {s.model_arg or '(none named)'} is not in "
+                             "llm-serving:models, so its weights, KV cache and TP divisibility are not judged"
+                             for c, s in w.servers if not model_known(s.model_arg))
         elif t == workloads.LWS_TYPE:
             views = workloads.stack_view([r]).workloads
             any_gpu = any_gpu or any(w.is_gpu for w in views)
