@@ -403,7 +403,7 @@ def not_judged(resources: Sequence[Resource], config: dict[str, Any]) -> list[st
     except ValueError:
         entries = []
     return coverage.not_judged(views, inventory, models_declared=bool(entries),
-                               model_known=lambda arg: bool(arg) and any(e.matches(arg) for e in entries))
+                               model_known=lambda arg: arg is not None and any(e.matches(arg) for e in entries))
 
 
 def start_pack(config: dict[str, Any], *, stack: str = "prod", project: str = PROJECT,
