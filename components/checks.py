@@ -44,17 +44,21 @@ def rule_startup_budget(cold_start_seconds: int, period: int, threshold: int) ->
     )
 
 
-def rule_tp_divides(model_key: str, facts_: ModelFacts, tp: int) -> Optional[RuleBreach]:
-    """Attention heads, KV heads, intermediate size and vocab divide by TP (001)."""
+def rule_tp_divides(model_key: str, facts_: ModelFacts, tp: int, engine: str = "candle-vllm") -> Optional[RuleBreach]:
+    """TP divides what ``engine`` shards (:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`):
+    candle-vllm attention heads, KV heads, intermediate size and vocab (001); vLLM the attention
+    heads, the KV heads or their replicas, a dense MLP (it pads the vocabulary)."""
     if tp <= 1:
         return None
-    bad = facts_.tp_divisibility_problems(tp)
+    bad = facts_.tp_divisibility_problems(tp, engine)
     if not bad:
         return None
-    fits = rules.tp_sizes_that_divide(facts_)
+    fits = rules.tp_sizes_that_divide(facts_, engine=engine)
+    what = ("heads, KV heads, intermediate size and vocab must split evenly, seed 001" if engine != "vllm" else
+            "vLLM splits the attention heads, the KV heads (or replicates them when TP is a multiple) "
+            "and a dense MLP evenly")
     return RuleBreach(
-        f"tensor parallel {tp} does not divide model {model_key}: {', '.join(bad)} "
-        "(heads, KV heads, intermediate size and vocab must split evenly)",
+        f"tensor parallel {tp} does not divide model {model_key}: {', '.join(bad)} ({what})",
         f"use a tensor parallel size that divides them: {', '.join(map(str, fits))}",
         "seed 001",
     )
@@ -124,7 +128,7 @@ def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_
 
 
 def rule_custom_all_reduce(card: Optional[CardSpec], tp: int, setting: Optional[bool]) -> Optional[RuleBreach]:
-    """TP >= 2 over PCIe without NVLink needs --disable-custom-all-reduce (coder.yaml)."""
+    """TP 2 over PCIe without NVLink needs --disable-custom-all-reduce (coder.yaml; vLLM disables it itself above two PCIe-only cards)."""
     if setting is not False or card is None or not rules.custom_all_reduce_must_be_disabled(tp, card.nvlink):
         return None
     return RuleBreach(
@@ -344,7 +348,7 @@ def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Opt
     if facts_ is not None:
         out += _p(f"{at}.max_model_len", wl.max_model_len,
                   rule_context_window(wl.model, facts_, wl.max_model_len, wl.rope_scaling, wl.env))
-        out += _p(tp_at, wl.tp, rule_tp_divides(wl.model, facts_, wl.tp))
+        out += _p(tp_at, wl.tp, rule_tp_divides(wl.model, facts_, wl.tp, "vllm"))
         out += _p(f"{at}.model", wl.model, rule_hybrid_on_volta_vllm(wl.model, facts_, card))
         if card is not None and not out:
             out += _capacity_problems(at, "vllm", wl, facts_, card, dict(

@@ -12,7 +12,7 @@ Facts it carries (sources in ``core/facts.py``):
   comma-joined form serves one model whose name contains the comma);
 * on a card below sm_75 (V100 is sm_70): ``VLLM_USE_FLASHINFER_SAMPLER=0`` and
   ``VLLM_ATTENTION_BACKEND=TRITON_ATTN`` (coder.yaml: FlashInfer and FlashAttention-2 need sm75+);
-* ``--disable-custom-all-reduce`` by default when TP >= 2 and the node has no NVLink
+* ``--disable-custom-all-reduce`` by default when TP is 2 and the node has no NVLink
   (coder.yaml: the custom all-reduce deadlocked after CUDA graph capture);
 * a Memory-backed ``/dev/shm`` (8Gi) when the pod holds more than one card (coder.yaml);
 * readiness (10 s) and startup probes on ``/health`` (coder.yaml), the startup budget above
@@ -74,7 +74,7 @@ class VllmArgs(VllmConfig, ComponentArgs):
 
     Errors (ValueError): an image not pinned by digest, TP x PP different from ``cards``, TP
     that does not divide the model, bf16 / FP8 / Marlin / AWQ on sm_70, custom all-reduce
-    explicitly on at TP >= 2 without NVLink, a hybrid model on sm_70, a served model name with
+    explicitly on at TP 2 without NVLink, a hybrid model on sm_70, a served model name with
     a comma or space, a startup budget not above the cold start.
     """
 
@@ -115,7 +115,7 @@ class VllmArgs(VllmConfig, ComponentArgs):
                                         self.gpu_memory_utilization_override is not None),
         ]
         if self.model_facts is not None:
-            breaches += [rule_tp_divides(key, self.model_facts, self.tp),
+            breaches += [rule_tp_divides(key, self.model_facts, self.tp, "vllm"),
                          rule_hybrid_on_volta_vllm(key, self.model_facts, self.card),
                          rule_context_window(key, self.model_facts, self.max_model_len, self.rope_scaling, self.env)]
         for b in breaches:

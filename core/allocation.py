@@ -48,6 +48,84 @@ class Demand:
         return self.key or self.name
 
 
+#: Kubernetes' defaults for an omitted ``rollingUpdate`` (apps/v1 Deployment defaulting; KServe
+#: applies the same to a RawDeployment predictor without ``deploymentStrategy``).
+DEFAULT_MAX_SURGE = "25%"
+DEFAULT_MAX_UNAVAILABLE = "25%"
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """How a Deployment (or a KServe RawDeployment predictor) replaces its pods.
+
+    ``strategy``: ``Recreate`` or ``RollingUpdate`` (a StatefulSet's ``RollingUpdate`` /
+    ``OnDelete`` replace pods in place). ``surge_pods`` / ``unavailable_pods``: ``maxSurge`` /
+    ``maxUnavailable`` resolved against the replicas as the deployment controller resolves them
+    (:func:`rollout`). ``valid``: False when a value is neither a whole number nor a
+    percentage (the API server refuses it; then both are 0).
+    """
+
+    strategy: str
+    surge_pods: int = 0
+    unavailable_pods: int = 0
+    valid: bool = True
+
+    @property
+    def extra_pods(self) -> int:
+        """Surge pods that need room beside every running pod: the surge when no old pod may go
+        first (``unavailable_pods`` 0), else 0. With ``maxUnavailable`` of one pod or more the
+        controller removes an old pod, its cards free up, and the rollout completes on a full
+        node; with 0 the surge pod needs spare cards or waits Pending forever (seeds 001, 003)."""
+        return self.surge_pods if self.unavailable_pods == 0 else 0
+
+
+def _scaled(value: Any, replicas: int, round_up: bool) -> Optional[int]:
+    """An IntOrString of a rollout as pods: a whole number is itself; ``"25%"`` is 25% of
+    ``replicas``, rounded up (surge) or down (unavailability), as Kubernetes'
+    ``intstr.GetScaledValueFromIntOrPercent``. None when it is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().endswith("%"):
+        text = value.strip()[:-1]
+        if not text.isdigit():
+            return None
+        scaled = int(text) * replicas
+        return -(-scaled // 100) if round_up else scaled // 100
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number.is_integer() and number >= 0 else None
+
+
+def rollout(strategy: str, max_surge: Any, max_unavailable: Any, replicas: int) -> Rollout:
+    """The :class:`Rollout` of a strategy as written (``None`` values: the 25% defaults).
+
+    ``surge_pods`` = ceil(pct x replicas) for a percentage, ``unavailable_pods`` =
+    floor(pct x replicas); when both resolve to 0 the controller lets one pod be unavailable
+    (``ResolveFenceposts`` in kubernetes pkg/controller/deployment/util; an explicit 0 / 0 is
+    refused by the API server before that, which :func:`both_zero` tells). ``Recreate`` and
+    anything but ``RollingUpdate`` surge nothing. Examples: 25% / 25% of 1 replica -> 1 / 0
+    (a surge pod beside the old one); of 4 -> 1 / 1 (an old pod goes first); ``maxSurge 1,
+    maxUnavailable 1`` -> 1 / 1.
+    """
+    if strategy != "RollingUpdate":
+        return Rollout(strategy)
+    surge = _scaled(DEFAULT_MAX_SURGE if max_surge is None else max_surge, replicas, True)
+    unavailable = _scaled(DEFAULT_MAX_UNAVAILABLE if max_unavailable is None else max_unavailable, replicas, False)
+    if surge is None or unavailable is None:
+        return Rollout(strategy, valid=False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    return Rollout(strategy, surge, unavailable)
+
+
+def both_zero(max_surge: Any, max_unavailable: Any) -> bool:
+    """True when ``maxSurge`` and ``maxUnavailable`` are both written as zero (``0`` or ``0%``):
+    the API server refuses such a Deployment ("may not be 0 when maxSurge is 0")."""
+    return _scaled(max_surge, 100, True) == 0 and _scaled(max_unavailable, 100, True) == 0
+
+
 def amount(value: float) -> str:
     """A card count or MiB figure as messages show it: ``6``, ``63,495``, ``476.8``."""
     if float(value).is_integer():

@@ -121,8 +121,15 @@ def _quantized_linear_bytes(k: int, n: int, facts: ModelFacts, *, g_idx: bool) -
     MoE experts in moe_wna16.py carry no g_idx)."""
     q = facts.quantization
     assert q is not None
-    if q.method == "fp8":
-        return k * n  # one byte a weight; per-channel scales are negligible
+    if q.bits >= 8 and q.method in ("fp8", "compressed-tensors", "bitsandbytes"):
+        return k * n  # one byte a weight (FP8 / INT8); per-channel or block scales are negligible
+    if q.method == "mxfp4":
+        return k * n // 2 + k * n // 32  # 4-bit E2M1 values and one E8M0 byte a 32-value block (OCP MX)
+    if q.method == "bitsandbytes":
+        return k * n // 2 + k * n // 64 * 4  # NF4 values and an fp32 absmax a 64-value block
+    if q.method == "compressed-tensors":
+        groups = math.ceil(k / (q.group_size if q.group_size > 0 else k))
+        return k * n * q.bits // 8 + groups * n * 2  # pack-quantized values and bf16 scales, symmetric
     groups = math.ceil(k / (q.group_size if q.group_size > 0 else k))
     packed = k * n * q.bits // 8
     zeros = groups * n * q.bits // 8
@@ -131,9 +138,11 @@ def _quantized_linear_bytes(k: int, n: int, facts: ModelFacts, *, g_idx: bool) -
     return packed + zeros + scales + idx
 
 
-def _linear_bytes(k: int, n: int, facts: ModelFacts, dt: int, *, g_idx: bool = True) -> int:
-    """Bytes of one decoder linear ``k x n`` (quantized when the checkpoint is)."""
-    if facts.quantization is None:
+def _linear_bytes(k: int, n: int, facts: ModelFacts, dt: int, *, g_idx: bool = True, expert: bool = False) -> int:
+    """Bytes of one decoder linear ``k x n`` (quantized when the checkpoint is; with
+    :attr:`~core.modelfacts.Quantization.experts_only`, only an ``expert``'s)."""
+    q = facts.quantization
+    if q is None or (q.experts_only and not expert):
         return k * n * dt
     return _quantized_linear_bytes(k, n, facts, g_idx=g_idx)
 
@@ -160,7 +169,8 @@ def _mlp_layer_bytes(facts: ModelFacts, tp: int, dt: int) -> int:
     h = facts.hidden_size
     if facts.num_experts and facts.moe_intermediate_size:
         inter = math.ceil(facts.moe_intermediate_size / tp)
-        expert = _linear_bytes(h, 2 * inter, facts, dt, g_idx=False) + _linear_bytes(inter, h, facts, dt, g_idx=False)
+        expert = (_linear_bytes(h, 2 * inter, facts, dt, g_idx=False, expert=True)
+                  + _linear_bytes(inter, h, facts, dt, g_idx=False, expert=True))
         return facts.num_experts * expert + h * facts.num_experts * dt
     inter = math.ceil(facts.intermediate_size / tp)
     return _linear_bytes(h, 2 * inter, facts, dt) + _linear_bytes(inter, h, facts, dt)

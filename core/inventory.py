@@ -103,6 +103,35 @@ class ClusterInventory(_Strict):
     """The nodes of the cluster that workloads of this stack may land on."""
 
     nodes: tuple[Node, ...] = Field(min_length=1, description="The nodes, each named once.")
+    gpu_runtime_class: Optional[str] = Field(
+        default=None,
+        description=(
+            "The RuntimeClass every GPU pod must name so the NVIDIA driver libraries are injected "
+            "(worker-1: nvidia; without it libcuda.so is missing and the server crashes at start, seeds "
+            "001, 003). Omitted: the cluster's default runtime injects them (the GPU Operator makes the "
+            "NVIDIA runtime the default; GKE refuses a runtimeClassName it does not have), and "
+            "gpu-runtime-class does not run."
+        ),
+    )
+    house_conventions: bool = Field(
+        default=False,
+        description=(
+            "The team's own conventions are mandatory on this cluster, beyond what fails: every vLLM "
+            "server sets --max-model-len explicitly (coder.yaml: the model's 262,144-token default "
+            "cost a ten-minute start), and a multi-card pod's /dev/shm has a sizeLimit of at least "
+            "multi-gpu-shm's minSizeLimitMiB (coder.yaml: 8Gi). Default false: another cluster is "
+            "judged on what fails to start or serve."
+        ),
+    )
+    image_tags_rebuilt: bool = Field(
+        default=False,
+        description=(
+            "Image tags are pushed again in place on this cluster's registry (the user's forge rebuilds "
+            ":sm70, seed 003), so every tag not pinned by digest is moving, release tags included. "
+            "Default false: a tag naming a release (v0.11.0, core.images.ImageRef.version) is taken as "
+            "fixed; other tags (latest, nightly, sm70) are moving everywhere."
+        ),
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> "ClusterInventory":

@@ -26,14 +26,76 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Quantization(_Strict):
-    """How the checkpoint's linear weights are quantized."""
+#: Quantization methods the weights estimate and the per-card rules understand, as config.json's
+#: ``quantization_config.quant_method`` (and vLLM's ``--quantization``) name them.
+QUANT_METHODS = ("gptq", "awq", "fp8", "mxfp4", "compressed-tensors", "marlin", "bitsandbytes")
 
-    method: Literal["gptq", "awq", "fp8", "compressed-tensors", "marlin", "bitsandbytes"] = Field(
+
+class Quantization(_Strict):
+    """How the checkpoint's linear weights are quantized.
+
+    ``bits``: bits per quantized weight value (GPTQ Int4: 4; FP8: 8; MXFP4: 4, with one 8-bit
+    scale per 32 values); ``group_size``: values sharing a scale (-1: per channel);
+    ``experts_only``: only the MoE experts are quantized, attention, router, embeddings and LM
+    head stay in the checkpoint dtype (gpt-oss MXFP4: ``modules_to_not_convert``).
+    """
+
+    method: Literal["gptq", "awq", "fp8", "mxfp4", "compressed-tensors", "marlin", "bitsandbytes"] = Field(
         description="Quantization method as vLLM's --quantization names it."
     )
     bits: int = Field(ge=1, le=16, description="Bits per quantized weight (GPTQ Int4: 4).")
     group_size: int = Field(default=128, ge=-1, description="Quantization group size (-1: per channel).")
+    experts_only: bool = Field(default=False, description="Only the MoE experts are quantized (gpt-oss MXFP4).")
+
+
+def _first_int(raw: dict, *keys: str, default: int) -> int:
+    """The first of ``keys`` present in ``raw``, as an int; ``default`` when none is."""
+    for key in keys:
+        if raw.get(key) is not None:
+            return int(raw[key])
+    return default
+
+
+def quantization_from_config(q: dict, where: str = "quantization_config") -> Quantization:
+    """:class:`Quantization` from config.json's ``quantization_config`` (``where`` is its key path,
+    for errors), as each method writes it:
+
+    - ``gptq`` / ``awq`` / ``marlin``: ``bits`` (AWQ also ``w_bit``), ``group_size`` (``q_group_size``);
+    - ``fp8``: 8 bits, per-channel or block scales;
+    - ``mxfp4`` (gpt-oss): 4-bit values, one scale per 32; the modules in
+      ``modules_to_not_convert`` (attention, router, embeddings, LM head) stay unquantized, so
+      ``experts_only`` when attention is among them;
+    - ``compressed-tensors``: the first ``config_groups`` entry's ``weights`` ``num_bits`` and
+      ``group_size`` (``strategy: channel``: per channel);
+    - ``bitsandbytes``: ``load_in_4bit`` (4 bits, a scale per 64) or ``load_in_8bit``.
+
+    Raises ValueError naming ``<where>.quant_method`` for any other method (hqq, gguf, exl2,
+    aqlm, ...), which the weights estimate does not know.
+    """
+    method = str(q.get("quant_method", "gptq")).lower().replace("_", "-")
+    if method in ("gptq", "awq", "marlin"):
+        bits = _first_int(q, "bits", "w_bit", default=4)
+        group = _first_int(q, "group_size", "q_group_size", default=128)
+        return Quantization(method=method, bits=bits, group_size=group)  # type: ignore[arg-type]
+    if method == "fp8":
+        return Quantization(method="fp8", bits=8, group_size=-1)
+    if method == "mxfp4":
+        skipped = " ".join(str(m) for m in q.get("modules_to_not_convert") or ())
+        return Quantization(method="mxfp4", bits=4, group_size=32, experts_only="attn" in skipped)
+    if method == "compressed-tensors":
+        groups = q.get("config_groups") or {}
+        first: dict = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
+        weights = (first or {}).get("weights") or {}
+        bits = int(weights.get("num_bits", 8))
+        group = -1 if weights.get("strategy") in ("channel", "tensor") else int(weights.get("group_size") or 128)
+        return Quantization(method="compressed-tensors", bits=bits, group_size=group)
+    if method == "bitsandbytes":
+        four = bool(q.get("load_in_4bit")) or not q.get("load_in_8bit")
+        return Quantization(method="bitsandbytes", bits=4 if four else 8, group_size=64 if four else -1)
+    raise ValueError(
+        f"{where}.quant_method is {q.get('quant_method')!r}, which the weights estimate does not know; "
+        f"known: {', '.join(QUANT_METHODS)}"
+    )
 
 
 class ModelFacts(_Strict):
@@ -88,11 +150,18 @@ class ModelFacts(_Strict):
             raise ValueError("full_attention_layers exceeds num_hidden_layers")
         return self
 
-    def tp_divisibility_problems(self, tp: int) -> list[str]:
+    def tp_divisibility_problems(self, tp: int, engine: str = "candle-vllm") -> list[str]:
         """Dimensions that do not divide by tensor parallel size ``tp``; empty when TP fits.
 
-        Attention heads, KV heads, intermediate size and vocab must each divide by TP
-        (seed 001: the 14B's 40, 8, 13824, 152064 all divide by 2). MoE models also split
+        ``engine`` ``candle-vllm`` (the default, the stricter rule): attention heads, KV heads,
+        intermediate size and vocab must each divide by TP (seed 001: the 14B's 40, 8, 13824,
+        152064 all divide by 2; candle-vllm divides heads with integer division, qwen.rs, and
+        keeps the vocabulary whole). ``vllm``: the attention heads must divide (``divide`` in
+        ``ModelConfig.verify_with_parallel_config``); KV heads divide by TP, or, when TP exceeds
+        them, TP divides by them and each rank holds a replica (``QKVParallelLinear``:
+        ``num_kv_head_replicas = divide(tp_size, total_num_kv_heads)``); the vocabulary is padded
+        to a multiple of 64 x TP (``VocabParallelEmbedding``), so it is free; a dense MLP's
+        intermediate size divides (``MergedColumnParallelLinear``). MoE models also split
         each expert's ``moe_intermediate_size`` across the ranks (vLLM FusedMoE, candle-vllm
         moe.rs). For a GPTQ/AWQ checkpoint, the input width a rank holds of a dense
         row-parallel projection (o_proj; down_proj of a dense MLP) must be a whole number of
@@ -107,14 +176,19 @@ class ModelFacts(_Strict):
         """
         if tp < 2:
             return []
-        problems = []
-        fields = ["num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size"]
+        if engine == "vllm":
+            fields = ["num_attention_heads"] + ([] if self.num_experts else ["intermediate_size"])
+        else:
+            fields = ["num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size"]
         if self.moe_intermediate_size is not None:
             fields.append("moe_intermediate_size")
-        for field in fields:
-            value = getattr(self, field)
-            if value % tp:
-                problems.append(f"{field} {value} % {tp} = {value % tp}")
+        problems = [f"{f} {getattr(self, f)} % {tp} = {getattr(self, f) % tp}" for f in fields if getattr(self, f) % tp]
+        kv = self.num_key_value_heads
+        if engine == "vllm" and tp <= kv and kv % tp:
+            problems.append(f"num_key_value_heads {kv} % {tp} = {kv % tp}")
+        elif engine == "vllm" and tp > kv and tp % kv:
+            problems.append(f"tensor parallel {tp} is above num_key_value_heads {kv} and not a multiple of it "
+                            f"({tp} % {kv} = {tp % kv}), so vLLM cannot replicate the KV heads evenly")
         q = self.quantization
         if q is None or q.group_size <= 0 or q.method not in ("gptq", "awq", "marlin"):
             return problems
@@ -320,13 +394,11 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
         layer_types = text.get("layer_types")
         full = None
         if isinstance(layer_types, list):
-            full = sum(1 for t in layer_types if t in ("full_attention", "attention"))
+            # Sliding-window attention layers (gpt-oss) hold a KV cache too; counted in full here.
+            full = sum(1 for t in layer_types if t in ("full_attention", "attention", "sliding_attention"))
         q = raw.get("quantization_config") or text.get("quantization_config")
-        quant = None
-        if q:
-            quant = Quantization(
-                method=q.get("quant_method", "gptq"), bits=int(q.get("bits", 4)), group_size=int(q.get("group_size", 128))
-            )
+        quant = quantization_from_config(q) if q else None
+        experts = text.get("num_experts") or text.get("num_local_experts")
         built = ModelFacts(
             architecture=(raw.get("architectures") or ["unknown"])[0],
             num_hidden_layers=int(text["num_hidden_layers"]),
@@ -343,9 +415,10 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
             ),
             quantization=quant,
             full_attention_layers=full if full and full < int(text["num_hidden_layers"]) else None,
-            num_experts=text.get("num_experts"),
+            num_experts=experts,
             num_experts_per_tok=text.get("num_experts_per_tok"),
-            moe_intermediate_size=text.get("moe_intermediate_size"),
+            # Mixtral and gpt-oss give the expert width as intermediate_size.
+            moe_intermediate_size=text.get("moe_intermediate_size") or (text["intermediate_size"] if experts else None),
             tie_word_embeddings=bool(text.get("tie_word_embeddings", False)),
         )
     except KeyError as err:

@@ -14,11 +14,13 @@ Compute capabilities are ``major * 10 + minor`` (V100: 70), as :attr:`core.inven
 - :func:`dtype_runs_on`: an explicit half dtype below sm_80 (config ``dtype``; policies
   ``vllm-volta``, ``candle-vllm-args``);
 - :func:`kv_cache_dtype_runs_on`: no FP8 KV cache below sm_80;
-- :func:`custom_all_reduce_must_be_disabled`: TP >= 2 without NVLink;
+- :func:`custom_all_reduce_must_be_disabled`: TP = 2 without NVLink (vLLM disables it itself above);
 - :func:`gdn_runs_on_vllm`: vLLM's GatedDeltaNet kernels need sm_75;
 - :func:`parallel_matches_cards`: vLLM TP x PP (x DP) ranks equal the pod's cards;
 - :func:`served_name_ok`: a served model name is one argv item;
 
+- :func:`flashinfer_sampler_on_by_default`: the vLLM releases whose sampler is FlashInfer's
+  unless ``VLLM_USE_FLASHINFER_SAMPLER=0`` (policy ``vllm-volta``; version from the image tag);
 - :func:`quantization_min_sm`: the minimum compute capability of a vLLM quantization method
   (config ``rule_vllm_kernels``; policy ``vllm-volta``);
 - :func:`startup_budget_covers`: a startup probe budget covers a cold start only when it
@@ -84,9 +86,12 @@ def kv_cache_dtype_runs_on(kv_cache_dtype: Optional[str], sm: int) -> bool:
 
 
 def custom_all_reduce_must_be_disabled(tp: int, nvlink: bool) -> bool:
-    """vLLM's custom all-reduce deadlocked after CUDA graph capture at TP >= 2 over PCIe
-    (coder.yaml): it must be disabled when TP >= 2 and the cards have no NVLink."""
-    return tp >= 2 and not nvlink
+    """vLLM's custom all-reduce deadlocked after CUDA graph capture at TP = 2 over PCIe
+    (coder.yaml): it must be disabled when TP is 2 and the cards have no NVLink. Above two
+    PCIe-only cards vLLM turns it off itself ("Custom allreduce is disabled because it's not
+    supported on more than two PCIe-only GPUs", vllm/distributed/device_communicators/
+    custom_all_reduce.py), so the flag is not needed there."""
+    return tp == 2 and not nvlink
 
 
 def gdn_runs_on_vllm(is_hybrid: bool, sm: int) -> bool:
@@ -170,9 +175,11 @@ def startup_threshold_needed(cold_start_s: int, period_s: int, initial_delay_s: 
 MAX_SUGGESTED_TP = 8
 
 
-def tp_sizes_that_divide(facts: "ModelFacts", max_cards: int = MAX_SUGGESTED_TP) -> list[int]:
-    """Tensor parallel sizes 1 .. ``max_cards`` that divide every sharded dimension of the model."""
-    return [tp for tp in range(1, max_cards + 1) if not facts.tp_divisibility_problems(tp)]
+def tp_sizes_that_divide(facts: "ModelFacts", max_cards: int = MAX_SUGGESTED_TP, engine: str = "candle-vllm") -> list[int]:
+    """Tensor parallel sizes 1 .. ``max_cards`` that divide every dimension ``engine`` shards
+    (:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`; candle-vllm's rule, the
+    stricter, by default)."""
+    return [tp for tp in range(1, max_cards + 1) if not facts.tp_divisibility_problems(tp, engine)]
 
 
 # --- vLLM --gpu-memory-utilization ----------------------------------------------------------
@@ -289,3 +296,21 @@ def gpu_memory_declared(request_mib: Optional[float], limit_mib: Optional[float]
     limit nothing bounds what it takes from the node. coder.yaml: 12Gi request, 40Gi limit (issue 10)."""
     request = request_mib if request_mib is not None else limit_mib
     return request is not None and limit_mib is not None
+
+
+#: The first vLLM release whose V1 engine is the default; its TopKTopPSampler takes FlashInfer's
+#: sampling kernels whenever FlashInfer is installed (the release images ship it) and
+#: ``VLLM_USE_FLASHINFER_SAMPLER`` is not ``0`` (vllm/v1/sample/ops/topk_topp_sampler.py). The V0
+#: sampler before it used them only when the variable was ``1``. Source: vLLM v0.8.0 release
+#: notes (V1 on by default); coder.yaml (v0.11.0 on sm_70: FlashInfer's check_cuda_arch raises).
+FLASHINFER_SAMPLER_DEFAULT_FROM = (0, 8, 0)
+
+
+def flashinfer_sampler_on_by_default(version: Optional[tuple[int, ...]], v1_disabled: bool = False) -> Optional[bool]:
+    """Whether vLLM ``version`` samples with FlashInfer unless told not to: True from
+    :data:`FLASHINFER_SAMPLER_DEFAULT_FROM` (V1), False before it or when ``VLLM_USE_V1=0`` runs
+    the V0 engine, None when the version is unknown (a tag naming no release: callers take the
+    newer, V1 behaviour and say the version is unknown)."""
+    if version is None:
+        return None
+    return tuple(version) >= FLASHINFER_SAMPLER_DEFAULT_FROM and not v1_disabled

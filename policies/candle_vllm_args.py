@@ -75,7 +75,7 @@ def dtype_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Opt
     if rules.dtype_runs_on("candle-vllm", dtype, sm):
         return None
     shown = f"--dtype {dtype}" if dtype else "no --dtype (candle-vllm then takes the checkpoint's dtype, bf16 for the Qwen models)"
-    return f"{shown}: bf16 has no tensor-core path on Volta (sm_70)"
+    return f"{shown}: bf16 has no tensor-core path on sm_{sm} (it needs sm_80)"
 
 
 def validate(args, report_violation) -> None:

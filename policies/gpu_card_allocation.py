@@ -2,7 +2,9 @@
 
 Rule: per node, the nvidia.com/gpu cards of the running pods (replicas x cards a pod; an
 InferenceService predictor by its replica bound, ``maxReplicas``), plus the surge a
-RollingUpdate starts (``maxSurge`` pods x cards), plus the cards the inventory reserves for
+RollingUpdate starts when no old pod goes first (``maxSurge`` pods x cards, counted only when
+``maxUnavailable`` resolves to 0 pods; percentages as Kubernetes scales them, surge rounded up and
+unavailability down: :func:`core.allocation.rollout`), plus the cards the inventory reserves for
 workloads outside the stack (``Node.reserved``), must not exceed the node's cards.
 
 Sources: spec "The history as test cases" (after 001: 6 of 4 on worker-1, after 003: 7 of 4);
@@ -58,7 +60,7 @@ CONFIG_PROPERTIES = {
     "countSurge": {
         "type": "boolean",
         "default": True,
-        "description": "Count the extra pods a RollingUpdate starts (maxSurge x cards a pod). Source: 001, 003, coder.yaml.",
+        "description": "Count the extra pods a RollingUpdate starts beside the old ones (maxSurge x cards a pod, when maxUnavailable is 0). Source: 001, 003, coder.yaml.",
     },
 }
 

@@ -12,7 +12,12 @@ while it loads its weights through host memory. coder.yaml: 12Gi request, 40Gi l
 
 Source: issue 10 (memory requests); coder.yaml (worker-1 exposes 63,495 MiB; "two vLLM workers
 keep the weights on the GPU and need little host RAM, so the request stays small and the limit
-allows burst"). Does not check: CPU, containers without cards, the figures themselves
+allows burst").
+
+Where: a convention of this cluster, which counts host memory per node
+(``llm-serving:cluster`` ``house_conventions: true``, the user's inventory); on an inventory
+without it the policy does not run: public manifests commonly leave host memory to the node,
+and issue 12 keeps such house rules from blocking other teams' YAML. Does not check: CPU, containers without cards, the figures themselves
 (node-memory-allocation sums them).
 """
 
@@ -23,7 +28,7 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import facts, rules
 from core.problems import Finding
 from policylib import resource_helpers as rh
-from policylib import terms, workloads
+from policylib import stackconfig, terms, workloads
 
 NAME = "gpu-memory-request"
 SOURCE = "issue 10; coder.yaml (12Gi request, 40Gi limit on a node with 63,495 MiB allocatable)"
@@ -35,8 +40,8 @@ def _shown(mib: float | None) -> str:
 
 def validate(args, report_violation) -> None:
     w = workloads.of(args)
-    if w is None:
-        return
+    if w is None or not stackconfig.house_conventions():
+        return  # a convention of this cluster's inventory (house_conventions), not a fact of every cluster
     for c in rh.gpu_containers(w):
         if rules.gpu_memory_declared(c.memory_request_mib, c.memory_limit_mib):
             continue

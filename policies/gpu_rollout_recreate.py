@@ -1,81 +1,128 @@
-"""gpu-rollout-recreate: GPU workloads roll out without a surge pod.
+"""gpu-rollout-recreate: a GPU workload's rollout never needs a card the node does not have.
 
-Rule: a Deployment or InferenceService predictor whose pods hold cards rolls out with
-``Recreate``, or with ``RollingUpdate`` and ``maxSurge: 0`` (``0%`` too). When the strategy
-is omitted the API server (Deployment) and KServe (RawDeployment predictor) use
-RollingUpdate with 25% surge, which starts one extra pod. The InferenceService's strategy is
-``spec.predictor.deploymentStrategy``. ``RollingUpdate`` with both ``maxSurge`` and
-``maxUnavailable`` at 0 is reported too: the API server rejects it.
+Rule: a Deployment or InferenceService predictor whose pods hold cards and rolls out with
+``RollingUpdate`` is reported when its surge pods need room beside every running pod
+(``maxUnavailable`` resolves to 0 pods, so no old pod goes first) and that room is not there:
+the node's cards with the surge counted exceed its cards, by the one allocation
+(:func:`core.allocation.cards`, what gpu-card-allocation judges). When the strategy is
+omitted, the API server (Deployment) and KServe (RawDeployment predictor,
+``spec.predictor.deploymentStrategy``) use RollingUpdate with 25% / 25%: for one replica that
+is 1 surge pod and 0 unavailable (Kubernetes rounds a surge percentage up and an
+unavailability percentage down, :func:`core.allocation.rollout`). ``RollingUpdate`` with
+``maxSurge`` and ``maxUnavailable`` both written as 0 is reported too: the API server rejects it.
+
+Allowed: ``Recreate``; ``maxSurge: 0``; ``maxUnavailable`` of one pod or more (the old pod
+goes first and the rollout completes on a full node, its surge pod Pending only until then);
+a surge that fits in free cards.
 
 Source: seed 001 and 003 comments ("Every GPU card is allocated, so a rolling update leaves
 the new pod Pending forever waiting for a card the old pod still holds"), coder.yaml
 (Recreate on the InferenceService "still matters for the later swap"); spec facts table.
 
-Does not check: StatefulSets (their RollingUpdate replaces a pod in place, no surge);
-whether free cards would in fact hold a surge pod (gpu-card-allocation counts the surge);
-parked workloads are judged too (unparking is one replicas change).
+Does not check: StatefulSets (their RollingUpdate replaces a pod in place, no surge); parked
+workloads (no pods, no rollout; unparking is judged when it happens); a node the inventory
+does not list (gpu-card-allocation reports it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
-
-from core import facts
+from core import allocation, facts
+from core.allocation import amount
 from core.problems import Finding
-from policylib import resource_helpers as rh
-from policylib import terms
-from policylib import workloads
+from policylib import stack_helpers, terms, workloads
 
 NAME = "gpu-rollout-recreate"
+SOURCE = (
+    "seeds 001 and 003 (every card allocated: the surge pod waited Pending for a card the old pod "
+    "held); Kubernetes' deployment controller (maxSurge rounds up, maxUnavailable down)"
+)
 
 
-def _strategy(resource_type: str, props) -> tuple[Mapping, str]:
-    spec = rh.mapping(props.get("spec"))
-    if resource_type == workloads.ISVC_TYPE:
-        return rh.mapping(rh.mapping(spec.get("predictor")).get("deploymentStrategy")), "spec.predictor.deploymentStrategy"
-    return rh.mapping(spec.get("strategy")), "spec.strategy"
+def written(w: workloads.Workload) -> str:
+    """The strategy as written, with what Kubernetes makes of it: ``spec.strategy is omitted, so
+    RollingUpdate with maxSurge 25% and maxUnavailable 25% (1 surge pod, 0 unavailable of 1 replica)``."""
+    rolling = workloads.plain(w.strategy.get("rollingUpdate")) or {}
+    surge = rolling.get("maxSurge", allocation.DEFAULT_MAX_SURGE)
+    unavailable = rolling.get("maxUnavailable", allocation.DEFAULT_MAX_UNAVAILABLE)
+    surge, unavailable = _shown(surge), _shown(unavailable)
+    head = f"{w.strategy_at} is omitted, so RollingUpdate" if not w.strategy else f"{w.strategy_at} is {w.strategy_type}"
+    r = w.rollout
+    return (
+        f"{head} with maxSurge {surge} and maxUnavailable {unavailable} ({r.surge_pods} surge pod(s), "
+        f"{r.unavailable_pods} unavailable of {w.replicas} replica(s))"
+    )
+
+
+def _shown(value: object) -> object:
+    """A value as the manifest wrote it: ``1`` for the ``1.0`` the analyzer protocol delivers."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _rejected(w: workloads.Workload) -> Finding:
+    return Finding(
+        subject=f"{w.kind} {w.name}",
+        wrong=f"{w.strategy_at} is RollingUpdate with maxSurge 0 and maxUnavailable 0, which the API server rejects",
+        fix=f"set {w.strategy_at}.type: {facts.GPU_ROLLOUT_STRATEGY}, or maxUnavailable: 1",
+        source="Kubernetes API validation of apps/v1 Deployment",
+    )
+
+
+def _no_room(w: workloads.Workload, use: allocation.NodeUse) -> Finding:
+    surge_cards = w.surge_needing_room * w.cards_per_pod
+    return Finding(
+        subject=f"{w.kind} {w.name}",
+        wrong=(
+            f"pods hold {w.cards_per_pod} card(s) and {written(w)}: no old pod goes first, so the surge "
+            f"asks {surge_cards} more card(s) while the old pods hold theirs, and {use.node} has "
+            f"{amount(use.used - use.surge)} of {amount(use.capacity)} cards in use without the surge "
+            f"({amount(use.used)} with it): the surge pod waits Pending forever and the rollout never completes"
+        ),
+        fix=f"set {w.strategy_at}.type: {facts.GPU_ROLLOUT_STRATEGY} (or rollingUpdate maxSurge: 0, or maxUnavailable: 1)",
+        source=SOURCE,
+    )
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type not in workloads.WORKLOAD_TYPES or args.resource_type.endswith(":StatefulSet"):
+    stack = workloads.stack_view(args.resources)
+    gpu = [w for w in stack.workloads if w.is_gpu and w.kind != "StatefulSet"]
+    rolling = [w for w in gpu if w.strategy_type == "RollingUpdate" and w.running]
+    if not rolling:
         return
-    w = workloads.workload(args.resource_type, args.props, args.urn)
-    if w is None or not w.is_gpu:
+    surging = []
+    for w in rolling:
+        raw = workloads.plain(w.strategy.get("rollingUpdate")) or {}
+        if allocation.both_zero(raw.get("maxSurge"), raw.get("maxUnavailable")):
+            report_violation(terms.message(w.annotations, _rejected(w)), w.urn)
+        elif w.surge_needing_room:
+            surging.append(w)
+    if not surging:
         return
-    raw, path = _strategy(args.resource_type, args.props)
-    stype, surge_raw, unavailable_raw = rh.surge_of(raw)
-    if stype == facts.GPU_ROLLOUT_STRATEGY:
+    inventory = stack_helpers.read_inventory(report_violation, NAME)
+    if inventory is None:
         return
-    label = rh.workload_label(w)
-    surge = rh.surge_pods(surge_raw)
-    if surge == 0:
-        if rh.surge_pods(unavailable_raw) == 0:
-            report_violation(terms.message(w.annotations, Finding(
-                label, f"{path} is RollingUpdate with maxSurge 0 and maxUnavailable 0, which the API server rejects",
-                f"set {path}.type: {facts.GPU_ROLLOUT_STRATEGY}", "Kubernetes API, Deployment validation",
-            )), args.urn)
-        return
-    written = "omitted, so RollingUpdate with maxSurge 25%" if not raw else f"{stype} with maxSurge {surge_raw}"
-    report_violation(terms.message(w.annotations, Finding(
-        label,
-        f"pods hold {w.cards_per_pod} card(s) and {path} is {written}: the surge pod asks for cards "
-        "the old pod still holds and waits Pending forever on a fully allocated node",
-        f"set {path}.type: {facts.GPU_ROLLOUT_STRATEGY} (or RollingUpdate with maxSurge: 0)",
-        "seeds 001 and 003 (a surge pod Pending for a card the old pod holds)",
-    )), args.urn)
+    alloc = allocation.cards(stack_helpers.demands(gpu, lambda w: float(w.cards_per_pod)), inventory)
+    for w in surging:
+        for use in alloc.nodes.values():
+            share = use.share_of(w.id)
+            if share is not None and share.surge_pods and use.used > use.capacity:
+                report_violation(terms.message(w.annotations, _no_room(w, use)), w.urn)
+                break
 
 
-POLICY = ResourceValidationPolicy(
+POLICY = StackValidationPolicy(
     name=NAME,
-    description="GPU workloads, InferenceServices included, roll out with Recreate (or maxSurge 0).",
+    description=(
+        "A GPU workload's RollingUpdate surge (no old pod removed first) fits in free cards; "
+        "otherwise it rolls out with Recreate."
+    ),
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     remediation_steps=(
         "Set spec.strategy.type: Recreate on the Deployment, or "
         "spec.predictor.deploymentStrategy.type: Recreate on the InferenceService "
-        "(RollingUpdate with rollingUpdate.maxSurge: 0 and maxUnavailable: 1 also works)."
+        "(RollingUpdate with rollingUpdate.maxSurge: 0, or maxUnavailable: 1 so an old pod goes first, also works)."
     ),
 )

@@ -1,12 +1,21 @@
-"""gpu-runtime-class: every GPU pod sets ``runtimeClassName: nvidia``.
+"""gpu-runtime-class: on a cluster whose GPU pods need a RuntimeClass, every GPU pod names it.
 
-Rule: a Deployment, StatefulSet or InferenceService predictor whose pods hold cards
-(nvidia.com/gpu above 0 in any container) sets the pod's ``runtimeClassName`` to the GPU
-runtime class (parameter ``runtimeClassName``, default ``nvidia``, ``facts.GPU_RUNTIME_CLASS``).
+Rule: when the inventory says GPU pods need a RuntimeClass (``llm-serving:cluster``
+``gpu_runtime_class``, :class:`core.inventory.ClusterInventory`; the user's cluster:
+``nvidia``), a Deployment, StatefulSet or InferenceService predictor whose pods hold cards
+(nvidia.com/gpu above 0 in any container) sets the pod's ``runtimeClassName`` to it. The
+policy parameter ``runtimeClassName``, when given, names the class instead (and asks for it
+even on an inventory that says nothing).
+
+Not run when neither says it: whether the NVIDIA runtime is the node's default is a fact of
+the cluster, not of the manifest. The GPU Operator makes it the default by default, and GKE
+refuses a runtimeClassName it does not have, so asking every GPU pod for ``nvidia`` there
+would be a wrong mandatory finding; the analyze summary lists the policy as not judged.
 
 Source: seed 001 (the candle-vllm Deployment ran under runc: libcuda.so was never injected
 and candle-vllm panicked in cudarc, "Unable to dynamically load the cuda shared library"),
-seed 003 (clef-candle.yaml carries the same comment), spec "GPU runtime" row.
+seed 003 (clef-candle.yaml carries the same comment), spec "GPU runtime" row; issue 12 (9 of
+10 public workloads flagged on clusters where the runtime is the default).
 
 Does not check: that the RuntimeClass object exists on the cluster; pods that reach a GPU
 without requesting nvidia.com/gpu (NVIDIA_VISIBLE_DEVICES=all); parked workloads are judged
@@ -15,23 +24,37 @@ too (unparking is one replicas change).
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
 
 from core import facts
 from core.problems import Finding
 from policylib import resource_helpers as rh
-from policylib import terms
-from policylib import workloads
+from policylib import stackconfig, terms, workloads
 
 NAME = "gpu-runtime-class"
+
+
+def required_class(config: Optional[dict[str, Any]]) -> Optional[str]:
+    """The RuntimeClass GPU pods must name: the ``runtimeClassName`` parameter, else the
+    inventory's ``gpu_runtime_class``; None when neither says (or the inventory is unreadable,
+    which the stack policies report): the policy does not run."""
+    given = (config or {}).get("runtimeClassName")
+    if given:
+        return str(given)
+    try:
+        return stackconfig.inventory().gpu_runtime_class
+    except stackconfig.StackConfigError:
+        return None
 
 
 def validate(args, report_violation) -> None:
     w = workloads.of(args)
     if w is None or not w.is_gpu:
         return
-    want = str(args.get_config().get("runtimeClassName", facts.GPU_RUNTIME_CLASS))
-    if w.runtime_class == want:
+    want = required_class(args.get_config())
+    if want is None or w.runtime_class == want:
         return
     written = f"runtimeClassName {w.runtime_class}" if w.runtime_class else "no runtimeClassName"
     report_violation(terms.message(w.annotations, Finding(
@@ -45,20 +68,26 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="GPU pods (nvidia.com/gpu > 0) set runtimeClassName nvidia, so libcuda.so is injected.",
+    description=(
+        "GPU pods (nvidia.com/gpu > 0) set the runtimeClassName the inventory names (nvidia on worker-1), "
+        "so libcuda.so is injected."
+    ),
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     remediation_steps=(
         "Set runtimeClassName: nvidia in the pod spec (Deployment spec.template.spec, "
-        "InferenceService spec.predictor). The components set it for every workload with cards."
+        "InferenceService spec.predictor). The components set it for every workload with cards. "
+        "On a cluster whose default runtime injects the driver, leave gpu_runtime_class out of llm-serving:cluster."
     ),
     config_schema=PolicyConfigSchema(
         properties={
             "runtimeClassName": {
                 "type": "string",
-                "default": facts.GPU_RUNTIME_CLASS,
-                "description": "The RuntimeClass that injects the NVIDIA driver libraries (seed 001).",
+                "description": (
+                    "The RuntimeClass that injects the NVIDIA driver libraries; overrides the inventory's "
+                    "gpu_runtime_class (seed 001). Default: the inventory's."
+                ),
             }
         }
     ),

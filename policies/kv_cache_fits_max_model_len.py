@@ -2,9 +2,10 @@
 
 Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or InferenceService:
 
-- vLLM: ``--max-model-len`` is given explicitly (without it vLLM takes the model's
-  ``max_position_embeddings``, 262,144 tokens for Qwen3-Coder, and a ten-minute start ends
-  in an error), and the KV pool estimated by :func:`core.capacity.estimate_vllm` holds
+- vLLM: on a cluster whose inventory holds the team's conventions (``llm-serving:cluster``
+  ``house_conventions: true``, the user's), ``--max-model-len`` is given explicitly (without it
+  vLLM takes the model's ``max_position_embeddings``, 262,144 tokens for Qwen3-Coder, and a
+  ten-minute start ends in an error); everywhere, the KV pool estimated by :func:`core.capacity.estimate_vllm` holds
   at least ``max-model-len`` tokens (vLLM v0.11 ``check_enough_kv_cache_memory`` refuses to
   start otherwise: "To serve at least one request with the models's max seq len ...").
 - candle-vllm: ``--kv-fraction`` leaves a KV pool of at least one block after the workspace
@@ -32,6 +33,7 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import capacity
 from policylib import capacity_helpers as ch
+from policylib import stackconfig
 
 NAME = "kv-cache-fits-max-model-len"
 
@@ -53,12 +55,14 @@ def larger_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[t
     assert sc.facts is not None and sc.card is not None
     tp = sc.server.tensor_parallel * 2
     while tp * sc.server.pipeline_parallel <= cards_on_node:
-        if not sc.facts.tp_divisibility_problems(tp):
+        if not sc.facts.tp_divisibility_problems(tp, sc.server.engine):
             trial, _ = ch.vllm_estimate(sc.server, sc.facts, sc.card, tp=tp)
             if trial.fits_kv and trial.fits_weights:
                 return tp, trial
         tp *= 2
     return None
+
+
 
 
 def vllm_message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
@@ -78,8 +82,8 @@ def vllm_message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
             f"about {e.kv_tokens:,} tokens on {where(sc)} at gpu-memory-utilization {util:.2f} "
             f"({e.weights_gib_per_card:.2f} GiB of weights a card, TP={e.tp}), so vLLM refuses to start"
         )
-    if not parts:
-        return None
+    if not parts or (e.fits_kv and not stackconfig.house_conventions()):
+        return None  # it starts; an explicit --max-model-len is this cluster's convention only
     fixes, stack_fixes = [], []
     if not e.fits_kv:
         fixes.append(f"lower --max-model-len to at most {e.kv_tokens:,}")

@@ -1,9 +1,13 @@
 """moving-tag-pull-always: an image not pinned by digest is pulled on every pod start.
 
 Rule, for every container and init container of every object that runs pods (GPU or not):
-an image without ``@sha256:`` digest has a moving tag, whatever the tag says (``:sm70``,
-``:v0.11.0``, ``:latest`` or none: a tag can be pushed again), so its effective
-``imagePullPolicy`` is ``Always``. An omitted policy counts as what the API server stores:
+an image without ``@sha256:`` digest has a moving tag, so its effective ``imagePullPolicy`` is
+``Always``. Which tags move is a fact of the cluster's registry: where the inventory says tags
+are rebuilt in place (``llm-serving:cluster`` ``image_tags_rebuilt: true``; the user's forge
+rebuilds ``:sm70``, seed 003) every tag moves, whatever it says (``:sm70``, ``:v0.11.0``,
+``:latest`` or none). Elsewhere a tag naming a release (``v0.11.0``, ``3.2.1``:
+``core.images.ImageRef.version``) is taken as fixed, as public registries publish them, and
+only the others (``latest``, ``nightly``, ``main``, ``sm70``) are judged. An omitted policy counts as what the API server stores:
 ``Always`` for ``:latest`` or no tag, ``IfNotPresent`` for any other tag (Kubernetes docs,
 "Image pull policy").
 
@@ -23,14 +27,24 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import facts
 from core.problems import Finding
 from policylib import resource_helpers as rh
-from policylib import terms
+from policylib import stackconfig, terms
 
 NAME = "moving-tag-pull-always"
+
+
+def tags_rebuilt() -> bool:
+    """The inventory's ``image_tags_rebuilt`` (False when the inventory is missing or invalid:
+    the stack policies report that)."""
+    try:
+        return stackconfig.inventory().image_tags_rebuilt
+    except stackconfig.StackConfigError:
+        return False
 
 
 def validate(args, report_violation) -> None:
     if args.resource_type not in rh.CONTAINER_TYPES:
         return
+    rebuilt = tags_rebuilt()
     label = rh.object_label(args.props, args.resource_type)
     annotations = rh.annotations_of(args.props)
     for where, spec in rh.pod_specs(args.resource_type, args.props):
@@ -39,7 +53,7 @@ def validate(args, report_violation) -> None:
             if not image:
                 continue
             ref = rh.parse_image(image)
-            if ref.pinned:
+            if ref.pinned or (ref.version is not None and not rebuilt):
                 continue
             policy, defaulted = rh.effective_pull_policy(ref, c.get("imagePullPolicy"))
             if policy == facts.MOVING_TAG_PULL_POLICY:

@@ -2,9 +2,12 @@
 
 Rule: when a pod holds more than one card (nvidia.com/gpu summed over its containers), each
 container that holds cards mounts at ``/dev/shm`` an ``emptyDir`` volume with
-``medium: Memory`` and a ``sizeLimit`` of at least ``minSizeLimitMiB`` (default 1024 MiB,
-16 x the 64Mi container default that failed; the components use 8Gi, ``facts.SHM_SIZE_LIMIT``),
-and the container's memory limit, when set, covers that sizeLimit: tmpfs pages are charged to
+``medium: Memory``, and the container's memory limit, when set, covers its sizeLimit. On a
+cluster whose inventory holds the team's conventions (``llm-serving:cluster``
+``house_conventions: true``, the user's) the sizeLimit must also be given and at least
+``minSizeLimitMiB`` (default 1024 MiB, 16 x the 64Mi container default that failed; the
+components use 8Gi, ``facts.SHM_SIZE_LIMIT``); elsewhere a Memory emptyDir without one is
+bounded by the pod's memory and passes: tmpfs pages are charged to
 the container's memory cgroup, so a full /dev/shm under a smaller limit OOM-kills the server.
 
 Source: coder.yaml (vLLM TP=2: "NCCL all-reduce over TP=2 moves through /dev/shm. The 64Mi
@@ -26,7 +29,8 @@ P2P transport and only its small segments in the 64Mi default; it is flagged, an
 component adds the volume (a listed fidelity delta).
 
 Does not check: single-card pods (no collective); ``hostIPC``; a ``/dev/shm`` from a
-hostPath; parked workloads are judged too (unparking is one replicas change).
+hostPath; the KServe ``predictor.model`` container (its mounts come from the ServingRuntime);
+parked workloads are judged too (unparking is one replicas change).
 """
 
 from __future__ import annotations
@@ -39,8 +43,7 @@ from core import facts
 from core.quantity import QuantityError
 from core.problems import Finding
 from policylib import resource_helpers as rh
-from policylib import terms
-from policylib import workloads
+from policylib import stackconfig, terms, workloads
 
 NAME = "multi-gpu-shm"
 DEFAULT_MIN_SIZE_MIB = 1024
@@ -57,8 +60,10 @@ def _shm_mount(c: workloads.Container):
     return None
 
 
-def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: float) -> list[str]:
-    """Problems of one card-holding container of a multi-card pod; ``[]`` when its /dev/shm is right."""
+def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: float, house: bool = True) -> list[str]:
+    """Problems of one card-holding container of a multi-card pod; ``[]`` when its /dev/shm is right.
+    ``house``: the cluster's conventions apply (a sizeLimit of at least ``min_mib``); without them
+    an unbounded Memory emptyDir (bounded by the memory limit, tmpfs being charged to it) passes."""
     mount = _shm_mount(c)
     if mount is None:
         return [f"mounts nothing at {facts.SHM_MOUNT_PATH}, so it gets the 64Mi container default"]
@@ -75,10 +80,10 @@ def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: f
     if size is None:
         if size_raw is not None:  # core.quantity refuses it, as the stack file's check does
             problems.append(f"volume {name} sizeLimit: {QuantityError(size_raw).rule}; write e.g. \"8Gi\"")
-        else:
+        elif house:
             problems.append(f"volume {name} at {facts.SHM_MOUNT_PATH} has no sizeLimit")
         return problems
-    if size < min_mib:
+    if size < min_mib and house:
         problems.append(f"volume {name} sizeLimit {size_raw} is below {min_mib:g} MiB")
     if c.memory_limit_mib is not None and c.memory_limit_mib < size:
         problems.append(
@@ -93,8 +98,11 @@ def validate(args, report_violation) -> None:
     if w is None or w.cards_per_pod <= 1:
         return
     min_mib = float(args.get_config().get("minSizeLimitMiB", DEFAULT_MIN_SIZE_MIB))
+    house = stackconfig.house_conventions()
     for c in rh.gpu_containers(w):
-        for problem in container_problems(w, c, min_mib):
+        if c.from_runtime:
+            continue  # KServe predictor.model: the ServingRuntime gives its mounts (not in the manifests)
+        for problem in container_problems(w, c, min_mib, house):
             report_violation(terms.message(w.annotations, Finding(
                 f"{rh.workload_label(w)}, container {c.name}",
                 f"pods hold {w.cards_per_pod} cards and the container {problem}; NCCL's all-reduce "

@@ -55,7 +55,7 @@ CONFIG_PROPERTIES = {
     "countSurge": {
         "type": "boolean",
         "default": True,
-        "description": "Count the extra pods a RollingUpdate starts (maxSurge x the pod's memory request).",
+        "description": "Count the extra pods a RollingUpdate starts beside the old ones (maxSurge x the pod's memory request, when maxUnavailable is 0).",
     },
     "headroomMiB": {
         "type": "integer",

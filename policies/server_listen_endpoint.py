@@ -11,9 +11,10 @@ engine's default port, vLLM 8000 and candle-vllm 2000):
   ``grpc``; a named port resolved through the container's named ``containerPort``) targets
   the listen port: a startup probe on another port never succeeds and the kubelet kills the
   server when its budget runs out, a readiness probe there keeps the pod out of the Service;
-- when the container declares ``containerPort``s, the listen port is one of them: a Service
-  ``targetPort`` naming or numbering the declared port reaches nothing (service-target-port
-  judges the Service side with the same endpoint).
+- on a cluster whose inventory sets ``house_conventions`` (the user's), when the container
+  declares ``containerPort``s, the listen port is one of them. Elsewhere a containerPort is
+  informational (a metrics port beside the server is common) and only a Service ``targetPort``
+  that reaches no listener is wrong, which service-target-port judges with the same endpoint.
 
 Source: issue 10 ("Where the server listens"); coder.yaml and every server of the namespace
 (``--host=0.0.0.0 --port=8080``, candle-vllm ``--p 8080``, probes on 8080).
@@ -33,7 +34,7 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import rules
 from core.problems import Finding
 from policylib import resource_helpers as rh
-from policylib import terms, workloads
+from policylib import stackconfig, terms, workloads
 
 NAME = "server-listen-endpoint"
 SOURCE = "issue 10 (where the server listens); coder.yaml (--host=0.0.0.0 --port=8080, probes on 8080)"
@@ -55,8 +56,9 @@ def probe_port(probe: Mapping, c: workloads.Container) -> tuple[Optional[int], A
     return None, None
 
 
-def findings(w: workloads.Workload, c: workloads.Container, ep: workloads.Endpoint) -> list[Finding]:
-    """What is wrong with where container ``c`` of ``w`` listens, against its probes and ports."""
+def findings(w: workloads.Workload, c: workloads.Container, ep: workloads.Endpoint, house: bool = True) -> list[Finding]:
+    """What is wrong with where container ``c`` of ``w`` listens, against its probes and ports;
+    ``house``: the inventory's ``house_conventions`` (the declared containerPort must be the listen port)."""
     subject = f"{rh.workload_label(w)}, container {c.name}"
     out: list[Finding] = []
     if rules.loopback_host(ep.host):
@@ -86,7 +88,7 @@ def findings(w: workloads.Workload, c: workloads.Container, ep: workloads.Endpoi
             f"point the {field} at port {ep.port}, or make the server listen where the probe knocks",
             SOURCE,
         ))
-    if c.ports and ep.port not in c.ports:
+    if house and c.ports and ep.port not in c.ports:
         out.append(Finding(
             subject,
             f"declares containerPort {', '.join(str(p) for p in c.ports)}, but {ep.engine} listens on {ep.port_text}",
@@ -104,7 +106,7 @@ def validate(args, report_violation) -> None:
         ep = workloads.endpoint(server)
         if ep is None:
             continue
-        for finding in findings(w, c, ep):
+        for finding in findings(w, c, ep, stackconfig.house_conventions()):
             report_violation(terms.message(w.annotations, finding), args.urn)
 
 

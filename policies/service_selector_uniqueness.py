@@ -1,7 +1,9 @@
 """service-selector-uniqueness: each Service selects exactly one running workload.
 
 Rule: a Service's selector matches the pod labels of exactly one running workload
-(Deployment, StatefulSet or InferenceService predictor, replicas > 0) in its namespace.
+(Deployment, StatefulSet, InferenceService predictor or LeaderWorkerSet, replicas > 0) in its
+namespace. A LeaderWorkerSet's pods carry ``leaderworkerset.sigs.k8s.io/name`` and, on leaders,
+``leaderworkerset.sigs.k8s.io/worker-index: "0"`` beside its templates' labels.
 
 - Two or more: traffic splits across them (two models, or two implementations of one).
   Message: ``Service coder-predictor selects 2 running workloads: candle-vllm (Deployment),
@@ -23,7 +25,9 @@ Pod labels are indexed by (namespace, key, value) (:class:`policylib.stack_helpe
 so the cost is linear in Services plus the matches, not Services x workloads.
 
 Does NOT check: Services without a selector (manual Endpoints: not applicable, skipped);
-ExternalName Services (no selector); bare Pods, Jobs and DaemonSets (not indexed); pods of
+ExternalName Services (no selector); a Service whose selector matches only pods of a kind the
+pack does not model (bare Pods, Jobs, DaemonSets, custom resources with pod templates such as a
+RayCluster): not reported as selecting nothing; pods of
 workloads outside the stack; whether the single match is Ready.
 """
 
@@ -57,9 +61,12 @@ def check_service(svc: workloads.Service, index: PodIndex):
         return None
     selected = index.select(svc.namespace, svc.selector)
     live = stack_helpers.running(selected)
-    if len(live) == 1:
+    # One object may give several pod sets (a LeaderWorkerSet's leaders and workers): count objects.
+    objects = {(w.kind, w.name) for w in live}
+    if len(objects) == 1:
         return None
-    if len(live) >= 2:
+    if len(objects) >= 2:
+        live = tuple({(w.kind, w.name): w for w in live}.values())
         return terms.message(svc.annotations, Finding(
             f"Service {svc.name}",
             f"selects {len(live)} running workloads: {_describe(live)}; its traffic splits across "
@@ -70,6 +77,8 @@ def check_service(svc: workloads.Service, index: PodIndex):
         ))
     if svc.parked_reason is not None:
         return None
+    if not selected and stack_helpers.selects_other_pods(index, svc.namespace, svc.selector) is not None:
+        return None  # pods of a kind the pack does not model (policylib.coverage says so)
     parked = [w for w in selected if not w.running]
     what = f"only parked {_describe(parked)}" if parked else "no workload"
     return terms.message(svc.annotations, Finding(

@@ -69,6 +69,8 @@ def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.W
             head, f"{target} names no containerPort of {who} (named ports: {', '.join(names) or 'none'}); "
             "Kubernetes publishes no endpoint for it",
             "name the container port or use the number", SOURCE))
+    if any(c.server is not None and listen_port(c.server) == number for c in w.containers):
+        return None  # the server listens on it: containerPort lists are informational
     declared = stack_helpers.declared_ports(w)
     if declared and number not in declared:
         return terms.message(svc.annotations, Finding(

@@ -1,14 +1,18 @@
 """tensor-parallel-divisibility: tensor parallel size divides the model's sharded dimensions.
 
 Rule, per vLLM / candle-vllm container with tensor parallel above 1 (vLLM
-``--tensor-parallel-size``, candle-vllm the count of ``--d`` devices): attention heads, KV
-heads, intermediate size and vocabulary divide by TP, and so do the experts' width of an MoE
-model and, for a GPTQ checkpoint, the quantization groups of the row-parallel projections
-(:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`). An uneven split fails
-at load: vLLM asserts the divisions (``divide`` in vllm/distributed/utils.py); candle-vllm
-divides heads by the rank count with integer division (qwen.rs), so the shards no longer
-match the layer shapes. A server
-whose model is not in the stack's models is reported with how to add it.
+``--tensor-parallel-size``, candle-vllm the count of ``--d`` devices), by engine
+(:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`): candle-vllm needs attention
+heads, KV heads, intermediate size and vocabulary to divide by TP (it divides heads by the
+rank count with integer division, qwen.rs, so the shards no longer match the layer shapes);
+vLLM needs the attention heads to divide, replicates the KV heads when TP exceeds them (TP a
+multiple of them), pads the vocabulary, and asserts a dense MLP's split (``divide`` in
+vllm/distributed/utils.py). Both: the experts' width of an MoE model and, for a GPTQ
+checkpoint, the quantization groups of the row-parallel projections. A server
+whose model is not in the stack's models is reported with how to add it where the inventory holds
+the house conventions (the user's cluster), and not judged elsewhere; a stack that lists no
+model at all (``llm-serving:models`` absent: someone else's cluster) is not judged, and the
+analyze summary says so.
 
 Source: seed 001 (coder-14b-fp16.yaml: "Every dimension divides by 2: attention heads 40 ->
 20, KV heads 8 -> 4, intermediate_size 13824 -> 6912, vocab 152064 -> 76032. Verify this first
@@ -31,10 +35,10 @@ from policylib import stackconfig, terms, workloads
 NAME = "tensor-parallel-divisibility"
 
 
-def sizes_that_divide(facts: ModelFacts) -> list[int]:
+def sizes_that_divide(facts: ModelFacts, engine: str = "candle-vllm") -> list[int]:
     """The TP sizes suggested in messages: those up to ``rules.MAX_SUGGESTED_TP`` that divide
-    every sharded dimension (``core.rules.tp_sizes_that_divide``, as the config check)."""
-    return rules.tp_sizes_that_divide(facts)
+    every dimension ``engine`` shards (``core.rules.tp_sizes_that_divide``, as the config check)."""
+    return rules.tp_sizes_that_divide(facts, engine=engine)
 
 
 def validate(args, report_violation) -> None:
@@ -53,9 +57,13 @@ def validate(args, report_violation) -> None:
             "the pack's inventory (the stack config)",
         )), args.urn)
         return
+    if not models.entries:
+        return  # the stack describes no model: not judged (policylib.coverage says so)
     for c, s in parallel:
         where = f"{w.kind} {w.name}" + (f", container {c.name}" if len(w.servers) > 1 else "")
         found = models.find(s.model_arg)
+        if found is None and not stackconfig.house_conventions():
+            continue  # a model the stack does not list, on someone else's cluster: not judged (coverage)
         if found is None:
             unknown, _, add = ch.unknown_model_message(s.model_arg, s.engine).partition("; ")
             report_violation(terms.message(w.annotations, Finding(
@@ -64,15 +72,15 @@ def validate(args, report_violation) -> None:
             )), args.urn)
             continue
         key, facts = found
-        problems = facts.tp_divisibility_problems(s.tensor_parallel)
+        problems = facts.tp_divisibility_problems(s.tensor_parallel, s.engine)
         if problems:
-            fits = ", ".join(str(tp) for tp in sizes_that_divide(facts))
+            fits = ", ".join(str(tp) for tp in sizes_that_divide(facts, s.engine))
             report_violation(terms.message(w.annotations, Finding(
                 where,
                 f"tensor parallel {s.tensor_parallel} does not divide model {key}: {'; '.join(problems)}; "
                 "the shards would be uneven and the server fails at load",
                 f"use a tensor parallel size that divides them ({fits}), with the pod's nvidia.com/gpu to match",
-                "seed 001 (candle-vllm TP must divide the attention heads, KV heads and vocabulary)",
+                "seed 001 (candle-vllm); vLLM's own checks for vLLM",
                 stack_fix=f"set cards under {{key}} to one of {fits}",
             )), args.urn)
 

@@ -11,7 +11,9 @@ Source: issue 3 item 3; coder.yaml (``--tensor-parallel-size=2``, ``--pipeline-p
 with ``nvidia.com/gpu: "2"``), seed 002 reasoning.yaml (TP 1 on 1 card).
 
 Does not check: that TP divides the model's heads (the TP divisibility policy, with model
-facts); multi-node pipeline parallelism (Ray clusters), which this stack does not run.
+facts); multi-node pipeline parallelism (Ray clusters, LeaderWorkerSets), which this stack does
+not run; a pod on another vendor's accelerator (``amd.com/gpu``, ``google.com/tpu``), whose cards
+are not nvidia.com/gpu (the analyze summary lists it as not judged).
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ def data_parallel(server: workloads.ServerArgs) -> int:
 
 def validate(args, report_violation) -> None:
     w = workloads.of(args)
-    if w is None:
-        return
+    if w is None or (not w.is_gpu and w.other_accelerator):
+        return  # another vendor's accelerator (amd.com/gpu, google.com/tpu): not modelled
     for c, server in w.servers_of("vllm"):
         tp, pp, dp = server.tensor_parallel, server.pipeline_parallel, data_parallel(server)
         ranks = tp * pp * dp

@@ -46,7 +46,7 @@ def smallest_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional
     e = sc.estimate
     tp = e.tp * 2
     while tp * e.pp <= cards_on_node:
-        if not sc.facts.tp_divisibility_problems(tp):
+        if not sc.facts.tp_divisibility_problems(tp, sc.server.engine):
             weights = capacity.weights_per_card(sc.facts, tp, pp=e.pp, engine=e.engine)
             if e.engine == "vllm":
                 act = capacity.vllm_activation_bytes(

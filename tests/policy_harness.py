@@ -96,7 +96,14 @@ def expectations(case: Path) -> list[str]:
 
 
 def stack_file_for(case: Path) -> Path:
-    """The fixture's stack file: ``<policy dir>/Pulumi.fixture.yaml`` if present, else the default."""
+    """The fixture's stack file: the one its ``# inventory: <path under policies/fixtures>`` line
+    names (someone else's cluster: ``inventories/public.yaml``), else ``<policy
+    dir>/Pulumi.fixture.yaml`` if present, else the default (the user's cluster)."""
+    for line in case.read_text().splitlines():
+        if line.startswith("# inventory:"):
+            return FIXTURES / line.split(":", 1)[1].strip()
+        if not line.startswith("#"):
+            break
     own = case.parent.parent / "Pulumi.fixture.yaml"
     return own if own.exists() else DEFAULT_STACK_FILE
 

@@ -64,8 +64,14 @@ def test_dtype_rule_follows_the_node_card(monkeypatch):
     (v,) = run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16")))
     assert v.message == (
         "Deployment c, container candle (on worker-1 (Tesla-V100-PCIE-32GB, sm_70)): --dtype bf16: bf16 has no "
-        "tensor-core path on Volta (sm_70). Fix: --dtype f16. Source: seed 001 (candle-vllm.yaml: bf16 on sm_70)."
+        "tensor-core path on sm_70 (it needs sm_80). Fix: --dtype f16. Source: seed 001 (candle-vllm.yaml: bf16 on sm_70)."
     )
+    p100 = {"nodes": [{"name": "worker-1", "cards": 4, "allocatable_memory_mib": 63495, "card": {
+        "product": "Tesla-P100", "memory_mib": 16384, "compute_capability": "6.0", "nvlink": False, "hbm_bandwidth_gb_s": 732}}]}
+    monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps(p100))
+    (v,) = run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16")))
+    # Issue 12 kind 7: the message states the card's own compute capability, not sm_70.
+    assert "(Tesla-P100, sm_60)): --dtype bf16: bf16 has no tensor-core path on sm_60 (it needs sm_80)" in v.message
     a100 = {"nodes": [{"name": "worker-1", "cards": 4, "allocatable_memory_mib": 63495, "card": {
         "product": "A100", "memory_mib": 81920, "compute_capability": "8.0", "nvlink": True, "hbm_bandwidth_gb_s": 2039}}]}
     monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps(a100))

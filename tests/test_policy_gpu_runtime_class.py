@@ -33,7 +33,8 @@ def _run(text: str, config=None):
 
 def test_seed_001_message_names_object_cards_and_fix_and_carries_the_urn():
     (v,) = _run(_deployment())
-    assert v.message.startswith("Deployment srv: pods hold 1 card(s) of nvidia.com/gpu but set no runtimeClassName")
+    assert v.message.startswith("Deployment srv: pods hold 1 card(s) of nvidia.com/gpu but set no runtimeClassName;"
+                                " GPU pods need runtimeClassName nvidia")
     assert "runtimeClassName: nvidia" in v.message
     assert v.urn.endswith("kubernetes:apps/v1:Deployment::llm-serving/srv")
 
@@ -51,6 +52,28 @@ def test_runtime_class_parameter_overrides_the_default():
     assert _run(_deployment(runtime="nvidia-cdi"), {"runtimeClassName": "nvidia-cdi"}) == []
     (v,) = _run(_deployment(runtime="nvidia"), {"runtimeClassName": "nvidia-cdi"})
     assert "set runtimeClassName nvidia; GPU pods need runtimeClassName nvidia-cdi" in v.message
+
+
+def _public_inventory() -> None:
+    """A cluster whose inventory does not say GPU pods need a RuntimeClass (GKE, GPU Operator)."""
+    config = load_stack_file(DEFAULT_STACK_FILE)
+    cluster = dict(config["llm-serving:cluster"])
+    cluster.pop("gpu_runtime_class")
+    use_stack_config({**config, "llm-serving:cluster": cluster})
+
+
+def test_not_run_when_the_inventory_does_not_say_the_cluster_needs_a_runtime_class():
+    _public_inventory()
+    assert run_policy(mod.POLICY, manifests(_deployment())) == []
+    assert run_policy(mod.POLICY, manifests(_deployment(runtime="runc"))) == []
+    # The parameter still asks for it explicitly.
+    (v,) = run_policy(mod.POLICY, manifests(_deployment()), {"runtimeClassName": "nvidia"})
+    assert "need runtimeClassName nvidia" in v.message
+
+
+def test_the_users_inventory_says_nvidia():
+    config = load_stack_file(DEFAULT_STACK_FILE)
+    assert config["llm-serving:cluster"]["gpu_runtime_class"] == "nvidia"
 
 
 def test_other_types_are_not_judged():

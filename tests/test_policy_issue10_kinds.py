@@ -95,10 +95,21 @@ def test_tcp_and_grpc_probes_are_judged_and_a_named_port_resolves():
     assert "its readinessProbe targets port 9000, but vllm listens on 8080 (--port)" in m
 
 
-def test_a_server_wrapped_in_a_shell_is_not_guessed():
+def test_a_server_wrapped_in_a_shell_is_read_as_it_will_run():
+    """The shell script is read as the server's argv (core.argv, issue 12 kind 2): its loopback
+    host and its port are judged like a literal argv."""
     d = copy.deepcopy(DEP)
     c = _c(d)
     c["command"] = ["sh", "-c", "exec vllm serve m --host 127.0.0.1 --port 9999"]
+    del c["args"]
+    messages = _run(server_listen_endpoint.POLICY, d)
+    assert any("vllm listens on --host 127.0.0.1, a loopback address" in m for m in messages), messages
+
+
+def test_a_server_whose_port_comes_from_a_configmap_is_not_guessed():
+    d = copy.deepcopy(DEP)
+    c = _c(d)
+    c["command"] = ["sh", "-c", "exec vllm serve m --host 127.0.0.1 --port $(cat /etc/port)"]
     del c["args"]
     assert _run(server_listen_endpoint.POLICY, d) == []
 

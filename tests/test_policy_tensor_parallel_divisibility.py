@@ -43,10 +43,43 @@ def test_seed_001_dimensions_divide_by_two_and_four():
     assert run(vllm("/mnt/models/coder-14b-fp16", 4)) == []
 
 
-def test_moe_gptq_at_tp8_names_the_kv_heads_and_suggests_sizes():
-    (message,) = run(vllm("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8))
-    assert "tensor parallel 8 does not divide model qwen3-30b-a3b-gptq-int4: num_key_value_heads 4 % 8 = 4" in message
-    assert "(1, 2, 4)" in message
+def candle(weights: str, tp: int) -> str:
+    devices = ",".join(str(i) for i in range(tp))
+    args = ["--w", weights, "--d", devices, "--dtype", "f16"]
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: srv, namespace: llm-serving}}
+spec:
+  template:
+    spec:
+      containers:
+      - {{name: s, image: candle-vllm:sm70, command: [/usr/local/bin/candle-vllm], args: {json.dumps(args)},
+          resources: {{limits: {{nvidia.com/gpu: "{tp}"}}}}}}
+"""
+
+
+def test_vllm_replicates_kv_heads_when_tp_is_a_multiple_of_them():
+    """Issue 12: Qwen3-30B-A3B has 32 heads and 4 KV heads; vLLM at TP=8 holds 4 heads a rank and
+    a replica of one KV head (QKVParallelLinear), and pads the vocabulary: it loads."""
+    assert run(vllm("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8)) == []
+
+
+def test_vllm_still_needs_the_attention_heads_and_a_kv_multiple():
+    (message,) = run(vllm("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 6))
+    assert ("tensor parallel 6 does not divide model qwen3-30b-a3b-gptq-int4: num_attention_heads 32 % 6 = 2; "
+            "tensor parallel 6 is above num_key_value_heads 4 and not a multiple of it (6 % 4 = 2)") in message
+    assert "(1, 2, 4, 8)" in message
+
+
+def test_candle_vllm_keeps_the_stricter_rule_of_seed_001():
+    """candle-vllm divides the KV heads and the vocabulary too (seed 001): TP=3 names each."""
+    (message,) = run(candle("/mnt/models/coder-14b-fp16", 3))
+    assert "does not divide model coder-14b-fp16: num_attention_heads 40 % 3 = 1; num_key_value_heads 8 % 3 = 2;" in message
+    from core import modelfacts
+    qwen3 = modelfacts.CATALOG["Qwen/Qwen3-30B-A3B-GPTQ-Int4"]
+    assert "num_key_value_heads 4 % 8 = 4" in qwen3.tp_divisibility_problems(8, "candle-vllm")
+    assert qwen3.tp_divisibility_problems(8, "vllm") == []
 
 
 def test_tp1_needs_no_model_facts():

@@ -82,7 +82,7 @@ def test_checkpoint_quantization_from_the_stack_models_is_judged_without_the_fla
     assert [v.message.split(": ", 1)[1] for v in found] == [
         "the checkpoint's awq quantization (picked up without --quantization): its kernels need sm75+ "
         "(FP8 / INT4 tensor cores, Marlin), not sm_70. Fix: use a gptq or unquantized float16 checkpoint. "
-        "Source: seed 000 (coder.yaml: what vLLM v0.11.0 needs on sm_70, no NVLink)."
+        "Source: seed 000 (coder.yaml: what vLLM v0.11.0 needs on the V100s, no NVLink)."
     ]
 
 
@@ -114,3 +114,59 @@ def test_missing_inventory_is_one_violation_that_says_which_key(monkeypatch):
     (v,) = run_policy(mod.POLICY, manifests(_vllm(BF16)))
     assert v.message.startswith("policy vllm-volta: cannot judge this resource: the stack config has no llm-serving:cluster")
     assert "Fix: give the stack file's config the llm-serving:cluster inventory" in v.message
+
+
+def _sampler_case(image: str, env: str = "[]") -> list[str]:
+    text = _vllm("[--model=m, --dtype=float16]", env=env).replace('"vllm/vllm-openai:v0.11.0"', f'"{image}"')
+    return [m for m in _run(text) if "VLLM_USE_FLASHINFER_SAMPLER" in m]
+
+
+def test_sampler_rule_holds_for_the_releases_that_turn_it_on():
+    """Issue 12: the FlashInfer sampler is on by default from vLLM 0.8.0 (V1); before it, V0 used
+    it only when asked. The release comes from the image tag."""
+    (message,) = _sampler_case("vllm/vllm-openai:v0.11.0")
+    assert "is not set: FlashInfer's sampler raises on sm_70 (vLLM 0.11.0 samples with FlashInfer unless it is 0)" in message
+    assert _sampler_case("vllm/vllm-openai:v0.6.4") == []
+    assert _sampler_case("vllm/vllm-openai:v0.9.2", env="[{name: VLLM_USE_V1, value: '0'}]") == []
+    # Asked for explicitly, it raises on any release.
+    (message,) = _sampler_case("vllm/vllm-openai:v0.6.4", env="[{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]")
+    assert "is '1'" in message
+
+
+def test_sampler_rule_says_when_the_release_is_unknown():
+    (message,) = _sampler_case("vllm/vllm-openai:latest")
+    assert "the image tag :latest names no release, so the sampler is taken as on, as in every release from 0.8.0" in message
+
+
+def test_messages_state_the_cards_own_compute_capability(monkeypatch):
+    """Issue 12 kind 7: every number a message states is the object's: a P100 is sm_60, not sm_70."""
+    p100 = {"product": "Tesla-P100-PCIE-16GB", "memory_mib": 16384, "compute_capability": "6.0", "nvlink": False,
+            "hbm_bandwidth_gb_s": 732}
+    set_key(monkeypatch, "llm-serving:cluster", _cluster(("worker-1", 4, p100)))
+    messages = _run(_vllm("[--model=m, --dtype=bfloat16, --kv-cache-dtype=fp8]", env="[]"))
+    joined = "\n".join(messages)
+    assert "--dtype bfloat16: sm_60 has no bf16 support" in joined
+    assert "--kv-cache-dtype fp8: sm_60 has no FP8" in joined
+    assert "FlashInfer's sampler raises on sm_60" in joined
+    assert "sm_70" not in joined
+
+
+def test_auto_dtype_of_a_float16_checkpoint_is_a_house_convention(monkeypatch):
+    """Issue 12: the GPTQ checkpoint's torch_dtype is float16, so vLLM's auto takes float16, which
+    sm_70 runs; an explicit --dtype is the user's convention (house_conventions), required there only."""
+    text = _vllm("[--model=Qwen/Qwen3-30B-A3B-GPTQ-Int4]")
+    assert any("no explicit --dtype" in m for m in _run(text))
+    cluster = json.loads(pulumi.runtime.config.CONFIG.get()["llm-serving:cluster"])
+    set_key(monkeypatch, "llm-serving:cluster", {**cluster, "house_conventions": False})
+    assert not any("--dtype" in m for m in _run(text))
+    # A bf16 checkpoint still needs the explicit half dtype everywhere.
+    assert any("no explicit --dtype" in m for m in _run(_vllm("[--model=/mnt/models/coder-14b-fp16]")))
+
+
+def test_custom_all_reduce_flag_is_needed_at_tp2_only():
+    """Issue 12: above two PCIe-only cards vLLM disables its custom all-reduce itself; the
+    deadlock (coder.yaml) was the TP=2 pair."""
+    two = _run(_vllm("[--model=m, --dtype=float16, -tp, '2']", cards=2, node="worker-1"))
+    assert any("TP 2 without NVLink (worker-1)" in m for m in two)
+    four = _run(_vllm("[--model=m, --dtype=float16, -tp, '4']", cards=4, node="worker-1"))
+    assert not any("custom" in m for m in four)

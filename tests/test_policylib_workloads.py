@@ -84,7 +84,8 @@ spec:
 """
     )
     x = _workload(r)
-    assert (x.strategy_type, x.max_surge) == ("RollingUpdate", 1)  # default 25% rounds up to one pod
+    # Kubernetes scales the default 25% by the replicas: ceil(25% x 0) = 0 surge pods while parked.
+    assert (x.strategy_type, x.max_surge) == ("RollingUpdate", 0)
     assert (x.replicas, x.running, x.parked_reason, x.cold_start_seconds) == (0, False, "why", 240)
     (_, server), = x.servers
     # The comma-joined form is ONE name containing a comma (seed 002 reasoning.yaml).

@@ -21,6 +21,7 @@ from core import facts, rules
 from components.config import ConfigError, VllmWorkload, load_stack_config
 from policylib import stackconfig
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
+from tests.test_policy_tensor_parallel_divisibility import candle as candle_tp_server
 from tests.test_policy_tensor_parallel_divisibility import vllm as tp_server
 from tools.manifests import load_stack_file
 
@@ -136,21 +137,31 @@ def test_config_and_pack_agree_the_budget_must_exceed_the_cold_start(cold, perio
 
 # --- tensor parallel suggestions ----------------------------------------------------------
 
-@pytest.mark.parametrize("workload, model_arg, tp", [
-    ("candle-vllm", "/mnt/models/coder-14b-fp16", 3),
-    ("reasoning", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8),
-    ("reasoning", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", 3),
+@pytest.mark.parametrize("workload, engine, model_arg, tp", [
+    ("candle-vllm", "candle-vllm", "/mnt/models/coder-14b-fp16", 3),
+    ("reasoning", "vllm", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", 6),
+    ("reasoning", "vllm", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", 3),
 ])
-def test_config_and_pack_suggest_the_same_tp_sizes(workload, model_arg, tp):
+def test_config_and_pack_suggest_the_same_tp_sizes(workload, engine, model_arg, tp):
     def change(config):
         config[W][workload]["cards"] = tp
 
     (problem,) = [p for p in config_problems(change) if p.rule.startswith(f"tensor parallel {tp} does not divide")]
     from_config = problem.fix.rsplit(": ", 1)[1]
-    (message,) = policy_messages(tensor_parallel_divisibility.POLICY, tp_server(model_arg, tp))
+    server = tp_server(model_arg, tp) if engine == "vllm" else candle_tp_server(model_arg, tp)
+    (message,) = policy_messages(tensor_parallel_divisibility.POLICY, server)
     from_pack = re.search(r"divides them \(([\d, ]+)\)", message).group(1)
     key, model = stackconfig.models().find(model_arg)
-    assert from_config == from_pack == ", ".join(map(str, rules.tp_sizes_that_divide(model)))
+    assert from_config == from_pack == ", ".join(map(str, rules.tp_sizes_that_divide(model, engine=engine)))
+
+
+def test_config_and_pack_agree_vllm_replicates_kv_heads_at_tp8():
+    """Issue 12: vLLM at TP 8 on 4 KV heads replicates them; neither side refuses the split."""
+    def change(config):
+        config[W]["reasoning"]["cards"] = 8
+
+    assert not [p for p in config_problems(change) if p.rule.startswith("tensor parallel 8 does not divide")]
+    assert policy_messages(tensor_parallel_divisibility.POLICY, tp_server("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8)) == []
 
 
 # --- config_json paths --------------------------------------------------------------------

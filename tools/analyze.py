@@ -47,12 +47,18 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterable, Optional, Sequence
 
 import jsonschema
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2 as pb
 
+from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry
+from core.problems import ConfigError, Problem
+from core.rules import PROJECT_DIR
+from policylib import coverage
 from tools import packproc
 from tools.manifests import InputError, Resource, config_env, load_manifest_dir, load_stack_file
 from tools.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
@@ -302,6 +308,7 @@ class PackProcess:
             project=self.env.project, stack=self.env.stack, resources=len(resources),
             policies=tuple(_summary(p, reconciled[p.name]) for p in info.policies),
             findings=tuple(findings), plugin_version=self._plugin_version, notes=tuple(notes),
+            not_judged=tuple(not_judged(resources, self._config)),
         )
 
     def _sharded(self, method: str, requests: list[Any]) -> list[Any]:
@@ -378,6 +385,25 @@ class _Clock:
         now = time.perf_counter()
         self.laps[name] = now - self._t
         self._t = now
+
+
+def not_judged(resources: Sequence[Resource], config: dict[str, Any]) -> list[str]:
+    """What the pack did not judge in ``resources`` (``policylib.coverage``), with the inventory of
+    the stack ``config`` (None when it has none or it is invalid: the policies report that)."""
+    raw = config.get(f"{PROJECT}:{CLUSTER_CONFIG_KEY}")
+    try:
+        inventory = ClusterInventory.model_validate(json.loads(raw) if isinstance(raw, str) else raw) if raw else None
+    except ValueError:
+        inventory = None
+    views = [SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources]
+    raw_models = config.get(f"{PROJECT}:{MODELS_CONFIG_KEY}") or {}
+    try:
+        models = json.loads(raw_models) if isinstance(raw_models, str) else raw_models
+        entries = [ModelEntry.model_validate(e) for e in (models or {}).values()]
+    except ValueError:
+        entries = []
+    return coverage.not_judged(views, inventory, models_declared=bool(entries),
+                               model_known=lambda arg: arg is not None and any(e.matches(arg) for e in entries))
 
 
 def start_pack(config: dict[str, Any], *, stack: str = "prod", project: str = PROJECT,
@@ -508,11 +534,41 @@ def _display_path(p: Path) -> str:
         return p.as_posix()
 
 
+def inventory_problems(config: dict[str, Any]) -> list[Problem]:
+    """Problems of an inventory file's ``llm-serving:cluster`` and ``llm-serving:models``, each with
+    its key path (a model's ``config_json`` whose quantization the estimate does not know:
+    ``llm-serving:models.<key>.config_json``), checked with the core's models before the pack
+    starts, so a bad inventory is exit 2 and not a violation of every policy."""
+    problems: list[Problem] = []
+    cluster_key = f"{PROJECT}:{CLUSTER_CONFIG_KEY}"
+    raw = config.get(cluster_key)
+    try:
+        ClusterInventory.model_validate(json.loads(raw) if isinstance(raw, str) else raw)
+    except ValueError as err:
+        problems.append(Problem(cluster_key, raw, f"not a valid inventory: {err}".splitlines()[0] if raw is not None
+                                else "the inventory file has no llm-serving:cluster",
+                                "give the nodes, cards and allocatable memory in the format of Pulumi.prod.yaml"))
+    models_key = f"{PROJECT}:{MODELS_CONFIG_KEY}"
+    models = config.get(models_key) or {}
+    for key, entry in (json.loads(models) if isinstance(models, str) else models).items():
+        try:
+            ModelEntry.model_validate(entry).resolve(PROJECT_DIR)
+        except ValueError as err:
+            where = ".config_json" if isinstance(entry, dict) and "config_json" in entry else ""
+            problems.append(Problem(f"{models_key}.{key}{where}", entry.get("config_json") if where else entry,
+                                    str(err), "describe the model with a config.json the estimate knows, or inline facts"))
+    return problems
+
+
 def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Optional[dict[str, Any]] = None,
                       pack_dir: Path = PACK_DIR, workers: int = 1) -> Report:
     """Judge a directory of plain manifests with the config of the stack-format file
-    ``inventory`` (its ``llm-serving:cluster`` and ``llm-serving:models``)."""
+    ``inventory`` (its ``llm-serving:cluster`` and ``llm-serving:models``). Raises
+    :class:`AnalyzeError` (exit 2) listing each problem of the inventory with its key path."""
     config = load_stack_file(inventory)
+    problems = inventory_problems(config)
+    if problems:
+        raise AnalyzeError(ConfigError(problems, source=f"the inventory {inventory}").render())
     stack = stack_name_of(inventory)
     with start_pack(config, stack=stack, pack_dir=pack_dir, workers=workers) as pack:
         resources, sources = manifest_resources(directory, stack)

@@ -95,6 +95,8 @@ class Report:
     findings: tuple[Finding, ...]
     plugin_version: str = ""
     notes: tuple[str, ...] = ()
+    #: What the pack did not judge, and why (``policylib.coverage.not_judged``): said instead of a verdict.
+    not_judged: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "policies", tuple(sorted(self.policies, key=lambda p: p.name)))
@@ -150,7 +152,8 @@ class Report:
         policies = tuple(PolicySummary(**{**p, "tags": tuple(p.get("tags", ()))}) for p in d["policies"])
         findings = tuple(Finding(**f) for f in d["findings"])
         keep = {k: d[k] for k in ("pack", "pack_version", "project", "stack", "resources", "plugin_version") if k in d}
-        return cls(policies=policies, findings=findings, notes=tuple(d.get("notes", ())), **keep)
+        return cls(policies=policies, findings=findings, notes=tuple(d.get("notes", ())),
+                   not_judged=tuple(d.get("not_judged", ())), **keep)
 
     def render_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
@@ -199,6 +202,8 @@ class Report:
             lines.append(f"disabled by the policy pack config: {', '.join(disabled)}")
         for note in self.notes:
             lines.append(f"note: {note}")
+        for item in self.not_judged:
+            lines.append(f"not judged: {item}")
         lines.append(self.headline())
         return "\n".join(lines) + "\n"
 
@@ -270,6 +275,8 @@ class Report:
         disabled = [p.name for p in self.policies if p.level == DISABLED]
         if disabled:
             out += [f"Disabled by the policy pack config: {', '.join(f'`{n}`' for n in disabled)}", ""]
+        if self.not_judged:
+            out += ["Not judged:", ""] + [f"- {_md_cell(item)}" for item in self.not_judged] + [""]
         return "\n".join(out)
 
 

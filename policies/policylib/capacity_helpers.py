@@ -263,12 +263,16 @@ def validate_servers(
 ) -> None:
     """The ``validate`` of a per-server capacity policy (kv-cache-fits-max-model-len,
     weights-fit-card): for each vLLM / candle-vllm container of a workload resource, report
-    ``message_fn(server capacity, cards on its node)`` when it is not None. A missing or
+    ``message_fn(server capacity, cards on its node)`` when it is not None. A stack whose
+    ``llm-serving:models`` lists no model is not judged (the analyze summary says so); a server
+    whose model it does not list gets the "not in the stack's models" violation where the
+    inventory holds the house conventions (the user's cluster: every model is listed), and is not
+    judged elsewhere. A missing or
     invalid stack config is one violation, ``<Kind> <name>: <policy> cannot check <checking>:
     <error>`` with how to fix it."""
     w = workloads.of(args)
-    if w is None or not w.servers:
-        return
+    if w is None or not w.servers or (not w.is_gpu and w.other_accelerator):
+        return  # another vendor's accelerator: no card of the inventory to judge it on
     try:
         inv, models = stackconfig.inventory(), stackconfig.models()
     except stackconfig.StackConfigError as err:
@@ -278,7 +282,11 @@ def validate_servers(
             "the format of Pulumi.prod.yaml", INVENTORY_SOURCE,
         )), args.urn)
         return
+    if not models.entries:
+        return  # the stack describes no model: not judged (policylib.coverage says so)
     for sc in servers(w, inv, models):
+        if sc.facts is None and not inv.house_conventions:
+            continue  # a model the stack does not list, on someone else's cluster: not judged (coverage)
         node = inv.node(sc.node) if sc.node else None
         text = message_fn(sc, node.cards if node else 0)
         if text:

@@ -140,27 +140,6 @@ def effective_pull_policy(ref: ImageRef, written: Optional[str]) -> tuple[str, b
     return "IfNotPresent", True
 
 
-# --- rollouts ----------------------------------------------------------------------------
-
-
-def surge_of(strategy: Mapping) -> tuple[str, Any, Any]:
-    """``(type, maxSurge as written, maxUnavailable as written)`` of a Deployment strategy or
-    an InferenceService ``deploymentStrategy``. Defaults as the API server applies them:
-    RollingUpdate with 25% / 25% (apps/v1 Deployment defaulting)."""
-    stype = str(strategy.get("type") or "RollingUpdate")
-    rolling = mapping(strategy.get("rollingUpdate"))
-    return stype, rolling.get("maxSurge", "25%"), rolling.get("maxUnavailable", "25%")
-
-
-def surge_pods(value: Any) -> Optional[int]:
-    """Extra pods a RollingUpdate starts for ``maxSurge``: a percentage rounds up (any
-    non-zero percentage of one replica is one pod); None when unparsable."""
-    if isinstance(value, str) and value.strip().endswith("%"):
-        pct = whole(value.strip()[:-1])
-        return None if pct is None else (1 if pct > 0 else 0)
-    return whole(value)
-
-
 # --- nodes a workload can land on ---------------------------------------------------------
 
 

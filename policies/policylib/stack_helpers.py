@@ -70,6 +70,8 @@ class PodIndex:
             for key, value in w.pod_labels.items():
                 self._postings[(w.namespace, key, value)].append(i)
         self._memo: dict[tuple[str, frozenset], tuple[Workload, ...]] = {}
+        #: Pods of objects the pack does not model (bare Pods, Jobs, custom resources).
+        self.others: tuple[workloads.OtherPods, ...] = ()
 
     def select(self, namespace: str, selector: Mapping[str, str]) -> tuple[Workload, ...]:
         """Workloads in ``namespace`` whose pod labels carry every ``selector`` pair; ``()`` for an empty selector."""
@@ -98,9 +100,20 @@ class PodIndex:
 
 def services_and_index(args: Any) -> tuple[tuple[workloads.Service, ...], "PodIndex"]:
     """The Services of a stack policy's resources and a :class:`PodIndex` of its workloads (the
-    Service policies' shared start; the index is built only when there are Services)."""
+    Service policies' shared start; the index is built only when there are Services). The index
+    also knows the pods of objects the pack does not model (:attr:`PodIndex.others`)."""
     stack = workloads.stack_view(args.resources)
-    return tuple(stack.services), PodIndex(stack.workloads if stack.services else ())
+    index = PodIndex(stack.workloads if stack.services else ())
+    index.others = stack.others
+    return tuple(stack.services), index
+
+
+def selects_other_pods(index: "PodIndex", namespace: str, selector: Mapping[str, str]) -> Optional[workloads.OtherPods]:
+    """The first object the pack does not model whose pods ``selector`` matches in ``namespace``, or None."""
+    for o in index.others:
+        if o.namespace == namespace and any(workloads.selector_matches(selector, labels) for labels in o.label_sets):
+            return o
+    return None
 
 
 def running(selected: Iterable[Workload]) -> tuple[Workload, ...]:
@@ -146,9 +159,9 @@ def port_names_of(w: Workload, port: int) -> frozenset[str]:
 
 def demands(asking: Iterable[Workload], per_pod: Callable[[Workload], float]) -> list[Demand]:
     """Each workload's :class:`core.allocation.Demand` (``per_pod(w)`` of one pod; its replicas,
-    RollingUpdate surge pods, pinned node, URN and parked reason), with the workload as ``ref``."""
+    RollingUpdate surge pods that need room beside the running ones, pinned node, URN and parked reason), with the workload as ``ref``."""
     return [
-        Demand(w.name, per_pod(w), w.replicas, w.max_surge, w.node, w.urn, w.parked_reason, ref=w)
+        Demand(w.name, per_pod(w), w.replicas, w.surge_needing_room, w.node, w.id, w.parked_reason, ref=w)
         for w in asking
     ]
 
@@ -191,9 +204,9 @@ def report_allocation(
     for d in alloc.unknown_node:
         text = unknown_node_message(d.ref, known)
         if text:
-            report_violation(text, d.key)
+            report_violation(text, d.ref.urn)
     for d, node, cap in alloc.oversized:
-        report_violation(oversized_message(d.ref, node, cap), d.key)
+        report_violation(oversized_message(d.ref, node, cap), d.ref.urn)
     for name in sorted(alloc.nodes):
         use = alloc.nodes[name]
         if use.used > use.capacity:

@@ -98,3 +98,13 @@ def models() -> Models:
             raise StackConfigError(f"{PROJECT}:{MODELS_CONFIG_KEY} is invalid: {err}") from None
         _cache[(MODELS_CONFIG_KEY, raw)] = hit
     return hit  # type: ignore[return-value]
+
+
+def house_conventions() -> bool:
+    """The inventory's ``house_conventions`` (:class:`core.inventory.ClusterInventory`): the
+    team's own conventions are mandatory on this cluster (the user's: true). False when the
+    inventory is missing or invalid (the stack policies report that)."""
+    try:
+        return inventory().house_conventions
+    except StackConfigError:
+        return False

@@ -15,10 +15,13 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from decimal import Decimal
 from typing import Any, Iterable, Optional
 
+from core import allocation as _allocation
+from core import argv as _argv
 from core import facts
 from core import quantity as _quantity
 
@@ -27,6 +30,15 @@ ISVC_TYPE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
 SERVICE_TYPE = "kubernetes:core/v1:Service"
 NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 WORKLOAD_TYPES = DEPLOYMENT_TYPES | {ISVC_TYPE}
+#: LeaderWorkerSet (sigs.k8s.io/lws): groups of a leader pod and ``size - 1`` worker pods, one
+#: model server across the group (multi-node TP/PP). In the stack view only (Service selection,
+#: card and memory allocation); the per-pod server policies do not judge it (:mod:`policylib.coverage`).
+LWS_TYPE = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+#: Labels the LeaderWorkerSet controller puts on every pod of a group (leader: worker-index 0).
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+#: The container name KServe gives the ``spec.predictor.model`` container.
+KSERVE_MODEL_CONTAINER = "kserve-container"
 
 
 def type_token(api_version: str, kind: str) -> str:
@@ -153,23 +165,43 @@ def _int(value: Any, default: int) -> int:
     return int(number) if number.is_integer() else default
 
 
+#: vLLM flags that take several values (``--served-model-name a b``); every other vLLM flag takes
+#: at most one, so ``vllm serve --tensor-parallel-size 2 org/model`` keeps the model positional.
+VLLM_MULTI_VALUE_FLAGS = frozenset({"--served-model-name", "--middleware", "--allowed-origins",
+                                    "--allowed-methods", "--allowed-headers", "--api-key", "--lora-modules"})
+
+
+def _vllm_boolean(flag: str) -> bool:
+    """vLLM switches that take no value (``--enable-*``, ``--disable-*``, ``--no-*``,
+    ``--trust-remote-code``, ``--enforce-eager``)."""
+    name = flag.replace("_", "-")
+    return name.startswith(("--enable-", "--disable-", "--no-")) or name in ("--trust-remote-code", "--enforce-eager")
+
+
 def parse_args(engine: str, argv: Iterable[str]) -> ServerArgs:
-    """Parse a server argv into :class:`ServerArgs` (argparse-like, tolerant)."""
+    """Parse a server argv into :class:`ServerArgs` (argparse-like, tolerant). For vLLM a flag
+    takes one value (several only for :data:`VLLM_MULTI_VALUE_FLAGS`, none for a switch), the
+    rest are positional (``vllm serve <model>``), and a flag's ``_`` is read as ``-``, as vLLM's
+    FlexibleArgumentParser reads it (``--tensor_parallel_size`` is ``--tensor-parallel-size``)."""
     raw = tuple(str(a) for a in argv)
     flags: dict[str, tuple[str, ...]] = {}
     positional: list[str] = []
     current: Optional[str] = None
     for token in raw:
         if token.startswith("-") and len(token) > 1 and not _is_number(token):
-            if "=" in token:
-                name, value = token.split("=", 1)
+            name, eq, value = token.partition("=")
+            if engine == "vllm" and name.startswith("--"):
+                name = "--" + name[2:].replace("_", "-")  # FlexibleArgumentParser: --max_model_len is --max-model-len
+            if eq:
                 flags[name] = (value,)
                 current = None
             else:
-                flags[token] = ()
-                current = token
+                flags[name] = ()
+                current = None if engine == "vllm" and _vllm_boolean(name) else name
         elif current is not None:
             flags[current] = flags[current] + (token,)
+            if engine == "vllm" and current not in VLLM_MULTI_VALUE_FLAGS:
+                current = None
         else:
             positional.append(token)
     return ServerArgs(engine=engine, raw=raw, flags=flags, positional=tuple(positional))
@@ -247,6 +279,14 @@ class Container:
     liveness_probe: Optional[Mapping]
     readiness_probe: Optional[Mapping]
     volume_mounts: tuple[Mapping, ...]
+    #: The env list as written (plain), for :attr:`argv`; ``env_from``: the container has ``envFrom``.
+    env_list: tuple[Mapping, ...] = ()
+    env_from: bool = False
+    #: The KServe ``predictor.model`` container: its image, command, probes and mounts come from a
+    #: ServingRuntime that is not in the manifests (only resources, env and args are the object's).
+    from_runtime: bool = False
+    #: Every resource name the container asks for (limits and requests), e.g. ``("cpu", "amd.com/gpu")``.
+    resource_names: tuple[str, ...] = ()
     #: (key path from the object, value) of each ``resources`` memory quantity that is not a
     #: Kubernetes quantity, e.g. ``("spec.template.spec.containers[0].resources.requests.memory", "lots")``.
     invalid_quantities: tuple[tuple[str, Any], ...] = ()
@@ -257,24 +297,41 @@ class Container:
         q = self.gpu_limit if self.gpu_limit is not None else self.gpu_request
         return int(q) if q is not None else 0
 
-    @property
-    def server(self) -> Optional[ServerArgs]:
-        """The model server this container runs, parsed; None when it is not vLLM or candle-vllm.
+    @cached_property
+    def argv(self) -> _argv.Argv:
+        """The argv the container will run (:func:`core.argv.effective_argv`: ``$(VAR)`` expanded
+        from its env, ``sh -c`` scripts split, an omitted command taken from a known image's
+        entrypoint), or ``Argv(None, why)`` when the manifest cannot tell it."""
+        return _argv.effective_argv(self.command, self.args, self.env_list, self.image, self.env_from)
 
-        Recognised by image or command: ``vllm-openai`` image or a ``vllm`` / ``vllm.entrypoints``
-        command is vLLM; a ``candle-vllm`` image or command is candle-vllm.
-        """
-        cmd = " ".join(self.command)
-        image = self.image.lower()
-        if "candle-vllm" in image or "candle-vllm" in cmd:
-            return parse_args("candle-vllm", self.args)
-        if "vllm" in image or "vllm" in cmd:
-            argv = list(self.command[1:]) + list(self.args) if self.command else list(self.args)
-            if argv and argv[0] == "serve":
-                argv = argv[1:]
-            argv = [a for a in argv if a not in ("-m", "vllm.entrypoints.openai.api_server")]
-            return parse_args("vllm", argv)
-        return None
+    @cached_property
+    def call(self) -> Optional[_argv.ServerCall]:
+        """The model server the container runs (any engine :func:`core.argv.server_of` knows:
+        vLLM, candle-vllm, SGLang, TGI), or None (not a server we recognise, or argv unknown)."""
+        return _argv.server_of(self.argv.argv) if self.argv.argv is not None else None
+
+    @property
+    def looks_like_server(self) -> bool:
+        """True when the image or the command as written names a model server, whether or not
+        its argv can be known (``vllm``, ``candle-vllm``, ``sglang``, ``text-generation``)."""
+        text = (self.image + " " + " ".join(self.command) + " " + " ".join(self.args)).lower()
+        return any(k in text for k in ("vllm", "sglang", "text-generation"))
+
+    @cached_property
+    def server(self) -> Optional[ServerArgs]:
+        """The vLLM or candle-vllm server this container runs, parsed from the argv it will run
+        (:attr:`argv`); None for other programs, for engines the pack does not model (SGLang,
+        TGI: :attr:`call` names them) and when the argv cannot be known (:attr:`argv` says why).
+        ``vllm serve <model>``'s positional is the model."""
+        call = self.call
+        if call is None or call.engine not in MODELLED_ENGINES:
+            return None
+        return parse_args(call.engine, call.args)
+
+
+#: Engines whose flags, capacity and parallelism the pack judges; others are recognised
+#: (:attr:`Container.call`) and reported as not judged.
+MODELLED_ENGINES = ("vllm", "candle-vllm")
 
 
 def _container(raw: Mapping, at: str = "") -> Container:
@@ -313,6 +370,9 @@ def _container(raw: Mapping, at: str = "") -> Container:
         liveness_probe=raw.get("livenessProbe"),
         readiness_probe=raw.get("readinessProbe"),
         volume_mounts=tuple(_m(v) for v in _s(raw.get("volumeMounts"))),
+        env_list=tuple(plain(_m(e)) for e in _s(raw.get("env"))),
+        resource_names=tuple(sorted({str(k) for k in (*limits.keys(), *requests.keys())})),
+        env_from=bool(_s(raw.get("envFrom"))),
         invalid_quantities=tuple(
             (f"{at}.resources.{field}.memory", plain(value))
             for field, value in (("requests", requests.get("memory")), ("limits", limits.get("memory")))
@@ -327,7 +387,10 @@ class Workload:
 
     ``replicas`` is the count the scheduler must place: a Deployment's ``spec.replicas``
     (default 1); an InferenceService's ``maxReplicas`` (else ``minReplicas``, default 1),
-    its replica bound. ``max_surge`` is the extra pods a RollingUpdate starts (0 for Recreate).
+    its replica bound. ``rollout`` is how it replaces pods (``maxSurge`` / ``maxUnavailable``
+    resolved against ``replicas`` as Kubernetes does); ``strategy`` the strategy as written
+    (``{}`` when omitted) and ``strategy_at`` its key path (``spec.strategy``,
+    ``spec.predictor.deploymentStrategy``).
     """
 
     urn: str
@@ -344,13 +407,34 @@ class Workload:
     containers: tuple[Container, ...]
     volumes: tuple[Mapping, ...]
     strategy_type: str
-    max_surge: int
+    rollout: _allocation.Rollout
+    strategy: Mapping
+    strategy_at: str
     annotations: Mapping[str, str]
     labels: Mapping[str, str]
     init_containers: tuple[Container, ...] = ()
     #: The pod spec's ``enableServiceLinks`` (Kubernetes default true): the kubelet injects the
     #: namespace's Services as environment variables (``core.rules.service_link_env_names``).
     enable_service_links: bool = True
+    #: ``leader`` / ``worker`` for the two views of a LeaderWorkerSet, else ``""``.
+    role: str = ""
+
+    @property
+    def id(self) -> str:
+        """A key unique in the stack: the URN (else the name), with the role of a LeaderWorkerSet's view."""
+        base = self.urn or self.name
+        return f"{base}#{self.role}" if self.role else base
+
+    @property
+    def max_surge(self) -> int:
+        """Surge pods a RollingUpdate starts (ceil of a percentage of the replicas; 0 for Recreate)."""
+        return self.rollout.surge_pods
+
+    @property
+    def surge_needing_room(self) -> int:
+        """Surge pods that need room beside every running pod (:attr:`core.allocation.Rollout.extra_pods`):
+        what the allocation counts."""
+        return self.rollout.extra_pods
 
     @property
     def display(self) -> str:
@@ -371,6 +455,17 @@ class Workload:
     @property
     def is_gpu(self) -> bool:
         return self.cards_per_pod > 0
+
+    @property
+    def other_accelerator(self) -> Optional[str]:
+        """An accelerator resource other than nvidia.com/gpu its containers ask for (``amd.com/gpu``,
+        ``google.com/tpu``, ``gpu.intel.com/i915``, ``habana.ai/gaudi``, ``aws.amazon.com/neuron``), or
+        None: such pods run on cards the inventory does not describe."""
+        for c in (*self.init_containers, *self.containers):
+            for name in c.resource_names:
+                if name != facts.GPU_RESOURCE and any(k in name for k in ("gpu", "tpu", "neuron", "gaudi")):
+                    return name
+        return None
 
     @property
     def memory_request_mib(self) -> float:
@@ -425,21 +520,82 @@ class Workload:
         return None
 
 
-def _strategy(kind: str, spec: Mapping) -> tuple[str, int]:
-    """(strategy type, surge pods). ``spec`` is the Deployment spec, or the ISVC predictor."""
-    raw = _m(spec.get("deploymentStrategy")) if kind == "InferenceService" else _m(spec.get("strategy"))
+def _strategy(kind: str, spec: Mapping, replicas: int) -> tuple[Mapping, str, _allocation.Rollout]:
+    """(strategy as written, its key path from the pod spec's owner, :class:`core.allocation.Rollout`).
+    ``spec`` is the Deployment spec, or the InferenceService predictor."""
     if kind == "StatefulSet":
         raw = _m(spec.get("updateStrategy"))
-        return str(raw.get("type", "RollingUpdate")), 0
-    stype = str(raw.get("type", "RollingUpdate"))
-    if stype == "Recreate":
-        return stype, 0
-    surge = _m(raw.get("rollingUpdate")).get("maxSurge", "25%")
-    if isinstance(surge, str) and surge.endswith("%"):
-        # A percentage rounds up: any non-zero percentage of >=1 replica surges at least one pod.
-        pct = _int(surge[:-1], 25)
-        return stype, 1 if pct > 0 else 0
-    return stype, _int(surge, 1)
+        return raw, "spec.updateStrategy", _allocation.Rollout(str(raw.get("type") or "RollingUpdate"))
+    if kind == "LeaderWorkerSet":
+        # rolloutStrategy.rollingUpdateConfiguration: maxUnavailable default 1, maxSurge default 0 (lws API).
+        raw = _m(spec.get("rolloutStrategy"))
+        rolling = _m(raw.get("rollingUpdateConfiguration"))
+        plan = _allocation.rollout(str(raw.get("type") or "RollingUpdate"), rolling.get("maxSurge", 0),
+                                   rolling.get("maxUnavailable", 1), replicas)
+        return raw, "spec.rolloutStrategy", plan
+    if kind == "InferenceService":
+        raw, at = _m(spec.get("deploymentStrategy")), "spec.predictor.deploymentStrategy"
+    else:
+        raw, at = _m(spec.get("strategy")), "spec.strategy"
+    rolling = _m(raw.get("rollingUpdate"))
+    plan = _allocation.rollout(
+        str(raw.get("type") or "RollingUpdate"), rolling.get("maxSurge"), rolling.get("maxUnavailable"), replicas
+    )
+    return raw, at, plan
+
+
+def _containers(pod_spec: Mapping, pod_at: str) -> tuple[Container, ...]:
+    """The containers of a pod spec; an InferenceService predictor's ``model`` (the KServe
+    ``predictor.model`` form: the ServingRuntime's container, named ``kserve-container``, with the
+    model's resources, env and args) comes first when present."""
+    out = []
+    model = pod_spec.get("model")
+    if isinstance(model, Mapping):
+        raw = dict(plain(model))
+        raw.setdefault("name", KSERVE_MODEL_CONTAINER)
+        out.append(replace(_container(raw, f"{pod_at}.model"), from_runtime=True))
+    out += [_container(_m(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(_s(pod_spec.get("containers")))]
+    return tuple(out)
+
+
+def _lws_workloads(props: Mapping, urn: str) -> list[Workload]:
+    """A LeaderWorkerSet as two :class:`Workload` views: its leaders (``spec.replicas`` pods, the
+    ``leaderTemplate``, else the ``workerTemplate``) and its workers (``replicas x (size - 1)``
+    pods of the ``workerTemplate``), both named after the set, with the labels the controller adds."""
+    meta = _m(props.get("metadata"))
+    spec = _m(props.get("spec"))
+    name = str(meta.get("name", ""))
+    groups = _int(spec.get("replicas"), 1)
+    lwt = _m(spec.get("leaderWorkerTemplate"))
+    size = max(1, _int(lwt.get("size"), 1))
+    worker_t = _m(lwt.get("workerTemplate"))
+    leader_t = _m(lwt.get("leaderTemplate")) or worker_t
+    _, strategy_at, plan = _strategy("LeaderWorkerSet", spec, groups)
+    out = []
+    for role, template, pods, at in (("leader", leader_t, groups, "spec.leaderWorkerTemplate.leaderTemplate"),
+                                     ("worker", worker_t, groups * (size - 1), "spec.leaderWorkerTemplate.workerTemplate")):
+        if role == "worker" and size == 1:
+            continue
+        pod_spec = _m(template.get("spec"))
+        labels = {str(k): str(v) for k, v in _m(_m(template.get("metadata")).get("labels")).items()}
+        labels[LWS_NAME_LABEL] = name
+        if role == "leader":
+            labels[LWS_WORKER_INDEX_LABEL] = "0"
+        out.append(Workload(
+            urn=urn, type=LWS_TYPE, kind="LeaderWorkerSet", name=name, namespace=str(meta.get("namespace", "default")),
+            replicas=pods, min_replicas=pods, pod_labels=labels,
+            node_selector={str(k): str(v) for k, v in _m(pod_spec.get("nodeSelector")).items()},
+            node_name=pod_spec.get("nodeName"), runtime_class=pod_spec.get("runtimeClassName"),
+            containers=_containers(pod_spec, f"{at}.spec"),
+            volumes=tuple(_m(v) for v in _s(pod_spec.get("volumes"))),
+            strategy_type=plan.strategy, rollout=plan, strategy={}, strategy_at=strategy_at,
+            annotations={str(k): str(v) for k, v in _m(meta.get("annotations")).items()},
+            labels={str(k): str(v) for k, v in _m(meta.get("labels")).items()},
+            init_containers=tuple(_container(_m(c), f"{at}.spec.initContainers[{i}]")
+                                  for i, c in enumerate(_s(pod_spec.get("initContainers")))),
+            role=role,
+        ))
+    return out
 
 
 def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Workload]:
@@ -471,7 +627,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         pod_labels = {str(k): str(v) for k, v in _m(_m(template.get("metadata")).get("labels")).items()}
         pod_spec = _m(template.get("spec"))
         pod_at = "spec.template.spec"
-    stype, surge = _strategy(kind, pod_spec if resource_type == ISVC_TYPE else spec)
+    strategy, strategy_at, plan = _strategy(kind, pod_spec if resource_type == ISVC_TYPE else spec, replicas)
     return Workload(
         urn=urn,
         type=resource_type,
@@ -484,10 +640,12 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         node_selector={str(k): str(v) for k, v in _m(pod_spec.get("nodeSelector")).items()},
         node_name=pod_spec.get("nodeName"),
         runtime_class=pod_spec.get("runtimeClassName"),
-        containers=tuple(_container(_m(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(_s(pod_spec.get("containers")))),
+        containers=_containers(pod_spec, pod_at),
         volumes=tuple(_m(v) for v in _s(pod_spec.get("volumes"))),
-        strategy_type=stype,
-        max_surge=surge,
+        strategy_type=plan.strategy,
+        rollout=plan,
+        strategy=strategy,
+        strategy_at=strategy_at,
         annotations=annotations,
         labels=labels,
         init_containers=tuple(
@@ -616,28 +774,81 @@ def label_selector_matches(selector: Mapping, labels: Mapping[str, str]) -> bool
 
 
 @dataclass(frozen=True)
+class OtherPods:
+    """Pod labels of an object the pack does not model as a workload (a bare Pod, a Job, a
+    DaemonSet, a custom resource with pod templates such as a RayCluster): a Service may select
+    them, so selecting "no workload" is then not judged. ``label_sets``: every ``metadata.labels``
+    found in its pod templates (for a Pod, its own labels)."""
+
+    kind: str
+    name: str
+    namespace: str
+    label_sets: tuple[Mapping[str, str], ...]
+
+
+def _template_labels(node: Any, out: list[Mapping[str, str]], depth: int = 0) -> None:
+    """Every ``template.metadata.labels`` (and ``*Template.metadata.labels``) under ``node``."""
+    if depth > 12:
+        return
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if isinstance(value, Mapping) and str(key).lower().endswith("template"):
+                labels = _m(_m(value.get("metadata")).get("labels"))
+                if labels:
+                    out.append({str(k): str(v) for k, v in labels.items()})
+            _template_labels(value, out, depth + 1)
+    elif isinstance(node, Sequence) and not isinstance(node, str):
+        for item in node:
+            _template_labels(item, out, depth + 1)
+
+
+def other_pods(resource_type: str, props: Mapping) -> Optional[OtherPods]:
+    """The :class:`OtherPods` of an object that is neither a modelled workload, a Service nor a
+    NetworkPolicy, when it has pod labels; else None."""
+    if resource_type in WORKLOAD_TYPES or resource_type in (LWS_TYPE, SERVICE_TYPE, NETWORK_POLICY_TYPE):
+        return None
+    meta = _m(props.get("metadata"))
+    sets: list[Mapping[str, str]] = []
+    if resource_type == "kubernetes:core/v1:Pod":
+        sets.append({str(k): str(v) for k, v in _m(meta.get("labels")).items()})
+    _template_labels(props.get("spec"), sets)
+    if not sets:
+        return None
+    kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
+    return OtherPods(kind, str(meta.get("name", "")), str(meta.get("namespace", "default")), tuple(sets))
+
+
+@dataclass(frozen=True)
 class Stack:
     """Every workload, Service and NetworkPolicy of a stack, by kind."""
 
     workloads: tuple[Workload, ...]
     services: tuple[Service, ...]
     network_policies: tuple[tuple[str, Mapping], ...]  # (urn, props)
+    others: tuple[OtherPods, ...] = ()
 
 
 def stack_view(resources: Iterable[Any]) -> Stack:
     """Build a :class:`Stack` from pulumi-policy ``PolicyResource`` objects (anything with
-    ``resource_type``, ``props`` and ``urn``). Other resource types are ignored."""
-    workloads, services, netpols = [], [], []
+    ``resource_type``, ``props`` and ``urn``). A LeaderWorkerSet gives two workloads (leaders,
+    workers: :func:`_lws_workloads`). Other resource types are ignored."""
+    workloads, services, netpols, others = [], [], [], []
     for r in resources:
         t = r.resource_type
         if t in WORKLOAD_TYPES:
             w = workload(t, r.props, r.urn)
             if w is not None:
                 workloads.append(w)
+        elif t == LWS_TYPE:
+            workloads.extend(_lws_workloads(r.props, r.urn))
         elif t == SERVICE_TYPE:
             s = service(t, r.props, r.urn)
             if s is not None:
                 services.append(s)
         elif t == NETWORK_POLICY_TYPE:
             netpols.append((r.urn, r.props))
-    return Stack(tuple(workloads), tuple(services), tuple(netpols))
+        else:
+            o = other_pods(t, r.props)
+            if o is not None:
+                others.append(o)
+    return Stack(tuple(workloads), tuple(services), tuple(netpols), tuple(others))

@@ -1,0 +1,297 @@
+"""A container's argv as it will run: the one reader the policies (and the endpoint model) use.
+
+A manifest does not always spell the server's argv out literally. Kubernetes expands
+``$(VAR)`` in ``command`` and ``args`` from the container's ``env`` before the process starts;
+a shell (``sh -c "vllm serve ..."``) splits and expands its script; an omitted ``command``
+runs the image's entrypoint. :func:`effective_argv` undoes each of these and gives the argv
+the kernel will ``exec`` for the server, or says why it cannot be known (a variable set from a
+Secret or ConfigMap, a command substitution, an image whose entrypoint is not known).
+
+:func:`server_of` then names the program that argv runs (vLLM, candle-vllm, SGLang, TGI) and
+splits off the program's own words (``vllm serve``, ``python3 -m sglang.launch_server``),
+leaving its arguments.
+
+Plain Python; the inputs are plain values (lists of strings, an env list as the manifest
+writes it).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+
+# --- Kubernetes $(VAR) expansion -------------------------------------------------------------
+
+
+class Unknown(Exception):
+    """A part of the argv cannot be known from the manifest; the message says which and why."""
+
+
+#: Stands for an env variable whose value is not in the manifest (``valueFrom``, ``envFrom``).
+_UNKNOWN = object()
+
+
+def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -> str:
+    """``text`` with ``$(VAR)`` replaced as the kubelet replaces it in ``command``, ``args`` and
+    env values (k8s.io/kubernetes third_party/forked/golang/expansion ``Expand``): ``$(VAR)`` of a
+    defined variable is its value; of an undefined one stays ``$(VAR)`` literally; ``$$`` is one
+    ``$`` (so ``$$(VAR)`` is the literal ``$(VAR)``); any other ``$`` is kept.
+
+    ``env``: name -> value, or :data:`_UNKNOWN` for a variable whose value the manifest does not
+    hold. ``maybe_defined``: an ``envFrom`` may define any other name. Raises :class:`Unknown`
+    when the text needs a value that is not known.
+    """
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch != "$" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            close = text.find(")", i + 2)
+            if close < 0:
+                out.append("$(")
+                i += 2
+                continue
+            name = text[i + 2:close]
+            value = env.get(name)
+            if value is _UNKNOWN or (value is None and maybe_defined):
+                where = "is set from a Secret, ConfigMap or field" if value is _UNKNOWN else "may come from envFrom"
+                raise Unknown(f"$({name}) {where}, so its value is not in the manifest")
+            out.append(f"$({name})" if value is None else str(value))
+            i = close + 1
+        else:
+            out.append("$" + nxt)
+            i += 2
+    return "".join(out)
+
+
+def container_env(env: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The env list of a container as name -> value, each value expanded against the entries
+    before it (as the kubelet does); ``valueFrom`` entries (and values that need one) are
+    :data:`_UNKNOWN`."""
+    known: dict[str, Any] = {}
+    for entry in env:
+        name = entry.get("name")
+        if not name:
+            continue
+        if "valueFrom" in entry and entry.get("valueFrom") is not None:
+            known[str(name)] = _UNKNOWN
+            continue
+        try:
+            known[str(name)] = k8s_expand(str(entry.get("value", "") or ""), known)
+        except Unknown:
+            known[str(name)] = _UNKNOWN
+    return known
+
+
+# --- shells ------------------------------------------------------------------------------------
+
+SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "\n", ";;", "(", ")"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_SHELL_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+#: Words that start a shell command without being the program: ``exec vllm serve ...``.
+_PREFIX_WORDS = frozenset({"exec", "env", "nohup", "command", "time"})
+
+
+def _script_of(argv: Sequence[str]) -> Optional[str]:
+    """The script of ``sh -c SCRIPT`` / ``bash -lc SCRIPT`` / ``sh -ec SCRIPT``, else None."""
+    if not argv or posixpath.basename(argv[0]) not in SHELLS:
+        return None
+    for i, word in enumerate(argv[1:], start=1):
+        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if not word.startswith("-"):
+            return None
+    return None
+
+
+def _shell_expand(script: str, env: Mapping[str, Any], maybe_defined: bool) -> str:
+    """``$VAR``, ``${VAR}`` and ``${VAR:-default}`` of ``script`` replaced from ``env`` outside
+    single quotes; raises :class:`Unknown` for a variable whose value is not known, and for
+    command substitution (``$(...)``, backquotes), which only running the script would tell."""
+    out: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(script):
+        ch = script[i]
+        if ch == "'" and quote != '"':
+            quote = "" if quote == "'" else "'"
+        elif ch == '"' and quote != "'":
+            quote = "" if quote == '"' else '"'
+        if quote != "'" and (script.startswith("$(", i) or ch == "`"):
+            raise Unknown("the shell script computes a word with command substitution ($(...) or backquotes)")
+        m = _SHELL_VAR.match(script, i) if quote != "'" and ch == "$" else None
+        if m is None:
+            out.append(ch)
+            i += 1
+            continue
+        name = m.group(1) or m.group(3)
+        value = env.get(name)
+        if value is _UNKNOWN or (value is None and maybe_defined and m.group(2) is None):
+            raise Unknown(f"the shell script reads ${name}, whose value is not in the manifest")
+        if value is None:
+            value = m.group(2) or ""
+        out.append(str(value))
+        i = m.end()
+    return "".join(out)
+
+
+def _commands(script: str) -> list[list[str]]:
+    """The simple commands of a shell script, split at ``;``, ``&&``, ``||``, ``|``, ``&`` and
+    newlines, each without its leading assignments and ``exec`` / ``env`` words."""
+    lexer = shlex.shlex(script.replace("\\\n", " "), posix=True, punctuation_chars=";&|()\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    commands: list[list[str]] = [[]]
+    for token in lexer:
+        if token in _SEPARATORS or set(token) <= set(";&|\n()"):
+            commands.append([])
+        else:
+            commands[-1].append(token)
+    out = []
+    for words in commands:
+        while words and (_ASSIGNMENT.match(words[0]) or words[0] in _PREFIX_WORDS):
+            words = words[1:]
+        if words:
+            out.append(words)
+    return out
+
+
+# --- images whose entrypoint is known ------------------------------------------------------------
+
+#: Entrypoints of public serving images (their Dockerfiles), by a fragment of the repository:
+#: vllm/vllm-openai ``ENTRYPOINT ["vllm", "serve"]`` (older releases ran
+#: ``python3 -m vllm.entrypoints.openai.api_server``, which reads the same ``--model`` flags);
+#: huggingface/text-generation-inference ``ENTRYPOINT ["text-generation-launcher"]``. The user's
+#: candle-vllm images run the candle-vllm binary.
+IMAGE_ENTRYPOINTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("vllm-openai", ("vllm", "serve")),
+    ("vllm/vllm", ("vllm", "serve")),
+    ("text-generation-inference", ("text-generation-launcher",)),
+    ("candle-vllm", ("candle-vllm",)),
+)
+
+
+def image_entrypoint(image: str) -> Optional[tuple[str, ...]]:
+    """The entrypoint of a known serving image (:data:`IMAGE_ENTRYPOINTS`), else None."""
+    repo = image.split("@", 1)[0].lower()
+    for fragment, entry in IMAGE_ENTRYPOINTS:
+        if fragment in repo:
+            return entry
+    return None
+
+
+# --- the effective argv ------------------------------------------------------------------------
+
+
+class Argv(NamedTuple):
+    """The argv a container will run (``argv``), or None and ``unknown``, why it cannot be
+    known from the manifest. ``via``: how it was read (``"as written"``, ``"sh -c"``, ``"image
+    entrypoint"``), for messages."""
+
+    argv: Optional[tuple[str, ...]]
+    unknown: Optional[str] = None
+    via: str = "as written"
+
+
+def effective_argv(
+    command: Sequence[str],
+    args: Sequence[str],
+    env: Sequence[Mapping[str, Any]] = (),
+    image: str = "",
+    env_from: bool = False,
+) -> Argv:
+    """The argv the container's server process will run, as Kubernetes and the shell pass it.
+
+    1. ``$(VAR)`` in ``command`` and ``args`` expanded from ``env`` (:func:`k8s_expand`).
+    2. No ``command``: the image's entrypoint (:func:`image_entrypoint`) before ``args``.
+    3. ``sh -c SCRIPT`` (any of :data:`SHELLS`, ``-c`` alone or in a flag group like ``-ec``):
+       the script's ``$VAR`` / ``${VAR}`` expanded from ``env``, split into simple commands, and
+       the one that runs a known server (:func:`server_of`) taken, else the last one.
+
+    ``env_from``: the container has ``envFrom``, so names not in ``env`` may be defined too.
+    Never raises: what cannot be known is returned as ``Argv(None, <why>)``.
+    """
+    values = container_env(env)
+    try:
+        cmd = [k8s_expand(str(c), values, env_from) for c in command]
+        rest = [k8s_expand(str(a), values, env_from) for a in args]
+    except Unknown as err:
+        return Argv(None, str(err))
+    via = "as written"
+    if not cmd:
+        entry = image_entrypoint(image)
+        if entry is None:
+            return Argv(None, f"command is omitted and the entrypoint of image {image or '(none)'} is not known")
+        cmd, via = list(entry), "image entrypoint"
+    argv = cmd + rest
+    script = _script_of(argv)
+    if script is None:
+        return Argv(tuple(argv), None, via)
+    try:
+        commands = _commands(_shell_expand(script, values, env_from))
+    except Unknown as err:
+        return Argv(None, str(err), "sh -c")
+    except ValueError as err:  # shlex: an unclosed quote
+        return Argv(None, f"the shell script cannot be split: {err}", "sh -c")
+    if not commands:
+        return Argv(None, "the shell script runs no command", "sh -c")
+    servers = [c for c in commands if server_of(c) is not None]
+    return Argv(tuple((servers or commands)[-1]), None, "sh -c")
+
+
+# --- which server ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerCall:
+    """A model server's argv split: ``engine`` (``vllm``, ``candle-vllm``, ``sglang``, ``tgi``),
+    ``program`` (the words that start it: ``("vllm", "serve")``) and ``args`` (the rest)."""
+
+    engine: str
+    program: tuple[str, ...]
+    args: tuple[str, ...]
+
+
+#: Python modules that start a server: ``python3 -m <module>``.
+PYTHON_MODULES = {
+    "vllm.entrypoints.openai.api_server": "vllm",
+    "vllm.entrypoints.api_server": "vllm",
+    "sglang.launch_server": "sglang",
+}
+#: Server programs by the basename of argv[0].
+PROGRAMS = {"candle-vllm": "candle-vllm", "text-generation-launcher": "tgi"}
+
+
+def server_of(argv: Iterable[str]) -> Optional[ServerCall]:
+    """The server ``argv`` starts, or None: ``vllm serve ...``, ``python[3] -m
+    vllm.entrypoints.openai.api_server ...``, ``python3 -m sglang.launch_server ...``,
+    ``sglang serve ...``, ``text-generation-launcher ...``, a ``candle-vllm`` binary."""
+    words = tuple(argv)
+    if not words:
+        return None
+    base = posixpath.basename(words[0])
+    if base in ("vllm", "sglang") and len(words) > 1 and words[1] == "serve":
+        return ServerCall(base, words[:2], words[2:])
+    if base.startswith("python") and len(words) > 2 and words[1] == "-m" and words[2] in PYTHON_MODULES:
+        return ServerCall(PYTHON_MODULES[words[2]], words[:3], words[3:])
+    for program, engine in PROGRAMS.items():
+        if program in base:
+            return ServerCall(engine, words[:1], words[1:])
+    return None
+
+
+def shown(argv: Sequence[str]) -> str:
+    """An argv as one shell-quoted line, for messages."""
+    return " ".join(shlex.quote(a) for a in argv)

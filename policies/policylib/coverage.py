@@ -1,0 +1,130 @@
+"""What the pack did not judge, and why: for the analyze summary, instead of a verdict.
+
+The pack models vLLM and candle-vllm servers in Deployments, StatefulSets and InferenceService
+predictors on a cluster its inventory describes. For anything else it stays quiet rather than
+guess, and :func:`not_judged` says what was left out, one line each:
+
+- a server of an engine the pack recognises but does not model (SGLang, TGI: :attr:`Container.call`);
+- a server whose argv cannot be known from the manifest (:func:`core.argv.effective_argv`);
+- an InferenceService in the KServe ``predictor.model`` form (the server comes from a
+  ServingRuntime, not from the manifest);
+- a LeaderWorkerSet (one server across the pods of a group: the per-pod server rules do not apply;
+  its pods count in the allocation and Service selection);
+- an object of another kind that asks for cards (Pod, Job, DaemonSet, RayCluster, ...);
+- a policy that does not run because the inventory does not state the cluster fact it needs
+  (gpu-runtime-class without ``gpu_runtime_class``).
+
+Pure functions over the analyzer's resources (``resource_type``, ``props``, ``urn``) and the
+inventory.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Optional
+
+from core import facts
+from core.inventory import ClusterInventory
+from policylib import workloads
+
+#: How messages name the engines :func:`core.argv.server_of` knows.
+ENGINE_NAMES = {"vllm": "vLLM", "candle-vllm": "candle-vllm", "sglang": "SGLang", "tgi": "TGI (text-generation-inference)"}
+SERVER_RULES = "its model, flags, capacity and parallelism are not judged"
+
+
+def _container_lines(w: workloads.Workload) -> list[str]:
+    out = []
+    if w.servers and not w.is_gpu and w.other_accelerator:
+        out.append(f"{w.kind} {w.name}: runs a model server on {w.other_accelerator}, not {facts.GPU_RESOURCE}: "
+                   "its parallelism and capacity are not judged")
+    for c in w.containers:
+        where = f"{w.kind} {w.name}, container {c.name}"
+        if c.call is not None and c.call.engine not in workloads.MODELLED_ENGINES:
+            out.append(f"{where}: runs {ENGINE_NAMES.get(c.call.engine, c.call.engine)} "
+                       f"({' '.join(c.call.program)}), which the pack does not model: {SERVER_RULES}")
+        elif c.argv.argv is None and c.looks_like_server:
+            out.append(f"{where}: the server's argv cannot be known ({c.argv.unknown}): {SERVER_RULES}")
+    return out
+
+
+def _model_form(props: Any) -> Optional[str]:
+    """``huggingface`` for an InferenceService in the ``predictor.model`` form, else None."""
+    model = workloads._m(workloads._m(workloads._m(props.get("spec")).get("predictor")).get("model"))
+    if not model:
+        return None
+    return str(workloads._m(model.get("modelFormat")).get("name") or "unknown format")
+
+
+def _gpu_request(props: Any) -> bool:
+    """True when any ``resources`` block under the object asks for ``nvidia.com/gpu``."""
+    stack = [props]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict) or hasattr(node, "items"):
+            try:
+                items = list(node.items())
+            except Exception:  # pragma: no cover - a proxy that cannot be listed
+                continue
+            for k, v in items:
+                if k in ("limits", "requests") and hasattr(v, "get") and v.get(facts.GPU_RESOURCE) not in (None, 0, "0"):
+                    return True
+                stack.append(v)
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return False
+
+
+def not_judged(resources: Iterable[Any], inventory: Optional[ClusterInventory], models_declared: bool = True,
+               model_known: Optional[Callable[[Optional[str]], bool]] = None) -> list[str]:
+    """One line for each thing the pack did not judge in ``resources`` (see the module docstring),
+    in resource order, then the policies that did not run for want of a cluster fact.
+    ``models_declared``: the stack's ``llm-serving:models`` lists at least one model (else the
+    capacity and TP divisibility policies judge no server). ``model_known(model argument)``: the
+    stack lists that model; a server whose model it does not list is not judged on a cluster
+    without the house conventions."""
+    lines: list[str] = []
+    house = inventory is not None and inventory.house_conventions
+    any_gpu = False
+    servers = 0
+    for r in resources:
+        t = r.resource_type
+        if t in workloads.WORKLOAD_TYPES:
+            w = workloads.workload(t, r.props, r.urn)
+            if w is None:
+                continue
+            any_gpu = any_gpu or w.is_gpu
+            servers += len(w.servers)
+            form = _model_form(r.props) if t == workloads.ISVC_TYPE else None
+            if form is not None:
+                lines.append(f"InferenceService {w.name}: the predictor.model form (modelFormat {form}) runs the server "
+                             f"of a ServingRuntime that is not in the manifests: {SERVER_RULES}, nor its /dev/shm; its cards "
+                             "count in the allocation")
+            lines.extend(line for line in _container_lines(w)
+                         if form is None or f", container {workloads.KSERVE_MODEL_CONTAINER}:" not in line)
+            if models_declared and not house and model_known is not None:
+                lines.extend(f"{w.kind} {w.name}, container {c.name}: model {s.model_arg or '(none named)'} is not in "
+                             "llm-serving:models, so its weights, KV cache and TP divisibility are not judged"
+                             for c, s in w.servers if not model_known(s.model_arg))
+        elif t == workloads.LWS_TYPE:
+            views = workloads.stack_view([r]).workloads
+            any_gpu = any_gpu or any(w.is_gpu for w in views)
+            if views:
+                w = views[0]
+                lines.append(f"LeaderWorkerSet {w.name}: one server spans each group's leader and worker pods, so the "
+                             "per-pod server rules (parallelism, capacity, sm_70 flags, startup probes, runtime class) "
+                             "are not judged; its pods count in the card and memory allocation and in Service selection")
+                for v in views:
+                    lines.extend(_container_lines(v))
+        elif t not in (workloads.SERVICE_TYPE, workloads.NETWORK_POLICY_TYPE) and _gpu_request(r.props):
+            kind = str(r.props.get("kind") or t.rsplit(":", 1)[-1])
+            name = workloads._m(r.props.get("metadata")).get("name", "")
+            lines.append(f"{kind} {name}: asks for {facts.GPU_RESOURCE}, but the pack does not model this kind: "
+                         "its cards are not counted and its servers are not judged")
+            any_gpu = True
+    if servers and not models_declared:
+        lines.append(f"weights-fit-card, kv-cache-fits-max-model-len and tensor-parallel-divisibility judged none of "
+                     f"the {servers} vLLM / candle-vllm server(s): llm-serving:models lists no model, so their "
+                     "model facts (config.json) are not known")
+    if any_gpu and (inventory is None or inventory.gpu_runtime_class is None):
+        lines.append("gpu-runtime-class did not run: llm-serving:cluster does not say whether GPU pods need a "
+                     "RuntimeClass (gpu_runtime_class); on clusters whose default runtime injects the driver none is needed")
+    return lines

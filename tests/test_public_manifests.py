@@ -1,0 +1,251 @@
+"""Issue 12: the pack on other people's GPU serving YAML (shapes of public guides, written by us)
+with an inventory of the hardware they target, and what it says it did not judge.
+
+Every policy runs in-process on one small, consistent set (each object on its own node, so the
+allocation is the one the authors meant): no mandatory finding but the real problems the set
+carries on purpose. startup-probe-covers-cold-start (issue 10's, the cold-start annotation is a
+house rule) is left out here and named in the issue-12 note.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from policylib.pack import policies
+from pulumi_policy import EnforcementLevel
+from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
+from tools.analyze import not_judged
+from tools.manifests import load_stack_file
+
+PUBLIC = FIXTURES / "Pulumi.public.yaml"
+
+#: A vLLM Deployment as cloud tutorials write it: shell wrapper, model from the env, /dev/shm,
+#: no runtimeClassName, a release tag, default rollout; an LWS behind a leader Service; an SGLang
+#: server; gpt-oss on one H200 with the entrypoint's positional model; a KServe model-form ISVC.
+SET = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llama, namespace: serving}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: llama}}
+  template:
+    metadata: {labels: {app: llama}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: a100-0}
+      containers:
+      - name: server
+        image: vllm/vllm-openai:v0.10.1.1
+        command: [/bin/sh, -c]
+        args: ['vllm serve "$MODEL" --tensor-parallel-size 2 --max-model-len 32768 --port 8000']
+        env: [{name: MODEL, value: meta-llama/Llama-3.1-8B-Instruct}]
+        ports: [{containerPort: 8000}]
+        resources: {limits: {nvidia.com/gpu: 2, memory: 64Gi}}
+        volumeMounts: [{name: shm, mountPath: /dev/shm}]
+      volumes: [{name: shm, emptyDir: {medium: Memory, sizeLimit: 4Gi}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: llama, namespace: serving}
+spec:
+  selector: {app: llama}
+  ports: [{port: 80, targetPort: 8000}]
+---
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: big, namespace: serving}
+spec:
+  replicas: 1
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      metadata: {labels: {role: leader}}
+      spec:
+        nodeSelector: {kubernetes.io/hostname: a100-1}
+        containers:
+        - name: leader
+          image: vllm/vllm-openai:v0.10.1.1
+          command: [sh, -c, "ray start --head; vllm serve meta-llama/Llama-3.1-405B-Instruct --tensor-parallel-size 8 --pipeline-parallel-size 2"]
+          ports: [{containerPort: 8000}]
+          resources: {limits: {nvidia.com/gpu: 8}}
+    workerTemplate:
+      spec:
+        nodeSelector: {kubernetes.io/hostname: h200-0}
+        containers:
+        - name: worker
+          image: vllm/vllm-openai:v0.10.1.1
+          command: [sh, -c, "ray start --block --address=$(LWS_LEADER_ADDRESS):6379"]
+          resources: {limits: {nvidia.com/gpu: 8}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: big-leader, namespace: serving}
+spec:
+  selector: {leaderworkerset.sigs.k8s.io/name: big, role: leader}
+  ports: [{port: 8000}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: sglang, namespace: serving}
+spec:
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: sglang}}
+  template:
+    metadata: {labels: {app: sglang}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: l4-0}
+      containers:
+      - name: server
+        image: lmsysorg/sglang:v0.4.9
+        command: [python3, -m, sglang.launch_server, --model-path, Qwen/Qwen2.5-7B-Instruct, --port, "30000"]
+        resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+@pytest.fixture(autouse=True)
+def public_inventory():
+    use_stack_config(load_stack_file(PUBLIC))
+
+
+def _mandatory(text: str) -> dict[str, list[str]]:
+    out = {}
+    for policy in policies():
+        if policy.enforcement_level != EnforcementLevel.MANDATORY or policy.name == "startup-probe-covers-cold-start":
+            continue
+        found = [v.message for v in run_policy(policy, manifests(text))]
+        if found:
+            out[policy.name] = found
+    return out
+
+
+def test_no_false_mandatory_finding_on_the_public_set():
+    assert _mandatory(SET) == {}
+
+
+def test_the_real_problems_are_still_caught():
+    # One card idle behind the shell wrapper, and a Service in front of an LWS that is not there.
+    broken = SET.replace("--tensor-parallel-size 2 --max", "--tensor-parallel-size 1 --max").replace(
+        "leaderworkerset.sigs.k8s.io/name: big,", "leaderworkerset.sigs.k8s.io/name: bigger,")
+    found = _mandatory(broken)
+    assert sorted(found) == ["service-selector-uniqueness", "vllm-parallelism"]
+    assert "1 card(s) are held and idle" in found["vllm-parallelism"][0]
+    assert found["service-selector-uniqueness"][0].startswith("Service big-leader: selects no workload")
+
+
+def test_the_summary_says_what_was_not_judged():
+    config = load_stack_file(PUBLIC)
+    resources = manifests(SET)
+    lines = not_judged(resources, config)
+    assert lines[0].startswith("LeaderWorkerSet big: one server spans each group's leader and worker pods")
+    assert any(line.startswith("Deployment sglang, container server: runs SGLang (python3 -m sglang.launch_server), "
+                               "which the pack does not model") for line in lines)
+    assert lines[-1].startswith("gpu-runtime-class did not run: llm-serving:cluster does not say whether GPU pods need a RuntimeClass")
+    # The user's inventory states the fact: the policy runs, nothing to say about it.
+    users = load_stack_file(FIXTURES / "Pulumi.fixture.yaml")
+    assert not [line for line in not_judged(resources, users) if "gpu-runtime-class" in line]
+
+
+def test_servers_of_a_stack_without_models_are_not_judged_and_said_so():
+    config = dict(load_stack_file(PUBLIC))
+    config.pop("llm-serving:models")
+    use_stack_config({**config, "llm-serving:models": "{}"})
+    assert _mandatory(SET) == {}
+    lines = not_judged(manifests(SET), config)
+    assert any("llm-serving:models lists no model" in line for line in lines)
+
+
+MODEL_FORM = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: hf, namespace: serving}
+spec:
+  predictor:
+    nodeSelector: {kubernetes.io/hostname: a100-0}
+    model:
+      modelFormat: {name: huggingface}
+      args: [--model_name=hf, --model_id=meta-llama/Llama-3.1-8B-Instruct, --tensor-parallel-size=2]
+      resources: {limits: {nvidia.com/gpu: "2", memory: 64Gi}}
+"""
+
+
+def test_kserve_model_form_counts_its_cards_and_leaves_the_runtime_alone():
+    from policylib import workloads
+    (r,) = manifests(MODEL_FORM)
+    w = workloads.workload(r.type, r.props, r.urn)
+    (c,) = w.containers
+    assert (c.name, c.cards, c.from_runtime, w.cards_per_pod) == ("kserve-container", 2, True, 2)
+    assert _mandatory(MODEL_FORM) == {}
+    (line,) = [x for x in not_judged([r], load_stack_file(PUBLIC)) if x.startswith("InferenceService hf")]
+    assert "predictor.model form (modelFormat huggingface)" in line
+
+
+RAY = """
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: llm, namespace: serving}
+spec:
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        metadata: {labels: {app: ray-llm, role: head}}
+        spec:
+          containers: [{name: head, image: rayproject/ray-ml:2.40.0, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: llm-head, namespace: serving}
+spec:
+  selector: {app: ray-llm, role: head}
+  ports: [{port: 8000}]
+"""
+
+
+def test_a_service_in_front_of_pods_the_pack_does_not_model_is_not_judged():
+    assert _mandatory(RAY) == {}
+    assert _mandatory(RAY.replace("role: head}\n  ports", "role: heads}\n  ports"))["service-selector-uniqueness"][0].startswith(
+        "Service llm-head: selects no workload")
+    assert any(line.startswith("RayService llm: asks for nvidia.com/gpu, but the pack does not model this kind")
+               for line in not_judged(manifests(RAY), load_stack_file(PUBLIC)))
+
+
+def test_a_target_port_the_server_listens_on_is_fine_without_a_declared_container_port():
+    text = SET.replace("ports: [{containerPort: 8000}]", "ports: [{containerPort: 9090, name: metrics}]", 1)
+    assert _mandatory(text) == {}
+    wrong = text.replace("--port 8000", "--port 8001")
+    assert "service-target-port" in _mandatory(wrong)
+
+
+AMD = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: rocm, namespace: serving}
+spec:
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: rocm}}
+  template:
+    metadata: {labels: {app: rocm}}
+    spec:
+      containers:
+      - name: server
+        image: rocm/vllm:latest
+        command: [vllm, serve, meta-llama/Llama-3.1-8B-Instruct, --tensor-parallel-size, "2"]
+        resources: {limits: {amd.com/gpu: 2}}
+"""
+
+
+def test_a_server_on_another_vendors_cards_is_not_judged_on_nvidia_ones():
+    assert _mandatory(AMD) == {}
+    assert any(line.startswith("Deployment rocm: runs a model server on amd.com/gpu, not nvidia.com/gpu")
+               for line in not_judged(manifests(AMD), load_stack_file(PUBLIC)))
+
+
+def test_a_model_the_inventory_does_not_list_is_not_judged_there_but_is_on_the_users_cluster():
+    text = SET.replace("meta-llama/Llama-3.1-8B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3")
+    assert _mandatory(text) == {}
+    assert any("model mistralai/Mistral-7B-Instruct-v0.3 is not in llm-serving:models" in line
+               for line in not_judged(manifests(text), load_stack_file(PUBLIC)))
+    # The user's cluster lists every model it runs: an unlisted one is still a violation there.
+    use_stack_config(load_stack_file(FIXTURES / "Pulumi.fixture.yaml"))
+    import weights_fit_card
+    (message,) = [v.message for v in run_policy(weights_fit_card.POLICY, manifests(text))]
+    assert "model mistralai/Mistral-7B-Instruct-v0.3 (--model) is not in the stack's models" in message
