@@ -39,6 +39,7 @@ def rule_startup_budget(cold_start_seconds: int, period: int, threshold: int) ->
         f"declared cold start of {cold_start_seconds} s, so the kubelet kills the server while it loads",
         f"raise startup_probe.failure_threshold to at least {need}, or leave it unset for "
         f"{STARTUP_HEADROOM} x the cold start",
+        "seed 002 and coder.yaml (a probe killed the server while it loaded the weights)",
     )
 
 
@@ -52,8 +53,9 @@ def rule_tp_divides(model_key: str, facts_: ModelFacts, tp: int) -> Optional[Rul
     fits = rules.tp_sizes_that_divide(facts_)
     return RuleBreach(
         f"tensor parallel {tp} does not divide model {model_key}: {', '.join(bad)} "
-        "(heads, KV heads, intermediate size and vocab must split evenly, seed 001)",
+        "(heads, KV heads, intermediate size and vocab must split evenly)",
         f"use a tensor parallel size that divides them: {', '.join(map(str, fits))}",
+        "seed 001",
     )
 
 
@@ -64,9 +66,10 @@ def rule_hybrid_one_card(model_key: str, facts_: ModelFacts, tp: int) -> Optiona
         return None
     return RuleBreach(
         f"model {model_key} is hybrid ({facts_.full_attention_layers} full-attention of "
-        f"{facts_.num_hidden_layers} layers; the GDN state is not shardable, seed 003) and cannot "
+        f"{facts_.num_hidden_layers} layers; the GDN state is not shardable) and cannot "
         f"run on {tp} cards",
         "set cards: 1",
+        "seed 003",
     )
 
 
@@ -76,8 +79,9 @@ def rule_digest_pinned(image: str) -> Optional[RuleBreach]:
         return None
     return RuleBreach(
         f"vLLM image {image} is not pinned by digest; a tag can move, and v0.15.0 failed on this "
-        "node (empty arch list, cudaGetDeviceCount error 803, coder.yaml)",
+        "node (empty arch list, cudaGetDeviceCount error 803)",
         f"pin it as <image>:<tag>@sha256:<digest>, e.g. {facts.VLLM_IMAGE}",
+        "coder.yaml",
     )
 
 
@@ -94,8 +98,8 @@ def rule_half_dtype(card: Optional[CardSpec], dtype: str, engine: str) -> Option
         why = (f"dtype auto takes the checkpoint's dtype (bfloat16 for most), which needs compute "
                f"capability 8.0; {card.product} is sm_{card.sm} and needs an explicit half dtype")
     else:
-        why = f"dtype {dtype} is not a half dtype; {card.product} (sm_{card.sm}) serves {half} (001, coder.yaml)"
-    return RuleBreach(why, f"set dtype: {half}")
+        why = f"dtype {dtype} is not a half dtype; {card.product} (sm_{card.sm}) serves {half}"
+    return RuleBreach(why, f"set dtype: {half}", "seed 001 and coder.yaml")
 
 
 def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_cache_dtype: str) -> Optional[RuleBreach]:
@@ -107,11 +111,13 @@ def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_
         return RuleBreach(
             f"quantization {quantization} needs compute capability {need / 10:.1f}; {card.product} is sm_{card.sm}",
             "use a GPTQ checkpoint with quantization: gptq (runs on sm_70), or a half-precision one",
+            "seed 001 and coder.yaml; vLLM's get_min_capability",
         )
     if not rules.kv_cache_dtype_runs_on(kv_cache_dtype, card.sm):
         return RuleBreach(
             f"kv_cache_dtype {kv_cache_dtype} needs FP8 support; {card.product} (sm_{card.sm}) has none",
             "set kv_cache_dtype: auto",
+            "coder.yaml",
         )
     return None
 
@@ -122,8 +128,9 @@ def rule_custom_all_reduce(card: Optional[CardSpec], tp: int, setting: Optional[
         return None
     return RuleBreach(
         f"custom all-reduce is on at tensor parallel {tp} without NVLink; it deadlocked after CUDA "
-        "graph capture on this Volta/PCIe pair (coder.yaml)",
+        "graph capture on this Volta/PCIe pair",
         "remove disable_custom_all_reduce (it defaults to on here) or set it to true",
+        "coder.yaml",
     )
 
 
@@ -134,6 +141,7 @@ def rule_parallel_matches_cards(tp: int, pp: int, cards: int) -> Optional[RuleBr
     return RuleBreach(
         f"tensor parallel {tp} x pipeline parallel {pp} = {tp * pp} workers, but the pod holds {cards} cards",
         f"set cards: {tp * pp}, or tensor_parallel_size x pipeline_parallel_size = {cards}",
+        "seed 001 (ranks equal cards)",
     )
 
 
@@ -143,8 +151,9 @@ def rule_hybrid_on_volta_vllm(model_key: str, facts_: ModelFacts, card: Optional
         return None
     return RuleBreach(
         f"model {model_key} is hybrid (GatedDeltaNet); vLLM's GDN kernels need compute capability 7.5 "
-        f"and the fla module, {card.product} is sm_{card.sm} (coder.yaml)",
+        f"and the fla module, {card.product} is sm_{card.sm}",
         "serve it with server: candle-vllm on one card (clef-candle)",
+        "coder.yaml",
     )
 
 
@@ -171,7 +180,7 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
 
 
 def _p(path: str, value: Any, breach: Optional[RuleBreach]) -> list[Problem]:
-    return [Problem(PREFIX + path, value, breach.rule, breach.fix)] if breach else []
+    return [Problem(PREFIX + path, value, breach.rule, breach.fix, breach.source)] if breach else []
 
 
 def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models: dict[str, ModelEntry],

@@ -49,7 +49,8 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, workloads
+from core.problems import Finding
+from policylib import stack_helpers, terms, workloads
 from policylib.stack_helpers import PodIndex
 
 NAME = "network-ingress-for-clients"
@@ -209,11 +210,16 @@ class _Context:
         return hit
 
 
+SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
+
+
 def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust: bool) -> list[str]:
     """The violation messages for one Service's declared clients."""
     if svc.clients_error:
-        return [f"Service {svc.name}: {svc.clients_error}; write it as a JSON list, e.g. "
-                '[{"name": "gateway", "namespace": "gateway", "port": 80}]']
+        return [terms.message(svc.annotations, Finding(
+            f"Service {svc.name}", svc.clients_error,
+            'write the clients annotation as a JSON list, e.g. [{"name": "gateway", "namespace": "gateway", "port": 80}]',
+            SOURCE, stack_fix="write clients under {key} as a list of {name, namespace, port}"))]
     if not svc.clients or not svc.selector:
         return []
     out = []
@@ -224,8 +230,11 @@ def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust:
         sp = by_port.get(client.port)
         if sp is None:
             exposed = ", ".join(str(p) for p in sorted(by_port)) or "none"
-            out.append(f"Service {svc.name}: {who} calls port {client.port}, which the Service does not "
-                       f"expose (ports: {exposed}): fix the client's port or add the port to the Service")
+            out.append(terms.message(svc.annotations, Finding(
+                f"Service {svc.name}",
+                f"{who} calls port {client.port}, which the Service does not expose (ports: {exposed})",
+                "fix the client's port or add the port to the Service", SOURCE,
+                stack_fix="set the client's port under {key}.clients to 80 or 8080")))
             continue
         for w in backends:
             policies = ctx.selecting(w)
@@ -235,10 +244,14 @@ def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust:
             verdict = judge_client(client, pod_port, stack_helpers.port_names_of(w, pod_port), sp.protocol, policies, trust)
             if verdict:
                 of = f" of {w.name}" if len(backends) > 1 else ""
-                out.append(
-                    f"Service {svc.name}: {who} calls port {client.port} -> pod port {pod_port}{of}; {verdict}: "
-                    "packets are dropped and the client sees a bare timeout (34 days for poimen-memory, seed 002)"
-                )
+                out.append(terms.message(svc.annotations, Finding(
+                    f"Service {svc.name}",
+                    f"{who} calls port {client.port} -> pod port {pod_port}{of}; {verdict}: packets are "
+                    "dropped and the client sees a bare timeout",
+                    f"add an ingress rule admitting namespace {client.namespace} on port {pod_port}",
+                    SOURCE,
+                    stack_fix=f"list namespace {client.namespace} under llm-serving:network_policy "
+                              f"(gateway or clients) with port {pod_port}")))
     return out
 
 

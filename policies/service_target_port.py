@@ -33,7 +33,8 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, workloads
+from core.problems import Finding
+from policylib import stack_helpers, terms, workloads
 
 NAME = "service-target-port"
 
@@ -53,26 +54,29 @@ def _port_label(sp: workloads.ServicePort) -> str:
     return f"port {sp.port} ({sp.name})" if sp.name else f"port {sp.port}"
 
 
+SOURCE = "spec, stable Services (coder-service.yaml: port 80 and 8080 -> 8080)"
+
+
 def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.Workload) -> Optional[str]:
     """The violation message for one Service port against one selected workload, or None."""
     number = stack_helpers.target_port_number(sp.target_port, w)
     # A number shows as one (it arrives as a double, 8080.0, over the analyzer protocol).
     shown = sp.target_port if number is None else number
-    head = f"Service {svc.name} {_port_label(sp)}: targetPort {shown}"
+    head = f"Service {svc.name} {_port_label(sp)}"
+    target = f"targetPort {shown}"
     who = f"{w.name} ({w.kind})"
     if number is None:
         names = sorted({n for c in w.containers for n in c.port_names})
-        return (
-            f"{head} names no containerPort of {who} (named ports: {', '.join(names) or 'none'}); "
-            "Kubernetes publishes no endpoint for it: name the container port or use the number"
-        )
+        return terms.message(svc.annotations, Finding(
+            head, f"{target} names no containerPort of {who} (named ports: {', '.join(names) or 'none'}); "
+            "Kubernetes publishes no endpoint for it",
+            "name the container port or use the number", SOURCE))
     declared = stack_helpers.declared_ports(w)
     if declared and number not in declared:
-        return (
-            f"{head} is not a containerPort of {who} (containerPorts: "
-            f"{', '.join(str(p) for p in declared)}); connections are refused: set targetPort to the "
-            "port the server listens on"
-        )
+        return terms.message(svc.annotations, Finding(
+            head, f"{target} is not a containerPort of {who} (containerPorts: "
+            f"{', '.join(str(p) for p in declared)}); connections are refused",
+            "set targetPort to the port the server listens on", SOURCE))
     owners = [c for c in w.containers if number in c.ports] if declared else list(w.containers)
     wrong = []
     for c in owners:
@@ -82,10 +86,10 @@ def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.W
             return None
         wrong.append(f"container {c.name} runs {server.engine} on {port}")
     if wrong:
-        return (
-            f"{head} reaches pod port {number} of {who}, but {'; '.join(wrong)}; connections are "
-            "refused: make the server's port flag, the containerPort and the targetPort agree"
-        )
+        return terms.message(svc.annotations, Finding(
+            head, f"{target} reaches pod port {number} of {who}, but {'; '.join(wrong)}; connections are refused",
+            "make the server's port flag, the containerPort and the targetPort agree", SOURCE,
+            stack_fix="set port under the selected workload of {key} to the Service's targetPort"))
     return None
 
 

@@ -29,10 +29,15 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import workloads
 
 NAME = "startup-probe-covers-cold-start"
+
+
+SOURCE = "seed 002 and coder.yaml (a liveness probe killed the server while it loaded the weights)"
 
 
 def judged_containers(w: workloads.Workload) -> list[workloads.Container]:
@@ -47,13 +52,13 @@ def cold_start_problem(w: workloads.Workload) -> tuple[int | None, str | None]:
     raw = w.annotations.get(key)
     if raw is None:
         return None, (
-            f"runs a model server but declares no cold start; declare it as annotation {key}: "
-            '"<seconds>" (measured pod start to health endpoint answering), so the startup probe '
-            "budget can be checked against it"
+            "runs a model server but declares no cold start, so the startup probe budget cannot be "
+            "checked against it; "
+            f'declare it as annotation {key}: "<seconds>" (measured pod start to health endpoint answering)'
         )
     seconds = rh.whole(raw)
     if seconds is None or seconds <= 0:
-        return None, f"annotation {key} is {raw!r}; declare the cold start as whole seconds above 0, e.g. \"600\""
+        return None, f"annotation {key} is {raw!r}, not whole seconds above 0; declare the cold start as e.g. \"600\""
     return seconds, None
 
 
@@ -65,7 +70,7 @@ def probe_problem(c: workloads.Container, cold: int | None) -> str | None:
             if c.liveness_probe is not None else ""
         )
         target = f" ({cold} s declared)" if cold else ""
-        return (f"container {c.name} has no startupProbe{killer}. Add a startupProbe whose "
+        return (f"container {c.name} has no startupProbe{killer}; add a startupProbe whose "
                 f"periodSeconds x failureThreshold covers the cold start{target}")
     if cold is None:
         return None
@@ -77,7 +82,7 @@ def probe_problem(c: workloads.Container, cold: int | None) -> str | None:
     delay = rh.whole(probe.get("initialDelaySeconds")) or 0
     needed = rules.startup_threshold_needed(cold, period, delay)
     return (f"container {c.name} startupProbe allows {budget} s ({formula}), which does not exceed the "
-            f"declared cold start of {cold} s, so the kubelet kills the server before it is up. Raise "
+            f"declared cold start of {cold} s, so the kubelet kills the server before it is up; raise "
             f"failureThreshold to at least {needed} at periodSeconds {period}")
 
 
@@ -90,12 +95,13 @@ def validate(args, report_violation) -> None:
         return
     label = rh.workload_label(w)
     cold, problem = cold_start_problem(w)
-    if problem:
-        report_violation(f"{label}: {problem} (seed 002, coder.yaml).", args.urn)
-    for c in judged_containers(w):
-        problem = probe_problem(c, cold)
-        if problem:
-            report_violation(f"{label}: {problem} (seed 002, coder.yaml).", args.urn)
+    for text in [problem, *(probe_problem(c, cold) for c in judged_containers(w))]:
+        if text:
+            wrong, _, fix = text.rpartition("; ")
+            report_violation(terms.message(w.annotations, Finding(
+                label, wrong, fix, SOURCE,
+                stack_fix="set cold_start_seconds under {key}; the component sizes the startup probe from it",
+            )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -57,9 +57,9 @@ def test_budget_must_exceed_the_cold_start_equal_does_not_cover_it():
     (message,) = _run(_server("240", probe))
     assert message.startswith("Deployment s: container vllm startupProbe allows 240 s (24 x 10 s), which does not "
                               "exceed the declared cold start of 240 s")
-    assert "Raise failureThreshold to at least 25 at periodSeconds 10" in message
+    assert "Fix: raise failureThreshold to at least 25 at periodSeconds 10." in message
     (message,) = _run(_server("241", probe))
-    assert "Raise failureThreshold to at least 25 at periodSeconds 10" in message
+    assert "Fix: raise failureThreshold to at least 25 at periodSeconds 10." in message
 
 
 def test_only_the_model_server_container_is_judged():
@@ -71,7 +71,8 @@ def test_only_the_model_server_container_is_judged():
 def test_undeclared_cold_start_is_reported_once_even_with_a_probe():
     probe = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 15, failureThreshold: 120}"
     (message,) = _run(_server(None, probe))
-    assert message.startswith(f"Deployment s: runs a model server but declares no cold start; declare it as annotation "
+    assert message.startswith("Deployment s: runs a model server but declares no cold start, so the startup "
+                              "probe budget cannot be checked against it. Fix: declare it as annotation "
                               f"{facts.COLD_START_ANNOTATION}")
 
 
@@ -79,8 +80,9 @@ def test_undeclared_cold_start_is_reported_once_even_with_a_probe():
 def test_cold_start_must_be_whole_positive_seconds(value):
     probe = "startupProbe: {httpGet: {path: /health, port: 8080}}"
     messages = _run(_server(value, probe))
-    assert messages == [f"Deployment s: annotation {facts.COLD_START_ANNOTATION} is {value!r}; declare the cold start "
-                        'as whole seconds above 0, e.g. "600" (seed 002, coder.yaml).']
+    assert messages == [f"Deployment s: annotation {facts.COLD_START_ANNOTATION} is {value!r}, not whole seconds above 0. "
+                        'Fix: declare the cold start as e.g. "600". Source: seed 002 and coder.yaml (a liveness probe '
+                        "killed the server while it loaded the weights)."]
 
 
 def test_a_non_server_workload_without_a_declaration_is_not_judged():
