@@ -22,6 +22,16 @@ vLLM v0.11.0 (``vllm/v1/worker/gpu_worker.py``)
     allocated (``compile_or_warm_up_model``), from the ``1 - gpu_memory_utilization``
     headroom, so they are not subtracted.
 
+vLLM by release (:func:`vllm_profile`, the release from the image tag)
+    V0 (before 0.8.0; before 0.10.0 below sm_80) profiles ``max(max_model_len, 2048)``
+    tokens (2048 with chunked prefill) and runs the sampler warm-up on the driver rank only,
+    so the ranks' pools differ and the executor takes the smallest
+    (``determine_num_available_blocks``); V1 profiles the scheduler's batch (defaults by card:
+    8192 / 1024 on 70 GiB and larger cards, 2048 / 256 below) and every rank samples. The
+    sampler warm-up's bytes a logit change at 0.17 (no sort). The non-torch memory a rank
+    holds (the runtime, :func:`runtime_bytes`) is taken from public logs by engine, TP and
+    interconnect.
+
 candle-vllm (``src/main.rs``, ``src/lib.rs`` of EricLBuehler/candle-vllm)
     After the model loads, each rank queries ``cuMemGetInfo`` and sizes its cache budget as
     ``round(free x kv_fraction) - workspace reserve`` (``detect_kvcache_mem_gpu_mb_for_devices_with_workspace``;
@@ -29,21 +39,21 @@ candle-vllm (``src/main.rs``, ``src/lib.rs`` of EricLBuehler/candle-vllm)
     unavailable). The workspace reserve (``compute_workspace_budget``) is ``max(2 x
     prefill_chunk_size x hidden_size x dtype bytes, 256 MiB)`` for a build without the
     flashinfer / cutlass / flash-attn features (none of which run on sm_70). A hybrid
-    (GDN) model then reserves ``mamba_fraction`` (default 0.15) of that budget for the
-    recurrent state (``plan_hybrid_mamba_cache_with_fraction``). ``get_cache_config`` turns
+    (GDN) model then reserves ``mamba_fraction`` (default 0.15, capped at 0.3) of that budget,
+    but at least ``max(max_num_seqs, 8) x 3`` state slots, for the recurrent state
+    (``plan_hybrid_mamba_cache_with_fraction``, :func:`candle_mamba_reserve_mib`). ``get_cache_config`` turns
     the MB budget into blocks: ``MB x 2^20 / (dtype bytes x block_size x KV heads a rank x
     head_dim x KV layers x 2)`` (integer division), ``block_size`` 64 on CUDA; tokens are
     blocks x block_size (``kv_cache_capacity_tokens``). A rank keeps the token embedding
     and the LM head whole (``embedding`` / ``ReplicatedLinear`` in
     ``src/openai/models/qwen.rs``) and shards the attention and MLP projections.
 
-What is not modelled, and which way it errs: the CUDA context, NCCL communicators and
-allocator caches that occupy a card besides the weights (the estimate of candle-vllm's free
-memory is high by that much; vLLM's snapshot is taken after them, so they only eat its
-headroom); vLLM's non-torch memory increase during profiling (cuBLAS / Triton module loads,
-typically well under 0.2 GiB) and the scratch space of the sampler's sort; vLLM's state
-pages for linear-attention layers; candle-vllm's in-situ quantization (``--isq``) and its
-TurboQuant KV dtypes. Every estimate lists what it left out in ``notes``.
+The card's total comes from the catalog (:mod:`core.cards`); the runtime from public figures,
+not from the card itself (candle-vllm's coder-14b rank on worker-1 holds about 2.3 GiB more
+than they explain: README "Capacity"). Not modelled: vLLM's state pages for linear-attention
+layers; candle-vllm's in-situ quantization (``--isq``) and its TurboQuant KV dtypes; a
+``VLLM_USE_V1`` set against the release's default. Every estimate lists what it assumed or
+left out in ``notes``.
 
 Units: bytes inside, GiB (2^30 bytes) and MiB (2^20, candle-vllm's "MB") in results, tokens
 for KV capacity.
@@ -733,7 +743,7 @@ def estimate_candle(
     tokens = blocks * block_size
     window = min(facts.max_position_embeddings, tokens) if tokens else facts.max_position_embeddings
     if runtime_reserve_mib is None:
-        notes.append(_runtime_note("candle-vllm", tp, card, runtime) + "; the pool is an upper bound if more is in use")
+        notes.append(_runtime_note("candle-vllm", tp, card, runtime) + "; memory in use beyond this is not modelled, so the pool is an upper bound")
     else:
         notes.append(f"runtime memory beside the weights: {runtime_reserve_mib} MiB a rank, as measured")
     rank = RankMemory("every rank" if tp > 1 else "the rank", weights / GIB, workspace / GIB, runtime / GIB,

@@ -108,15 +108,16 @@ def test_candle_dtype_the_loader_accepts_the_pack_accepts(dtype):
 
 def test_capacity_the_pack_refuses_the_loader_refuses():
     """weights-fit-card / kv-cache-fits-max-model-len judge the estimate core.capacity.estimate
-    makes; the loader makes the same one from the workload's fields."""
+    makes; the loader makes the same one from the workload's fields. (Issue 10: the pool went
+    from 129,984 to 124,400 tokens: runtime memory and the sampler's sort, tests/test_capacity.py.)"""
     _, problems = _load(_set("candle-vllm", kv_fraction=0.01))
     (p,) = problems
     assert p.path == f"{W}.candle-vllm.kv_fraction" and "no room for a KV cache" in p.rule
     _, problems = _load(_set("reasoning", max_model_len=262144))
     (p,) = problems
     assert p.path == f"{W}.reasoning.max_model_len"
-    assert "the pool holds about 129,984 tokens on one card" in p.rule
-    assert p.fix.startswith("lower max_model_len to at most 129,984")
+    assert "the pool holds about 124,400 tokens on one card" in p.rule
+    assert p.fix.startswith("lower max_model_len to at most 124,400")
 
 
 # --- 2. quantities ----------------------------------------------------------------------------

@@ -250,8 +250,9 @@ def _num(value: Optional[float], fmt: str, bound: bool = False) -> str:
 
 #: The footnote under the capacity table when a row shows upper bounds (candle-vllm).
 UPPER_BOUND_NOTE = (
-    "<= upper bound: candle-vllm's memory beside the weights after load (CUDA context, NCCL, allocator) "
-    "is not modelled; against the user's measured coder-14b pool the estimate is 21.5% high (README \"Capacity\")"
+    "<= upper bound: candle-vllm's memory beside the weights after load is taken from public figures (CUDA "
+    "context 0.35 GiB, NCCL over PCIe 0.25); more in use is not modelled: against the user's measured coder-14b "
+    "pool the estimate is 17.1% high (README \"Capacity\")"
 )
 #: The footnote under the capacity table when a row's model has provisional facts.
 PROVISIONAL_NOTE = (
