@@ -30,7 +30,7 @@ vLLM by release (:func:`vllm_profile`, the release from the image tag)
     8192 / 1024 on 70 GiB and larger cards, 2048 / 256 below) and every rank samples. The
     sampler warm-up's bytes a logit change at 0.17 (no sort). The non-torch memory a rank
     holds (the runtime, :func:`runtime_bytes`) is taken from public logs by engine, TP and
-    interconnect.
+    interconnect; before 0.6.5 the profile counted the CUDA context too.
 
 candle-vllm (``src/main.rs``, ``src/lib.rs`` of EricLBuehler/candle-vllm)
     After the model loads, each rank queries ``cuMemGetInfo`` and sizes its cache budget as
@@ -49,7 +49,7 @@ candle-vllm (``src/main.rs``, ``src/lib.rs`` of EricLBuehler/candle-vllm)
     ``src/openai/models/qwen.rs``) and shards the attention and MLP projections.
 
 The card's total comes from the catalog (:mod:`core.cards`); the runtime from public figures,
-not from the card itself (candle-vllm's coder-14b rank on worker-1 holds about 2.3 GiB more
+not from the card itself (candle-vllm's coder-14b rank on worker-1 holds about 2.15 GiB more
 than they explain: README "Capacity"). Not modelled: vLLM's state pages for linear-attention
 layers; candle-vllm's in-situ quantization (``--isq``) and its TurboQuant KV dtypes; a
 ``VLLM_USE_V1`` set against the release's default. Every estimate lists what it assumed or
@@ -103,19 +103,20 @@ def _card_notes(card: CardSpec) -> list[str]:
 
 # --- memory beside the weights and the activations ---------------------------------------
 
-#: GiB a vLLM V0 rank counts outside torch at TP=1 (CUDA context, cuBLAS, kernels loaded):
-#: vllm-project/vllm #10517 (v0.6.4, RTX 3090, Llama-3.1-8B): "non_torch_memory=0.35GiB".
-#: V0 measured it as everything on the card outside torch's allocator.
-VLLM_V0_RUNTIME_GIB = 0.35
-#: GiB a vLLM V1 rank counts outside torch at TP=1: the growth since the worker's start
-#: snapshot (cuBLAS / Triton / kernel modules), the CUDA context excluded. The llm-d planner
-#: accuracy report (H100-80GB, Qwen3-14B, vLLM 0.15-0.17): 0.14-0.15 GiB. Public TP=1 logs
-#: range 0.05-0.35 GiB.
-VLLM_V1_RUNTIME_GIB = 0.15
-#: GiB a candle-vllm rank holds besides its weights at TP=1 when it measures free memory after
-#: load: the CUDA context and loaded kernels, which it counts whole (no baseline snapshot), as
-#: vLLM V0 did: the V0 figure (#10517).
-CANDLE_RUNTIME_GIB = 0.35
+#: GiB a vLLM rank counts outside torch at TP=1 before 0.6.5, whose profile took every byte on
+#: the card outside torch's allocator as non-torch memory, the CUDA context and kernels
+#: included: vllm-project/vllm #10517 (v0.6.4, RTX 3090, Llama-3.1-8B): "non_torch_memory=0.35GiB".
+VLLM_RUNTIME_WITH_CONTEXT_GIB = 0.35
+#: The release from which vLLM's ``memory_profiling`` counts only the growth since the worker's
+#: start snapshot (the CUDA context excluded), in V0 and V1 alike.
+VLLM_BASELINE_PROFILING_FROM = (0, 6, 5)
+#: GiB a vLLM rank counts outside torch at TP=1 from then on (cuBLAS / Triton / kernel modules
+#: loaded during the profile): the llm-d planner accuracy report (H100-80GB, Qwen3-14B, vLLM
+#: 0.15-0.17): 0.14-0.15 GiB. Public TP=1 logs range 0.05-0.35 GiB.
+VLLM_RUNTIME_GIB = 0.15
+#: GiB a candle-vllm rank holds besides its weights at TP=1: it measures free memory after load
+#: with no baseline, so the CUDA context and kernels count whole, as in vLLM before 0.6.5.
+CANDLE_RUNTIME_GIB = VLLM_RUNTIME_WITH_CONTEXT_GIB
 #: GiB more a rank holds at TP>=2 when the cards are linked by NVLink: NCCL's P2P / NVLS
 #: buffers and vLLM's custom all-reduce (IPC buffers, registered CUDA-graph buffers). About 2
 #: GiB a card in all at TP>=2 (llm-d planner accuracy report); vllm-project/vllm PR #10511
@@ -123,21 +124,22 @@ CANDLE_RUNTIME_GIB = 0.35
 COMM_NVLINK_GIB = 1.85
 #: GiB more a rank holds at TP>=2 over PCIe without NVLink (NCCL moves the data through host
 #: shared memory, /dev/shm; vLLM turns custom all-reduce off without P2P): NCCL's kernels and
-#: device-side channel state. Derived from vllm-project/vllm #13061 (2 x RTX 4090, TP=2, V0):
-#: both ranks imply 0.56-0.59 GiB outside torch, 0.35 of which is V0's TP=1 figure.
-COMM_PCIE_GIB = 0.25
+#: device-side channel state. Derived from vllm-project/vllm #13061 (2 x RTX 4090, TP=2,
+#: vLLM 0.7): both ranks imply 0.56-0.59 GiB outside torch, 0.15 of which is the TP=1 figure.
+COMM_PCIE_GIB = 0.4
 
 
-def runtime_bytes(engine: str, tp: int, card: CardSpec, *, v1: bool = True) -> int:
+def runtime_bytes(engine: str, tp: int, card: CardSpec, *, counts_context: bool = False) -> int:
     """Bytes one rank holds outside the weights and the profiled activations (the runtime):
-    :data:`VLLM_V1_RUNTIME_GIB` (vLLM V1), :data:`VLLM_V0_RUNTIME_GIB` (``v1=False``) or
-    :data:`CANDLE_RUNTIME_GIB` (``engine`` ``candle-vllm``) at TP=1, plus at ``tp`` >= 2 the
-    communication buffers: :data:`COMM_NVLINK_GIB` when ``card.nvlink``, else
-    :data:`COMM_PCIE_GIB`. ``tp`` is the ranks that talk (TP x PP)."""
+    :data:`VLLM_RUNTIME_GIB` (vLLM from 0.6.5), :data:`VLLM_RUNTIME_WITH_CONTEXT_GIB`
+    (``counts_context``: vLLM before 0.6.5) or :data:`CANDLE_RUNTIME_GIB` (``engine``
+    ``candle-vllm``) at TP=1, plus at ``tp`` >= 2 the communication buffers:
+    :data:`COMM_NVLINK_GIB` when ``card.nvlink``, else :data:`COMM_PCIE_GIB`. ``tp`` is the
+    ranks that talk (TP x PP)."""
     if engine == "candle-vllm":
         base = CANDLE_RUNTIME_GIB
     else:
-        base = VLLM_V1_RUNTIME_GIB if v1 else VLLM_V0_RUNTIME_GIB
+        base = VLLM_RUNTIME_WITH_CONTEXT_GIB if counts_context else VLLM_RUNTIME_GIB
     comm = 0.0 if tp < 2 else (COMM_NVLINK_GIB if card.nvlink else COMM_PCIE_GIB)
     return round((base + comm) * GIB)
 
@@ -554,7 +556,7 @@ def estimate_vllm(
     total = cuda_total_bytes(card)
     requested = gpu_memory_utilization * total
     weights = weights_per_card(facts, tp, pp=pp, engine="vllm", dtype=dtype)
-    runtime = runtime_bytes("vllm", tp * pp, card, v1=prof.v1)
+    runtime = runtime_bytes("vllm", tp * pp, card, counts_context=prof.version < VLLM_BASELINE_PROFILING_FROM)
     kv_bytes = kv_bytes_per_token(facts, tp, pp=pp, kv_dtype_bytes=dtype_bytes(kv_cache_dtype, dtype))
     page = kv_bytes * block_size
 

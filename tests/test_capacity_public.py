@@ -51,8 +51,8 @@ def test_10517_llama_8b_on_a_3090_at_20000_tokens():
 
     V0 profiles max_model_len tokens (chunked prefill is off below 32,768): 20,000 x (3 x 4096 +
     3 x 14336) x 2 bytes = 2.06 GiB, the MLP's gate/up, activation and output beside the
-    residual. The 0.35 GiB non-torch figure is this log's (VLLM_V0_RUNTIME_GIB), so it is not
-    counted as reproduced."""
+    residual. The 0.35 GiB non-torch figure is this log's (VLLM_RUNTIME_WITH_CONTEXT_GIB: before
+    0.6.5 the profile counted the CUDA context), so it is not counted as reproduced."""
     e = issue_10517(20_000)
     assert e.engine_version == (0, 6, 4) and e.card_memory_gib == pytest.approx(23.58, abs=0.005)
     assert within(e.weights_gib_per_card, 14.99)
@@ -89,7 +89,7 @@ def test_llm_d_qwen3_14b_on_an_h100_before_0_17(tag, activation, kv):
     An 80 GB card gets V1's large-card defaults (8192 batched tokens, 1,024 sequences); the
     sampler warm-up on 1,024 rows of 151,936 logits holds the sort's 36 bytes a logit beside
     the bf16 logits: 5.58 GiB (-1.0%). The 0.15 GiB runtime is this report's
-    (VLLM_V1_RUNTIME_GIB)."""
+    (VLLM_RUNTIME_GIB)."""
     e = estimate("vllm", QWEN3_14B, H100, dtype="bfloat16", gpu_memory_utilization=0.95, max_model_len=8192,
                  image=f"vllm/vllm-openai:{tag}")
     assert e.card_memory_gib == pytest.approx(79.19, abs=0.005)
@@ -124,7 +124,7 @@ def test_13061_tp2_on_two_4090s_takes_the_smaller_ranks_pool():
     152,064 logits, 1.40 GiB with the sort's buffers); rank 1 only the 2,048-token forward
     (0.14 GiB). The ranks differ by 1.26 GiB, the log by 1.23 (8.69 GiB against 81,536 tokens x
     96 KiB = 7.46 GiB): an independent check of the sampler's 36 bytes a logit. The runtime over
-    PCIe (0.35 + 0.25 GiB) is derived from this log (COMM_PCIE_GIB), so its pool is not an
+    PCIe (0.15 + 0.4 GiB) is derived from this log (COMM_PCIE_GIB), so its pool is not an
     independent check of the runtime."""
     e = estimate_vllm(R1_14B, RTX_4090, tp=2, gpu_memory_utilization=0.98, max_model_len=131_072, dtype="bfloat16",
                       version=(0, 7, 2))
@@ -132,7 +132,7 @@ def test_13061_tp2_on_two_4090s_takes_the_smaller_ranks_pool():
     assert driver.who.startswith("rank 0") and other.who == "rank 1"
     assert within(other.kv_pool_gib, 8.69)
     assert within(e.kv_tokens, 81_536)
-    assert e.kv_tokens == 81_072  # -0.6%
+    assert e.kv_tokens == 81_616  # +0.1%
     assert e.kv_blocks == driver.kv_blocks < other.kv_blocks
     logged_gap = 8.69 - 81_536 * capacity.kv_bytes_per_token(R1_14B, 2) / GIB
     assert within(other.kv_pool_gib - driver.kv_pool_gib, logged_gap)
@@ -195,17 +195,21 @@ def test_given_limits_override_the_release_defaults():
 
 
 def test_runtime_grows_at_tp2_more_over_nvlink_than_over_pcie():
-    """TP=1: 0.15 GiB (V1, llm-d report), 0.35 (V0, #10517). TP>=2: about 2 GiB a card over
-    NVLink (llm-d report; 1.79-3.58 GiB in vllm-project/vllm PR #10511); over PCIe NCCL moves the
-    data through host memory and custom all-reduce is off: 0.25 more (#13061)."""
-    gib = {(e, tp, link): capacity.runtime_bytes(e, tp, card("x", 81920, "9.0", link), v1=v1) / GIB
-           for e, v1 in (("vllm", True), ("candle-vllm", True)) for tp in (1, 2) for link in (False, True)}
+    """TP=1: 0.15 GiB (vLLM from 0.6.5, llm-d report), 0.35 (before 0.6.5, which counted the CUDA
+    context, #10517; candle-vllm counts it too). TP>=2: about 2 GiB a card over NVLink (llm-d
+    report; 1.79-3.58 GiB in vllm-project/vllm PR #10511); over PCIe NCCL moves the data through
+    host memory and custom all-reduce is off: 0.4 more (#13061)."""
+    gib = {(e, tp, link): capacity.runtime_bytes(e, tp, card("x", 81920, "9.0", link)) / GIB
+           for e in ("vllm", "candle-vllm") for tp in (1, 2) for link in (False, True)}
     assert gib[("vllm", 1, False)] == pytest.approx(0.15) == pytest.approx(gib[("vllm", 1, True)])
     assert gib[("vllm", 2, True)] == pytest.approx(2.0)
     assert 1.79 <= gib[("vllm", 2, True)] <= 3.58
-    assert gib[("vllm", 2, False)] == pytest.approx(0.40)
-    assert capacity.runtime_bytes("vllm", 1, V100, v1=False) / GIB == pytest.approx(0.35)
-    assert gib[("candle-vllm", 1, False)] == pytest.approx(0.35)
+    assert gib[("vllm", 2, False)] == pytest.approx(0.55)
+    assert capacity.runtime_bytes("vllm", 1, V100, counts_context=True) / GIB == pytest.approx(0.35)
+    assert gib[("candle-vllm", 1, False)] == pytest.approx(0.35) and gib[("candle-vllm", 2, False)] == pytest.approx(0.75)
+    old = estimate_vllm(LLAMA_8B, RTX_3090, max_model_len=4096, version=(0, 6, 4))
+    new = estimate_vllm(LLAMA_8B, RTX_3090, max_model_len=4096, version=(0, 7, 0))
+    assert (round(old.runtime_gib, 2), round(new.runtime_gib, 2)) == (0.35, 0.15)  # both V0
 
 
 def test_runtime_is_what_the_weights_policy_adds():

@@ -45,7 +45,7 @@ def test_prod_servers_give_one_row_each_with_their_numbers(config):
     the parked PyTorch clef-serve runs no vLLM or candle-vllm and has no row.
 
     Changed with issue 10 (runtime memory and the sampler's sort, tests/test_capacity.py says
-    why): coder 150,848 -> 145,216 tokens, reasoning 129,984 / 1.98x -> 124,400 / 1.90x."""
+    why): coder 150,848 -> 143,872 tokens, reasoning 129,984 / 1.98x -> 124,400 / 1.90x."""
     resources = [r for path in PROD_SERVERS for r in load_manifest_dir(path)] + manifests(PARKED_PYTORCH)
     rows = ch.capacity_rows(view(resources), *config)
     assert [(r.server, r.engine, r.model, r.cards) for r in rows] == [
@@ -54,7 +54,7 @@ def test_prod_servers_give_one_row_each_with_their_numbers(config):
         ("reasoning", "vllm", "qwen3-30b-a3b-gptq-int4", 1),
     ]
     coder, clef, reasoning = rows
-    assert (round(coder.weights_gib_per_card, 2), coder.kv_tokens, coder.max_model_len) == (15.21, 145_216, 32_768)
+    assert (round(coder.weights_gib_per_card, 2), coder.kv_tokens, coder.max_model_len) == (15.21, 143_872, 32_768)
     assert (round(reasoning.weights_gib_per_card, 2), reasoning.kv_tokens, reasoning.max_model_len) == (15.65, 124_400, 65_536)
     assert round(reasoning.concurrency, 2) == 1.90
     assert all(r.fits and r.problem is None and r.node == "worker-1" for r in rows)

@@ -73,7 +73,7 @@ def test_history_coder_262k_fits_at_tp2_and_not_at_tp1():
     )
     assert "vLLM refuses to start" in message
     assert "lower --max-model-len to at most 134,736" in message
-    assert "run TP=2 on 2 cards" in message and "about 435,728 tokens" in message
+    assert "run TP=2 on 2 cards" in message and "about 432,448 tokens" in message
 
 
 def test_human_readable_and_underscore_spellings_are_read():
