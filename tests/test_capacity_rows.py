@@ -107,3 +107,24 @@ spec:
 @pytest.mark.parametrize("text, value", [("65536", 65536), ("64k", 64_000), ("64K", 65_536), ("1.5M", 1_572_864), ("x", None), (None, None)])
 def test_human_int_reads_vllm_spellings(text, value):
     assert ch.human_int(text) == value
+
+
+def test_the_pack_takes_the_vllm_release_from_the_containers_image(config):
+    """Issue 10: the vLLM release comes from the image tag (core.images). The reasoning server
+    of the prod fixture, on v0.6.4 (V0 on sm_70: the profile runs 2048 tokens, chunked prefill
+    being on above 32,768, and the driver rank samples), on v0.17.0 (no sort in the sampler
+    warm-up: less activation, a larger pool) and on v0.11.0 as in prod."""
+    inv, models = config
+    text = open(PROD_SERVERS[2]).read()
+    pools = {}
+    for tag in ("v0.6.4", "v0.11.0", "v0.17.0"):
+        (r,) = manifests(text.replace("vllm/vllm-openai:v0.11.0@", f"vllm/vllm-openai:{tag}@"))
+        w = workloads.workload(r.type, r.props, r.urn)
+        (c, s), = w.servers
+        e = ch.server_estimate(w, c, s, inv, models)
+        assert e is not None and e.engine_version == tuple(int(x) for x in tag[1:].split("."))
+        pools[tag] = e
+    assert pools["v0.11.0"].kv_tokens == 124_400  # prod
+    assert pools["v0.17.0"].activation_gib < pools["v0.11.0"].activation_gib
+    assert pools["v0.17.0"].kv_tokens > pools["v0.11.0"].kv_tokens
+    assert round(pools["v0.6.4"].runtime_gib, 2) == 0.35 and round(pools["v0.11.0"].runtime_gib, 2) == 0.15

@@ -19,6 +19,7 @@ copy of each rule.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,16 @@ def test_capacity_the_pack_refuses_the_loader_refuses():
     assert p.path == f"{W}.reasoning.max_model_len"
     assert "the pool holds about 124,400 tokens on one card" in p.rule
     assert p.fix.startswith("lower max_model_len to at most 124,400")
+
+
+def test_capacity_the_loader_takes_the_vllm_release_from_the_image_as_the_pack_does():
+    """Issue 10: the stack file's vLLM image names the release whose profile applies; v0.17.0's
+    sampler warm-up needs no sort, so the same server holds more tokens than on v0.11.0."""
+    image = "vllm/vllm-openai:v0.17.0@sha256:" + "0" * 64
+    _, problems = _load(_set("reasoning", max_model_len=262144, image=image))
+    (p,) = problems
+    held = re.search(r"at most ([\d,]+)", p.fix)
+    assert held and int(held.group(1).replace(",", "")) > 124_400, p.fix
 
 
 # --- 2. quantities ----------------------------------------------------------------------------
