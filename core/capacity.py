@@ -292,8 +292,8 @@ class Estimate:
     candle-vllm: workspace reserve), ``runtime_gib`` (memory beside the weights outside the
     activations: :func:`runtime_bytes`) and ``budget_gib`` (vLLM: gpu_memory_utilization x
     total; candle-vllm: the card's total) are GiB, of the rank with the smallest pool (``ranks``
-    lists each kind of rank); ``engine_version`` the vLLM release the figures follow; ``kv_pool_mib`` is the pool in MiB (candle-vllm
-    logs it as "MB"). ``kv_tokens`` is the whole pool in tokens (``kv_blocks`` x
+    lists each kind of rank); ``engine_version`` is the vLLM release the figures follow (None for
+    candle-vllm); ``kv_pool_mib`` is the pool in MiB (candle-vllm logs it as "MB"). ``kv_tokens`` is the whole pool in tokens (``kv_blocks`` x
     ``block_size``); ``max_model_len`` the context one request may use (vLLM: as configured;
     candle-vllm: the model's window capped at the pool); ``concurrency`` how many requests of
     ``max_model_len`` fit at once. ``fits_weights``: the weights load and leave memory for a
@@ -738,8 +738,9 @@ def estimate_candle(
         floor_text = (f"the slot floor max(max_num_seqs, 8) x 3 is {floor} MiB" if floor is not None else
                       "the slot floor is not computed: the facts lack the linear-attention dimensions "
                       "(linear_num_key_heads ... from config.json)")
-        notes.append(f"hybrid model: {reserved} MiB of the budget reserved for GDN state (fraction {fraction:.0%}, "
-                     f"capped at {CANDLE_MAX_MAMBA_FRACTION:.0%}; {floor_text})")
+        asked = "" if mamba_fraction is None or mamba_fraction <= fraction else f" of the {mamba_fraction} asked"
+        notes.append(f"hybrid model: {reserved} MiB of the budget reserved for GDN state (fraction {fraction:.0%}{asked}, "
+                     f"capped at {CANDLE_MAX_MAMBA_FRACTION:.0%}; {floor_text}; the state is counted in {dtype})")
     kv_bytes_dt = dtype_bytes(kv_cache_dtype, dtype)
     blocks = candle_kv_blocks(facts, budget, tp=tp, block_size=block_size, kv_dtype_bytes=kv_bytes_dt)
     tokens = blocks * block_size

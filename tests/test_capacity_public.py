@@ -281,6 +281,8 @@ def test_candle_mamba_fraction_is_capped_at_0_3():
     reserved, _, fraction = capacity.candle_mamba_reserve_mib(HYBRID, 10_000, mamba_fraction=0.5, max_num_seqs=4)
     assert fraction == 0.3 and reserved == 3_000
     assert capacity.candle_mamba_reserve_mib(HYBRID, 10_000, mamba_fraction=0.2, max_num_seqs=4)[0] == 2_000
+    e = estimate_candle(HYBRID, V100, kv_fraction=0.30, mamba_fraction=0.5, max_num_seqs=4)
+    assert any("fraction 30% of the 0.5 asked" in n for n in e.notes)
 
 
 def test_candle_slot_floor_is_reserved_first():
