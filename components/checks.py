@@ -16,6 +16,7 @@ Plain pydantic, no Pulumi import.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
 
@@ -158,6 +159,53 @@ def rule_hybrid_on_volta_vllm(model_key: str, facts_: ModelFacts, card: Optional
 
 
 
+def rule_gpu_memory_utilization(value: float, enforce_eager: bool, overridden: bool) -> Optional[RuleBreach]:
+    """--gpu-memory-utilization at most 0.95 unless --enforce-eager or a declared override
+    (:func:`core.rules.gpu_memory_utilization_ok`; vllm-project/vllm #15598)."""
+    if rules.gpu_memory_utilization_ok(value, enforce_eager=enforce_eager, overridden=overridden):
+        return None
+    ceiling = rules.GPU_MEMORY_UTILIZATION_CEILING
+    return RuleBreach(
+        f"gpu_memory_utilization {value} is above {ceiling}: vLLM then leaves the card too little room for "
+        "CUDA graph capture and NCCL after the KV cache (0.98 ran out of memory in graph capture, "
+        "vllm-project/vllm #15598)",
+        f"lower it to at most {ceiling} (0.90 is vLLM's default), or set enforce_eager: true, or declare "
+        "gpu_memory_utilization_override: {reason: ...} after measuring it",
+    )
+
+
+def rule_context_window(model_key: str, facts_: ModelFacts, max_model_len: int, rope_scaling: Any,
+                        env: dict[str, str]) -> Optional[RuleBreach]:
+    """max_model_len within the model's window, or rope scaling / VLLM_ALLOW_LONG_MAX_MODEL_LEN
+    (:func:`core.rules.max_model_len_ok`, vLLM v0.11.0 ``_get_and_verify_max_len``)."""
+    scaling = rope_scaling.as_config() if rope_scaling is not None else None
+    allow = rules.env_flag_on(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
+    if rules.max_model_len_ok(max_model_len, facts_.max_position_embeddings, scaling, allow):
+        return None
+    derived = rules.derived_max_model_len(facts_.max_position_embeddings, scaling)
+    how = f"rope_scaling {json.dumps(scaling)} gives {derived:,}" if scaling else "no rope_scaling is set"
+    return RuleBreach(
+        f"max_model_len {max_model_len:,} is above model {model_key}'s max_position_embeddings "
+        f"{facts_.max_position_embeddings:,} and {how}, so vLLM refuses to start (its derived max_model_len)",
+        "set rope_scaling as the model card documents it (Qwen3: {rope_type: yarn, factor: 2.0 for 65,536 or "
+        f"4.0 for 131,072, original_max_position_embeddings: 32768}}), or lower max_model_len to {derived:,}",
+    )
+
+
+def rule_memory_declared(resources: Any) -> Optional[RuleBreach]:
+    """A GPU workload declares a memory request and limit (:func:`core.rules.gpu_memory_declared`)."""
+    request, limit = resources.requests.memory, resources.limits.memory
+    if rules.gpu_memory_declared(mib(request), mib(limit)):
+        return None
+    missing = "limits.memory" if request is not None else "requests.memory and no limits.memory"
+    return RuleBreach(
+        f"the workload holds cards but declares no {missing}: a pod without a memory request counts as 0 MiB "
+        "on the node (node-memory-allocation, the scheduler) and one without a limit is bounded by nothing (issue 10)",
+        "set resources: {requests: {memory: 12Gi}, limits: {memory: 40Gi}} or the figures measured for this "
+        "server (coder.yaml: 12Gi / 40Gi for vLLM TP=2; weights stay on the card, so the request stays small)",
+    )
+
+
 # --- cross-field checks ---------------------------------------------------------------------
 
 def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], invalid: set[str],
@@ -198,6 +246,7 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
     threshold = startup_threshold(wl.cold_start_seconds, wl.startup_probe)
     out.extend(_p(f"{at}.startup_probe.failure_threshold", wl.startup_probe.failure_threshold,
                   rule_startup_budget(wl.cold_start_seconds, wl.startup_probe.period_seconds, threshold)))
+    out.extend(_p(f"{at}.resources", wl.resources.model_dump(exclude_none=True), rule_memory_declared(wl.resources)))
     model_key = getattr(wl, "model", None)
     if model_key is not None and model_key not in models and model_key not in invalid:
         out.append(Problem(f"{PREFIX}{at}.model", model_key, f"model {model_key} is not in {PREFIX}models",
@@ -290,7 +339,12 @@ def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Opt
     out += _p(tp_at, wl.tp, rule_parallel_matches_cards(wl.tp, wl.pipeline_parallel_size, wl.cards))
     out += _p(f"{at}.disable_custom_all_reduce", wl.disable_custom_all_reduce,
               rule_custom_all_reduce(card, wl.tp, wl.disable_custom_all_reduce))
+    out += _p(f"{at}.gpu_memory_utilization", wl.gpu_memory_utilization,
+              rule_gpu_memory_utilization(wl.gpu_memory_utilization, wl.enforce_eager,
+                                          wl.gpu_memory_utilization_override is not None))
     if facts_ is not None:
+        out += _p(f"{at}.max_model_len", wl.max_model_len,
+                  rule_context_window(wl.model, facts_, wl.max_model_len, wl.rope_scaling, wl.env))
         out += _p(tp_at, wl.tp, rule_tp_divides(wl.model, facts_, wl.tp))
         out += _p(f"{at}.model", wl.model, rule_hybrid_on_volta_vllm(wl.model, facts_, card))
         if card is not None and not out:

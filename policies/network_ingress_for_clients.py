@@ -43,14 +43,14 @@ namespace labels other than kubernetes.io/metadata.name, ipBlock peers, CNI-spec
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
 from core.problems import Finding
 from policylib import stack_helpers, terms, workloads
+from policylib.netpol import IngressPolicy, parse_policy, ports_admit, ports_text
 from policylib.stack_helpers import PodIndex
 
 NAME = "network-ingress-for-clients"
@@ -67,34 +67,6 @@ CONFIG_PROPERTIES = {
         ),
     },
 }
-
-
-@dataclass(frozen=True)
-class IngressPolicy:
-    """A NetworkPolicy that isolates ingress: its namespace, pod selector and ingress rules (plain data)."""
-
-    urn: str
-    name: str
-    namespace: str
-    pod_selector: Mapping
-    rules: tuple[Mapping, ...]
-
-
-def parse_policy(urn: str, props: Mapping) -> Optional[IngressPolicy]:
-    """The :class:`IngressPolicy` of a NetworkPolicy's properties; None when it does not isolate ingress."""
-    props = workloads.plain(props)
-    meta = props.get("metadata") or {}
-    spec = props.get("spec") or {}
-    types = spec.get("policyTypes")
-    if isinstance(types, list) and "Ingress" not in types:
-        return None
-    return IngressPolicy(
-        urn=urn,
-        name=str(meta.get("name", "")),
-        namespace=str(meta.get("namespace", "default")),
-        pod_selector=spec.get("podSelector") or {},
-        rules=tuple(r for r in (spec.get("ingress") or []) if isinstance(r, Mapping)),
-    )
 
 
 def _empty_selector(selector: Any) -> bool:
@@ -122,53 +94,6 @@ def from_admits(rule: Mapping, client_ns: str, policy_ns: str, trust_pod_selecto
     return any(isinstance(p, Mapping) and peer_admits(p, client_ns, policy_ns, trust_pod_selector) for p in peers)
 
 
-def port_value(value: Any) -> Any:
-    """A rule's port as a number when it is one (``8080``, ``8080.0`` -- every number arrives as
-    a protobuf double over the analyzer protocol -- or ``"8080"``), else the port name; None stays None."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return value
-
-
-def ports_admit(ports: Any, pod_port: int, names: frozenset[str], protocol: str) -> bool:
-    """Whether a rule's ``ports`` admit ``pod_port`` (known by ``names`` too): none or empty admits all."""
-    if not ports:
-        return True
-    for entry in ports:
-        if not isinstance(entry, Mapping) or str(entry.get("protocol", "TCP")) != protocol:
-            continue
-        port = port_value(entry.get("port"))
-        if port is None:
-            return True
-        if isinstance(port, str):
-            if port in names:
-                return True
-            continue
-        high = port_value(entry.get("endPort"))
-        if port <= pod_port <= (high if isinstance(high, int) else port):
-            return True
-    return False
-
-
-def _ports_text(ports: Sequence) -> list[str]:
-    out = []
-    for entry in ports:
-        if not isinstance(entry, Mapping):
-            continue
-        port, end = port_value(entry.get("port")), port_value(entry.get("endPort"))
-        if port is None:
-            out.append(f"all {entry.get('protocol', 'TCP')} ports")
-        elif end is not None:
-            out.append(f"{port}-{end}")
-        else:
-            out.append(str(port))
-    return out
-
-
 def _sort_ports(texts: set[str]) -> list[str]:
     return sorted(texts, key=lambda t: (0, int(t.split("-")[0])) if t.split("-")[0].isdigit() else (1, t))
 
@@ -182,7 +107,7 @@ def judge_client(client, pod_port: int, names, protocol: str, policies, trust: b
                 continue
             if ports_admit(rule.get("ports"), pod_port, names, protocol):
                 return None
-            seen.update(_ports_text(rule.get("ports") or []))
+            seen.update(ports_text(rule.get("ports") or []))
     label, verb = ("NetworkPolicy", "admits") if len(policies) == 1 else ("NetworkPolicies", "admit")
     which = ", ".join(sorted(p.name for p in policies))
     if seen:

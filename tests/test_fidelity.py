@@ -50,6 +50,8 @@ NODE = ("pinned to worker-1 with nodeSelector kubernetes.io/hostname, as coder.y
         "cards are counted per node")
 STARTUP = "a startup probe whose budget exceeds the declared cold start (002, coder.yaml: 120 x 15 s)"
 LIVENESS = "a liveness probe behind the startup probe (spec: facts each component must carry)"
+SERVICE_LINKS = ("enableServiceLinks: false: a Service named like the engine (vllm) would inject VLLM_PORT=tcp://... "
+                 "and vLLM refuses to start (vllm-project/vllm #34199, issue 10)")
 
 
 def _annotations(*keys: str) -> list[Delta]:
@@ -71,16 +73,19 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
         Delta("added", CONTAINER + ("volumeMounts", 1),
               "TP=2: a Memory-backed /dev/shm (8Gi); the 64Mi default hangs NCCL or raises a bus error (coder.yaml)"),
         Delta("added", POD + ("volumes", 1), "the shm emptyDir volume behind that mount (coder.yaml)"),
+        Delta("added", POD + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
     "clef-candle.yaml": ("Pulumi.prod.yaml", "Deployment", "clef-candle", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
         Delta("added", POD + ("nodeSelector",), NODE),
         Delta("added", CONTAINER + ("startupProbe",), STARTUP),
         Delta("added", CONTAINER + ("livenessProbe",), LIVENESS),
+        Delta("added", POD + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
     "coder.yaml": ("tests/stacks/after-002.yaml", "InferenceService", "coder", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
         Delta("added", ISVC_CONTAINER + ("livenessProbe",), LIVENESS),
+        Delta("added", PREDICTOR + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
     "coder-service.yaml": ("Pulumi.prod.yaml", "Service", "coder-predictor", [
         *_annotations(*SERVICE_ANNOTATIONS),

@@ -114,7 +114,9 @@ def test_capacity_the_pack_refuses_the_loader_refuses():
     _, problems = _load(_set("candle-vllm", kv_fraction=0.01))
     (p,) = problems
     assert p.path == f"{W}.candle-vllm.kv_fraction" and "no room for a KV cache" in p.rule
-    _, problems = _load(_set("reasoning", max_model_len=262144))
+    # With YaRN stretching the window to 262,144 (factor 8 from 32,768), the KV pool is what refuses it.
+    yarn8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768}
+    _, problems = _load(_set("reasoning", max_model_len=262144, rope_scaling=yarn8))
     (p,) = problems
     assert p.path == f"{W}.reasoning.max_model_len"
     assert "the pool holds about 124,400 tokens on one card" in p.rule
@@ -125,7 +127,8 @@ def test_capacity_the_loader_takes_the_vllm_release_from_the_image_as_the_pack_d
     """Issue 10: the stack file's vLLM image names the release whose profile applies; v0.17.0's
     sampler warm-up needs no sort, so the same server holds more tokens than on v0.11.0."""
     image = "vllm/vllm-openai:v0.17.0@sha256:" + "0" * 64
-    _, problems = _load(_set("reasoning", max_model_len=262144, image=image))
+    yarn8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768}
+    _, problems = _load(_set("reasoning", max_model_len=262144, rope_scaling=yarn8, image=image))
     (p,) = problems
     held = re.search(r"at most ([\d,]+)", p.fix)
     assert held and int(held.group(1).replace(",", "")) > 124_400, p.fix

@@ -64,6 +64,10 @@ def _float(value: Optional[str]) -> Optional[float]:
         return None
 
 
+#: A float argument (``"0.90"`` -> 0.9), None when absent or not a number.
+number = _float
+
+
 # --- the card a server runs on ------------------------------------------------------------
 
 def card_for(w: workloads.Workload, inv: ClusterInventory) -> tuple[Optional[str], Optional[CardSpec], Optional[str]]:
