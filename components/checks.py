@@ -295,7 +295,8 @@ def _check_candle(at: str, wl: CandleWorkload, card: Optional[CardSpec], entry: 
         out += _p(f"{at}.cards", wl.cards, rule_hybrid_one_card(wl.model, facts_, wl.cards))
         if card is not None and not out:
             out += _capacity_problems(at, "candle-vllm", wl, facts_, card, dict(
-                tp=wl.cards, dtype=wl.dtype, kv_fraction=wl.kv_fraction, prefill_chunk_size=wl.prefill_chunk_size))
+                tp=wl.cards, dtype=wl.dtype, kv_fraction=wl.kv_fraction, prefill_chunk_size=wl.prefill_chunk_size,
+                max_num_seqs=wl.max_num_seqs))
     return out
 
 
@@ -354,7 +355,7 @@ def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Opt
             out += _capacity_problems(at, "vllm", wl, facts_, card, dict(
                 tp=wl.tp, pp=wl.pipeline_parallel_size, dtype=wl.dtype, kv_cache_dtype=wl.kv_cache_dtype,
                 gpu_memory_utilization=wl.gpu_memory_utilization, max_model_len=wl.max_model_len,
-                max_num_batched_tokens=wl.max_num_batched_tokens, max_num_seqs=wl.max_num_seqs))
+                max_num_batched_tokens=wl.max_num_batched_tokens, max_num_seqs=wl.max_num_seqs, image=wl.image))
         if wl.pipeline_parallel_size > facts_.num_hidden_layers:
             out.append(Problem(f"{PREFIX}{at}.pipeline_parallel_size", wl.pipeline_parallel_size,
                                f"pipeline parallel {wl.pipeline_parallel_size} exceeds the model's {facts_.num_hidden_layers} layers",

@@ -22,6 +22,16 @@ vLLM v0.11.0 (``vllm/v1/worker/gpu_worker.py``)
     allocated (``compile_or_warm_up_model``), from the ``1 - gpu_memory_utilization``
     headroom, so they are not subtracted.
 
+vLLM by release (:func:`vllm_profile`, the release from the image tag)
+    V0 (before 0.8.0; before 0.10.0 below sm_80) profiles ``max(max_model_len, 2048)``
+    tokens (2048 with chunked prefill) and runs the sampler warm-up on the driver rank only,
+    so the ranks' pools differ and the executor takes the smallest
+    (``determine_num_available_blocks``); V1 profiles the scheduler's batch (defaults by card:
+    8192 / 1024 on 70 GiB and larger cards, 2048 / 256 below) and every rank samples. The
+    sampler warm-up's bytes a logit change at 0.17 (no sort). The non-torch memory a rank
+    holds (the runtime, :func:`runtime_bytes`) is taken from public logs by engine, TP and
+    interconnect; before 0.6.5 the profile counted the CUDA context too.
+
 candle-vllm (``src/main.rs``, ``src/lib.rs`` of EricLBuehler/candle-vllm)
     After the model loads, each rank queries ``cuMemGetInfo`` and sizes its cache budget as
     ``round(free x kv_fraction) - workspace reserve`` (``detect_kvcache_mem_gpu_mb_for_devices_with_workspace``;
@@ -29,21 +39,21 @@ candle-vllm (``src/main.rs``, ``src/lib.rs`` of EricLBuehler/candle-vllm)
     unavailable). The workspace reserve (``compute_workspace_budget``) is ``max(2 x
     prefill_chunk_size x hidden_size x dtype bytes, 256 MiB)`` for a build without the
     flashinfer / cutlass / flash-attn features (none of which run on sm_70). A hybrid
-    (GDN) model then reserves ``mamba_fraction`` (default 0.15) of that budget for the
-    recurrent state (``plan_hybrid_mamba_cache_with_fraction``). ``get_cache_config`` turns
+    (GDN) model then reserves ``mamba_fraction`` (default 0.15, capped at 0.3) of that budget,
+    but at least ``max(max_num_seqs, 8) x 3`` state slots, for the recurrent state
+    (``plan_hybrid_mamba_cache_with_fraction``, :func:`candle_mamba_reserve_mib`). ``get_cache_config`` turns
     the MB budget into blocks: ``MB x 2^20 / (dtype bytes x block_size x KV heads a rank x
     head_dim x KV layers x 2)`` (integer division), ``block_size`` 64 on CUDA; tokens are
     blocks x block_size (``kv_cache_capacity_tokens``). A rank keeps the token embedding
     and the LM head whole (``embedding`` / ``ReplicatedLinear`` in
     ``src/openai/models/qwen.rs``) and shards the attention and MLP projections.
 
-What is not modelled, and which way it errs: the CUDA context, NCCL communicators and
-allocator caches that occupy a card besides the weights (the estimate of candle-vllm's free
-memory is high by that much; vLLM's snapshot is taken after them, so they only eat its
-headroom); vLLM's non-torch memory increase during profiling (cuBLAS / Triton module loads,
-typically well under 0.2 GiB) and the scratch space of the sampler's sort; vLLM's state
-pages for linear-attention layers; candle-vllm's in-situ quantization (``--isq``) and its
-TurboQuant KV dtypes. Every estimate lists what it left out in ``notes``.
+The card's total comes from the catalog (:mod:`core.cards`); the runtime from public figures,
+not from the card itself (candle-vllm's coder-14b rank on worker-1 holds about 2.15 GiB more
+than they explain: README "Capacity"). Not modelled: vLLM's state pages for linear-attention
+layers; candle-vllm's in-situ quantization (``--isq``) and its TurboQuant KV dtypes; a
+``VLLM_USE_V1`` set against the release's default. Every estimate lists what it assumed or
+left out in ``notes``.
 
 Units: bytes inside, GiB (2^30 bytes) and MiB (2^20, candle-vllm's "MB") in results, tokens
 for KV capacity.
@@ -55,7 +65,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from core import rules
+from core import cards, rules
+from core.engines import CandleConfig
+from core.images import parse_image
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 
@@ -64,23 +76,79 @@ MIB = 1 << 20
 
 # --- the card ---------------------------------------------------------------------------
 
-#: Memory ``cudaMemGetInfo`` / ``cudaGetDeviceProperties`` report as the card's total, by
-#: device-plugin product name. A V100 32 GB reports 34,089,730,048 bytes (32,510 MiB) of its
-#: 32,768 MiB; source: CUDA deviceQuery on a Tesla V100-PCIE-32GB ("Total amount of global
-#: memory: 32510 MBytes (34089730048 bytes)"). Both engines budget from this figure.
-CUDA_TOTAL_BYTES: dict[str, int] = {
-    "Tesla-V100-PCIE-32GB": 34_089_730_048,
-    "Tesla-V100-SXM2-32GB": 34_089_730_048,
-}
+#: Memory ``cudaMemGetInfo`` reports as the card's total, by device-plugin product name, for
+#: every card of the catalog (:mod:`core.cards`, each figure with its source). A V100 32 GB
+#: reports 34,089,730,048 bytes (32,510 MiB) of its 32,768 MiB (CUDA deviceQuery). Both
+#: engines budget from this figure.
+CUDA_TOTAL_BYTES: dict[str, int] = {name: c.cuda_total_bytes for c in cards.CARDS for name in c.names}
 
 
 def cuda_total_bytes(card: CardSpec) -> int:
-    """Bytes the CUDA runtime reports as the card's total memory.
+    """Bytes the CUDA runtime reports as the card's total memory
+    (:attr:`core.inventory.CardSpec.cuda_total_bytes`): the catalog's figure for
+    ``card.product``, else ``card.memory_mib`` MiB (which overstates a card the driver
+    reserves memory on, as the V100's 32,510 of 32,768 MiB shows)."""
+    return card.cuda_total_bytes
 
-    The known figure for ``card.product`` (:data:`CUDA_TOTAL_BYTES`), else
-    ``card.memory_mib`` MiB (which overstates a card that reserves memory, as the V100 does).
-    """
-    return CUDA_TOTAL_BYTES.get(card.product, card.memory_mib * MIB)
+
+def _card_notes(card: CardSpec) -> list[str]:
+    known = card.catalog
+    if known is None:
+        return [f"card {card.product} is not in core.cards: its total is taken as memory_mib "
+                f"{card.memory_mib:,} MiB, which overstates what CUDA reports by 1-3%"]
+    if not known.measured:
+        return [f"card {card.product}: CUDA total {known.cuda_total_gib:.2f} GiB is derived, not measured ({known.source})"]
+    return []
+
+
+# --- memory beside the weights and the activations ---------------------------------------
+
+#: GiB a vLLM rank counts outside torch at TP=1 before 0.6.5, whose profile took every byte on
+#: the card outside torch's allocator as non-torch memory, the CUDA context and kernels
+#: included: vllm-project/vllm #10517 (v0.6.4, RTX 3090, Llama-3.1-8B): "non_torch_memory=0.35GiB".
+VLLM_RUNTIME_WITH_CONTEXT_GIB = 0.35
+#: The release from which vLLM's ``memory_profiling`` counts only the growth since the worker's
+#: start snapshot (the CUDA context excluded), in V0 and V1 alike.
+VLLM_BASELINE_PROFILING_FROM = (0, 6, 5)
+#: GiB a vLLM rank counts outside torch at TP=1 from then on (cuBLAS / Triton / kernel modules
+#: loaded during the profile): the llm-d planner accuracy report (H100-80GB, Qwen3-14B, vLLM
+#: 0.15-0.17): 0.14-0.15 GiB. Public TP=1 logs range 0.05-0.35 GiB.
+VLLM_RUNTIME_GIB = 0.15
+#: GiB a candle-vllm rank holds besides its weights at TP=1: it measures free memory after load
+#: with no baseline, so the CUDA context and kernels count whole, as in vLLM before 0.6.5.
+CANDLE_RUNTIME_GIB = VLLM_RUNTIME_WITH_CONTEXT_GIB
+#: GiB more a rank holds at TP>=2 when the cards are linked by NVLink: NCCL's P2P / NVLS
+#: buffers and vLLM's custom all-reduce (IPC buffers, registered CUDA-graph buffers). About 2
+#: GiB a card in all at TP>=2 (llm-d planner accuracy report); vllm-project/vllm PR #10511
+#: measured 1.79-3.58 GiB.
+COMM_NVLINK_GIB = 1.85
+#: GiB more a rank holds at TP>=2 over PCIe without NVLink (NCCL moves the data through host
+#: shared memory, /dev/shm; vLLM turns custom all-reduce off without P2P): NCCL's kernels and
+#: device-side channel state. Derived from vllm-project/vllm #13061 (2 x RTX 4090, TP=2,
+#: vLLM 0.7): both ranks imply 0.56-0.59 GiB outside torch, 0.15 of which is the TP=1 figure.
+COMM_PCIE_GIB = 0.4
+
+
+def runtime_bytes(engine: str, tp: int, card: CardSpec, *, counts_context: bool = False) -> int:
+    """Bytes one rank holds outside the weights and the profiled activations (the runtime):
+    :data:`VLLM_RUNTIME_GIB` (vLLM from 0.6.5), :data:`VLLM_RUNTIME_WITH_CONTEXT_GIB`
+    (``counts_context``: vLLM before 0.6.5) or :data:`CANDLE_RUNTIME_GIB` (``engine``
+    ``candle-vllm``) at TP=1, plus at ``tp`` >= 2 the communication buffers:
+    :data:`COMM_NVLINK_GIB` when ``card.nvlink``, else :data:`COMM_PCIE_GIB`. ``tp`` is the
+    ranks that talk (TP x PP)."""
+    if engine == "candle-vllm":
+        base = CANDLE_RUNTIME_GIB
+    else:
+        base = VLLM_RUNTIME_WITH_CONTEXT_GIB if counts_context else VLLM_RUNTIME_GIB
+    comm = 0.0 if tp < 2 else (COMM_NVLINK_GIB if card.nvlink else COMM_PCIE_GIB)
+    return round((base + comm) * GIB)
+
+
+def _runtime_note(engine: str, tp: int, card: CardSpec, runtime: int) -> str:
+    link = "NVLink" if card.nvlink else "PCIe"
+    at = "TP=1" if tp < 2 else f"{tp} ranks over {link}"
+    return (f"runtime memory beside the weights ({engine}, {at}): {runtime / GIB:.2f} GiB a rank from public logs "
+            "(TP=1: 0.05-0.35 GiB; TP>=2 over NVLink about 2, 1.79-3.58 GiB), not measured on this card")
 
 
 # --- dtypes -----------------------------------------------------------------------------
@@ -228,12 +296,14 @@ def kv_bytes_per_token(facts: ModelFacts, tp: int = 1, *, pp: int = 1, kv_dtype_
 
 @dataclass(frozen=True)
 class Estimate:
-    """Capacity of one model server on one card (a rank; every rank of a TP group is alike).
+    """Capacity of one model server on one card: the rank with the smallest KV pool.
 
     ``weights_gib_per_card``, ``kv_pool_gib``, ``activation_gib`` (vLLM: profiled peak;
-    candle-vllm: workspace reserve) and ``budget_gib`` (vLLM: gpu_memory_utilization x total;
-    candle-vllm: the card's total) are GiB; ``kv_pool_mib`` is the pool in MiB (candle-vllm
-    logs it as "MB"). ``kv_tokens`` is the whole pool in tokens (``kv_blocks`` x
+    candle-vllm: workspace reserve), ``runtime_gib`` (memory beside the weights outside the
+    activations: :func:`runtime_bytes`) and ``budget_gib`` (vLLM: gpu_memory_utilization x
+    total; candle-vllm: the card's total) are GiB, of the rank with the smallest pool (``ranks``
+    lists each kind of rank); ``engine_version`` is the vLLM release the figures follow (None for
+    candle-vllm); ``kv_pool_mib`` is the pool in MiB (candle-vllm logs it as "MB"). ``kv_tokens`` is the whole pool in tokens (``kv_blocks`` x
     ``block_size``); ``max_model_len`` the context one request may use (vLLM: as configured;
     candle-vllm: the model's window capped at the pool); ``concurrency`` how many requests of
     ``max_model_len`` fit at once. ``fits_weights``: the weights load and leave memory for a
@@ -260,6 +330,26 @@ class Estimate:
     fits_weights: bool
     fits_kv: bool
     notes: tuple[str, ...] = ()
+    runtime_gib: float = 0.0
+    engine_version: Optional[tuple[int, ...]] = None
+    ranks: tuple["RankMemory", ...] = ()
+
+
+@dataclass(frozen=True)
+class RankMemory:
+    """One kind of rank of a server and its memory, GiB: ``who`` (``"every rank"``, ``"rank 0
+    (driver: sampler)"``, ``"ranks 1-3"``), ``weights_gib``, ``activation_gib``, ``runtime_gib``
+    and the ``kv_pool_gib`` / ``kv_blocks`` it leaves. Both engines size every rank's cache
+    from the smallest rank's pool (vLLM V0 ``determine_num_available_blocks``: the minimum over
+    workers; V1 ``get_kv_cache_configs``: the minimum; candle-vllm: the minimum over devices),
+    which is the :class:`Estimate`'s."""
+
+    who: str
+    weights_gib: float
+    activation_gib: float
+    runtime_gib: float
+    kv_pool_gib: float
+    kv_blocks: int
 
 
 # --- vLLM -------------------------------------------------------------------------------
@@ -267,18 +357,150 @@ class Estimate:
 #: vLLM's KV block size on CUDA when ``--block-size`` is not given
 #: (vllm/platforms/cuda.py ``check_and_update_config``).
 VLLM_BLOCK_SIZE = 16
-#: ``--max-num-batched-tokens`` / ``--max-num-seqs`` defaults of the OpenAI server on a GPU
-#: with less than 70 GiB (vllm/engine/arg_utils.py ``_set_default_args``: 2048 and 256).
+#: ``--max-num-batched-tokens`` / ``--max-num-seqs`` defaults of the OpenAI server (V1) on a
+#: GPU with less than 70 GiB (vllm/engine/arg_utils.py ``_set_default_args``: 2048 and 256).
 VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
 VLLM_DEFAULT_MAX_NUM_SEQS = 256
+#: The same defaults on a card of 70 GiB or more (CUDA total): 8192 and 1024 (arg_utils.py,
+#: ``device_memory >= 70 * GiB_bytes``).
+VLLM_LARGE_CARD_MAX_NUM_BATCHED_TOKENS = 8192
+VLLM_LARGE_CARD_MAX_NUM_SEQS = 1024
+VLLM_LARGE_CARD_GIB = 70
+#: V0's batch when chunked prefill is on (vllm/config.py ``_DEFAULT_MAX_NUM_BATCHED_TOKENS``);
+#: V0 turns chunked prefill on by default above a 32,768-token max_model_len
+#: (arg_utils.py ``use_long_context``), and otherwise batches ``max(max_model_len, 2048)``.
+VLLM_V0_CHUNKED_MAX_NUM_BATCHED_TOKENS = 2048
+VLLM_V0_LONG_CONTEXT = 32768
 #: Tokens one fused-MoE call processes at once (``VLLM_FUSED_MOE_CHUNK_SIZE``, vllm/envs.py).
 VLLM_FUSED_MOE_CHUNK_SIZE = 32768
-#: Bytes a logit element holds at the peak of the profile's dummy sampler run with
-#: VLLM_USE_FLASHINFER_SAMPLER=0 (the PyTorch path, vllm/v1/sample/ops/topk_topp_sampler.py
-#: ``apply_top_k_top_p``): float32 logits 4 + sorted values 4 + sort indices 8 + top-k mask 1
-#: + top-p probabilities 4 + top-p mask 1 + the re-scattered logits 4 = 26, plus the model
-#: dtype logits ``compute_logits`` returned.
-VLLM_SAMPLER_BYTES_PER_LOGIT = 26
+#: Bytes a logit element holds at the peak of the profile's dummy sampler run on the PyTorch
+#: top-k/top-p path (V0's ``_apply_top_k_top_p``; V1 ``apply_top_k_top_p`` in
+#: vllm/v1/sample/ops/topk_topp_sampler.py, which sm_70 takes with
+#: VLLM_USE_FLASHINFER_SAMPLER=0), beside the model-dtype logits ``compute_logits`` returned:
+#: during ``logits.sort()`` the float32 logits 4, the sorted values 4 and indices 8, the
+#: indices the sort starts from 8, and the radix sort's alternate key and value buffers 4 + 8
+#: = 36. Checked on two logs: the llm-d report's 5.64 GiB at 1,024 rows of 151,936 (vLLM
+#: 0.15/0.16) and the 1.23 GiB between the two ranks of vllm-project/vllm #13061 (V0: 256
+#: rows of 152,064 on the driver rank only).
+VLLM_SAMPLER_BYTES_PER_LOGIT = 36
+#: The same for releases whose top-k/top-p masking needs no sort (0.17 on): float32 logits
+#: masked in place 4, the probabilities 4 and the exponential noise of ``random_sample`` 4.
+#: The llm-d report: 2.23 GiB at 1,024 rows of 151,936 (this gives 2.11, 5.5% low).
+VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT = 12
+#: The release the formulas follow when the image's tag names none (``latest``, ``sm70``):
+#: v0.11.0, the release the module docstring cites and the user's cluster runs.
+VLLM_ASSUMED_VERSION = (0, 11, 0)
+#: The first releases with the V1 engine by default: 0.8.0; on cards below sm_80 V1's oracle
+#: fell back to V0 ("Compute Capability < 8.0") until 0.10.0.
+VLLM_V1_FROM = (0, 8, 0)
+VLLM_V1_PRE_AMPERE_FROM = (0, 10, 0)
+#: The first release whose sampler warm-up needs no sort (llm-d report: 0.17's activation
+#: 2.23 GiB against 5.64 GiB for 0.15/0.16 on the same model and card).
+VLLM_SORT_FREE_SAMPLER_FROM = (0, 17, 0)
+
+
+@dataclass(frozen=True)
+class VllmProfile:
+    """How one vLLM release profiles a card: ``version`` (the image's, or
+    :data:`VLLM_ASSUMED_VERSION` when ``version_known`` is False); ``v1`` (the V1 engine, else
+    V0); ``max_num_batched_tokens`` (the profiled forward's tokens) and ``max_num_seqs`` (the
+    sampler warm-up's rows), as given or the release's defaults for the card;
+    ``sampler_bytes_per_logit`` beside the model-dtype logits; ``sampler_on_every_rank`` (V1
+    gathers the logits on every rank; V0 on the driver rank only); ``notes``."""
+
+    version: tuple[int, ...]
+    version_known: bool
+    v1: bool
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    sampler_bytes_per_logit: int
+    sampler_on_every_rank: bool
+    notes: tuple[str, ...] = ()
+
+
+def vllm_profile(
+    card: CardSpec,
+    *,
+    max_model_len: int,
+    version: Optional[tuple[int, ...]] = None,
+    max_num_batched_tokens: Optional[int] = None,
+    max_num_seqs: Optional[int] = None,
+) -> VllmProfile:
+    """The profile of vLLM ``version`` (a tuple from :attr:`core.images.ImageRef.version`;
+    None: :data:`VLLM_ASSUMED_VERSION`) on ``card``, with the scheduler limits given or the
+    release's defaults:
+
+    - V0 (before 0.8.0; before 0.10.0 on cards below sm_80): ``max_num_seqs`` 256;
+      ``max_num_batched_tokens`` 2048 when chunked prefill is on by default (max_model_len above
+      32,768), else ``max(max_model_len, 2048)``: the profile runs max_model_len tokens
+      (vLLM V0 ``SchedulerConfig``); the sampler warm-up runs on the driver rank only.
+    - V1: 8192 / 1024 on a card of 70 GiB or more (CUDA total), else 2048 / 256; every rank
+      runs the sampler warm-up on ``min(max_num_seqs, max_num_batched_tokens)`` rows.
+    - The sampler's bytes a logit: :data:`VLLM_SAMPLER_BYTES_PER_LOGIT` (the sort) before 0.17,
+      :data:`VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT` from 0.17.
+    """
+    notes: list[str] = []
+    known = version is not None
+    ver = tuple(version) if version is not None else VLLM_ASSUMED_VERSION
+    if not known:
+        notes.append(f"vLLM release not named by the image tag: figures follow v{'.'.join(map(str, ver))}")
+    v1 = ver >= (VLLM_V1_FROM if card.sm >= 80 else VLLM_V1_PRE_AMPERE_FROM)
+    if v1:
+        large = card.cuda_total_bytes >= VLLM_LARGE_CARD_GIB * GIB
+        tokens = VLLM_LARGE_CARD_MAX_NUM_BATCHED_TOKENS if large else VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS
+        seqs = VLLM_LARGE_CARD_MAX_NUM_SEQS if large else VLLM_DEFAULT_MAX_NUM_SEQS
+    else:
+        chunked = max_model_len > VLLM_V0_LONG_CONTEXT
+        tokens = VLLM_V0_CHUNKED_MAX_NUM_BATCHED_TOKENS if chunked else max(max_model_len, VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS)
+        seqs = VLLM_DEFAULT_MAX_NUM_SEQS
+    engine = "V1" if v1 else "V0"
+    if max_num_batched_tokens is None:
+        max_num_batched_tokens = tokens
+        notes.append(f"--max-num-batched-tokens not given: vLLM {engine}'s default {tokens} on this card")
+    if max_num_seqs is None:
+        max_num_seqs = seqs
+        notes.append(
+            f"--max-num-seqs not given: vLLM {engine}'s default {seqs}, whose sampler warm-up "
+            "is the largest activation term"
+        )
+    sort_free = ver >= VLLM_SORT_FREE_SAMPLER_FROM
+    per_logit = VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT if sort_free else VLLM_SAMPLER_BYTES_PER_LOGIT
+    return VllmProfile(ver, known, v1, max_num_batched_tokens, max_num_seqs, per_logit, v1, tuple(notes))
+
+
+def vllm_forward_bytes(facts: ModelFacts, tp: int, tokens: int, *, dtype: str = "float16") -> int:
+    """Bytes of the torch peak of one forward pass of ``tokens`` tokens on one rank: residual and
+    hidden state (2 x T x hidden) plus the larger of the attention block (q/k/v of the rank's
+    heads, the attention output and o_proj's output, while q/k/v is still referenced) and the MLP
+    (dense: gate/up, the activation and down_proj's output, while gate/up is still referenced:
+    vLLM's ``LlamaMLP.forward`` keeps ``gate_up`` to the end; MoE: ``fused_experts_impl``'s
+    ``cache13`` = M x top-k x max(2 x expert width a rank, hidden) and ``cache2`` = M x top-k x
+    expert width a rank, plus the output; M = min(T, :data:`VLLM_FUSED_MOE_CHUNK_SIZE`),
+    fused_moe.py). vllm-project/vllm #10517 (V0 profiles max_model_len tokens): Llama-3.1-8B at
+    20,000 tokens: 2.06 GiB against the logged 2.07."""
+    dt = dtype_bytes(dtype)
+    t, h, d = tokens, facts.hidden_size, facts.head_dim
+    q_heads = math.ceil(facts.num_attention_heads / tp)
+    attention = t * (q_heads + 2 * kv_heads_per_rank(facts, tp)) * d * dt + t * q_heads * d * dt + t * h * dt
+    if facts.num_experts and facts.moe_intermediate_size and facts.num_experts_per_tok:
+        m, k, inter = min(t, VLLM_FUSED_MOE_CHUNK_SIZE), facts.num_experts_per_tok, math.ceil(facts.moe_intermediate_size / tp)
+        mlp = m * k * max(2 * inter, h) * dt + m * k * inter * dt + t * h * dt
+    else:
+        inter = math.ceil(facts.intermediate_size / tp)
+        mlp = t * 2 * inter * dt + t * inter * dt + t * h * dt
+    return 2 * t * h * dt + max(attention, mlp)
+
+
+def vllm_sampler_bytes(
+    facts: ModelFacts, tokens: int, rows: int, *, dtype: str = "float16",
+    bytes_per_logit: int = VLLM_SAMPLER_BYTES_PER_LOGIT,
+) -> int:
+    """Bytes of the torch peak of the profile's sampler warm-up on one rank: the forward's
+    ``tokens`` x hidden output, still held, plus ``rows`` x vocabulary logits at ``dtype`` bytes
+    and ``bytes_per_logit`` more (:data:`VLLM_SAMPLER_BYTES_PER_LOGIT`). The logits are the whole
+    vocabulary on a rank that samples (gathered across TP)."""
+    dt = dtype_bytes(dtype)
+    return tokens * facts.hidden_size * dt + rows * facts.vocab_size * (dt + bytes_per_logit)
 
 
 def vllm_activation_bytes(
@@ -288,36 +510,21 @@ def vllm_activation_bytes(
     max_num_batched_tokens: int = VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS,
     max_num_seqs: int = VLLM_DEFAULT_MAX_NUM_SEQS,
     dtype: str = "float16",
+    sampler_bytes_per_logit: int = VLLM_SAMPLER_BYTES_PER_LOGIT,
+    sampler: bool = True,
 ) -> int:
-    """Bytes of the torch peak increase ``profile_run`` records on one rank.
-
-    ``GPUModelRunner.profile_run`` (vllm/v1/worker/gpu_model_runner.py) runs a forward pass
-    of ``max_num_batched_tokens`` tokens, then ``_dummy_sampler_run`` on
-    ``min(max_num_seqs, max_num_batched_tokens)`` rows of full-vocabulary logits (gathered
-    on every rank). The peak is the larger of:
-
-    - forward: residual and hidden state (2 x T x hidden) plus the larger of the attention
-      block (q/k/v and output of the rank's heads) and the MLP (dense: gate/up and the
-      activation; MoE: ``fused_experts_impl``'s ``cache13`` = M x top-k x max(2 x expert
-      width a rank, hidden) and ``cache2`` = M x top-k x expert width a rank, plus the
-      output; M = min(T, :data:`VLLM_FUSED_MOE_CHUNK_SIZE`), fused_moe.py);
-    - sampler: the T x hidden hidden states plus rows x vocab x (dtype bytes +
-      :data:`VLLM_SAMPLER_BYTES_PER_LOGIT`).
-    """
-    dt = dtype_bytes(dtype)
-    t, h, d = max_num_batched_tokens, facts.hidden_size, facts.head_dim
-    q_heads = math.ceil(facts.num_attention_heads / tp)
-    attention = t * (q_heads + 2 * kv_heads_per_rank(facts, tp)) * d * dt + t * q_heads * d * dt
-    if facts.num_experts and facts.moe_intermediate_size and facts.num_experts_per_tok:
-        m, k, inter = min(t, VLLM_FUSED_MOE_CHUNK_SIZE), facts.num_experts_per_tok, math.ceil(facts.moe_intermediate_size / tp)
-        mlp = m * k * max(2 * inter, h) * dt + m * k * inter * dt + t * h * dt
-    else:
-        inter = math.ceil(facts.intermediate_size / tp)
-        mlp = t * 2 * inter * dt + t * inter * dt
-    forward = 2 * t * h * dt + max(attention, mlp)
-    rows = min(max_num_seqs, t)
-    sampler = t * h * dt + rows * facts.vocab_size * (dt + VLLM_SAMPLER_BYTES_PER_LOGIT)
-    return max(forward, sampler)
+    """Bytes of the torch peak increase the profile records on one rank (vLLM V0
+    ``ModelRunner.profile_run``, V1 ``GPUModelRunner.profile_run``): a forward pass of
+    ``max_num_batched_tokens`` tokens (:func:`vllm_forward_bytes`), then, on a rank that samples
+    (``sampler``), the sampler warm-up on ``min(max_num_seqs, max_num_batched_tokens)`` rows
+    of full-vocabulary logits (:func:`vllm_sampler_bytes`); the peak is the larger of the two.
+    Defaults: V1 on a card below 70 GiB (2048 tokens, 256 rows, the sort's 36 bytes a logit)."""
+    forward = vllm_forward_bytes(facts, tp, max_num_batched_tokens, dtype=dtype)
+    if not sampler:
+        return forward
+    rows = min(max_num_seqs, max_num_batched_tokens)
+    warm_up = vllm_sampler_bytes(facts, max_num_batched_tokens, rows, dtype=dtype, bytes_per_logit=sampler_bytes_per_logit)
+    return max(forward, warm_up)
 
 
 def estimate_vllm(
@@ -333,44 +540,67 @@ def estimate_vllm(
     block_size: int = VLLM_BLOCK_SIZE,
     max_num_batched_tokens: Optional[int] = None,
     max_num_seqs: Optional[int] = None,
+    version: Optional[tuple[int, ...]] = None,
 ) -> Estimate:
-    """Estimate vLLM v0.11's KV cache on one card of ``card`` (see the module docstring).
+    """Estimate vLLM's KV cache on each rank of a server on ``card`` (see the module docstring).
 
-    KV pool = ``gpu_memory_utilization`` x :func:`cuda_total_bytes` - :func:`weights_per_card`
-    - :func:`vllm_activation_bytes`; blocks = pool // (block page x KV layers); tokens =
-    blocks x ``block_size`` (default 16). ``max_model_len`` (tokens) is required: without
-    ``--max-model-len`` vLLM uses the model's ``max_position_embeddings``, pass that.
-    ``max_num_batched_tokens`` / ``max_num_seqs`` default to vLLM's 2048 / 256.
-    ``kv_cache_dtype`` ``auto`` uses ``dtype`` (float16); ``fp8*`` is one byte. Raises
+    A rank's pool = ``gpu_memory_utilization`` x :func:`cuda_total_bytes` -
+    :func:`weights_per_card` - :func:`runtime_bytes` - its activation
+    (:func:`vllm_activation_bytes` with the release's profile, :func:`vllm_profile`); the
+    server's pool is the smallest rank's (V0: rank 0 runs the sampler warm-up, the others do
+    not). Blocks = pool // (block page x KV layers); tokens = blocks x ``block_size`` (default
+    16). ``max_model_len`` (tokens) is required: without ``--max-model-len`` vLLM uses the
+    model's ``max_position_embeddings``, pass that. ``version``: the release, a tuple
+    (:attr:`core.images.ImageRef.version`; None: :data:`VLLM_ASSUMED_VERSION`).
+    ``max_num_batched_tokens`` / ``max_num_seqs``: None takes the release's defaults for the
+    card. ``kv_cache_dtype`` ``auto`` uses ``dtype`` (float16); ``fp8*`` is one byte. Raises
     ValueError for a utilization outside (0, 1], a ``max_model_len`` below 1 or an unknown dtype.
     """
     if not 0 < gpu_memory_utilization <= 1:
         raise ValueError(f"gpu-memory-utilization {gpu_memory_utilization} is outside (0, 1]")
     if max_model_len < 1:
         raise ValueError(f"max-model-len {max_model_len} must be at least 1 token")
-    notes: list[str] = []
-    if max_num_batched_tokens is None:
-        max_num_batched_tokens = VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS
-        notes.append(f"--max-num-batched-tokens not given: vLLM's default {VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS}")
-    if max_num_seqs is None:
-        max_num_seqs = VLLM_DEFAULT_MAX_NUM_SEQS
-        notes.append(
-            f"--max-num-seqs not given: vLLM's default {VLLM_DEFAULT_MAX_NUM_SEQS}, whose sampler warm-up "
-            "is the largest activation term"
-        )
+    prof = vllm_profile(card, max_model_len=max_model_len, version=version,
+                        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
+    notes = [*_card_notes(card), *prof.notes]
     total = cuda_total_bytes(card)
     requested = gpu_memory_utilization * total
     weights = weights_per_card(facts, tp, pp=pp, engine="vllm", dtype=dtype)
-    activation = vllm_activation_bytes(
-        facts, tp, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, dtype=dtype
-    )
+    runtime = runtime_bytes("vllm", tp * pp, card, counts_context=prof.version < VLLM_BASELINE_PROFILING_FROM)
     kv_bytes = kv_bytes_per_token(facts, tp, pp=pp, kv_dtype_bytes=dtype_bytes(kv_cache_dtype, dtype))
-    pool = requested - weights - activation
-    blocks = max(0, int(pool // (kv_bytes * block_size))) if pool > 0 else 0
+    page = kv_bytes * block_size
+
+    def act(sampler: bool) -> int:
+        return vllm_activation_bytes(
+            facts, tp, max_num_batched_tokens=prof.max_num_batched_tokens, max_num_seqs=prof.max_num_seqs,
+            dtype=dtype, sampler_bytes_per_logit=prof.sampler_bytes_per_logit, sampler=sampler,
+        )
+
+    world = tp * pp
+    if world == 1 or (prof.sampler_on_every_rank and pp == 1):
+        kinds = [("every rank" if world > 1 else "the rank", act(True))]
+    elif prof.sampler_on_every_rank:
+        kinds = [("ranks of the last pipeline stage (sampler)", act(True)), ("ranks of the other stages", act(False))]
+    else:
+        kinds = [("rank 0 (V0 driver: gathers the logits, runs the sampler)", act(True)),
+                 (f"ranks 1-{world - 1}" if world > 2 else "rank 1", act(False))]
+    ranks, pools = [], []
+    for who, activation in kinds:
+        pool = requested - weights - runtime - activation
+        blocks = max(0, int(pool // page)) if pool > 0 else 0
+        ranks.append(RankMemory(who, weights / GIB, activation / GIB, runtime / GIB, max(0.0, pool) / GIB, blocks))
+        pools.append((pool, activation))
+    pool, activation = min(pools)
+    smallest = ranks[pools.index((pool, activation))]
+    blocks = smallest.kv_blocks
     per_request = math.ceil(max_model_len / block_size)
+    if len(ranks) > 1:
+        notes.append(
+            "the pool is the smallest rank's (" + "; ".join(f"{r.who}: {r.kv_pool_gib:.2f} GiB" for r in ranks) + ")"
+        )
     if facts.is_hybrid:
         notes.append("linear-attention (GDN) state pages are not modelled; only full-attention layers hold KV")
-    notes.append("non-torch memory growth during profiling (cuBLAS, Triton modules) is not modelled")
+    notes.append(_runtime_note("vllm", world, card, runtime))
     return Estimate(
         engine="vllm",
         card=card.product,
@@ -388,9 +618,12 @@ def estimate_vllm(
         kv_tokens=blocks * block_size,
         max_model_len=max_model_len,
         concurrency=blocks / per_request,
-        fits_weights=weights + activation < requested,
+        fits_weights=weights + runtime + activation < requested,
         fits_kv=blocks >= per_request,
         notes=tuple(notes),
+        runtime_gib=runtime / GIB,
+        engine_version=prof.version,
+        ranks=tuple(ranks),
     )
 
 
@@ -407,6 +640,37 @@ CANDLE_MIN_WORKSPACE_BYTES = 256 * MIB
 #: Share of the cache budget a hybrid model reserves for GDN state (src/lib.rs
 #: ``DEFAULT_HYBRID_MAMBA_FRACTION``), unless ``--mamba-fraction`` says otherwise.
 CANDLE_DEFAULT_MAMBA_FRACTION = 0.15
+#: The largest share candle-vllm gives GDN state, whatever ``--mamba-fraction`` asks
+#: (``plan_hybrid_mamba_cache_with_fraction`` caps it at 0.3).
+CANDLE_MAX_MAMBA_FRACTION = 0.3
+#: The GDN slot floor, reserved before the fraction applies: ``max(max_num_seqs, 8) x 3``
+#: state slots (``plan_hybrid_mamba_cache_with_fraction``).
+CANDLE_MIN_MAMBA_SEQS = 8
+CANDLE_MAMBA_SLOTS_PER_SEQ = 3
+#: ``--max-num-seqs`` when not given: candle-vllm's own default (src/main.rs), as
+#: :class:`core.engines.CandleConfig` declares it.
+CANDLE_DEFAULT_MAX_NUM_SEQS: int = CandleConfig.model_fields["max_num_seqs"].default
+
+
+def candle_mamba_reserve_mib(
+    facts: ModelFacts, budget_mib: int, *, mamba_fraction: Optional[float] = None,
+    max_num_seqs: Optional[int] = None, dtype: str = "f16",
+) -> tuple[int, Optional[int], float]:
+    """``(reserved MiB, slot floor MiB or None, fraction used)``: what candle-vllm's
+    ``plan_hybrid_mamba_cache_with_fraction`` gives a hybrid model's GDN state out of a
+    ``budget_mib`` cache budget. The fraction (``--mamba-fraction``, default 0.15) is capped at
+    :data:`CANDLE_MAX_MAMBA_FRACTION`; the floor of ``max(max_num_seqs, 8) x 3`` state slots
+    (one slot: :meth:`~core.modelfacts.ModelFacts.linear_state_bytes` at ``dtype``) is
+    reserved first, so the reserve is the larger of the two. The floor is None when the
+    facts lack the linear-attention dimensions; the reserve is then the fraction alone."""
+    fraction = min(CANDLE_DEFAULT_MAMBA_FRACTION if mamba_fraction is None else mamba_fraction, CANDLE_MAX_MAMBA_FRACTION)
+    by_fraction = math.ceil(round(budget_mib * MIB * fraction) / MIB)
+    slot = facts.linear_state_bytes(dtype_bytes(dtype))
+    if slot is None:
+        return by_fraction, None, fraction
+    seqs = CANDLE_DEFAULT_MAX_NUM_SEQS if max_num_seqs is None else max_num_seqs
+    floor = math.ceil(max(seqs, CANDLE_MIN_MAMBA_SEQS) * CANDLE_MAMBA_SLOTS_PER_SEQ * slot / MIB)
+    return max(floor, by_fraction), floor, fraction
 
 
 def candle_workspace_bytes(facts: ModelFacts, *, prefill_chunk_size: int = CANDLE_DEFAULT_PREFILL_CHUNK, dtype: str = "f16") -> int:
@@ -447,21 +711,24 @@ def estimate_candle(
     block_size: int = CANDLE_BLOCK_SIZE,
     prefill_chunk_size: Optional[int] = None,
     mamba_fraction: Optional[float] = None,
-    runtime_reserve_mib: int = 0,
+    runtime_reserve_mib: Optional[int] = None,
+    max_num_seqs: Optional[int] = None,
 ) -> Estimate:
     """Estimate candle-vllm's KV cache on one rank (see the module docstring).
 
     free = :func:`cuda_total_bytes` - :func:`weights_per_card` (embedding and LM head whole
-    on every rank) - ``runtime_reserve_mib`` (memory the process holds besides weights, which
-    no engine code sizes; default 0, so the estimate is an upper bound); budget =
-    :func:`candle_budget_mib`; a hybrid model gives ``mamba_fraction`` (default 0.15) of it
-    to GDN state; blocks = :func:`candle_kv_blocks`. ``kv_fraction`` defaults to 0.6 as in
-    src/main.rs; ``mem_mib`` (``--mem``) is only recorded, since candle-vllm uses it just when
-    auto sizing fails, which it does not on CUDA. ``max_model_len`` is the model's window
-    capped at the pool (``PipelineConfig::apply_kv_cache_limit``). Raises ValueError for a
-    fraction outside (0, 1] or an unknown dtype.
+    on every rank) - the runtime: ``runtime_reserve_mib`` MiB when measured, else
+    :func:`runtime_bytes` (the CUDA context and kernels, plus NCCL at TP >= 2, from public
+    figures); budget = :func:`candle_budget_mib`; a hybrid model gives
+    :func:`candle_mamba_reserve_mib` of it to GDN state (``max_num_seqs`` default 16);
+    blocks = :func:`candle_kv_blocks`. Every rank holds the same weights and runtime, so the
+    smallest rank's pool, which candle-vllm takes, is any rank's. ``kv_fraction`` defaults to
+    0.6 as in src/main.rs; ``mem_mib`` (``--mem``) is only recorded, since candle-vllm uses it
+    just when auto sizing fails, which it does not on CUDA. ``max_model_len`` is the model's
+    window capped at the pool (``PipelineConfig::apply_kv_cache_limit``). Raises ValueError for
+    a fraction outside (0, 1] or an unknown dtype.
     """
-    notes: list[str] = []
+    notes: list[str] = _card_notes(card)
     if kv_fraction is None:
         kv_fraction = CANDLE_DEFAULT_KV_FRACTION
         notes.append(f"--kv-fraction not given: candle-vllm's default {CANDLE_DEFAULT_KV_FRACTION}")
@@ -471,21 +738,29 @@ def estimate_candle(
     total = cuda_total_bytes(card)
     weights = weights_per_card(facts, tp, engine="candle-vllm", dtype=dtype)
     workspace = candle_workspace_bytes(facts, prefill_chunk_size=chunk, dtype=dtype)
-    free = total - weights - runtime_reserve_mib * MIB
+    runtime = runtime_bytes("candle-vllm", tp, card) if runtime_reserve_mib is None else runtime_reserve_mib * MIB
+    free = total - weights - runtime
     budget = candle_budget_mib(free, kv_fraction, workspace)
     if facts.is_hybrid and budget:
-        fraction = CANDLE_DEFAULT_MAMBA_FRACTION if mamba_fraction is None else mamba_fraction
-        reserved = math.ceil(round(budget * MIB * fraction) / MIB)
-        budget = budget - reserved if reserved < budget else budget
-        notes.append(
-            f"hybrid model: {reserved} MiB ({fraction:.0%}) of the budget reserved for GDN state; the "
-            "minimum-slot floor of plan_hybrid_mamba_cache_with_fraction is not modelled"
-        )
+        reserved, floor, fraction = candle_mamba_reserve_mib(
+            facts, budget, mamba_fraction=mamba_fraction, max_num_seqs=max_num_seqs, dtype=dtype)
+        budget = max(0, budget - reserved)
+        floor_text = (f"the slot floor max(max_num_seqs, 8) x 3 is {floor} MiB" if floor is not None else
+                      "the slot floor is not computed: the facts lack the linear-attention dimensions "
+                      "(linear_num_key_heads ... from config.json)")
+        asked = "" if mamba_fraction is None or mamba_fraction <= fraction else f" of the {mamba_fraction} asked"
+        notes.append(f"hybrid model: {reserved} MiB of the budget reserved for GDN state (fraction {fraction:.0%}{asked}, "
+                     f"capped at {CANDLE_MAX_MAMBA_FRACTION:.0%}; {floor_text}; the state is counted in {dtype})")
     kv_bytes_dt = dtype_bytes(kv_cache_dtype, dtype)
     blocks = candle_kv_blocks(facts, budget, tp=tp, block_size=block_size, kv_dtype_bytes=kv_bytes_dt)
     tokens = blocks * block_size
     window = min(facts.max_position_embeddings, tokens) if tokens else facts.max_position_embeddings
-    notes.append("CUDA context, NCCL and allocator memory after load are not modelled (free memory is an upper bound)")
+    if runtime_reserve_mib is None:
+        notes.append(_runtime_note("candle-vllm", tp, card, runtime) + "; memory in use beyond this is not modelled, so the pool is an upper bound")
+    else:
+        notes.append(f"runtime memory beside the weights: {runtime_reserve_mib} MiB a rank, as measured")
+    rank = RankMemory("every rank" if tp > 1 else "the rank", weights / GIB, workspace / GIB, runtime / GIB,
+                      budget * MIB / GIB, blocks)
     return Estimate(
         engine="candle-vllm",
         card=card.product,
@@ -503,9 +778,11 @@ def estimate_candle(
         kv_tokens=tokens,
         max_model_len=window,
         concurrency=tokens / window if window else 0.0,
-        fits_weights=weights < total,
+        fits_weights=weights + runtime < total,
         fits_kv=blocks > 0,
         notes=tuple(notes),
+        runtime_gib=runtime / GIB,
+        ranks=(rank,),
     )
 
 
@@ -540,6 +817,7 @@ def estimate(
     mem_mib: Optional[int] = None,
     prefill_chunk_size: Optional[int] = None,
     mamba_fraction: Optional[float] = None,
+    image: Optional[str] = None,
 ) -> Estimate:
     """The :class:`Estimate` of one server from its engine settings as plain values, with the
     engines' defaults for what is None: the one call the stack-file checks
@@ -549,10 +827,15 @@ def estimate(
 
     ``engine``: ``vllm`` (:func:`estimate_vllm`; dtype default float16, the KV cache the
     dtype, utilization 0.9, ``max_model_len`` default the model's max_position_embeddings,
-    block size 16; a utilization above :data:`core.rules.GPU_MEMORY_UTILIZATION_CEILING` is credited
-    at the ceiling, with a note, so the estimate never rewards it) or ``candle-vllm`` (:func:`estimate_candle`; dtype f16, block size 64,
-    ``kv_cache_dtype`` ``fp8`` for ``--fp8-kvcache``). Raises ValueError for a setting the
-    estimator refuses (a utilization outside (0, 1], a fraction of 0).
+    block size 16; a utilization above :data:`core.rules.GPU_MEMORY_UTILIZATION_CEILING` is
+    credited at the ceiling, with a note, so the estimate never rewards it) or ``candle-vllm``
+    (:func:`estimate_candle`; dtype f16, block size 64, ``kv_cache_dtype`` ``fp8`` for
+    ``--fp8-kvcache``). ``image``: the server's image; a vLLM release in its tag
+    (``vllm/vllm-openai:v0.11.0``, :func:`core.images.parse_image`) selects the release's
+    profile (:func:`vllm_profile`), None or a tag naming no release assumes
+    :data:`VLLM_ASSUMED_VERSION`. ``max_num_seqs`` also sizes candle-vllm's GDN slot floor.
+    Raises ValueError for a setting the estimator refuses (a utilization outside (0, 1], a
+    fraction of 0).
     """
     if engine == "vllm":
         vdtype = engine_dtype(dtype, "float16")
@@ -572,6 +855,7 @@ def estimate(
             block_size=block_size or VLLM_BLOCK_SIZE,
             max_num_batched_tokens=max_num_batched_tokens,
             max_num_seqs=max_num_seqs,
+            version=parse_image(image).version if image else None,
         )
         if credited != util:
             est = replace(est, notes=est.notes + (
@@ -589,4 +873,5 @@ def estimate(
         block_size=block_size or CANDLE_BLOCK_SIZE,
         prefill_chunk_size=prefill_chunk_size,
         mamba_fraction=mamba_fraction,
+        max_num_seqs=max_num_seqs,
     )

@@ -15,6 +15,8 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from core import cards
+
 #: The config key (within the ``llm-serving`` namespace) that holds the inventory.
 CLUSTER_CONFIG_KEY = "cluster"
 
@@ -32,7 +34,7 @@ class CardSpec(_Strict):
         description="Card product name as the device plugin reports it, e.g. Tesla-V100-PCIE-32GB."
     )
     memory_mib: int = Field(
-        gt=0, description="Card memory in MiB as the product states it (V100-32GB: 32768; CUDA reports 32,510 MiB, see core.capacity.CUDA_TOTAL_BYTES)."
+        gt=0, description="Card memory in MiB as the product states it (V100-32GB: 32768; CUDA reports 32,510 MiB, see core.cards)."
     )
     compute_capability: str = Field(
         description='CUDA compute capability as "major.minor", e.g. "7.0" for V100 (sm_70). Source: 001.'
@@ -58,6 +60,19 @@ class CardSpec(_Strict):
         """The compute capability as an integer, 70 for "7.0"."""
         major, minor = self.compute_capability.split(".")
         return int(major) * 10 + int(minor)
+
+    @property
+    def catalog(self) -> Optional[cards.CardModel]:
+        """The catalog entry of this product (:func:`core.cards.lookup`), or None when unknown."""
+        return cards.lookup(self.product)
+
+    @property
+    def cuda_total_bytes(self) -> int:
+        """Bytes CUDA reports as the card's total, which both engines budget from: the catalog's
+        figure for the product (V100-32GB: 34,089,730,048), else ``memory_mib`` MiB (which
+        overstates a card the driver reserves memory on, by 1-3%)."""
+        known = self.catalog
+        return known.cuda_total_bytes if known else self.memory_mib * cards.MIB
 
 
 class ReservedCards(_Strict):

@@ -128,11 +128,36 @@ class ModelFacts(_Strict):
     num_experts_per_tok: Optional[int] = Field(default=None, gt=0, description="MoE: experts a token.")
     moe_intermediate_size: Optional[int] = Field(default=None, gt=0, description="MoE: expert MLP width.")
     tie_word_embeddings: bool = Field(default=False)
+    linear_num_key_heads: Optional[int] = Field(
+        default=None, gt=0, description="Hybrid (GDN) models: key heads of a linear-attention layer."
+    )
+    linear_num_value_heads: Optional[int] = Field(
+        default=None, gt=0, description="Hybrid (GDN) models: value heads of a linear-attention layer."
+    )
+    linear_key_head_dim: Optional[int] = Field(default=None, gt=0, description="Hybrid (GDN) models: key head dim.")
+    linear_value_head_dim: Optional[int] = Field(default=None, gt=0, description="Hybrid (GDN) models: value head dim.")
+    linear_conv_kernel_dim: Optional[int] = Field(
+        default=None, gt=0, description="Hybrid (GDN) models: the short convolution's kernel width (Qwen3-Next: 4)."
+    )
 
     @property
     def kv_layers(self) -> int:
         """Layers that hold a KV cache (all, unless the model is hybrid)."""
         return self.full_attention_layers or self.num_hidden_layers
+
+    def linear_state_bytes(self, dtype_bytes: int = 2) -> Optional[int]:
+        """Bytes of one sequence's recurrent state over every linear-attention (GDN) layer:
+        per layer the delta-rule state (value heads x key dim x value dim) and the short
+        convolution's state ((2 x key heads x key dim + value heads x value dim) x (kernel - 1)),
+        in ``dtype_bytes``. None for a model that is not hybrid or whose config.json fields
+        (``linear_num_key_heads`` ...) are not given."""
+        dims = (self.linear_num_key_heads, self.linear_num_value_heads, self.linear_key_head_dim,
+                self.linear_value_head_dim, self.linear_conv_kernel_dim)
+        if not self.is_hybrid or any(d is None for d in dims):
+            return None
+        nk, nv, dk, dv, kernel = (int(d) for d in dims)  # type: ignore[arg-type]
+        per_layer = nv * dk * dv + (2 * nk * dk + nv * dv) * (kernel - 1)
+        return (self.num_hidden_layers - self.kv_layers) * per_layer * dtype_bytes
 
     @property
     def is_hybrid(self) -> bool:
@@ -314,6 +339,58 @@ CATALOG: dict[str, ModelFacts] = {
         num_experts_per_tok=8,
         moe_intermediate_size=768,
     ),
+    # --- public models of the capacity figures in tests/test_capacity_public.py ---------------
+    # https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json:
+    # LlamaForCausalLM, 32 layers, 32 heads, 8 KV heads, hidden 4096 (head_dim 128), intermediate
+    # 14336, vocab 128256, max_position_embeddings 131072 (rope_scaling llama3, factor 8),
+    # tie_word_embeddings false, bfloat16; 8,030,261,248 parameters (the shapes plus 65 norms).
+    "meta-llama/Llama-3.1-8B-Instruct": ModelFacts(
+        architecture="LlamaForCausalLM",
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        hidden_size=4096,
+        intermediate_size=14336,
+        vocab_size=128256,
+        max_position_embeddings=131072,
+        parameters=8_030_261_248,
+        torch_dtype="bfloat16",
+    ),
+    # https://huggingface.co/Qwen/Qwen3-14B/blob/main/config.json: Qwen3ForCausalLM, 40 layers,
+    # 40 heads, 8 KV heads, head_dim 128, hidden 5120, intermediate 17408, vocab 151936,
+    # max_position_embeddings 40960, tie_word_embeddings false, bfloat16, no attention bias
+    # (q_norm / k_norm instead); 14,768,307,200 parameters (the shapes plus the norms).
+    "Qwen/Qwen3-14B": ModelFacts(
+        architecture="Qwen3ForCausalLM",
+        num_hidden_layers=40,
+        num_attention_heads=40,
+        num_key_value_heads=8,
+        head_dim=128,
+        hidden_size=5120,
+        intermediate_size=17408,
+        vocab_size=151936,
+        max_position_embeddings=40960,
+        parameters=14_768_307_200,
+        torch_dtype="bfloat16",
+    ),
+    # https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-14B/blob/main/config.json: the
+    # Qwen2.5-14B architecture (Qwen2ForCausalLM, 48 layers, 40 heads, 8 KV heads, hidden 5120,
+    # intermediate 13824, vocab 152064, q/k/v biases) with max_position_embeddings 131072,
+    # tie_word_embeddings false, bfloat16; 14,770,033,664 parameters, as Qwen2.5-14B.
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B": ModelFacts(
+        architecture="Qwen2ForCausalLM",
+        num_hidden_layers=48,
+        num_attention_heads=40,
+        num_key_value_heads=8,
+        head_dim=128,
+        hidden_size=5120,
+        intermediate_size=13824,
+        vocab_size=152064,
+        max_position_embeddings=131072,
+        parameters=14_770_033_664,
+        torch_dtype="bfloat16",
+    ),
 }
 
 
@@ -379,6 +456,13 @@ class ModelEntry(_Strict):
         return arg in {x.rstrip("/") for x in (self.hf_id, self.weights_path) if x}
 
 
+#: config.json keys of a hybrid model's linear-attention (GDN) layers (Qwen3-Next, Qwen3.5).
+_LINEAR_ATTENTION_KEYS = (
+    "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+)
+
+
 def facts_from_config_json(raw: dict) -> ModelFacts:
     """Build :class:`ModelFacts` from a parsed Hugging Face config.json dict.
 
@@ -420,6 +504,7 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
             # Mixtral and gpt-oss give the expert width as intermediate_size.
             moe_intermediate_size=text.get("moe_intermediate_size") or (text["intermediate_size"] if experts else None),
             tie_word_embeddings=bool(text.get("tie_word_embeddings", False)),
+            **{k: text[k] for k in _LINEAR_ATTENTION_KEYS if text.get(k) is not None},
         )
     except KeyError as err:
         raise ValueError(f"config.json has no {err.args[0]!r}") from None

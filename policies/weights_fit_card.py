@@ -47,18 +47,11 @@ def smallest_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional
     tp = e.tp * 2
     while tp * e.pp <= cards_on_node:
         if not sc.facts.tp_divisibility_problems(tp, sc.server.engine):
-            weights = capacity.weights_per_card(sc.facts, tp, pp=e.pp, engine=e.engine)
             if e.engine == "vllm":
-                act = capacity.vllm_activation_bytes(
-                    sc.facts,
-                    tp,
-                    max_num_batched_tokens=ch.human_int(ch.arg(sc.server, "--max-num-batched-tokens"))
-                    or capacity.VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS,
-                    max_num_seqs=ch.human_int(ch.arg(sc.server, "--max-num-seqs")) or capacity.VLLM_DEFAULT_MAX_NUM_SEQS,
-                )
-                if weights + act < e.budget_gib * capacity.GIB:
+                if ch.vllm_estimate(sc.server, sc.facts, sc.card, tp=tp, image=sc.container.image or None)[0].fits_weights:
                     return tp
-            elif weights < e.card_memory_gib * capacity.GIB:
+            elif (capacity.weights_per_card(sc.facts, tp, pp=e.pp, engine=e.engine)
+                  + capacity.runtime_bytes(e.engine, tp, sc.card)) < e.card_memory_gib * capacity.GIB:
                 return tp
         tp *= 2
     return None
@@ -81,7 +74,8 @@ def message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
         why = f"{what} exceed the {e.card_memory_gib:.2f} GiB of a {card}, so the model never loads"
     else:
         why = (
-            f"{what} plus {e.activation_gib:.2f} GiB of profiled activations exceed gpu-memory-utilization "
+            f"{what} plus {e.activation_gib:.2f} GiB of profiled activations and {e.runtime_gib:.2f} GiB of runtime "
+            f"memory (CUDA, NCCL) exceed gpu-memory-utilization "
             f"{e.budget_gib / e.card_memory_gib:.2f} x {e.card_memory_gib:.2f} GiB = {e.budget_gib:.2f} GiB of a "
             f"{card}, so vLLM finds no memory for the KV cache and fails after loading"
         )

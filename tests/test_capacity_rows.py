@@ -42,7 +42,10 @@ def view(resources):
 
 def test_prod_servers_give_one_row_each_with_their_numbers(config):
     """The three running servers of the intended prod state (spec), as the preview shows them;
-    the parked PyTorch clef-serve runs no vLLM or candle-vllm and has no row."""
+    the parked PyTorch clef-serve runs no vLLM or candle-vllm and has no row.
+
+    Changed with issue 10 (runtime memory and the sampler's sort, tests/test_capacity.py says
+    why): coder 150,848 -> 143,872 tokens, reasoning 129,984 / 1.98x -> 124,400 / 1.90x."""
     resources = [r for path in PROD_SERVERS for r in load_manifest_dir(path)] + manifests(PARKED_PYTORCH)
     rows = ch.capacity_rows(view(resources), *config)
     assert [(r.server, r.engine, r.model, r.cards) for r in rows] == [
@@ -51,9 +54,9 @@ def test_prod_servers_give_one_row_each_with_their_numbers(config):
         ("reasoning", "vllm", "qwen3-30b-a3b-gptq-int4", 1),
     ]
     coder, clef, reasoning = rows
-    assert (round(coder.weights_gib_per_card, 2), coder.kv_tokens, coder.max_model_len) == (15.21, 150_848, 32_768)
-    assert (round(reasoning.weights_gib_per_card, 2), reasoning.kv_tokens, reasoning.max_model_len) == (15.65, 129_984, 65_536)
-    assert round(reasoning.concurrency, 2) == 1.98
+    assert (round(coder.weights_gib_per_card, 2), coder.kv_tokens, coder.max_model_len) == (15.21, 143_872, 32_768)
+    assert (round(reasoning.weights_gib_per_card, 2), reasoning.kv_tokens, reasoning.max_model_len) == (15.65, 124_400, 65_536)
+    assert round(reasoning.concurrency, 2) == 1.90
     assert all(r.fits and r.problem is None and r.node == "worker-1" for r in rows)
     assert clef.card == "Tesla-V100-PCIE-32GB"
 
@@ -104,3 +107,24 @@ spec:
 @pytest.mark.parametrize("text, value", [("65536", 65536), ("64k", 64_000), ("64K", 65_536), ("1.5M", 1_572_864), ("x", None), (None, None)])
 def test_human_int_reads_vllm_spellings(text, value):
     assert ch.human_int(text) == value
+
+
+def test_the_pack_takes_the_vllm_release_from_the_containers_image(config):
+    """Issue 10: the vLLM release comes from the image tag (core.images). The reasoning server
+    of the prod fixture, on v0.6.4 (V0 on sm_70: the profile runs 2048 tokens, chunked prefill
+    being on above 32,768, and the driver rank samples), on v0.17.0 (no sort in the sampler
+    warm-up: less activation, a larger pool) and on v0.11.0 as in prod."""
+    inv, models = config
+    text = open(PROD_SERVERS[2]).read()
+    pools = {}
+    for tag in ("v0.6.4", "v0.11.0", "v0.17.0"):
+        (r,) = manifests(text.replace("vllm/vllm-openai:v0.11.0@", f"vllm/vllm-openai:{tag}@"))
+        w = workloads.workload(r.type, r.props, r.urn)
+        (c, s), = w.servers
+        e = ch.server_estimate(w, c, s, inv, models)
+        assert e is not None and e.engine_version == tuple(int(x) for x in tag[1:].split("."))
+        pools[tag] = e
+    assert pools["v0.11.0"].kv_tokens == 124_400  # prod
+    assert pools["v0.17.0"].activation_gib < pools["v0.11.0"].activation_gib
+    assert pools["v0.17.0"].kv_tokens > pools["v0.11.0"].kv_tokens
+    assert round(pools["v0.6.4"].runtime_gib, 2) == 0.35 and round(pools["v0.11.0"].runtime_gib, 2) == 0.15

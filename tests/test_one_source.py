@@ -19,6 +19,7 @@ copy of each rule.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,8 @@ def test_candle_dtype_the_loader_accepts_the_pack_accepts(dtype):
 
 def test_capacity_the_pack_refuses_the_loader_refuses():
     """weights-fit-card / kv-cache-fits-max-model-len judge the estimate core.capacity.estimate
-    makes; the loader makes the same one from the workload's fields."""
+    makes; the loader makes the same one from the workload's fields. (Issue 10: the pool went
+    from 129,984 to 124,400 tokens: runtime memory and the sampler's sort, tests/test_capacity.py.)"""
     _, problems = _load(_set("candle-vllm", kv_fraction=0.01))
     (p,) = problems
     assert p.path == f"{W}.candle-vllm.kv_fraction" and "no room for a KV cache" in p.rule
@@ -117,8 +119,19 @@ def test_capacity_the_pack_refuses_the_loader_refuses():
     _, problems = _load(_set("reasoning", max_model_len=262144, rope_scaling=yarn8))
     (p,) = problems
     assert p.path == f"{W}.reasoning.max_model_len"
-    assert "the pool holds about 129,984 tokens on one card" in p.rule
-    assert p.fix.startswith("lower max_model_len to at most 129,984")
+    assert "the pool holds about 124,400 tokens on one card" in p.rule
+    assert p.fix.startswith("lower max_model_len to at most 124,400")
+
+
+def test_capacity_the_loader_takes_the_vllm_release_from_the_image_as_the_pack_does():
+    """Issue 10: the stack file's vLLM image names the release whose profile applies; v0.17.0's
+    sampler warm-up needs no sort, so the same server holds more tokens than on v0.11.0."""
+    image = "vllm/vllm-openai:v0.17.0@sha256:" + "0" * 64
+    yarn8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768}
+    _, problems = _load(_set("reasoning", max_model_len=262144, rope_scaling=yarn8, image=image))
+    (p,) = problems
+    held = re.search(r"at most ([\d,]+)", p.fix)
+    assert held and int(held.group(1).replace(",", "")) > 124_400, p.fix
 
 
 # --- 2. quantities ----------------------------------------------------------------------------

@@ -63,16 +63,17 @@ def run(text: str, config: dict | None = None) -> list[str]:
 
 def test_history_coder_262k_fits_at_tp2_and_not_at_tp1():
     """coder.yaml: 262,144 tokens do not fit one V100 (measured pool 132,672 tokens; the
-    estimate is 136,384) and fit at TP=2; the message names both numbers and the card."""
+    estimate is 134,736) and fit at TP=2; the message names both numbers and the card. (Issue 10:
+    136,384 and 444,464 before; the runtime memory a rank holds is now counted.)"""
     assert run(vllm(coder_args(2), cards=2)) == []
     (message,) = run(vllm(coder_args(1), cards=1))
     assert message.startswith(
         "Deployment coder: max-model-len 262,144 needs 262,144 tokens of KV cache; the pool holds about "
-        "136,384 tokens on one Tesla-V100-PCIE-32GB at gpu-memory-utilization 0.90"
+        "134,736 tokens on one Tesla-V100-PCIE-32GB at gpu-memory-utilization 0.90"
     )
     assert "vLLM refuses to start" in message
-    assert "lower --max-model-len to at most 136,384" in message
-    assert "run TP=2 on 2 cards" in message and "about 444,464 tokens" in message
+    assert "lower --max-model-len to at most 134,736" in message
+    assert "run TP=2 on 2 cards" in message and "about 432,448 tokens" in message
 
 
 def test_human_readable_and_underscore_spellings_are_read():
@@ -83,9 +84,9 @@ def test_human_readable_and_underscore_spellings_are_read():
 
 
 def test_pool_just_large_enough_passes_and_one_block_more_fails():
-    assert run(vllm(coder_args(1, "136384"))) == []
-    (message,) = run(vllm(coder_args(1, "136385")))
-    assert "max-model-len 136,385 needs" in message
+    assert run(vllm(coder_args(1, "134736"))) == []
+    (message,) = run(vllm(coder_args(1, "134737")))
+    assert "max-model-len 134,737 needs" in message
 
 
 def test_no_larger_tp_suggested_when_the_node_has_no_more_cards():

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from core import allocation, facts
+from core import allocation, capacity, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from tools import render
 from tools.manifests import PROJECT, Resource
@@ -250,8 +250,9 @@ def _num(value: Optional[float], fmt: str, bound: bool = False) -> str:
 
 #: The footnote under the capacity table when a row shows upper bounds (candle-vllm).
 UPPER_BOUND_NOTE = (
-    "<= upper bound: candle-vllm's memory beside the weights after load (CUDA context, NCCL, allocator) "
-    "is not modelled; against the user's measured coder-14b pool the estimate is 21.5% high (README \"Capacity\")"
+    "<= upper bound: candle-vllm's memory beside the weights after load is taken from public figures (CUDA "
+    f"context {capacity.CANDLE_RUNTIME_GIB} GiB, NCCL over PCIe {capacity.COMM_PCIE_GIB}); more in use is not "
+    "modelled: against the user's measured coder-14b pool the estimate is 15.9% high (README \"Capacity\")"
 )
 #: The footnote under the capacity table when a row's model has provisional facts.
 PROVISIONAL_NOTE = (

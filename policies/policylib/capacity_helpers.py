@@ -156,12 +156,14 @@ def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
 
 
 def vllm_estimate(
-    s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: Optional[int] = None
+    s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: Optional[int] = None,
+    image: Optional[str] = None,
 ) -> tuple[Estimate, bool]:
     """``(estimate, explicit)`` for a vLLM argv on ``card``; ``tp`` overrides
-    ``--tensor-parallel-size`` (to ask "would TP=2 fit?"). ``explicit`` is False when the argv
-    has no ``--max-model-len`` (the model's max_position_embeddings is used). Raises
-    ValueError for arguments the estimator refuses."""
+    ``--tensor-parallel-size`` (to ask "would TP=2 fit?"); ``image`` (the container's) names the
+    vLLM release whose profile applies (None: the release the estimator assumes). ``explicit``
+    is False when the argv has no ``--max-model-len`` (the model's max_position_embeddings is
+    used). Raises ValueError for arguments the estimator refuses."""
     mml = human_int(arg(s, "--max-model-len"))
     util = _float(arg(s, "--gpu-memory-utilization"))
     est = capacity.estimate(
@@ -177,6 +179,7 @@ def vllm_estimate(
         block_size=human_int(arg(s, "--block-size")),
         max_num_batched_tokens=human_int(arg(s, "--max-num-batched-tokens")),
         max_num_seqs=human_int(arg(s, "--max-num-seqs")),
+        image=image,
     )
     return est, mml is not None
 
@@ -194,17 +197,19 @@ def _candle_estimate(s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec)
         block_size=human_int(s.get("--block-size")),
         prefill_chunk_size=human_int(s.get("--prefill-chunk-size")),
         mamba_fraction=_float(s.get("--mamba-fraction")),
+        max_num_seqs=human_int(s.get("--max-num-seqs")),
     )
 
 
 @lru_cache(maxsize=4096)
-def _estimate(engine: str, raw: tuple[str, ...], facts: ModelFacts, card: CardSpec) -> tuple[Optional[Estimate], bool, Optional[str]]:
-    """``(estimate, explicit max-model-len, problem)`` for an argv; cached, since a stack
-    repeats the same few servers (the pack is benchmarked at 10,000 resources)."""
+def _estimate(engine: str, raw: tuple[str, ...], facts: ModelFacts, card: CardSpec,
+              image: Optional[str] = None) -> tuple[Optional[Estimate], bool, Optional[str]]:
+    """``(estimate, explicit max-model-len, problem)`` for an argv and image; cached, since a
+    stack repeats the same few servers (the pack is benchmarked at 10,000 resources)."""
     s = workloads.parse_args(engine, raw)
     try:
         if engine == "vllm":
-            est, explicit = vllm_estimate(s, facts, card)
+            est, explicit = vllm_estimate(s, facts, card, image=image)
             return est, explicit, None
         return _candle_estimate(s, facts, card), True, None
     except ValueError as err:
@@ -231,7 +236,7 @@ def assess(
     if found is None:
         problem = unknown_model_message(s.model_arg, s.engine)
     elif card is not None:
-        est, explicit, problem = _estimate(s.engine, s.raw, facts, card)  # type: ignore[arg-type]
+        est, explicit, problem = _estimate(s.engine, s.raw, facts, card, c.image or None)  # type: ignore[arg-type]
     return ServerCapacity(w, c, s, s.model_arg, key, facts, node, card, explicit, est, problem)
 
 
