@@ -12,7 +12,7 @@ Plain pydantic, no Pulumi import; the program, the policy pack and the capacity 
 
 from __future__ import annotations
 
-import json
+from core import inputs
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -285,7 +285,9 @@ class ModelEntry(_Strict):
         return self
 
     def resolve(self, base_dir: Optional[Path] = None) -> ModelFacts:
-        """The model's facts. Raises ValueError when config_json cannot be read or parsed."""
+        """The model's facts. Raises ValueError when config_json cannot be read (not a regular
+        file of at most :data:`core.inputs.MAX_INPUT_BYTES`, not UTF-8) or is not one JSON
+        object with each key once (:mod:`core.inputs`)."""
         if self.facts is not None:
             return self.facts
         if self.catalog is not None:
@@ -294,9 +296,9 @@ class ModelEntry(_Strict):
         if base_dir is not None and not path.is_absolute():
             path = base_dir / path
         try:
-            raw = json.loads(path.read_text())
-        except (OSError, ValueError) as err:
-            raise ValueError(f"cannot read config_json {path}: {err}") from None
+            raw = inputs.json_object(inputs.read_text(path, "config.json"), str(path))
+        except inputs.InputFileError as err:
+            raise ValueError(f"cannot read config_json {err}") from None
         return facts_from_config_json(raw)
 
     def matches(self, model_arg: str) -> bool:
@@ -350,6 +352,8 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
         )
     except KeyError as err:
         raise ValueError(f"config.json has no {err.args[0]!r}") from None
+    except (TypeError, AttributeError, ZeroDivisionError) as err:
+        raise ValueError(f"config.json has a value of the wrong type or zero ({err})") from None
     if not (raw.get("num_parameters") or text.get("num_parameters")):
         built = built.model_copy(update={"parameters": float(built.structural_parameters())})
     return built
