@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 
-from core import capacity, facts, quantity, rules
+from core import capacity, facts, kube, quantity, rules
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import Problem, RuleBreach
@@ -167,7 +167,26 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
     for name, svc in parts["services"].items():
         if svc.selects not in invalid:
             out.extend(_check_service(name, svc, workloads, declared))
+    for name, wl in workloads.items():
+        label_problem = _kserve_label(name) if isinstance(wl, VllmWorkload) else None
+        if label_problem is not None:
+            out.append(label_problem)
     return out
+
+
+def _kserve_label(name: str) -> Optional[Problem]:
+    """KServe labels an InferenceService's predictor pods ``app: isvc.<name>-predictor``; a name
+    that makes that label value invalid (over 63 characters) never gets pods. (A Service named
+    ``<isvc>-predictor``, KServe's own, relates two items and is the pack's policy
+    kserve-owned-names, so the history stacks still load.)"""
+    label = f"{facts.KSERVE_APP_LABEL_PREFIX}{name}{facts.KSERVE_PREDICTOR_SUFFIX}"
+    problems = kube.label_value_problems(label)
+    if not problems:
+        return None
+    most = kube.LABEL_VALUE_MAX - len(label) + len(name)
+    return Problem(f"{PREFIX}workloads.{name}", name,
+                   f"KServe labels the predictor pods app: {label}, which Kubernetes refuses: {problems[0]}",
+                   f"shorten the workload name to at most {most} characters")
 
 
 def _p(path: str, value: Any, breach: Optional[RuleBreach]) -> list[Problem]:
@@ -187,6 +206,13 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
         out.extend(_check_fits_node(at, wl, node))
     card = node.card if node is not None else None
     threshold = startup_threshold(wl.cold_start_seconds, wl.startup_probe)
+    if threshold > kube.INT32_MAX:
+        most = kube.INT32_MAX * wl.startup_probe.period_seconds // STARTUP_HEADROOM
+        return out + [Problem(f"{PREFIX}{at}.cold_start_seconds", wl.cold_start_seconds,
+                              f"a cold start of {wl.cold_start_seconds:,} s needs a startup probe failureThreshold of "
+                              f"{threshold:,}, beyond the int32 the Kubernetes API accepts ({kube.INT32_MAX:,})",
+                              f"give the measured cold start in seconds (at most {most:,} at a "
+                              f"{wl.startup_probe.period_seconds} s period)")]
     out.extend(_p(f"{at}.startup_probe.failure_threshold", wl.startup_probe.failure_threshold,
                   rule_startup_budget(wl.cold_start_seconds, wl.startup_probe.period_seconds, threshold)))
     model_key = getattr(wl, "model", None)

@@ -245,6 +245,11 @@ def _describe(e: Any, rel: tuple, field: str, root: Any) -> tuple[Any, str, str]
         return value, rule, f"give at least {ctx.get('min_length')} item(s)"
     if etype == "multiple_of":
         return value, rule, f"give a multiple of {ctx.get('multiple_of')}"
+    if etype == "int_type" and isinstance(value, (bool, str, float)):
+        # Strict whole numbers (core.values.Int): lax pydantic read true as 1 and "2" as 2.
+        what = {bool: "a boolean", str: "text", float: "a fraction"}[type(value)]
+        unquote = " (write it without quotes)" if isinstance(value, str) and value.strip().isdigit() else ""
+        return value, f"{field}: {json.dumps(value)} is {what}, not a whole number", f"give a whole number{unquote}"
     if etype in _FIXES:
         return value, rule, _FIXES[etype]
     if etype == "value_error":

@@ -165,7 +165,7 @@ def predictor_selector(args: VllmArgs) -> dict[str, str]:
 
 def predictor_pod_labels(args: VllmArgs) -> dict[str, str]:
     """Every label KServe gives the predictor pods (RawDeployment)."""
-    return {**inference_service_labels(args), **predictor_selector(args), "app": f"isvc.{args.name}-predictor"}
+    return {**inference_service_labels(args), **predictor_selector(args), "app": f"{facts.KSERVE_APP_LABEL_PREFIX}{args.name}{facts.KSERVE_PREDICTOR_SUFFIX}"}
 
 
 def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]:

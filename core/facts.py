@@ -33,6 +33,11 @@ GPU_RESOURCE = "nvidia.com/gpu"
 KSERVE_ISVC_LABEL = "serving.kserve.io/inferenceservice"
 KSERVE_COMPONENT_LABEL = "component"
 KSERVE_PREDICTOR_COMPONENT = "predictor"
+#: KServe (RawDeployment) names the predictor's Deployment and Service ``<isvc>-predictor``
+#: (``constants.PredictorServiceName``) and labels its pods ``app: isvc.<isvc>-predictor``
+#: (reasoning-long-service.yaml: clients use ``reasoning-predictor``).
+KSERVE_PREDICTOR_SUFFIX = "-predictor"
+KSERVE_APP_LABEL_PREFIX = "isvc."
 
 # --- annotations: the component -> policy contract ----------------------------------------
 

@@ -13,6 +13,7 @@ Plain pydantic, no Pulumi import; the program, the policy pack and the capacity 
 from __future__ import annotations
 
 from core import inputs
+from core.values import Int, Real
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -32,8 +33,8 @@ class Quantization(_Strict):
     method: Literal["gptq", "awq", "fp8", "compressed-tensors", "marlin", "bitsandbytes"] = Field(
         description="Quantization method as vLLM's --quantization names it."
     )
-    bits: int = Field(ge=1, le=16, description="Bits per quantized weight (GPTQ Int4: 4).")
-    group_size: int = Field(default=128, ge=-1, description="Quantization group size (-1: per channel).")
+    bits: Int = Field(ge=1, le=16, description="Bits per quantized weight (GPTQ Int4: 4).")
+    group_size: Int = Field(default=128, ge=-1, description="Quantization group size (-1: per channel).")
 
 
 class ModelFacts(_Strict):
@@ -46,25 +47,25 @@ class ModelFacts(_Strict):
     """
 
     architecture: str = Field(description="config.json architectures[0], e.g. Qwen2ForCausalLM.")
-    num_hidden_layers: int = Field(gt=0)
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0, description="Per-head dimension (hidden_size / heads when not given).")
-    hidden_size: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0, description="Dense MLP width (MoE: the shared/dense width).")
-    vocab_size: int = Field(gt=0)
-    max_position_embeddings: int = Field(gt=0, description="Native context window in tokens.")
-    parameters: float = Field(gt=0, description="Total parameter count (not billions), e.g. 14.77e9.")
+    num_hidden_layers: Int = Field(gt=0)
+    num_attention_heads: Int = Field(gt=0)
+    num_key_value_heads: Int = Field(gt=0)
+    head_dim: Int = Field(gt=0, description="Per-head dimension (hidden_size / heads when not given).")
+    hidden_size: Int = Field(gt=0)
+    intermediate_size: Int = Field(gt=0, description="Dense MLP width (MoE: the shared/dense width).")
+    vocab_size: Int = Field(gt=0)
+    max_position_embeddings: Int = Field(gt=0, description="Native context window in tokens.")
+    parameters: Real = Field(gt=0, description="Total parameter count (not billions), e.g. 14.77e9.")
     torch_dtype: Literal["float16", "bfloat16", "float32"] = Field(
         default="bfloat16", description="Dtype of the unquantized tensors in the checkpoint."
     )
     quantization: Optional[Quantization] = Field(default=None, description="None for a dense checkpoint.")
-    full_attention_layers: Optional[int] = Field(
+    full_attention_layers: Optional[Int] = Field(
         default=None, gt=0, description="Hybrid models: layers with a KV cache. None: every layer."
     )
-    num_experts: Optional[int] = Field(default=None, gt=0, description="MoE: routed experts a layer.")
-    num_experts_per_tok: Optional[int] = Field(default=None, gt=0, description="MoE: experts a token.")
-    moe_intermediate_size: Optional[int] = Field(default=None, gt=0, description="MoE: expert MLP width.")
+    num_experts: Optional[Int] = Field(default=None, gt=0, description="MoE: routed experts a layer.")
+    num_experts_per_tok: Optional[Int] = Field(default=None, gt=0, description="MoE: experts a token.")
+    moe_intermediate_size: Optional[Int] = Field(default=None, gt=0, description="MoE: expert MLP width.")
     tie_word_embeddings: bool = Field(default=False)
 
     @property
