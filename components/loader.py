@@ -23,6 +23,7 @@ from pydantic import (
 from core import rules
 from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import ConfigError, Problem
+from core.values import REDACTED
 
 from components.schema import ServiceConfig, StackConfig, Name, WORKLOAD_CLASSES, TOP_LEVEL_KEYS, STRING_KEYS, _SINGLE_SECTIONS, PREFIX
 from components.checks import cross_checks
@@ -217,6 +218,8 @@ def _from_pydantic(err: ValidationError, loc: tuple, root: Any) -> list[Problem]
     for e in errors:
         full = loc + tuple(e["loc"])
         value, rule, fix = _describe(e, tuple(e["loc"]), str(full[-1]) if full else "", root)
+        if "secret_env" in full:
+            value = REDACTED  # whatever is wrong there, its value may be the secret
         out.append(Problem(PREFIX + ".".join(str(p) for p in full), value, rule, fix))
     return out
 
@@ -235,7 +238,7 @@ def _describe(e: Any, rel: tuple, field: str, root: Any) -> tuple[Any, str, str]
         desc = _description_at(root, rel)
         return None, f"{field} is required", f"add {field}: <value>" + (f" ({desc.rstrip('.')})" if desc else "")
     if etype == "llm_serving_rule":
-        return value, ctx["rule"], ctx["fix"]
+        return (REDACTED if ctx.get("hide") else value), ctx["rule"], ctx["fix"]
     if etype in _BOUNDS:
         words, key = _BOUNDS[etype]
         return value, rule, f"give {field} a value {words} {ctx[key]}"

@@ -39,7 +39,7 @@ from pydantic import (
 
 from core import allocation, facts, quantity, rules
 from core.engines import CandleConfig, ServedName, VllmConfig, rule_error
-from core.values import EnvName, Image, Int, Int32, LabelKey, LabelValue, NodeName, ServiceName, Subdomain
+from core.values import EnvName, Image, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain
 from core.inventory import ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 
@@ -159,6 +159,14 @@ class _Workload(_Strict):
         description="Extra pod labels, e.g. app.kubernetes.io/name: llm-reasoning (reasoning-long-service.yaml).",
     )
     env: dict[EnvName, str] = Field(default_factory=dict, description="Extra environment variables of the server (names: C identifiers).")
+    secret_env: dict[EnvName, Secret] = Field(
+        default_factory=dict,
+        description=(
+            "Environment variables from secrets (an API token): each value set with `pulumi config set --secret "
+            "--path 'llm-serving:workloads.<w>.secret_env.<NAME>'` (the stack file holds secure: v1:...); "
+            "rendered as a Kubernetes Secret <workload>-env and a secretKeyRef, never as plain text."
+        ),
+    )
     cold_start_seconds: Int = Field(
         gt=0,
         description=(
@@ -173,6 +181,9 @@ class _Workload(_Strict):
 
     @model_validator(mode="after")
     def _labels_reserved(self) -> "_Workload":
+        both = sorted(set(self.env) & set(self.secret_env))
+        if both:
+            raise _custom(f"{both[0]} is in both env and secret_env", f"keep {both[0]} in secret_env only")
         for key in ("app", facts.PART_OF_LABEL, facts.KSERVE_ISVC_LABEL, facts.KSERVE_COMPONENT_LABEL):
             if key in self.labels:
                 raise _custom(

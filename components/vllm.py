@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Literal, Optional
 
 import pulumi
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from core import facts, rules
 from components.config import (
@@ -52,6 +52,7 @@ from components.workload import (
     http_get,
     liveness_probe,
     models_volume,
+    secret_env_entries,
     shm_volume,
     startup_probe,
     workload_annotations,
@@ -83,6 +84,7 @@ class VllmArgs(VllmConfig, ComponentArgs):
     resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
     labels: dict[str, str] = Field(default_factory=dict, description="InferenceService labels (propagated to pods).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment, after the defaults.")
+    secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
     models_pvc: str = Field(default=facts.MODELS_PVC, description="Models PVC (llm-models).")
     cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
     startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
@@ -128,7 +130,7 @@ def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
     env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if rules.needs_volta_path(args.card.sm) else {}
     env["HF_HOME"] = args.hf_home
     env.update(args.env)
-    return [{"name": k, "value": v} for k, v in env.items()]
+    return [{"name": k, "value": v} for k, v in env.items()] + secret_env_entries(args.name, list(args.secret_env))
 
 
 def vllm_container(args: VllmArgs) -> dict[str, Any]:
@@ -216,6 +218,7 @@ class VllmInferenceService(WorkloadComponent):
         self.served_model_names = list(args.served_model_names)
         self.pod_labels = predictor_pod_labels(args)
         self.selector_labels = predictor_selector(args)
+        self._secret(name, args.namespace, args.secret_env)
         self.inference_service = CustomResource(
             name,
             api_version=KSERVE_API_VERSION,

@@ -28,7 +28,7 @@ import posixpath
 from typing import Any, Optional
 
 import pulumi
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from core import facts
 from components.config import (
@@ -42,6 +42,7 @@ from components.config import (
     startup_threshold,
 )
 from core.engines import CandleConfig
+from core.values import REDACTED
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 
@@ -108,6 +109,31 @@ def shm_volume() -> dict[str, Any]:
     return {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": facts.SHM_SIZE_LIMIT}}
 
 
+def secret_name(workload: str) -> str:
+    """The Kubernetes Secret holding a workload's ``secret_env``: ``<workload>-env``."""
+    return f"{workload}-env"
+
+
+def secret_env_entries(workload: str, names: list[str]) -> list[dict[str, Any]]:
+    """Container ``env`` entries reading each of ``names`` from the workload's Secret
+    (``valueFrom.secretKeyRef``): the value never appears in the pod spec."""
+    return [{"name": n, "valueFrom": {"secretKeyRef": {"name": secret_name(workload), "key": n}}} for n in names]
+
+
+def secret_manifest(workload: str, namespace: str, names: list[str], component: str) -> dict[str, Any]:
+    """The workload's Secret (v1, Opaque) with each of ``names`` in ``stringData``, the values
+    shown as :data:`core.values.REDACTED`: the component registers the real values as Pulumi
+    secrets (:meth:`WorkloadComponent._secret`), so no rendering, diff or report holds them."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": secret_name(workload), "namespace": namespace, "labels": app_labels(workload),
+                     "annotations": {facts.COMPONENT_ANNOTATION: component}},
+        "type": "Opaque",
+        "stringData": {n: REDACTED for n in names},
+    }
+
+
 def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
                          parked_reason: Optional[str]) -> dict[str, str]:
     """The component -> policy annotations of a model server (core/facts.py)."""
@@ -133,6 +159,7 @@ class GpuDeploymentArgs(ComponentArgs):
     command: list[str] = Field(default_factory=list, description="Container command; empty: the image's.")
     args: list[str] = Field(default_factory=list, description="Container args.")
     env: dict[str, str] = Field(default_factory=dict, description="Environment, in order.")
+    secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
     port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
     container_name: str = Field(default="server", description="Container name (candle-vllm: candle).")
     node: str = Field(description="Node name, pinned with nodeSelector kubernetes.io/hostname (coder.yaml).")
@@ -175,8 +202,9 @@ def gpu_container(args: GpuDeploymentArgs) -> dict[str, Any]:
         c["command"] = list(args.command)
     if args.args:
         c["args"] = list(args.args)
-    if args.env:
-        c["env"] = [{"name": k, "value": v} for k, v in args.env.items()]
+    env = [{"name": k, "value": v} for k, v in args.env.items()] + secret_env_entries(args.name, list(args.secret_env))
+    if env:
+        c["env"] = env
     c["ports"] = [{"containerPort": args.port}]
     c["startupProbe"] = startup_probe(args.health_path, args.port, args.cold_start_seconds, args.startup)
     c["livenessProbe"] = liveness_probe(args.health_path, args.port)
@@ -249,6 +277,20 @@ class WorkloadComponent(pulumi.ComponentResource):
     parked_reason: Optional[str]
     served_model_names: list[str]
 
+    def _secret(self, name: str, namespace: str, values: dict[str, SecretStr]) -> None:
+        """Register the workload's Secret (:func:`secret_manifest`) with each value wrapped in
+        ``pulumi.Output.secret``: encrypted in the state, masked in the CLI's diff."""
+        if not values:
+            return
+        from pulumi_kubernetes.core.v1 import Secret
+
+        manifest = secret_manifest(name, namespace, list(values), f"{type(self).__name__}/{name}")
+        self.secret = Secret(
+            secret_name(name), metadata=manifest["metadata"], type=manifest["type"],
+            string_data={k: pulumi.Output.secret(v.get_secret_value()) for k, v in values.items()},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
     def _outputs(self) -> dict[str, Any]:
         return {"name": self.workload_name, "podLabels": self.pod_labels, "node": self.node,
                 "cards": 0 if self.parked_reason else self.cards, "parked": self.parked_reason}
@@ -276,6 +318,7 @@ class GpuDeployment(WorkloadComponent):
         self.served_model_names = list(args.served_model_names)
         self.pod_labels = manifest["spec"]["template"]["metadata"]["labels"]
         self.selector_labels = manifest["spec"]["selector"]["matchLabels"]
+        self._secret(name, args.namespace, args.secret_env)
         self.deployment = Deployment(
             name,
             metadata=manifest["metadata"],
@@ -306,6 +349,7 @@ class CandleDeploymentArgs(CandleConfig, ComponentArgs):
     startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra pod labels.")
     env: dict[str, str] = Field(default_factory=dict, description="Environment.")
+    secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
     parked_reason: Optional[str] = Field(default=None, description="Set: parked at replicas 0.")
     model_key: str = Field(default="", description="Model key, for messages.")
     model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
@@ -339,7 +383,7 @@ def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
     route ``/v1/models``, models PVC read-only)."""
     return GpuDeploymentArgs(
         name=args.name, namespace=args.namespace, image=args.image, command=list(args.command),
-        args=candle_argv(args), env=dict(args.env), port=args.port, container_name="candle",
+        args=candle_argv(args), env=dict(args.env), secret_env=dict(args.secret_env), port=args.port, container_name="candle",
         node=args.node, cards=args.cards, resources=args.resources, labels=dict(args.labels),
         cold_start_seconds=args.cold_start_seconds, startup=args.startup, health_path=CANDLE_HEALTH_PATH,
         models_pvc=args.models_pvc, parked_reason=args.parked_reason,

@@ -5,6 +5,7 @@ names Kubernetes accepts (issue 9).
   ``cards: 2.0`` and ``cards: "2"`` are refused (pydantic ``Strict``);
 - :data:`Real`: a number, not a boolean (``kv_fraction: true`` read as 1.0);
 - :data:`Int32`: an :data:`Int` an ``int32`` API field can hold (:data:`core.kube.INT32_MAX`);
+- :data:`Secret`: a ``secure:`` value, never plain text, never shown (:data:`REDACTED`);
 - :data:`NodeName`, :data:`LabelKey`, :data:`LabelValue`, :data:`EnvName`, :data:`Image`,
   :data:`ServiceName` (DNS-1035), :data:`Subdomain`: strings checked by :mod:`core.kube`'s
   rules (apimachinery's), the error naming the rule and a fix.
@@ -18,16 +19,37 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Callable
 
-from pydantic import AfterValidator, BeforeValidator, Field, Strict
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, Strict
 from pydantic_core import PydanticCustomError
 
 from core import kube
 
 
-def rule_error(rule: str, fix: str) -> PydanticCustomError:
+def rule_error(rule: str, fix: str, hide_value: bool = False) -> PydanticCustomError:
     """A validation error carrying the rule broken and the fix (error type ``llm_serving_rule``;
-    the stack-file loader shows both under the key path)."""
-    return PydanticCustomError("llm_serving_rule", "{rule}", {"rule": rule, "fix": fix})
+    the stack-file loader shows both under the key path). ``hide_value``: the value is a secret
+    the loader must not show."""
+    return PydanticCustomError("llm_serving_rule", "{rule}", {"rule": rule, "fix": fix, "hide": hide_value})
+
+
+#: What a secret shows as in every rendering, diff, message and report (never its value).
+REDACTED = "[secret]"
+
+
+def _secret(value: Any) -> Any:
+    """A secret config value: ``{secure: <ciphertext>}`` as the stack file stores it (the offline
+    preview cannot decrypt it), or a :class:`pydantic.SecretStr` (the program wraps the values
+    of config keys the Pulumi CLI marks secret). Plain text is refused, without showing it."""
+    if isinstance(value, SecretStr):
+        return value
+    if isinstance(value, dict) and set(value) == {"secure"} and isinstance(value["secure"], str):
+        return SecretStr(value["secure"])
+    raise rule_error(
+        "a secret must be stored encrypted; this value is plain text in the stack file (not shown here)",
+        "remove it from the stack file and set it with pulumi config set --secret --path "
+        "'llm-serving:workloads.<workload>.secret_env.<NAME>' (the file then holds secure: v1:...)",
+        hide_value=True,
+    )
 
 
 def _not_bool(value: Any) -> Any:
@@ -70,6 +92,9 @@ LabelValue = Annotated[str, _named(kube.label_value_problems, "label value",
                                        re.sub(r"[^A-Za-z0-9_.-]+", "-", v).strip("-_.")[:63]))]
 EnvName = Annotated[str, _named(kube.env_name_problems, "environment variable name",
                                 lambda v: "rename it, e.g. " + repr(re.sub(r"\W", "_", v).lstrip("0123456789") or "NAME"))]
+#: A secret value (``secure:`` in the stack file, ``pulumi config set --secret``): a SecretStr,
+#: shown as ``**********``; the components put it in a Kubernetes Secret only.
+Secret = Annotated[SecretStr, BeforeValidator(_secret)]
 Image = Annotated[str, _named(kube.image_problems, "image",
                               lambda v: "write registry/path/name:tag or name@sha256:<digest>, e.g. "
                                         "forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70")]

@@ -27,7 +27,7 @@ INVENTORY = ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml"
 REFERENCE = ROOT / "tests" / "reference"
 
 BOMB = "".join(f"{a}: &{a} [{', '.join([f'*{p}'] * 9) if p else ', '.join(['lol'] * 9)}]\n"
-               for p, a in zip(["", *"abcdefgh"], "abcdefghi"))
+               for p, a in zip(["", *"abcdefgh"], "abcdefghi", strict=True))
 
 
 def run_preview(tmp_path: Path, *args: str) -> tuple[int, str, Path]:

@@ -174,12 +174,13 @@ def _alias_problems(root: Node, at: Any) -> list[Problem]:
     budget = unique + max(MIN_ALIAS_BUDGET, unique)
     if size[id(root)] <= budget:
         return []
-    node, path = root, ()
+    at_node: Node = root
+    path: tuple[PathPart, ...] = ()
     while True:  # down to the deepest node still over budget
-        over = [(c, p) for c, p in _labelled_children(node, path) if size[id(c)] > budget]
+        over = [(c, p) for c, p in _labelled_children(at_node, path) if size[id(c)] > budget]
         if not over:
             break
-        node, path = over[0]
+        at_node, path = over[0]
     return [Problem(at(path), None,
                     f"aliases expand this document to {size[id(root)]:,} nodes from {unique:,} written "
                     f"(a \"billion laughs\" file); at most {budget:,} are accepted",
