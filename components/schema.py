@@ -177,6 +177,14 @@ class _Workload(_Strict):
     startup_probe: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     resources: Resources = Field(default_factory=Resources, description="CPU and memory (cards come from cards).")
     parked: Optional[Parked] = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
+    run_as_user: Optional[Int] = Field(
+        default=None, ge=1,
+        description=(
+            "Run the containers as this non-root UID (runAsNonRoot: true), when the image allows it; "
+            "default: the image's user, root for every server here (core.facts.ROOT_REASONS, written "
+            "as the runs-as-root annotation)."
+        ),
+    )
     models_pvc: Subdomain = Field(default=facts.MODELS_PVC, description="PVC with weights, mounted at /mnt/models. Source: 001, 003.")
 
     @model_validator(mode="after")

@@ -17,8 +17,13 @@ Facts it carries (sources in ``core/facts.py``):
 * a Memory-backed ``/dev/shm`` (8Gi) when the pod holds more than one card (coder.yaml);
 * readiness (10 s) and startup probes on ``/health`` (coder.yaml), the startup budget above
   the declared cold start (coder.yaml: 120 x 15 s for about 10 min), a liveness probe behind it;
-* ``HF_HOME=/mnt/models`` with the models PVC mounted writable: the Hugging Face cache lives
-  on the PVC and vLLM downloads ``--model`` into it (coder.yaml mounts it without readOnly).
+* ``HF_HOME=/mnt/models`` with the models PVC mounted READ-ONLY and ``HF_HUB_OFFLINE=1``: the
+  Hugging Face cache on the PVC is read, never written (coder.yaml mounted it writable and let
+  vLLM download ``--model`` into it; issue 9: read-only model mounts everywhere). A new model is
+  downloaded to the PVC beforehand;
+* the pod security of :mod:`components.workload` (seccomp RuntimeDefault, no privilege
+  escalation, every capability dropped, no service account token; runs as root, the
+  vllm/vllm-openai image's user, unless ``run_as_user`` is given).
 """
 
 from __future__ import annotations
@@ -49,9 +54,11 @@ from components.workload import (
     WorkloadComponent,
     ComponentArgs,
     container_resources,
-    http_get,
+    container_security_context,
     liveness_probe,
     models_volume,
+    pod_security_context,
+    readiness_probe,
     secret_env_entries,
     shm_volume,
     startup_probe,
@@ -60,9 +67,8 @@ from components.workload import (
 
 KSERVE_API_VERSION = "serving.kserve.io/v1beta1"
 KSERVE_DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
-#: vLLM's health route and the readiness period of coder.yaml.
+#: vLLM's health route (coder.yaml; readiness every facts.READINESS_PERIOD_SECONDS).
 VLLM_HEALTH_PATH = "/health"
-VLLM_READINESS_PERIOD_SECONDS = 10
 
 
 class VllmArgs(VllmConfig, ComponentArgs):
@@ -89,6 +95,7 @@ class VllmArgs(VllmConfig, ComponentArgs):
     cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
     startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     parked_reason: Optional[str] = Field(default=None, description="Set: min/maxReplicas 0 and the parked annotation.")
+    run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
     model_key: str = Field(default="", description="Model key, for messages.")
     model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
     port: Literal[8080] = Field(default=8080, description="--port (8080, facts.CONTAINER_PORT).")
@@ -129,13 +136,14 @@ def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
     (:func:`core.rules.needs_volta_path`), then HF_HOME, then extras."""
     env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if rules.needs_volta_path(args.card.sm) else {}
     env["HF_HOME"] = args.hf_home
+    env.update(facts.VLLM_READ_ONLY_CACHE_ENV)
     env.update(args.env)
     return [{"name": k, "value": v} for k, v in env.items()] + secret_env_entries(args.name, list(args.secret_env))
 
 
 def vllm_container(args: VllmArgs) -> dict[str, Any]:
     """The ``kserve-container`` of the predictor."""
-    mounts = [{"mountPath": facts.MODELS_MOUNT_PATH, "name": "models"}]
+    mounts = [{"mountPath": facts.MODELS_MOUNT_PATH, "name": "models", "readOnly": True}]
     if args.cards > 1:
         mounts.append({"mountPath": facts.SHM_MOUNT_PATH, "name": "shm"})
     return {
@@ -144,11 +152,12 @@ def vllm_container(args: VllmArgs) -> dict[str, Any]:
         "args": vllm_argv(args),
         "env": vllm_env(args),
         "ports": [{"containerPort": args.port, "protocol": "TCP"}],
-        "readinessProbe": {**http_get(VLLM_HEALTH_PATH, args.port), "periodSeconds": VLLM_READINESS_PERIOD_SECONDS},
+        "readinessProbe": readiness_probe(VLLM_HEALTH_PATH, args.port),
         "startupProbe": startup_probe(VLLM_HEALTH_PATH, args.port, args.cold_start_seconds, args.startup),
         "livenessProbe": liveness_probe(VLLM_HEALTH_PATH, args.port),
         "resources": container_resources(args.resources, args.cards),
         "volumeMounts": mounts,
+        "securityContext": container_security_context(),
     }
 
 
@@ -175,7 +184,8 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
     annotation (an InferenceService at 0 still reports Ready, kustomization)."""
     replicas = 0 if args.parked_reason else 1
     annotations = {KSERVE_DEPLOYMENT_MODE: "RawDeployment",
-                   **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason)}
+                   **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason,
+                                          None if args.run_as_user else facts.ROOT_REASONS["vllm"])}
     volumes = [models_volume(args.models_pvc)]
     if args.cards > 1:
         volumes.append(shm_volume())
@@ -192,6 +202,8 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
                 "deploymentStrategy": {"type": facts.GPU_ROLLOUT_STRATEGY},
                 "containers": [vllm_container(args)],
                 "runtimeClassName": facts.GPU_RUNTIME_CLASS,
+                "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
+                "securityContext": pod_security_context(args.run_as_user),
                 "volumes": volumes,
             }
         },

@@ -42,6 +42,7 @@ from components.config import (
     startup_threshold,
 )
 from core.engines import CandleConfig
+from core.images import parse_image
 from core.values import REDACTED
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
@@ -135,8 +136,9 @@ def secret_manifest(workload: str, namespace: str, names: list[str], component: 
 
 
 def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
-                         parked_reason: Optional[str]) -> dict[str, str]:
-    """The component -> policy annotations of a model server (core/facts.py)."""
+                         parked_reason: Optional[str], root_reason: Optional[str] = None) -> dict[str, str]:
+    """The component -> policy annotations of a model server (core/facts.py); ``root_reason``:
+    why its containers run as root (None when they run as a non-root user)."""
     out = {
         facts.COMPONENT_ANNOTATION: component,
         facts.COLD_START_ANNOTATION: str(cold_start_seconds),
@@ -144,7 +146,45 @@ def workload_annotations(component: str, cold_start_seconds: int, served_names: 
     }
     if parked_reason:
         out[facts.PARKED_ANNOTATION] = parked_reason
+    if root_reason:
+        out[facts.RUNS_AS_ROOT_ANNOTATION] = root_reason
     return out
+
+
+def checkov_waivers(image: str, root_reason: Optional[str]) -> dict[str, str]:
+    """``checkov.io/skip<N>`` annotations of a Deployment: each check it cannot meet with the
+    reason (:data:`core.facts.CHECKOV_WAIVER_REASONS`; root: ``root_reason``); a check that
+    does not apply (a digest-pinned image, a non-root user) is not waived."""
+    ref = parse_image(image)
+    waived = {"CKV_K8S_22": facts.CHECKOV_WAIVER_REASONS["CKV_K8S_22"]}
+    if not ref.pinned:
+        waived["CKV_K8S_43"] = facts.CHECKOV_WAIVER_REASONS["CKV_K8S_43"]
+        if ref.tag in (None, "latest"):
+            waived["CKV_K8S_14"] = facts.CHECKOV_WAIVER_REASONS["CKV_K8S_14"]
+    if root_reason:
+        waived.update({check: root_reason for check in facts.CHECKOV_ROOT_CHECKS})
+    return {f"{facts.CHECKOV_SKIP_ANNOTATION}{i}": f"{check}={reason}"
+            for i, (check, reason) in enumerate(sorted(waived.items()), 1)}
+
+
+def pod_security_context(run_as_user: Optional[int]) -> dict[str, Any]:
+    """The pod ``securityContext``: the RuntimeDefault seccomp profile, and ``runAsNonRoot`` /
+    ``runAsUser`` when a non-root UID is given (restricted profile; issue 9)."""
+    out: dict[str, Any] = {"seccompProfile": dict(facts.SECCOMP_PROFILE)}
+    if run_as_user is not None:
+        out.update(runAsNonRoot=True, runAsUser=run_as_user)
+    return out
+
+
+def container_security_context() -> dict[str, Any]:
+    """A container's ``securityContext``: no privilege escalation, every capability dropped."""
+    return json.loads(json.dumps(facts.CONTAINER_SECURITY))
+
+
+def readiness_probe(path: str, port: int) -> dict[str, Any]:
+    """``readinessProbe`` on the health route every 10 s (coder.yaml's vLLM readiness): a
+    server that stops answering leaves the Service's endpoints until it answers again."""
+    return {**http_get(path, port), "periodSeconds": facts.READINESS_PERIOD_SECONDS}
 
 
 # --- the generic GPU Deployment -------------------------------------------------------------
@@ -172,6 +212,8 @@ class GpuDeploymentArgs(ComponentArgs):
     models_pvc: Optional[str] = Field(default=facts.MODELS_PVC, description="PVC mounted read-only at /mnt/models; None: no mount.")
     parked_reason: Optional[str] = Field(default=None, description="Set: replicas 0 and the parked annotation (000).")
     served_model_names: list[str] = Field(default_factory=list, description="Names it answers (annotation).")
+    run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
+    root_reason: Optional[str] = Field(default=None, description="Why it runs as root (annotation), when run_as_user is None.")
 
     @model_validator(mode="after")
     def _startup_budget(self) -> "GpuDeploymentArgs":
@@ -208,6 +250,8 @@ def gpu_container(args: GpuDeploymentArgs) -> dict[str, Any]:
     c["ports"] = [{"containerPort": args.port}]
     c["startupProbe"] = startup_probe(args.health_path, args.port, args.cold_start_seconds, args.startup)
     c["livenessProbe"] = liveness_probe(args.health_path, args.port)
+    c["readinessProbe"] = readiness_probe(args.health_path, args.port)
+    c["securityContext"] = container_security_context()
     c["resources"] = container_resources(args.resources, args.cards)
     mounts = []
     if args.models_pvc:
@@ -224,6 +268,8 @@ def gpu_pod_spec(args: GpuDeploymentArgs) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "runtimeClassName": facts.GPU_RUNTIME_CLASS,
         "nodeSelector": {facts.HOSTNAME_LABEL: args.node},
+        "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
+        "securityContext": pod_security_context(args.run_as_user),
         "containers": [gpu_container(args)],
     }
     volumes = []
@@ -246,8 +292,11 @@ def deployment_manifest(args: GpuDeploymentArgs, component: str) -> dict[str, An
             "name": args.name,
             "namespace": args.namespace,
             "labels": app_labels(args.name),
-            "annotations": workload_annotations(component, args.cold_start_seconds, args.served_model_names,
-                                                args.parked_reason),
+            "annotations": {
+                **workload_annotations(component, args.cold_start_seconds, args.served_model_names,
+                                       args.parked_reason, None if args.run_as_user else args.root_reason),
+                **checkov_waivers(args.image, None if args.run_as_user else args.root_reason),
+            },
         },
         "spec": {
             "replicas": 0 if args.parked_reason else 1,
@@ -351,6 +400,7 @@ class CandleDeploymentArgs(CandleConfig, ComponentArgs):
     env: dict[str, str] = Field(default_factory=dict, description="Environment.")
     secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
     parked_reason: Optional[str] = Field(default=None, description="Set: parked at replicas 0.")
+    run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
     model_key: str = Field(default="", description="Model key, for messages.")
     model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
     card: Optional[CardSpec] = Field(default=None, description="The node's card, checked for dtype support.")
@@ -388,6 +438,7 @@ def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
         cold_start_seconds=args.cold_start_seconds, startup=args.startup, health_path=CANDLE_HEALTH_PATH,
         models_pvc=args.models_pvc, parked_reason=args.parked_reason,
         served_model_names=[candle_served_name(args.weights_path)],
+        run_as_user=args.run_as_user, root_reason=facts.ROOT_REASONS["candle-vllm"],
     )
 
 
