@@ -52,6 +52,25 @@ STARTUP = "a startup probe whose budget exceeds the declared cold start (002, co
 LIVENESS = "a liveness probe behind the startup probe (spec: facts each component must carry)"
 
 
+#: Issue 9's pod security, added to every model server (core/facts.py, components/workload.py).
+SECURITY = "pod security (issue 9): Pod Security Standards restricted where a GPU server allows it"
+AS_ROOT = "runs as the image's user (root), with the reason written as the runs-as-root annotation (issue 9)"
+WAIVERS = "checkov's skip annotations: each check the Deployment cannot meet, with its reason (issue 9)"
+
+
+def _pod_security(pod: tuple, container: tuple, readiness: bool) -> list[Delta]:
+    out = [Delta("added", pod + ("automountServiceAccountToken",), SECURITY + ": no service account token"),
+           Delta("added", pod + ("securityContext",), SECURITY + ": seccomp RuntimeDefault"),
+           Delta("added", container + ("securityContext",), SECURITY + ": no privilege escalation, drop ALL"),
+           Delta("added", ("metadata", "annotations", facts.RUNS_AS_ROOT_ANNOTATION), AS_ROOT)]
+    if readiness:
+        out.append(Delta("added", container + ("readinessProbe",), "a readiness probe on every model server (issue 9)"))
+    if pod == POD:
+        out += [Delta("added", ("metadata", "annotations", f"{facts.CHECKOV_SKIP_ANNOTATION}{i}"), WAIVERS)
+                for i in range(1, 5)]
+    return out
+
+
 def _annotations(*keys: str) -> list[Delta]:
     return [Delta("added", ("metadata", "annotations", k), CONTRACT) for k in keys]
 
@@ -71,16 +90,22 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
         Delta("added", CONTAINER + ("volumeMounts", 1),
               "TP=2: a Memory-backed /dev/shm (8Gi); the 64Mi default hangs NCCL or raises a bus error (coder.yaml)"),
         Delta("added", POD + ("volumes", 1), "the shm emptyDir volume behind that mount (coder.yaml)"),
+        *_pod_security(POD, CONTAINER, readiness=True),
     ]),
     "clef-candle.yaml": ("Pulumi.prod.yaml", "Deployment", "clef-candle", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
         Delta("added", POD + ("nodeSelector",), NODE),
         Delta("added", CONTAINER + ("startupProbe",), STARTUP),
         Delta("added", CONTAINER + ("livenessProbe",), LIVENESS),
+        *_pod_security(POD, CONTAINER, readiness=True),
     ]),
     "coder.yaml": ("tests/stacks/after-002.yaml", "InferenceService", "coder", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
         Delta("added", ISVC_CONTAINER + ("livenessProbe",), LIVENESS),
+        *_pod_security(PREDICTOR, ISVC_CONTAINER, readiness=False),
+        Delta("added", ISVC_CONTAINER + ("volumeMounts", 0, "readOnly"),
+              "the models PVC read-only everywhere (issue 9); vLLM reads its Hugging Face cache on it offline"),
+        Delta("added", ISVC_CONTAINER + ("env", 3), "HF_HUB_OFFLINE=1: the cache on the read-only PVC is read, never written"),
     ]),
     "coder-service.yaml": ("Pulumi.prod.yaml", "Service", "coder-predictor", [
         *_annotations(*SERVICE_ANNOTATIONS),
