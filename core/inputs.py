@@ -80,17 +80,23 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _no_constant(name: str) -> Any:
+    raise InputFileError(f"{name} is not JSON (Python's reader accepts it, the JSON standard and Kubernetes do not); "
+                         "fix: give a finite number")
+
+
 def json_object(text: str, where: str) -> dict[str, Any]:
     """The JSON object in ``text`` (``where`` names its file in messages). Raises
     :class:`InputFileError` for invalid JSON, a duplicate key, or a top level that is not an
     object (a list, a string, a number)."""
     try:
-        data = json.loads(text, object_pairs_hook=_pairs)
+        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
     except InputFileError as err:
         raise InputFileError(f"{where}: {err}") from None
     except ValueError as err:
         raise InputFileError(f"{where}: not valid JSON ({err}); fix: correct the JSON") from None
     if not isinstance(data, dict):
-        raise InputFileError(f"{where}: the top level is a JSON {type(data).__name__}, not an object; "
-                             "fix: give a JSON object ({...})")
+        kind = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
+        raise InputFileError(f"{where}: the top level is a JSON {kind.get(type(data), type(data).__name__)}, not an "
+                             "object; fix: give a JSON object ({...})")
     return data

@@ -79,6 +79,8 @@ def test_a_workload_copied_under_the_same_name_is_refused_with_both_lines(tmp_pa
     ("!!set {a, b}", "a set (!!set)"),
     ("!!omap [a: 1]", "an ordered map"),
     ("!custom thing", "the tag !custom"),
+    (".inf", "not a finite number"),
+    (".NaN", "not a finite number"),
 ])
 def test_yaml_beyond_plain_data_is_refused_with_the_key_path(tmp_path, value, words):
     path = prod_with(tmp_path, "cold_start_seconds: 180", f"cold_start_seconds: {value}")
@@ -135,10 +137,11 @@ def test_a_stack_file_that_is_not_utf8_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("content, words", [
-    ("[1, 2]", "the top level is a JSON list"),
-    ('"text"', "the top level is a JSON str"),
+    ("[1, 2]", "the top level is a JSON array"),
+    ('"text"', "the top level is a JSON string"),
     ('{"num_attention_heads": 8, "num_attention_heads": 16}', "given twice"),
     ('{"text_config": [1]}', "wrong type"),
+    ('{"num_attention_heads": NaN}', "NaN is not JSON"),
     (None, "FIFO"),
 ])
 def test_a_config_json_that_is_not_one_object_is_exit_2_with_its_key(tmp_path, content, words):

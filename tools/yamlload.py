@@ -12,7 +12,7 @@ It accepts plain data only, what the Pulumi CLI and the Kubernetes API accept:
 - **plain tags only**: strings, numbers, booleans, null, maps, lists and the ``<<`` merge key.
   A date (``2024-01-01`` resolves to a YAML 1.1 timestamp), ``!!binary``, ``!!set``,
   ``!!omap``, ``!!pairs`` and any local tag (``!foo``) are refused with the key path: JSON, and
-  so ``PULUMI_CONFIG`` and the Kubernetes API, have no such values;
+  so ``PULUMI_CONFIG`` and the Kubernetes API, have no such values; nor ``.inf`` / ``.nan``;
 - **bounded aliases**: a document may grow through aliases by at most as many nodes as it has
   (and at least :data:`MIN_ALIAS_BUDGET`), computed over the node graph without expanding
   it, so a "billion laughs" file is refused in milliseconds; a recursive alias is refused;
@@ -110,12 +110,20 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]
                                     "Kubernetes API have no such value)",
                                     (f"quote it to keep it as text ({_quoted(node)}), or " if isinstance(node, ScalarNode)
                                      else "") + "write a plain string, number, list or map"))
+        if isinstance(node, ScalarNode) and node.tag == _Y + "float" and _not_finite(node.value):
+            problems.append(Problem(at(path), node.value, f"line {_line(node)}: {node.value} is not a finite number "
+                                    "(JSON, Pulumi config and the Kubernetes API have no infinity or NaN)",
+                                    "give a finite number"))
         if isinstance(node, SequenceNode):
             todo.extend((child, path + (i,)) for i, child in reversed(list(enumerate(node.value))))
         elif isinstance(node, MappingNode):
             todo.extend(reversed(_mapping_children(node, path, at, problems)))
     problems.extend(_alias_problems(root, at))
     return problems
+
+
+def _not_finite(text: str) -> bool:
+    return text.lower().lstrip("+-") in (".inf", ".nan")
 
 
 def _quoted(node: ScalarNode) -> str:
