@@ -255,3 +255,15 @@ def test_a_pack_config_that_disables_every_policy_says_so_instead_of_pass():
     with pytest.raises(analyze.PolicyConfigError, match="every one of the 2 policies is disabled"):
         analyze.reconcile_policy_config(info(), {"cards": "disabled", "probe": "disabled"})
     assert analyze.reconcile_policy_config(info(), {"cards": "disabled"})["probe"][0] == "advisory"
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: os.mkfifo(p), "FIFO"),
+    (lambda p: p.write_text('{"multi-gpu-shm": "advisory", "multi-gpu-shm": "disabled"}'), "given twice"),
+])
+def test_a_policy_pack_config_that_is_a_fifo_or_repeats_a_key_is_exit_2(tmp_path, capsys, make, words):
+    ppc = tmp_path / "ppc.json"
+    make(ppc)
+    code, out = run_analyze(capsys, "--manifests", str(REFERENCE), "--inventory", str(INVENTORY),
+                            "--policy-pack-config", str(ppc))
+    assert_input_error(code, out, "ppc.json", words)

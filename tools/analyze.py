@@ -57,6 +57,7 @@ import jsonschema
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2 as pb
 
+from core.inputs import InputFileError, json_object, read_text
 from tools import packproc
 from tools.manifests import InputError, Resource, config_env, load_stack_file, read_manifests
 from tools.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
@@ -94,26 +95,23 @@ class PolicyConfigError(AnalyzeError):
 # --- policy pack config --------------------------------------------------------------------------
 
 def load_policy_pack_config(path: Path) -> dict[str, Any]:
-    """The JSON object of a ``--policy-pack-config`` file (empty file: ``{}``).
-    Raises :class:`PolicyConfigError` when it is unreadable or not a JSON object."""
+    """The JSON object of a ``--policy-pack-config`` file (empty file: ``{}``), read with
+    :mod:`core.inputs` (a regular file of at most 16 MiB, UTF-8, each key once). Raises
+    :class:`PolicyConfigError` when it is unreadable, not JSON or not a JSON object."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as err:
+        text = read_text(path, "policy pack config")
+    except InputFileError as err:
         hint = (" (inline JSON is not accepted: like `pulumi preview --policy-pack-config`, this option takes a file path)"
                 if str(path).lstrip().startswith("{") else "")
-        raise PolicyConfigError([f"{path}: cannot read it ({err.strerror}){hint}; fix: pass an existing JSON file"]) from None
+        raise PolicyConfigError([f"{err}{hint}; fix: pass an existing JSON file"]) from None
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise PolicyConfigError([f"{path}: not valid JSON ({err}); fix: write a JSON object "
-                                 '{"<policy>": "mandatory" | {"enforcementLevel": ..., ...}}']) from None
-    if not isinstance(data, dict):
-        raise PolicyConfigError([f"{path}: the top level is {type(data).__name__}, not an object; fix: write a JSON object "
-                                 'of policy name -> level or {"enforcementLevel": ..., <properties>}'])
-    return data
+        return json_object(text, str(path))
+    except InputFileError as err:
+        raise PolicyConfigError([f"{err}; a policy pack config is a JSON object "
+                                 '{"<policy>": "mandatory" | {"enforcementLevel": ..., <properties>}}']) from None
 
 
 def policy_schema(info: pb.PolicyInfo) -> dict[str, Any]:
