@@ -57,7 +57,7 @@ def test_the_pack_runs_alone_with_its_own_requirements(tmp_path):
     resources = analyze.program_resources(config, "prod")
     alone = analyze.run_pack(resources, config, pack_dir=dest, python=python)
     here = analyze.run_pack(resources, config)
-    assert len(alone.policies) == len(here.policies) == 20
+    assert len(alone.policies) == len(here.policies) == 27
     assert alone.findings == here.findings == ()
     bad = load_stack_file(ROOT / "tests" / "stacks" / "after-001.yaml")
     bad_resources = analyze.program_resources(bad, "after-001")
