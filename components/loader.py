@@ -218,10 +218,19 @@ def _from_pydantic(err: ValidationError, loc: tuple, root: Any) -> list[Problem]
     for e in errors:
         full = loc + tuple(e["loc"])
         value, rule, fix = _describe(e, tuple(e["loc"]), str(full[-1]) if full else "", root)
-        if "secret_env" in full:
-            value = REDACTED  # whatever is wrong there, its value may be the secret
+        value = REDACTED if "secret_env" in full else _without_secrets(value)  # never show a secret
         out.append(Problem(PREFIX + ".".join(str(p) for p in full), value, rule, fix))
     return out
+
+
+def _without_secrets(value: Any) -> Any:
+    """``value`` (a problem's, e.g. a whole workload) with every ``secret_env`` value redacted."""
+    if isinstance(value, dict):
+        return {k: ({n: REDACTED for n in v} if k == "secret_env" and isinstance(v, dict) else
+                    REDACTED if k == "secret_env" else _without_secrets(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_secrets(v) for v in value]
+    return value
 
 
 def _describe(e: Any, rel: tuple, field: str, root: Any) -> tuple[Any, str, str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import SecretStr
 
 from components.config import ConfigError, load_stack_config
 from tools import analyze, mockrun, preview, render, summary
@@ -113,6 +114,16 @@ def test_a_plain_text_secret_in_a_stack_file_is_exit_2_and_never_printed(tmp_pat
     assert "llm-serving:workloads.reasoning.secret_env.HF_TOKEN" in err.getvalue()
     assert TOKEN not in out.getvalue() + err.getvalue()
     assert not (tmp_path / "out").exists()
+
+
+def test_a_problem_of_the_whole_workload_does_not_show_its_secret():
+    config = prod_with_secret(SecretStr(TOKEN))  # as config_from_pulumi hands over a decrypted secret key
+    config[W]["reasoning"]["env"] = {"HF_TOKEN": "x"}  # a workload-level rule: the value is the whole workload
+    with pytest.raises(ConfigError) as err:
+        load_stack_config(config)
+    found = {p.path: p for p in err.value.problems}
+    assert found[f"{W}.reasoning"].value["secret_env"] == {"HF_TOKEN": "[secret]"}
+    assert TOKEN not in err.value.render()
 
 
 def test_a_name_in_env_and_secret_env_is_refused():
