@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
@@ -160,3 +160,20 @@ def test_damaged_manifests_are_bad_input_or_judged_without_a_crash(docs, as_json
         use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
         for policy in policies():
             run_policy(policy, found.resources)  # raises on a policy crash
+
+
+@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(text=stack_files())
+@example(text=PROD_TEXT)  # exit 0
+@example(text=(ROOT / "tests" / "stacks" / "after-001.yaml").read_text())  # exit 1: 6 of 4 cards
+def test_with_the_policy_pack_the_exit_code_is_0_1_or_2(text):
+    """A few damaged stack files through the whole preview, the pack included (a pack process
+    each: about 1.5 s), so exit 1 is among the outcomes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = Path(tmp) / "Pulumi.fuzz.yaml"
+        stack.write_text(text)
+        out, err = io.StringIO(), io.StringIO()
+        code = preview.main(["--stack-file", str(stack), "--out", str(Path(tmp) / "out")], stdout=out, stderr=err)
+        shown = out.getvalue() + err.getvalue()
+        assert code in (0, 1, 2) and "Traceback" not in shown, shown
+        assert (code == 2) is not (Path(tmp) / "out").exists()
