@@ -100,6 +100,15 @@ def test_a_billion_laughs_stack_file_ends_in_under_a_second(tmp_path):
     assert not out.exists()
 
 
+def test_a_config_key_without_a_value_is_refused(tmp_path):
+    """Found by the fuzz test: `llm-serving:namespace: null` reached the program as the text
+    "null", a valid namespace, and the preview rendered every object into namespace null."""
+    path = prod_with(tmp_path, "llm-serving:namespace: llm-serving", "llm-serving:namespace:")
+    code, text, out = run_preview(tmp_path, "--stack-file", str(path))
+    assert_input_error(code, text, "llm-serving:namespace\n", "has no value (null)")
+    assert not out.exists()
+
+
 def test_a_recursive_alias_is_refused(tmp_path):
     path = tmp_path / "Pulumi.rec.yaml"
     path.write_text("config:\n  llm-serving:workloads: &w\n    a: *w\n")

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Optional
 import yaml
 
 from core.inputs import InputFileError, json_object, read_text
-from core.problems import ConfigError
+from core.problems import ConfigError, Problem
 from tools.yamlload import load_documents
 
 PROJECT = "llm-serving"
@@ -242,8 +242,9 @@ def load_stack_file(path: Path) -> dict[str, Any]:
 
     Raises :class:`InputError` when the file is missing, not a regular file of at most
     :data:`core.inputs.MAX_INPUT_BYTES`, not YAML, not plain data (a repeated key, a date, a
-    tag, aliases beyond the budget: :mod:`tools.yamlload`, with the config key path), or has
-    no ``config:`` map.
+    tag, aliases beyond the budget: :mod:`tools.yamlload`, with the config key path), has
+    no ``config:`` map, or a config key without a value (``null``: the program would get the
+    text "null", a valid namespace name).
     """
     path = Path(path)
     text = read_input(path, "stack file")
@@ -256,6 +257,10 @@ def load_stack_file(path: Path) -> dict[str, Any]:
     data = docs[0] if len(docs) == 1 else None
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
         raise InputError(f"{path}: a stack file needs a top-level config: map")
+    empty = [Problem(str(k), None, f"{k} has no value (null); the program would receive the text \"null\"",
+                     f"give {k} a value, or delete the key") for k, v in data["config"].items() if v is None]
+    if empty:
+        raise InputError(ConfigError(empty, str(path)).render())
     return data["config"]
 
 
