@@ -276,3 +276,22 @@ def test_a_policy_pack_config_that_is_a_fifo_or_repeats_a_key_is_exit_2(tmp_path
     code, out = run_analyze(capsys, "--manifests", str(REFERENCE), "--inventory", str(INVENTORY),
                             "--policy-pack-config", str(ppc))
     assert_input_error(code, out, "ppc.json", words)
+
+
+def test_a_network_policy_port_that_is_no_port_is_judged_without_a_crash():
+    """Found by the fuzz test: network-ingress-for-clients compared a list with a port number."""
+    import network_ingress_for_clients as mod
+    from components.config import load_stack_config
+    from components.stack import render_manifests
+    from tests.policy_harness import run_policy, use_stack_config
+    from tools.manifests import load_stack_file, resources_from_documents
+
+    config = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    docs = render_manifests(load_stack_config(config))
+    netpol = next(d for d in docs if d["kind"] == "NetworkPolicy")
+    for rule in netpol["spec"]["ingress"]:
+        rule["ports"] = [{"port": [8080]}, {"port": {"a": 1}}, {"port": 0.5}]
+    use_stack_config(config)
+    found = run_policy(mod.POLICY, resources_from_documents(docs))
+    assert found and all("poimen-memory" in v.message or "gateway" in v.message or "qwen-finetune" in v.message
+                         for v in found)
