@@ -28,6 +28,7 @@ Facts it carries (sources in ``core/facts.py``):
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any, Literal, Optional
 
 import pulumi
@@ -133,10 +134,13 @@ def vllm_argv(args: VllmArgs) -> list[str]:
 
 def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
     """Environment: the sm_70 pair first when the card is below sm_75
-    (:func:`core.rules.needs_volta_path`), then HF_HOME, then extras."""
+    (:func:`core.rules.needs_volta_path`), then HF_HOME, HF_HUB_OFFLINE=1 when HF_HOME is on the
+    read-only models PVC, then extras."""
     env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if rules.needs_volta_path(args.card.sm) else {}
     env["HF_HOME"] = args.hf_home
-    env.update(facts.VLLM_READ_ONLY_CACHE_ENV)
+    home = posixpath.normpath(args.hf_home)
+    if home == facts.MODELS_MOUNT_PATH or home.startswith(facts.MODELS_MOUNT_PATH + "/"):
+        env.update(facts.VLLM_READ_ONLY_CACHE_ENV)  # the cache is on the read-only models PVC
     env.update(args.env)
     return [{"name": k, "value": v} for k, v in env.items()] + secret_env_entries(args.name, list(args.secret_env))
 

@@ -68,6 +68,10 @@ def test_the_inference_service_reads_its_hugging_face_cache_offline():
     isvc = next(m for m in render_manifests(load_stack_config(PROD)) if m["kind"] == "InferenceService")
     env = {e["name"]: e.get("value") for e in isvc["spec"]["predictor"]["containers"][0]["env"]}
     assert env["HF_HOME"] == "/mnt/models" and env["HF_HUB_OFFLINE"] == "1"
+    config = copy.deepcopy(PROD)
+    config["llm-serving:workloads"]["reasoning"]["hf_home"] = "/mnt/models-cache"  # not on the models PVC
+    isvc = next(m for m in render_manifests(load_stack_config(config)) if m["kind"] == "InferenceService")
+    assert "HF_HUB_OFFLINE" not in {e["name"] for e in isvc["spec"]["predictor"]["containers"][0]["env"]}
 
 
 def test_run_as_user_runs_non_root_and_drops_the_declaration_and_waivers():
