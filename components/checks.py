@@ -16,6 +16,7 @@ Plain pydantic, no Pulumi import.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
 
@@ -39,6 +40,7 @@ def rule_startup_budget(cold_start_seconds: int, period: int, threshold: int) ->
         f"declared cold start of {cold_start_seconds} s, so the kubelet kills the server while it loads",
         f"raise startup_probe.failure_threshold to at least {need}, or leave it unset for "
         f"{STARTUP_HEADROOM} x the cold start",
+        "seed 002 and coder.yaml (a probe killed the server while it loaded the weights)",
     )
 
 
@@ -52,8 +54,9 @@ def rule_tp_divides(model_key: str, facts_: ModelFacts, tp: int) -> Optional[Rul
     fits = rules.tp_sizes_that_divide(facts_)
     return RuleBreach(
         f"tensor parallel {tp} does not divide model {model_key}: {', '.join(bad)} "
-        "(heads, KV heads, intermediate size and vocab must split evenly, seed 001)",
+        "(heads, KV heads, intermediate size and vocab must split evenly)",
         f"use a tensor parallel size that divides them: {', '.join(map(str, fits))}",
+        "seed 001",
     )
 
 
@@ -64,9 +67,10 @@ def rule_hybrid_one_card(model_key: str, facts_: ModelFacts, tp: int) -> Optiona
         return None
     return RuleBreach(
         f"model {model_key} is hybrid ({facts_.full_attention_layers} full-attention of "
-        f"{facts_.num_hidden_layers} layers; the GDN state is not shardable, seed 003) and cannot "
+        f"{facts_.num_hidden_layers} layers; the GDN state is not shardable) and cannot "
         f"run on {tp} cards",
         "set cards: 1",
+        "seed 003",
     )
 
 
@@ -76,8 +80,9 @@ def rule_digest_pinned(image: str) -> Optional[RuleBreach]:
         return None
     return RuleBreach(
         f"vLLM image {image} is not pinned by digest; a tag can move, and v0.15.0 failed on this "
-        "node (empty arch list, cudaGetDeviceCount error 803, coder.yaml)",
+        "node (empty arch list, cudaGetDeviceCount error 803)",
         f"pin it as <image>:<tag>@sha256:<digest>, e.g. {facts.VLLM_IMAGE}",
+        "coder.yaml",
     )
 
 
@@ -94,8 +99,8 @@ def rule_half_dtype(card: Optional[CardSpec], dtype: str, engine: str) -> Option
         why = (f"dtype auto takes the checkpoint's dtype (bfloat16 for most), which needs compute "
                f"capability 8.0; {card.product} is sm_{card.sm} and needs an explicit half dtype")
     else:
-        why = f"dtype {dtype} is not a half dtype; {card.product} (sm_{card.sm}) serves {half} (001, coder.yaml)"
-    return RuleBreach(why, f"set dtype: {half}")
+        why = f"dtype {dtype} is not a half dtype; {card.product} (sm_{card.sm}) serves {half}"
+    return RuleBreach(why, f"set dtype: {half}", "seed 001 and coder.yaml")
 
 
 def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_cache_dtype: str) -> Optional[RuleBreach]:
@@ -107,11 +112,13 @@ def rule_vllm_kernels(card: Optional[CardSpec], quantization: Optional[str], kv_
         return RuleBreach(
             f"quantization {quantization} needs compute capability {need / 10:.1f}; {card.product} is sm_{card.sm}",
             "use a GPTQ checkpoint with quantization: gptq (runs on sm_70), or a half-precision one",
+            "seed 001 and coder.yaml; vLLM's get_min_capability",
         )
     if not rules.kv_cache_dtype_runs_on(kv_cache_dtype, card.sm):
         return RuleBreach(
             f"kv_cache_dtype {kv_cache_dtype} needs FP8 support; {card.product} (sm_{card.sm}) has none",
             "set kv_cache_dtype: auto",
+            "coder.yaml",
         )
     return None
 
@@ -122,8 +129,9 @@ def rule_custom_all_reduce(card: Optional[CardSpec], tp: int, setting: Optional[
         return None
     return RuleBreach(
         f"custom all-reduce is on at tensor parallel {tp} without NVLink; it deadlocked after CUDA "
-        "graph capture on this Volta/PCIe pair (coder.yaml)",
+        "graph capture on this Volta/PCIe pair",
         "remove disable_custom_all_reduce (it defaults to on here) or set it to true",
+        "coder.yaml",
     )
 
 
@@ -134,6 +142,7 @@ def rule_parallel_matches_cards(tp: int, pp: int, cards: int) -> Optional[RuleBr
     return RuleBreach(
         f"tensor parallel {tp} x pipeline parallel {pp} = {tp * pp} workers, but the pod holds {cards} cards",
         f"set cards: {tp * pp}, or tensor_parallel_size x pipeline_parallel_size = {cards}",
+        "seed 001 (ranks equal cards)",
     )
 
 
@@ -143,10 +152,58 @@ def rule_hybrid_on_volta_vllm(model_key: str, facts_: ModelFacts, card: Optional
         return None
     return RuleBreach(
         f"model {model_key} is hybrid (GatedDeltaNet); vLLM's GDN kernels need compute capability 7.5 "
-        f"and the fla module, {card.product} is sm_{card.sm} (coder.yaml)",
+        f"and the fla module, {card.product} is sm_{card.sm}",
         "serve it with server: candle-vllm on one card (clef-candle)",
+        "coder.yaml",
     )
 
+
+
+def rule_gpu_memory_utilization(value: float, enforce_eager: bool, overridden: bool) -> Optional[RuleBreach]:
+    """--gpu-memory-utilization at most 0.95 unless --enforce-eager or a declared override
+    (:func:`core.rules.gpu_memory_utilization_ok`; vllm-project/vllm #15598)."""
+    if rules.gpu_memory_utilization_ok(value, enforce_eager=enforce_eager, overridden=overridden):
+        return None
+    ceiling = rules.GPU_MEMORY_UTILIZATION_CEILING
+    return RuleBreach(
+        f"gpu_memory_utilization {value} is above {ceiling}: vLLM then leaves the card too little room for "
+        "CUDA graph capture and NCCL after the KV cache (0.98 ran out of memory in graph capture, "
+        "vllm-project/vllm #15598)",
+        f"lower it to at most {ceiling} (0.90 is vLLM's default), or set enforce_eager: true, or declare "
+        "gpu_memory_utilization_override: {reason: ...} after measuring it",
+    )
+
+
+def rule_context_window(model_key: str, facts_: ModelFacts, max_model_len: int, rope_scaling: Any,
+                        env: dict[str, str]) -> Optional[RuleBreach]:
+    """max_model_len within the model's window, or rope scaling / VLLM_ALLOW_LONG_MAX_MODEL_LEN
+    (:func:`core.rules.max_model_len_ok`, vLLM v0.11.0 ``_get_and_verify_max_len``)."""
+    scaling = rope_scaling.as_config() if rope_scaling is not None else None
+    allow = rules.env_flag_on(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"))
+    if rules.max_model_len_ok(max_model_len, facts_.max_position_embeddings, scaling, allow):
+        return None
+    derived = rules.derived_max_model_len(facts_.max_position_embeddings, scaling)
+    how = f"rope_scaling {json.dumps(scaling)} gives {derived:,}" if scaling else "no rope_scaling is set"
+    return RuleBreach(
+        f"max_model_len {max_model_len:,} is above model {model_key}'s max_position_embeddings "
+        f"{facts_.max_position_embeddings:,} and {how}, so vLLM refuses to start (its derived max_model_len)",
+        "set rope_scaling as the model card documents it (Qwen3: {rope_type: yarn, factor: 2.0 for 65,536 or "
+        f"4.0 for 131,072, original_max_position_embeddings: 32768}}), or lower max_model_len to {derived:,}",
+    )
+
+
+def rule_memory_declared(resources: Any) -> Optional[RuleBreach]:
+    """A GPU workload declares a memory request and limit (:func:`core.rules.gpu_memory_declared`)."""
+    request, limit = resources.requests.memory, resources.limits.memory
+    if rules.gpu_memory_declared(mib(request), mib(limit)):
+        return None
+    missing = "limits.memory" if request is not None else "requests.memory and no limits.memory"
+    return RuleBreach(
+        f"the workload holds cards but declares no {missing}: a pod without a memory request counts as 0 MiB "
+        "on the node (node-memory-allocation, the scheduler) and one without a limit is bounded by nothing (issue 10)",
+        "set resources: {requests: {memory: 12Gi}, limits: {memory: 40Gi}} or the figures measured for this "
+        "server (coder.yaml: 12Gi / 40Gi for vLLM TP=2; weights stay on the card, so the request stays small)",
+    )
 
 
 # --- cross-field checks ---------------------------------------------------------------------
@@ -190,7 +247,7 @@ def _kserve_label(name: str) -> Optional[Problem]:
 
 
 def _p(path: str, value: Any, breach: Optional[RuleBreach]) -> list[Problem]:
-    return [Problem(PREFIX + path, value, breach.rule, breach.fix)] if breach else []
+    return [Problem(PREFIX + path, value, breach.rule, breach.fix, breach.source)] if breach else []
 
 
 def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models: dict[str, ModelEntry],
@@ -215,6 +272,7 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
                               f"{wl.startup_probe.period_seconds} s period)")]
     out.extend(_p(f"{at}.startup_probe.failure_threshold", wl.startup_probe.failure_threshold,
                   rule_startup_budget(wl.cold_start_seconds, wl.startup_probe.period_seconds, threshold)))
+    out.extend(_p(f"{at}.resources", wl.resources.model_dump(exclude_none=True), rule_memory_declared(wl.resources)))
     model_key = getattr(wl, "model", None)
     if model_key is not None and model_key not in models and model_key not in invalid:
         out.append(Problem(f"{PREFIX}{at}.model", model_key, f"model {model_key} is not in {PREFIX}models",
@@ -306,7 +364,12 @@ def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Opt
     out += _p(tp_at, wl.tp, rule_parallel_matches_cards(wl.tp, wl.pipeline_parallel_size, wl.cards))
     out += _p(f"{at}.disable_custom_all_reduce", wl.disable_custom_all_reduce,
               rule_custom_all_reduce(card, wl.tp, wl.disable_custom_all_reduce))
+    out += _p(f"{at}.gpu_memory_utilization", wl.gpu_memory_utilization,
+              rule_gpu_memory_utilization(wl.gpu_memory_utilization, wl.enforce_eager,
+                                          wl.gpu_memory_utilization_override is not None))
     if facts_ is not None:
+        out += _p(f"{at}.max_model_len", wl.max_model_len,
+                  rule_context_window(wl.model, facts_, wl.max_model_len, wl.rope_scaling, wl.env))
         out += _p(tp_at, wl.tp, rule_tp_divides(wl.model, facts_, wl.tp))
         out += _p(f"{at}.model", wl.model, rule_hybrid_on_volta_vllm(wl.model, facts_, card))
         if card is not None and not out:

@@ -17,11 +17,14 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 from components.checks import (
+    rule_context_window,
     rule_custom_all_reduce,
     rule_digest_pinned,
+    rule_gpu_memory_utilization,
     rule_half_dtype,
     rule_hybrid_on_volta_vllm,
     rule_hybrid_one_card,
+    rule_memory_declared,
     rule_parallel_matches_cards,
     rule_startup_budget,
     rule_tp_divides,
@@ -64,6 +67,7 @@ __all__ = [
     "NetworkPolicyConfig", "Parked", "Problem", "PytorchWorkload", "Quantity", "ResourceAmounts", "Resources",
     "RuleBreach", "ServedName", "ServiceClient", "ServiceConfig", "StackConfig", "StartupProbe", "VllmWorkload",
     "Workload", "check_served_name", "fraction_text", "is_digest_pinned", "load_stack_config", "mib",
+    "rule_context_window", "rule_gpu_memory_utilization", "rule_memory_declared",
     "rule_custom_all_reduce", "rule_digest_pinned", "rule_half_dtype", "rule_hybrid_on_volta_vllm",
     "rule_hybrid_one_card", "rule_parallel_matches_cards", "rule_startup_budget", "rule_tp_divides",
     "rule_vllm_kernels", "startup_threshold",

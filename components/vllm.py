@@ -17,6 +17,8 @@ Facts it carries (sources in ``core/facts.py``):
 * a Memory-backed ``/dev/shm`` (8Gi) when the pod holds more than one card (coder.yaml);
 * readiness (10 s) and startup probes on ``/health`` (coder.yaml), the startup budget above
   the declared cold start (coder.yaml: 120 x 15 s for about 10 min), a liveness probe behind it;
+* ``enableServiceLinks: false`` (vllm-project/vllm #34199: a Service named ``vllm`` injects
+  ``VLLM_PORT=tcp://...`` and vLLM refuses to start);
 * ``HF_HOME=/mnt/models`` with the models PVC mounted READ-ONLY and ``HF_HUB_OFFLINE=1``: the
   Hugging Face cache on the PVC is read, never written (coder.yaml mounted it writable and let
   vLLM download ``--model`` into it; issue 9: read-only model mounts everywhere). A new model is
@@ -38,7 +40,9 @@ from core import facts, rules
 from components.config import (
     Resources,
     StartupProbe,
+    rule_context_window,
     rule_custom_all_reduce,
+    rule_gpu_memory_utilization,
     rule_digest_pinned,
     rule_half_dtype,
     rule_hybrid_on_volta_vllm,
@@ -117,10 +121,13 @@ class VllmArgs(VllmConfig, ComponentArgs):
             rule_custom_all_reduce(self.card, self.tp, self.disable_custom_all_reduce),
             rule_startup_budget(self.cold_start_seconds, self.startup.period_seconds,
                                 startup_threshold(self.cold_start_seconds, self.startup)),
+            rule_gpu_memory_utilization(self.gpu_memory_utilization, self.enforce_eager,
+                                        self.gpu_memory_utilization_override is not None),
         ]
         if self.model_facts is not None:
             breaches += [rule_tp_divides(key, self.model_facts, self.tp),
-                         rule_hybrid_on_volta_vllm(key, self.model_facts, self.card)]
+                         rule_hybrid_on_volta_vllm(key, self.model_facts, self.card),
+                         rule_context_window(key, self.model_facts, self.max_model_len, self.rope_scaling, self.env)]
         for b in breaches:
             if b:
                 raise ValueError(f"{self.name}: {b.rule}; {b.fix}")
@@ -190,6 +197,8 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
     annotations = {KSERVE_DEPLOYMENT_MODE: "RawDeployment",
                    **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason,
                                           None if args.run_as_user else facts.ROOT_REASONS["vllm"])}
+    if args.gpu_memory_utilization_override is not None:
+        annotations[facts.GMU_OVERRIDE_ANNOTATION] = args.gpu_memory_utilization_override.reason
     volumes = [models_volume(args.models_pvc)]
     if args.cards > 1:
         volumes.append(shm_volume())
@@ -208,6 +217,7 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
                 "runtimeClassName": facts.GPU_RUNTIME_CLASS,
                 "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
                 "securityContext": pod_security_context(args.run_as_user),
+                "enableServiceLinks": False,
                 "volumes": volumes,
             }
         },

@@ -18,6 +18,9 @@ Facts every GPU pod gets here (``core/facts.py`` names the sources):
   by default 3x it in 15 s periods (coder.yaml: 120 x 15 s for about 10 minutes), and a
   liveness probe on the same route behind it;
 * the node pinned with ``nodeSelector kubernetes.io/hostname`` (coder.yaml);
+* ``enableServiceLinks: false``: a Service of the namespace named like the engine (``vllm``)
+  would otherwise inject ``VLLM_PORT=tcp://...`` and vLLM refuses to start (vllm-project/vllm
+  #34199); the servers find each other by DNS;
 * the component -> policy annotations (``facts.COMPONENT_ANNOTATION`` etc.).
 """
 
@@ -270,6 +273,7 @@ def gpu_pod_spec(args: GpuDeploymentArgs) -> dict[str, Any]:
         "nodeSelector": {facts.HOSTNAME_LABEL: args.node},
         "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
         "securityContext": pod_security_context(args.run_as_user),
+        "enableServiceLinks": False,
         "containers": [gpu_container(args)],
     }
     volumes = []

@@ -52,9 +52,10 @@ for KV capacity.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
+from core import rules
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 
@@ -538,18 +539,23 @@ def estimate(
 
     ``engine``: ``vllm`` (:func:`estimate_vllm`; dtype default float16, the KV cache the
     dtype, utilization 0.9, ``max_model_len`` default the model's max_position_embeddings,
-    block size 16) or ``candle-vllm`` (:func:`estimate_candle`; dtype f16, block size 64,
+    block size 16; a utilization above :data:`core.rules.GPU_MEMORY_UTILIZATION_CEILING` is credited
+    at the ceiling, with a note, so the estimate never rewards it) or ``candle-vllm`` (:func:`estimate_candle`; dtype f16, block size 64,
     ``kv_cache_dtype`` ``fp8`` for ``--fp8-kvcache``). Raises ValueError for a setting the
     estimator refuses (a utilization outside (0, 1], a fraction of 0).
     """
     if engine == "vllm":
         vdtype = engine_dtype(dtype, "float16")
-        return estimate_vllm(
+        util = 0.9 if gpu_memory_utilization is None else gpu_memory_utilization
+        # Never credit a utilization above the ceiling (core.rules, vllm-project/vllm #15598): the
+        # table must not show more room for 0.98 than for 0.95. estimate_vllm stays the engine's formula.
+        credited = rules.gpu_memory_utilization_credited(util) if 0 < util <= 1 else util
+        est = estimate_vllm(
             facts,
             card,
             tp=tp,
             pp=pp,
-            gpu_memory_utilization=0.9 if gpu_memory_utilization is None else gpu_memory_utilization,
+            gpu_memory_utilization=credited,
             max_model_len=max_model_len or facts.max_position_embeddings,
             kv_cache_dtype=engine_dtype(kv_cache_dtype, vdtype),
             dtype=vdtype,
@@ -557,6 +563,10 @@ def estimate(
             max_num_batched_tokens=max_num_batched_tokens,
             max_num_seqs=max_num_seqs,
         )
+        if credited != util:
+            est = replace(est, notes=est.notes + (
+                f"--gpu-memory-utilization {util} is above the {credited} ceiling; the estimate credits {credited}",))
+        return est
     cdtype = engine_dtype(dtype, "f16")
     return estimate_candle(
         facts,

@@ -13,6 +13,7 @@ Defaults and their sources are in each field's description. pydantic, no Pulumi.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal, Optional, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -48,6 +49,31 @@ class _Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class RopeScaling(_Settings):
+    """RoPE scaling for a context beyond the checkpoint's ``max_position_embeddings``, as the
+    model card documents it (Qwen3: YaRN ``{"rope_type": "yarn", "factor": 4.0,
+    "original_max_position_embeddings": 32768}``, factor 2.0 advised for about 65,536 tokens).
+    Rendered as ``--hf-overrides={"rope_scaling": {...}}``: vLLM v0.11.0 also accepts
+    ``--rope-scaling``, but it is deprecated there in favour of ``--hf-overrides`` (its warning
+    says so) and removed later, while ``--hf-overrides`` works in every release since 0.6."""
+
+    rope_type: Literal["yarn", "linear", "dynamic"] = Field(description="RoPE scaling type (yarn for Qwen3).")
+    factor: Real = Field(gt=1, description="Context multiplier (Qwen3 card: 4.0 for 131,072; 2.0 for 65,536).")
+    original_max_position_embeddings: Optional[Int] = Field(
+        default=None, gt=0, description="YaRN: the window the model was trained on (Qwen3: 32768)."
+    )
+
+    def as_config(self) -> dict[str, Any]:
+        """The config.json ``rope_scaling`` object (unset fields left out)."""
+        return self.model_dump(exclude_none=True)
+
+
+class Override(_Settings):
+    """A rule lifted on purpose, with the reason (shown by the policy pack and the preview)."""
+
+    reason: str = Field(min_length=1, description="Why the bound does not apply here (e.g. a measured run).")
+
+
 class VllmConfig(_Settings):
     """vLLM's server settings (v0.11.0): its argv flags and ``HF_HOME``. Defaults as coder.yaml
     writes them; Errors: ``enable_auto_tool_choice`` without ``tool_call_parser``."""
@@ -69,7 +95,20 @@ class VllmConfig(_Settings):
     max_model_len: Int = Field(gt=0, description="--max-model-len in tokens (reasoning: 65536; coder.yaml: 262144).")
     tensor_parallel_size: Optional[Int] = Field(default=None, ge=1, description="--tensor-parallel-size; default: cards / pipeline_parallel_size.")
     pipeline_parallel_size: Int = Field(default=1, ge=1, description="--pipeline-parallel-size.")
-    gpu_memory_utilization: Real = Field(default=0.90, gt=0, le=1, description="--gpu-memory-utilization (coder.yaml: 0.90).")
+    gpu_memory_utilization: Real = Field(
+        default=0.90, gt=0, le=1,
+        description=("--gpu-memory-utilization (coder.yaml: 0.90); at most 0.95 (core.rules.GPU_MEMORY_UTILIZATION_CEILING, "
+                     "vllm-project/vllm #15598) unless enforce_eager or gpu_memory_utilization_override."),
+    )
+    gpu_memory_utilization_override: Optional[Override] = Field(
+        default=None,
+        description="Lifts the 0.95 ceiling of gpu_memory_utilization, with the reason (written as an annotation for the pack).",
+    )
+    enforce_eager: bool = Field(default=False, description="--enforce-eager: no CUDA graphs (lifts the utilization ceiling).")
+    rope_scaling: Optional[RopeScaling] = Field(
+        default=None,
+        description="RoPE scaling (YaRN) for a max_model_len above the model's max_position_embeddings; --hf-overrides.",
+    )
     max_num_seqs: Optional[Int] = Field(default=None, ge=1, description="--max-num-seqs.")
     max_num_batched_tokens: Optional[Int] = Field(default=None, ge=1, description="--max-num-batched-tokens.")
     long_prefill_token_threshold: Optional[Int] = Field(default=None, ge=1, description="--long-prefill-token-threshold.")
@@ -103,6 +142,11 @@ class VllmConfig(_Settings):
             return self.disable_custom_all_reduce
         return rules.custom_all_reduce_must_be_disabled(tp, nvlink)
 
+    def hf_overrides_json(self) -> str:
+        """``--hf-overrides`` as one argv item: ``{"rope_scaling": {...}}`` in compact JSON."""
+        assert self.rope_scaling is not None
+        return json.dumps({"rope_scaling": self.rope_scaling.as_config()}, separators=(",", ":"))
+
     def argv(self, model: str, *, tp: int, nvlink: bool, port: int) -> list[str]:
         """vLLM's argv in coder.yaml's order and form (``--flag=value``; served names as
         separate items after ``--served-model-name``; boolean flags bare; optional ones only
@@ -116,6 +160,7 @@ class VllmConfig(_Settings):
             f"--dtype={self.dtype}",
             f"--kv-cache-dtype={self.kv_cache_dtype}",
             f"--max-model-len={self.max_model_len}",
+            *([f"--hf-overrides={self.hf_overrides_json()}"] if self.rope_scaling else []),
             f"--tensor-parallel-size={tp}",
             f"--pipeline-parallel-size={self.pipeline_parallel_size}",
             f"--gpu-memory-utilization={fraction_text(self.gpu_memory_utilization)}",
@@ -127,7 +172,8 @@ class VllmConfig(_Settings):
                 argv.append(f"{flag}={value}")
         for flag, on in (("--enable-chunked-prefill", self.enable_chunked_prefill),
                          ("--enable-prefix-caching", self.enable_prefix_caching),
-                         ("--disable-custom-all-reduce", self.custom_all_reduce_disabled(tp, nvlink))):
+                         ("--disable-custom-all-reduce", self.custom_all_reduce_disabled(tp, nvlink)),
+                         ("--enforce-eager", self.enforce_eager)):
             if on:
                 argv.append(flag)
         if self.reasoning_parser:

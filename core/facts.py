@@ -163,3 +163,24 @@ VLLM_READ_ONLY_CACHE_ENV = {"HF_HUB_OFFLINE": "1"}
 
 # Compute capability thresholds (sm_70, sm_75, sm_80) are rules: core/rules.py SM_VOLTA,
 # SM_TURING, SM_AMPERE.
+
+# --- the engines' own environment and default endpoints -------------------------------------
+
+#: The environment namespace each engine reads its settings from. vLLM reads every ``VLLM_*``
+#: variable through vllm/envs.py, and a Service named ``vllm`` makes the kubelet inject
+#: ``VLLM_PORT=tcp://<ip>:<port>``, which vLLM refuses to start on (vllm-project/vllm #34199 and
+#: the docs note that followed). candle-vllm takes its settings as flags; no ``CANDLE_*``
+#: namespace of its own is known, so it has no entry (only ``RUST_LOG`` / ``CUDA_*``, which no
+#: Service name produces with a ``_SERVICE_HOST`` / ``_PORT`` suffix).
+ENGINE_ENV_PREFIXES: dict[str, str] = {"vllm": "VLLM_"}
+
+#: Where each engine listens when its argv names no host or port: vLLM ``--host`` None (every
+#: interface) and ``--port`` 8000 (vllm/entrypoints/openai/cli_args.py); candle-vllm binds every
+#: interface on ``--p`` 2000 (src/main.rs).
+ENGINE_DEFAULT_PORTS: dict[str, int] = {"vllm": 8000, "candle-vllm": 2000}
+
+#: On a vLLM workload: the declared reason its ``--gpu-memory-utilization`` is above
+#: ``core.rules.GPU_MEMORY_UTILIZATION_CEILING`` (written by the component from the stack file's
+#: ``gpu_memory_utilization_override: {reason: ...}``). Source: vllm-project/vllm #15598 (0.98 ran
+#: out of memory in CUDA-graph capture).
+GMU_OVERRIDE_ANNOTATION = ANNOTATION_PREFIX + "gpu-memory-utilization-override"

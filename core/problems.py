@@ -20,17 +20,21 @@ class Problem:
     """One thing wrong with the stack config.
 
     ``path`` is the config key path (``llm-serving:workloads.candle-vllm.cards``), ``value`` the
-    value found there (``None`` when missing), ``rule`` what it breaks, ``fix`` what to change.
+    value found there (``None`` when missing), ``rule`` what it breaks, ``fix`` what to change,
+    ``source`` where the rule comes from (the same parts as a policy's :class:`Finding`).
     """
 
     path: str
     value: Any
     rule: str
     fix: str
+    source: str = ""
 
     def render(self) -> str:
-        """Four lines: the path, then value, rule and fix indented beneath it."""
-        return f"{self.path}\n  value: {_show(self.value)}\n  rule:  {self.rule}\n  fix:   {self.fix}"
+        """Four lines: the path, then value, rule and fix indented beneath it; a fifth, the
+        source of the rule (a seed, an incident), when known."""
+        text = f"{self.path}\n  value: {_show(self.value)}\n  rule:  {self.rule}\n  fix:   {self.fix}"
+        return text + (f"\n  source: {self.source}" if self.source else "")
 
 
 class ConfigError(Exception):
@@ -52,10 +56,11 @@ class ConfigError(Exception):
 
 
 class RuleBreach(NamedTuple):
-    """A rule function's verdict: the rule broken and the fix."""
+    """A rule function's verdict: the rule broken, the fix and the rule's source."""
 
     rule: str
     fix: str
+    source: str = ""
 
 
 def _show(value: Any) -> str:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.modelfacts import ModelFacts
@@ -187,3 +187,119 @@ MAX_SUGGESTED_TP = 8
 def tp_sizes_that_divide(facts: "ModelFacts", max_cards: int = MAX_SUGGESTED_TP) -> list[int]:
     """Tensor parallel sizes 1 .. ``max_cards`` that divide every sharded dimension of the model."""
     return [tp for tp in range(1, max_cards + 1) if not facts.tp_divisibility_problems(tp)]
+
+
+# --- vLLM --gpu-memory-utilization ----------------------------------------------------------
+
+#: The usual ceiling of vLLM's ``--gpu-memory-utilization``: above it vLLM leaves the card too
+#: little room for what it allocates after the KV cache (CUDA graph capture, NCCL, the sampler);
+#: 0.98 ran out of memory in CUDA-graph capture (vllm-project/vllm #15598). vLLM's own default
+#: is 0.90 (coder.yaml's value). Lifted only by ``--enforce-eager`` (no CUDA graphs are captured)
+#: or an explicit override (stack file ``gpu_memory_utilization_override``; manifests
+#: ``facts.GMU_OVERRIDE_ANNOTATION``).
+GPU_MEMORY_UTILIZATION_CEILING = 0.95
+
+
+def gpu_memory_utilization_ok(value: float, *, enforce_eager: bool = False, overridden: bool = False) -> bool:
+    """True when ``value`` (a fraction of the card) is at most :data:`GPU_MEMORY_UTILIZATION_CEILING`,
+    or above it with ``--enforce-eager`` or a declared override (vllm-project/vllm #15598)."""
+    return value <= GPU_MEMORY_UTILIZATION_CEILING or enforce_eager or overridden
+
+
+def gpu_memory_utilization_credited(value: float) -> float:
+    """The utilization a capacity estimate may credit: ``value`` capped at the ceiling, so a
+    value near 1 never shows more KV room than the bound allows (issue 10)."""
+    return min(value, GPU_MEMORY_UTILIZATION_CEILING)
+
+
+# --- the context window -----------------------------------------------------------------------
+
+#: RoPE types vLLM does not scale the derived window by (vLLM v0.11.0 ``_get_and_verify_max_len``
+#: in vllm/config/model.py: ``su``/``longrope`` carry their own window, ``llama3`` keeps it).
+ROPE_TYPES_NOT_SCALING_WINDOW = ("su", "longrope", "llama3")
+
+
+def derived_max_model_len(max_position_embeddings: int, rope_scaling: Optional[Mapping[str, Any]] = None) -> int:
+    """The longest ``--max-model-len`` vLLM accepts without ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``, in
+    tokens, as vLLM v0.11.0 derives it (``_get_and_verify_max_len``): the model's
+    ``max_position_embeddings``; with ``rope_scaling`` (config.json's, or ``--hf-overrides``
+    ``{"rope_scaling": ...}``) of a scaling type, times ``factor``, YaRN counting from its
+    ``original_max_position_embeddings``. Qwen3-30B-A3B (40,960) with the Qwen3 card's YaRN
+    ``{"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32768}``: 65,536.
+    A rope_scaling without a numeric factor leaves the window as it is."""
+    derived = max_position_embeddings
+    if not rope_scaling:
+        return derived
+    rope_type = str(rope_scaling.get("rope_type") or rope_scaling.get("type") or "")
+    factor = rope_scaling.get("factor")
+    if rope_type in ROPE_TYPES_NOT_SCALING_WINDOW or isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        return derived
+    if rope_type == "yarn" and isinstance(rope_scaling.get("original_max_position_embeddings"), (int, float)):
+        derived = int(rope_scaling["original_max_position_embeddings"])
+    return int(derived * factor)
+
+
+def max_model_len_ok(max_model_len: int, max_position_embeddings: int,
+                     rope_scaling: Optional[Mapping[str, Any]] = None, allow_long: bool = False) -> bool:
+    """vLLM starts with ``max_model_len`` (tokens) only when it is at most
+    :func:`derived_max_model_len`, or when ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set (vLLM then
+    warns that outputs may be wrong or the kernels may fail)."""
+    return allow_long or max_model_len <= derived_max_model_len(max_position_embeddings, rope_scaling)
+
+
+def env_flag_on(value: Optional[str]) -> bool:
+    """How vLLM's envs.py reads a boolean variable such as ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``:
+    ``"1"`` or ``"true"`` (any case) is on; unset or anything else is off."""
+    return (value or "").strip().lower() in ("1", "true")
+
+
+# --- Kubernetes service links -----------------------------------------------------------------
+
+
+def service_link_env_names(service: str, ports: Sequence[tuple[Optional[str], int, str]]) -> list[str]:
+    """The variables the kubelet injects into every pod of the namespace with service links on
+    (``enableServiceLinks`` unset or true) for Service ``service``, docker-links style
+    (kubernetes pkg/kubelet/envvars ``FromServices``): the name upper-cased with ``-`` as ``_``,
+    then ``_SERVICE_HOST``, ``_SERVICE_PORT``, ``_SERVICE_PORT_<PORT NAME>`` for each named
+    port, ``_PORT`` (``tcp://<ip>:<port>`` of the first port) and, for each port,
+    ``_PORT_<port>_<PROTO>`` with ``_PROTO``, ``_PORT`` and ``_ADDR``. ``ports``: (name,
+    port, protocol) as the Service lists them. Service ``vllm`` gives ``VLLM_PORT``."""
+    base = service.upper().replace("-", "_")
+    names = [f"{base}_SERVICE_HOST", f"{base}_SERVICE_PORT"]
+    names += [f"{base}_SERVICE_PORT_{name.upper().replace('-', '_')}" for name, _, _ in ports if name]
+    if ports:
+        names.append(f"{base}_PORT")
+    for _, port, proto in ports:
+        pp = f"{base}_PORT_{port}_{proto.upper()}"
+        names += [pp, f"{pp}_PROTO", f"{pp}_PORT", f"{pp}_ADDR"]
+    return names
+
+
+def env_collisions(names: Sequence[str], prefix: str) -> list[str]:
+    """The ``names`` in an engine's own environment namespace ``prefix`` (``VLLM_``)."""
+    return [n for n in names if n.startswith(prefix)]
+
+
+# --- where a server listens -------------------------------------------------------------------
+
+
+def loopback_host(host: Optional[str]) -> bool:
+    """True for a listen address only the pod itself reaches (``127.0.0.0/8``, ``localhost``,
+    ``::1``): the Service's endpoints and the kubelet's probes connect to the pod IP, so a
+    server bound there is unreachable. None (the engine's default: every interface) is False."""
+    if host is None:
+        return False
+    h = host.strip().strip("[]").lower()
+    return h in ("localhost", "::1", "ip6-localhost") or h.startswith("127.")
+
+
+# --- host memory of a GPU workload ------------------------------------------------------------
+
+
+def gpu_memory_declared(request_mib: Optional[float], limit_mib: Optional[float]) -> bool:
+    """A container holding cards declares a memory request and a memory limit (MiB; None: not
+    declared). A limit alone counts as both: the API server copies it into the missing request.
+    Without either the scheduler and node-memory-allocation count the pod as 0 MiB; without a
+    limit nothing bounds what it takes from the node. coder.yaml: 12Gi request, 40Gi limit (issue 10)."""
+    request = request_mib if request_mib is not None else limit_mib
+    return request is not None and limit_mib is not None

@@ -27,48 +27,55 @@ from typing import Optional
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import workloads
 
 NAME = "candle-vllm-args"
 VOLTA_DTYPE = rules.half_dtype("candle-vllm")
 
 
-def device_problems(server: workloads.ServerArgs, cards: int) -> list[str]:
-    """Problems of ``--d`` against the container's ``cards``; ``[]`` when it lists 0..cards-1."""
+def device_problems(server: workloads.ServerArgs, cards: int) -> list[tuple[str, str]]:
+    """``(what is wrong, fix)`` of ``--d`` against the container's ``cards``; ``[]`` when it lists
+    0..cards-1."""
     values = server.values("--d")
     if len(values) > 1:
-        return [f"--d is followed by {len(values)} items ({' '.join(values)}); candle-vllm takes one "
-                f"comma-separated list: --d {','.join(values)}"]
+        return [(f"--d is followed by {len(values)} items ({' '.join(values)}); candle-vllm takes one "
+                 "comma-separated list", f"--d {','.join(values)}")]
     written = values[0] if values else None
     items = [d.strip() for d in (written or "0").split(",") if d.strip()]
     shown = f"--d {written}" if written is not None else "no --d (device 0 only)"
     if not all(d.isdigit() for d in items):
-        return [f"{shown} has a device that is not a number; give ordinals 0..{max(cards, 1) - 1}"]
+        return [(f"{shown} has a device that is not a number",
+                 f"give ordinals 0..{max(cards, 1) - 1}")]
     ordinals = [int(d) for d in items]
     problems = []
     if len(ordinals) != cards:
-        problems.append(
+        want = ",".join(str(i) for i in range(max(cards, 1)))
+        problems.append((
             f"{shown} names {len(ordinals)} device(s) but the container holds {cards} "
-            f"{facts.GPU_RESOURCE}; the tensor-parallel ranks must equal the cards"
-        )
+            f"{facts.GPU_RESOURCE}; the tensor-parallel ranks must equal the cards",
+            f"--d {want}, or {len(ordinals)} {facts.GPU_RESOURCE}",
+        ))
     if len(set(ordinals)) != len(ordinals) or sorted(ordinals) != list(range(len(ordinals))):
         want = ",".join(str(i) for i in range(max(len(set(ordinals)), 1)))
-        problems.append(
+        problems.append((
             f"{shown} is not distinct devices 0..n-1: the pod's cards are numbered from 0 "
-            f"inside the container; use --d {want}"
-        )
+            "inside the container",
+            f"--d {want}",
+        ))
     return problems
 
 
 def dtype_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
-    """The ``--dtype`` problem on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
+    """What is wrong with ``--dtype`` on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
     the predicate the stack file's ``dtype`` check calls), or None."""
     dtype = server.get("--dtype")
     if rules.dtype_runs_on("candle-vllm", dtype, sm):
         return None
     shown = f"--dtype {dtype}" if dtype else "no --dtype (candle-vllm then takes the checkpoint's dtype, bf16 for the Qwen models)"
-    return f"{shown}: bf16 has no tensor-core path on Volta (sm_70); use --dtype {VOLTA_DTYPE}"
+    return f"{shown}: bf16 has no tensor-core path on Volta (sm_70)"
 
 
 def validate(args, report_violation) -> None:
@@ -80,8 +87,12 @@ def validate(args, report_violation) -> None:
         return
     label = rh.workload_label(w)
     for c, server in candle:
-        for problem in device_problems(server, c.cards):
-            report_violation(f"{label}, container {c.name}: {problem}.", args.urn)
+        for wrong, fix in device_problems(server, c.cards):
+            report_violation(terms.message(w.annotations, Finding(
+                f"{label}, container {c.name}", wrong, f"set the container's args to {fix}",
+                "seeds 001 and 003 (candle-vllm.yaml, clef-candle.yaml: --d lists the pod's cards)",
+                stack_fix="set cards under {key} to the tensor-parallel size; the component writes --d",
+            )), args.urn)
     inv = rh.with_inventory(NAME, report_violation, args.urn)
     if inv is None:
         return
@@ -94,7 +105,11 @@ def validate(args, report_violation) -> None:
     for c, server in candle:
         dtype = dtype_problem(server, sm)
         if dtype:
-            report_violation(f"{label}, container {c.name} ({where}): {dtype}.", args.urn)
+            report_violation(terms.message(w.annotations, Finding(
+                f"{label}, container {c.name} ({where})", dtype, f"--dtype {VOLTA_DTYPE}",
+                "seed 001 (candle-vllm.yaml: bf16 on sm_70)",
+                stack_fix=f"set dtype: {VOLTA_DTYPE} under {{key}}",
+            )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import workloads
 
 NAME = "gpu-rollout-recreate"
@@ -50,20 +52,19 @@ def validate(args, report_violation) -> None:
     surge = rh.surge_pods(surge_raw)
     if surge == 0:
         if rh.surge_pods(unavailable_raw) == 0:
-            report_violation(
-                f"{label}: {path} is RollingUpdate with maxSurge 0 and maxUnavailable 0, which the API "
-                f"server rejects; use type: {facts.GPU_ROLLOUT_STRATEGY}.",
-                args.urn,
-            )
+            report_violation(terms.message(w.annotations, Finding(
+                label, f"{path} is RollingUpdate with maxSurge 0 and maxUnavailable 0, which the API server rejects",
+                f"set {path}.type: {facts.GPU_ROLLOUT_STRATEGY}", "Kubernetes API, Deployment validation",
+            )), args.urn)
         return
     written = "omitted, so RollingUpdate with maxSurge 25%" if not raw else f"{stype} with maxSurge {surge_raw}"
-    report_violation(
-        f"{label}: pods hold {w.cards_per_pod} card(s) and {path} is {written}: the surge pod "
-        "asks for cards the old pod still holds and waits Pending forever on a fully allocated "
-        f"node (seeds 001, 003). Set {path}.type: {facts.GPU_ROLLOUT_STRATEGY} "
-        "(or RollingUpdate with maxSurge: 0).",
-        args.urn,
-    )
+    report_violation(terms.message(w.annotations, Finding(
+        label,
+        f"pods hold {w.cards_per_pod} card(s) and {path} is {written}: the surge pod asks for cards "
+        "the old pod still holds and waits Pending forever on a fully allocated node",
+        f"set {path}.type: {facts.GPU_ROLLOUT_STRATEGY} (or RollingUpdate with maxSurge: 0)",
+        "seeds 001 and 003 (a surge pod Pending for a card the old pod holds)",
+    )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -18,7 +18,9 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
 
 from core import facts
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import workloads
 
 NAME = "gpu-runtime-class"
@@ -32,12 +34,13 @@ def validate(args, report_violation) -> None:
     if w.runtime_class == want:
         return
     written = f"runtimeClassName {w.runtime_class}" if w.runtime_class else "no runtimeClassName"
-    report_violation(
-        f"{rh.workload_label(w)}: pods hold {w.cards_per_pod} card(s) of {facts.GPU_RESOURCE} but set "
-        f"{written}; GPU pods need runtimeClassName {want}, or libcuda.so is not injected and the "
-        f"server crashes at start (seed 001). Set runtimeClassName: {want} in the pod spec.",
-        args.urn,
-    )
+    report_violation(terms.message(w.annotations, Finding(
+        rh.workload_label(w),
+        f"pods hold {w.cards_per_pod} card(s) of {facts.GPU_RESOURCE} but set {written}; GPU pods "
+        f"need runtimeClassName {want}, or libcuda.so is not injected and the server crashes at start",
+        f"set runtimeClassName: {want} in the pod spec",
+        "seeds 001 and 003 (candle-vllm under runc: cudarc could not load libcuda.so)",
+    )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

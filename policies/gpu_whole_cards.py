@@ -23,7 +23,9 @@ from typing import Any, Optional
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import workloads
 
 NAME = "gpu-whole-cards"
@@ -63,18 +65,19 @@ def validate(args, report_violation) -> None:
     if args.resource_type not in rh.CONTAINER_TYPES:
         return
     label = rh.object_label(args.props, args.resource_type)
+    annotations = rh.annotations_of(args.props)
     for where, spec in rh.pod_specs(args.resource_type, args.props):
         for field, c in rh.raw_containers(spec):
             problems = container_problems(c.get("resources"))
             if not problems:
                 continue
-            report_violation(
-                f"{rh.container_label(label, where, field, c)}: {facts.GPU_RESOURCE} "
-                + "; ".join(problems)
-                + ". Cards are whole and not overcommitted: set requests and limits to the same "
-                "whole number (or give the limit only).",
-                args.urn,
-            )
+            report_violation(terms.message(annotations, Finding(
+                rh.container_label(label, where, field, c),
+                f"{facts.GPU_RESOURCE} " + "; ".join(problems) + "; cards are whole and not overcommitted",
+                "set requests and limits to the same whole number (or give the limit only)",
+                "Kubernetes docs, extended resources (nvidia.com/gpu cannot be shared or overcommitted)",
+                stack_fix="set cards under {key} to a whole number; the component writes requests = limits",
+            )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

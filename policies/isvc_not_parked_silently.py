@@ -25,7 +25,9 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import workloads
 
 NAME = "isvc-not-parked-silently"
@@ -55,13 +57,14 @@ def validate(args, report_violation) -> None:
         return
     name = meta.get("name", "")
     declared = "an empty parked annotation" if reason is not None else "no parked annotation"
-    report_violation(
-        f"InferenceService {name}: predictor at zero replicas ({how}) with {declared}; it still "
-        "reports Ready=True (desired equals available at 0), so it looks like it serves while it "
-        f"serves nothing (kustomization: ornith). Declare it parked with annotation "
-        f"{facts.PARKED_ANNOTATION}: <reason>, give it replicas, or delete it.",
-        args.urn,
-    )
+    report_violation(terms.message(annotations, Finding(
+        f"InferenceService {name}",
+        f"predictor at zero replicas ({how}) with {declared}; it still reports Ready=True (desired "
+        "equals available at 0), so it looks like it serves while it serves nothing",
+        f"declare it parked with annotation {facts.PARKED_ANNOTATION}: <reason>, give it replicas, or delete it",
+        "seed 000 (kustomization: ornith at zero replicas, Ready)",
+        stack_fix="set parked: {reason: ...} under {key}",
+    )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -80,21 +80,25 @@ def vllm_message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
         )
     if not parts:
         return None
-    fixes = []
+    fixes, stack_fixes = [], []
     if not e.fits_kv:
         fixes.append(f"lower --max-model-len to at most {e.kv_tokens:,}")
+        stack_fixes.append(f"lower max_model_len under {{key}} to at most {e.kv_tokens:,}")
         bigger = larger_tp_that_fits(sc, cards_on_node)
         if bigger:
             tp, trial = bigger
+            more = f"where the pool holds about {trial.kv_tokens:,} tokens"
             fixes.append(
-                f"or run TP={tp} on {tp * e.pp} cards (--tensor-parallel-size={tp} and nvidia.com/gpu {tp * e.pp}), "
-                f"where the pool holds about {trial.kv_tokens:,} tokens"
+                f"or run TP={tp} on {tp * e.pp} cards (--tensor-parallel-size={tp} and nvidia.com/gpu {tp * e.pp}), {more}"
             )
+            stack_fixes.append(f"or set cards: {tp * e.pp}, {more}")
         else:
             fixes.append("or give the server more cards (a larger --tensor-parallel-size)")
+            stack_fixes.append("or raise cards")
     else:
         fixes.append(f"set --max-model-len explicitly (the pool holds about {e.kv_tokens:,} tokens)")
-    return f"{label(sc)}: {'; '.join(parts)} (rule {NAME}). Fix: {' '.join(fixes)}."
+        stack_fixes.append(f"set max_model_len under {{key}} (the pool holds about {e.kv_tokens:,} tokens)")
+    return ch.finding(sc, "; ".join(parts), " ".join(fixes), stack_fix=" ".join(stack_fixes))
 
 
 def candle_message(sc: ch.ServerCapacity) -> Optional[str]:
@@ -105,10 +109,13 @@ def candle_message(sc: ch.ServerCapacity) -> Optional[str]:
         return None
     fraction = sc.server.get("--kv-fraction") or str(capacity.CANDLE_DEFAULT_KV_FRACTION)
     free = e.card_memory_gib - e.weights_gib_per_card
-    return (
-        f"{label(sc)}: --kv-fraction {fraction} of the {free:.2f} GiB free after {e.weights_gib_per_card:.2f} GiB "
+    return ch.finding(
+        sc,
+        f"--kv-fraction {fraction} of the {free:.2f} GiB free after {e.weights_gib_per_card:.2f} GiB "
         f"of weights on {where(sc)}, less the {e.activation_gib * 1024:.0f} MiB workspace reserve, leaves no room "
-        f"for a KV cache (rule {NAME}). Fix: raise --kv-fraction, or spread the model over more cards (--d)."
+        "for a KV cache",
+        "raise --kv-fraction, or spread the model over more cards (--d)",
+        stack_fix="raise kv_fraction under {key}, or raise cards",
     )
 
 
@@ -116,9 +123,11 @@ def check(sc: ch.ServerCapacity, inv_cards: int) -> Optional[str]:
     """The violation message for one server, or None."""
     if sc.estimate is None:
         if sc.facts is None:
-            return f"{label(sc)}: cannot check the KV cache against max-model-len: {sc.problem} (rule {NAME})."
+            wrong, _, fix = (sc.problem or "").partition("; ")
+            return ch.finding(sc, f"cannot check the KV cache against max-model-len: {wrong}",
+                              fix or "add the model to llm-serving:models", ch.INVENTORY_SOURCE)
         if sc.card is not None:  # the estimator refused an argument
-            return f"{label(sc)}: cannot estimate the KV cache: {sc.problem} (rule {NAME}). Fix the argument."
+            return ch.finding(sc, f"cannot estimate the KV cache: {sc.problem}", "fix the argument")
         return None  # no card: gpu-card-allocation reports the node
     if not sc.estimate.fits_weights:
         return None  # weights-fit-card reports it

@@ -21,7 +21,9 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 
 NAME = "moving-tag-pull-always"
 
@@ -30,6 +32,7 @@ def validate(args, report_violation) -> None:
     if args.resource_type not in rh.CONTAINER_TYPES:
         return
     label = rh.object_label(args.props, args.resource_type)
+    annotations = rh.annotations_of(args.props)
     for where, spec in rh.pod_specs(args.resource_type, args.props):
         for field, c in rh.raw_containers(spec):
             image = str(c.get("image") or "")
@@ -42,13 +45,14 @@ def validate(args, report_violation) -> None:
             if policy == facts.MOVING_TAG_PULL_POLICY:
                 continue
             shown = f"{policy} (the default for a tagged image)" if defaulted else policy
-            report_violation(
-                f"{rh.container_label(label, where, field, c)}: image {image} has moving tag "
-                f"{ref.shown_tag} and imagePullPolicy {shown}, so a rebuilt image never reaches "
-                f"the pod (seed 003). Set imagePullPolicy: {facts.MOVING_TAG_PULL_POLICY}, or pin "
-                "the image by @sha256 digest.",
-                args.urn,
-            )
+            report_violation(terms.message(annotations, Finding(
+                rh.container_label(label, where, field, c),
+                f"image {image} has moving tag {ref.shown_tag} and imagePullPolicy {shown}, so a "
+                "rebuilt image never reaches the pod",
+                f"set imagePullPolicy: {facts.MOVING_TAG_PULL_POLICY}, or pin the image by @sha256 digest",
+                "seed 003 (clef-candle.yaml: a merged fix looked like it did not land)",
+                stack_fix="pin image under {key} by @sha256 digest; the component pulls other tags Always",
+            )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -37,7 +37,9 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidati
 
 from core import facts
 from core.quantity import QuantityError
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import workloads
 
 NAME = "multi-gpu-shm"
@@ -93,12 +95,14 @@ def validate(args, report_violation) -> None:
     min_mib = float(args.get_config().get("minSizeLimitMiB", DEFAULT_MIN_SIZE_MIB))
     for c in rh.gpu_containers(w):
         for problem in container_problems(w, c, min_mib):
-            report_violation(
-                f"{rh.workload_label(w)}, container {c.name}: pods hold {w.cards_per_pod} cards and "
-                f"the container {problem}. NCCL's all-reduce between ranks goes through /dev/shm; "
-                f"too small shows up as an init hang or a bus error (coder.yaml). {FIX}",
-                args.urn,
-            )
+            report_violation(terms.message(w.annotations, Finding(
+                f"{rh.workload_label(w)}, container {c.name}",
+                f"pods hold {w.cards_per_pod} cards and the container {problem}; NCCL's all-reduce "
+                "between ranks goes through /dev/shm, and too small shows up as an init hang or a bus error",
+                FIX, "seed 000 (coder.yaml: /dev/shm for tensor parallel)",
+                stack_fix="raise resources.limits.memory under {key} above the /dev/shm sizeLimit "
+                          f"({facts.SHM_SIZE_LIMIT}); the component mounts /dev/shm",
+            )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

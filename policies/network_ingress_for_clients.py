@@ -43,13 +43,14 @@ namespace labels other than kubernetes.io/metadata.name, ipBlock peers, CNI-spec
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, workloads
+from core.problems import Finding
+from policylib import stack_helpers, terms, workloads
+from policylib.netpol import IngressPolicy, parse_policy, ports_admit, ports_text
 from policylib.stack_helpers import PodIndex
 
 NAME = "network-ingress-for-clients"
@@ -66,34 +67,6 @@ CONFIG_PROPERTIES = {
         ),
     },
 }
-
-
-@dataclass(frozen=True)
-class IngressPolicy:
-    """A NetworkPolicy that isolates ingress: its namespace, pod selector and ingress rules (plain data)."""
-
-    urn: str
-    name: str
-    namespace: str
-    pod_selector: Mapping
-    rules: tuple[Mapping, ...]
-
-
-def parse_policy(urn: str, props: Mapping) -> Optional[IngressPolicy]:
-    """The :class:`IngressPolicy` of a NetworkPolicy's properties; None when it does not isolate ingress."""
-    props = workloads.plain(props)
-    meta = props.get("metadata") or {}
-    spec = props.get("spec") or {}
-    types = spec.get("policyTypes")
-    if isinstance(types, list) and "Ingress" not in types:
-        return None
-    return IngressPolicy(
-        urn=urn,
-        name=str(meta.get("name", "")),
-        namespace=str(meta.get("namespace", "default")),
-        pod_selector=spec.get("podSelector") or {},
-        rules=tuple(r for r in (spec.get("ingress") or []) if isinstance(r, Mapping)),
-    )
 
 
 def _empty_selector(selector: Any) -> bool:
@@ -121,55 +94,6 @@ def from_admits(rule: Mapping, client_ns: str, policy_ns: str, trust_pod_selecto
     return any(isinstance(p, Mapping) and peer_admits(p, client_ns, policy_ns, trust_pod_selector) for p in peers)
 
 
-def port_value(value: Any) -> Any:
-    """A rule's port as a number when it is one (``8080``, ``8080.0`` -- every number arrives as
-    a protobuf double over the analyzer protocol -- or ``"8080"``), else the port name; None stays None."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return value
-
-
-def ports_admit(ports: Any, pod_port: int, names: frozenset[str], protocol: str) -> bool:
-    """Whether a rule's ``ports`` admit ``pod_port`` (known by ``names`` too): none or empty admits all."""
-    if not ports:
-        return True
-    for entry in ports:
-        if not isinstance(entry, Mapping) or str(entry.get("protocol", "TCP")) != protocol:
-            continue
-        port = port_value(entry.get("port"))
-        if port is None:
-            return True
-        if isinstance(port, str):
-            if port in names:
-                return True
-            continue
-        if not isinstance(port, int) or isinstance(port, bool):
-            continue  # not a port (a list, a map, a fraction): the API server refuses it; it admits nothing
-        high = port_value(entry.get("endPort"))
-        if port <= pod_port <= (high if isinstance(high, int) else port):
-            return True
-    return False
-
-
-def _ports_text(ports: Sequence) -> list[str]:
-    out = []
-    for entry in ports:
-        if not isinstance(entry, Mapping):
-            continue
-        port, end = port_value(entry.get("port")), port_value(entry.get("endPort"))
-        if port is None:
-            out.append(f"all {entry.get('protocol', 'TCP')} ports")
-        elif end is not None:
-            out.append(f"{port}-{end}")
-        else:
-            out.append(str(port))
-    return out
-
-
 def _sort_ports(texts: set[str]) -> list[str]:
     return sorted(texts, key=lambda t: (0, int(t.split("-")[0])) if t.split("-")[0].isdigit() else (1, t))
 
@@ -183,7 +107,7 @@ def judge_client(client, pod_port: int, names, protocol: str, policies, trust: b
                 continue
             if ports_admit(rule.get("ports"), pod_port, names, protocol):
                 return None
-            seen.update(_ports_text(rule.get("ports") or []))
+            seen.update(ports_text(rule.get("ports") or []))
     label, verb = ("NetworkPolicy", "admits") if len(policies) == 1 else ("NetworkPolicies", "admit")
     which = ", ".join(sorted(p.name for p in policies))
     if seen:
@@ -211,11 +135,16 @@ class _Context:
         return hit
 
 
+SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
+
+
 def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust: bool) -> list[str]:
     """The violation messages for one Service's declared clients."""
     if svc.clients_error:
-        return [f"Service {svc.name}: {svc.clients_error}; write it as a JSON list, e.g. "
-                '[{"name": "gateway", "namespace": "gateway", "port": 80}]']
+        return [terms.message(svc.annotations, Finding(
+            f"Service {svc.name}", svc.clients_error,
+            'write the clients annotation as a JSON list, e.g. [{"name": "gateway", "namespace": "gateway", "port": 80}]',
+            SOURCE, stack_fix="write clients under {key} as a list of {name, namespace, port}"))]
     if not svc.clients or not svc.selector:
         return []
     out = []
@@ -226,8 +155,11 @@ def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust:
         sp = by_port.get(client.port)
         if sp is None:
             exposed = ", ".join(str(p) for p in sorted(by_port)) or "none"
-            out.append(f"Service {svc.name}: {who} calls port {client.port}, which the Service does not "
-                       f"expose (ports: {exposed}): fix the client's port or add the port to the Service")
+            out.append(terms.message(svc.annotations, Finding(
+                f"Service {svc.name}",
+                f"{who} calls port {client.port}, which the Service does not expose (ports: {exposed})",
+                "fix the client's port or add the port to the Service", SOURCE,
+                stack_fix="set the client's port under {key}.clients to 80 or 8080")))
             continue
         for w in backends:
             policies = ctx.selecting(w)
@@ -237,10 +169,14 @@ def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust:
             verdict = judge_client(client, pod_port, stack_helpers.port_names_of(w, pod_port), sp.protocol, policies, trust)
             if verdict:
                 of = f" of {w.name}" if len(backends) > 1 else ""
-                out.append(
-                    f"Service {svc.name}: {who} calls port {client.port} -> pod port {pod_port}{of}; {verdict}: "
-                    "packets are dropped and the client sees a bare timeout (34 days for poimen-memory, seed 002)"
-                )
+                out.append(terms.message(svc.annotations, Finding(
+                    f"Service {svc.name}",
+                    f"{who} calls port {client.port} -> pod port {pod_port}{of}; {verdict}: packets are "
+                    "dropped and the client sees a bare timeout",
+                    f"add an ingress rule admitting namespace {client.namespace} on port {pod_port}",
+                    SOURCE,
+                    stack_fix=f"list namespace {client.namespace} under llm-serving:network_policy "
+                              f"(gateway or clients) with port {pod_port}")))
     return out
 
 

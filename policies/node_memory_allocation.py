@@ -43,7 +43,8 @@ from typing import Optional
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
 from core.quantity import QuantityError
-from policylib import stack_helpers, workloads
+from core.problems import Finding
+from policylib import stack_helpers, terms, workloads
 from core.allocation import NodeUse, amount
 
 NAME = "node-memory-allocation"
@@ -65,49 +66,68 @@ CONFIG_PROPERTIES = {
 }
 
 
+SOURCE = "seed 000 (coder.yaml: a 24Gi memory request did not schedule)"
+
+
 def node_message(use: NodeUse) -> str:
     """The over-commitment message of one node, figures in MiB."""
     shares = ", ".join(s.text() for s in use.ordered())
     cap = amount(use.capacity)
-    msg = f"{use.node}: {amount(use.used)} of {cap} MiB of memory requested: {shares}"
+    wrong = f"{amount(use.used)} of {cap} MiB of memory requested: {shares}"
     unpinned = use.unpinned_names()
     if unpinned:
-        msg += f" (unpinned: {', '.join(unpinned)})"
-    msg += f"; the pods beyond {cap} MiB stay Pending (coder.yaml: a 24Gi request did not schedule)"
-    msg += use.overflow_clause("memory")
-    if use.surge and use.used - use.surge <= use.capacity:
-        msg += (
-            f"; the RollingUpdate surge ({amount(use.surge)} MiB) is the cause: use strategy Recreate"
-        )
-    return msg
+        wrong += f" (unpinned: {', '.join(unpinned)})"
+    wrong += f"; the pods beyond {cap} MiB stay Pending" + use.overflow_clause("memory")
+    surge_cause = bool(use.surge and use.used - use.surge <= use.capacity)
+    if surge_cause:
+        wrong += f"; the RollingUpdate surge ({amount(use.surge)} MiB) is the cause"
+        fix = "set strategy type Recreate on the surging workload"
+    else:
+        fix = ("lower resources.requests.memory (model servers keep weights on the card and need "
+               "little host memory), or park a workload")
+    keys = [k for k in (terms.stack_file_key(s.ref.ref.annotations) for s in use.ordered()
+                        if s.ref is not None and s.ref.ref is not None) if k]
+    return Finding(
+        use.node, wrong, fix, SOURCE,
+        stack_fix=None if surge_cause else
+        "lower resources.requests.memory on one of {key}, or set parked: {reason: ...} on one",
+    ).render(stack_key=", ".join(keys) or None)
 
 
 def unknown_node_message(w: workloads.Workload, known: str) -> Optional[str]:
     if w.is_gpu:
         return None  # gpu-card-allocation reports it
-    return (
-        f"{w.kind} {w.name}: pinned to node {w.node}, which is not in the inventory "
-        f"(llm-serving:cluster nodes: {known}); its pods stay Pending: fix the node name or "
-        "add the node to the stack's llm-serving:cluster"
-    )
+    return terms.message(w.annotations, Finding(
+        f"{w.kind} {w.name}",
+        f"pinned to node {w.node}, which is not in the inventory (llm-serving:cluster nodes: "
+        f"{known}); its pods stay Pending",
+        "fix the node name or add the node to the stack's llm-serving:cluster",
+        "spec, the cluster (worker-1 is the only GPU node)",
+        stack_fix="set node under {key} to a node of llm-serving:cluster, or add the node there",
+    ))
 
 
 def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) -> str:
     where = f"its node {node} has {amount(cap)} MiB allocatable" if node else (
         f"the largest node has {amount(cap)} MiB allocatable"
     )
-    return (
-        f"{w.kind} {w.name}: one pod requests {amount(w.memory_request_mib)} MiB of memory and "
-        f"{where}; the pod never schedules: lower resources.requests.memory (model servers keep "
-        "weights on the card and need little host memory)"
-    )
+    return terms.message(w.annotations, Finding(
+        f"{w.kind} {w.name}",
+        f"one pod requests {amount(w.memory_request_mib)} MiB of memory and {where}; the pod never schedules",
+        "lower resources.requests.memory (model servers keep weights on the card and need little host memory)",
+        SOURCE,
+        stack_fix="lower resources.requests.memory under {key}",
+    ))
 
 
 def invalid_quantity_message(w: workloads.Workload, path: str, value: object) -> str:
     """``Deployment m: spec.template.spec.containers[0].resources.requests.memory: 'lots' is not a
     Kubernetes quantity ...``: the rule and the fix of :class:`core.quantity.QuantityError`."""
     err = QuantityError(value)
-    return f"{w.kind} {w.name}: {path}: {err.rule}, so its memory cannot be counted; {err.fix}"
+    return terms.message(w.annotations, Finding(
+        f"{w.kind} {w.name}", f"{path}: {err.rule}, so its memory cannot be counted", err.fix,
+        "Kubernetes API, resource.Quantity grammar",
+    ))
 
 
 def validate(args, report_violation) -> None:

@@ -35,7 +35,8 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from policylib import workloads
+from core.problems import Finding
+from policylib import terms, workloads
 
 NAME = "served-model-name-unique"
 
@@ -59,11 +60,15 @@ def validate(args, report_violation) -> None:
             continue
         ordered = sorted(answering, key=lambda w: (w.name, w.kind))
         listed = ", ".join(f"{w.name} ({w.kind})" for w in ordered)
-        report_violation(
-            f"served model name {name} is answered by {len(ordered)} running servers: {listed}; a client "
-            f"sending model={name} gets a different model depending on the host it calls (seed 002)",
-            ordered[0].urn,
-        )
+        keys = [k for k in (terms.stack_file_key(w.annotations) for w in ordered) if k]
+        report_violation(Finding(
+            f"served model name {name}",
+            f"answered by {len(ordered)} running servers: {listed}; a client sending model={name} "
+            "gets a different model depending on the host it calls",
+            "give each server its own --served-model-name, or park all but one",
+            "seed 002 (two servers answering one served model name)",
+            stack_fix="give each of {key} its own served_model_names, or set parked: {reason: ...} on all but one",
+        ).render(stack_key=", ".join(keys) or None), ordered[0].urn)
 
 
 POLICY = StackValidationPolicy(

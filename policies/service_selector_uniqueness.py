@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
+from core import facts
+from core.problems import Finding
 from policylib import stack_helpers, terms, workloads
 from policylib.stack_helpers import PodIndex
 
@@ -45,6 +47,9 @@ def _selector_text(selector) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
 
 
+SOURCE = "seed 002 (a Service that could select two models)"
+
+
 def check_service(svc: workloads.Service, index: PodIndex):
     """The violation message for one Service, or None when it selects exactly one running workload
     (or none, declared parked; or has no selector)."""
@@ -55,23 +60,28 @@ def check_service(svc: workloads.Service, index: PodIndex):
     if len(live) == 1:
         return None
     if len(live) >= 2:
-        return (
-            f"Service {svc.name} selects {len(live)} running workloads: {_describe(live)}; its traffic "
-            f"splits across them (selector {_selector_text(svc.selector)})"
-        )
+        return terms.message(svc.annotations, Finding(
+            f"Service {svc.name}",
+            f"selects {len(live)} running workloads: {_describe(live)}; its traffic splits across "
+            f"them (selector {_selector_text(svc.selector)})",
+            "add a label that only one workload's pods carry (e.g. app.kubernetes.io/instance) to the selector",
+            SOURCE,
+            stack_fix="point {key}.selects at one workload; the component selects by its instance label",
+        ))
     if svc.parked_reason is not None:
         return None
     parked = [w for w in selected if not w.running]
     what = f"only parked {_describe(parked)}" if parked else "no workload"
-    message = (
-        f"Service {svc.name} selects {what} (selector {_selector_text(svc.selector)}): it has no "
-        "running endpoints and its clients get connection errors"
-    )
-    key = terms.stack_file_key(svc.annotations)
-    if key is not None:  # made from a stack file: the fix in its keys
-        message += (f". Fix: point {key}.selects at a running workload, or park the Service too: "
-                    f"{terms.park_fix(svc.annotations)}")
-    return message
+    return terms.message(svc.annotations, Finding(
+        f"Service {svc.name}",
+        f"selects {what} (selector {_selector_text(svc.selector)}): it has no running endpoints and "
+        "its clients get connection errors",
+        "select a running workload, or declare the Service parked with annotation "
+        f"{facts.PARKED_ANNOTATION}: <reason>",
+        SOURCE,
+        stack_fix="point {key}.selects at a running workload, or park the Service too: "
+                  "set parked: {reason: ...} under {key}",
+    ))
 
 
 def validate(args, report_violation) -> None:

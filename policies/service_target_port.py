@@ -2,8 +2,10 @@
 
 Rule: for every port of a Service and every running workload it selects, the ``targetPort``
 (a number, or the name of a container port; absent = ``port``) resolves to a
-``containerPort`` the pods declare, and, where the container runs vLLM or candle-vllm with an
-explicit listen port (vLLM ``--port``, candle-vllm ``--p``), to that port.
+``containerPort`` the pods declare, and, where the container runs vLLM or candle-vllm, to the
+port it listens on (:func:`policylib.workloads.endpoint`, the one model of a server's
+endpoint: vLLM ``--port``, candle-vllm ``--p``, else the engine's default, vLLM 8000 and
+candle-vllm 2000).
 
 Source: coder-service.yaml and reasoning-long-service.yaml (ports 80 and 8080, both to
 targetPort 8080, "a port translation that is easy to get wrong in a curl"); every server of
@@ -23,8 +25,8 @@ Skipped: Services with no selector, and Services that select no running workload
 against each.
 
 Does NOT check: protocols (TCP/UDP), hostPort, sidecars that listen on undeclared ports,
-servers other than vLLM / candle-vllm (their listen port is not parsed), or default listen
-ports (vLLM 8000, candle-vllm 2000) when no port flag is given.
+servers other than vLLM / candle-vllm (their listen port is not parsed), or servers whose
+argv cannot be read literally (a ``$(VAR)`` port, an ``sh -c`` script: ``endpoint`` is None).
 """
 
 from __future__ import annotations
@@ -33,24 +35,24 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, workloads
+from core.problems import Finding
+from policylib import stack_helpers, terms, workloads
 
 NAME = "service-target-port"
 
-_PORT_FLAGS = {"vllm": ("--port",), "candle-vllm": ("--p", "--port")}
-
 
 def listen_port(server: workloads.ServerArgs) -> Optional[int]:
-    """The port a vLLM (``--port``) or candle-vllm (``--p``) server was told to listen on, or None."""
-    for flag in _PORT_FLAGS.get(server.engine, ()):
-        value = server.get(flag)
-        if value is not None and str(value).isdigit():
-            return int(value)
-    return None
+    """The port a vLLM or candle-vllm server listens on (:func:`policylib.workloads.endpoint`:
+    the port flag, else the engine's default), or None when its argv cannot be read literally."""
+    ep = workloads.endpoint(server)
+    return ep.port if ep else None
 
 
 def _port_label(sp: workloads.ServicePort) -> str:
     return f"port {sp.port} ({sp.name})" if sp.name else f"port {sp.port}"
+
+
+SOURCE = "spec, stable Services (coder-service.yaml: port 80 and 8080 -> 8080)"
 
 
 def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.Workload) -> Optional[str]:
@@ -58,34 +60,33 @@ def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.W
     number = stack_helpers.target_port_number(sp.target_port, w)
     # A number shows as one (it arrives as a double, 8080.0, over the analyzer protocol).
     shown = sp.target_port if number is None else number
-    head = f"Service {svc.name} {_port_label(sp)}: targetPort {shown}"
+    head = f"Service {svc.name} {_port_label(sp)}"
+    target = f"targetPort {shown}"
     who = f"{w.name} ({w.kind})"
     if number is None:
         names = sorted({n for c in w.containers for n in c.port_names})
-        return (
-            f"{head} names no containerPort of {who} (named ports: {', '.join(names) or 'none'}); "
-            "Kubernetes publishes no endpoint for it: name the container port or use the number"
-        )
+        return terms.message(svc.annotations, Finding(
+            head, f"{target} names no containerPort of {who} (named ports: {', '.join(names) or 'none'}); "
+            "Kubernetes publishes no endpoint for it",
+            "name the container port or use the number", SOURCE))
     declared = stack_helpers.declared_ports(w)
     if declared and number not in declared:
-        return (
-            f"{head} is not a containerPort of {who} (containerPorts: "
-            f"{', '.join(str(p) for p in declared)}); connections are refused: set targetPort to the "
-            "port the server listens on"
-        )
+        return terms.message(svc.annotations, Finding(
+            head, f"{target} is not a containerPort of {who} (containerPorts: "
+            f"{', '.join(str(p) for p in declared)}); connections are refused",
+            "set targetPort to the port the server listens on", SOURCE))
     owners = [c for c in w.containers if number in c.ports] if declared else list(w.containers)
     wrong = []
     for c in owners:
-        server = c.server
-        port = listen_port(server) if server is not None else None
-        if server is None or port is None or port == number:
+        ep = workloads.endpoint(c.server)
+        if ep is None or ep.port == number:
             return None
-        wrong.append(f"container {c.name} runs {server.engine} on {port}")
+        wrong.append(f"container {c.name} runs {ep.engine} on {ep.port_text}")
     if wrong:
-        return (
-            f"{head} reaches pod port {number} of {who}, but {'; '.join(wrong)}; connections are "
-            "refused: make the server's port flag, the containerPort and the targetPort agree"
-        )
+        return terms.message(svc.annotations, Finding(
+            head, f"{target} reaches pod port {number} of {who}, but {'; '.join(wrong)}; connections are refused",
+            "make the server's port flag, the containerPort and the targetPort agree", SOURCE,
+            stack_fix="set port under the selected workload of {key} to the Service's targetPort"))
     return None
 
 

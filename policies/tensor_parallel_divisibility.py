@@ -25,7 +25,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import rules
 from core.modelfacts import ModelFacts
 from policylib import capacity_helpers as ch
-from policylib import stackconfig, workloads
+from core.problems import Finding
+from policylib import stackconfig, terms, workloads
 
 NAME = "tensor-parallel-divisibility"
 
@@ -46,33 +47,34 @@ def validate(args, report_violation) -> None:
     try:
         models = stackconfig.models()
     except stackconfig.StackConfigError as err:
-        report_violation(
-            f"{w.kind} {w.name}: {NAME} cannot check its tensor parallel size: {err}. Fix: give the stack "
-            f"config {stackconfig.PROJECT}:models in the format of Pulumi.prod.yaml.",
-            args.urn,
-        )
+        report_violation(terms.message(w.annotations, Finding(
+            f"{w.kind} {w.name}", f"{NAME} cannot check its tensor parallel size: {err}",
+            f"give the stack config {stackconfig.PROJECT}:models in the format of Pulumi.prod.yaml",
+            "the pack's inventory (the stack config)",
+        )), args.urn)
         return
     for c, s in parallel:
         where = f"{w.kind} {w.name}" + (f", container {c.name}" if len(w.servers) > 1 else "")
         found = models.find(s.model_arg)
         if found is None:
-            report_violation(
-                f"{where}: cannot check tensor parallel {s.tensor_parallel}: "
-                f"{ch.unknown_model_message(s.model_arg, s.engine)} (rule {NAME}).",
-                args.urn,
-            )
+            unknown, _, add = ch.unknown_model_message(s.model_arg, s.engine).partition("; ")
+            report_violation(terms.message(w.annotations, Finding(
+                where, f"cannot check tensor parallel {s.tensor_parallel}: {unknown}",
+                add or f"add the model to {stackconfig.PROJECT}:models", "the pack's inventory (the stack config)",
+            )), args.urn)
             continue
         key, facts = found
         problems = facts.tp_divisibility_problems(s.tensor_parallel)
         if problems:
             fits = ", ".join(str(tp) for tp in sizes_that_divide(facts))
-            report_violation(
-                f"{where}: tensor parallel {s.tensor_parallel} does not divide model {key}: "
-                f"{'; '.join(problems)}; the shards would be uneven and the server fails at load "
-                f"(rule {NAME}). Fix: use a tensor parallel size that divides them ({fits}), with the "
-                "pod's nvidia.com/gpu to match.",
-                args.urn,
-            )
+            report_violation(terms.message(w.annotations, Finding(
+                where,
+                f"tensor parallel {s.tensor_parallel} does not divide model {key}: {'; '.join(problems)}; "
+                "the shards would be uneven and the server fails at load",
+                f"use a tensor parallel size that divides them ({fits}), with the pod's nvidia.com/gpu to match",
+                "seed 001 (candle-vllm TP must divide the attention heads, KV heads and vocabulary)",
+                stack_fix=f"set cards under {{key}} to one of {fits}",
+            )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -19,7 +19,9 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import workloads
 
 NAME = "vllm-parallelism"
@@ -44,12 +46,13 @@ def validate(args, report_violation) -> None:
             "vLLM fails at start for want of cards" if ranks > c.cards
             else f"{c.cards - ranks} card(s) are held and idle"
         )
-        report_violation(
-            f"{rh.workload_label(w)}, container {c.name}: {formula} = {ranks} GPU ranks but the "
-            f"container holds {c.cards} {facts.GPU_RESOURCE}; {effect}. Make "
-            "--tensor-parallel-size x --pipeline-parallel-size equal the container's nvidia.com/gpu.",
-            args.urn,
-        )
+        report_violation(terms.message(w.annotations, Finding(
+            f"{rh.workload_label(w)}, container {c.name}",
+            f"{formula} = {ranks} GPU ranks but the container holds {c.cards} {facts.GPU_RESOURCE}; {effect}",
+            f"make --tensor-parallel-size x --pipeline-parallel-size equal the container's {facts.GPU_RESOURCE}",
+            "seed 001 (candle-vllm 2 ranks on 2 cards; an idle card is a card another server waits for)",
+            stack_fix="set cards under {key} to tensor_parallel_size x pipeline_parallel_size (or drop tensor_parallel_size)",
+        )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -22,7 +22,9 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import workloads
 
 NAME = "vllm-served-model-names"
@@ -83,7 +85,13 @@ def validate(args, report_violation) -> None:
         return
     for c, server in w.servers_of("vllm"):
         for problem in argv_problems(server.raw):
-            report_violation(f"{rh.workload_label(w)}, container {c.name}: {problem} (seed 002 reasoning.yaml).", args.urn)
+            wrong, _, fix = problem.rpartition("; ")
+            report_violation(terms.message(w.annotations, Finding(
+                f"{rh.workload_label(w)}, container {c.name}", wrong or problem,
+                fix if wrong else f"give {FLAG} once followed by each name as its own argv item",
+                "seed 002 (reasoning.yaml: one comma-joined served model name)",
+                stack_fix="list each name as its own item of served_model_names under {key}",
+            )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

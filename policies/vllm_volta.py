@@ -36,7 +36,9 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.modelfacts import ModelFacts
+from core.problems import Finding
 from policylib import resource_helpers as rh
+from policylib import terms
 from policylib import stackconfig, workloads
 
 NAME = "vllm-volta"
@@ -46,22 +48,27 @@ NO_VOLTA_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
 CUSTOM_AR_FLAGS = ("--disable-custom-all-reduce", "--disable_custom_all_reduce")
 
 
-def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[str]:
+#: One sm_70 problem: (what is wrong, the manifest fix, the stack-file fix with ``{key}``).
+Problem = tuple[str, str, str]
+
+
+def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[Problem]:
     """The ``--dtype`` problem on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
     the predicate the stack file's ``dtype`` check calls), or None."""
     dtype = (server.get("--dtype") or "").lower()
     if rules.dtype_runs_on("vllm", dtype, sm):
         return None
+    stack_fix = "set dtype: float16 under {key}"
     if not dtype or dtype == "auto":
         ckpt = f" ({model.torch_dtype})" if model else ""
-        return (f"no explicit --dtype, so vLLM takes the checkpoint's dtype{ckpt}; "
-                "sm_70 needs an explicit half dtype: add --dtype float16")
+        return (f"no explicit --dtype, so vLLM takes the checkpoint's dtype{ckpt}; sm_70 needs an "
+                "explicit half dtype", "add --dtype float16", stack_fix)
     if dtype in ("bfloat16", "bf16"):
-        return "--dtype bfloat16: sm_70 has no bf16 support; use --dtype float16"
-    return f"--dtype {dtype} is not a half dtype; sm_70 serves float16: use --dtype float16"
+        return "--dtype bfloat16: sm_70 has no bf16 support", "use --dtype float16", stack_fix
+    return f"--dtype {dtype} is not a half dtype; sm_70 serves float16", "use --dtype float16", stack_fix
 
 
-def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[str]:
+def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[Problem]:
     """The quantization problem on a card of compute capability ``sm`` (x10), by the table the
     program's config checks use (``core.rules``), or None."""
     written = server.get("--quantization") or server.get("-q")
@@ -70,42 +77,48 @@ def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFact
         return None
     need = rules.quantization_min_sm(method)
     how = f"--quantization {method}" if written else f"the checkpoint's {method} quantization (picked up without --quantization)"
-    return (f"{how}: its kernels need sm{need}+ (FP8 / INT4 tensor cores, Marlin), not sm_{sm}; "
-            "use a gptq or unquantized float16 checkpoint")
+    return (f"{how}: its kernels need sm{need}+ (FP8 / INT4 tensor cores, Marlin), not sm_{sm}",
+            "use a gptq or unquantized float16 checkpoint",
+            "point model under {key} at a gptq or unquantized float16 checkpoint")
 
 
-def kv_cache_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
+def kv_cache_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[Problem]:
     kv = server.get("--kv-cache-dtype") or ""
     if not rules.kv_cache_dtype_runs_on(kv, sm):
-        return f"--kv-cache-dtype {kv}: sm_70 has no FP8; use --kv-cache-dtype auto"
+        return (f"--kv-cache-dtype {kv}: sm_70 has no FP8", "use --kv-cache-dtype auto",
+                "set kv_cache_dtype: auto under {key}")
     return None
 
 
-def env_problems(env) -> list[str]:
+def env_problems(env) -> list[Problem]:
     problems = []
     if env.get(SAMPLER_ENV) != "0":
         shown = f"is {env[SAMPLER_ENV]!r}" if SAMPLER_ENV in env else "is not set"
-        problems.append(f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_70; set {SAMPLER_ENV}=0")
+        problems.append((f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_70",
+                         f"set {SAMPLER_ENV}=0", f"remove {SAMPLER_ENV} from env under {{key}}; the component sets it to 0"))
     backend = env.get(BACKEND_ENV, "")
     if any(bad in backend.upper() for bad in NO_VOLTA_BACKENDS):
-        problems.append(
-            f"env {BACKEND_ENV}={backend}: FlashAttention-2 and FlashInfer need sm75+; "
-            f"set {BACKEND_ENV}={facts.VLLM_VOLTA_ENV[BACKEND_ENV]}"
-        )
+        want = facts.VLLM_VOLTA_ENV[BACKEND_ENV]
+        problems.append((
+            f"env {BACKEND_ENV}={backend}: FlashAttention-2 and FlashInfer need sm75+",
+            f"set {BACKEND_ENV}={want}",
+            f"remove {BACKEND_ENV} from env under {{key}}; the component sets {want}",
+        ))
     return problems
 
 
-def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optional[str]:
+def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optional[Problem]:
     tp = server.tensor_parallel
     if not no_nvlink or not rules.custom_all_reduce_must_be_disabled(tp, nvlink=False) or any(server.has(f) for f in CUSTOM_AR_FLAGS):
         return None
     names = ", ".join(n.name for n in no_nvlink)
     return (f"TP {tp} without NVLink ({names}) and no --disable-custom-all-reduce: vLLM's custom "
-            "all-reduce deadlocked after CUDA graph capture on this Volta/PCIe pair (coder.yaml); "
-            "add --disable-custom-all-reduce")
+            "all-reduce deadlocked after CUDA graph capture on this Volta/PCIe pair",
+            "add --disable-custom-all-reduce",
+            "remove disable_custom_all_reduce: false under {key} (the component disables it without NVLink)")
 
 
-def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta: list) -> list[str]:
+def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta: list) -> list[Problem]:
     """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on."""
     sm = rules.lowest_sm([n.card.sm for n in volta if n.card])
     found = [dtype_problem(server, model, sm), quantization_problem(server, model, sm), kv_cache_problem(server, sm)]
@@ -140,8 +153,11 @@ def validate(args, report_violation) -> None:
         return
     where = rh.describe_nodes(volta, pinned)
     for c, server in vllm:
-        for problem in problems(c, server, _model(server, models), volta):
-            report_violation(f"{rh.workload_label(w)}, container {c.name} ({where}): {problem}.", args.urn)
+        for wrong, fix, stack_fix in problems(c, server, _model(server, models), volta):
+            report_violation(terms.message(w.annotations, Finding(
+                f"{rh.workload_label(w)}, container {c.name} ({where})", wrong, fix,
+                "seed 000 (coder.yaml: what vLLM v0.11.0 needs on sm_70, no NVLink)", stack_fix=stack_fix,
+            )), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -69,7 +69,9 @@ def message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
     e = sc.estimate
     if e is None:
         if sc.facts is None:
-            return f"{label(sc)}: cannot check that the weights fit the card: {sc.problem} (rule {NAME})."
+            wrong, _, fix = (sc.problem or "").partition("; ")
+            return ch.finding(sc, f"cannot check that the weights fit the card: {wrong}",
+                              fix or "add the model to llm-serving:models", ch.INVENTORY_SOURCE)
         return None  # no card (gpu-card-allocation) or an argument the KV policy reports
     if e.fits_weights:
         return None
@@ -85,7 +87,8 @@ def message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
         )
     tp = smallest_tp_that_fits(sc, cards_on_node)
     fix = f"split it over {tp * e.pp} cards (TP={tp})" if tp else "use a quantized checkpoint or a larger card"
-    return f"{label(sc)}: {why} (rule {NAME}). Fix: {fix}."
+    stack_fix = f"set cards under {{key}} to {tp * e.pp}" if tp else "point model under {key} at a quantized checkpoint"
+    return ch.finding(sc, why, fix, stack_fix=stack_fix)
 
 
 def validate(args, report_violation) -> None:

@@ -50,6 +50,8 @@ NODE = ("pinned to worker-1 with nodeSelector kubernetes.io/hostname, as coder.y
         "cards are counted per node")
 STARTUP = "a startup probe whose budget exceeds the declared cold start (002, coder.yaml: 120 x 15 s)"
 LIVENESS = "a liveness probe behind the startup probe (spec: facts each component must carry)"
+SERVICE_LINKS = ("enableServiceLinks: false: a Service named like the engine (vllm) would inject VLLM_PORT=tcp://... "
+                 "and vLLM refuses to start (vllm-project/vllm #34199, issue 10)")
 
 
 #: Issue 9's pod security, added to every model server (core/facts.py, components/workload.py).
@@ -91,6 +93,7 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
               "TP=2: a Memory-backed /dev/shm (8Gi); the 64Mi default hangs NCCL or raises a bus error (coder.yaml)"),
         Delta("added", POD + ("volumes", 1), "the shm emptyDir volume behind that mount (coder.yaml)"),
         *_pod_security(POD, CONTAINER, readiness=True),
+        Delta("added", POD + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
     "clef-candle.yaml": ("Pulumi.prod.yaml", "Deployment", "clef-candle", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
@@ -98,6 +101,7 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
         Delta("added", CONTAINER + ("startupProbe",), STARTUP),
         Delta("added", CONTAINER + ("livenessProbe",), LIVENESS),
         *_pod_security(POD, CONTAINER, readiness=True),
+        Delta("added", POD + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
     "coder.yaml": ("tests/stacks/after-002.yaml", "InferenceService", "coder", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
@@ -106,6 +110,7 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
         Delta("added", ISVC_CONTAINER + ("volumeMounts", 0, "readOnly"),
               "the models PVC read-only everywhere (issue 9); vLLM reads its Hugging Face cache on it offline"),
         Delta("added", ISVC_CONTAINER + ("env", 3), "HF_HUB_OFFLINE=1: the cache on the read-only PVC is read, never written"),
+        Delta("added", PREDICTOR + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
     "coder-service.yaml": ("Pulumi.prod.yaml", "Service", "coder-predictor", [
         *_annotations(*SERVICE_ANNOTATIONS),

@@ -34,6 +34,7 @@ import served_model_name_unique
 import service_selector_uniqueness
 import service_target_port
 from core import facts
+from tests.test_policy_gpu_card_allocation import CARD_FIX
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools.manifests import load_stack_file, resources_from_documents
 
@@ -122,7 +123,7 @@ def test_after_001_is_six_of_four_with_each_share():
     assert _messages(gpu_card_allocation.POLICY, state("001")) == [
         "worker-1: 6 of 4 cards requested: candle-vllm 2, coder 2, clef-serve 1, reasoning 1 (unpinned: candle-vllm); "
         "the pods beyond 4 cards stay Pending; unpinned candle-vllm fits on no node (counted on the node with the "
-        "most free cards)"
+        "most free cards)" + CARD_FIX
     ]
 
 
@@ -130,7 +131,7 @@ def test_after_003_is_seven_of_four():
     assert _messages(gpu_card_allocation.POLICY, state("003")) == [
         "worker-1: 7 of 4 cards requested: candle-vllm 2, coder 2, clef-candle 1, clef-serve 1, reasoning 1 "
         "(unpinned: candle-vllm, clef-candle); the pods beyond 4 cards stay Pending; unpinned candle-vllm, "
-        "clef-candle fit on no node (counted on the node with the most free cards)"
+        "clef-candle fit on no node (counted on the node with the most free cards)" + CARD_FIX
     ]
 
 
@@ -154,9 +155,10 @@ def test_each_fix_of_seed_000_is_needed(undo, used):
 
 def test_after_002_reasoning_is_served_by_coder_and_reasoning():
     assert _messages(served_model_name_unique.POLICY, state("002")) == [
-        "served model name reasoning is answered by 2 running servers: coder (InferenceService), reasoning "
+        "served model name reasoning: answered by 2 running servers: coder (InferenceService), reasoning "
         "(InferenceService); a client sending model=reasoning gets a different model depending on the host it "
-        "calls (seed 002)"
+        "calls. Fix: give each server its own --served-model-name, or park all but one. Source: seed 002 (two "
+        "servers answering one served model name)."
     ]
 
 
@@ -186,8 +188,9 @@ def test_after_003_memory_is_over_committed_too():
 def test_after_002_coder_predictor_selects_nothing_yet():
     """coder-service.yaml arrives with seed 002 and selects app: candle-vllm, which seed 001 adds."""
     assert _messages(service_selector_uniqueness.POLICY, state("002")) == [
-        "Service coder-predictor selects no workload (selector app=candle-vllm): it has no running endpoints and "
-        "its clients get connection errors"
+        "Service coder-predictor: selects no workload (selector app=candle-vllm): it has no running endpoints and "
+        "its clients get connection errors. Fix: select a running workload, or declare the Service parked with "
+        "annotation llm-serving.riotpiao.com/parked: <reason>. Source: seed 002 (a Service that could select two models)."
     ]
     assert _messages(service_selector_uniqueness.POLICY, state("001")) == []
 

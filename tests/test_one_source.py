@@ -112,7 +112,9 @@ def test_capacity_the_pack_refuses_the_loader_refuses():
     _, problems = _load(_set("candle-vllm", kv_fraction=0.01))
     (p,) = problems
     assert p.path == f"{W}.candle-vllm.kv_fraction" and "no room for a KV cache" in p.rule
-    _, problems = _load(_set("reasoning", max_model_len=262144))
+    # With YaRN stretching the window to 262,144 (factor 8 from 32,768), the KV pool is what refuses it.
+    yarn8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768}
+    _, problems = _load(_set("reasoning", max_model_len=262144, rope_scaling=yarn8))
     (p,) = problems
     assert p.path == f"{W}.reasoning.max_model_len"
     assert "the pool holds about 129,984 tokens on one card" in p.rule

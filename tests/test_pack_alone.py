@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from policylib.pack import policies as pack_policies
 from tools import analyze, pack_build
 from tools.manifests import load_stack_file
 
@@ -57,7 +58,7 @@ def test_the_pack_runs_alone_with_its_own_requirements(tmp_path):
     resources = analyze.program_resources(config, "prod")
     alone = analyze.run_pack(resources, config, pack_dir=dest, python=python)
     here = analyze.run_pack(resources, config)
-    assert len(alone.policies) == len(here.policies) == 27
+    assert len(alone.policies) == len(here.policies) == len(pack_policies())
     assert alone.findings == here.findings == ()
     bad = load_stack_file(ROOT / "tests" / "stacks" / "after-001.yaml")
     bad_resources = analyze.program_resources(bad, "after-001")

@@ -28,13 +28,14 @@ def _args(*argv):
         (("--d", "0,1"), 2, []),
         (("--d", "0"), 1, []),
         ((), 1, []),  # no --d: device 0
-        ((), 2, ["no --d (device 0 only) names 1 device(s) but the container holds 2 nvidia.com/gpu; "
-                 "the tensor-parallel ranks must equal the cards"]),
+        ((), 2, [("no --d (device 0 only) names 1 device(s) but the container holds 2 nvidia.com/gpu; "
+                  "the tensor-parallel ranks must equal the cards", "--d 0,1, or 1 nvidia.com/gpu")]),
         (("--d", "1,0"), 2, []),  # order does not matter, the set does
-        (("--d", "0,2"), 2, ["--d 0,2 is not distinct devices 0..n-1: the pod's cards are numbered from 0 "
-                             "inside the container; use --d 0,1"]),
-        (("--d", "0", "1"), 2, ["--d is followed by 2 items (0 1); candle-vllm takes one comma-separated list: --d 0,1"]),
-        (("--d", "gpu0"), 1, ["--d gpu0 has a device that is not a number; give ordinals 0..0"]),
+        (("--d", "0,2"), 2, [("--d 0,2 is not distinct devices 0..n-1: the pod's cards are numbered from 0 "
+                              "inside the container", "--d 0,1")]),
+        (("--d", "0", "1"), 2, [("--d is followed by 2 items (0 1); candle-vllm takes one comma-separated list",
+                                 "--d 0,1")]),
+        (("--d", "gpu0"), 1, [("--d gpu0 has a device that is not a number", "give ordinals 0..0")]),
     ],
 )
 def test_device_problems(argv, cards, problems):
@@ -63,7 +64,7 @@ def test_dtype_rule_follows_the_node_card(monkeypatch):
     (v,) = run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16")))
     assert v.message == (
         "Deployment c, container candle (on worker-1 (Tesla-V100-PCIE-32GB, sm_70)): --dtype bf16: bf16 has no "
-        "tensor-core path on Volta (sm_70); use --dtype f16."
+        "tensor-core path on Volta (sm_70). Fix: --dtype f16. Source: seed 001 (candle-vllm.yaml: bf16 on sm_70)."
     )
     a100 = {"nodes": [{"name": "worker-1", "cards": 4, "allocatable_memory_mib": 63495, "card": {
         "product": "A100", "memory_mib": 81920, "compute_capability": "8.0", "nvlink": True, "hbm_bandwidth_gb_s": 2039}}]}
@@ -77,4 +78,4 @@ def test_bad_inventory_still_checks_devices_and_reports_the_config_once(monkeypa
     messages = [v.message for v in run_policy(mod.POLICY, manifests(text))]
     assert len(messages) == 2
     assert "--d 1 is not distinct devices 0..n-1" in messages[0]
-    assert messages[1].startswith("candle-vllm-args cannot judge this resource: llm-serving:cluster is invalid")
+    assert messages[1].startswith("policy candle-vllm-args: cannot judge this resource: llm-serving:cluster is invalid")

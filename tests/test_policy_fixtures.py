@@ -9,8 +9,11 @@ The per-policy test files hold the edge cases.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from core.problems import FINDING_FORM
 from policylib.pack import policies
 from tests.policy_harness import expectations, fixture_cases, run_fixture
 
@@ -35,3 +38,15 @@ def test_disallowed_fixture(policy_case):
     policy, case = policy_case
     found = run_fixture(policy, case)
     assert any(all(e in v.message for e in expectations(case)) for v in found), [v.message for v in found]
+
+
+@pytest.mark.parametrize("policy_case", CASES["disallowed"], ids=_id)
+def test_disallowed_messages_have_one_form(policy_case):
+    """Every message names its subject, says what is wrong with the value, the fix and the source
+    (``core.problems.Finding``); an object made from a stack file is told the stack-file key."""
+    policy, case = policy_case
+    for v in run_fixture(policy, case):
+        m = re.match(FINDING_FORM, v.message, re.S)
+        assert m, v.message
+        assert m["subject"] and m["wrong"] and m["fix"] and m["source"], v.message
+        assert "Fix:" not in m["wrong"] and "(rule " not in v.message, v.message

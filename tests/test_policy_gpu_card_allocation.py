@@ -68,6 +68,12 @@ def _nodes(*nodes):
     return config
 
 
+#: The fix and source of an over-allocated node's message for hand-written YAML.
+CARD_FIX = (". Fix: bring the cards to 4 or fewer: set replicas 0 on one workload and annotate it parked, lower a "
+            "workload's cards (tensor parallel size), or pin it to another node. Source: seeds 001 and 003 (6 and 7 "
+            "cards asked of worker-1's 4; a surge pod Pending for a card the old pod holds).")
+
+
 def _run(text, config=None, stack=None):
     use_stack_config(stack or load_stack_file(DEFAULT_STACK_FILE))
     return run_policy(mod.POLICY, manifests(text), config)
@@ -77,7 +83,7 @@ def test_shares_are_ordered_largest_first_then_by_name():
     text = _deployment("zeta", 2) + _deployment("alpha", 1) + _deployment("beta", 2)
     (v,) = _run(text)
     assert v.message == (
-        "worker-1: 5 of 4 cards requested: beta 2, zeta 2, alpha 1; the pods beyond 4 cards stay Pending"
+        "worker-1: 5 of 4 cards requested: beta 2, zeta 2, alpha 1; the pods beyond 4 cards stay Pending" + CARD_FIX
     )
     assert v.urn == ""  # the node is not a resource: a stack-level finding
 
@@ -108,7 +114,11 @@ def test_rolling_update_surge_is_named_and_blamed():
     assert v.message.startswith(
         "worker-1: 6 of 4 cards requested: coder 2 + 2 surge (RollingUpdate), clef 1, reasoning 1;"
     )
-    assert v.message.endswith("the RollingUpdate surge (2) is the cause: without it 4 of 4 fit; use strategy Recreate")
+    assert v.message.endswith(
+        "the RollingUpdate surge (2) is the cause: without it 4 of 4 fit. Fix: set strategy type Recreate on the "
+        "surging workload. Source: seeds 001 and 003 (6 and 7 cards asked of worker-1's 4; a surge pod Pending for "
+        "a card the old pod holds)."
+    )
 
 
 def test_rolling_update_with_max_surge_zero_needs_no_card():
@@ -156,7 +166,7 @@ def test_packing_is_per_node_not_a_sum_over_the_cluster():
     (v,) = _run(text, stack=stack)
     assert v.message == (
         "worker-1: 5 of 4 cards requested: a 3, loose 2 (unpinned: loose); the pods beyond 4 cards stay Pending; "
-        "unpinned loose fits on no node (counted on the node with the most free cards)"
+        "unpinned loose fits on no node (counted on the node with the most free cards)" + CARD_FIX
     )
 
 
@@ -165,7 +175,7 @@ def test_unpinned_pods_avoid_a_node_that_pinned_pods_over_fill():
     stack = _nodes(("worker-1", 4), ("worker-2", 4))
     text = _deployment("fits", 1, node=None) + _deployment("a", 3) + _deployment("b", 2)
     (v,) = _run(text, stack=stack)
-    assert v.message == "worker-1: 5 of 4 cards requested: a 3, b 2; the pods beyond 4 cards stay Pending"
+    assert v.message == "worker-1: 5 of 4 cards requested: a 3, b 2; the pods beyond 4 cards stay Pending" + CARD_FIX
 
 
 def test_a_pod_larger_than_every_node_is_its_own_violation_and_takes_no_cards():

@@ -53,7 +53,7 @@ def test_no_surge_passes(strategy):
 def test_surge_is_reported_with_the_value_as_written(strategy, shown):
     (message,) = _run(_deployment(strategy))
     assert message.startswith(f"Deployment srv: pods hold 1 card(s) and {shown}: the surge pod")
-    assert "Set spec.strategy.type: Recreate" in message
+    assert "Fix: set spec.strategy.type: Recreate (or RollingUpdate with maxSurge: 0)." in message
 
 
 def test_both_zero_is_rejected_by_the_api_server():

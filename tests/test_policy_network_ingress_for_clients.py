@@ -63,7 +63,9 @@ def test_rule_ports_are_the_pods_port_not_the_service_port():
     (v,) = _run(BACKEND + _service([GATEWAY]) + on_service_port)
     assert v.message == (
         "Service svc: client gateway (namespace gateway) calls port 80 -> pod port 8080; NetworkPolicy np admits "
-        "gateway only on 80: packets are dropped and the client sees a bare timeout (34 days for poimen-memory, seed 002)"
+        "gateway only on 80: packets are dropped and the client sees a bare timeout. Fix: add an ingress rule "
+        "admitting namespace gateway on port 8080. Source: seed 002 (poimen-memory dropped by the NetworkPolicy "
+        "for 34 days)."
     )
     assert v.urn.endswith("kubernetes:core/v1:Service::llm-serving/svc")
     assert _run(BACKEND + _service([GATEWAY]) + _policy(f"[{{from: [{NS_GATEWAY}], ports: [{{port: 8080}}]}}]")) == []

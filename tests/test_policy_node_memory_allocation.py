@@ -72,7 +72,10 @@ def test_surge_counts_and_is_blamed_and_the_parameter_turns_it_off():
     assert v.message.startswith(
         "worker-1: 81,920 of 63,495 MiB of memory requested: a 40,960 + 40,960 surge (RollingUpdate);"
     )
-    assert v.message.endswith("the RollingUpdate surge (40,960 MiB) is the cause: use strategy Recreate")
+    assert v.message.endswith(
+        "the RollingUpdate surge (40,960 MiB) is the cause. Fix: set strategy type Recreate on the surging "
+        "workload. Source: seed 000 (coder.yaml: a 24Gi memory request did not schedule)."
+    )
     assert _run(text, {"countSurge": False}) == []
 
 
@@ -124,7 +127,8 @@ def test_missing_inventory_is_one_violation():
     finally:
         runtime_config.set_all_config(saved)
     assert [v.message for v in found] == [
-        "node-memory-allocation cannot judge the stack: the stack config has no llm-serving:cluster; the policy "
-        "pack needs the cluster inventory (nodes, cards, memory) from the stack file; add llm-serving:cluster "
-        "(nodes, cards, allocatable_memory_mib) to the stack file, in the format of Pulumi.prod.yaml"
+        "policy node-memory-allocation: cannot judge the stack: the stack config has no llm-serving:cluster; the "
+        "policy pack needs the cluster inventory (nodes, cards, memory) from the stack file. Fix: add "
+        "llm-serving:cluster (nodes, cards, allocatable_memory_mib) to the stack file, in the format of "
+        "Pulumi.prod.yaml. Source: the pack's inventory (the stack config)."
     ]

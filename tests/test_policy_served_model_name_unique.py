@@ -45,8 +45,8 @@ def test_every_server_answering_the_name_is_named_once_per_name():
             + _vllm("mid", '["--model=c", "--served-model-name", "chat"]'))
     found = _run(text)
     assert [v.message.split(";")[0] for v in found] == [
-        "served model name chat is answered by 3 running servers: alpha (Deployment), mid (Deployment), zeta (Deployment)",
-        "served model name x is answered by 2 running servers: alpha (Deployment), zeta (Deployment)",
+        "served model name chat: answered by 3 running servers: alpha (Deployment), mid (Deployment), zeta (Deployment)",
+        "served model name x: answered by 2 running servers: alpha (Deployment), zeta (Deployment)",
     ]
     assert found[0].urn.endswith("kubernetes:apps/v1:Deployment::llm-serving/alpha")
 
@@ -54,14 +54,14 @@ def test_every_server_answering_the_name_is_named_once_per_name():
 def test_without_served_model_name_vllm_answers_its_model_argument():
     (v,) = _run(_vllm("a", '["--model=Qwen/Qwen3-30B-A3B-GPTQ-Int4"]')
                 + _vllm("b", '["--model", "Qwen/Qwen3-30B-A3B-GPTQ-Int4"]'))
-    assert v.message.startswith("served model name Qwen/Qwen3-30B-A3B-GPTQ-Int4 is answered by 2 running servers")
+    assert v.message.startswith("served model name Qwen/Qwen3-30B-A3B-GPTQ-Int4: answered by 2 running servers")
 
 
 def test_candle_vllm_answers_the_basename_of_its_weights_and_a_vllm_name_can_clash_with_it():
     (v,) = _run(_candle("candle-vllm", "/mnt/models/coder-14b-fp16/")
                 + _vllm("vllm-coder", '["--model=x", "--served-model-name", "coder-14b-fp16"]'))
     assert v.message.startswith(
-        "served model name coder-14b-fp16 is answered by 2 running servers: candle-vllm (Deployment), vllm-coder (Deployment)"
+        "served model name coder-14b-fp16: answered by 2 running servers: candle-vllm (Deployment), vllm-coder (Deployment)"
     )
 
 

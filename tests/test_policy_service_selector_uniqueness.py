@@ -48,8 +48,9 @@ def test_three_matches_are_all_named_sorted_and_reported_on_the_service():
     text = "".join(_deployment(n, "{tier: llm}") for n in ("c", "a", "b")) + _service("svc", "{tier: llm}")
     (v,) = _run(text)
     assert v.message == (
-        "Service svc selects 3 running workloads: a (Deployment), b (Deployment), c (Deployment); "
-        "its traffic splits across them (selector tier=llm)"
+        "Service svc: selects 3 running workloads: a (Deployment), b (Deployment), c (Deployment); "
+        "its traffic splits across them (selector tier=llm). Fix: add a label that only one workload's pods carry "
+        "(e.g. app.kubernetes.io/instance) to the selector. Source: seed 002 (a Service that could select two models)."
     )
     assert v.urn.endswith("kubernetes:core/v1:Service::llm-serving/svc")
 
@@ -75,13 +76,13 @@ spec: {predictor: {containers: [{name: kserve-container, image: x}]}}
     selector = "{app.kubernetes.io/name: llm-reasoning, component: predictor, serving.kserve.io/inferenceservice: reasoning}"
     assert _run(isvc + _service("reasoning-long-predictor", selector)) == []
     (v,) = _run(isvc + _service("wrong", "{app.kubernetes.io/name: llm-reasoning, component: transformer}"))
-    assert v.message.startswith("Service wrong selects no workload")
+    assert v.message.startswith("Service wrong: selects no workload")
 
 
 def test_none_running_is_allowed_only_when_the_service_is_declared_parked():
     text = _deployment("clef-serve", "{app: clef-serve}", replicas=0)
     (v,) = _run(text + _service("clef-serve", "{app: clef-serve}"))
-    assert v.message.startswith("Service clef-serve selects only parked clef-serve (Deployment) (selector app=clef-serve)")
+    assert v.message.startswith("Service clef-serve: selects only parked clef-serve (Deployment) (selector app=clef-serve)")
     parked = '{llm-serving.riotpiao.com/parked: "clef-candle serves clef-flash (seed 000)"}'
     assert _run(text + _service("clef-serve", "{app: clef-serve}", annotations=parked)) == []
 

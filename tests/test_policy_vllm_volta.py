@@ -81,7 +81,8 @@ def test_checkpoint_quantization_from_the_stack_models_is_judged_without_the_fla
     found = run_policy(mod.POLICY, manifests(_vllm("[--model=org/m-AWQ, --dtype=half]")))
     assert [v.message.split(": ", 1)[1] for v in found] == [
         "the checkpoint's awq quantization (picked up without --quantization): its kernels need sm75+ "
-        "(FP8 / INT4 tensor cores, Marlin), not sm_70; use a gptq or unquantized float16 checkpoint."
+        "(FP8 / INT4 tensor cores, Marlin), not sm_70. Fix: use a gptq or unquantized float16 checkpoint. "
+        "Source: seed 000 (coder.yaml: what vLLM v0.11.0 needs on sm_70, no NVLink)."
     ]
 
 
@@ -111,5 +112,5 @@ def test_pinned_to_a_node_missing_from_the_inventory_is_left_to_card_allocation(
 def test_missing_inventory_is_one_violation_that_says_which_key(monkeypatch):
     monkeypatch.delitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster")
     (v,) = run_policy(mod.POLICY, manifests(_vllm(BF16)))
-    assert v.message.startswith("vllm-volta cannot judge this resource: the stack config has no llm-serving:cluster")
+    assert v.message.startswith("policy vllm-volta: cannot judge this resource: the stack config has no llm-serving:cluster")
     assert "Fix: give the stack file's config the llm-serving:cluster inventory" in v.message

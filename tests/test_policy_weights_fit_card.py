@@ -66,7 +66,8 @@ def test_vllm_budget_is_utilization_times_the_card():
         "Deployment srv: 27.51 GiB of weights a card (coder-14b-fp16, TP=1) plus 1.03 GiB of profiled "
         "activations exceed gpu-memory-utilization 0.85 x 31.75 GiB = 26.99 GiB of a Tesla-V100-PCIE-32GB"
     )
-    assert message.endswith("Fix: split it over 2 cards (TP=2).")
+    assert message.endswith("Fix: split it over 2 cards (TP=2). Source: spec, the user's measured figures "
+                            "(README Capacity); core/capacity.py.")
 
 
 def test_no_split_suggested_beyond_the_node():
@@ -76,7 +77,8 @@ def test_no_split_suggested_beyond_the_node():
     use_stack_config(config)
     args = ["--model=Qwen/Qwen3-Coder-30B-A3B-Instruct", "--dtype=float16", "--max-model-len=4096"]
     (message,) = run(server("vllm/vllm-openai:v0.11.0", args, 1))
-    assert message.endswith("Fix: use a quantized checkpoint or a larger card.")
+    assert message.endswith("Fix: use a quantized checkpoint or a larger card. Source: spec, the user's "
+                            "measured figures (README Capacity); core/capacity.py.")
 
 
 def test_invalid_models_config_gives_one_violation_naming_the_key():

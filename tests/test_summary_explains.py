@@ -67,5 +67,6 @@ def test_the_fix_is_in_the_stack_file_s_terms_for_the_program_s_objects():
     assert v.message.endswith(
         ". Fix: in the stack file, set parked: {reason: ...} on one of llm-serving:workloads.candle-vllm, "
         "llm-serving:workloads.coder, llm-serving:workloads.clef-serve, llm-serving:workloads.reasoning, "
-        "or lower its cards")
+        "or lower its cards. Source: seeds 001 and 003 (6 and 7 cards asked of worker-1's 4; a surge pod Pending "
+        "for a card the old pod holds).")
     assert facts.PARKED_ANNOTATION not in v.message

@@ -26,7 +26,8 @@ from core import capacity
 from core.capacity import Estimate
 from core.inventory import CardSpec, ClusterInventory
 from core.modelfacts import ModelFacts
-from policylib import stackconfig, workloads
+from core.problems import Finding
+from policylib import stackconfig, terms, workloads
 
 
 # --- reading the argv ---------------------------------------------------------------------
@@ -61,6 +62,10 @@ def _float(value: Optional[str]) -> Optional[float]:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+#: A float argument (``"0.90"`` -> 0.9), None when absent or not a number.
+number = _float
 
 
 # --- the card a server runs on ------------------------------------------------------------
@@ -123,6 +128,18 @@ def server_label(sc: ServerCapacity) -> str:
     w = sc.workload
     extra = f", container {sc.container.name}" if len(w.servers) > 1 else ""
     return f"{w.kind} {w.name}{extra}"
+
+
+#: Where a capacity finding's facts come from.
+INVENTORY_SOURCE = "the pack's inventory (the stack config llm-serving:cluster and llm-serving:models)"
+#: Where the capacity rules come from.
+CAPACITY_SOURCE = "spec, the user's measured figures (README Capacity); core/capacity.py"
+
+
+def finding(sc: ServerCapacity, wrong: str, fix: str, source: str = CAPACITY_SOURCE,
+            stack_fix: Optional[str] = None) -> str:
+    """A capacity policy's message for one server, in the pack's message form."""
+    return terms.message(sc.workload.annotations, Finding(server_label(sc), wrong, fix, source, stack_fix=stack_fix))
 
 
 def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
@@ -255,11 +272,11 @@ def validate_servers(
     try:
         inv, models = stackconfig.inventory(), stackconfig.models()
     except stackconfig.StackConfigError as err:
-        report_violation(
-            f"{w.kind} {w.name}: {policy_name} cannot check {checking}: {err}. Fix: give the stack config "
-            f"{stackconfig.PROJECT}:cluster and {stackconfig.PROJECT}:models in the format of Pulumi.prod.yaml.",
-            args.urn,
-        )
+        report_violation(terms.message(w.annotations, Finding(
+            f"{w.kind} {w.name}", f"{policy_name} cannot check {checking}: {err}",
+            f"give the stack config {stackconfig.PROJECT}:cluster and {stackconfig.PROJECT}:models in "
+            "the format of Pulumi.prod.yaml", INVENTORY_SOURCE,
+        )), args.urn)
         return
     for sc in servers(w, inv, models):
         node = inv.node(sc.node) if sc.node else None

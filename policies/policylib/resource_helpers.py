@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional
 
 from core import images, rules
+from core.problems import Finding
 from core.inventory import ClusterInventory, Node
 from policylib import stackconfig, workloads
 
@@ -26,6 +27,11 @@ from policylib import stackconfig, workloads
 def mapping(value: Any) -> Mapping:
     """``value`` if it is a mapping (a dict or a pulumi-policy proxy), else ``{}``."""
     return value if isinstance(value, Mapping) else {}
+
+
+def annotations_of(props: Mapping) -> Mapping:
+    """``metadata.annotations`` of an object's properties (``{}`` when absent or not a mapping)."""
+    return mapping(mapping(props.get("metadata")).get("annotations"))
 
 
 def sequence(value: Any) -> Sequence:
@@ -209,11 +215,12 @@ def probe_budget(probe: Mapping) -> tuple[int, str]:
 
 def config_error(policy_name: str, err: stackconfig.StackConfigError) -> str:
     """The one message a policy reports when the inventory or models cannot be read."""
-    return (
-        f"{policy_name} cannot judge this resource: {err}. Fix: give the stack file's "
-        f"config the {stackconfig.PROJECT}:cluster inventory (and {stackconfig.PROJECT}:models) "
-        "in the format of Pulumi.prod.yaml; the pack receives it in PULUMI_CONFIG"
-    )
+    return Finding(
+        f"policy {policy_name}", f"cannot judge this resource: {err}",
+        f"give the stack file's config the {stackconfig.PROJECT}:cluster inventory (and "
+        f"{stackconfig.PROJECT}:models) in the format of Pulumi.prod.yaml; the pack receives it in PULUMI_CONFIG",
+        "the pack's inventory (the stack config)",
+    ).render()
 
 
 def with_inventory(

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 from core import allocation
 from core.allocation import Demand, NodeUse
 from core.inventory import ClusterInventory
+from core.problems import Finding
 from policylib import stackconfig, workloads
 from policylib.workloads import Workload
 
@@ -34,10 +35,11 @@ def read_inventory(report_violation: Callable[..., None], policy_name: str) -> O
     try:
         return stackconfig.inventory()
     except stackconfig.StackConfigError as err:
-        report_violation(
-            f"{policy_name} cannot judge the stack: {err}; add llm-serving:cluster (nodes, cards, "
-            "allocatable_memory_mib) to the stack file, in the format of Pulumi.prod.yaml"
-        )
+        report_violation(Finding(
+            f"policy {policy_name}", f"cannot judge the stack: {err}",
+            "add llm-serving:cluster (nodes, cards, allocatable_memory_mib) to the stack file, in the "
+            "format of Pulumi.prod.yaml", "the pack's inventory (the stack config)",
+        ).render())
         return None
 
 

@@ -183,6 +183,48 @@ def _is_number(token: str) -> bool:
         return False
 
 
+# --- where a server listens ---------------------------------------------------------------
+
+#: The listen-port flag of each engine (vLLM ``--port``; candle-vllm ``--p``, ``--port`` accepted too).
+PORT_FLAGS: dict[str, tuple[str, ...]] = {"vllm": ("--port",), "candle-vllm": ("--p", "--port")}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a model server listens, from its argv: ``host`` as given by ``--host`` (None: the
+    engine's default, every interface), ``port`` (``--port`` / ``--p``, else the engine's default,
+    ``facts.ENGINE_DEFAULT_PORTS``: vLLM 8000, candle-vllm 2000) and ``port_flag``, the flag that
+    set it (None when the default applies)."""
+
+    engine: str
+    host: Optional[str]
+    port: int
+    port_flag: Optional[str]
+
+    @property
+    def port_text(self) -> str:
+        """``"8080 (--port)"`` or ``"8000 (vLLM's default, no --port)"`` as messages show it."""
+        if self.port_flag:
+            return f"{self.port} ({self.port_flag})"
+        return f"{self.port} ({self.engine}'s default, no {PORT_FLAGS[self.engine][0]})"
+
+
+def endpoint(server: Optional[ServerArgs]) -> Optional[Endpoint]:
+    """The :class:`Endpoint` of a parsed server argv (:attr:`Container.server`), the one model of
+    where a server listens that the probe, Service and NetworkPolicy checks share. None when there
+    is no server, or its argv cannot be read as the server will see it: a port or host that is not
+    a literal (``$(PORT)``) or an argv still wrapped in a shell (``sh -c "vllm serve ..."``), where
+    assuming the default port would be a false alarm."""
+    if server is None or server.has("-c") or any("$(" in t or "${" in t for t in server.raw):
+        return None
+    host = server.get("--host")
+    for flag in PORT_FLAGS[server.engine]:
+        value = server.get(flag)
+        if value is not None:
+            return Endpoint(server.engine, host, int(value), flag) if value.strip().isdigit() else None
+    return Endpoint(server.engine, host, facts.ENGINE_DEFAULT_PORTS[server.engine], None)
+
+
 # --- containers and workloads -------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -306,6 +348,9 @@ class Workload:
     annotations: Mapping[str, str]
     labels: Mapping[str, str]
     init_containers: tuple[Container, ...] = ()
+    #: The pod spec's ``enableServiceLinks`` (Kubernetes default true): the kubelet injects the
+    #: namespace's Services as environment variables (``core.rules.service_link_env_names``).
+    enable_service_links: bool = True
 
     @property
     def display(self) -> str:
@@ -448,6 +493,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         init_containers=tuple(
             _container(_m(c), f"{pod_at}.initContainers[{i}]") for i, c in enumerate(_s(pod_spec.get("initContainers")))
         ),
+        enable_service_links=pod_spec.get("enableServiceLinks") is not False,
     )
 
 
@@ -486,6 +532,8 @@ class Service:
     annotations: Mapping[str, str]
     clients: tuple[Client, ...]
     clients_error: Optional[str] = None
+    #: ``spec.clusterIP`` as written (None when the API server assigns one; ``"None"``: headless).
+    cluster_ip: Optional[str] = None
 
     @property
     def parked_reason(self) -> Optional[str]:
@@ -530,6 +578,7 @@ def service(resource_type: str, props: Mapping, urn: str = "") -> Optional[Servi
         annotations=annotations,
         clients=tuple(clients),
         clients_error=error,
+        cluster_ip=None if spec.get("clusterIP") is None else str(spec.get("clusterIP")),
     )
 
 

@@ -1,0 +1,67 @@
+"""gpu-memory-request: a container holding cards declares its host memory request and limit.
+
+Rule: each container with ``nvidia.com/gpu`` above 0 of a Deployment, StatefulSet or
+InferenceService predictor has a memory limit, and a memory request or the limit Kubernetes
+copies into it (:func:`core.rules.gpu_memory_declared`, the predicate the stack file's
+``resources`` check uses too). Parked workloads are judged too (unparking is one replicas change).
+
+Why: node-memory-allocation, like the scheduler, counts a pod by its memory requests; a GPU
+server without one counts as 0 MiB and passes beside pods that already fill the node's 63,495
+MiB, then is OOM-killed or starves them; without a limit nothing bounds what a server takes
+while it loads its weights through host memory. coder.yaml: 12Gi request, 40Gi limit.
+
+Source: issue 10 (memory requests); coder.yaml (worker-1 exposes 63,495 MiB; "two vLLM workers
+keep the weights on the GPU and need little host RAM, so the request stays small and the limit
+allows burst"). Does not check: CPU, containers without cards, the figures themselves
+(node-memory-allocation sums them).
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from core import facts, rules
+from core.problems import Finding
+from policylib import resource_helpers as rh
+from policylib import terms, workloads
+
+NAME = "gpu-memory-request"
+SOURCE = "issue 10; coder.yaml (12Gi request, 40Gi limit on a node with 63,495 MiB allocatable)"
+
+
+def _shown(mib: float | None) -> str:
+    return "none" if mib is None else f"{mib:,.0f} MiB"
+
+
+def validate(args, report_violation) -> None:
+    w = workloads.of(args)
+    if w is None:
+        return
+    for c in rh.gpu_containers(w):
+        if rules.gpu_memory_declared(c.memory_request_mib, c.memory_limit_mib):
+            continue
+        counted = "counts as 0 MiB on the node, " if c.memory_request_mib is None and c.memory_limit_mib is None else ""
+        finding = Finding(
+            f"{rh.workload_label(w)}, container {c.name}",
+            f"holds {c.cards} card(s) of {facts.GPU_RESOURCE} with memory request {_shown(c.memory_request_mib)} and "
+            f"limit {_shown(c.memory_limit_mib)}: it {counted}so the scheduler and node-memory-allocation "
+            "cannot tell whether the node holds it, and nothing bounds what it takes while loading",
+            "set resources.requests.memory and resources.limits.memory on the container (coder.yaml: 12Gi and 40Gi "
+            "for vLLM TP=2; the weights stay on the card)",
+            SOURCE,
+            stack_fix="set resources: {requests: {memory: ...}, limits: {memory: ...}} under {key}",
+        )
+        report_violation(terms.message(w.annotations, finding), args.urn)
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="Containers holding cards declare a memory request and limit, so no GPU pod counts as 0 MiB.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Give every container that requests nvidia.com/gpu a resources.requests.memory and "
+        "resources.limits.memory (coder.yaml: 12Gi / 40Gi); in the stack file, resources on the workload."
+    ),
+)

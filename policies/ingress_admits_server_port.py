@@ -1,0 +1,79 @@
+"""ingress-admits-server-port: a NetworkPolicy that isolates a model server admits the port it listens on.
+
+Rule: for each running workload with a vLLM / candle-vllm container whose endpoint is known
+(:func:`policylib.workloads.endpoint`: ``--port`` / ``--p``, else the engine's default), the
+NetworkPolicies of its namespace that isolate ingress and select its pods admit, in some
+ingress rule and from some source, the TCP port the server listens on (a rule without
+``ports`` admits every port; a named rule port matches the container's named port). When no
+NetworkPolicy selects the pods, all ingress is allowed and nothing is judged.
+
+Why beside network-ingress-for-clients: that policy follows each DECLARED client from its
+Service port to the targetPort; this one needs no declaration, so it also judges hand-written
+YAML without the clients annotation, and it judges the port the server really listens on
+(a policy admitting 8080 in front of a vLLM on its default 8000 drops every packet).
+
+Source: seed 002 networkpolicy.yaml (a missing ingress rule looked like a hung engine for 34
+days: clients saw a bare timeout, the server log stayed empty); issue 10 (the server's endpoint
+checked against the NetworkPolicy's ports).
+
+Does not check: which sources are admitted (network-ingress-for-clients, for declared
+clients), egress policies, ipBlock peers, UDP/SCTP.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+
+from core.problems import Finding
+from policylib import netpol, stack_helpers, terms, workloads
+
+NAME = "ingress-admits-server-port"
+SOURCE = "seed 002 networkpolicy.yaml (34 days of bare timeouts for poimen-memory); issue 10"
+
+
+def validate(args, report_violation) -> None:
+    stack = workloads.stack_view(args.resources)
+    by_ns: dict[str, list[netpol.IngressPolicy]] = defaultdict(list)
+    for urn, props in stack.network_policies:
+        pol = netpol.parse_policy(urn, props)
+        if pol is not None:
+            by_ns[pol.namespace].append(pol)
+    if not by_ns:
+        return
+    for w in stack.workloads:
+        if not w.running:
+            continue
+        policies = [p for p in by_ns.get(w.namespace, ()) if workloads.label_selector_matches(p.pod_selector, w.pod_labels)]
+        if not policies:
+            continue
+        for c, server in w.servers:
+            ep = workloads.endpoint(server)
+            if ep is None or netpol.admitting_any_source(policies, ep.port, stack_helpers.port_names_of(w, ep.port)):
+                continue
+            admitted = sorted({t for p in policies for rule in p.rules for t in netpol.ports_text(rule.get("ports") or [])})
+            which = ", ".join(sorted(p.name for p in policies))
+            finding = Finding(
+                f"{w.kind} {w.name}, container {c.name}",
+                f"{ep.engine} listens on {ep.port_text}, but NetworkPolicy {which} admits ingress to its pods only on "
+                f"{', '.join(admitted) or 'no port'}: every packet to the server is dropped and clients see a bare timeout",
+                f"add port {ep.port} to an ingress rule of {which}, or make the server listen on an admitted port",
+                SOURCE,
+                stack_fix=f"add {ep.port} to the ports of llm-serving:network_policy (gateway / clients)",
+            )
+            report_violation(terms.message(w.annotations, finding), w.urn)
+
+
+POLICY = StackValidationPolicy(
+    name=NAME,
+    description="A NetworkPolicy that isolates a model server's pods admits the port the server listens on.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Admit the server's listen port (vLLM --port, candle-vllm --p; 8080 for every server in "
+        "llm-serving) in an ingress rule of the NetworkPolicy that selects its pods; in the stack file, "
+        "llm-serving:network_policy gateway/clients ports."
+    ),
+)

@@ -1,0 +1,122 @@
+"""server-listen-endpoint: a model server listens where its pod is reached, and its probes knock there.
+
+Rule, for each vLLM / candle-vllm container, from the one model of where it listens
+(:func:`policylib.workloads.endpoint`: ``--host``; ``--port`` / candle-vllm ``--p``, else the
+engine's default port, vLLM 8000 and candle-vllm 2000):
+
+- the host is not a loopback address (``--host 127.0.0.1``, ``localhost``, ``::1``,
+  :func:`core.rules.loopback_host`): the Service's endpoints and the kubelet's probes connect to
+  the pod IP, so a server bound to loopback answers nobody but itself;
+- every startup, liveness and readiness probe with a port (``httpGet``, ``tcpSocket``,
+  ``grpc``; a named port resolved through the container's named ``containerPort``) targets
+  the listen port: a startup probe on another port never succeeds and the kubelet kills the
+  server when its budget runs out, a readiness probe there keeps the pod out of the Service;
+- when the container declares ``containerPort``s, the listen port is one of them: a Service
+  ``targetPort`` naming or numbering the declared port reaches nothing (service-target-port
+  judges the Service side with the same endpoint).
+
+Source: issue 10 ("Where the server listens"); coder.yaml and every server of the namespace
+(``--host=0.0.0.0 --port=8080``, candle-vllm ``--p 8080``, probes on 8080).
+
+Does not check: servers whose argv cannot be read literally (a ``$(VAR)`` port, an ``sh -c``
+script; ``endpoint`` is None and nothing is judged), exec probes, containers that are not
+vLLM or candle-vllm, the NetworkPolicy side (ingress-admits-server-port).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from core import rules
+from core.problems import Finding
+from policylib import resource_helpers as rh
+from policylib import terms, workloads
+
+NAME = "server-listen-endpoint"
+SOURCE = "issue 10 (where the server listens); coder.yaml (--host=0.0.0.0 --port=8080, probes on 8080)"
+PROBES = (("startupProbe", "startup_probe"), ("livenessProbe", "liveness_probe"), ("readinessProbe", "readiness_probe"))
+
+
+def probe_port(probe: Mapping, c: workloads.Container) -> tuple[Optional[int], Any]:
+    """``(port number, port as written)`` of a probe's ``httpGet`` / ``tcpSocket`` / ``grpc``
+    handler; the number is None for a port name the container does not declare, and both are
+    None for a probe without a port (``exec``)."""
+    for handler in ("httpGet", "tcpSocket", "grpc"):
+        block = rh.mapping(probe.get(handler))
+        if "port" in block:
+            written = block["port"]
+            number = rh.whole(written)
+            if number is None and isinstance(written, str):
+                number = c.port_names.get(written)
+            return number, written
+    return None, None
+
+
+def findings(w: workloads.Workload, c: workloads.Container, ep: workloads.Endpoint) -> list[Finding]:
+    """What is wrong with where container ``c`` of ``w`` listens, against its probes and ports."""
+    subject = f"{rh.workload_label(w)}, container {c.name}"
+    out: list[Finding] = []
+    if rules.loopback_host(ep.host):
+        out.append(Finding(
+            subject,
+            f"{ep.engine} listens on --host {ep.host}, a loopback address: the Service and the kubelet's "
+            "probes connect to the pod IP and are refused",
+            "set --host=0.0.0.0 (or drop --host: the engine then listens on every interface)",
+            SOURCE,
+        ))
+    for field, attr in PROBES:
+        probe = getattr(c, attr)
+        if probe is None:
+            continue
+        number, written = probe_port(rh.mapping(probe), c)
+        if written is None or number == ep.port:
+            continue
+        if rh.whole(written) is not None:
+            shown = f"port {number}"
+        elif number is None:
+            shown = f"port {written}, a name no containerPort carries"
+        else:
+            shown = f"port {written} ({number})"
+        out.append(Finding(
+            subject,
+            f"its {field} targets {shown}, but {ep.engine} listens on {ep.port_text}",
+            f"point the {field} at port {ep.port}, or make the server listen where the probe knocks",
+            SOURCE,
+        ))
+    if c.ports and ep.port not in c.ports:
+        out.append(Finding(
+            subject,
+            f"declares containerPort {', '.join(str(p) for p in c.ports)}, but {ep.engine} listens on {ep.port_text}",
+            f"declare containerPort {ep.port}, or set the server's port flag to the declared port",
+            SOURCE,
+        ))
+    return out
+
+
+def validate(args, report_violation) -> None:
+    w = workloads.of(args)
+    if w is None:
+        return
+    for c, server in w.servers:
+        ep = workloads.endpoint(server)
+        if ep is None:
+            continue
+        for finding in findings(w, c, ep):
+            report_violation(terms.message(w.annotations, finding), args.urn)
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="Model servers listen on a pod-reachable host, on the port their probes and containerPorts name.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Run the server with --host=0.0.0.0 (or no --host) and one port: vLLM --port, candle-vllm --p "
+        "(8080 for every server in llm-serving); declare it as the containerPort and point the startup, "
+        "liveness and readiness probes at it. The components render exactly that."
+    ),
+)

@@ -1,0 +1,90 @@
+"""service-link-env-collision: no Service injects variables into a model server's own environment namespace.
+
+Kubernetes service links (``enableServiceLinks``, default true) make the kubelet inject, into
+every container of every pod of a namespace, variables for each Service of that namespace
+with a cluster IP: ``<NAME>_SERVICE_HOST``, ``<NAME>_SERVICE_PORT``, ``<NAME>_PORT=tcp://<ip>:<port>``,
+``<NAME>_PORT_<port>_TCP...`` (the name upper-cased, ``-`` as ``_``;
+:func:`core.rules.service_link_env_names`). A Service named ``vllm`` therefore sets
+``VLLM_PORT=tcp://10.x.y.z:8000`` in every vLLM pod, and vLLM, which reads ``VLLM_PORT`` as an
+integer, refuses to start (vllm-project/vllm #34199, and the docs note that followed).
+
+Rule: for each workload with service links on, each model-server container whose engine reads
+an environment namespace (``facts.ENGINE_ENV_PREFIXES``: vLLM ``VLLM_``; candle-vllm has none
+known), no Service of the same namespace injects a variable with that prefix. A variable the
+container sets itself is not counted (the container's ``env`` wins over service links).
+Parked workloads are judged too (unparking is one replicas change). The kind is the prefix,
+not the one name: every ``VLLM_*`` is vLLM's to read, and each release adds more.
+
+Not judged: headless Services (``clusterIP: None``; the kubelet injects nothing for them), the
+``kubernetes`` Service of ``default`` (``KUBERNETES_*``), Services outside the stack.
+
+Source: vllm-project/vllm #34199; issue 10. The components set ``enableServiceLinks: false``
+on every pod they render, so only hand-written YAML can meet this.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+
+from core import facts, rules
+from core.problems import Finding
+from policylib import terms, workloads
+
+NAME = "service-link-env-collision"
+SOURCE = "vllm-project/vllm #34199 (a Service named vllm injects VLLM_PORT=tcp://<ip>:<port>, vLLM refuses to start)"
+
+
+def injected(svc: workloads.Service) -> list[str]:
+    """The variables service links inject for ``svc`` (none for a headless Service)."""
+    if svc.cluster_ip in ("None", ""):
+        return []
+    return rules.service_link_env_names(svc.name, [(p.name or None, p.port, p.protocol) for p in svc.ports])
+
+
+def validate(args, report_violation) -> None:
+    stack = workloads.stack_view(args.resources)
+    names_by_ns: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
+    for svc in stack.services:
+        names = injected(svc)
+        if names:
+            names_by_ns[svc.namespace].append((svc.name, names))
+    if not names_by_ns:
+        return
+    for w in stack.workloads:
+        if not w.enable_service_links:
+            continue
+        for c, server in w.servers:
+            prefix = facts.ENGINE_ENV_PREFIXES.get(server.engine)
+            if prefix is None:
+                continue
+            for svc_name, names in names_by_ns.get(w.namespace, ()):
+                hits = [n for n in rules.env_collisions(names, prefix) if n not in c.env]
+                if not hits:
+                    continue
+                finding = Finding(
+                    f"{w.kind} {w.name}, container {c.name}",
+                    f"service links are on (enableServiceLinks unset or true), so Service {svc_name} makes the kubelet "
+                    f"inject {', '.join(hits)} into {server.engine}'s own {prefix} environment namespace"
+                    + (f"; vLLM reads {prefix}PORT as a number and refuses to start on tcp://<ip>:<port>"
+                       if f"{prefix}PORT" in hits else ""),
+                    f"set enableServiceLinks: false in the pod spec, or rename Service {svc_name}",
+                    SOURCE,
+                )
+                report_violation(terms.message(w.annotations, finding), w.urn)
+
+
+POLICY = StackValidationPolicy(
+    name=NAME,
+    description="No Service of the namespace injects service-link variables into a model server's own env prefix (VLLM_).",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Set enableServiceLinks: false in the model server's pod spec (Deployment spec.template.spec, "
+        "InferenceService spec.predictor); the servers here find each other through DNS, not service-link "
+        "variables. Or rename the Service so its upper-cased name does not start with the engine's prefix "
+        "(VLLM_). The components set enableServiceLinks: false."
+    ),
+)

@@ -1,0 +1,103 @@
+"""vllm-context-window: vLLM's --max-model-len fits the model's window, or the manifest carries what stretches it.
+
+Rule: for each vLLM container whose model is in the stack's models (``llm-serving:models``),
+an explicit ``--max-model-len`` is at most the window vLLM derives
+(:func:`core.rules.derived_max_model_len`: the model's ``max_position_embeddings``, scaled by a
+``rope_scaling`` given as ``--hf-overrides '{"rope_scaling": {...}}'`` or the deprecated
+``--rope-scaling '{...}'``; YaRN counts from ``original_max_position_embeddings``), unless the
+container sets ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` (``1`` or ``true``). Otherwise vLLM v0.11.0
+refuses to start ("User-specified max_model_len ... is greater than the derived max_model_len").
+The stack file's check (``components/checks.py`` ``rule_context_window``) calls the same predicate,
+:func:`core.rules.max_model_len_ok`.
+
+Source: issue 10; Prod's ``reasoning`` asks 65,536 of Qwen3-30B-A3B (config.json: 40,960), which
+the user measured serving 64k: the Qwen3 model card's YaRN setting (``rope_type: yarn``,
+``original_max_position_embeddings: 32768``, factor 2.0 for about 65,536 tokens, 4.0 for 131,072)
+makes it start; coder.yaml ("Native window is 262144 and rope_scaling is null, so 256K needs no YaRN").
+
+Does not check: a rope_scaling already in the checkpoint's config.json (no model in the catalog has
+one; the stack's model facts do not carry it, so such a model is judged by its unscaled window),
+``--hf-overrides`` in dotted form, servers without ``--max-model-len`` (vLLM then uses the derived
+window itself), models not in the stack's models (kv-cache-fits-max-model-len reports those).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from core import rules
+from core.problems import Finding
+from policylib import capacity_helpers as ch
+from policylib import terms, workloads
+
+NAME = "vllm-context-window"
+SOURCE = "issue 10; vLLM v0.11.0 _get_and_verify_max_len; the Qwen3 model card (YaRN)"
+ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
+def rope_scaling_of(s: workloads.ServerArgs) -> Optional[Mapping[str, Any]]:
+    """The rope_scaling a vLLM argv gives: ``--hf-overrides`` JSON's ``rope_scaling``, else
+    ``--rope-scaling`` JSON; None when absent or not JSON of that shape."""
+    for flag, key in (("--hf-overrides", "rope_scaling"), ("--rope-scaling", None)):
+        raw = ch.arg(s, flag)
+        if not raw:
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if key and isinstance(value, Mapping):
+            value = value.get(key)
+        if isinstance(value, Mapping):
+            return value
+    return None
+
+
+def message(sc: ch.ServerCapacity, _cards: int) -> Optional[str]:
+    if sc.server.engine != "vllm" or sc.facts is None:
+        return None
+    mml = ch.human_int(ch.arg(sc.server, "--max-model-len"))
+    if mml is None:
+        return None
+    scaling = rope_scaling_of(sc.server)
+    window = sc.facts.max_position_embeddings
+    allow = rules.env_flag_on(sc.container.env.get(ALLOW_LONG))
+    if rules.max_model_len_ok(mml, window, scaling, allow):
+        return None
+    derived = rules.derived_max_model_len(window, scaling)
+    how = (f"its rope_scaling {json.dumps(dict(scaling), separators=(',', ':'))} stretches that to {derived:,}"
+           if scaling else "it sets no rope_scaling")
+    finding = Finding(
+        f"{sc.workload.kind} {sc.workload.name}, container {sc.container.name}",
+        f"--max-model-len {mml:,} is above model {sc.model_key}'s max_position_embeddings {window:,} and {how}, "
+        f"without {ALLOW_LONG}: vLLM refuses to start",
+        "add the model card's rope scaling, e.g. for Qwen3 --hf-overrides="
+        '{"rope_scaling":{"rope_type":"yarn","factor":2.0,"original_max_position_embeddings":32768}} '
+        f"(factor 4.0 for 131,072), or lower --max-model-len to {derived:,}",
+        SOURCE,
+        stack_fix=("set rope_scaling: {rope_type: yarn, factor: 2.0, original_max_position_embeddings: 32768} "
+                   f"under {{key}} as the model card documents it, or lower max_model_len to {derived:,}"),
+    )
+    return terms.message(sc.workload.annotations, finding)
+
+
+def validate(args, report_violation) -> None:
+    ch.validate_servers(args, report_violation, NAME, "the context window", message)
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="vLLM --max-model-len is within the model's window, stretched only by rope scaling or VLLM_ALLOW_LONG_MAX_MODEL_LEN.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Keep --max-model-len within the model's max_position_embeddings, or pass the model card's rope "
+        "scaling (YaRN for Qwen3: --hf-overrides with rope_scaling; stack file: rope_scaling on the "
+        "workload). VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 also lets vLLM start, at the risk of wrong outputs."
+    ),
+)
