@@ -224,26 +224,20 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
     for name, svc in parts["services"].items():
         if svc.selects not in invalid:
             out.extend(_check_service(name, svc, workloads, declared))
-    for name, wl in workloads.items():
-        label_problem = _kserve_label(name) if isinstance(wl, VllmWorkload) else None
-        if label_problem is not None:
-            out.append(label_problem)
     return out
 
 
-def _kserve_label(name: str) -> Optional[Problem]:
-    """KServe labels an InferenceService's predictor pods ``app: isvc.<name>-predictor``; a name
+def rule_kserve_label(name: str) -> Optional[RuleBreach]:
+    """KServe labels an InferenceService's predictor pods ``app: isvc.<name>-predictor``: a name
     that makes that label value invalid (over 63 characters) never gets pods. (A Service named
-    ``<isvc>-predictor``, KServe's own, relates two items and is the pack's policy
-    kserve-owned-names, so the history stacks still load.)"""
+    ``<isvc>-predictor``, KServe's own, relates two items: the pack's kserve-owned-names.)"""
     label = f"{facts.KSERVE_APP_LABEL_PREFIX}{name}{facts.KSERVE_PREDICTOR_SUFFIX}"
     problems = kube.label_value_problems(label)
     if not problems:
         return None
-    most = kube.LABEL_VALUE_MAX - len(label) + len(name)
-    return Problem(f"{PREFIX}workloads.{name}", name,
-                   f"KServe labels the predictor pods app: {label}, which Kubernetes refuses: {problems[0]}",
-                   f"shorten the workload name to at most {most} characters")
+    return RuleBreach(f"KServe labels the predictor pods app: {label}, which Kubernetes refuses: {problems[0]}",
+                      f"shorten the workload name to at most {kube.LABEL_VALUE_MAX - len(label) + len(name)} characters",
+                      "KServe RawDeployment pod labels; apimachinery IsValidLabelValue")
 
 
 def _p(path: str, value: Any, breach: Optional[RuleBreach]) -> list[Problem]:
@@ -357,7 +351,8 @@ def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: 
 
 
 def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Optional[ModelFacts]) -> list[Problem]:
-    out = _p(f"{at}.image", wl.image, rule_digest_pinned(wl.image))
+    out = _p(at, at.split(".", 1)[1], rule_kserve_label(at.split(".", 1)[1]))
+    out += _p(f"{at}.image", wl.image, rule_digest_pinned(wl.image))
     out += _p(f"{at}.dtype", wl.dtype, rule_half_dtype(card, wl.dtype, "vllm"))
     out += _p(f"{at}.quantization", wl.quantization, rule_vllm_kernels(card, wl.quantization, wl.kv_cache_dtype))
     tp_at = f"{at}.tensor_parallel_size" if wl.tensor_parallel_size is not None else f"{at}.cards"
