@@ -20,7 +20,7 @@ import json
 from typing import Any, Optional
 
 
-from core import capacity, facts, quantity, rules
+from core import capacity, facts, kube, quantity, rules
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import Problem, RuleBreach
@@ -231,6 +231,19 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
     return out
 
 
+def rule_kserve_label(name: str) -> Optional[RuleBreach]:
+    """KServe labels an InferenceService's predictor pods ``app: isvc.<name>-predictor``: a name
+    that makes that label value invalid (over 63 characters) never gets pods. (A Service named
+    ``<isvc>-predictor``, KServe's own, relates two items: the pack's kserve-owned-names.)"""
+    label = f"{facts.KSERVE_APP_LABEL_PREFIX}{name}{facts.KSERVE_PREDICTOR_SUFFIX}"
+    problems = kube.label_value_problems(label)
+    if not problems:
+        return None
+    return RuleBreach(f"KServe labels the predictor pods app: {label}, which Kubernetes refuses: {problems[0]}",
+                      f"shorten the workload name to at most {kube.LABEL_VALUE_MAX - len(label) + len(name)} characters",
+                      "KServe RawDeployment pod labels; apimachinery IsValidLabelValue")
+
+
 def _p(path: str, value: Any, breach: Optional[RuleBreach]) -> list[Problem]:
     return [Problem(PREFIX + path, value, breach.rule, breach.fix, breach.source)] if breach else []
 
@@ -248,6 +261,13 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
         out.extend(_check_fits_node(at, wl, node))
     card = node.card if node is not None else None
     threshold = startup_threshold(wl.cold_start_seconds, wl.startup_probe)
+    if threshold > kube.INT32_MAX:
+        most = kube.INT32_MAX * wl.startup_probe.period_seconds // STARTUP_HEADROOM
+        return out + [Problem(f"{PREFIX}{at}.cold_start_seconds", wl.cold_start_seconds,
+                              f"a cold start of {wl.cold_start_seconds:,} s needs a startup probe failureThreshold of "
+                              f"{threshold:,}, beyond the int32 the Kubernetes API accepts ({kube.INT32_MAX:,})",
+                              f"give the measured cold start in seconds (at most {most:,} at a "
+                              f"{wl.startup_probe.period_seconds} s period)")]
     out.extend(_p(f"{at}.startup_probe.failure_threshold", wl.startup_probe.failure_threshold,
                   rule_startup_budget(wl.cold_start_seconds, wl.startup_probe.period_seconds, threshold)))
     out.extend(_p(f"{at}.resources", wl.resources.model_dump(exclude_none=True), rule_memory_declared(wl.resources)))
@@ -336,7 +356,8 @@ def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: 
 
 
 def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Optional[ModelFacts]) -> list[Problem]:
-    out = _p(f"{at}.image", wl.image, rule_digest_pinned(wl.image))
+    out = _p(at, at.split(".", 1)[1], rule_kserve_label(at.split(".", 1)[1]))
+    out += _p(f"{at}.image", wl.image, rule_digest_pinned(wl.image))
     out += _p(f"{at}.dtype", wl.dtype, rule_half_dtype(card, wl.dtype, "vllm"))
     out += _p(f"{at}.quantization", wl.quantization, rule_vllm_kernels(card, wl.quantization, wl.kv_cache_dtype))
     tp_at = f"{at}.tensor_parallel_size" if wl.tensor_parallel_size is not None else f"{at}.cards"
@@ -375,5 +396,3 @@ def _check_service(name: str, svc: ServiceConfig, workloads: dict[str, Any], dec
                         "its clients would find no endpoints (001, 003)",
                         "point selects at a running workload, or park the Service too (parked: {reason: ...})")]
     return []
-
-

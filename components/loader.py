@@ -23,6 +23,7 @@ from pydantic import (
 from core import rules
 from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import ConfigError, Problem
+from core.values import REDACTED
 
 from components.schema import ServiceConfig, StackConfig, Name, WORKLOAD_CLASSES, TOP_LEVEL_KEYS, STRING_KEYS, _SINGLE_SECTIONS, PREFIX
 from components.checks import cross_checks
@@ -217,8 +218,19 @@ def _from_pydantic(err: ValidationError, loc: tuple, root: Any) -> list[Problem]
     for e in errors:
         full = loc + tuple(e["loc"])
         value, rule, fix = _describe(e, tuple(e["loc"]), str(full[-1]) if full else "", root)
+        value = REDACTED if "secret_env" in full else _without_secrets(value)  # never show a secret
         out.append(Problem(PREFIX + ".".join(str(p) for p in full), value, rule, fix))
     return out
+
+
+def _without_secrets(value: Any) -> Any:
+    """``value`` (a problem's, e.g. a whole workload) with every ``secret_env`` value redacted."""
+    if isinstance(value, dict):
+        return {k: ({n: REDACTED for n in v} if k == "secret_env" and isinstance(v, dict) else
+                    REDACTED if k == "secret_env" else _without_secrets(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_secrets(v) for v in value]
+    return value
 
 
 def _describe(e: Any, rel: tuple, field: str, root: Any) -> tuple[Any, str, str]:
@@ -235,7 +247,7 @@ def _describe(e: Any, rel: tuple, field: str, root: Any) -> tuple[Any, str, str]
         desc = _description_at(root, rel)
         return None, f"{field} is required", f"add {field}: <value>" + (f" ({desc.rstrip('.')})" if desc else "")
     if etype == "llm_serving_rule":
-        return value, ctx["rule"], ctx["fix"]
+        return (REDACTED if ctx.get("hide") else value), ctx["rule"], ctx["fix"]
     if etype in _BOUNDS:
         words, key = _BOUNDS[etype]
         return value, rule, f"give {field} a value {words} {ctx[key]}"
@@ -245,6 +257,11 @@ def _describe(e: Any, rel: tuple, field: str, root: Any) -> tuple[Any, str, str]
         return value, rule, f"give at least {ctx.get('min_length')} item(s)"
     if etype == "multiple_of":
         return value, rule, f"give a multiple of {ctx.get('multiple_of')}"
+    if etype == "int_type" and isinstance(value, (bool, str, float)):
+        # Strict whole numbers (core.values.Int): lax pydantic read true as 1 and "2" as 2.
+        what = {bool: "a boolean", str: "text", float: "a fraction"}[type(value)]
+        unquote = " (write it without quotes)" if isinstance(value, str) and value.strip().isdigit() else ""
+        return value, f"{field}: {json.dumps(value)} is {what}, not a whole number", f"give a whole number{unquote}"
     if etype in _FIXES:
         return value, rule, _FIXES[etype]
     if etype == "value_error":

@@ -25,7 +25,6 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 import math
-import re
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (
@@ -40,6 +39,7 @@ from pydantic import (
 
 from core import allocation, facts, quantity, rules
 from core.engines import CandleConfig, ServedName, VllmConfig, rule_error
+from core.values import EnvName, Image, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain
 from core.inventory import ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 
@@ -55,21 +55,6 @@ STARTUP_PERIOD_SECONDS = 15
 #: Startup budget = this many times the declared cold start (coder.yaml: 120 x 15 s = 30 min of
 #: headroom for about 10 min of start-up, i.e. 3x).
 STARTUP_HEADROOM = 3
-
-
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
-
-# --- small value types ----------------------------------------------------------------------
-
-def _dns_label(value: str) -> str:
-    if len(value) > 63 or not _DNS_LABEL.match(value):
-        raise _custom(
-            f"{value!r} is not a DNS-1035 label (lowercase letters, digits and '-', starting with a "
-            "letter, at most 63 characters); it becomes a Kubernetes object name",
-            "rename it, e.g. " + repr(re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")[:63] or "name"),
-        )
-    return value
 
 
 def _quantity_text(value: Any) -> Any:
@@ -88,7 +73,9 @@ def _quantity(value: str) -> str:
     return value
 
 
-Name = Annotated[str, AfterValidator(_dns_label)]
+#: A Service, workload, namespace or NetworkPolicy name: a DNS-1035 label (core.kube), the
+#: strictest of the names it becomes (a Service name, an ``app`` label value, a Deployment name).
+Name = ServiceName
 Quantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_quantity)]
 
 
@@ -149,8 +136,8 @@ class StartupProbe(_Strict):
     defaults to ``ceil(3 x cold_start_seconds / period)`` (coder.yaml: 120 x 15 s for about
     10 minutes of start-up). Errors: a budget (period x threshold) not above the cold start."""
 
-    period_seconds: int = Field(default=STARTUP_PERIOD_SECONDS, ge=1, le=300, description="Seconds between probes.")
-    failure_threshold: Optional[int] = Field(
+    period_seconds: Int = Field(default=STARTUP_PERIOD_SECONDS, ge=1, le=300, description="Seconds between probes.")
+    failure_threshold: Optional[Int32] = Field(
         default=None, ge=1, description="Failed probes before the pod restarts; default from the cold start."
     )
 
@@ -165,14 +152,22 @@ def startup_threshold(cold_start_seconds: int, probe: StartupProbe) -> int:
 # --- workloads ------------------------------------------------------------------------------
 
 class _Workload(_Strict):
-    node: str = Field(description="Node the pods are pinned to (kubernetes.io/hostname), e.g. worker-1. Source: coder.yaml.")
-    cards: int = Field(ge=1, description="nvidia.com/gpu cards one pod holds (requests = limits).")
-    labels: dict[str, str] = Field(
+    node: NodeName = Field(description="Node the pods are pinned to (kubernetes.io/hostname), e.g. worker-1. Source: coder.yaml.")
+    cards: Int = Field(ge=1, description="nvidia.com/gpu cards one pod holds (requests = limits).")
+    labels: dict[LabelKey, LabelValue] = Field(
         default_factory=dict,
         description="Extra pod labels, e.g. app.kubernetes.io/name: llm-reasoning (reasoning-long-service.yaml).",
     )
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables of the server.")
-    cold_start_seconds: int = Field(
+    env: dict[EnvName, str] = Field(default_factory=dict, description="Extra environment variables of the server (names: C identifiers).")
+    secret_env: dict[EnvName, Secret] = Field(
+        default_factory=dict,
+        description=(
+            "Environment variables from secrets (an API token): each value set with `pulumi config set --secret "
+            "--path 'llm-serving:workloads.<w>.secret_env.<NAME>'` (the stack file holds secure: v1:...); "
+            "rendered as a Kubernetes Secret <workload>-env and a secretKeyRef, never as plain text."
+        ),
+    )
+    cold_start_seconds: Int = Field(
         gt=0,
         description=(
             "Seconds from pod start to the health route answering; the startup probe budget is "
@@ -182,10 +177,21 @@ class _Workload(_Strict):
     startup_probe: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     resources: Resources = Field(default_factory=Resources, description="CPU and memory (cards come from cards).")
     parked: Optional[Parked] = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
-    models_pvc: str = Field(default=facts.MODELS_PVC, description="PVC with weights, mounted at /mnt/models. Source: 001, 003.")
+    run_as_user: Optional[Int] = Field(
+        default=None, ge=1,
+        description=(
+            "Run the containers as this non-root UID (runAsNonRoot: true), when the image allows it; "
+            "default: the image's user, root for every server here (core.facts.ROOT_REASONS, written "
+            "as the runs-as-root annotation)."
+        ),
+    )
+    models_pvc: Subdomain = Field(default=facts.MODELS_PVC, description="PVC with weights, mounted at /mnt/models. Source: 001, 003.")
 
     @model_validator(mode="after")
     def _labels_reserved(self) -> "_Workload":
+        both = sorted(set(self.env) & set(self.secret_env))
+        if both:
+            raise _custom(f"{both[0]} is in both env and secret_env", f"keep {both[0]} in secret_env only")
         for key in ("app", facts.PART_OF_LABEL, facts.KSERVE_ISVC_LABEL, facts.KSERVE_COMPONENT_LABEL):
             if key in self.labels:
                 raise _custom(
@@ -221,11 +227,11 @@ class PytorchWorkload(_Workload):
     in fp16, pip-installs on boot; 002, 004)."""
 
     server: Literal["pytorch"]
-    image: str = Field(min_length=1, description="Image; a moving tag is pulled Always (003).")
+    image: Image = Field(min_length=1, description="Image; a moving tag is pulled Always (003).")
     model: Optional[str] = Field(default=None, description="Key of llm-serving:models it serves, if any.")
     command: list[str] = Field(default_factory=list, description="Container command; empty: the image's entrypoint.")
     args: list[str] = Field(default_factory=list, description="Container args.")
-    port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
+    port: Int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
     health_path: str = Field(default="/health", description="HTTP health route (004: kubelet /health probes).")
     served_model_names: list[ServedName] = Field(default_factory=list, description="Model names it answers, e.g. clef-flash.")
 
@@ -261,7 +267,7 @@ class IngressRule(_Strict):
     """Admit a namespace on some ports (seed 002's poimen rule)."""
 
     namespace: Name = Field(description="Source namespace (kubernetes.io/metadata.name).")
-    ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(min_length=1, description="TCP ports of the pods admitted.")
+    ports: list[Annotated[Int, Field(ge=1, le=65535)]] = Field(min_length=1, description="TCP ports of the pods admitted.")
 
 
 class NetworkPolicyConfig(_Strict):

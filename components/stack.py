@@ -15,10 +15,12 @@ the stack outputs.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
+from pydantic import SecretStr
 
 from components.config import (
     PREFIX,
@@ -29,6 +31,7 @@ from components.config import (
     VllmWorkload,
     STRING_KEYS,
 )
+from core import facts
 from core.engines import CandleConfig, VllmConfig, settings_of
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
 from components.service import StablePredictorService, StablePredictorServiceArgs, service_manifest
@@ -41,6 +44,7 @@ from components.workload import (
     WorkloadComponent,
     candle_gpu_args,
     deployment_manifest,
+    secret_manifest,
 )
 
 
@@ -58,6 +62,9 @@ def config_from_pulumi() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in sorted(k for k in keys if k.startswith(PREFIX)):
         name = key[len(PREFIX):]
+        if runtime_config.is_config_secret(key):
+            out[key] = _secret_values(runtime_config.get_config(key))
+            continue
         if name in STRING_KEYS:
             out[key] = cfg.get(name)
             continue
@@ -66,6 +73,23 @@ def config_from_pulumi() -> dict[str, Any]:
         except pulumi.ConfigTypeError:
             out[key] = cfg.get(name)
     return out
+
+
+def _secret_values(raw: Any) -> Any:
+    """A config key the CLI marks secret (it holds a ``secure:`` value, decrypted here): JSON
+    decoded, with each ``workloads.<w>.secret_env`` value wrapped in ``pydantic.SecretStr`` so
+    the loader accepts it as a secret and no message shows it (read without
+    ``Config.get_object``, which warns that the key is secret)."""
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return raw
+    if isinstance(value, dict):
+        for wl in value.values():
+            env = wl.get("secret_env") if isinstance(wl, dict) else None
+            if isinstance(env, dict):
+                wl["secret_env"] = {k: SecretStr(v) if isinstance(v, str) else v for k, v in env.items()}
+    return value
 
 
 def _parked(wl: Any) -> Optional[str]:
@@ -81,8 +105,9 @@ def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDep
         **settings_of(CandleConfig, wl),
         name=name, namespace=config.namespace, weights_path=entry.weights_path or "", cards=wl.cards,
         node=wl.node, resources=wl.resources, models_pvc=wl.models_pvc, cold_start_seconds=wl.cold_start_seconds,
-        startup=wl.startup_probe, labels=dict(wl.labels), env=dict(wl.env), parked_reason=_parked(wl),
-        model_key=wl.model, model_facts=config.model_facts(wl.model), card=config.node(wl.node).card,
+        startup=wl.startup_probe, labels=dict(wl.labels), env=dict(wl.env), secret_env=dict(wl.secret_env),
+        parked_reason=_parked(wl), model_key=wl.model, model_facts=config.model_facts(wl.model),
+        card=config.node(wl.node).card, run_as_user=wl.run_as_user,
     )
 
 
@@ -95,9 +120,9 @@ def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
         **settings_of(VllmConfig, wl),
         name=name, namespace=config.namespace, model=entry.hf_id or entry.weights_path or "",
         node=wl.node, card=config.node(wl.node).card, cards=wl.cards, resources=wl.resources,
-        labels=dict(wl.labels), env=dict(wl.env), models_pvc=wl.models_pvc,
+        labels=dict(wl.labels), env=dict(wl.env), secret_env=dict(wl.secret_env), models_pvc=wl.models_pvc,
         cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe, parked_reason=_parked(wl),
-        model_key=wl.model, model_facts=config.model_facts(wl.model),
+        model_key=wl.model, model_facts=config.model_facts(wl.model), run_as_user=wl.run_as_user,
     )
 
 
@@ -105,10 +130,11 @@ def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeployme
     """The component args of a ``server: pytorch`` workload (the generic GPU Deployment)."""
     return GpuDeploymentArgs(
         name=name, namespace=config.namespace, image=wl.image, command=list(wl.command), args=list(wl.args),
-        env=dict(wl.env), port=wl.port, node=wl.node, cards=wl.cards, resources=wl.resources,
+        env=dict(wl.env), secret_env=dict(wl.secret_env), port=wl.port, node=wl.node, cards=wl.cards, resources=wl.resources,
         labels=dict(wl.labels), cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe,
         health_path=wl.health_path, models_pvc=wl.models_pvc, parked_reason=_parked(wl),
         served_model_names=list(wl.served_model_names),
+        run_as_user=wl.run_as_user, root_reason=facts.ROOT_REASONS["pytorch"],
     )
 
 
@@ -190,6 +216,9 @@ def render_manifests(config: StackConfig) -> list[dict[str, Any]]:
     targets: dict[str, tuple[dict[str, str], int]] = {}
     for name, wl in config.workloads.items():
         manifest, selector, port = workload_manifest(name, wl, config)
+        if wl.secret_env:
+            cls = {CandleWorkload: CandleDeployment, VllmWorkload: VllmInferenceService}.get(type(wl), GpuDeployment)
+            out.append(secret_manifest(name, config.namespace, list(wl.secret_env), _component(cls, name)))
         out.append(manifest)
         targets[name] = (selector, port)
     for name, svc in config.services.items():

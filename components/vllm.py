@@ -19,16 +19,22 @@ Facts it carries (sources in ``core/facts.py``):
   the declared cold start (coder.yaml: 120 x 15 s for about 10 min), a liveness probe behind it;
 * ``enableServiceLinks: false`` (vllm-project/vllm #34199: a Service named ``vllm`` injects
   ``VLLM_PORT=tcp://...`` and vLLM refuses to start);
-* ``HF_HOME=/mnt/models`` with the models PVC mounted writable: the Hugging Face cache lives
-  on the PVC and vLLM downloads ``--model`` into it (coder.yaml mounts it without readOnly).
+* ``HF_HOME=/mnt/models`` with the models PVC mounted READ-ONLY and ``HF_HUB_OFFLINE=1``: the
+  Hugging Face cache on the PVC is read, never written (coder.yaml mounted it writable and let
+  vLLM download ``--model`` into it; issue 9: read-only model mounts everywhere). A new model is
+  downloaded to the PVC beforehand;
+* the pod security of :mod:`components.workload` (seccomp RuntimeDefault, no privilege
+  escalation, every capability dropped, no service account token; runs as root, the
+  vllm/vllm-openai image's user, unless ``run_as_user`` is given).
 """
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any, Literal, Optional
 
 import pulumi
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from core import facts, rules
 from components.config import (
@@ -53,9 +59,12 @@ from components.workload import (
     WorkloadComponent,
     ComponentArgs,
     container_resources,
-    http_get,
+    container_security_context,
     liveness_probe,
     models_volume,
+    pod_security_context,
+    readiness_probe,
+    secret_env_entries,
     shm_volume,
     startup_probe,
     workload_annotations,
@@ -63,9 +72,8 @@ from components.workload import (
 
 KSERVE_API_VERSION = "serving.kserve.io/v1beta1"
 KSERVE_DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
-#: vLLM's health route and the readiness period of coder.yaml.
+#: vLLM's health route (coder.yaml; readiness every facts.READINESS_PERIOD_SECONDS).
 VLLM_HEALTH_PATH = "/health"
-VLLM_READINESS_PERIOD_SECONDS = 10
 
 
 class VllmArgs(VllmConfig, ComponentArgs):
@@ -87,10 +95,12 @@ class VllmArgs(VllmConfig, ComponentArgs):
     resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
     labels: dict[str, str] = Field(default_factory=dict, description="InferenceService labels (propagated to pods).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment, after the defaults.")
+    secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
     models_pvc: str = Field(default=facts.MODELS_PVC, description="Models PVC (llm-models).")
     cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
     startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     parked_reason: Optional[str] = Field(default=None, description="Set: min/maxReplicas 0 and the parked annotation.")
+    run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
     model_key: str = Field(default="", description="Model key, for messages.")
     model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
     port: Literal[8080] = Field(default=8080, description="--port (8080, facts.CONTAINER_PORT).")
@@ -131,16 +141,20 @@ def vllm_argv(args: VllmArgs) -> list[str]:
 
 def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
     """Environment: the sm_70 pair first when the card is below sm_75
-    (:func:`core.rules.needs_volta_path`), then HF_HOME, then extras."""
+    (:func:`core.rules.needs_volta_path`), then HF_HOME, HF_HUB_OFFLINE=1 when HF_HOME is on the
+    read-only models PVC, then extras."""
     env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if rules.needs_volta_path(args.card.sm) else {}
     env["HF_HOME"] = args.hf_home
+    home = posixpath.normpath(args.hf_home)
+    if home == facts.MODELS_MOUNT_PATH or home.startswith(facts.MODELS_MOUNT_PATH + "/"):
+        env.update(facts.VLLM_READ_ONLY_CACHE_ENV)  # the cache is on the read-only models PVC
     env.update(args.env)
-    return [{"name": k, "value": v} for k, v in env.items()]
+    return [{"name": k, "value": v} for k, v in env.items()] + secret_env_entries(args.name, list(args.secret_env))
 
 
 def vllm_container(args: VllmArgs) -> dict[str, Any]:
     """The ``kserve-container`` of the predictor."""
-    mounts = [{"mountPath": facts.MODELS_MOUNT_PATH, "name": "models"}]
+    mounts = [{"mountPath": facts.MODELS_MOUNT_PATH, "name": "models", "readOnly": True}]
     if args.cards > 1:
         mounts.append({"mountPath": facts.SHM_MOUNT_PATH, "name": "shm"})
     return {
@@ -149,11 +163,12 @@ def vllm_container(args: VllmArgs) -> dict[str, Any]:
         "args": vllm_argv(args),
         "env": vllm_env(args),
         "ports": [{"containerPort": args.port, "protocol": "TCP"}],
-        "readinessProbe": {**http_get(VLLM_HEALTH_PATH, args.port), "periodSeconds": VLLM_READINESS_PERIOD_SECONDS},
+        "readinessProbe": readiness_probe(VLLM_HEALTH_PATH, args.port),
         "startupProbe": startup_probe(VLLM_HEALTH_PATH, args.port, args.cold_start_seconds, args.startup),
         "livenessProbe": liveness_probe(VLLM_HEALTH_PATH, args.port),
         "resources": container_resources(args.resources, args.cards),
         "volumeMounts": mounts,
+        "securityContext": container_security_context(),
     }
 
 
@@ -172,7 +187,7 @@ def predictor_selector(args: VllmArgs) -> dict[str, str]:
 
 def predictor_pod_labels(args: VllmArgs) -> dict[str, str]:
     """Every label KServe gives the predictor pods (RawDeployment)."""
-    return {**inference_service_labels(args), **predictor_selector(args), "app": f"isvc.{args.name}-predictor"}
+    return {**inference_service_labels(args), **predictor_selector(args), "app": f"{facts.KSERVE_APP_LABEL_PREFIX}{args.name}{facts.KSERVE_PREDICTOR_SUFFIX}"}
 
 
 def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]:
@@ -180,7 +195,8 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
     annotation (an InferenceService at 0 still reports Ready, kustomization)."""
     replicas = 0 if args.parked_reason else 1
     annotations = {KSERVE_DEPLOYMENT_MODE: "RawDeployment",
-                   **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason)}
+                   **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason,
+                                          None if args.run_as_user else facts.ROOT_REASONS["vllm"])}
     if args.gpu_memory_utilization_override is not None:
         annotations[facts.GMU_OVERRIDE_ANNOTATION] = args.gpu_memory_utilization_override.reason
     volumes = [models_volume(args.models_pvc)]
@@ -199,6 +215,8 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
                 "deploymentStrategy": {"type": facts.GPU_ROLLOUT_STRATEGY},
                 "containers": [vllm_container(args)],
                 "runtimeClassName": facts.GPU_RUNTIME_CLASS,
+                "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
+                "securityContext": pod_security_context(args.run_as_user),
                 "enableServiceLinks": False,
                 "volumes": volumes,
             }
@@ -226,6 +244,7 @@ class VllmInferenceService(WorkloadComponent):
         self.served_model_names = list(args.served_model_names)
         self.pod_labels = predictor_pod_labels(args)
         self.selector_labels = predictor_selector(args)
+        self._secret(name, args.namespace, args.secret_env)
         self.inference_service = CustomResource(
             name,
             api_version=KSERVE_API_VERSION,

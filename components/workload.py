@@ -31,7 +31,7 @@ import posixpath
 from typing import Any, Optional
 
 import pulumi
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from core import facts
 from components.config import (
@@ -45,6 +45,8 @@ from components.config import (
     startup_threshold,
 )
 from core.engines import CandleConfig
+from core.images import parse_image
+from core.values import REDACTED
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 
@@ -111,9 +113,35 @@ def shm_volume() -> dict[str, Any]:
     return {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": facts.SHM_SIZE_LIMIT}}
 
 
+def secret_name(workload: str) -> str:
+    """The Kubernetes Secret holding a workload's ``secret_env``: ``<workload>-env``."""
+    return f"{workload}-env"
+
+
+def secret_env_entries(workload: str, names: list[str]) -> list[dict[str, Any]]:
+    """Container ``env`` entries reading each of ``names`` from the workload's Secret
+    (``valueFrom.secretKeyRef``): the value never appears in the pod spec."""
+    return [{"name": n, "valueFrom": {"secretKeyRef": {"name": secret_name(workload), "key": n}}} for n in names]
+
+
+def secret_manifest(workload: str, namespace: str, names: list[str], component: str) -> dict[str, Any]:
+    """The workload's Secret (v1, Opaque) with each of ``names`` in ``stringData``, the values
+    shown as :data:`core.values.REDACTED`: the component registers the real values as Pulumi
+    secrets (:meth:`WorkloadComponent._secret`), so no rendering, diff or report holds them."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": secret_name(workload), "namespace": namespace, "labels": app_labels(workload),
+                     "annotations": {facts.COMPONENT_ANNOTATION: component}},
+        "type": "Opaque",
+        "stringData": {n: REDACTED for n in names},
+    }
+
+
 def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
-                         parked_reason: Optional[str]) -> dict[str, str]:
-    """The component -> policy annotations of a model server (core/facts.py)."""
+                         parked_reason: Optional[str], root_reason: Optional[str] = None) -> dict[str, str]:
+    """The component -> policy annotations of a model server (core/facts.py); ``root_reason``:
+    why its containers run as root (None when they run as a non-root user)."""
     out = {
         facts.COMPONENT_ANNOTATION: component,
         facts.COLD_START_ANNOTATION: str(cold_start_seconds),
@@ -121,7 +149,45 @@ def workload_annotations(component: str, cold_start_seconds: int, served_names: 
     }
     if parked_reason:
         out[facts.PARKED_ANNOTATION] = parked_reason
+    if root_reason:
+        out[facts.RUNS_AS_ROOT_ANNOTATION] = root_reason
     return out
+
+
+def checkov_waivers(image: str, root_reason: Optional[str]) -> dict[str, str]:
+    """``checkov.io/skip<N>`` annotations of a Deployment: each check it cannot meet with the
+    reason (:data:`core.facts.CHECKOV_WAIVER_REASONS`; root: ``root_reason``); a check that
+    does not apply (a digest-pinned image, a non-root user) is not waived."""
+    ref = parse_image(image)
+    waived = {"CKV_K8S_22": facts.CHECKOV_WAIVER_REASONS["CKV_K8S_22"]}
+    if not ref.pinned:
+        waived["CKV_K8S_43"] = facts.CHECKOV_WAIVER_REASONS["CKV_K8S_43"]
+        if ref.tag in (None, "latest"):
+            waived["CKV_K8S_14"] = facts.CHECKOV_WAIVER_REASONS["CKV_K8S_14"]
+    if root_reason:
+        waived.update({check: root_reason for check in facts.CHECKOV_ROOT_CHECKS})
+    return {f"{facts.CHECKOV_SKIP_ANNOTATION}{i}": f"{check}={reason}"
+            for i, (check, reason) in enumerate(sorted(waived.items()), 1)}
+
+
+def pod_security_context(run_as_user: Optional[int]) -> dict[str, Any]:
+    """The pod ``securityContext``: the RuntimeDefault seccomp profile, and ``runAsNonRoot`` /
+    ``runAsUser`` when a non-root UID is given (restricted profile; issue 9)."""
+    out: dict[str, Any] = {"seccompProfile": dict(facts.SECCOMP_PROFILE)}
+    if run_as_user is not None:
+        out.update(runAsNonRoot=True, runAsUser=run_as_user)
+    return out
+
+
+def container_security_context() -> dict[str, Any]:
+    """A container's ``securityContext``: no privilege escalation, every capability dropped."""
+    return json.loads(json.dumps(facts.CONTAINER_SECURITY))
+
+
+def readiness_probe(path: str, port: int) -> dict[str, Any]:
+    """``readinessProbe`` on the health route every 10 s (coder.yaml's vLLM readiness): a
+    server that stops answering leaves the Service's endpoints until it answers again."""
+    return {**http_get(path, port), "periodSeconds": facts.READINESS_PERIOD_SECONDS}
 
 
 # --- the generic GPU Deployment -------------------------------------------------------------
@@ -136,6 +202,7 @@ class GpuDeploymentArgs(ComponentArgs):
     command: list[str] = Field(default_factory=list, description="Container command; empty: the image's.")
     args: list[str] = Field(default_factory=list, description="Container args.")
     env: dict[str, str] = Field(default_factory=dict, description="Environment, in order.")
+    secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
     port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
     container_name: str = Field(default="server", description="Container name (candle-vllm: candle).")
     node: str = Field(description="Node name, pinned with nodeSelector kubernetes.io/hostname (coder.yaml).")
@@ -148,6 +215,8 @@ class GpuDeploymentArgs(ComponentArgs):
     models_pvc: Optional[str] = Field(default=facts.MODELS_PVC, description="PVC mounted read-only at /mnt/models; None: no mount.")
     parked_reason: Optional[str] = Field(default=None, description="Set: replicas 0 and the parked annotation (000).")
     served_model_names: list[str] = Field(default_factory=list, description="Names it answers (annotation).")
+    run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
+    root_reason: Optional[str] = Field(default=None, description="Why it runs as root (annotation), when run_as_user is None.")
 
     @model_validator(mode="after")
     def _startup_budget(self) -> "GpuDeploymentArgs":
@@ -178,11 +247,14 @@ def gpu_container(args: GpuDeploymentArgs) -> dict[str, Any]:
         c["command"] = list(args.command)
     if args.args:
         c["args"] = list(args.args)
-    if args.env:
-        c["env"] = [{"name": k, "value": v} for k, v in args.env.items()]
+    env = [{"name": k, "value": v} for k, v in args.env.items()] + secret_env_entries(args.name, list(args.secret_env))
+    if env:
+        c["env"] = env
     c["ports"] = [{"containerPort": args.port}]
     c["startupProbe"] = startup_probe(args.health_path, args.port, args.cold_start_seconds, args.startup)
     c["livenessProbe"] = liveness_probe(args.health_path, args.port)
+    c["readinessProbe"] = readiness_probe(args.health_path, args.port)
+    c["securityContext"] = container_security_context()
     c["resources"] = container_resources(args.resources, args.cards)
     mounts = []
     if args.models_pvc:
@@ -199,6 +271,8 @@ def gpu_pod_spec(args: GpuDeploymentArgs) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "runtimeClassName": facts.GPU_RUNTIME_CLASS,
         "nodeSelector": {facts.HOSTNAME_LABEL: args.node},
+        "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
+        "securityContext": pod_security_context(args.run_as_user),
         "enableServiceLinks": False,
         "containers": [gpu_container(args)],
     }
@@ -222,8 +296,11 @@ def deployment_manifest(args: GpuDeploymentArgs, component: str) -> dict[str, An
             "name": args.name,
             "namespace": args.namespace,
             "labels": app_labels(args.name),
-            "annotations": workload_annotations(component, args.cold_start_seconds, args.served_model_names,
-                                                args.parked_reason),
+            "annotations": {
+                **workload_annotations(component, args.cold_start_seconds, args.served_model_names,
+                                       args.parked_reason, None if args.run_as_user else args.root_reason),
+                **checkov_waivers(args.image, None if args.run_as_user else args.root_reason),
+            },
         },
         "spec": {
             "replicas": 0 if args.parked_reason else 1,
@@ -253,6 +330,20 @@ class WorkloadComponent(pulumi.ComponentResource):
     parked_reason: Optional[str]
     served_model_names: list[str]
 
+    def _secret(self, name: str, namespace: str, values: dict[str, SecretStr]) -> None:
+        """Register the workload's Secret (:func:`secret_manifest`) with each value wrapped in
+        ``pulumi.Output.secret``: encrypted in the state, masked in the CLI's diff."""
+        if not values:
+            return
+        from pulumi_kubernetes.core.v1 import Secret
+
+        manifest = secret_manifest(name, namespace, list(values), f"{type(self).__name__}/{name}")
+        self.secret = Secret(
+            secret_name(name), metadata=manifest["metadata"], type=manifest["type"],
+            string_data={k: pulumi.Output.secret(v.get_secret_value()) for k, v in values.items()},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
     def _outputs(self) -> dict[str, Any]:
         return {"name": self.workload_name, "podLabels": self.pod_labels, "node": self.node,
                 "cards": 0 if self.parked_reason else self.cards, "parked": self.parked_reason}
@@ -280,6 +371,7 @@ class GpuDeployment(WorkloadComponent):
         self.served_model_names = list(args.served_model_names)
         self.pod_labels = manifest["spec"]["template"]["metadata"]["labels"]
         self.selector_labels = manifest["spec"]["selector"]["matchLabels"]
+        self._secret(name, args.namespace, args.secret_env)
         self.deployment = Deployment(
             name,
             metadata=manifest["metadata"],
@@ -310,7 +402,9 @@ class CandleDeploymentArgs(CandleConfig, ComponentArgs):
     startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra pod labels.")
     env: dict[str, str] = Field(default_factory=dict, description="Environment.")
+    secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
     parked_reason: Optional[str] = Field(default=None, description="Set: parked at replicas 0.")
+    run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
     model_key: str = Field(default="", description="Model key, for messages.")
     model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
     card: Optional[CardSpec] = Field(default=None, description="The node's card, checked for dtype support.")
@@ -343,11 +437,12 @@ def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
     route ``/v1/models``, models PVC read-only)."""
     return GpuDeploymentArgs(
         name=args.name, namespace=args.namespace, image=args.image, command=list(args.command),
-        args=candle_argv(args), env=dict(args.env), port=args.port, container_name="candle",
+        args=candle_argv(args), env=dict(args.env), secret_env=dict(args.secret_env), port=args.port, container_name="candle",
         node=args.node, cards=args.cards, resources=args.resources, labels=dict(args.labels),
         cold_start_seconds=args.cold_start_seconds, startup=args.startup, health_path=CANDLE_HEALTH_PATH,
         models_pvc=args.models_pvc, parked_reason=args.parked_reason,
         served_model_names=[candle_served_name(args.weights_path)],
+        run_as_user=args.run_as_user, root_reason=facts.ROOT_REASONS["candle-vllm"],
     )
 
 

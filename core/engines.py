@@ -17,18 +17,12 @@ import json
 from typing import Annotated, Any, Literal, Optional, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
-from pydantic_core import PydanticCustomError
 
 from core import facts, rules
+from core.values import Image, Int, Real, rule_error
 
 #: The candle-vllm binary in the image (coder-14b-fp16.yaml ``command``).
 CANDLE_BINARY = "/usr/local/bin/candle-vllm"
-
-
-def rule_error(rule: str, fix: str) -> PydanticCustomError:
-    """A validation error carrying the rule broken and the fix (error type ``llm_serving_rule``;
-    the stack-file loader shows both under the key path)."""
-    return PydanticCustomError("llm_serving_rule", "{rule}", {"rule": rule, "fix": fix})
 
 
 def fraction_text(value: float) -> str:
@@ -64,8 +58,8 @@ class RopeScaling(_Settings):
     says so) and removed later, while ``--hf-overrides`` works in every release since 0.6."""
 
     rope_type: Literal["yarn", "linear", "dynamic"] = Field(description="RoPE scaling type (yarn for Qwen3).")
-    factor: float = Field(gt=1, description="Context multiplier (Qwen3 card: 4.0 for 131,072; 2.0 for 65,536).")
-    original_max_position_embeddings: Optional[int] = Field(
+    factor: Real = Field(gt=1, description="Context multiplier (Qwen3 card: 4.0 for 131,072; 2.0 for 65,536).")
+    original_max_position_embeddings: Optional[Int] = Field(
         default=None, gt=0, description="YaRN: the window the model was trained on (Qwen3: 32768)."
     )
 
@@ -84,7 +78,7 @@ class VllmConfig(_Settings):
     """vLLM's server settings (v0.11.0): its argv flags and ``HF_HOME``. Defaults as coder.yaml
     writes them; Errors: ``enable_auto_tool_choice`` without ``tool_call_parser``."""
 
-    image: str = Field(
+    image: Image = Field(
         default=facts.VLLM_IMAGE,
         description="Pinned by digest; v0.15.0 failed on worker-1 (coder.yaml). Default: v0.11.0 by digest.",
     )
@@ -98,10 +92,10 @@ class VllmConfig(_Settings):
     kv_cache_dtype: Literal["auto", "fp8", "fp8_e4m3", "fp8_e5m2"] = Field(
         default="auto", description="--kv-cache-dtype (coder.yaml: auto; sm_70 has no FP8)."
     )
-    max_model_len: int = Field(gt=0, description="--max-model-len in tokens (reasoning: 65536; coder.yaml: 262144).")
-    tensor_parallel_size: Optional[int] = Field(default=None, ge=1, description="--tensor-parallel-size; default: cards / pipeline_parallel_size.")
-    pipeline_parallel_size: int = Field(default=1, ge=1, description="--pipeline-parallel-size.")
-    gpu_memory_utilization: float = Field(
+    max_model_len: Int = Field(gt=0, description="--max-model-len in tokens (reasoning: 65536; coder.yaml: 262144).")
+    tensor_parallel_size: Optional[Int] = Field(default=None, ge=1, description="--tensor-parallel-size; default: cards / pipeline_parallel_size.")
+    pipeline_parallel_size: Int = Field(default=1, ge=1, description="--pipeline-parallel-size.")
+    gpu_memory_utilization: Real = Field(
         default=0.90, gt=0, le=1,
         description=("--gpu-memory-utilization (coder.yaml: 0.90); at most 0.95 (core.rules.GPU_MEMORY_UTILIZATION_CEILING, "
                      "vllm-project/vllm #15598) unless enforce_eager or gpu_memory_utilization_override."),
@@ -115,9 +109,9 @@ class VllmConfig(_Settings):
         default=None,
         description="RoPE scaling (YaRN) for a max_model_len above the model's max_position_embeddings; --hf-overrides.",
     )
-    max_num_seqs: Optional[int] = Field(default=None, ge=1, description="--max-num-seqs.")
-    max_num_batched_tokens: Optional[int] = Field(default=None, ge=1, description="--max-num-batched-tokens.")
-    long_prefill_token_threshold: Optional[int] = Field(default=None, ge=1, description="--long-prefill-token-threshold.")
+    max_num_seqs: Optional[Int] = Field(default=None, ge=1, description="--max-num-seqs.")
+    max_num_batched_tokens: Optional[Int] = Field(default=None, ge=1, description="--max-num-batched-tokens.")
+    long_prefill_token_threshold: Optional[Int] = Field(default=None, ge=1, description="--long-prefill-token-threshold.")
     enable_chunked_prefill: bool = Field(default=False, description="--enable-chunked-prefill.")
     enable_prefix_caching: bool = Field(default=False, description="--enable-prefix-caching.")
     disable_custom_all_reduce: Optional[bool] = Field(
@@ -196,17 +190,17 @@ class CandleConfig(_Settings):
     """candle-vllm's server settings: its binary, image and argv flags. TP is the pod's cards
     (``--d 0,1,...``). Defaults: candle-vllm's own (src/main.rs) or the references'."""
 
-    image: str = Field(min_length=1, description="Image, e.g. forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70.")
+    image: Image = Field(min_length=1, description="Image, e.g. forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70.")
     command: list[str] = Field(
         default_factory=lambda: [CANDLE_BINARY],
         min_length=1,
         description="Server binary; clef-candle.yaml runs the fixed one on the PVC (/mnt/models/bin/candle-vllm).",
     )
     dtype: Literal["f16", "bf16", "f32"] = Field(default="f16", description="--dtype; sm_70 has no bf16 (001).")
-    port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="--p, the container port (8080).")
-    max_num_seqs: int = Field(default=16, ge=1, description="--max-num-seqs (default 16, candle-vllm's own, src/main.rs).")
-    kv_fraction: float = Field(gt=0, le=1, description="--kv-fraction of free card memory for the KV cache (0.85, 0.30).")
-    prefill_chunk_size: Optional[int] = Field(
+    port: Int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="--p, the container port (8080).")
+    max_num_seqs: Int = Field(default=16, ge=1, description="--max-num-seqs (default 16, candle-vllm's own, src/main.rs).")
+    kv_fraction: Real = Field(gt=0, le=1, description="--kv-fraction of free card memory for the KV cache (0.85, 0.30).")
+    prefill_chunk_size: Optional[Int] = Field(
         default=None, ge=1024, multiple_of=1024,
         description="--prefill-chunk-size in tokens; candle-vllm asserts a multiple of 1024 (src/main.rs).",
     )

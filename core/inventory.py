@@ -16,6 +16,8 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core import cards
+from core import rules
+from core.values import Int, NodeName, Real
 
 #: The config key (within the ``llm-serving`` namespace) that holds the inventory.
 CLUSTER_CONFIG_KEY = "cluster"
@@ -33,8 +35,8 @@ class CardSpec(_Strict):
     product: str = Field(
         description="Card product name as the device plugin reports it, e.g. Tesla-V100-PCIE-32GB."
     )
-    memory_mib: int = Field(
-        gt=0, description="Card memory in MiB as the product states it (V100-32GB: 32768; CUDA reports 32,510 MiB, see core.cards)."
+    memory_mib: Int = Field(
+        gt=0, description="Card memory in MiB as the product states it (V100-32GB: 32768; CUDA reports 32,510 MiB, see core.capacity.CUDA_TOTAL_BYTES)."
     )
     compute_capability: str = Field(
         description='CUDA compute capability as "major.minor", e.g. "7.0" for V100 (sm_70). Source: 001.'
@@ -42,7 +44,7 @@ class CardSpec(_Strict):
     nvlink: bool = Field(
         description="Whether cards on the node are linked by NVLink. worker-1: false (PCIe only). Source: 001."
     )
-    hbm_bandwidth_gb_s: float = Field(
+    hbm_bandwidth_gb_s: Real = Field(
         gt=0, description="HBM bandwidth in GB/s per card (V100: about 900). Source: 001 header."
     )
 
@@ -54,6 +56,16 @@ class CardSpec(_Strict):
         if isinstance(v, str) and not _CC_RE.match(v):
             raise ValueError('compute capability must be "major.minor", for example "7.0"')
         return v
+
+    @model_validator(mode="after")
+    def _memory_matches_product(self) -> "CardSpec":
+        stated = rules.product_memory_mib(self.product)
+        if stated is not None and stated != self.memory_mib:
+            raise ValueError(
+                f"memory_mib {self.memory_mib} contradicts the product {self.product}, which states "
+                f"{stated // 1024} GB ({stated} MiB); set memory_mib: {stated}, or correct the product"
+            )
+        return self
 
     @property
     def sm(self) -> int:
@@ -79,19 +91,19 @@ class ReservedCards(_Strict):
     """Cards on a node held by a workload outside this stack (another namespace, a manual pod)."""
 
     workload: str = Field(description="Who holds the cards, as it should appear in messages.")
-    cards: int = Field(ge=1, description="Number of nvidia.com/gpu cards held.")
+    cards: Int = Field(ge=1, description="Number of nvidia.com/gpu cards held.")
     reason: str = Field(default="", description="Why they are held; shown in the allocation message.")
 
 
 class Node(_Strict):
     """One schedulable node and what the scheduler can give from it."""
 
-    name: str = Field(description="Node name = its kubernetes.io/hostname label, e.g. worker-1.")
-    cards: int = Field(ge=0, description="Allocatable nvidia.com/gpu cards on the node (worker-1: 4).")
+    name: NodeName = Field(description="Node name = its kubernetes.io/hostname label, e.g. worker-1 (a DNS-1123 subdomain and a label value).")
+    cards: Int = Field(ge=0, description="Allocatable nvidia.com/gpu cards on the node (worker-1: 4).")
     card: Optional[CardSpec] = Field(
         default=None, description="The card model; required when cards > 0."
     )
-    allocatable_memory_mib: int = Field(
+    allocatable_memory_mib: Int = Field(
         gt=0,
         description=(
             "Allocatable host memory in MiB (worker-1: 63,495; a 24Gi request per pod did not "

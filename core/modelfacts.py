@@ -12,7 +12,8 @@ Plain pydantic, no Pulumi import; the program, the policy pack and the capacity 
 
 from __future__ import annotations
 
-import json
+from core import inputs
+from core.values import Int, Real
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -43,8 +44,8 @@ class Quantization(_Strict):
     method: Literal["gptq", "awq", "fp8", "mxfp4", "compressed-tensors", "marlin", "bitsandbytes"] = Field(
         description="Quantization method as vLLM's --quantization names it."
     )
-    bits: int = Field(ge=1, le=16, description="Bits per quantized weight (GPTQ Int4: 4).")
-    group_size: int = Field(default=128, ge=-1, description="Quantization group size (-1: per channel).")
+    bits: Int = Field(ge=1, le=16, description="Bits per quantized weight (GPTQ Int4: 4).")
+    group_size: Int = Field(default=128, ge=-1, description="Quantization group size (-1: per channel).")
     experts_only: bool = Field(default=False, description="Only the MoE experts are quantized (gpt-oss MXFP4).")
 
 
@@ -108,25 +109,25 @@ class ModelFacts(_Strict):
     """
 
     architecture: str = Field(description="config.json architectures[0], e.g. Qwen2ForCausalLM.")
-    num_hidden_layers: int = Field(gt=0)
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0, description="Per-head dimension (hidden_size / heads when not given).")
-    hidden_size: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0, description="Dense MLP width (MoE: the shared/dense width).")
-    vocab_size: int = Field(gt=0)
-    max_position_embeddings: int = Field(gt=0, description="Native context window in tokens.")
-    parameters: float = Field(gt=0, description="Total parameter count (not billions), e.g. 14.77e9.")
+    num_hidden_layers: Int = Field(gt=0)
+    num_attention_heads: Int = Field(gt=0)
+    num_key_value_heads: Int = Field(gt=0)
+    head_dim: Int = Field(gt=0, description="Per-head dimension (hidden_size / heads when not given).")
+    hidden_size: Int = Field(gt=0)
+    intermediate_size: Int = Field(gt=0, description="Dense MLP width (MoE: the shared/dense width).")
+    vocab_size: Int = Field(gt=0)
+    max_position_embeddings: Int = Field(gt=0, description="Native context window in tokens.")
+    parameters: Real = Field(gt=0, description="Total parameter count (not billions), e.g. 14.77e9.")
     torch_dtype: Literal["float16", "bfloat16", "float32"] = Field(
         default="bfloat16", description="Dtype of the unquantized tensors in the checkpoint."
     )
     quantization: Optional[Quantization] = Field(default=None, description="None for a dense checkpoint.")
-    full_attention_layers: Optional[int] = Field(
+    full_attention_layers: Optional[Int] = Field(
         default=None, gt=0, description="Hybrid models: layers with a KV cache. None: every layer."
     )
-    num_experts: Optional[int] = Field(default=None, gt=0, description="MoE: routed experts a layer.")
-    num_experts_per_tok: Optional[int] = Field(default=None, gt=0, description="MoE: experts a token.")
-    moe_intermediate_size: Optional[int] = Field(default=None, gt=0, description="MoE: expert MLP width.")
+    num_experts: Optional[Int] = Field(default=None, gt=0, description="MoE: routed experts a layer.")
+    num_experts_per_tok: Optional[Int] = Field(default=None, gt=0, description="MoE: experts a token.")
+    moe_intermediate_size: Optional[Int] = Field(default=None, gt=0, description="MoE: expert MLP width.")
     tie_word_embeddings: bool = Field(default=False)
     linear_num_key_heads: Optional[int] = Field(
         default=None, gt=0, description="Hybrid (GDN) models: key heads of a linear-attention layer."
@@ -436,7 +437,9 @@ class ModelEntry(_Strict):
         return self
 
     def resolve(self, base_dir: Optional[Path] = None) -> ModelFacts:
-        """The model's facts. Raises ValueError when config_json cannot be read or parsed."""
+        """The model's facts. Raises ValueError when config_json cannot be read (not a regular
+        file of at most :data:`core.inputs.MAX_INPUT_BYTES`, not UTF-8) or is not one JSON
+        object with each key once (:mod:`core.inputs`)."""
         if self.facts is not None:
             return self.facts
         if self.catalog is not None:
@@ -445,9 +448,9 @@ class ModelEntry(_Strict):
         if base_dir is not None and not path.is_absolute():
             path = base_dir / path
         try:
-            raw = json.loads(path.read_text())
-        except (OSError, ValueError) as err:
-            raise ValueError(f"cannot read config_json {path}: {err}") from None
+            raw = inputs.json_object(inputs.read_text(path, "config.json"), str(path))
+        except inputs.InputFileError as err:
+            raise ValueError(f"cannot read config_json {err}") from None
         return facts_from_config_json(raw)
 
     def matches(self, model_arg: str) -> bool:
@@ -508,6 +511,8 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
         )
     except KeyError as err:
         raise ValueError(f"config.json has no {err.args[0]!r}") from None
+    except (TypeError, AttributeError, ZeroDivisionError) as err:
+        raise ValueError(f"config.json has a value of the wrong type or zero ({err})") from None
     if not (raw.get("num_parameters") or text.get("num_parameters")):
         built = built.model_copy(update={"parameters": float(built.structural_parameters())})
     return built

@@ -27,6 +27,8 @@ Compute capabilities are ``major * 10 + minor`` (V100: 70), as :attr:`core.inven
   exceeds it (config ``rule_startup_budget``; policy ``startup-probe-covers-cold-start``);
 - :func:`tp_sizes_that_divide`: the tensor parallel sizes suggested when one does not divide
   the model (config ``rule_tp_divides``; policy ``tensor-parallel-divisibility``);
+- :func:`product_memory_mib`: the card memory a product name states (the inventory's
+  ``memory_mib`` must agree with it);
 - :data:`PROJECT_DIR`: a model's relative ``config_json`` path resolves against the project
   directory (where ``Pulumi.yaml`` and the ``Pulumi.<stack>.yaml`` files live, the Pulumi
   CLI's working directory), in the program, the pack (``policylib.stackconfig``) and the
@@ -119,6 +121,18 @@ def is_digest_pinned(image: str) -> bool:
     """True when ``image`` ends in ``@sha256:<64 hex>`` (a digest never moves; coder.yaml: the
     vLLM image is pinned, 003: a moving tag is pulled Always)."""
     return bool(DIGEST.search(image))
+
+
+#: The memory a card's product name states: ``Tesla-V100-PCIE-32GB``, ``NVIDIA-A100-SXM4-80GB``
+#: (the device plugin's ``nvidia.com/gpu.product`` form), the GB figure being GiB of card memory.
+_PRODUCT_MEMORY = re.compile(r"(?:^|[-_ ])(\d+)\s?GB(?:$|[-_ ])", re.IGNORECASE)
+
+
+def product_memory_mib(product: str) -> Optional[int]:
+    """The card memory in MiB the product name states (``Tesla-V100-PCIE-32GB`` -> 32768), or
+    None when it names no size (``Tesla-T4``). Source: the inventory's own V100 entry (32768)."""
+    m = _PRODUCT_MEMORY.search(product)
+    return int(m.group(1)) * 1024 if m else None
 
 
 def lowest_sm(sms: Sequence[int], default: int = SM_VOLTA) -> int:

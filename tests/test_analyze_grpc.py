@@ -101,9 +101,9 @@ def test_policy_pack_config_sets_levels_and_properties_like_the_cli():
     assert [f.level for f in advisory.findings if f.policy == "no-latest-tag"] == ["advisory"]
     assert advisory.exit_code() == 0
 
-    everything_off = run(res, {"all": "disabled"})
-    assert everything_off.findings == ()
-    assert {p.level for p in everything_off.policies} == {"disabled"}
+    # Issue 9: a config that disables every policy is refused, not reported as PASS.
+    with pytest.raises(PolicyConfigError, match="every one of the 3 policies is disabled"):
+        run(res, {"all": "disabled"})
 
     # A policy's own entry wins over "all", as in the CLI's applyConfig.
     mixed = run(res, {"all": "disabled", "no-latest-tag": "mandatory"})
@@ -248,7 +248,7 @@ def test_cli_checks_plain_manifests_and_writes_every_format(tmp_path):
     proc = cli("--manifests", str(d), "--inventory", str(FIXTURE_STACK), "--pack-dir", str(STANDIN),
                "--format", "json", "--output", str(out / "report.json"),
                "--also", f"sarif={out / 'report.sarif'}", "--also", f"markdown={out / 'report.md'}",
-               "--also", f"junit={out / 'report.xml'}")
+               "--also", f"junit={out / 'report.xml'}", "--force")
     assert proc.returncode == 1, proc.stderr
     assert "FAIL: 1 mandatory violation" in proc.stderr
     data = json.loads((out / "report.json").read_text())

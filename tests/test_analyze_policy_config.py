@@ -94,12 +94,12 @@ def test_loading_a_config_file(tmp_path):
     f.write_text("")
     assert load_policy_pack_config(f) == {}
     f.write_text("[1]")
-    with pytest.raises(PolicyConfigError, match="the top level is list, not an object"):
+    with pytest.raises(PolicyConfigError, match="the top level is a JSON array, not an object"):
         load_policy_pack_config(f)
     f.write_text("{nope")
     with pytest.raises(PolicyConfigError, match="not valid JSON"):
         load_policy_pack_config(f)
-    with pytest.raises(PolicyConfigError, match="cannot read it"):
+    with pytest.raises(PolicyConfigError, match="cannot read the policy pack config"):
         load_policy_pack_config(tmp_path / "missing.json")
 
 

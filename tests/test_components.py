@@ -79,11 +79,15 @@ def test_candle_deployment_carries_the_gpu_facts():
     assert c["startupProbe"] == {"httpGet": {"path": "/v1/models", "port": 8080}, "failureThreshold": 60, "periodSeconds": 15}
     assert c["livenessProbe"]["httpGet"] == {"path": "/v1/models", "port": 8080}
     assert {"name": "models", "mountPath": "/mnt/models", "readOnly": True} in c["volumeMounts"]
-    assert m["metadata"]["annotations"] == {
+    annotations = dict(m["metadata"]["annotations"])
+    waived = {k: annotations.pop(k) for k in list(annotations) if k.startswith(facts.CHECKOV_SKIP_ANNOTATION)}
+    assert annotations == {
         facts.COMPONENT_ANNOTATION: "CandleDeployment/candle-vllm",
         facts.COLD_START_ANNOTATION: "300",
         facts.SERVED_NAMES_ANNOTATION: '["coder-14b-fp16"]',
+        facts.RUNS_AS_ROOT_ANNOTATION: facts.ROOT_REASONS["candle-vllm"],
     }
+    assert sorted(v.split("=")[0] for v in waived.values()) == ["CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_40", "CKV_K8S_43"]
 
 
 @pytest.mark.parametrize("image, policy", [
@@ -159,9 +163,9 @@ def test_volta_env_only_below_sm75():
     env = container_of(inference_service_manifest(vllm(), "x"))["env"]
     assert env == [{"name": "VLLM_USE_FLASHINFER_SAMPLER", "value": "0"},
                    {"name": "VLLM_ATTENTION_BACKEND", "value": "TRITON_ATTN"},
-                   {"name": "HF_HOME", "value": "/mnt/models"}]
+                   {"name": "HF_HOME", "value": "/mnt/models"}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
     env = container_of(inference_service_manifest(vllm(card=A100), "x"))["env"]
-    assert env == [{"name": "HF_HOME", "value": "/mnt/models"}]
+    assert env == [{"name": "HF_HOME", "value": "/mnt/models"}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
 
 
 def test_vllm_probes_and_shm():

@@ -112,7 +112,7 @@ def test_every_problem_is_reported_at_once_with_path_value_rule_and_fix():
 
     wrong = found["llm-serving:workloads.clef-candle.max_num_seqs"]
     assert wrong.value == "four"
-    assert wrong.rule == "max_num_seqs: Input should be a valid integer, unable to parse string as an integer"
+    assert wrong.rule == "max_num_seqs: \"four\" is text, not a whole number"
     assert wrong.fix == "give a whole number"
 
     negative = found["llm-serving:workloads.reasoning.cards"]

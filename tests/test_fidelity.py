@@ -54,6 +54,25 @@ SERVICE_LINKS = ("enableServiceLinks: false: a Service named like the engine (vl
                  "and vLLM refuses to start (vllm-project/vllm #34199, issue 10)")
 
 
+#: Issue 9's pod security, added to every model server (core/facts.py, components/workload.py).
+SECURITY = "pod security (issue 9): Pod Security Standards restricted where a GPU server allows it"
+AS_ROOT = "runs as the image's user (root), with the reason written as the runs-as-root annotation (issue 9)"
+WAIVERS = "checkov's skip annotations: each check the Deployment cannot meet, with its reason (issue 9)"
+
+
+def _pod_security(pod: tuple, container: tuple, readiness: bool) -> list[Delta]:
+    out = [Delta("added", pod + ("automountServiceAccountToken",), SECURITY + ": no service account token"),
+           Delta("added", pod + ("securityContext",), SECURITY + ": seccomp RuntimeDefault"),
+           Delta("added", container + ("securityContext",), SECURITY + ": no privilege escalation, drop ALL"),
+           Delta("added", ("metadata", "annotations", facts.RUNS_AS_ROOT_ANNOTATION), AS_ROOT)]
+    if readiness:
+        out.append(Delta("added", container + ("readinessProbe",), "a readiness probe on every model server (issue 9)"))
+    if pod == POD:
+        out += [Delta("added", ("metadata", "annotations", f"{facts.CHECKOV_SKIP_ANNOTATION}{i}"), WAIVERS)
+                for i in range(1, 5)]
+    return out
+
+
 def _annotations(*keys: str) -> list[Delta]:
     return [Delta("added", ("metadata", "annotations", k), CONTRACT) for k in keys]
 
@@ -73,6 +92,7 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
         Delta("added", CONTAINER + ("volumeMounts", 1),
               "TP=2: a Memory-backed /dev/shm (8Gi); the 64Mi default hangs NCCL or raises a bus error (coder.yaml)"),
         Delta("added", POD + ("volumes", 1), "the shm emptyDir volume behind that mount (coder.yaml)"),
+        *_pod_security(POD, CONTAINER, readiness=True),
         Delta("added", POD + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
     "clef-candle.yaml": ("Pulumi.prod.yaml", "Deployment", "clef-candle", [
@@ -80,11 +100,16 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
         Delta("added", POD + ("nodeSelector",), NODE),
         Delta("added", CONTAINER + ("startupProbe",), STARTUP),
         Delta("added", CONTAINER + ("livenessProbe",), LIVENESS),
+        *_pod_security(POD, CONTAINER, readiness=True),
         Delta("added", POD + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
     "coder.yaml": ("tests/stacks/after-002.yaml", "InferenceService", "coder", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
         Delta("added", ISVC_CONTAINER + ("livenessProbe",), LIVENESS),
+        *_pod_security(PREDICTOR, ISVC_CONTAINER, readiness=False),
+        Delta("added", ISVC_CONTAINER + ("volumeMounts", 0, "readOnly"),
+              "the models PVC read-only everywhere (issue 9); vLLM reads its Hugging Face cache on it offline"),
+        Delta("added", ISVC_CONTAINER + ("env", 3), "HF_HUB_OFFLINE=1: the cache on the read-only PVC is read, never written"),
         Delta("added", PREDICTOR + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
     "coder-service.yaml": ("Pulumi.prod.yaml", "Service", "coder-predictor", [

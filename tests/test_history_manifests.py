@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 import gpu_card_allocation
+import kserve_owned_names
 import network_ingress_for_clients
 import node_memory_allocation
 import served_model_name_unique
@@ -198,3 +199,19 @@ def test_after_000_no_stack_policy_finds_anything():
     resources = state("000")
     for policy in STACK_POLICIES:
         assert _messages(policy, resources) == [], policy.name
+
+
+# --- KServe's own names (issue 9) -------------------------------------------------------------
+
+@pytest.mark.parametrize("name, flagged", [("002", True), ("001", True), ("003", True), ("000", False)])
+def test_the_stable_coder_predictor_beside_the_managed_coder_isvc_is_flagged(name, flagged):
+    """coder-predictor is also the Service KServe creates for the coder InferenceService: while
+    coder.yaml was managed (002, 001, 003) both owned it; seed 000 unmanaged the InferenceService."""
+    got = _messages(kserve_owned_names.POLICY, state(name))
+    assert bool(got) is flagged
+    if flagged:
+        assert got == ["Service coder-predictor: is named like the Service KServe creates for InferenceService coder "
+                       "(coder-predictor), so KServe and this stack overwrite each other's object. Fix: rename it (as "
+                       "reasoning-long-predictor sits beside KServe's reasoning-predictor), or stop managing "
+                       "InferenceService coder. Source: KServe RawDeployment names its predictor Service and Deployment "
+                       "<isvc>-predictor; seed 001 (coder-service.yaml beside the still-managed coder InferenceService)."]

@@ -79,7 +79,7 @@ def test_bad_inputs_name_the_file(tmp_path):
     with pytest.raises(m.InputError, match="bad.yaml: not valid YAML"):
         m.load_manifest_dir(tmp_path)
     (tmp_path / "bad.yaml").write_text("kind: Service\n")
-    with pytest.raises(m.InputError, match="no apiVersion/kind"):
+    with pytest.raises(m.InputError, match="apiVersion is null"):
         m.load_manifest_dir(tmp_path)
     stack = tmp_path / "Pulumi.x.yaml"
     stack.write_text("encryptionsalt: x\n")

@@ -184,7 +184,8 @@ def test_the_callers_runtime_config_is_left_alone(tmp_path):
     assert pulumi.runtime.get_config("llm-serving:count") is None
 
 
-def test_secrets_are_recorded_as_their_value(tmp_path):
+def test_secrets_are_recorded_redacted(tmp_path):
+    """Issue 9: a secret never reaches a record, so no rendering, diff or report holds it."""
     program = write(tmp_path, """
         import pulumi
         import pulumi_kubernetes as k8s
@@ -195,6 +196,7 @@ def test_secrets_are_recorded_as_their_value(tmp_path):
     """)
     run = run_program(CONFIG, program)
     secret = by_name(run, "kubernetes:core/v1:Secret")["token"].props
-    assert secret["stringData"] == {"token": "s3cret"}
+    assert secret["stringData"] == {"token": "[secret]"}
+    assert "s3cret" not in repr([r.props for r in run.resources])
     sizes = by_name(run, "kubernetes:core/v1:ConfigMap")["sizes"].props
     assert sizes["data"] == {"ratio": "0.85"} and sizes["immutable"] is False

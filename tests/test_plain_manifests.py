@@ -151,7 +151,7 @@ def test_cli_on_the_directory_writes_sarif_and_exits_1(tmp_path):
     sarif = tmp_path / "policy.sarif"
     proc = subprocess.run(
         [sys.executable, "-m", "tools.analyze", "--manifests", str(d), "--inventory", str(INVENTORY),
-         "--also", f"sarif={sarif}"],
+         "--also", f"sarif={sarif}", "--force"],
         cwd=ROOT, capture_output=True, text=True,
     )
     assert proc.returncode == 1, proc.stderr

@@ -32,7 +32,10 @@ verdict -- bad input, bad policy pack config, the pack failed; the message says 
 
     python -m tools.analyze (--stack prod | --stack-file F | --manifests DIR --inventory STACKFILE)
         [--policy-pack-config F] [--format table|json|sarif|junit|markdown] [--output F]
-        [--also FORMAT=PATH ...] [--pack-dir DIR] [--workers N]
+        [--also FORMAT=PATH ...] [--force] [--pack-dir DIR] [--workers N]
+
+``--output`` and ``--also`` write under ``out/`` only and never over a file git tracks,
+unless ``--force`` is given (:func:`check_output_path`).
 
 Policy pack config is stricter than the CLI in two ways, both to catch typos: a key that
 names no policy of the pack, and a property the policy's ``configSchema`` does not declare,
@@ -42,6 +45,7 @@ are errors (the CLI ignores both).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import threading
@@ -56,16 +60,17 @@ from pulumi.runtime.proto import analyzer_pb2 as pb
 
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry
-from core.problems import ConfigError, Problem
-from core.rules import PROJECT_DIR
 from policylib import coverage
+from core.inputs import InputFileError, json_object, read_text
 from tools import packproc
-from tools.manifests import InputError, Resource, config_env, load_manifest_dir, load_stack_file
+from tools.manifests import InputError, Resource, config_env, load_stack_file, read_manifests
 from tools.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK_DIR = ROOT / "policies"
 PROJECT = "llm-serving"
+#: The stack config key of the namespace (plain manifests without one are judged in it).
+NAMESPACE_KEY = f"{PROJECT}:namespace"
 #: The enforcement levels the CLI accepts (apitype.EnforcementLevel; injected into each
 #: policy's config schema by analyzer.GetAnalyzerInfo).
 LEVELS = ("advisory", "mandatory", "remediate", "disabled")
@@ -94,26 +99,23 @@ class PolicyConfigError(AnalyzeError):
 # --- policy pack config --------------------------------------------------------------------------
 
 def load_policy_pack_config(path: Path) -> dict[str, Any]:
-    """The JSON object of a ``--policy-pack-config`` file (empty file: ``{}``).
-    Raises :class:`PolicyConfigError` when it is unreadable or not a JSON object."""
+    """The JSON object of a ``--policy-pack-config`` file (empty file: ``{}``), read with
+    :mod:`core.inputs` (a regular file of at most 16 MiB, UTF-8, each key once). Raises
+    :class:`PolicyConfigError` when it is unreadable, not JSON or not a JSON object."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as err:
+        text = read_text(path, "policy pack config")
+    except InputFileError as err:
         hint = (" (inline JSON is not accepted: like `pulumi preview --policy-pack-config`, this option takes a file path)"
                 if str(path).lstrip().startswith("{") else "")
-        raise PolicyConfigError([f"{path}: cannot read it ({err.strerror}){hint}; fix: pass an existing JSON file"]) from None
+        raise PolicyConfigError([f"{err}{hint}; fix: pass an existing JSON file"]) from None
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise PolicyConfigError([f"{path}: not valid JSON ({err}); fix: write a JSON object "
-                                 '{"<policy>": "mandatory" | {"enforcementLevel": ..., ...}}']) from None
-    if not isinstance(data, dict):
-        raise PolicyConfigError([f"{path}: the top level is {type(data).__name__}, not an object; fix: write a JSON object "
-                                 'of policy name -> level or {"enforcementLevel": ..., <properties>}'])
-    return data
+        return json_object(text, str(path))
+    except InputFileError as err:
+        raise PolicyConfigError([f"{err}; a policy pack config is a JSON object "
+                                 '{"<policy>": "mandatory" | {"enforcementLevel": ..., <properties>}}']) from None
 
 
 def policy_schema(info: pb.PolicyInfo) -> dict[str, Any]:
@@ -131,7 +133,8 @@ def reconcile_policy_config(info: pb.AnalyzerInfo, given: Optional[dict[str, Any
     """Policy name -> (enforcement level, properties) for every policy, as the CLI's
     ``ReconcilePolicyPackConfig``: schema defaults, then the pack's initial config, then
     ``given`` (``"all"`` sets every policy's level). Each policy's result is validated with
-    jsonschema. Raises :class:`PolicyConfigError` listing every problem at once."""
+    jsonschema. Raises :class:`PolicyConfigError` listing every problem at once, also when the
+    config disables every policy (a PASS that checked nothing)."""
     given = dict(given or {})
     schemas = {p.name: policy_schema(p) for p in info.policies}
     result: dict[str, dict[str, Any]] = {}
@@ -163,6 +166,10 @@ def reconcile_policy_config(info: pb.AnalyzerInfo, given: Optional[dict[str, Any
         _apply(result[name], given_entry)
     for name, entry in result.items():
         problems.extend(_validate(name, entry, schemas[name]))
+    if result and not problems and all(e["enforcementLevel"] == DISABLED for e in result.values()):
+        problems.append(f"every one of the {len(result)} policies is disabled, so nothing would be checked and "
+                        "the verdict would read PASS; fix: enable the policies to check (or leave the policy pack "
+                        "config out)")
     if problems:
         raise PolicyConfigError(problems)
     return {name: (e.pop("enforcementLevel"), e) for name, e in ((n, dict(e)) for n, e in result.items())}
@@ -510,72 +517,47 @@ def stack_name_of(stack_file: Path, default: str = "manifests") -> str:
     return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else default
 
 
-def manifest_resources(directory: Path, stack: str) -> tuple[list[Resource], dict[str, str]]:
-    """(resources, URN -> source file) of a plain-manifest directory or file. A kustomize
-    directory is built as one unit (no per-file sources)."""
-    directory = Path(directory)
-    if directory.is_dir() and not any((directory / k).exists() for k in ("kustomization.yaml", "kustomization.yml", "Kustomization")):
-        resources, sources = [], {}
-        for f in sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml")):
-            for r in load_manifest_dir(f, stack=stack):
-                resources.append(r)
-                sources[r.urn] = _display_path(f)
-        return resources, sources
-    resources = load_manifest_dir(directory, stack=stack)
-    src = _display_path(directory) if directory.is_file() else ""
-    return resources, {r.urn: src for r in resources} if src else {}
+def manifest_resources(directory: Path, stack: str, namespace: Optional[str] = None) -> tuple[list[Resource], dict[str, str]]:
+    """(resources, URN -> source file) of a plain-manifest directory or file
+    (:func:`tools.manifests.read_manifests`; a kustomize directory is built as one unit, with
+    no per-file sources)."""
+    found = read_manifests(directory, stack, namespace)
+    return found.resources, found.sources
 
 
-def _display_path(p: Path) -> str:
-    p = p.resolve()
+def load_inventory(path: Path) -> dict[str, Any]:
+    """The config of the stack-format file ``path`` that ``--manifests`` is judged with. Its
+    ``llm-serving:cluster`` (required) and ``llm-serving:models`` are validated by the
+    program's own loader first, so a missing or invalid inventory is one error with its key
+    path (exit 2), not a violation repeated by every policy. Raises :class:`AnalyzeError` or
+    :class:`tools.manifests.InputError`."""
+    from components.config import ConfigError, load_stack_config
+    from policylib.stackconfig import CONFIG_KEYS
+
+    config = load_stack_file(path)
+    read = {k: config[k] for k in (*CONFIG_KEYS, NAMESPACE_KEY) if k in config}
     try:
-        return p.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return p.as_posix()
-
-
-def inventory_problems(config: dict[str, Any]) -> list[Problem]:
-    """Problems of an inventory file's ``llm-serving:cluster`` and ``llm-serving:models``, each with
-    its key path (a model's ``config_json`` whose quantization the estimate does not know:
-    ``llm-serving:models.<key>.config_json``), checked with the core's models before the pack
-    starts, so a bad inventory is exit 2 and not a violation of every policy."""
-    problems: list[Problem] = []
-    cluster_key = f"{PROJECT}:{CLUSTER_CONFIG_KEY}"
-    raw = config.get(cluster_key)
-    try:
-        ClusterInventory.model_validate(json.loads(raw) if isinstance(raw, str) else raw)
-    except ValueError as err:
-        problems.append(Problem(cluster_key, raw, f"not a valid inventory: {err}".splitlines()[0] if raw is not None
-                                else "the inventory file has no llm-serving:cluster",
-                                "give the nodes, cards and allocatable memory in the format of Pulumi.prod.yaml"))
-    models_key = f"{PROJECT}:{MODELS_CONFIG_KEY}"
-    models = config.get(models_key) or {}
-    for key, entry in (json.loads(models) if isinstance(models, str) else models).items():
-        try:
-            ModelEntry.model_validate(entry).resolve(PROJECT_DIR)
-        except ValueError as err:
-            where = ".config_json" if isinstance(entry, dict) and "config_json" in entry else ""
-            problems.append(Problem(f"{models_key}.{key}{where}", entry.get("config_json") if where else entry,
-                                    str(err), "describe the model with a config.json the estimate knows, or inline facts"))
-    return problems
+        load_stack_config(read, source=f"the inventory {path}")
+    except ConfigError as err:
+        raise AnalyzeError(err.render()) from None
+    return config
 
 
 def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Optional[dict[str, Any]] = None,
                       pack_dir: Path = PACK_DIR, workers: int = 1) -> Report:
     """Judge a directory of plain manifests with the config of the stack-format file
-    ``inventory`` (its ``llm-serving:cluster`` and ``llm-serving:models``). Raises
-    :class:`AnalyzeError` (exit 2) listing each problem of the inventory with its key path."""
-    config = load_stack_file(inventory)
-    problems = inventory_problems(config)
-    if problems:
-        raise AnalyzeError(ConfigError(problems, source=f"the inventory {inventory}").render())
+    ``inventory`` (its ``llm-serving:cluster`` and ``llm-serving:models``, :func:`load_inventory`).
+    Objects without a namespace are judged in the inventory's ``llm-serving:namespace``
+    (default llm-serving); that, and an object found twice, are the report's notes."""
+    config = load_inventory(inventory)
     stack = stack_name_of(inventory)
+    found = read_manifests(directory, stack, str(config.get(NAMESPACE_KEY) or "llm-serving"))
+    if not found.resources:
+        raise AnalyzeError(f"cannot check {directory}: it holds no Kubernetes objects; "
+                           "fix: pass a directory of *.yaml / *.json manifests or a kustomize directory")
     with start_pack(config, stack=stack, pack_dir=pack_dir, workers=workers) as pack:
-        resources, sources = manifest_resources(directory, stack)
-        if not resources:
-            raise AnalyzeError(f"cannot check {directory}: it holds no Kubernetes objects; "
-                               "fix: pass a directory of *.yaml manifests or a kustomize directory")
-        return pack.analyze(resources, policy_pack_config, sources)
+        report = pack.analyze(found.resources, policy_pack_config, found.sources)
+    return dataclasses.replace(report, notes=(*report.notes, *found.notes))
 
 
 def analyze_program(stack_file: Path, policy_pack_config: Optional[dict[str, Any]] = None,
@@ -624,6 +606,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--output", type=Path, help="write the report here (default: stdout)")
     ap.add_argument("--also", action="append", default=[], metavar="FORMAT=PATH",
                     help="also write the report in FORMAT to PATH (repeatable), e.g. sarif=out/policy.sarif")
+    ap.add_argument("--force", action="store_true",
+                    help="let --output / --also write outside out/ or over a file git tracks")
     ap.add_argument("--pack-dir", type=Path, default=PACK_DIR, help="the policy pack directory (default: policies/)")
     ap.add_argument("--workers", type=int, default=1,
                     help="pack processes (default 1, as the CLI); more split the work, same report")
@@ -641,10 +625,48 @@ def _extra_outputs(specs: Iterable[str]) -> list[tuple[str, Path]]:
     return out
 
 
+#: Where report files may be written without --force (the preview's out/ as well).
+OUTPUT_DIR = ROOT / "out"
+
+
+def check_output_path(path: Path, force: bool = False) -> None:
+    """Refuse a report path (``--output``, ``--also``) that is not a regular file or a new
+    path, and, unless ``force``, one outside :data:`OUTPUT_DIR` or tracked by git (a typo such
+    as ``--output README.md`` would replace the project's file). Raises :class:`AnalyzeError`
+    before anything is run or written."""
+    target = Path(path).absolute()
+    if target.exists() and not target.is_file():
+        raise AnalyzeError(f"cannot write the report to {path}: it is not a regular file; fix: name a file path")
+    if force:
+        return
+    out_dir = OUTPUT_DIR.resolve()
+    if not target.resolve().is_relative_to(out_dir):
+        raise AnalyzeError(f"cannot write the report to {path}: it is outside the output folder {out_dir}; "
+                           f"fix: write under {out_dir} (e.g. out/policy.sarif), or pass --force to write there")
+    if target.exists() and _git_tracked(target):
+        raise AnalyzeError(f"cannot write the report to {path}: git tracks that file, which would be overwritten; "
+                           "fix: name a new file, or pass --force")
+
+
+def _git_tracked(path: Path) -> bool:
+    """Whether git tracks ``path`` (False without git or outside a repository)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "-C", str(path.parent), "ls-files", "--error-unmatch", "--", path.name],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         extra = _extra_outputs(args.also)
+        for _, path in [(args.format, args.output), *extra]:
+            if path is not None:
+                check_output_path(path, args.force)
         ppc = load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
         if args.manifests is not None:
             if args.inventory is None:

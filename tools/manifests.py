@@ -21,9 +21,11 @@ from typing import Any, Iterable, Optional
 
 import yaml
 
+from core.inputs import InputFileError, json_object, read_text
+from core.problems import ConfigError, Problem
+from tools.yamlload import load_documents
+
 PROJECT = "llm-serving"
-#: PyYAML's safe loader, in C (libyaml) where the wheel has it: 7x faster on a large stack file.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class InputError(Exception):
@@ -60,23 +62,61 @@ def urn(stack: str, type_: str, name: str, parent_type: str = "") -> str:
     return f"urn:pulumi:{stack}::{PROJECT}::{qualified}::{name}"
 
 
-def resources_from_documents(docs: Iterable[dict], stack: str = "manifests") -> list[Resource]:
+#: Kinds without a namespace (the API server ignores metadata.namespace on them).
+CLUSTER_SCOPED = frozenset({
+    "Namespace", "Node", "PersistentVolume", "StorageClass", "ClusterRole", "ClusterRoleBinding",
+    "CustomResourceDefinition", "PriorityClass", "RuntimeClass", "IngressClass", "CSIDriver", "CSINode",
+    "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "APIService", "VolumeSnapshotClass",
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+})
+
+
+def _object_problem(doc: Any) -> Optional[str]:
+    """Why ``doc`` is not a Kubernetes object (the rule and the fix), or None."""
+    if not isinstance(doc, dict):
+        return f"it is a {type(doc).__name__}, not a map with apiVersion, kind and metadata; fix: write one object per document"
+    for key in ("apiVersion", "kind"):
+        if not isinstance(doc.get(key), str) or not doc[key]:
+            return f"{key} is {json.dumps(doc.get(key), default=str)}, not a non-empty string; fix: set {key}"
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return f"metadata is {json.dumps(meta, default=str)[:60]}, not a map; fix: give metadata: {{name: ..., namespace: ...}}"
+    if not isinstance(meta.get("name"), str) or not meta["name"]:
+        return f"metadata.name is {json.dumps(meta.get('name'), default=str)[:60]}, not a non-empty string; fix: name the object"
+    if "namespace" in meta and not isinstance(meta["namespace"], str):
+        return f"metadata.namespace is {json.dumps(meta['namespace'], default=str)[:60]}, not a string; fix: give the namespace's name"
+    return None
+
+
+def _is_list(doc: Any) -> bool:
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    return isinstance(kind, str) and (kind == "List" or (kind.endswith("List") and "items" in doc))
+
+
+def resources_from_documents(docs: Iterable[Any], stack: str = "manifests", where: str = "a document") -> list[Resource]:
     """Resources from parsed manifests (``List`` kinds are flattened; empty docs skipped).
 
     The resource name is ``<namespace>/<name>`` for namespaced objects, so two objects of the
-    same kind in different namespaces stay apart.
+    same kind in different namespaces stay apart. Raises :class:`InputError` naming ``where``
+    and the document (1-based) for a document that is not a Kubernetes object (not a map,
+    ``kind: 5``, ``metadata: "x"``, a List whose items are not objects).
     """
     out: list[Resource] = []
-    for doc in docs:
-        if not doc:
+    for i, doc in enumerate(docs, 1):
+        if doc is None:
             continue
-        if doc.get("kind") == "List" or (doc.get("kind", "").endswith("List") and "items" in doc):
-            out.extend(resources_from_documents(doc.get("items") or [], stack))
+        at = f"{where}, document {i}"
+        if _is_list(doc):
+            items = doc.get("items")
+            if not isinstance(items, list):
+                raise InputError(f"{at}: {doc['kind']}.items is not a list; fix: list the objects under items:")
+            out.extend(resources_from_documents(items, stack, f"{at}, {doc['kind']} item"))
             continue
-        if "apiVersion" not in doc or "kind" not in doc:
-            raise InputError(f"a document has no apiVersion/kind: {json.dumps(doc)[:120]}")
-        meta = doc.get("metadata") or {}
-        name = str(meta.get("name", ""))
+        problem = _object_problem(doc)
+        if problem is not None:
+            raise InputError(f"{at}: not a Kubernetes object: {problem}")
+        meta = doc["metadata"]
+        name = meta["name"]
         if meta.get("namespace"):
             name = f"{meta['namespace']}/{name}"
         t = type_token(doc["apiVersion"], doc["kind"])
@@ -84,53 +124,143 @@ def resources_from_documents(docs: Iterable[dict], stack: str = "manifests") -> 
     return out
 
 
-def load_manifest_dir(path: Path, stack: str = "manifests") -> list[Resource]:
-    """Resources from a directory of manifests or a single YAML file.
+def is_kustomize_dir(path: Path) -> bool:
+    """A directory holding ``kustomization.yaml`` (or ``.yml``, ``Kustomization``)."""
+    return path.is_dir() and any((path / k).exists() for k in ("kustomization.yaml", "kustomization.yml", "Kustomization"))
 
-    A directory with a ``kustomization.yaml`` (or ``.yml`` / ``Kustomization``) is built with
-    ``kubectl kustomize``; otherwise every ``*.yaml`` / ``*.yml`` below it is read, sorted by
-    path. Raises :class:`InputError` for a missing path, unparsable YAML or a failed build.
+
+#: Manifest files read from a directory: YAML, and JSON (kubectl apply -f reads both).
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass
+class ManifestSet:
+    """The objects of a manifest path: ``resources``, ``sources`` (URN -> file; none for a
+    kustomize build) and ``notes`` (what was assumed or merged, for the report)."""
+
+    resources: list[Resource]
+    sources: dict[str, str]
+    notes: list[str]
+
+
+def read_manifests(path: Path, stack: str = "manifests", namespace: Optional[str] = None) -> ManifestSet:
+    """The objects of a directory of manifests (``*.yaml``, ``*.yml``, ``*.json`` below it, by
+    path), a kustomize directory (built with ``kubectl kustomize``) or one file.
+
+    An object without ``metadata.namespace`` (of a namespaced kind) is judged in ``namespace``
+    (the inventory's ``llm-serving:namespace``, where ``kubectl apply -n`` would put it) and a
+    note says so; when ``namespace`` is None it is left as written. The same object (API
+    group, kind, namespace, name) found twice is judged once with a note when both copies are
+    equal (the same directory given twice), and refused when they differ (which one applies
+    depends on the order). Raises :class:`InputError` naming the file and document.
     """
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
-    if path.is_dir() and any((path / k).exists() for k in ("kustomization.yaml", "kustomization.yml", "Kustomization")):
+    if is_kustomize_dir(path):
         kubectl = shutil.which("kubectl")
         if kubectl is None:
             raise InputError(f"{path} is a kustomize directory and kubectl is not on PATH; install kubectl or pass the built YAML")
         proc = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise InputError(f"kubectl kustomize {path} failed: {proc.stderr.strip()}")
-        return _parse(proc.stdout, f"kubectl kustomize {path}", stack)
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
-    out: list[Resource] = []
-    for f in files:
-        out.extend(_parse(f.read_text(), str(f), stack))
+        parsed = [(f"kubectl kustomize {path}", "", _documents(proc.stdout, f"kubectl kustomize {path}", ".yaml"))]
+    else:
+        files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES)
+        parsed = []
+        for f in files:
+            shown = _display(f)
+            parsed.append((shown, shown, _documents(read_input(f, "manifest"), shown, f.suffix)))
+    out = ManifestSet([], {}, [])
+    seen: dict[tuple[str, str, str, str], tuple[str, dict]] = {}
+    for shown, source, docs in parsed:
+        for r in resources_from_documents(docs, stack, shown):
+            meta = r.props["metadata"]
+            kind = r.props["kind"]
+            if namespace and not meta.get("namespace") and kind not in CLUSTER_SCOPED:
+                r = _in_namespace(r, namespace, stack)
+                out.notes.append(f"{kind} {meta['name']} ({shown}) has no metadata.namespace; judged in namespace "
+                                 f"{namespace} (the inventory's llm-serving:namespace), where kubectl apply -n {namespace} puts it")
+            ident = (r.props["apiVersion"].rpartition("/")[0], kind, r.props["metadata"].get("namespace", ""), meta["name"])
+            if ident in seen:
+                first, props = seen[ident]
+                if props != r.props:
+                    raise InputError(f"{shown}: {kind} {r.name} is also in {first}, with different content; which one "
+                                     "applies depends on the order; fix: keep one copy")
+                out.notes.append(f"{kind} {r.name} is in {first} and again in {shown} (identical); judged once")
+                continue
+            seen[ident] = (shown, r.props)
+            out.resources.append(r)
+            if source:
+                out.sources[r.urn] = source
     return out
 
 
-def _parse(text: str, where: str, stack: str) -> list[Resource]:
+def _in_namespace(r: Resource, namespace: str, stack: str) -> Resource:
+    props = {**r.props, "metadata": {**r.props["metadata"], "namespace": namespace}}
+    name = f"{namespace}/{props['metadata']['name']}"
+    return Resource(type=r.type, name=name, urn=urn(stack, r.type, name), props=props)
+
+
+def _display(p: Path) -> str:
+    p = p.resolve()
     try:
-        docs = list(yaml.load_all(text, Loader=_LOADER))
+        return p.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def load_manifest_dir(path: Path, stack: str = "manifests") -> list[Resource]:
+    """The objects of :func:`read_manifests` (namespaces as written)."""
+    return read_manifests(path, stack).resources
+
+
+def _documents(text: str, where: str, suffix: str) -> list[Any]:
+    """The documents of a manifest file: JSON (one object) or YAML, with the one loader."""
+    try:
+        if suffix == ".json":
+            return [json_object(text, where)]
+        return load_documents(text, where)
+    except ConfigError as err:
+        raise InputError(err.render()) from None
+    except InputFileError as err:
+        raise InputError(str(err)) from None
     except yaml.YAMLError as err:
         raise InputError(f"{where}: not valid YAML: {err}") from None
-    return resources_from_documents(docs, stack)
+
+
+def read_input(path: Path, what: str) -> str:
+    """:func:`core.inputs.read_text`, its error as :class:`InputError`."""
+    try:
+        return read_text(path, what)
+    except InputFileError as err:
+        raise InputError(str(err)) from None
 
 
 def load_stack_file(path: Path) -> dict[str, Any]:
     """The ``config:`` map of a stack file, keys as written (``llm-serving:cluster`` ...).
 
-    Raises :class:`InputError` when the file is missing, is not YAML, or has no ``config:`` map.
+    Raises :class:`InputError` when the file is missing, not a regular file of at most
+    :data:`core.inputs.MAX_INPUT_BYTES`, not YAML, not plain data (a repeated key, a date, a
+    tag, aliases beyond the budget: :mod:`tools.yamlload`, with the config key path), has
+    no ``config:`` map, or a config key without a value (``null``: the program would get the
+    text "null", a valid namespace name).
     """
     path = Path(path)
+    text = read_input(path, "stack file")
     try:
-        data = yaml.load(path.read_text(), Loader=_LOADER)
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror}") from None
+        docs = load_documents(text, str(path), strip=("config",), numbered=False)
+    except ConfigError as err:
+        raise InputError(err.render()) from None
     except yaml.YAMLError as err:
         raise InputError(f"{path}: not valid YAML: {err}") from None
+    data = docs[0] if len(docs) == 1 else None
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
         raise InputError(f"{path}: a stack file needs a top-level config: map")
+    empty = [Problem(str(k), None, f"{k} has no value (null); the program would receive the text \"null\"",
+                     f"give {k} a value, or delete the key") for k, v in data["config"].items() if v is None]
+    if empty:
+        raise InputError(ConfigError(empty, str(path)).render())
     return data["config"]
 
 

@@ -51,6 +51,7 @@ from pulumi.runtime import rpc, settings
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 
+from core.values import REDACTED
 from tools.manifests import PROJECT, Resource, config_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,7 +182,7 @@ def struct_to_plain(struct: Any) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """Pulumi's encodings made plain: a secret is its value, a resource reference its URN, an
+    """Pulumi's encodings made plain: a secret is :data:`core.values.REDACTED`, a resource reference its URN, an
     unknown (preview) ``None``; whole numbers are ints (protobuf numbers are doubles, and Go's
     JSON, so the provider, writes 1.0 as 1)."""
     if isinstance(value, dict):
@@ -189,7 +190,7 @@ def _plain(value: Any) -> Any:
         if sig is None:
             return {k: _plain(v) for k, v in value.items()}
         if sig == rpc._special_secret_sig:
-            return _plain(value.get("value"))
+            return _redacted(_plain(value.get("value")))  # never in a rendering, a diff or a report
         if sig == rpc._special_resource_sig:
             return value.get("urn")
         return None
@@ -200,6 +201,16 @@ def _plain(value: Any) -> Any:
     if isinstance(value, str) and value == rpc.UNKNOWN:
         return None
     return value
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with every leaf replaced by :data:`core.values.REDACTED`, its keys kept (a
+    Secret's ``stringData`` still names its keys)."""
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return REDACTED
 
 
 def _ordered(records: list[Resource]) -> list[Resource]:
@@ -213,12 +224,15 @@ def run_program(
     stack: str = "prod",
     project: str = PROJECT,
     preview: bool = True,
+    secret_keys: Optional[list[str]] = None,
 ) -> ProgramRun:
     """Run ``program`` under the mock runtime with the stack's ``config:`` map.
 
     ``config`` is a stack file's ``config:`` map as written (``{"llm-serving:cluster": {...}}``);
     structured values reach the program JSON-encoded, as the CLI passes them in ``PULUMI_CONFIG``
     (:func:`tools.manifests.config_env`). ``preview`` is ``pulumi.runtime.is_dry_run()``.
+    Secret keys, as the CLI marks them (``PULUMI_CONFIG_SECRET_KEYS``): every key whose value
+    holds a ``secure:`` value, and ``secret_keys`` (keys given decrypted, as the CLI passes them).
 
     Returns a :class:`ProgramRun`. Raises :class:`ProgramError` (message only) when the program
     raises ``pulumi.RunError``, ``pulumi.InputPropertyError`` or a ``ConfigError``; other
@@ -231,22 +245,32 @@ def run_program(
     """
     program = Path(program).resolve()
     strings = json.loads(config_env(config))
+    secret = sorted(set(secret_keys or ()) | {k for k, v in config.items() if _holds_secure(v)})
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return contextvars.Context().run(_run, strings, program, stack, project, preview)
+        return contextvars.Context().run(_run, strings, secret, program, stack, project, preview)
     finally:
         if collecting:
             gc.enable()
 
 
-def _run(config: dict[str, str], program: Path, stack: str, project: str, preview: bool) -> ProgramRun:
+def _holds_secure(value: Any) -> bool:
+    """A value holding a ``{secure: ...}`` map anywhere (a secret in the stack file)."""
+    if isinstance(value, dict):
+        return (set(value) == {"secure"}) or any(_holds_secure(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_secure(v) for v in value)
+    return False
+
+
+def _run(config: dict[str, str], secret: list[str], program: Path, stack: str, project: str, preview: bool) -> ProgramRun:
     loop = asyncio.new_event_loop()
     previous_loop = _current_loop()
     asyncio.set_event_loop(loop)
     monitor = RecordingMonitor(_Mocks())
     try:
-        _configure(config, monitor, stack, project, preview)
+        _configure(config, secret, monitor, stack, project, preview)
         try:
             loop.run_until_complete(run_in_stack(lambda: _exec(program)))
         except BaseException as err:  # noqa: BLE001 - classified, then re-raised
@@ -268,14 +292,15 @@ def _current_loop() -> Optional[asyncio.AbstractEventLoop]:
         return None
 
 
-def _configure(config: dict[str, str], monitor: RecordingMonitor, stack: str, project: str, preview: bool) -> None:
+def _configure(config: dict[str, str], secret: list[str], monitor: RecordingMonitor, stack: str, project: str,
+               preview: bool) -> None:
     """Config and settings as the language host sets them, with the recording monitor.
 
     ``set_mocks`` creates and finishes a root Stack when none exists (for unit tests that never
     run a program); here ``run_in_stack`` makes the Stack the program's exports land on, as the
     language host does, so a placeholder root keeps ``set_mocks`` from making its own.
     """
-    pulumi.runtime.set_all_config(config, [])
+    pulumi.runtime.set_all_config(config, secret)
     settings.ROOT.set(object())  # type: ignore[arg-type]
     pulumi.runtime.set_mocks(
         monitor.mocks, project=project, stack=stack, preview=preview, logger=PROGRAM_LOG, monitor=monitor

@@ -44,14 +44,15 @@ from typing import Any, Iterable
 import yaml
 
 from core import facts
-from tools.manifests import InputError, Resource
+from core.problems import ConfigError
+from tools.manifests import InputError, Resource, read_input
+from tools.yamlload import load_documents
 
 CRD_DIR = "0-crd"
 MANIFEST_DIR = "1-manifest"
 #: apiextensions versions the provider treats as built-in (``kinds.KnownGroupVersions``).
 CRD_API_VERSIONS = ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1")
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class RenderError(Exception):
@@ -204,9 +205,12 @@ def load_tree(directory: Path) -> dict[str, dict[str, Any]]:
     for sub in subs:
         for f in sorted(sub.glob("*.yaml")):
             try:
-                obj = yaml.load(f.read_text(), Loader=_LOADER)
+                docs = load_documents(read_input(f, "rendered manifest"), f"--base {f}", numbered=False)
+            except ConfigError as err:
+                raise InputError(err.render()) from None
             except yaml.YAMLError as err:
                 raise InputError(f"--base {f}: not valid YAML: {err}") from None
+            obj = docs[0] if len(docs) == 1 else None
             if not isinstance(obj, dict):
                 raise InputError(f"--base {f}: not one Kubernetes object")
             out[f"{sub.name}/{f.name}"] = obj

@@ -68,6 +68,8 @@ def ports_admit(ports: Any, pod_port: int, names: frozenset[str], protocol: str)
             if port in names:
                 return True
             continue
+        if not isinstance(port, int) or isinstance(port, bool):
+            continue  # not a port (a list, a map, a fraction): the API server refuses it; it admits nothing
         high = port_value(entry.get("endPort"))
         if port <= pod_port <= (high if isinstance(high, int) else port):
             return True

@@ -617,7 +617,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         pod_labels.update({str(k): str(v) for k, v in _m(_m(pod.get("labels"))).items()})
         pod_labels[facts.KSERVE_ISVC_LABEL] = name
         pod_labels[facts.KSERVE_COMPONENT_LABEL] = facts.KSERVE_PREDICTOR_COMPONENT
-        pod_labels["app"] = f"isvc.{name}-predictor"
+        pod_labels["app"] = f"{facts.KSERVE_APP_LABEL_PREFIX}{name}{facts.KSERVE_PREDICTOR_SUFFIX}"
         pod_spec = pod
         pod_at = "spec.predictor"
     else:

@@ -1,0 +1,40 @@
+"""no-service-account-token: pods that call no Kubernetes API get no service account token.
+
+Rule: every pod template sets ``automountServiceAccountToken: false`` (the model servers and
+the reference server never call the Kubernetes API; a mounted token is a credential for
+anyone who gets code execution in the server). ``core.facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN``.
+
+Source: CIS Kubernetes Benchmark 5.1.6 ("Ensure that Service Account Tokens are only mounted
+where necessary", checkov CKV_K8S_38, failed on all three of prod's Deployments before issue 9).
+
+Does not check: the ServiceAccount's own automountServiceAccountToken (the pod's setting wins).
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from policylib import podsec
+
+NAME = "no-service-account-token"
+SOURCE = "CIS Kubernetes Benchmark 5.1.6 (checkov CKV_K8S_38); issue 9"
+
+
+def validate(args, report_violation) -> None:
+    checks = [(pod, f"automountServiceAccountToken is {podsec.shown(spec.get('automountServiceAccountToken'))}, "
+                    "so the pod gets a service account token it never uses",
+               "set automountServiceAccountToken: false in the pod spec")
+              for pod, spec, _ in podsec.pods(args.resource_type, args.props)
+              if spec.get("automountServiceAccountToken") is not False]
+    podsec.report(args, checks, SOURCE, report_violation,
+                  "the components set it on every pod of {key}; an older rendering lacks it: preview again")
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="Pod templates set automountServiceAccountToken false: the servers call no Kubernetes API.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.MEDIUM,
+    remediation_steps="Set automountServiceAccountToken: false in the pod spec (Deployment spec.template.spec, InferenceService spec.predictor).",
+)

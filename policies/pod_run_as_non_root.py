@@ -1,0 +1,51 @@
+"""pod-run-as-non-root: containers run as a non-root user, or the workload says why not.
+
+Rule: every container of a Deployment, StatefulSet, InferenceService (or other pod owner) has
+``runAsNonRoot: true`` (on the container or the pod) and no ``runAsUser: 0``
+(:func:`policylib.podsec.root_containers`), unless the object carries the annotation
+``llm-serving.riotpiao.com/runs-as-root`` with the reason (``core.facts.RUNS_AS_ROOT_ANNOTATION``).
+The components write that reason for every server here by default
+(``core.facts.ROOT_REASONS``: the vllm/vllm-openai image runs as root, the candle-vllm images
+set no USER, clef-serve pip-installs at start); ``run_as_user: <uid>`` in the stack file runs
+the workload as that user instead.
+
+Source: Kubernetes Pod Security Standards, Restricted ("Running as Non-root"); issue 9 ("run as
+non-root where the image allows, and say where it does not").
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from core import facts
+from policylib import podsec
+from policylib import resource_helpers as rh
+
+NAME = "pod-run-as-non-root"
+
+
+def validate(args, report_violation) -> None:
+    annotations = rh.mapping(rh.mapping(args.props.get("metadata")).get("annotations"))
+    if str(annotations.get(facts.RUNS_AS_ROOT_ANNOTATION) or "").strip():
+        return
+    checks = [c for _, spec, containers in podsec.pods(args.resource_type, args.props)
+              for c in podsec.root_containers(spec, containers)]
+    checks = [(where, wrong, f"{fix}, or declare why it cannot: annotation {facts.RUNS_AS_ROOT_ANNOTATION}: <reason>")
+              for where, wrong, fix in checks]
+    podsec.report(args, checks, podsec.SOURCE_RESTRICTED, report_violation,
+                  "set run_as_user: <uid> on {key} once the image runs as that user (without it, the "
+                  "components declare why it runs as root)")
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="Containers run with runAsNonRoot true, or the workload declares why it runs as root (annotation runs-as-root).",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.MEDIUM,
+    remediation_steps=(
+        "Set securityContext.runAsNonRoot: true and runAsUser: <uid> where the image can start as that user "
+        "(stack file: run_as_user on the workload). Where it cannot (the vllm/vllm-openai image runs as root), "
+        "say why in the annotation llm-serving.riotpiao.com/runs-as-root; the components write it by default."
+    ),
+)

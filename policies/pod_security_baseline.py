@@ -1,0 +1,43 @@
+"""pod-security-baseline: every pod meets the Kubernetes Pod Security Standards' Baseline profile.
+
+Rule: no host namespaces (hostNetwork, hostPID, hostIPC), no hostPath volumes, no privileged
+container, no capability added beyond the Baseline set, no hostPort, no Unconfined seccomp or
+AppArmor profile, SELinux options within the allowed list, the default /proc mount, only safe
+sysctls, no Windows host process (:func:`policylib.podsec.baseline`). A GPU server needs none of
+these: the nvidia runtime class and the device plugin give it the cards.
+
+Source: Kubernetes Pod Security Standards, Baseline (kubernetes.io/docs/concepts/security/
+pod-security-standards); issue 9 (the rendered pods pass Baseline).
+
+Does not check: the namespace's pod-security.kubernetes.io labels (the admission side).
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from policylib import podsec
+
+NAME = "pod-security-baseline"
+
+
+def validate(args, report_violation) -> None:
+    checks = [c for pod, spec, containers in podsec.pods(args.resource_type, args.props)
+              for c in podsec.baseline(pod, spec, containers)]
+    podsec.report(args, checks, podsec.SOURCE_BASELINE, report_violation,
+                  "the components never set these; remove the field from the object's source")
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="Pods meet the Pod Security Standards' Baseline: no host namespaces, hostPath, privileged containers, added capabilities or host ports.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Remove hostNetwork / hostPID / hostIPC, hostPath volumes (use the models PVC), privileged: true, "
+        "capabilities beyond the Baseline set, hostPort (reach pods through a Service), Unconfined seccomp or "
+        "AppArmor profiles, SELinux users and roles, procMount and unsafe sysctls. GPU access comes from "
+        "runtimeClassName: nvidia and nvidia.com/gpu, none of these."
+    ),
+)

@@ -1,0 +1,45 @@
+"""pod-security-restricted: every pod meets the Restricted profile of the Pod Security
+Standards, as far as a GPU server can (running as non-root is ``pod-run-as-non-root``).
+
+Rule: every container sets ``allowPrivilegeEscalation: false`` and drops ALL capabilities
+(adding back NET_BIND_SERVICE at most); the pod (or every container) sets a RuntimeDefault or
+Localhost seccomp profile; volumes are configMap, csi, downwardAPI, emptyDir, ephemeral,
+persistentVolumeClaim, projected or secret (:func:`policylib.podsec.restricted`). The
+components set all of it (``core.facts.CONTAINER_SECURITY``, ``SECCOMP_PROFILE``).
+
+Source: Kubernetes Pod Security Standards, Restricted (kubernetes.io/docs/concepts/security/
+pod-security-standards); issue 9 (checkov counted 37 failed checks on prod's manifests, among
+them these three on every Deployment).
+
+Does not check: runAsNonRoot (``pod-run-as-non-root``, which accepts a declared reason).
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from policylib import podsec
+
+NAME = "pod-security-restricted"
+
+
+def validate(args, report_violation) -> None:
+    checks = [c for pod, spec, containers in podsec.pods(args.resource_type, args.props)
+              for c in podsec.restricted(pod, spec, containers)]
+    podsec.report(args, checks, podsec.SOURCE_RESTRICTED, report_violation,
+                  "the components set these on every pod of {key}; an older rendering lacks them: preview again")
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="Containers set allowPrivilegeEscalation false, drop ALL capabilities and run under a RuntimeDefault seccomp profile; volumes are of the restricted types.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.MEDIUM,
+    remediation_steps=(
+        "On every container: securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}. "
+        "On the pod: securityContext: {seccompProfile: {type: RuntimeDefault}}. Use persistentVolumeClaim, "
+        "emptyDir, configMap, secret, projected, downwardAPI, csi or ephemeral volumes. The stack file's "
+        "components write all of it."
+    ),
+)

@@ -1,0 +1,133 @@
+"""Issue 9, secrets: a stack config value marked secret (``secure:`` in the stack file, what
+``pulumi config set --secret`` writes; decrypted by the CLI, which marks the key secret) is
+accepted where a secret belongs, ``secret_env`` of a workload: rendered as a Kubernetes Secret and
+a ``secretKeyRef``, never as plain text in the offline rendering, the diff, the summary, an error
+message or a policy report. A planted token is looked for in every output.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import SecretStr
+
+from components.config import ConfigError, load_stack_config
+from tools import analyze, mockrun, preview, render, summary
+from tools.manifests import load_stack_file
+from tools.report import FORMATS
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "hf_PLANTEDt0ken9f3a"
+W = "llm-serving:workloads"
+
+
+def prod_with_secret(value) -> dict:
+    config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+    config[W]["reasoning"]["secret_env"] = {"HF_TOKEN": value}
+    config[W]["candle-vllm"]["secret_env"] = {"API_KEY": value}
+    return config
+
+
+@pytest.fixture(scope="module")
+def decrypted_run():
+    """The program as the CLI runs it after decrypting: the value in plain text in
+    PULUMI_CONFIG, the key listed in PULUMI_CONFIG_SECRET_KEYS."""
+    config = prod_with_secret(TOKEN)
+    return config, mockrun.run_program(config, secret_keys=[W])
+
+
+def test_a_secret_renders_as_a_secret_and_secret_key_refs(decrypted_run):
+    _, run = decrypted_run
+    objs = {(o["kind"], o["metadata"]["name"]): o for o in render.manifests(run.resources)}
+    assert objs[("Secret", "reasoning-env")]["stringData"] == {"HF_TOKEN": "[secret]"}
+    assert objs[("Secret", "candle-vllm-env")]["stringData"] == {"API_KEY": "[secret]"}
+    isvc_env = objs[("InferenceService", "reasoning")]["spec"]["predictor"]["containers"][0]["env"]
+    assert isvc_env[-1] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "reasoning-env", "key": "HF_TOKEN"}}}
+    pod = objs[("Deployment", "candle-vllm")]["spec"]["template"]["spec"]
+    assert pod["containers"][0]["env"] == [
+        {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "candle-vllm-env", "key": "API_KEY"}}}]
+    secret = next(r for r in run.resources if r.type == "kubernetes:core/v1:Secret" and r.name == "reasoning-env")
+    assert secret.parent.endswith("VllmInferenceService::reasoning")
+
+
+def test_the_planted_token_is_in_no_output(decrypted_run, tmp_path):
+    config, run = decrypted_run
+    files = render.render(render.manifests(run.resources))
+    base = tmp_path / "base"
+    render.write_tree(render.render(render.manifests(mockrun.run_program(
+        load_stack_file(ROOT / "Pulumi.prod.yaml")).resources)), base)
+    diff = render.diff_trees(render.load_tree(base), {render.render_path(o): o for o in render.manifests(run.resources)})
+    report = analyze.run_pack(run.resources, preview.pack_config(config))
+    texts = {
+        "rendering": "\n".join(files.values()),
+        "diff": diff.render(),
+        "summary": summary.summary(run.resources, config, "prod", run.outputs),
+        "records": repr([r.props for r in run.resources]),
+        "outputs": repr(run.outputs),
+        **{f"report {fmt}": report.render(fmt) for fmt in FORMATS},
+    }
+    assert "reasoning-env" in diff.render()
+    assert {name: TOKEN in text for name, text in texts.items()} == {name: False for name in texts}
+    assert report.exit_code() == 0, report.render("table")
+
+
+def test_a_secure_value_in_the_stack_file_previews_with_nothing_decrypted(tmp_path):
+    text = (ROOT / "Pulumi.prod.yaml").read_text().replace(
+        "      reasoning_parser: qwen3\n",
+        "      reasoning_parser: qwen3\n      secret_env:\n        HF_TOKEN:\n          secure: v1:c2VjcmV0Y2lwaGVy\n")
+    stack = tmp_path / "Pulumi.sec.yaml"
+    stack.write_text(text)
+    out, err = io.StringIO(), io.StringIO()
+    code = preview.main(["--stack-file", str(stack), "--out", str(tmp_path / "out")], stdout=out, stderr=err)
+    assert code == 0, out.getvalue() + err.getvalue()
+    secret = yaml.safe_load((tmp_path / "out" / "1-manifest" / "v1-secret-llm-serving-reasoning-env.yaml").read_text())
+    assert secret["stringData"] == {"HF_TOKEN": "[secret]"}
+    rendered = "".join(p.read_text() for p in (tmp_path / "out").rglob("*.yaml"))
+    assert "c2VjcmV0Y2lwaGVy" not in rendered + out.getvalue() + err.getvalue()
+
+
+@pytest.mark.parametrize("value", [TOKEN, {"plain": TOKEN}, [TOKEN]])
+def test_a_plain_text_secret_is_refused_without_showing_it(value):
+    with pytest.raises(ConfigError) as err:
+        load_stack_config(prod_with_secret(value))
+    text = err.value.render()
+    assert TOKEN not in text
+    found = {p.path: p for p in err.value.problems}
+    p = found.get(f"{W}.reasoning.secret_env.HF_TOKEN") or found[f"{W}.reasoning.secret_env"]
+    assert p.value == "[secret]"
+    if isinstance(value, str):
+        assert "pulumi config set --secret" in p.fix
+
+
+def test_a_plain_text_secret_in_a_stack_file_is_exit_2_and_never_printed(tmp_path):
+    text = (ROOT / "Pulumi.prod.yaml").read_text().replace(
+        "      reasoning_parser: qwen3\n", f"      reasoning_parser: qwen3\n      secret_env:\n        HF_TOKEN: {TOKEN}\n")
+    stack = tmp_path / "Pulumi.plain.yaml"
+    stack.write_text(text)
+    out, err = io.StringIO(), io.StringIO()
+    code = preview.main(["--stack-file", str(stack), "--out", str(tmp_path / "out")], stdout=out, stderr=err)
+    assert code == 2
+    assert "llm-serving:workloads.reasoning.secret_env.HF_TOKEN" in err.getvalue()
+    assert TOKEN not in out.getvalue() + err.getvalue()
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_problem_of_the_whole_workload_does_not_show_its_secret():
+    config = prod_with_secret(SecretStr(TOKEN))  # as config_from_pulumi hands over a decrypted secret key
+    config[W]["reasoning"]["env"] = {"HF_TOKEN": "x"}  # a workload-level rule: the value is the whole workload
+    with pytest.raises(ConfigError) as err:
+        load_stack_config(config)
+    found = {p.path: p for p in err.value.problems}
+    assert found[f"{W}.reasoning"].value["secret_env"] == {"HF_TOKEN": "[secret]"}
+    assert TOKEN not in err.value.render()
+
+
+def test_a_name_in_env_and_secret_env_is_refused():
+    config = prod_with_secret({"secure": "v1:abc"})
+    config[W]["reasoning"]["env"] = {"HF_TOKEN": "x"}
+    with pytest.raises(ConfigError, match="HF_TOKEN is in both env and secret_env"):
+        load_stack_config(config)
