@@ -107,7 +107,7 @@ def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDep
         node=wl.node, resources=wl.resources, models_pvc=wl.models_pvc, cold_start_seconds=wl.cold_start_seconds,
         startup=wl.startup_probe, labels=dict(wl.labels), env=dict(wl.env), secret_env=dict(wl.secret_env),
         parked_reason=_parked(wl), model_key=wl.model, model_facts=config.model_facts(wl.model),
-        card=config.node(wl.node).card, run_as_user=wl.run_as_user,
+        card=config.node(wl.node).card, run_as_user=wl.run_as_user, runtime_class=config.cluster.gpu_runtime_class,
     )
 
 
@@ -123,6 +123,7 @@ def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
         labels=dict(wl.labels), env=dict(wl.env), secret_env=dict(wl.secret_env), models_pvc=wl.models_pvc,
         cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe, parked_reason=_parked(wl),
         model_key=wl.model, model_facts=config.model_facts(wl.model), run_as_user=wl.run_as_user,
+        runtime_class=config.cluster.gpu_runtime_class,
     )
 
 
@@ -135,6 +136,7 @@ def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeployme
         health_path=wl.health_path, models_pvc=wl.models_pvc, parked_reason=_parked(wl),
         served_model_names=list(wl.served_model_names),
         run_as_user=wl.run_as_user, root_reason=facts.ROOT_REASONS["pytorch"],
+        runtime_class=config.cluster.gpu_runtime_class,
     )
 
 

@@ -92,6 +92,9 @@ class VllmArgs(VllmConfig, ComponentArgs):
     node: str = Field(description="Node name (nodeSelector kubernetes.io/hostname).")
     card: CardSpec = Field(description="The node's card: sm_70 env and the NVLink default come from it.")
     cards: int = Field(ge=1, description="nvidia.com/gpu cards of the predictor pod.")
+    runtime_class: Optional[str] = Field(
+        default=facts.GPU_RUNTIME_CLASS,
+        description="The pods' runtimeClassName: the inventory's gpu_runtime_class (worker-1: nvidia, seeds 001, 003); None: the cluster's default runtime injects the driver.")
     resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
     labels: dict[str, str] = Field(default_factory=dict, description="InferenceService labels (propagated to pods).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment, after the defaults.")
@@ -214,7 +217,7 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
                 "nodeSelector": {facts.HOSTNAME_LABEL: args.node},
                 "deploymentStrategy": {"type": facts.GPU_ROLLOUT_STRATEGY},
                 "containers": [vllm_container(args)],
-                "runtimeClassName": facts.GPU_RUNTIME_CLASS,
+                **({"runtimeClassName": args.runtime_class} if args.runtime_class else {}),
                 "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
                 "securityContext": pod_security_context(args.run_as_user),
                 "enableServiceLinks": False,

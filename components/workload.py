@@ -216,6 +216,9 @@ class GpuDeploymentArgs(ComponentArgs):
     parked_reason: Optional[str] = Field(default=None, description="Set: replicas 0 and the parked annotation (000).")
     served_model_names: list[str] = Field(default_factory=list, description="Names it answers (annotation).")
     run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
+    runtime_class: Optional[str] = Field(
+        default=facts.GPU_RUNTIME_CLASS,
+        description="The pods' runtimeClassName: the inventory's gpu_runtime_class (worker-1: nvidia, seeds 001, 003); None: the cluster's default runtime injects the driver.")
     root_reason: Optional[str] = Field(default=None, description="Why it runs as root (annotation), when run_as_user is None.")
 
     @model_validator(mode="after")
@@ -269,7 +272,7 @@ def gpu_container(args: GpuDeploymentArgs) -> dict[str, Any]:
 def gpu_pod_spec(args: GpuDeploymentArgs) -> dict[str, Any]:
     """The pod spec: runtime class nvidia, node pinned, the container, its volumes."""
     spec: dict[str, Any] = {
-        "runtimeClassName": facts.GPU_RUNTIME_CLASS,
+        **({"runtimeClassName": args.runtime_class} if args.runtime_class else {}),
         "nodeSelector": {facts.HOSTNAME_LABEL: args.node},
         "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
         "securityContext": pod_security_context(args.run_as_user),
@@ -395,6 +398,9 @@ class CandleDeploymentArgs(CandleConfig, ComponentArgs):
     namespace: str = Field(description="Namespace (llm-serving).")
     weights_path: str = Field(min_length=1, description="--w, e.g. /mnt/models/coder-14b-fp16 (from the model entry).")
     cards: int = Field(ge=1, description="Cards = TP; becomes --d 0,1,... (001).")
+    runtime_class: Optional[str] = Field(
+        default=facts.GPU_RUNTIME_CLASS,
+        description="The pods' runtimeClassName: the inventory's gpu_runtime_class (worker-1: nvidia, seeds 001, 003); None: the cluster's default runtime injects the driver.")
     node: str = Field(description="Node name.")
     resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
     models_pvc: str = Field(default=facts.MODELS_PVC, description="Models PVC (llm-models).")
@@ -442,7 +448,7 @@ def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
         cold_start_seconds=args.cold_start_seconds, startup=args.startup, health_path=CANDLE_HEALTH_PATH,
         models_pvc=args.models_pvc, parked_reason=args.parked_reason,
         served_model_names=[candle_served_name(args.weights_path)],
-        run_as_user=args.run_as_user, root_reason=facts.ROOT_REASONS["candle-vllm"],
+        run_as_user=args.run_as_user, root_reason=facts.ROOT_REASONS["candle-vllm"], runtime_class=args.runtime_class,
     )
 
 

@@ -59,11 +59,17 @@ class CardSpec(_Strict):
 
     @model_validator(mode="after")
     def _memory_matches_product(self) -> "CardSpec":
-        stated = rules.product_memory_mib(self.product)
-        if stated is not None and stated != self.memory_mib:
+        known = cards.lookup(self.product)  # the card catalog first; else the size the name states
+        stated = known.memory_mib if known else rules.product_memory_mib(self.product)
+        # Either figure names the card within 5%: the nameplate (L4: 24 GB) or what the driver
+        # reports (nvidia-smi's 23,034 MiB, the catalog's CUDA total); a 16 GB card written as
+        # 32 GB is the mistake this refuses.
+        figures = [f for f in (stated, known.cuda_total_bytes // 2**20 if known else None) if f]
+        if figures and all(abs(f - self.memory_mib) > 0.05 * f for f in figures):
+            where = "the card catalog (core.cards) gives" if known else "its name states"
             raise ValueError(
-                f"memory_mib {self.memory_mib} contradicts the product {self.product}, which states "
-                f"{stated // 1024} GB ({stated} MiB); set memory_mib: {stated}, or correct the product"
+                f"memory_mib {self.memory_mib} contradicts the product {self.product}, for which {where} "
+                f"{stated} MiB (within 5%); set memory_mib: {stated}, or correct the product"
             )
         return self
 

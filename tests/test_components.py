@@ -258,3 +258,28 @@ def test_network_policy_reproduces_the_seed_002_rules():
 def test_resources_refuse_a_request_above_its_limit():
     with pytest.raises(ValueError, match="requests.cpu 16 exceeds limits.cpu 8"):
         Resources(requests={"cpu": "16"}, limits={"cpu": "8"})
+
+
+def test_the_runtime_class_is_the_inventorys():
+    """Issue 12 kind 3: the GPU runtime class is a fact of the cluster's inventory. Prod's
+    (nvidia, seeds 001, 003) is rendered; an inventory that names none (the GPU runtime is the
+    default, as the GPU Operator makes it) renders no runtimeClassName rather than a wrong one."""
+    import copy
+
+    from components.config import load_stack_config
+    from components.stack import render_manifests
+    from tools.manifests import load_stack_file
+    from tests.paths import ROOT
+
+    raw = load_stack_file(ROOT / "Pulumi.prod.yaml")
+
+    def classes(config):
+        return {d["metadata"]["name"]: (d["spec"]["template"]["spec"] if d["kind"] == "Deployment"
+                                         else d["spec"]["predictor"]).get("runtimeClassName")
+                for d in render_manifests(load_stack_config(config))
+                if d["kind"] in ("Deployment", "InferenceService")}
+
+    assert set(classes(raw).values()) == {"nvidia"}
+    bare = copy.deepcopy(raw)
+    bare["llm-serving:cluster"].pop("gpu_runtime_class")
+    assert set(classes(bare).values()) == {None}

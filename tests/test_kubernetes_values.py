@@ -83,7 +83,24 @@ def test_a_card_whose_memory_contradicts_its_product_is_refused():
         config["llm-serving:cluster"]["nodes"][0]["card"]["memory_mib"] = 16384
     found = problems_of(edit)
     p = found["llm-serving:cluster.nodes.0.card"]
-    assert "memory_mib 16384 contradicts the product Tesla-V100-PCIE-32GB, which states 32 GB (32768 MiB)" in p.rule
+    assert ("memory_mib 16384 contradicts the product Tesla-V100-PCIE-32GB, for which the card catalog "
+            "(core.cards) gives 32768 MiB (within 5%)") in p.rule
+
+
+def test_a_card_memory_as_the_driver_reports_it_is_accepted():
+    """nvidia-smi's figure names the card as well as the nameplate: an L4 at 23,034 MiB (24 GB
+    nameplate, 6% apart) and an H200 at 143,771 MiB are not contradictions; an unknown product
+    is judged by the size its name states (a 48GB name at 24,576 MiB is)."""
+    from core.inventory import CardSpec
+
+    def card(product, mib):
+        return CardSpec(product=product, memory_mib=mib, compute_capability="8.9", nvlink=False,
+                        hbm_bandwidth_gb_s=300)
+
+    assert card("NVIDIA-L4", 23034).memory_mib == 23034
+    assert card("NVIDIA-H200", 143771).memory_mib == 143771
+    with pytest.raises(ValueError, match="for which its name states 49152 MiB"):
+        card("Acme-Accelerator-48GB", 24576)
 
 
 def test_an_inventory_node_name_is_a_kubernetes_node_name():
