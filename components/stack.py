@@ -31,7 +31,7 @@ from components.config import (
 )
 from core.engines import CandleConfig, VllmConfig, settings_of
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
-from components.service import StablePredictorService, StablePredictorServiceArgs, service_manifest
+from components.service import StablePredictorService, StablePredictorServiceArgs, service_await, service_manifest
 from components.vllm import VllmArgs, VllmInferenceService, inference_service_manifest, predictor_selector
 from components.workload import (
     CandleDeployment,
@@ -194,8 +194,10 @@ def render_manifests(config: StackConfig) -> list[dict[str, Any]]:
         targets[name] = (selector, port)
     for name, svc in config.services.items():
         selector, port = targets[svc.selects]
+        target = config.workloads[svc.selects]
         out.append(service_manifest(name, config.namespace, selector, port, list(svc.clients), _parked(svc),
-                                    _component(StablePredictorService, name)))
+                                    _component(StablePredictorService, name),
+                                    service_await(_parked(svc), _parked(target), target.cold_start_seconds)))
     if config.network_policy is not None:
         args = NamespaceNetworkPolicyArgs(namespace=config.namespace, policy=config.network_policy)
         out.append(network_policy_manifest(args, _component(NamespaceNetworkPolicy, config.network_policy.name)))

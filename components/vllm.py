@@ -214,6 +214,7 @@ class VllmInferenceService(WorkloadComponent):
         self.workload_name, self.namespace, self.port = args.name, args.namespace, args.port
         self.node, self.cards, self.parked_reason = args.node, args.cards, args.parked_reason
         self.served_model_names = list(args.served_model_names)
+        self.cold_start_seconds = args.cold_start_seconds
         self.pod_labels = predictor_pod_labels(args)
         self.selector_labels = predictor_selector(args)
         self.inference_service = CustomResource(

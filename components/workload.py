@@ -30,7 +30,7 @@ from typing import Any, Optional
 import pulumi
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core import facts
+from core import facts, rules
 from components.config import (
     Resources,
     StartupProbe,
@@ -110,11 +110,14 @@ def shm_volume() -> dict[str, Any]:
 
 def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
                          parked_reason: Optional[str]) -> dict[str, str]:
-    """The component -> policy annotations of a model server (core/facts.py)."""
+    """The component -> policy annotations of a model server (core/facts.py), and how long
+    ``pulumi up`` waits for it (``pulumi.com/timeoutSeconds``: :func:`core.rules.await_timeout_seconds`
+    of the cold start; reasoning's 600 s would otherwise hit the provider's 10-minute default)."""
     out = {
         facts.COMPONENT_ANNOTATION: component,
         facts.COLD_START_ANNOTATION: str(cold_start_seconds),
         facts.SERVED_NAMES_ANNOTATION: json.dumps(list(served_names)),
+        facts.AWAIT_TIMEOUT_ANNOTATION: str(rules.await_timeout_seconds(cold_start_seconds)),
     }
     if parked_reason:
         out[facts.PARKED_ANNOTATION] = parked_reason
@@ -236,7 +239,8 @@ class WorkloadComponent(pulumi.ComponentResource):
     Attributes (plain values, known at construction): ``workload_name``, ``namespace``,
     ``pod_labels`` (every label its pods carry), ``selector_labels`` (the subset a Service
     selects), ``port`` (container port), ``node``, ``cards`` (held while running),
-    ``parked_reason`` (None when running), ``served_model_names``.
+    ``parked_reason`` (None when running), ``served_model_names``, ``cold_start_seconds``
+    (declared; the Service in front of it awaits its endpoints as long as the workload).
     """
 
     workload_name: str
@@ -248,6 +252,7 @@ class WorkloadComponent(pulumi.ComponentResource):
     cards: int
     parked_reason: Optional[str]
     served_model_names: list[str]
+    cold_start_seconds: int
 
     def _outputs(self) -> dict[str, Any]:
         return {"name": self.workload_name, "podLabels": self.pod_labels, "node": self.node,
@@ -274,6 +279,7 @@ class GpuDeployment(WorkloadComponent):
         self.workload_name, self.namespace, self.port = args.name, args.namespace, args.port
         self.node, self.cards, self.parked_reason = args.node, args.cards, args.parked_reason
         self.served_model_names = list(args.served_model_names)
+        self.cold_start_seconds = args.cold_start_seconds
         self.pod_labels = manifest["spec"]["template"]["metadata"]["labels"]
         self.selector_labels = manifest["spec"]["selector"]["matchLabels"]
         self.deployment = Deployment(

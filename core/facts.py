@@ -106,5 +106,18 @@ VLLM_IMAGE = (
 SERVICE_PORTS = ((80, "http"), (8080, "http-8080"))
 CONTAINER_PORT = 8080
 
+# --- the kubernetes provider's awaits ------------------------------------------------------
+
+#: On a workload and on the Service in front of it: how long ``pulumi up`` waits for it to be
+#: ready, in whole seconds (pulumi-kubernetes ``metadata.AnnotationTimeoutSeconds``; without it
+#: the provider waits 10 minutes for a Deployment and for a Service's endpoints,
+#: ``DefaultDeploymentTimeoutMins`` / ``DefaultServiceTimeoutMins`` in ``provider/pkg/await``).
+#: The value comes from the declared cold start (:func:`core.rules.await_timeout_seconds`).
+AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
+
+#: On a Service whose workload is parked: ``"true"`` makes the provider skip its endpoint await
+#: (``metadata.AnnotationSkipAwait``); a parked workload's Service has no endpoints on purpose.
+SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
+
 # Compute capability thresholds (sm_70, sm_75, sm_80) are rules: core/rules.py SM_VOLTA,
 # SM_TURING, SM_AMPERE.

@@ -83,6 +83,7 @@ def test_candle_deployment_carries_the_gpu_facts():
         facts.COMPONENT_ANNOTATION: "CandleDeployment/candle-vllm",
         facts.COLD_START_ANNOTATION: "300",
         facts.SERVED_NAMES_ANNOTATION: '["coder-14b-fp16"]',
+        facts.AWAIT_TIMEOUT_ANNOTATION: "510",  # ceil(1.5 x 300) + 60 (core.rules.await_timeout_seconds)
     }
 
 

@@ -52,12 +52,18 @@ STARTUP = "a startup probe whose budget exceeds the declared cold start (002, co
 LIVENESS = "a liveness probe behind the startup probe (spec: facts each component must carry)"
 
 
+AWAIT = ("how long pulumi up waits for it, from the declared cold start (core.rules.await_timeout_seconds; "
+         "the provider's default is 10 minutes, less than reasoning's cold start with a margin)")
+
+
 def _annotations(*keys: str) -> list[Delta]:
-    return [Delta("added", ("metadata", "annotations", k), CONTRACT) for k in keys]
+    return [Delta("added", ("metadata", "annotations", k), AWAIT if k == facts.AWAIT_TIMEOUT_ANNOTATION else CONTRACT)
+            for k in keys]
 
 
-WORKLOAD_ANNOTATIONS = (facts.COMPONENT_ANNOTATION, facts.COLD_START_ANNOTATION, facts.SERVED_NAMES_ANNOTATION)
-SERVICE_ANNOTATIONS = (facts.COMPONENT_ANNOTATION, facts.CLIENTS_ANNOTATION)
+WORKLOAD_ANNOTATIONS = (facts.COMPONENT_ANNOTATION, facts.COLD_START_ANNOTATION, facts.SERVED_NAMES_ANNOTATION,
+                        facts.AWAIT_TIMEOUT_ANNOTATION)
+SERVICE_ANNOTATIONS = (facts.COMPONENT_ANNOTATION, facts.CLIENTS_ANNOTATION, facts.AWAIT_TIMEOUT_ANNOTATION)
 
 #: reference file -> (stack file, kind, name, expected deltas)
 DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
