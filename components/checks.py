@@ -164,6 +164,7 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
     out: list[Problem] = []
     for name, wl in workloads.items():
         out.extend(_check_workload(name, wl, nodes, models, model_facts, invalid))
+        out.extend(_check_former_names(name, wl, workloads))
     for name, svc in parts["services"].items():
         if svc.selects not in invalid:
             out.extend(_check_service(name, svc, workloads, declared))
@@ -198,6 +199,23 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
         out.extend(_check_candle(at, wl, card, models.get(wl.model), facts_))
     elif isinstance(wl, VllmWorkload):
         out.extend(_check_vllm(at, wl, card, facts_))
+    return out
+
+
+def _check_former_names(name: str, wl: Any, workloads: dict[str, Any]) -> list[Problem]:
+    """A former name is an alias of this workload: it cannot be its own name or another current
+    workload's (two resources would claim one state entry), nor another workload's former name."""
+    out: list[Problem] = []
+    for i, former in enumerate(wl.former_names):
+        at = f"{PREFIX}workloads.{name}.former_names[{i}]"
+        if former in workloads:
+            out.append(Problem(at, former, f"{former} is a current workload's name, so it cannot also be a former name of {name}",
+                               f"remove {former} from former_names, or rename workload {former}"))
+            continue
+        claims = sorted(other for other, o in workloads.items() if other != name and former in o.former_names)
+        if claims:
+            out.append(Problem(at, former, f"{former} is also a former name of {', '.join(claims)}: one old object cannot become two",
+                               f"keep {former} under the one workload that replaces it"))
     return out
 
 

@@ -183,6 +183,15 @@ class _Workload(_Strict):
     resources: Resources = Field(default_factory=Resources, description="CPU and memory (cards come from cards).")
     parked: Optional[Parked] = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
     models_pvc: str = Field(default=facts.MODELS_PVC, description="PVC with weights, mounted at /mnt/models. Source: 001, 003.")
+    former_names: list[Name] = Field(
+        default_factory=list,
+        description=(
+            "Names this workload had before a rename, newest last, e.g. [clef-candle]. The component "
+            "takes them as Pulumi aliases, so the rename replaces the object (the old one deleted "
+            "first when its node has no room for both) instead of creating a second copy that waits "
+            "Pending for the card the old one holds (issue 7). Keep them until every stack is updated."
+        ),
+    )
 
     @model_validator(mode="after")
     def _labels_reserved(self) -> "_Workload":
@@ -289,6 +298,7 @@ class StackConfig(_Strict):
     network_policy: Optional[NetworkPolicyConfig] = Field(default=None, description="The namespace ingress policy.")
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
+    _free_cards: Optional[dict[str, float]] = PrivateAttr(default=None)
 
     def model_facts(self, key: str) -> ModelFacts:
         """The resolved facts of model ``key`` (KeyError if unknown)."""
@@ -309,6 +319,20 @@ class StackConfig(_Strict):
                               wl.parked.reason if wl.parked else None)
             for name, wl in self.workloads.items()
         ]
+
+    def replace_delete_first(self, name: str) -> bool:
+        """True when a replacement of running workload ``name`` must delete the old object first:
+        its node has fewer free cards than one pod of it asks, with the whole stack placed by
+        :func:`core.allocation.cards` (the allocation the card table and gpu-card-allocation use),
+        so a second copy would wait Pending for a card the old one holds. Prod: every running
+        workload (worker-1 at 4 of 4). False for a parked workload (no pod to overlap)."""
+        wl = self.workloads[name]
+        if wl.parked:
+            return False
+        if self._free_cards is None:
+            alloc = allocation.cards(self.card_demands(), self.cluster)
+            self._free_cards = {n: use.capacity - use.used for n, use in alloc.nodes.items()}
+        return self._free_cards.get(wl.node, 0.0) < wl.cards
 
     def card_table(self) -> dict[str, dict[str, Any]]:
         """Cards per node: ``{node: {"cards": n, "used": n, "workloads": {name: cards}}}``, from

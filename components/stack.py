@@ -72,6 +72,12 @@ def _parked(wl: Any) -> Optional[str]:
     return wl.parked.reason if wl.parked else None
 
 
+def _transition(name: str, wl: Any, config: StackConfig) -> dict[str, Any]:
+    """The :class:`components.workload.TransitionArgs` fields of one workload: its former names
+    and whether a replacement deletes first (:meth:`StackConfig.replace_delete_first`)."""
+    return {"former_names": list(wl.former_names), "delete_before_replace": config.replace_delete_first(name)}
+
+
 def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDeploymentArgs:
     """The component args of a ``server: candle-vllm`` workload: its server settings
     (:class:`core.engines.CandleConfig`, handed over whole) and where it runs (weights path
@@ -82,6 +88,7 @@ def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDep
         name=name, namespace=config.namespace, weights_path=entry.weights_path or "", cards=wl.cards,
         node=wl.node, resources=wl.resources, models_pvc=wl.models_pvc, cold_start_seconds=wl.cold_start_seconds,
         startup=wl.startup_probe, labels=dict(wl.labels), env=dict(wl.env), parked_reason=_parked(wl),
+        **_transition(name, wl, config),
         model_key=wl.model, model_facts=config.model_facts(wl.model), card=config.node(wl.node).card,
     )
 
@@ -97,6 +104,7 @@ def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
         node=wl.node, card=config.node(wl.node).card, cards=wl.cards, resources=wl.resources,
         labels=dict(wl.labels), env=dict(wl.env), models_pvc=wl.models_pvc,
         cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe, parked_reason=_parked(wl),
+        **_transition(name, wl, config),
         model_key=wl.model, model_facts=config.model_facts(wl.model),
     )
 
@@ -108,12 +116,17 @@ def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeployme
         env=dict(wl.env), port=wl.port, node=wl.node, cards=wl.cards, resources=wl.resources,
         labels=dict(wl.labels), cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe,
         health_path=wl.health_path, models_pvc=wl.models_pvc, parked_reason=_parked(wl),
+        **_transition(name, wl, config),
         served_model_names=list(wl.served_model_names),
     )
 
 
 def build_workload(name: str, wl: Any, config: StackConfig, opts: Optional[pulumi.ResourceOptions]) -> WorkloadComponent:
-    """The component of one workload, by its ``server``."""
+    """The component of one workload, by its ``server``; its ``former_names`` are the
+    component's aliases (the child object, named like it, inherits them)."""
+    if wl.former_names:
+        aliases = pulumi.ResourceOptions(aliases=[pulumi.Alias(name=former) for former in wl.former_names])
+        opts = pulumi.ResourceOptions.merge(opts, aliases) if opts is not None else aliases
     if isinstance(wl, CandleWorkload):
         return CandleDeployment(name, candle_args(name, wl, config), opts)
     if isinstance(wl, VllmWorkload):

@@ -47,7 +47,9 @@ from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 from components.workload import (
     WorkloadComponent,
-    ComponentArgs,
+    TransitionArgs,
+    former_names_annotation,
+    transition_options,
     container_resources,
     http_get,
     liveness_probe,
@@ -64,7 +66,7 @@ VLLM_HEALTH_PATH = "/health"
 VLLM_READINESS_PERIOD_SECONDS = 10
 
 
-class VllmArgs(VllmConfig, ComponentArgs):
+class VllmArgs(VllmConfig, TransitionArgs):
     """The typed fields of a vLLM InferenceService: the server settings of
     :class:`core.engines.VllmConfig` (its flags, declared once) and where and how it runs.
 
@@ -173,7 +175,8 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
     annotation (an InferenceService at 0 still reports Ready, kustomization)."""
     replicas = 0 if args.parked_reason else 1
     annotations = {KSERVE_DEPLOYMENT_MODE: "RawDeployment",
-                   **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason)}
+                   **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason),
+                   **former_names_annotation(args.former_names)}
     volumes = [models_volume(args.models_pvc)]
     if args.cards > 1:
         volumes.append(shm_volume())
@@ -223,6 +226,6 @@ class VllmInferenceService(WorkloadComponent):
             kind="InferenceService",
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=transition_options(args, self),
         )
         self.register_outputs(self._outputs())

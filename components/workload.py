@@ -65,6 +65,33 @@ class ComponentArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class TransitionArgs(ComponentArgs):
+    """How a workload moves from one update to the next (issue 7): its former names (Pulumi
+    aliases, so a rename replaces the object instead of adding a second copy) and whether a
+    replacement deletes the old object first (``deleteBeforeReplace`` on the child)."""
+
+    former_names: list[str] = Field(default_factory=list, description="Names it had before a rename (aliases).")
+    delete_before_replace: bool = Field(
+        default=False,
+        description=("Replace the child delete-first. The provider deletes first on its own only when the "
+                     "object keeps its name and namespace (pulumi-kubernetes provider.go Diff); a rename "
+                     "otherwise creates the new object while the old one still holds its cards."),
+    )
+
+
+def transition_options(args: TransitionArgs, parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    """The child object's options: parented to the component, deleted first on replacement when
+    ``args.delete_before_replace``. (The former names are the component's aliases; the child, named
+    like the component, inherits them: Pulumi derives a child's alias from its parent's.)"""
+    return pulumi.ResourceOptions(parent=parent, delete_before_replace=args.delete_before_replace or None)
+
+
+def former_names_annotation(former_names: list[str]) -> dict[str, str]:
+    """``{facts.FORMER_NAMES_ANNOTATION: '["clef-candle"]'}`` when the workload was renamed, else {}:
+    the offline diff pairs the renamed object with its former self by it (tools/render.py)."""
+    return {facts.FORMER_NAMES_ANNOTATION: json.dumps(list(former_names))} if former_names else {}
+
+
 def pull_policy(image: str) -> Optional[str]:
     """``"Always"`` for an image not pinned by digest (003), else None (the default applies)."""
     return None if is_digest_pinned(image) else facts.MOVING_TAG_PULL_POLICY
@@ -126,7 +153,7 @@ def workload_annotations(component: str, cold_start_seconds: int, served_names: 
 
 # --- the generic GPU Deployment -------------------------------------------------------------
 
-class GpuDeploymentArgs(ComponentArgs):
+class GpuDeploymentArgs(TransitionArgs):
     """A single-replica GPU Deployment pinned to a node. Errors (ValueError): a startup budget
     that does not exceed ``cold_start_seconds``."""
 
@@ -221,8 +248,8 @@ def deployment_manifest(args: GpuDeploymentArgs, component: str) -> dict[str, An
             "name": args.name,
             "namespace": args.namespace,
             "labels": app_labels(args.name),
-            "annotations": workload_annotations(component, args.cold_start_seconds, args.served_model_names,
-                                                args.parked_reason),
+            "annotations": {**workload_annotations(component, args.cold_start_seconds, args.served_model_names,
+                                                   args.parked_reason), **former_names_annotation(args.former_names)},
         },
         "spec": {
             "replicas": 0 if args.parked_reason else 1,
@@ -286,14 +313,14 @@ class GpuDeployment(WorkloadComponent):
             name,
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=transition_options(args, self),
         )
         self.register_outputs(self._outputs())
 
 
 # --- candle-vllm ----------------------------------------------------------------------------
 
-class CandleDeploymentArgs(CandleConfig, ComponentArgs):
+class CandleDeploymentArgs(CandleConfig, TransitionArgs):
     """A candle-vllm server (coder-14b-fp16.yaml, clef-candle.yaml): the server settings of
     :class:`core.engines.CandleConfig` (its flags, declared once) and where it runs. TP is ``cards``.
 
@@ -348,7 +375,8 @@ def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
         args=candle_argv(args), env=dict(args.env), port=args.port, container_name="candle",
         node=args.node, cards=args.cards, resources=args.resources, labels=dict(args.labels),
         cold_start_seconds=args.cold_start_seconds, startup=args.startup, health_path=CANDLE_HEALTH_PATH,
-        models_pvc=args.models_pvc, parked_reason=args.parked_reason,
+        models_pvc=args.models_pvc, parked_reason=args.parked_reason, former_names=list(args.former_names),
+        delete_before_replace=args.delete_before_replace,
         served_model_names=[candle_served_name(args.weights_path)],
     )
 

@@ -64,6 +64,12 @@ SERVED_NAMES_ANNOTATION = ANNOTATION_PREFIX + "served-model-names"
 #: (``<ClassName>/<component name>``); the preview summary groups objects by it.
 COMPONENT_ANNOTATION = ANNOTATION_PREFIX + "component"
 
+#: On a renamed workload: its former names, a JSON list of strings (stack file
+#: ``former_names``). The program makes them Pulumi aliases; the offline diff pairs the renamed
+#: object with the object of its former name by this annotation. Source: issue 7 (renaming
+#: clef-candle on a full worker-1 left the new pod Pending).
+FORMER_NAMES_ANNOTATION = ANNOTATION_PREFIX + "former-names"
+
 # --- runtime and rollout facts ------------------------------------------------------------
 
 #: Required on every GPU pod; without it libcuda.so is not injected and the server panics
