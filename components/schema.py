@@ -298,7 +298,7 @@ class StackConfig(_Strict):
     network_policy: Optional[NetworkPolicyConfig] = Field(default=None, description="The namespace ingress policy.")
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
-    _free_cards: Optional[dict[str, float]] = PrivateAttr(default=None)
+    _card_allocation: Optional[allocation.Allocation] = PrivateAttr(default=None)
 
     def model_facts(self, key: str) -> ModelFacts:
         """The resolved facts of model ``key`` (KeyError if unknown)."""
@@ -329,10 +329,15 @@ class StackConfig(_Strict):
         wl = self.workloads[name]
         if wl.parked:
             return False
-        if self._free_cards is None:
-            alloc = allocation.cards(self.card_demands(), self.cluster)
-            self._free_cards = {n: use.capacity - use.used for n, use in alloc.nodes.items()}
-        return self._free_cards.get(wl.node, 0.0) < wl.cards
+        use = self.card_allocation().nodes.get(wl.node)
+        return use is None or use.capacity - use.used < wl.cards
+
+    def card_allocation(self) -> allocation.Allocation:
+        """:func:`core.allocation.cards` of :meth:`card_demands` on the inventory, computed once
+        (the config is immutable)."""
+        if self._card_allocation is None:
+            self._card_allocation = allocation.cards(self.card_demands(), self.cluster)
+        return self._card_allocation
 
     def card_table(self) -> dict[str, dict[str, Any]]:
         """Cards per node: ``{node: {"cards": n, "used": n, "workloads": {name: cards}}}``, from
@@ -340,7 +345,7 @@ class StackConfig(_Strict):
         prints). A parked workload counts 0; cards reserved outside the stack count as used
         and appear under their holder's name, first. Prod: worker-1 4 of 4 (2 + 1 + 1 + 0).
         """
-        alloc = allocation.cards(self.card_demands(), self.cluster)
+        alloc = self.card_allocation()
         table: dict[str, dict[str, Any]] = {}
         for n in self.cluster.nodes:
             use = alloc.nodes[n.name]
