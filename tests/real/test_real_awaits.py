@@ -71,9 +71,13 @@ def _pod_ready_delay(cluster, seconds: int) -> None:
 
 def _finished(res) -> dict[str, float]:
     """Resource name -> seconds from the first event to its resOutputsEvent (the engine's timestamps)."""
-    start = min(e["timestamp"] for e in res.events)
-    return {e["resOutputsEvent"]["metadata"]["urn"].rsplit("::", 1)[-1] + "/" + e["resOutputsEvent"]["metadata"]["type"].rsplit(":", 1)[-1]:
-            e["timestamp"] - start for e in res.events if e.get("resOutputsEvent")}
+    start = min(e["timestamp"] for e in res.events if "timestamp" in e)
+    out = {}
+    for e in res.events:
+        meta = (e.get("resOutputsEvent") or {}).get("metadata")
+        if meta:
+            out[f"{meta['urn'].rsplit('::', 1)[-1]}/{meta['type'].rsplit(':', 1)[-1]}"] = e["timestamp"] - start
+    return out
 
 
 def test_the_rendered_awaits_reach_the_objects(project: RealProject, cluster):
