@@ -130,3 +130,43 @@ def test_replacing_a_protected_service_is_refused_with_the_reason(prod_base, tmp
     assert "pulumi up refuses to replace a protected resource" in line
     # The fix in stack-file terms: the object came from the stack file.
     assert "Fix: keep the Service's key llm-serving:services.coder-predictor and change its selects: instead." in line
+
+
+def _prod_tree() -> dict[str, dict]:
+    from components.stack import render_manifests
+    from tools import render
+
+    return {render.render_path(m): m for m in render_manifests(load_stack_config(PROD))}
+
+
+def test_a_replacement_under_the_same_name_is_delete_first_by_the_provider():
+    """The provider deletes first when the name and namespace stay (provider.go Diff): a selector
+    change of clef-candle replaces it without a second copy, whatever the resource options."""
+    from tools import render, transition
+
+    old = _prod_tree()
+    new = copy.deepcopy(old)
+    path = "1-manifest/apps_v1-deployment-llm-serving-clef-candle.yaml"
+    new[path]["spec"]["selector"]["matchLabels"]["tier"] = "gpu"
+    diff = render.diff_trees(old, new)
+    assert [(o.action, o.new_path) for o in diff.objects] == [("replace", path)]
+    inventory = load_stack_config(PROD).cluster
+    pk = transition.peak(old, new, diff, inventory, delete_first=set())
+    assert pk.old == {} and [r.used for r in pk.rows] == [4]
+    assert transition.refusals(old, new, diff, pk, protected=set()) == []
+
+
+def test_a_removed_workload_holds_its_cards_until_the_end():
+    """Adding clef-flash while removing clef-candle in one update (no former_names): 5 of 4 at the peak."""
+    from tools import render, transition
+
+    old = _prod_tree()
+    new = copy.deepcopy(old)
+    moved = new.pop("1-manifest/apps_v1-deployment-llm-serving-clef-candle.yaml")
+    moved["metadata"]["name"] = "clef-flash"
+    new[render.render_path(moved)] = moved
+    diff = render.diff_trees(old, new)
+    pk = transition.peak(old, new, diff, load_stack_config(PROD).cluster, delete_first=set())
+    assert list(pk.old) == ["1-manifest/apps_v1-deployment-llm-serving-clef-candle.yaml"]
+    [row] = pk.rows
+    assert (row.used, row.capacity) == (5, 4)
