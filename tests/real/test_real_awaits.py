@@ -11,11 +11,18 @@ delay (``tools.cluster up --pod-ready-delay``) stands in for the server's cold s
 2. Ready delay 400 s, past the await: an update of ``slow`` fails after about 90 s, the bound
    the annotation sets, not after the provider's default of 10 minutes, and says it timed out.
 
+Measured on a run: (1) the parked Service and Deployment were done 3 s into the update, ``slow``'s
+Deployment at 48 s and its Service at 58 s (10 s of Endpoints settle after the pod was Ready);
+(2) the update failed at 93 s with "'slow' timed out waiting to be Ready".
+
 Found on this provider (pulumi-kubernetes f47bc2d6f199, plugin 4.25.0-alpha.1768448096), read in
 ``provider/pkg/await/service.go`` and checked here: a Service with a selector is ready once its
 Endpoints have settled (10 s after the last Endpoints event) with no not-ready address, so it
 waits for its workload's pods to become Ready: the Service needs the workload's timeout too.
-``pulumi.com/timeoutSeconds`` (``metadata.TimeoutDuration``) bounds both awaits. Custom
+``pulumi.com/timeoutSeconds`` (``metadata.TimeoutDuration``) bounds both awaits. Read in the
+source, not reproduced here (the components always give a parked Service skipAwait): behind a
+parked workload the Endpoints stay empty and the Service await succeeds after the 10 s settle,
+or only at its timeout if no Endpoints event arrives; skipAwait removes both waits. Custom
 resources (the InferenceService) are not awaited at all unless ``PULUMI_K8S_AWAIT_ALL=true``
 (``metadata.ReadyCondition``); its annotation only bounds that opt-in wait.
 """
