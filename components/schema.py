@@ -296,6 +296,12 @@ class StackConfig(_Strict):
     workloads: dict[Name, Workload] = Field(default_factory=dict, description="Workload name -> workload.")
     services: dict[Name, ServiceConfig] = Field(default_factory=dict, description="Service name -> Service.")
     network_policy: Optional[NetworkPolicyConfig] = Field(default=None, description="The namespace ingress policy.")
+    adopt: bool = Field(
+        default=False,
+        description=("Take live objects of another field manager (ArgoCD) over: every object gets "
+                     "pulumi.com/patchForce, so the first pulumi up forces the fields whose live value "
+                     "differs. Set it for the takeover only (README runbook), then remove it."),
+    )
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
     _card_allocation: Optional[allocation.Allocation] = PrivateAttr(default=None)
@@ -367,6 +373,7 @@ _SINGLE_SECTIONS: dict[str, Any] = {
     "render_yaml_to_directory": Optional[str],
     "cluster": ClusterInventory,
     "network_policy": Optional[NetworkPolicyConfig],
+    "adopt": bool,
 }
 
 

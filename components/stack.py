@@ -29,6 +29,7 @@ from components.config import (
     VllmWorkload,
     STRING_KEYS,
 )
+from core import facts
 from core.engines import CandleConfig, VllmConfig, settings_of
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
 from components.service import StablePredictorService, StablePredictorServiceArgs, service_await, service_manifest
@@ -143,12 +144,32 @@ class StackResources:
     network_policy: Optional[NamespaceNetworkPolicy]
 
 
+def adopt_object(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` (a manifest or a resource's inputs) with ``facts.PATCH_FORCE_ANNOTATION: "true"``
+    added to its ``metadata.annotations``: the stack file's ``adopt`` mode, for the program
+    (a transformation of every Kubernetes resource) and :func:`render_manifests` alike."""
+    meta = dict(obj.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), facts.PATCH_FORCE_ANNOTATION: "true"}
+    return {**obj, "metadata": meta}
+
+
+def _adopt_transformation(args: pulumi.ResourceTransformationArgs) -> Optional[pulumi.ResourceTransformationResult]:
+    if not args.type_.startswith("kubernetes:") or args.type_.startswith("pulumi:providers:"):
+        return None
+    return pulumi.ResourceTransformationResult(adopt_object(args.props), args.opts)
+
+
 def build_stack(config: StackConfig, opts: Optional[pulumi.ResourceOptions] = None) -> StackResources:
     """Create every component of ``config`` (validated by :func:`load_stack_config`).
 
     ``opts`` is given to every component (``ResourceOptions.merge`` keeps each one's own), e.g.
-    ``ResourceOptions(providers=[render_provider])``.
+    ``ResourceOptions(providers=[render_provider])``. With ``config.adopt`` every Kubernetes
+    object gets the patchForce annotation (:func:`adopt_object`, through a transformation the
+    components' children inherit).
     """
+    if config.adopt:
+        adopt = pulumi.ResourceOptions(transformations=[_adopt_transformation])
+        opts = pulumi.ResourceOptions.merge(opts, adopt) if opts is not None else adopt
     workloads = {name: build_workload(name, wl, config, opts) for name, wl in config.workloads.items()}
     services = {
         name: StablePredictorService(
@@ -214,4 +235,4 @@ def render_manifests(config: StackConfig) -> list[dict[str, Any]]:
     if config.network_policy is not None:
         args = NamespaceNetworkPolicyArgs(namespace=config.namespace, policy=config.network_policy)
         out.append(network_policy_manifest(args, _component(NamespaceNetworkPolicy, config.network_policy.name)))
-    return out
+    return [adopt_object(m) for m in out] if config.adopt else out

@@ -125,5 +125,13 @@ AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 #: (``metadata.AnnotationSkipAwait``); a parked workload's Service has no endpoints on purpose.
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 
+#: On every object when the stack file sets ``llm-serving:adopt: true``: ``"true"`` makes the
+#: provider's server-side apply force conflicts (``metadata.AnnotationPatchForce``), taking the
+#: fields whose live value differs from the program's over from the old field manager
+#: (ArgoCD's ``argocd-controller``). Without it, this provider's first create of an object that
+#: already exists is an apply without force: equal fields become shared, a differing one fails
+#: with "Server-Side Apply field conflict" (tests/real/test_real_adoption.py).
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+
 # Compute capability thresholds (sm_70, sm_75, sm_80) are rules: core/rules.py SM_VOLTA,
 # SM_TURING, SM_AMPERE.
