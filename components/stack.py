@@ -16,7 +16,7 @@ the stack outputs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import pulumi
 
@@ -144,7 +144,7 @@ class StackResources:
     network_policy: Optional[NamespaceNetworkPolicy]
 
 
-def adopt_object(obj: dict[str, Any]) -> dict[str, Any]:
+def adopt_object(obj: Mapping[str, Any]) -> dict[str, Any]:
     """``obj`` (a manifest or a resource's inputs) with ``facts.PATCH_FORCE_ANNOTATION: "true"``
     added to its ``metadata.annotations``: the stack file's ``adopt`` mode, for the program
     (a transformation of every Kubernetes resource) and :func:`render_manifests` alike."""
