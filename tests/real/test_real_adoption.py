@@ -24,9 +24,13 @@ and 8000, ArgoCD's) against prod's 80, 8000, 8080 is "Server-Side Apply field co
 nothing else stops. ``llm-serving:adopt: true`` (``pulumi.com/patchForce`` on every object) forces
 it: the NetworkPolicy keeps its UID, gets 8080, and ``spec.ingress`` moves to Pulumi's manager.
 
+Drift: after adoption, ArgoCD re-applying seed 002's NetworkPolicy (forcing: Pulumi now owns
+``spec.ingress``) is invisible to a plain ``pulumi preview`` (``same``: the engine diffs against
+its state) and an ``update`` of that object alone in ``pulumi preview --refresh``.
+
 Not covered (not done): the coder InferenceService left alone (seeding it would put a third
-2-card predictor on worker-1 and hold prod's awaits), drift from a later ArgoCD apply, the
-render-mode no-op check, and the runbooks beyond README's short one.
+2-card predictor on worker-1 and hold prod's awaits), and the ``argocd`` commands of README's
+runbook (no ArgoCD here). The render-mode no-op is ``tests/real/test_real_render_argocd.py``.
 """
 
 from __future__ import annotations
@@ -123,3 +127,35 @@ def test_the_first_up_takes_the_argocd_objects_over_in_place(project: RealProjec
             assert managers.get("argocd-controller") == "Apply", managers
             pulumi_managers = [m for m in managers if m.startswith("pulumi")]
             assert pulumi_managers and all(managers[m] == "Apply" for m in pulumi_managers), managers
+
+
+def _op(res, kind: str, name: str) -> str:
+    """The step the preview plans for the object (after its refresh step), ``same`` when none."""
+    for e in res.events:
+        meta = (e.get("resourcePreEvent") or {}).get("metadata")
+        if meta and meta["type"].endswith(f":{kind}") and meta["urn"].rsplit("::", 1)[-1] == name \
+                and meta["op"] not in ("refresh", "read"):
+            return meta["op"]
+    return "same"
+
+
+def test_a_later_change_by_argocd_is_drift_in_a_refreshed_preview(project: RealProject, cluster, seeded):
+    """ArgoCD's selfHeal re-applies seed 002's NetworkPolicy (forcing, since Pulumi now owns
+    spec.ingress): ``pulumi preview --refresh`` shows the update that restores the program's form."""
+    path = cluster.parent / "seed-002-netpol.yaml"
+    kubectl(cluster, "apply", "--server-side", "--force-conflicts", "--field-manager", "argocd-controller", "-f", str(path))
+    live = kubectl_json(cluster, "get", "networkpolicy", "llm-serving-ingress", "-n", NS)
+    assert [p["port"] for p in live["spec"]["ingress"][0]["ports"]] == [80, 8000]
+    # Without a refresh the engine diffs against its state, which still holds the program's form.
+    plain = project.preview(STACK, policy_pack=False)
+    assert plain.code == 0, plain
+    assert _op(plain, "NetworkPolicy", "llm-serving-ingress") == "same", plain
+    refreshed = project.preview(STACK, policy_pack=False, extra=("--refresh",))
+    assert refreshed.code == 0, refreshed
+    assert _op(refreshed, "NetworkPolicy", "llm-serving-ingress") == "update", refreshed
+    # Nothing else drifted.
+    others = {(e["resourcePreEvent"]["metadata"]["urn"].rsplit("::", 1)[-1], e["resourcePreEvent"]["metadata"]["op"])
+              for e in refreshed.events if e.get("resourcePreEvent")
+              and e["resourcePreEvent"]["metadata"]["type"].startswith("kubernetes:")
+              and e["resourcePreEvent"]["metadata"]["op"] not in ("same", "refresh", "read")}
+    assert others == {("llm-serving-ingress", "update")}, others
