@@ -9,12 +9,15 @@ preview's rendering, equal file for file to the provider's ``renderYamlToDirecto
 - the first apply updates the seeded objects in place: every seeded object keeps its UID and each
   Service its ClusterIP (one manager, ``argocd-controller``, so no field conflict, seed 002's
   NetworkPolicy included);
-- a second apply of the same directory is a no-op: no object's ``resourceVersion`` moves.
+- a second apply of the same directory is a no-op: no object's ``resourceVersion`` moves;
+- before the first, ``kubectl diff --server-side --force-conflicts`` of the directory lists the
+  fields that will change (README runbook step 2) and changes nothing.
 """
 
 from __future__ import annotations
 
 import io
+import subprocess
 
 import pytest
 import yaml
@@ -54,6 +57,16 @@ def test_argocd_applying_the_rendered_directory_keeps_the_objects_and_then_does_
     rendered = tmp_path / "prod"
     out = io.StringIO()
     assert preview.main(["--stack", "prod", "--out", str(rendered), "--no-policy"], stdout=out, stderr=out) == 0, out.getvalue()
+    # Before anything changes, every field that will change, from the live objects (README runbook step 2).
+    proc = subprocess.run(["kubectl", "--kubeconfig", str(cluster), "diff", "--server-side", "--force-conflicts",
+                           "-f", str(rendered / "1-manifest")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr  # 1: differences found
+    assert "+    pulumi.com/timeoutSeconds: \"510\"" in proc.stdout, proc.stdout
+    assert "+    - port: 8080" in proc.stdout or "+      port: 8080" in proc.stdout, proc.stdout
+    after_diff = _objects(cluster)  # a diff changes nothing (Deployments: their controller may write status)
+    assert all(after_diff[k]["metadata"]["resourceVersion"] == v["metadata"]["resourceVersion"]
+               for k, v in seeded.items() if k[0] != "Deployment")
+
     _argocd_apply(cluster, rendered / "1-manifest")
     first = _objects(cluster)
     for key, obj in seeded.items():
