@@ -6,8 +6,10 @@
   every error into a :class:`~core.problems.Problem` (key path, value, rule, fix), raising
   :class:`~core.problems.ConfigError` with every problem at once;
 - :mod:`components.checks`: the cross-checks (each workload against its node and model, each
-  Service against its workload) and the ``rule_*`` functions the component args share, each a
-  wording of a :mod:`core.rules` / :mod:`core.capacity` predicate the policy pack calls too;
+  Service against its workload);
+- :mod:`components.rule_wordings`: the ``rule_*`` functions the component args and the
+  cross-checks share, each a wording of a :mod:`core.rules` / :mod:`core.capacity` predicate the
+  policy pack calls too;
 - :mod:`core.engines`: the engines' server settings (one model per engine);
 - :mod:`core.problems`: the one message form.
 
@@ -16,7 +18,7 @@ Plain pydantic, no Pulumi import.
 
 from __future__ import annotations
 
-from components.checks import (
+from components.rule_wordings import (
     rule_context_window,
     rule_custom_all_reduce,
     rule_digest_pinned,

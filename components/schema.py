@@ -186,6 +186,15 @@ class _Workload(_Strict):
         ),
     )
     models_pvc: Subdomain = Field(default=facts.MODELS_PVC, description="PVC with weights, mounted at /mnt/models. Source: 001, 003.")
+    former_names: list[Name] = Field(
+        default_factory=list,
+        description=(
+            "Names this workload had before a rename, newest last, e.g. [clef-candle]. The component "
+            "takes them as Pulumi aliases, so the rename replaces the object (the old one deleted "
+            "first when its node has no room for both) instead of creating a second copy that waits "
+            "Pending for the card the old one holds (issue 7). Keep them until every stack is updated."
+        ),
+    )
 
     @model_validator(mode="after")
     def _labels_reserved(self) -> "_Workload":
@@ -293,8 +302,15 @@ class StackConfig(_Strict):
     workloads: dict[Name, Workload] = Field(default_factory=dict, description="Workload name -> workload.")
     services: dict[Name, ServiceConfig] = Field(default_factory=dict, description="Service name -> Service.")
     network_policy: Optional[NetworkPolicyConfig] = Field(default=None, description="The namespace ingress policy.")
+    adopt: bool = Field(
+        default=False,
+        description=("Take live objects of another field manager (ArgoCD) over: every object gets "
+                     "pulumi.com/patchForce, so the first pulumi up forces the fields whose live value "
+                     "differs. Set it for the takeover only (README runbook), then remove it."),
+    )
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
+    _card_allocation: Optional[allocation.Allocation] = PrivateAttr(default=None)
 
     def model_facts(self, key: str) -> ModelFacts:
         """The resolved facts of model ``key`` (KeyError if unknown)."""
@@ -316,13 +332,32 @@ class StackConfig(_Strict):
             for name, wl in self.workloads.items()
         ]
 
+    def replace_delete_first(self, name: str) -> bool:
+        """True when a replacement of running workload ``name`` must delete the old object first:
+        its node has fewer free cards than one pod of it asks, with the whole stack placed by
+        :func:`core.allocation.cards` (the allocation the card table and gpu-card-allocation use),
+        so a second copy would wait Pending for a card the old one holds. Prod: every running
+        workload (worker-1 at 4 of 4). False for a parked workload (no pod to overlap)."""
+        wl = self.workloads[name]
+        if wl.parked:
+            return False
+        use = self.card_allocation().nodes.get(wl.node)
+        return use is None or use.capacity - use.used < wl.cards
+
+    def card_allocation(self) -> allocation.Allocation:
+        """:func:`core.allocation.cards` of :meth:`card_demands` on the inventory, computed once
+        (the config is immutable)."""
+        if self._card_allocation is None:
+            self._card_allocation = allocation.cards(self.card_demands(), self.cluster)
+        return self._card_allocation
+
     def card_table(self) -> dict[str, dict[str, Any]]:
         """Cards per node: ``{node: {"cards": n, "used": n, "workloads": {name: cards}}}``, from
         :func:`core.allocation.cards` (the allocation gpu-card-allocation judges and the preview
         prints). A parked workload counts 0; cards reserved outside the stack count as used
         and appear under their holder's name, first. Prod: worker-1 4 of 4 (2 + 1 + 1 + 0).
         """
-        alloc = allocation.cards(self.card_demands(), self.cluster)
+        alloc = self.card_allocation()
         table: dict[str, dict[str, Any]] = {}
         for n in self.cluster.nodes:
             use = alloc.nodes[n.name]
@@ -344,6 +379,7 @@ _SINGLE_SECTIONS: dict[str, Any] = {
     "render_yaml_to_directory": Optional[str],
     "cluster": ClusterInventory,
     "network_policy": Optional[NetworkPolicyConfig],
+    "adopt": bool,
 }
 
 

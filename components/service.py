@@ -15,7 +15,7 @@ from typing import Any, Optional
 import pulumi
 from pydantic import ConfigDict, Field
 
-from core import facts
+from core import facts, rules
 from components.config import ServiceClient
 from components.workload import ComponentArgs, WorkloadComponent
 
@@ -38,16 +38,38 @@ def service_urls(name: str, namespace: str) -> dict[str, str]:
     return {port_name: f"http://{name}.{namespace}.svc.cluster.local:{port}" for port, port_name in facts.SERVICE_PORTS}
 
 
+def service_await(parked_reason: Optional[str], workload_parked_reason: Optional[str],
+                  workload_cold_start_seconds: int) -> dict[str, str]:
+    """The await annotation of a Service: ``{"pulumi.com/skipAwait": "true"}`` when the Service
+    or the workload it selects is parked (no endpoints, on purpose: nothing to wait for), else
+    ``{"pulumi.com/timeoutSeconds": str(n)}`` with ``n`` the selected workload's own await
+    (:func:`core.rules.await_timeout_seconds` of its cold start).
+
+    Why the Service needs one (pulumi-kubernetes at f47bc2d6f199, ``provider/pkg/await/service.go``):
+    a Service with a selector succeeds only once its Endpoints settled with no not-ready address,
+    and it is created beside its workload, so it waits for the pods' cold start too (10 minutes by
+    default: reasoning's 600 s would fail it). Behind a parked workload the Endpoints stay empty;
+    the provider then succeeds after a 10 s settle, or waits out its timeout if no Endpoints event
+    comes; skipAwait makes that explicit (tests/real/test_real_awaits.py).
+    """
+    if parked_reason or workload_parked_reason:
+        return {facts.SKIP_AWAIT_ANNOTATION: "true"}
+    return {facts.AWAIT_TIMEOUT_ANNOTATION: str(rules.await_timeout_seconds(workload_cold_start_seconds))}
+
+
 def service_manifest(name: str, namespace: str, selector: dict[str, str], target_port: int,
-                     clients: list[ServiceClient], parked_reason: Optional[str], component: str) -> dict[str, Any]:
+                     clients: list[ServiceClient], parked_reason: Optional[str], component: str,
+                     awaits: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """The Service as a manifest dict (v1). Annotations: the component, the clients as JSON
-    (``[{"name", "namespace", "port"}]``) and, when parked, the reason."""
+    (``[{"name", "namespace", "port"}]``), when parked the reason, and ``awaits``
+    (:func:`service_await`)."""
     annotations = {
         facts.COMPONENT_ANNOTATION: component,
         facts.CLIENTS_ANNOTATION: json.dumps([c.model_dump() for c in clients]),
     }
     if parked_reason:
         annotations[facts.PARKED_ANNOTATION] = parked_reason
+    annotations.update(awaits or {})
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -98,7 +120,8 @@ class StablePredictorService(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         target = args.selects
         manifest = service_manifest(name, args.namespace, target.selector_labels, target.port, args.clients,
-                                    args.parked_reason, f"{type(self).__name__}/{name}")
+                                    args.parked_reason, f"{type(self).__name__}/{name}",
+                                    service_await(args.parked_reason, target.parked_reason, target.cold_start_seconds))
         self.urls = service_urls(name, args.namespace)
         self.service = Service(
             name,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import pulumi
 from pydantic import SecretStr
@@ -34,7 +34,7 @@ from components.config import (
 from core import facts
 from core.engines import CandleConfig, VllmConfig, settings_of
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
-from components.service import StablePredictorService, StablePredictorServiceArgs, service_manifest
+from components.service import StablePredictorService, StablePredictorServiceArgs, service_await, service_manifest
 from components.vllm import VllmArgs, VllmInferenceService, inference_service_manifest, predictor_selector
 from components.workload import (
     CandleDeployment,
@@ -96,6 +96,12 @@ def _parked(wl: Any) -> Optional[str]:
     return wl.parked.reason if wl.parked else None
 
 
+def _transition(name: str, wl: Any, config: StackConfig) -> dict[str, Any]:
+    """The :class:`components.workload.TransitionArgs` fields of one workload: its former names
+    and whether a replacement deletes first (:meth:`StackConfig.replace_delete_first`)."""
+    return {"former_names": list(wl.former_names), "delete_before_replace": config.replace_delete_first(name)}
+
+
 def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDeploymentArgs:
     """The component args of a ``server: candle-vllm`` workload: its server settings
     (:class:`core.engines.CandleConfig`, handed over whole) and where it runs (weights path
@@ -106,7 +112,8 @@ def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDep
         name=name, namespace=config.namespace, weights_path=entry.weights_path or "", cards=wl.cards,
         node=wl.node, resources=wl.resources, models_pvc=wl.models_pvc, cold_start_seconds=wl.cold_start_seconds,
         startup=wl.startup_probe, labels=dict(wl.labels), env=dict(wl.env), secret_env=dict(wl.secret_env),
-        parked_reason=_parked(wl), model_key=wl.model, model_facts=config.model_facts(wl.model),
+        parked_reason=_parked(wl), **_transition(name, wl, config),
+        model_key=wl.model, model_facts=config.model_facts(wl.model),
         card=config.node(wl.node).card, run_as_user=wl.run_as_user, runtime_class=config.cluster.gpu_runtime_class,
     )
 
@@ -122,6 +129,7 @@ def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
         node=wl.node, card=config.node(wl.node).card, cards=wl.cards, resources=wl.resources,
         labels=dict(wl.labels), env=dict(wl.env), secret_env=dict(wl.secret_env), models_pvc=wl.models_pvc,
         cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe, parked_reason=_parked(wl),
+        **_transition(name, wl, config),
         model_key=wl.model, model_facts=config.model_facts(wl.model), run_as_user=wl.run_as_user,
         runtime_class=config.cluster.gpu_runtime_class,
     )
@@ -134,6 +142,7 @@ def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeployme
         env=dict(wl.env), secret_env=dict(wl.secret_env), port=wl.port, node=wl.node, cards=wl.cards, resources=wl.resources,
         labels=dict(wl.labels), cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe,
         health_path=wl.health_path, models_pvc=wl.models_pvc, parked_reason=_parked(wl),
+        **_transition(name, wl, config),
         served_model_names=list(wl.served_model_names),
         run_as_user=wl.run_as_user, root_reason=facts.ROOT_REASONS["pytorch"],
         runtime_class=config.cluster.gpu_runtime_class,
@@ -141,7 +150,11 @@ def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeployme
 
 
 def build_workload(name: str, wl: Any, config: StackConfig, opts: Optional[pulumi.ResourceOptions]) -> WorkloadComponent:
-    """The component of one workload, by its ``server``."""
+    """The component of one workload, by its ``server``; its ``former_names`` are the
+    component's aliases (the child object, named like it, inherits them)."""
+    if wl.former_names:
+        aliases = pulumi.ResourceOptions(aliases=[pulumi.Alias(name=former) for former in wl.former_names])
+        opts = pulumi.ResourceOptions.merge(opts, aliases) if opts is not None else aliases
     if isinstance(wl, CandleWorkload):
         return CandleDeployment(name, candle_args(name, wl, config), opts)
     if isinstance(wl, VllmWorkload):
@@ -158,12 +171,32 @@ class StackResources:
     network_policy: Optional[NamespaceNetworkPolicy]
 
 
+def adopt_object(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` (a manifest or a resource's inputs) with ``facts.PATCH_FORCE_ANNOTATION: "true"``
+    added to its ``metadata.annotations``: the stack file's ``adopt`` mode, for the program
+    (a transformation of every Kubernetes resource) and :func:`render_manifests` alike."""
+    meta = dict(obj.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), facts.PATCH_FORCE_ANNOTATION: "true"}
+    return {**obj, "metadata": meta}
+
+
+def _adopt_transformation(args: pulumi.ResourceTransformationArgs) -> Optional[pulumi.ResourceTransformationResult]:
+    if not args.type_.startswith("kubernetes:") or args.type_.startswith("pulumi:providers:"):
+        return None
+    return pulumi.ResourceTransformationResult(adopt_object(args.props), args.opts)
+
+
 def build_stack(config: StackConfig, opts: Optional[pulumi.ResourceOptions] = None) -> StackResources:
     """Create every component of ``config`` (validated by :func:`load_stack_config`).
 
     ``opts`` is given to every component (``ResourceOptions.merge`` keeps each one's own), e.g.
-    ``ResourceOptions(providers=[render_provider])``.
+    ``ResourceOptions(providers=[render_provider])``. With ``config.adopt`` every Kubernetes
+    object gets the patchForce annotation (:func:`adopt_object`, through a transformation the
+    components' children inherit).
     """
+    if config.adopt:
+        adopt = pulumi.ResourceOptions(transformations=[_adopt_transformation])
+        opts = pulumi.ResourceOptions.merge(opts, adopt) if opts is not None else adopt
     workloads = {name: build_workload(name, wl, config, opts) for name, wl in config.workloads.items()}
     services = {
         name: StablePredictorService(
@@ -225,9 +258,11 @@ def render_manifests(config: StackConfig) -> list[dict[str, Any]]:
         targets[name] = (selector, port)
     for name, svc in config.services.items():
         selector, port = targets[svc.selects]
+        target = config.workloads[svc.selects]
         out.append(service_manifest(name, config.namespace, selector, port, list(svc.clients), _parked(svc),
-                                    _component(StablePredictorService, name)))
+                                    _component(StablePredictorService, name),
+                                    service_await(_parked(svc), _parked(target), target.cold_start_seconds)))
     if config.network_policy is not None:
         args = NamespaceNetworkPolicyArgs(namespace=config.namespace, policy=config.network_policy)
         out.append(network_policy_manifest(args, _component(NamespaceNetworkPolicy, config.network_policy.name)))
-    return out
+    return [adopt_object(m) for m in out] if config.adopt else out

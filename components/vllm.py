@@ -57,7 +57,9 @@ from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 from components.workload import (
     WorkloadComponent,
-    ComponentArgs,
+    TransitionArgs,
+    former_names_annotation,
+    transition_options,
     container_resources,
     container_security_context,
     liveness_probe,
@@ -76,7 +78,7 @@ KSERVE_DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
 VLLM_HEALTH_PATH = "/health"
 
 
-class VllmArgs(VllmConfig, ComponentArgs):
+class VllmArgs(VllmConfig, TransitionArgs):
     """The typed fields of a vLLM InferenceService: the server settings of
     :class:`core.engines.VllmConfig` (its flags, declared once) and where and how it runs.
 
@@ -199,7 +201,8 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
     replicas = 0 if args.parked_reason else 1
     annotations = {KSERVE_DEPLOYMENT_MODE: "RawDeployment",
                    **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason,
-                                          None if args.run_as_user else facts.ROOT_REASONS["vllm"])}
+                                          None if args.run_as_user else facts.ROOT_REASONS["vllm"]),
+                   **former_names_annotation(args.former_names)}
     if args.gpu_memory_utilization_override is not None:
         annotations[facts.GMU_OVERRIDE_ANNOTATION] = args.gpu_memory_utilization_override.reason
     volumes = [models_volume(args.models_pvc)]
@@ -245,6 +248,7 @@ class VllmInferenceService(WorkloadComponent):
         self.workload_name, self.namespace, self.port = args.name, args.namespace, args.port
         self.node, self.cards, self.parked_reason = args.node, args.cards, args.parked_reason
         self.served_model_names = list(args.served_model_names)
+        self.cold_start_seconds = args.cold_start_seconds
         self.pod_labels = predictor_pod_labels(args)
         self.selector_labels = predictor_selector(args)
         self._secret(name, args.namespace, args.secret_env)
@@ -254,6 +258,6 @@ class VllmInferenceService(WorkloadComponent):
             kind="InferenceService",
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=transition_options(args, self),
         )
         self.register_outputs(self._outputs())

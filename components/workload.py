@@ -33,7 +33,7 @@ from typing import Any, Optional
 import pulumi
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from core import facts
+from core import facts, rules
 from components.config import (
     Resources,
     StartupProbe,
@@ -68,6 +68,33 @@ class ComponentArgs(BaseModel):
     """Base of the component argument models: unknown fields refused, immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TransitionArgs(ComponentArgs):
+    """How a workload moves from one update to the next (issue 7): its former names (Pulumi
+    aliases, so a rename replaces the object instead of adding a second copy) and whether a
+    replacement deletes the old object first (``deleteBeforeReplace`` on the child)."""
+
+    former_names: list[str] = Field(default_factory=list, description="Names it had before a rename (aliases).")
+    delete_before_replace: bool = Field(
+        default=False,
+        description=("Replace the child delete-first. The provider deletes first on its own only when the "
+                     "object keeps its name and namespace (pulumi-kubernetes provider.go Diff); a rename "
+                     "otherwise creates the new object while the old one still holds its cards."),
+    )
+
+
+def transition_options(args: TransitionArgs, parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    """The child object's options: parented to the component, deleted first on replacement when
+    ``args.delete_before_replace``. (The former names are the component's aliases; the child, named
+    like the component, inherits them: Pulumi derives a child's alias from its parent's.)"""
+    return pulumi.ResourceOptions(parent=parent, delete_before_replace=args.delete_before_replace or None)
+
+
+def former_names_annotation(former_names: list[str]) -> dict[str, str]:
+    """``{facts.FORMER_NAMES_ANNOTATION: '["clef-candle"]'}`` when the workload was renamed, else {}:
+    the offline diff pairs the renamed object with its former self by it (tools/render.py)."""
+    return {facts.FORMER_NAMES_ANNOTATION: json.dumps(list(former_names))} if former_names else {}
 
 
 def pull_policy(image: str) -> Optional[str]:
@@ -140,12 +167,15 @@ def secret_manifest(workload: str, namespace: str, names: list[str], component: 
 
 def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
                          parked_reason: Optional[str], root_reason: Optional[str] = None) -> dict[str, str]:
-    """The component -> policy annotations of a model server (core/facts.py); ``root_reason``:
-    why its containers run as root (None when they run as a non-root user)."""
+    """The component -> policy annotations of a model server (core/facts.py), and how long
+    ``pulumi up`` waits for it (``pulumi.com/timeoutSeconds``: :func:`core.rules.await_timeout_seconds`
+    of the cold start; reasoning's 600 s would otherwise hit the provider's 10-minute default);
+    ``root_reason``: why its containers run as root (None when they run as a non-root user)."""
     out = {
         facts.COMPONENT_ANNOTATION: component,
         facts.COLD_START_ANNOTATION: str(cold_start_seconds),
         facts.SERVED_NAMES_ANNOTATION: json.dumps(list(served_names)),
+        facts.AWAIT_TIMEOUT_ANNOTATION: str(rules.await_timeout_seconds(cold_start_seconds)),
     }
     if parked_reason:
         out[facts.PARKED_ANNOTATION] = parked_reason
@@ -192,7 +222,7 @@ def readiness_probe(path: str, port: int) -> dict[str, Any]:
 
 # --- the generic GPU Deployment -------------------------------------------------------------
 
-class GpuDeploymentArgs(ComponentArgs):
+class GpuDeploymentArgs(TransitionArgs):
     """A single-replica GPU Deployment pinned to a node. Errors (ValueError): a startup budget
     that does not exceed ``cold_start_seconds``."""
 
@@ -303,6 +333,7 @@ def deployment_manifest(args: GpuDeploymentArgs, component: str) -> dict[str, An
                 **workload_annotations(component, args.cold_start_seconds, args.served_model_names,
                                        args.parked_reason, None if args.run_as_user else args.root_reason),
                 **checkov_waivers(args.image, None if args.run_as_user else args.root_reason),
+                **former_names_annotation(args.former_names),
             },
         },
         "spec": {
@@ -320,7 +351,8 @@ class WorkloadComponent(pulumi.ComponentResource):
     Attributes (plain values, known at construction): ``workload_name``, ``namespace``,
     ``pod_labels`` (every label its pods carry), ``selector_labels`` (the subset a Service
     selects), ``port`` (container port), ``node``, ``cards`` (held while running),
-    ``parked_reason`` (None when running), ``served_model_names``.
+    ``parked_reason`` (None when running), ``served_model_names``, ``cold_start_seconds``
+    (declared; the Service in front of it awaits its endpoints as long as the workload).
     """
 
     workload_name: str
@@ -332,6 +364,7 @@ class WorkloadComponent(pulumi.ComponentResource):
     cards: int
     parked_reason: Optional[str]
     served_model_names: list[str]
+    cold_start_seconds: int
 
     def _secret(self, name: str, namespace: str, values: dict[str, SecretStr]) -> None:
         """Register the workload's Secret (:func:`secret_manifest`) with each value wrapped in
@@ -372,6 +405,7 @@ class GpuDeployment(WorkloadComponent):
         self.workload_name, self.namespace, self.port = args.name, args.namespace, args.port
         self.node, self.cards, self.parked_reason = args.node, args.cards, args.parked_reason
         self.served_model_names = list(args.served_model_names)
+        self.cold_start_seconds = args.cold_start_seconds
         self.pod_labels = manifest["spec"]["template"]["metadata"]["labels"]
         self.selector_labels = manifest["spec"]["selector"]["matchLabels"]
         self._secret(name, args.namespace, args.secret_env)
@@ -379,14 +413,14 @@ class GpuDeployment(WorkloadComponent):
             name,
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=transition_options(args, self),
         )
         self.register_outputs(self._outputs())
 
 
 # --- candle-vllm ----------------------------------------------------------------------------
 
-class CandleDeploymentArgs(CandleConfig, ComponentArgs):
+class CandleDeploymentArgs(CandleConfig, TransitionArgs):
     """A candle-vllm server (coder-14b-fp16.yaml, clef-candle.yaml): the server settings of
     :class:`core.engines.CandleConfig` (its flags, declared once) and where it runs. TP is ``cards``.
 
@@ -446,7 +480,8 @@ def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
         args=candle_argv(args), env=dict(args.env), secret_env=dict(args.secret_env), port=args.port, container_name="candle",
         node=args.node, cards=args.cards, resources=args.resources, labels=dict(args.labels),
         cold_start_seconds=args.cold_start_seconds, startup=args.startup, health_path=CANDLE_HEALTH_PATH,
-        models_pvc=args.models_pvc, parked_reason=args.parked_reason,
+        models_pvc=args.models_pvc, parked_reason=args.parked_reason, former_names=list(args.former_names),
+        delete_before_replace=args.delete_before_replace,
         served_model_names=[candle_served_name(args.weights_path)],
         run_as_user=args.run_as_user, root_reason=facts.ROOT_REASONS["candle-vllm"], runtime_class=args.runtime_class,
     )

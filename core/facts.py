@@ -74,6 +74,12 @@ RUNS_AS_ROOT_ANNOTATION = ANNOTATION_PREFIX + "runs-as-root"
 #: (``<ClassName>/<component name>``); the preview summary groups objects by it.
 COMPONENT_ANNOTATION = ANNOTATION_PREFIX + "component"
 
+#: On a renamed workload: its former names, a JSON list of strings (stack file
+#: ``former_names``). The program makes them Pulumi aliases; the offline diff pairs the renamed
+#: object with the object of its former name by this annotation. Source: issue 7 (renaming
+#: clef-candle on a full worker-1 left the new pod Pending).
+FORMER_NAMES_ANNOTATION = ANNOTATION_PREFIX + "former-names"
+
 # --- runtime and rollout facts ------------------------------------------------------------
 
 #: Required on every GPU pod; without it libcuda.so is not injected and the server panics
@@ -160,6 +166,27 @@ CHECKOV_ROOT_CHECKS = ("CKV_K8S_23", "CKV_K8S_40")
 #: HF_HUB_OFFLINE=1 for vLLM: the models PVC is mounted read-only, so the Hugging Face cache
 #: (HF_HOME on the PVC) is read, never written; a model is downloaded to the PVC beforehand.
 VLLM_READ_ONLY_CACHE_ENV = {"HF_HUB_OFFLINE": "1"}
+
+# --- the kubernetes provider's awaits ------------------------------------------------------
+
+#: On a workload and on the Service in front of it: how long ``pulumi up`` waits for it to be
+#: ready, in whole seconds (pulumi-kubernetes ``metadata.AnnotationTimeoutSeconds``; without it
+#: the provider waits 10 minutes for a Deployment and for a Service's endpoints,
+#: ``DefaultDeploymentTimeoutMins`` / ``DefaultServiceTimeoutMins`` in ``provider/pkg/await``).
+#: The value comes from the declared cold start (:func:`core.rules.await_timeout_seconds`).
+AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
+
+#: On a Service whose workload is parked: ``"true"`` makes the provider skip its endpoint await
+#: (``metadata.AnnotationSkipAwait``); a parked workload's Service has no endpoints on purpose.
+SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
+
+#: On every object when the stack file sets ``llm-serving:adopt: true``: ``"true"`` makes the
+#: provider's server-side apply force conflicts (``metadata.AnnotationPatchForce``), taking the
+#: fields whose live value differs from the program's over from the old field manager
+#: (ArgoCD's ``argocd-controller``). Without it, this provider's first create of an object that
+#: already exists is an apply without force: equal fields become shared, a differing one fails
+#: with "Server-Side Apply field conflict" (tests/real/test_real_adoption.py).
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 
 # Compute capability thresholds (sm_70, sm_75, sm_80) are rules: core/rules.py SM_VOLTA,
 # SM_TURING, SM_AMPERE.

@@ -25,6 +25,8 @@ Compute capabilities are ``major * 10 + minor`` (V100: 70), as :attr:`core.inven
   (config ``rule_vllm_kernels``; policy ``vllm-volta``);
 - :func:`startup_budget_covers`: a startup probe budget covers a cold start only when it
   exceeds it (config ``rule_startup_budget``; policy ``startup-probe-covers-cold-start``);
+- :func:`await_timeout_seconds`: how long ``pulumi up`` waits for a workload (and the Service
+  in front of it) to be ready, from its declared cold start (``pulumi.com/timeoutSeconds``);
 - :func:`tp_sizes_that_divide`: the tensor parallel sizes suggested when one does not divide
   the model (config ``rule_tp_divides``; policy ``tensor-parallel-divisibility``);
 - :func:`product_memory_mib`: the card memory a product name states (the inventory's
@@ -39,6 +41,7 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
@@ -183,6 +186,29 @@ def startup_budget_covers(budget_s: float, cold_start_s: float) -> bool:
 def startup_threshold_needed(cold_start_s: int, period_s: int, initial_delay_s: int = 0) -> int:
     """The smallest failure threshold whose budget (delay + period x threshold) exceeds the cold start."""
     return max(1, (cold_start_s - initial_delay_s) // period_s + 1)
+
+
+#: The await's margin over the declared cold start: a start this much slower than measured
+#: (cold page cache of the weights on the PVC, a busy node) is still waited for.
+AWAIT_SLOW_START_FACTOR = 1.5
+#: Seconds added to every await for what happens before the cold start begins: the old pod's
+#: termination under Recreate (terminationGracePeriodSeconds, 30 s by default), scheduling, the
+#: pull of an unchanged moving tag (Always: a digest check), and the readiness probe's period
+#: (10 s, coder.yaml).
+AWAIT_ROLLOUT_SECONDS = 60
+
+
+def await_timeout_seconds(cold_start_s: int) -> int:
+    """Seconds ``pulumi up`` waits for a workload whose declared cold start is ``cold_start_s``
+    seconds to become ready (the ``pulumi.com/timeoutSeconds`` annotation on the workload and on
+    the Service in front of it): ``ceil(1.5 x cold start) + 60``. Prod: reasoning 600 s -> 960 s
+    (the provider's default, 600 s, would fail it at its declared cold start), candle-vllm 300 s
+    -> 510 s, clef-candle 180 s -> 330 s, clef-serve 240 s -> 420 s.
+
+    Always above the cold start, so ``pulumi up`` does not fail a start that is on time; bounded,
+    so a pod that never becomes ready fails the update instead of holding it for the default.
+    """
+    return math.ceil(cold_start_s * AWAIT_SLOW_START_FACTOR) + AWAIT_ROLLOUT_SECONDS
 
 
 #: The largest tensor parallel size suggested in messages (a node rarely has more than 8 cards).

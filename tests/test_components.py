@@ -86,6 +86,7 @@ def test_candle_deployment_carries_the_gpu_facts():
         facts.COLD_START_ANNOTATION: "300",
         facts.SERVED_NAMES_ANNOTATION: '["coder-14b-fp16"]',
         facts.RUNS_AS_ROOT_ANNOTATION: facts.ROOT_REASONS["candle-vllm"],
+        facts.AWAIT_TIMEOUT_ANNOTATION: "510",  # ceil(1.5 x 300) + 60 (core.rules.await_timeout_seconds)
     }
     assert sorted(v.split("=")[0] for v in waived.values()) == ["CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_40", "CKV_K8S_43"]
 

@@ -73,12 +73,18 @@ def _pod_security(pod: tuple, container: tuple, readiness: bool) -> list[Delta]:
     return out
 
 
+AWAIT = ("how long pulumi up waits for it, from the declared cold start (core.rules.await_timeout_seconds; "
+         "the provider's default is 10 minutes, less than reasoning's cold start with a margin)")
+
+
 def _annotations(*keys: str) -> list[Delta]:
-    return [Delta("added", ("metadata", "annotations", k), CONTRACT) for k in keys]
+    return [Delta("added", ("metadata", "annotations", k), AWAIT if k == facts.AWAIT_TIMEOUT_ANNOTATION else CONTRACT)
+            for k in keys]
 
 
-WORKLOAD_ANNOTATIONS = (facts.COMPONENT_ANNOTATION, facts.COLD_START_ANNOTATION, facts.SERVED_NAMES_ANNOTATION)
-SERVICE_ANNOTATIONS = (facts.COMPONENT_ANNOTATION, facts.CLIENTS_ANNOTATION)
+WORKLOAD_ANNOTATIONS = (facts.COMPONENT_ANNOTATION, facts.COLD_START_ANNOTATION, facts.SERVED_NAMES_ANNOTATION,
+                        facts.AWAIT_TIMEOUT_ANNOTATION)
+SERVICE_ANNOTATIONS = (facts.COMPONENT_ANNOTATION, facts.CLIENTS_ANNOTATION, facts.AWAIT_TIMEOUT_ANNOTATION)
 
 #: reference file -> (stack file, kind, name, expected deltas)
 DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {

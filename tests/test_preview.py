@@ -151,7 +151,9 @@ def test_moving_the_namespace_marks_every_object_replace(tmp_path):
         config["llm-serving:namespace"] = "llm-serving-2"
 
     proc = preview("--stack-file", str(stack_file(tmp_path, move)), "--out", str(tmp_path / "new"), "--base", str(base), "--no-policy")
-    assert proc.returncode == 0, proc.stderr
+    # Issue 7: replacing the protected Services is refused in review (exit 1), each with its reason.
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.count("REFUSED: v1 Service llm-serving-2/") == 3, proc.stdout
     assert f"diff: {len(PROD_FILES)} to replace" in proc.stdout
     assert ("replace: metadata.namespace changes: the provider deletes Service llm-serving/coder-predictor and creates "
             "llm-serving-2/coder-predictor; the ClusterIP its clients cached is dropped") in proc.stdout

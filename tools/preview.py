@@ -15,7 +15,9 @@ Steps:
 4. render every Kubernetes object in the kubernetes provider's ``renderYamlToDirectory``
    layout (:mod:`tools.render`), with ``--base`` diff against that earlier rendering, and
    replace ``--out`` (default ``out/<stack>/``) atomically;
-5. print the summary (:mod:`tools.summary`), the diff, then the pack's findings in ``--format``.
+5. print the summary (:mod:`tools.summary`), the diff and, with ``--base``, the cards per node at
+   the update's peak (old and new objects alive at once, :mod:`tools.transition`), then the pack's
+   findings in ``--format``.
 
 The cyclic garbage collector is off for the run (restored when :func:`main` returns; the
 command line leaves through :func:`_exit` before that): the process is short-lived, and full
@@ -26,7 +28,8 @@ With ``--format table`` everything goes to stdout; with another format the repor
 to stdout (machine-readable) and the summary and diff to stderr.
 
 Exit codes: 0 no mandatory policy violated (advisory findings allowed); 1 a mandatory policy
-is violated; 2 bad input (stack file, stack config, policy pack config, ``--base``, ``--out``)
+is violated, or (``--base``) the plan is refused: a node over its cards at the update's peak, or a
+protected Service replaced; 2 bad input (stack file, stack config, policy pack config, ``--base``, ``--out``)
 or the pack failed -- the message names the key path, the value, the rule and the fix, there
 is no traceback and nothing is written; 3 a crash: the program raised something other than
 its config errors (a bug in the program), or the preview itself failed; the traceback is
@@ -46,7 +49,7 @@ from pathlib import Path
 from typing import Optional, TextIO, cast
 
 from core import rules
-from tools import analyze, mockrun, packproc, render, summary
+from tools import analyze, mockrun, packproc, render, summary, transition
 from tools.manifests import InputError, load_stack_file
 from tools.report import FORMATS
 
@@ -144,7 +147,8 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             clock.lap("policy pack ready, its config checked")
             verdicts = _Background(pack.analyze, run.resources, ppc)  # the pack judges while we render
         files, objects = _render(run)
-        diff = _diff(args.base, objects) if args.base is not None else None
+        base = render.load_tree(args.base) if args.base is not None else None  # read before --out is replaced
+        diff = render.diff_trees(base, objects) if base is not None else None
         clock.lap(f"render {len(files)} manifests" + (" and diff" if diff is not None else ""))
         out_dir = args.out or ROOT / "out" / stack
         render.write_tree(files, out_dir)
@@ -152,11 +156,13 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         side = stdout if args.format == "table" else stderr
         side.write(summary.summary(run.resources, config, stack, run.outputs, base_dir=rules.PROJECT_DIR))
         side.write(f"\nwrote {len(files)} manifests to {_display(out_dir)}\n")
-        if diff is not None:
+        refused: list[str] = []
+        if diff is not None and base is not None:
             side.write("\n" + diff.render())
+            refused = _transition(base, objects, diff, run, config, side)
         clock.lap("summary")
         if pack is None:
-            return EXIT_OK
+            return EXIT_MANDATORY if refused else EXIT_OK
         report = verdicts.result()
         clock.lap("policy pack verdicts (after the summary)")
         if args.format == "table":
@@ -164,7 +170,7 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(report.render(args.format))
         if args.format != "table":
             stderr.write(report.headline() + "\n")
-        return report.exit_code()
+        return max(report.exit_code(), EXIT_MANDATORY if refused else EXIT_OK)
     except (InputError, mockrun.ProgramError, render.RenderError, analyze.AnalyzeError,
             packproc.PackStartError, packproc.PackCallError) as err:
         stderr.write(f"preview: {err}\n")
@@ -250,10 +256,19 @@ def _render(run: mockrun.ProgramRun) -> tuple[dict[str, str], dict[str, dict]]:
     return files, {render.render_path(o): o for o in objs}
 
 
-def _diff(base: Path, objects: dict[str, dict]) -> render.TreeDiff:
-    """The diff from ``base`` to the new objects; read before ``--out`` is replaced, so
-    ``--base`` may be the same directory as ``--out``."""
-    return render.diff_trees(render.load_tree(base), objects)
+def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.TreeDiff, run: mockrun.ProgramRun,
+                config: dict, out: TextIO) -> list[str]:
+    """Print the cards per node at the update's peak (:mod:`tools.transition`) and the reasons to
+    refuse the plan; returns those reasons ([] when the plan is safe, or the stack has no inventory)."""
+    inventory = summary.inventory_of(config)
+    if inventory is None:
+        return []
+    peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
+    refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources))
+    out.write("\n" + "\n".join(peak.render()) + "\n")
+    for reason in refused:
+        out.write(f"REFUSED: {reason}\n")
+    return refused
 
 
 def _display(path: Path) -> str:

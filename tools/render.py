@@ -372,23 +372,36 @@ def diff_trees(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -
 
 def _pair_moves(old, new, removed, added) -> list[tuple[str, str]]:
     """(old path, new path) for objects renamed or moved: same apiVersion and kind, and the same
-    component annotation or the same name; only unique matches are paired."""
-    def key_sets(obj):
+    component annotation, the same name, or the old name among the new object's former names
+    (:func:`former_names`: a workload renamed with ``former_names``); only unique matches are paired."""
+    def key_sets(obj, former=False):
         meta = obj.get("metadata") or {}
         comp = (meta.get("annotations") or {}).get(facts.COMPONENT_ANNOTATION)
         base = (obj.get("apiVersion"), obj.get("kind"))
-        return [k for k in ((base, "component", comp), (base, "name", meta.get("name"))) if k[2]]
+        keys = [k for k in ((base, "component", comp), (base, "name", meta.get("name"))) if k[2]]
+        return keys + [(base, "name", f) for f in former_names(obj)] if former else keys
 
     out = []
     used_new: set[str] = set()
     for o in removed:
         for key in key_sets(old[o]):
-            matches = [n for n in added if n not in used_new and key in key_sets(new[n])]
+            matches = [n for n in added if n not in used_new and key in key_sets(new[n], former=True)]
             if len(matches) == 1:
                 out.append((o, matches[0]))
                 used_new.add(matches[0])
                 break
     return out
+
+
+def former_names(obj: dict[str, Any]) -> list[str]:
+    """The former names an object declares (``facts.FORMER_NAMES_ANNOTATION``, a JSON list), []
+    when none or when the annotation is not a JSON list."""
+    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(facts.FORMER_NAMES_ANNOTATION)
+    try:
+        names = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [str(n) for n in names] if isinstance(names, list) else []
 
 
 def field_changes(old: Any, new: Any, path: str = "") -> list[FieldChange]:

@@ -161,7 +161,7 @@ def _idle(d: allocation.Demand) -> Held:
 
 def view_of(resources: Iterable[Resource]) -> wl.Stack:
     """The policy pack's view (workloads, Services, NetworkPolicies) of the Kubernetes objects."""
-    return wl.stack_view(_View(r.type, r.props, r.urn) for r in k8s_objects(resources))
+    return wl.stack_view(View(r.type, r.props, r.urn) for r in k8s_objects(resources))
 
 
 def card_allocation(view: wl.Stack, inventory: ClusterInventory) -> allocation.Allocation:
@@ -221,7 +221,7 @@ def inventory_of(config: dict[str, Any]) -> Optional[ClusterInventory]:
 # --- model servers (core/capacity.py) ---------------------------------------------------
 
 @dataclass(frozen=True)
-class _View:
+class View:
     """What the policy helpers read of a resource (pulumi-policy's ``PolicyResource`` shape)."""
 
     resource_type: str

@@ -1,0 +1,124 @@
+"""How long the real ``pulumi up`` waits, on the loopback cluster (issue 7, section 3).
+
+A scaled-down stack: ``slow`` (one card, declared cold start 20 s, so
+``pulumi.com/timeoutSeconds`` = ceil(1.5 x 20) + 60 = 90 s on its Deployment and on its Service)
+and ``idle`` (parked, its Service parked: ``pulumi.com/skipAwait: "true"``). kwok's pod-ready
+delay (``tools.cluster up --pod-ready-delay``) stands in for the server's cold start.
+
+1. Ready delay 45 s, past the declared cold start, within the await: ``pulumi up`` succeeds and
+   takes at least the 45 s (the Deployment and Service awaits held it until the pod was Ready:
+   it did not return early either), and the parked Service finished long before (no await).
+2. Ready delay 400 s, past the await: an update of ``slow`` fails after about 90 s, the bound
+   the annotation sets, not after the provider's default of 10 minutes, and says it timed out.
+
+Measured on a run: (1) the parked Service and Deployment were done 3 s into the update, ``slow``'s
+Deployment at 48 s and its Service at 58 s (10 s of Endpoints settle after the pod was Ready);
+(2) the update failed at 93 s with "'slow' timed out waiting to be Ready".
+
+Found on this provider (pulumi-kubernetes f47bc2d6f199, plugin 4.25.0-alpha.1768448096), read in
+``provider/pkg/await/service.go`` and checked here: a Service with a selector is ready once its
+Endpoints have settled (10 s after the last Endpoints event) with no not-ready address, so it
+waits for its workload's pods to become Ready: the Service needs the workload's timeout too.
+``pulumi.com/timeoutSeconds`` (``metadata.TimeoutDuration``) bounds both awaits. Read in the
+source, not reproduced here (the components always give a parked Service skipAwait): behind a
+parked workload the Endpoints stay empty and the Service await succeeds after the 10 s settle,
+or only at its timeout if no Endpoints event arrives; skipAwait removes both waits. Custom
+resources (the InferenceService) are not awaited at all unless ``PULUMI_K8S_AWAIT_ALL=true``
+(``metadata.ReadyCondition``); its annotation only bounds that opt-in wait.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl_json
+from tools.manifests import load_stack_file
+
+pytestmark = pytest.mark.real
+
+STACK = "awaits"
+NS = "llm-serving"
+COLD_START = 20
+AWAIT = 90  # core.rules.await_timeout_seconds(20)
+
+
+def _stack(env: dict[str, str]) -> dict:
+    prod = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    workload = {"server": "pytorch", "image": "forgejo.riotpiao.com/riotpiao-poimen/clef-serve:latest",
+                "node": "worker-1", "cards": 1, "cold_start_seconds": COLD_START, "env": env}
+    return {"config": {
+        "llm-serving:namespace": NS,
+        "llm-serving:cluster": prod["llm-serving:cluster"],
+        "llm-serving:workloads": {
+            "slow": workload,
+            "idle": {**workload, "env": {}, "parked": {"reason": "scaled-down await test"}},
+        },
+        "llm-serving:services": {
+            "slow": {"selects": "slow"},
+            "idle": {"selects": "idle", "parked": {"reason": "its workload is parked"}},
+        },
+    }}
+
+
+def _write(project: RealProject, env: dict[str, str]) -> None:
+    (project.dir / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump(_stack(env), sort_keys=False))
+
+
+def _pod_ready_delay(cluster, seconds: int) -> None:
+    """Restart kwok with another pod-ready delay (``tools.cluster up`` on a running cluster)."""
+    proc = subprocess.run([sys.executable, "-m", "tools.cluster", "up", "--state-dir", str(cluster.parent),
+                           "--pod-ready-delay", str(seconds)], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _finished(res) -> dict[str, float]:
+    """Resource name -> seconds from the first event to its resOutputsEvent (the engine's timestamps)."""
+    start = min(e["timestamp"] for e in res.events if "timestamp" in e)
+    out = {}
+    for e in res.events:
+        meta = (e.get("resOutputsEvent") or {}).get("metadata")
+        if meta:
+            out[f"{meta['urn'].rsplit('::', 1)[-1]}/{meta['type'].rsplit(':', 1)[-1]}"] = e["timestamp"] - start
+    return out
+
+
+def test_the_rendered_awaits_reach_the_objects(project: RealProject, cluster):
+    """The annotations are applied as the program renders them (not stripped by the provider)."""
+    _pod_ready_delay(cluster, 45)
+    _write(project, {"REV": "1"})
+    project.stack_init(STACK)
+    started = time.monotonic()
+    res = project.up(STACK, policy_pack=False)
+    elapsed = time.monotonic() - started
+    assert res.code == 0, res
+    dep = kubectl_json(cluster, "get", "deployment", "slow", "-n", NS)
+    svc = kubectl_json(cluster, "get", "service", "slow", "-n", NS)
+    idle = kubectl_json(cluster, "get", "service", "idle", "-n", NS)
+    assert dep["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == str(AWAIT)
+    assert svc["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == str(AWAIT)
+    assert idle["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    # Not early: the update waited for the pod's readiness (45 s after it started running).
+    assert elapsed >= 45, res
+    done = _finished(res)
+    assert done["slow/Deployment"] >= 40 and done["slow/Service"] >= 40, done
+    # The parked Service (skipAwait) was done long before its neighbours' pods were ready.
+    assert done["idle/Service"] < 30, done
+    assert kubectl_json(cluster, "get", "deployment", "idle", "-n", NS)["spec"]["replicas"] == 0
+
+
+def test_a_pod_that_is_not_ready_in_time_fails_the_update_at_its_await_not_the_default(project: RealProject, cluster):
+    _pod_ready_delay(cluster, 400)
+    _write(project, {"REV": "2"})  # a new pod template: Recreate, and a pod that stays not Ready
+    started = time.monotonic()
+    res = project.up(STACK, policy_pack=False)
+    elapsed = time.monotonic() - started
+    assert res.code != 0, res
+    # Bounded by the annotation (90 s), far from the provider's 600 s default.
+    assert AWAIT - 5 <= elapsed <= AWAIT + 90, (elapsed, str(res))
+    errors = "\n".join(diagnostics(res.events))
+    assert "slow" in errors and "timed out" in errors.lower(), errors

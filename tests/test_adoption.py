@@ -1,0 +1,51 @@
+"""The stack file's adoption mode (issue 7, section 1), offline: ``llm-serving:adopt: true`` puts
+``pulumi.com/patchForce: "true"`` on every object, in the program (a transformation of every
+Kubernetes resource) and in the pure rendering alike; off by default, so prod is unchanged.
+What the provider does with it over ArgoCD's live objects is ``tests/real/test_real_adoption.py``."""
+
+from __future__ import annotations
+
+import copy
+
+from core import facts
+from components.config import ConfigError, load_stack_config
+from components.stack import render_manifests
+from tools import analyze
+from tools.manifests import load_stack_file
+
+from tests.paths import ROOT
+
+PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+
+
+def _adopting() -> dict:
+    cfg = copy.deepcopy(PROD)
+    cfg["llm-serving:adopt"] = True
+    return cfg
+
+
+def test_adopt_forces_every_object_in_the_program_and_the_rendering():
+    registered = {(r.props["kind"], r.props["metadata"]["name"]): r.props["metadata"]["annotations"]
+                  for r in analyze.program_resources(_adopting(), "prod")
+                  if r.type.startswith("kubernetes:") and "metadata" in r.props}
+    rendered = {(m["kind"], m["metadata"]["name"]): m["metadata"]["annotations"]
+                for m in render_manifests(load_stack_config(_adopting()))}
+    assert set(registered) == set(rendered) and len(rendered) == 8
+    for key in rendered:
+        assert registered[key][facts.PATCH_FORCE_ANNOTATION] == rendered[key][facts.PATCH_FORCE_ANNOTATION] == "true", key
+
+
+def test_without_adopt_no_object_is_forced():
+    assert not any(facts.PATCH_FORCE_ANNOTATION in (m["metadata"].get("annotations") or {})
+                   for m in render_manifests(load_stack_config(PROD)))
+
+
+def test_adopt_must_be_a_boolean():
+    cfg = copy.deepcopy(PROD)
+    cfg["llm-serving:adopt"] = "sometimes"
+    try:
+        load_stack_config(cfg)
+    except ConfigError as err:
+        assert [p.path for p in err.problems] == ["llm-serving:adopt"]
+    else:
+        raise AssertionError("adopt: sometimes was accepted")
