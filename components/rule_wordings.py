@@ -179,8 +179,9 @@ def rule_context_window(model_key: str, facts_: ModelFacts, max_model_len: int, 
     return RuleBreach(
         f"max_model_len {max_model_len:,} is above model {model_key}'s max_position_embeddings "
         f"{facts_.max_position_embeddings:,} and {how}, so vLLM refuses to start (its derived max_model_len)",
-        "set rope_scaling as the model card documents it (Qwen3: {rope_type: yarn, factor: 2.0 for 65,536 or "
-        f"4.0 for 131,072, original_max_position_embeddings: 32768}}), or lower max_model_len to {derived:,}",
+        "set rope_scaling as the model card documents it (YaRN: {rope_type: yarn, factor: "
+        f"{rules.yarn_factor_needed(max_model_len, facts_.max_position_embeddings)}, original_max_position_embeddings: "
+        f"{facts_.max_position_embeddings}}}), or lower max_model_len to {derived:,}",
     )
 
 

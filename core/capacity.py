@@ -390,10 +390,6 @@ VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT = 12
 #: The release the formulas follow when the image's tag names none (``latest``, ``sm70``):
 #: v0.11.0, the release the module docstring cites and the user's cluster runs.
 VLLM_ASSUMED_VERSION = (0, 11, 0)
-#: The first releases with the V1 engine by default: 0.8.0; on cards below sm_80 V1's oracle
-#: fell back to V0 ("Compute Capability < 8.0") until 0.10.0.
-VLLM_V1_FROM = (0, 8, 0)
-VLLM_V1_PRE_AMPERE_FROM = (0, 10, 0)
 #: The first release whose sampler warm-up needs no sort (llm-d report: 0.17's activation
 #: 2.23 GiB against 5.64 GiB for 0.15/0.16 on the same model and card).
 VLLM_SORT_FREE_SAMPLER_FROM = (0, 17, 0)
@@ -444,7 +440,7 @@ def vllm_profile(
     ver = tuple(version) if version is not None else VLLM_ASSUMED_VERSION
     if not known:
         notes.append(f"vLLM release not named by the image tag: figures follow v{'.'.join(map(str, ver))}")
-    v1 = ver >= (VLLM_V1_FROM if card.sm >= 80 else VLLM_V1_PRE_AMPERE_FROM)
+    v1 = rules.vllm_v1_by_default(ver, card.sm)
     if v1:
         large = card.cuda_total_bytes >= VLLM_LARGE_CARD_GIB * GIB
         tokens = VLLM_LARGE_CARD_MAX_NUM_BATCHED_TOKENS if large else VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS

@@ -201,6 +201,12 @@ PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 #: Service name produces with a ``_SERVICE_HOST`` / ``_PORT`` suffix).
 ENGINE_ENV_PREFIXES: dict[str, str] = {"vllm": "VLLM_"}
 
+#: Of an engine's own variables, those a Service's links can set and the engine parses so that
+#: a ``tcp://<ip>:<port>`` value stops it: vLLM's envs.py reads ``VLLM_PORT`` as an integer (a
+#: Service named ``vllm``). Other injected ``VLLM_*`` names (a Service ``vllm-router`` gives
+#: ``VLLM_ROUTER_SERVICE_HOST``) are names vLLM does not read: it logs them as unknown and starts.
+ENGINE_ENV_PARSED: dict[str, frozenset[str]] = {"vllm": frozenset({"VLLM_PORT"})}
+
 #: Where each engine listens when its argv names no host or port: vLLM ``--host`` None (every
 #: interface) and ``--port`` 8000 (vllm/entrypoints/openai/cli_args.py); candle-vllm binds every
 #: interface on ``--p`` 2000 (src/main.rs).

@@ -48,6 +48,15 @@ class ImageRef:
         return tuple(int(g) for g in m.groups() if g is not None)
 
 
+    @property
+    def names_a_build(self) -> bool:
+        """True when the tag names one build: it carries a number (a release ``v0.11.0``, a date
+        ``20250312_0916_RC01``, a commit ``sha-3f2a1c9``). False for no tag and for word-only tags
+        (``latest``, ``nightly``, ``main``, ``stable``), which registries move by convention. On a
+        cluster whose inventory says tags are not rebuilt, only those are moving."""
+        return bool(self.tag) and any(ch.isdigit() for ch in self.tag or "")
+
+
 def parse_image(image: str) -> ImageRef:
     """Split ``registry[:port]/path/name[:tag][@sha256:digest]``; a port is not a tag."""
     rest, _, digest = image.partition("@")

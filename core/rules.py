@@ -265,11 +265,19 @@ def derived_max_model_len(max_position_embeddings: int, rope_scaling: Optional[M
         return derived
     rope_type = str(rope_scaling.get("rope_type") or rope_scaling.get("type") or "")
     factor = rope_scaling.get("factor")
-    if rope_type in ROPE_TYPES_NOT_SCALING_WINDOW or isinstance(factor, bool) or not isinstance(factor, (int, float)):
-        return derived
+    if (rope_type in ROPE_TYPES_NOT_SCALING_WINDOW or isinstance(factor, bool) or not isinstance(factor, (int, float))
+            or not math.isfinite(factor) or factor <= 0):
+        return derived  # no usable factor (an infinite or NaN one from JSON's 1e400 / NaN included)
     if rope_type == "yarn" and isinstance(rope_scaling.get("original_max_position_embeddings"), (int, float)):
         derived = int(rope_scaling["original_max_position_embeddings"])
     return int(derived * factor)
+
+
+def yarn_factor_needed(max_model_len: int, window: int) -> float:
+    """The YaRN factor that stretches a ``window`` of tokens to at least ``max_model_len``, rounded
+    up to one decimal (65,536 over Qwen3's 32,768 original: 2.0), for fixes that name it; whether
+    the model supports YaRN at all is its model card's to say."""
+    return math.ceil(max_model_len / window * 10) / 10
 
 
 def max_model_len_ok(max_model_len: int, max_position_embeddings: int,
@@ -338,19 +346,29 @@ def gpu_memory_declared(request_mib: Optional[float], limit_mib: Optional[float]
     return request is not None and limit_mib is not None
 
 
-#: The first vLLM release whose V1 engine is the default; its TopKTopPSampler takes FlashInfer's
-#: sampling kernels whenever FlashInfer is installed (the release images ship it) and
-#: ``VLLM_USE_FLASHINFER_SAMPLER`` is not ``0`` (vllm/v1/sample/ops/topk_topp_sampler.py). The V0
-#: sampler before it used them only when the variable was ``1``. Source: vLLM v0.8.0 release
-#: notes (V1 on by default); coder.yaml (v0.11.0 on sm_70: FlashInfer's check_cuda_arch raises).
-FLASHINFER_SAMPLER_DEFAULT_FROM = (0, 8, 0)
+#: The first vLLM releases that run the V1 engine by default: 0.8.0 (release notes); on cards
+#: below sm_80 V1's oracle fell back to V0 ("Compute Capability < 8.0") until 0.10.0. The one
+#: statement of this fact: the capacity figures (core.capacity) and the sampler rule use it.
+VLLM_V1_FROM = (0, 8, 0)
+VLLM_V1_PRE_AMPERE_FROM = (0, 10, 0)
 
 
-def flashinfer_sampler_on_by_default(version: Optional[tuple[int, ...]], v1_disabled: bool = False) -> Optional[bool]:
-    """Whether vLLM ``version`` samples with FlashInfer unless told not to: True from
-    :data:`FLASHINFER_SAMPLER_DEFAULT_FROM` (V1), False before it or when ``VLLM_USE_V1=0`` runs
-    the V0 engine, None when the version is unknown (a tag naming no release: callers take the
-    newer, V1 behaviour and say the version is unknown)."""
+def vllm_v1_by_default(version: tuple[int, ...], sm: int) -> bool:
+    """Whether vLLM ``version`` runs its V1 engine by default on a card of compute capability
+    ``sm`` (x10): from :data:`VLLM_V1_FROM`, below sm_80 from :data:`VLLM_V1_PRE_AMPERE_FROM`."""
+    return tuple(version) >= (VLLM_V1_FROM if sm >= SM_AMPERE else VLLM_V1_PRE_AMPERE_FROM)
+
+
+#: V1's TopKTopPSampler takes FlashInfer's sampling kernels whenever FlashInfer is installed (the
+#: release images ship it) and ``VLLM_USE_FLASHINFER_SAMPLER`` is not ``0``
+#: (vllm/v1/sample/ops/topk_topp_sampler.py); the V0 sampler used them only when the variable
+#: was ``1``. Source: coder.yaml (v0.11.0 on sm_70: FlashInfer's check_cuda_arch raises).
+def flashinfer_sampler_on_by_default(version: Optional[tuple[int, ...]], sm: int = SM_AMPERE,
+                                     v1_disabled: bool = False) -> Optional[bool]:
+    """Whether vLLM ``version`` samples with FlashInfer unless told not to on a card of compute
+    capability ``sm``: when it runs V1 by default there (:func:`vllm_v1_by_default`) and
+    ``VLLM_USE_V1=0`` does not select V0; None when the version is unknown (a tag naming no
+    release: callers take the newer, V1 behaviour and say the version is unknown)."""
     if version is None:
         return None
-    return tuple(version) >= FLASHINFER_SAMPLER_DEFAULT_FROM and not v1_disabled
+    return vllm_v1_by_default(version, sm) and not v1_disabled

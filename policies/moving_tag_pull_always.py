@@ -5,9 +5,10 @@ an image without ``@sha256:`` digest has a moving tag, so its effective ``imageP
 ``Always``. Which tags move is a fact of the cluster's registry: where the inventory says tags
 are rebuilt in place (``llm-serving:cluster`` ``image_tags_rebuilt: true``; the user's forge
 rebuilds ``:sm70``, seed 003) every tag moves, whatever it says (``:sm70``, ``:v0.11.0``,
-``:latest`` or none). Elsewhere a tag naming a release (``v0.11.0``, ``3.2.1``:
-``core.images.ImageRef.version``) is taken as fixed, as public registries publish them, and
-only the others (``latest``, ``nightly``, ``main``, ``sm70``) are judged. An omitted policy counts as what the API server stores:
+``:latest`` or none). Elsewhere a tag naming a build (it carries a number: a release
+``v0.11.0``, a date ``20250312_0916_RC01``, a commit ``sha-3f2a1c9``;
+``core.images.ImageRef.names_a_build``) is taken as fixed, as public registries publish them,
+and only no tag and word-only tags (``latest``, ``nightly``, ``main``, ``stable``) are judged. An omitted policy counts as what the API server stores:
 ``Always`` for ``:latest`` or no tag, ``IfNotPresent`` for any other tag (Kubernetes docs,
 "Image pull policy").
 
@@ -53,7 +54,7 @@ def validate(args, report_violation) -> None:
             if not image:
                 continue
             ref = rh.parse_image(image)
-            if ref.pinned or (ref.version is not None and not rebuilt):
+            if ref.pinned or (ref.names_a_build and not rebuilt):
                 continue
             policy, defaulted = rh.effective_pull_policy(ref, c.get("imagePullPolicy"))
             if policy == facts.MOVING_TAG_PULL_POLICY:

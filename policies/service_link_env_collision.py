@@ -10,10 +10,12 @@ integer, refuses to start (vllm-project/vllm #34199, and the docs note that foll
 
 Rule: for each workload with service links on, each model-server container whose engine reads
 an environment namespace (``facts.ENGINE_ENV_PREFIXES``: vLLM ``VLLM_``; candle-vllm has none
-known), no Service of the same namespace injects a variable with that prefix. A variable the
-container sets itself is not counted (the container's ``env`` wins over service links).
-Parked workloads are judged too (unparking is one replicas change). The kind is the prefix,
-not the one name: every ``VLLM_*`` is vLLM's to read, and each release adds more.
+known), no Service of the same namespace injects a variable with that prefix that the engine parses
+(``facts.ENGINE_ENV_PARSED``: vLLM's ``VLLM_PORT``); other injected names with the prefix
+(``VLLM_ROUTER_SERVICE_HOST`` from a Service ``vllm-router``) are not read, vLLM logs them as
+unknown and starts, so they are no finding. A variable the container sets itself is not
+counted (the container's ``env`` wins over service links). Parked workloads are judged too
+(unparking is one replicas change).
 
 Not judged: headless Services (``clusterIP: None``; the kubelet injects nothing for them), the
 ``kubernetes`` Service of ``default`` (``KUBERNETES_*``), Services outside the stack.
@@ -60,7 +62,8 @@ def validate(args, report_violation) -> None:
             if prefix is None:
                 continue
             for svc_name, names in names_by_ns.get(w.namespace, ()):
-                hits = [n for n in rules.env_collisions(names, prefix) if n not in c.env]
+                parsed = facts.ENGINE_ENV_PARSED.get(server.engine, frozenset())
+                hits = [n for n in rules.env_collisions(names, prefix) if n not in c.env and n in parsed]
                 if not hits:
                     continue
                 finding = Finding(

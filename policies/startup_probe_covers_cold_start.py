@@ -30,6 +30,13 @@ measured in this namespace (clef-serve: about 4 min). Why this and not the alter
   any probe that covers the namespace's worst measured start passes. A server that needs
   longer declares its cold start, which always wins over the default.
 
+That is the user's cluster (inventory ``house_conventions: true``). On another team's cluster
+600 s is this namespace's figure, not theirs, so an undeclared cold start decides only what it
+must: a liveness probe without a startup probe whose grace (initialDelaySeconds + period x
+threshold) does not cover the assumed cold start restarts the server while it loads, and
+fails; a server with no liveness probe is never restarted while loading, and a startup probe
+its author sized passes (declare the cold start to have it checked).
+
 Source: seed 002 (clef-serve "Cold start is about four minutes ... startupProbe allows for
 that"), coder.yaml ("TP=2 at 256K needs ~10 min before the API binds ... 120 x 15s = 30 min
 of headroom"), spec "Start-up can take minutes" row, issue 10 (no false alarm on correct YAML).
@@ -49,7 +56,7 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidati
 from core import facts, rules
 from core.problems import Finding
 from policylib import resource_helpers as rh
-from policylib import stack_helpers, terms, workloads
+from policylib import stack_helpers, stackconfig, terms, workloads
 
 NAME = "startup-probe-covers-cold-start"
 SOURCE = "seed 002 (clef-serve about 4 min), coder.yaml (vLLM TP=2 at 256K about 10 min, 120 x 15 s)"
@@ -96,11 +103,25 @@ def liveness_text(probe: Mapping) -> str:
             f"{budget} s in ({formula}), while it may still be loading")
 
 
-def probe_finding(subject: str, c: workloads.Container, cold: int, declared: bool) -> Optional[Finding]:
-    """The start-up finding of one container against cold start ``cold`` seconds, or None."""
+def probe_finding(subject: str, c: workloads.Container, cold: int, declared: bool, house: bool = True) -> Optional[Finding]:
+    """The start-up finding of one container against cold start ``cold`` seconds, or None.
+
+    ``house``: the inventory's ``house_conventions`` (the user's cluster: every model server has
+    a startup probe covering the declared or assumed cold start). Without it, an undeclared
+    cold start is judged only where it decides the outcome: a liveness probe with no startup
+    probe restarts a server that is not answering within the liveness grace, so that grace must
+    cover the assumed cold start; a server with no liveness probe is never restarted while it
+    loads, and a startup probe the author sized is left to that author (declare the cold start
+    to have it checked)."""
     whose = f"declared cold start of {cold} s" if declared else (
         f"cold start of {cold} s assumed for a model server that declares none (annotation "
         f"{facts.COLD_START_ANNOTATION}; policy parameter assumedColdStartSeconds)")
+    if not house and not declared:
+        if c.startup_probe is not None or c.liveness_probe is None:
+            return None
+        grace, _ = rh.probe_budget(rh.mapping(c.liveness_probe))
+        if rules.startup_budget_covers(grace, cold):
+            return None
     if c.startup_probe is None:
         killer = liveness_text(rh.mapping(c.liveness_probe)) if c.liveness_probe is not None else ""
         return Finding(
@@ -144,8 +165,9 @@ def validate(args, report_violation) -> None:
         return
     if cold is None:
         cold = int(stack_helpers.config_value(args, CONFIG_PROPERTIES, "assumedColdStartSeconds"))
+    house = stackconfig.house_conventions()
     for c in judged_containers(w):
-        finding = probe_finding(label, c, cold, declared)
+        finding = probe_finding(label, c, cold, declared, house)
         if finding:
             report_violation(terms.message(w.annotations, finding), args.urn)
 

@@ -69,18 +69,19 @@ def message(sc: ch.ServerCapacity, _cards: int) -> Optional[str]:
     if rules.max_model_len_ok(mml, window, scaling, allow):
         return None
     derived = rules.derived_max_model_len(window, scaling)
+    factor = rules.yarn_factor_needed(mml, window)
     how = (f"its rope_scaling {json.dumps(dict(scaling), separators=(',', ':'))} stretches that to {derived:,}"
            if scaling else "it sets no rope_scaling")
     finding = Finding(
         f"{sc.workload.kind} {sc.workload.name}, container {sc.container.name}",
         f"--max-model-len {mml:,} is above model {sc.model_key}'s max_position_embeddings {window:,} and {how}, "
         f"without {ALLOW_LONG}: vLLM refuses to start",
-        "add the model card's rope scaling, e.g. for Qwen3 --hf-overrides="
-        '{"rope_scaling":{"rope_type":"yarn","factor":2.0,"original_max_position_embeddings":32768}} '
-        f"(factor 4.0 for 131,072), or lower --max-model-len to {derived:,}",
+        "add the rope scaling the model card documents, e.g. YaRN: --hf-overrides="
+        f'{{"rope_scaling":{{"rope_type":"yarn","factor":{factor},"original_max_position_embeddings":{window}}}}}'
+        f", or lower --max-model-len to {derived:,}",
         SOURCE,
-        stack_fix=("set rope_scaling: {rope_type: yarn, factor: 2.0, original_max_position_embeddings: 32768} "
-                   f"under {{key}} as the model card documents it, or lower max_model_len to {derived:,}"),
+        stack_fix=(f"set rope_scaling: {{rope_type: yarn, factor: {factor}, original_max_position_embeddings: {window}}} "
+                   f"under {{key}} if the model card documents YaRN, or lower max_model_len to {derived:,}"),
     )
     return terms.message(sc.workload.annotations, finding)
 

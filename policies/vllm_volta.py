@@ -107,13 +107,13 @@ def sampler_problem(env, image: str, sm: int = rules.SM_VOLTA) -> Optional[Probl
     if value == "0":
         return None
     version = images.parse_image(image).version
-    on = rules.flashinfer_sampler_on_by_default(version, v1_disabled=env.get("VLLM_USE_V1") == "0")
+    on = rules.flashinfer_sampler_on_by_default(version, sm, v1_disabled=env.get("VLLM_USE_V1") == "0")
     if value != "1" and on is False:
         return None
     shown = f"is {value!r}" if SAMPLER_ENV in env else "is not set"
     if version is None:
         release = (f"; the image tag {images.parse_image(image).shown_tag} names no release, so the sampler is taken as "
-                   f"on, as in every release from {'.'.join(map(str, rules.FLASHINFER_SAMPLER_DEFAULT_FROM))}")
+                   f"on, as in every release from {'.'.join(map(str, rules.VLLM_V1_PRE_AMPERE_FROM if sm < rules.SM_AMPERE else rules.VLLM_V1_FROM))} on sm_{sm}")
     else:
         release = f" (vLLM {'.'.join(map(str, version))} samples with FlashInfer unless it is 0)" if value != "1" else ""
     return (f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_{sm}{release}",

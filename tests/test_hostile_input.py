@@ -81,6 +81,7 @@ def test_a_workload_copied_under_the_same_name_is_refused_with_both_lines(tmp_pa
     ("!custom thing", "the tag !custom"),
     (".inf", "not a finite number"),
     (".NaN", "not a finite number"),
+    ("1.0e+400", "not a finite number"),  # too large for a float: read as infinity (review finding)
 ])
 def test_yaml_beyond_plain_data_is_refused_with_the_key_path(tmp_path, value, words):
     path = prod_with(tmp_path, "cold_start_seconds: 180", f"cold_start_seconds: {value}")
@@ -295,3 +296,34 @@ def test_a_network_policy_port_that_is_no_port_is_judged_without_a_crash():
     found = run_policy(mod.POLICY, resources_from_documents(docs))
     assert found and all("poimen-memory" in v.message or "gateway" in v.message or "qwen-finetune" in v.message
                          for v in found)
+
+
+def test_an_infinite_rope_factor_in_a_server_argv_is_judged_without_a_crash(tmp_path, capsys):
+    """--hf-overrides '{"rope_scaling": {"factor": 1e400}}' (JSON reads it as infinity) crashed
+    vllm-context-window, and analyze printed "Analyze failed (UNKNOWN)" naming no object. The
+    factor is unusable, so the window stays the model's own and 200,000 tokens are refused."""
+    manifests = tmp_path / "m"
+    manifests.mkdir()
+    (manifests / "a.yaml").write_text("""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llama, namespace: default}
+spec:
+  replicas: 1
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: llama}}
+  template:
+    metadata: {labels: {app: llama}}
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        args: ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "200000",
+               "--hf-overrides", '{"rope_scaling":{"rope_type":"yarn","factor":1e400}}']
+        resources: {limits: {nvidia.com/gpu: 1, memory: 40Gi}, requests: {memory: 40Gi}}
+""")
+    code, text = run_analyze(capsys, "--manifests", str(manifests), "--inventory",
+                             str(Path(__file__).resolve().parent.parent / "policies" / "fixtures" / "Pulumi.public.yaml"))
+    assert "Traceback" not in text and "UNKNOWN" not in text and "Exception calling application" not in text, text
+    assert code == 1, text
+    assert "vllm-context-window" in text

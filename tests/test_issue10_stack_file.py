@@ -145,7 +145,8 @@ def test_max_model_len_above_the_window_without_rope_scaling_is_refused():
     (p,) = _problems(_prod(reasoning={"rope_scaling": None}))
     assert p.path == f"{W}.reasoning.max_model_len" and p.value == 65536
     assert "above model qwen3-30b-a3b-gptq-int4's max_position_embeddings 40,960 and no rope_scaling is set" in p.rule
-    assert "rope_type: yarn, factor: 2.0 for 65,536" in p.fix and p.fix.endswith("or lower max_model_len to 40,960")
+    assert "(YaRN: {rope_type: yarn, factor: 1.6, original_max_position_embeddings: 40960})" in p.fix
+    assert p.fix.endswith("or lower max_model_len to 40,960")
 
 
 def test_vllm_allow_long_max_model_len_lets_it_load():

@@ -162,12 +162,19 @@ def test_a_variable_the_container_sets_itself_wins_over_the_service_link():
     d = _dep(enableServiceLinks=True)
     svc = _svc("vllm")
     svc["spec"]["ports"] = [{"port": 80, "targetPort": 8080}]
-    names = ["VLLM_SERVICE_HOST", "VLLM_SERVICE_PORT", "VLLM_PORT", "VLLM_PORT_80_TCP", "VLLM_PORT_80_TCP_PROTO",
-             "VLLM_PORT_80_TCP_PORT", "VLLM_PORT_80_TCP_ADDR"]
-    _c(d)["env"] += [{"name": n, "value": "x"} for n in names[:-1]]
-    (m,) = _run(service_link_env_collision.POLICY, d, svc)
-    assert "inject VLLM_PORT_80_TCP_ADDR into vllm's own VLLM_ environment namespace." in m
-    assert "reads VLLM_PORT as a number" not in m
+    assert len(_run(service_link_env_collision.POLICY, d, svc)) == 1
+    _c(d)["env"] += [{"name": "VLLM_PORT", "value": "29500"}]
+    assert _run(service_link_env_collision.POLICY, d, svc) == []
+
+
+def test_only_a_variable_the_engine_parses_is_a_collision():
+    """A Service vllm-router (the production-stack router's shape) injects VLLM_ROUTER_*, names
+    vLLM does not read; a Service vllm injects VLLM_PORT, which vLLM parses as a number."""
+    d = _dep(enableServiceLinks=True)
+    assert _run(service_link_env_collision.POLICY, d, _svc("vllm-router")) == []
+    assert _run(service_link_env_collision.POLICY, d, _svc("vllm-service")) == []
+    (m,) = _run(service_link_env_collision.POLICY, d, _svc("vllm"))
+    assert "inject VLLM_PORT into vllm's own VLLM_ environment namespace; vLLM reads VLLM_PORT as a number" in m
 
 
 def test_candle_vllm_has_no_known_prefix():

@@ -135,7 +135,17 @@ def test_sampler_rule_holds_for_the_releases_that_turn_it_on():
 
 def test_sampler_rule_says_when_the_release_is_unknown():
     (message,) = _sampler_case("vllm/vllm-openai:latest")
-    assert "the image tag :latest names no release, so the sampler is taken as on, as in every release from 0.8.0" in message
+    assert ("the image tag :latest names no release, so the sampler is taken as on, as in every release from "
+            "0.10.0 on sm_70") in message
+
+
+def test_below_sm_80_vllm_ran_v0_until_0_10():
+    """On sm_70, V1's oracle fell back to V0 until 0.10.0 (core.rules.vllm_v1_by_default, the fact
+    the capacity figures use too), and V0 samples with FlashInfer only when asked: a v0.9.2 V100
+    manifest without the variable is fine; v0.10.0 is V1 there and needs it."""
+    assert _sampler_case("vllm/vllm-openai:v0.9.2") == []
+    (message,) = _sampler_case("vllm/vllm-openai:v0.10.0")
+    assert "vLLM 0.10.0 samples with FlashInfer unless it is 0" in message
 
 
 def test_messages_state_the_cards_own_compute_capability(monkeypatch):

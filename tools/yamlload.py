@@ -27,6 +27,8 @@ in a :class:`core.problems.ConfigError`.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Optional, Union
 
 import yaml
@@ -123,7 +125,13 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]
 
 
 def _not_finite(text: str) -> bool:
-    return text.lower().lstrip("+-") in (".inf", ".nan")
+    """``.inf`` / ``.nan``, or a literal too large for a float (``1e400`` reads as infinity)."""
+    if text.lower().lstrip("+-") in (".inf", ".nan"):
+        return True
+    try:
+        return not math.isfinite(float(text.replace("_", "")))
+    except ValueError:
+        return False
 
 
 def _quoted(node: ScalarNode) -> str:
