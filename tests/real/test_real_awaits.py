@@ -50,7 +50,8 @@ AWAIT = 90  # core.rules.await_timeout_seconds(20)
 def _stack(env: dict[str, str]) -> dict:
     prod = load_stack_file(ROOT / "Pulumi.prod.yaml")
     workload = {"server": "pytorch", "image": "forgejo.riotpiao.com/riotpiao-poimen/clef-serve:latest",
-                "node": "worker-1", "cards": 1, "cold_start_seconds": COLD_START, "env": env}
+                "node": "worker-1", "cards": 1, "cold_start_seconds": COLD_START, "env": env,
+                "resources": {"requests": {"memory": "4Gi"}, "limits": {"memory": "8Gi"}}}
     return {"config": {
         "llm-serving:namespace": NS,
         "llm-serving:cluster": prod["llm-serving:cluster"],

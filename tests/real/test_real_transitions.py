@@ -53,7 +53,8 @@ def _stack(clef_name: str, former: bool) -> dict:
 
     def workload(cards: int) -> dict:
         return {"server": "pytorch", "image": "forgejo.riotpiao.com/riotpiao-poimen/clef-serve:latest",
-                "node": "worker-1", "cards": cards, "cold_start_seconds": COLD_START}
+                "node": "worker-1", "cards": cards, "cold_start_seconds": COLD_START,
+                "resources": {"requests": {"memory": "4Gi"}, "limits": {"memory": "8Gi"}}}
 
     clef = workload(1)
     if former:
