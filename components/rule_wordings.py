@@ -42,7 +42,7 @@ def rule_tp_divides(model_key: str, facts_: ModelFacts, tp: int, engine: str = "
     if not bad:
         return None
     fits = rules.tp_sizes_that_divide(facts_, engine=engine)
-    what = ("heads, KV heads, intermediate size and vocab must split evenly, seed 001" if engine != "vllm" else
+    what = ("heads, KV heads, intermediate size and vocab must split evenly" if engine != "vllm" else
             "vLLM splits the attention heads, the KV heads (or replicates them when TP is a multiple) "
             "and a dense MLP evenly")
     return RuleBreach(

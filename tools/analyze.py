@@ -534,7 +534,7 @@ def load_inventory(path: Path) -> dict[str, Any]:
     from components.config import ConfigError, load_stack_config
     from policylib.stackconfig import CONFIG_KEYS
 
-    config = load_stack_file(path)
+    config = load_stack_file(path, "inventory")
     read = {k: config[k] for k in (*CONFIG_KEYS, NAMESPACE_KEY) if k in config}
     try:
         load_stack_config(read, source=f"the inventory {path}")

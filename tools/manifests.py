@@ -237,17 +237,18 @@ def read_input(path: Path, what: str) -> str:
         raise InputError(str(err)) from None
 
 
-def load_stack_file(path: Path) -> dict[str, Any]:
+def load_stack_file(path: Path, what: str = "stack file") -> dict[str, Any]:
     """The ``config:`` map of a stack file, keys as written (``llm-serving:cluster`` ...).
 
     Raises :class:`InputError` when the file is missing, not a regular file of at most
     :data:`core.inputs.MAX_INPUT_BYTES`, not YAML, not plain data (a repeated key, a date, a
     tag, aliases beyond the budget: :mod:`tools.yamlload`, with the config key path), has
     no ``config:`` map, or a config key without a value (``null``: the program would get the
-    text "null", a valid namespace name).
+    text "null", a valid namespace name). ``what`` names the file in errors (``inventory`` for
+    ``analyze --inventory``).
     """
     path = Path(path)
-    text = read_input(path, "stack file")
+    text = read_input(path, what)
     try:
         docs = load_documents(text, str(path), strip=("config",), numbered=False)
     except ConfigError as err:
@@ -256,7 +257,7 @@ def load_stack_file(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: not valid YAML: {err}") from None
     data = docs[0] if len(docs) == 1 else None
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
-        raise InputError(f"{path}: a stack file needs a top-level config: map")
+        raise InputError(f"{path}: a {what} needs a top-level config: map")
     empty = [Problem(str(k), None, f"{k} has no value (null); the program would receive the text \"null\"",
                      f"give {k} a value, or delete the key") for k, v in data["config"].items() if v is None]
     if empty:
