@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from core import cards
 from core import rules
-from core.values import Int, NodeName, Real
+from core.values import Int, NodeName, Real, Subdomain
 
 #: The config key (within the ``llm-serving`` namespace) that holds the inventory.
 CLUSTER_CONFIG_KEY = "cluster"
@@ -136,7 +136,7 @@ class ClusterInventory(_Strict):
     """The nodes of the cluster that workloads of this stack may land on."""
 
     nodes: tuple[Node, ...] = Field(min_length=1, description="The nodes, each named once.")
-    gpu_runtime_class: Optional[str] = Field(
+    gpu_runtime_class: Optional[Subdomain] = Field(
         default=None,
         description=(
             "The RuntimeClass every GPU pod must name so the NVIDIA driver libraries are injected "

@@ -176,4 +176,6 @@ def test_with_the_policy_pack_the_exit_code_is_0_1_or_2(text):
         code = preview.main(["--stack-file", str(stack), "--out", str(Path(tmp) / "out")], stdout=out, stderr=err)
         shown = out.getvalue() + err.getvalue()
         assert code in (0, 1, 2) and "Traceback" not in shown, shown
+        # A policy that raised is reported as an analyzer failure: not a verdict (review finding).
+        assert "Exception calling application" not in shown and "(UNKNOWN)" not in shown, shown
         assert (code == 2) is not (Path(tmp) / "out").exists()

@@ -126,3 +126,13 @@ def test_an_inventory_node_name_is_a_kubernetes_node_name():
 def test_core_kube_follows_apimachinery(check, good, bad):
     assert {v: check(v) for v in good} == {v: [] for v in good}
     assert [v for v in bad if not check(v)] == []
+
+
+@pytest.mark.parametrize("value", ["Nvidia_Bad!", ""])
+def test_the_gpu_runtime_class_is_a_kubernetes_object_name(value):
+    """A RuntimeClass name is a DNS-1123 subdomain: 'Nvidia_Bad!' or '' would be rendered as the
+    pods' runtimeClassName and refused by the API server (or, '', by the pack's own check)."""
+    def edit(config):
+        config["llm-serving:cluster"]["gpu_runtime_class"] = value
+    found = problems_of(edit)
+    assert "llm-serving:cluster.gpu_runtime_class" in found, found
