@@ -196,6 +196,11 @@ class NodeUse:
     def surge(self) -> float:
         return sum(s.surge for s in self.shares)
 
+    @property
+    def surge_is_the_cause(self) -> bool:
+        """The node is over only because of RollingUpdate surge: without it the rest fits."""
+        return bool(self.surge and self.used - self.surge <= self.capacity)
+
     def ordered(self) -> list[Share]:
         """Shares largest first, then by name (the order every message uses)."""
         return sorted(self.shares, key=lambda s: (-s.total, s.name))

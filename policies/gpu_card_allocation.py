@@ -81,7 +81,7 @@ def node_message(use: NodeUse) -> str:
     if unpinned:
         wrong += f" (unpinned: {', '.join(unpinned)})"
     wrong += f"; the pods beyond {cap} cards stay Pending" + use.overflow_clause("cards")
-    surge_cause = bool(use.surge and use.used - use.surge <= use.capacity)
+    surge_cause = use.surge_is_the_cause
     if surge_cause:
         wrong += (
             f"; the RollingUpdate surge ({amount(use.surge)}) is the cause: without it "
@@ -91,14 +91,14 @@ def node_message(use: NodeUse) -> str:
     else:
         fix = (f"bring the cards to {cap} or fewer: set replicas 0 on one workload and annotate it "
                "parked, lower a workload's cards (tensor parallel size), or pin it to another node")
-    keys = [k for k in (terms.stack_file_key(s.ref.ref.annotations) for s in use.ordered()
-                        if s.ref is not None and s.ref.ref is not None) if k]
+    keys = terms.stack_file_keys(s.ref.ref.annotations for s in use.ordered()
+                                 if s.ref is not None and s.ref.ref is not None)
     finding = Finding(
         use.node, wrong, fix, SOURCE,
         stack_fix=None if surge_cause else
         "in the stack file, set parked: {reason: ...} on one of {key}, or lower its cards",
     )
-    return finding.render(stack_key=", ".join(keys) or None)
+    return finding.render(stack_key=keys)
 
 
 def unknown_node_message(w: workloads.Workload, known: str) -> str:

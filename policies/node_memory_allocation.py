@@ -78,20 +78,20 @@ def node_message(use: NodeUse) -> str:
     if unpinned:
         wrong += f" (unpinned: {', '.join(unpinned)})"
     wrong += f"; the pods beyond {cap} MiB stay Pending" + use.overflow_clause("memory")
-    surge_cause = bool(use.surge and use.used - use.surge <= use.capacity)
+    surge_cause = use.surge_is_the_cause
     if surge_cause:
         wrong += f"; the RollingUpdate surge ({amount(use.surge)} MiB) is the cause"
         fix = "set strategy type Recreate on the surging workload"
     else:
         fix = ("lower resources.requests.memory (model servers keep weights on the card and need "
                "little host memory), or park a workload")
-    keys = [k for k in (terms.stack_file_key(s.ref.ref.annotations) for s in use.ordered()
-                        if s.ref is not None and s.ref.ref is not None) if k]
+    keys = terms.stack_file_keys(s.ref.ref.annotations for s in use.ordered()
+                                 if s.ref is not None and s.ref.ref is not None)
     return Finding(
         use.node, wrong, fix, SOURCE,
         stack_fix=None if surge_cause else
         "lower resources.requests.memory on one of {key}, or set parked: {reason: ...} on one",
-    ).render(stack_key=", ".join(keys) or None)
+    ).render(stack_key=keys)
 
 
 def unknown_node_message(w: workloads.Workload, known: str) -> Optional[str]:

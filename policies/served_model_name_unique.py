@@ -47,8 +47,7 @@ def servers_by_name(all_workloads) -> dict[str, list[workloads.Workload]]:
     for w in all_workloads:
         if not w.running:
             continue
-        names = {n for _, server in w.servers for n in server.served_model_names}
-        for name in names:
+        for name in w.served_model_names:
             out[name].append(w)
     return out
 
@@ -60,7 +59,7 @@ def validate(args, report_violation) -> None:
             continue
         ordered = sorted(answering, key=lambda w: (w.name, w.kind))
         listed = ", ".join(f"{w.name} ({w.kind})" for w in ordered)
-        keys = [k for k in (terms.stack_file_key(w.annotations) for w in ordered) if k]
+        keys = terms.stack_file_keys(w.annotations for w in ordered)
         report_violation(Finding(
             f"served model name {name}",
             f"answered by {len(ordered)} running servers: {listed}; a client sending model={name} "
@@ -68,7 +67,7 @@ def validate(args, report_violation) -> None:
             "give each server its own --served-model-name, or park all but one",
             "seed 002 (two servers answering one served model name)",
             stack_fix="give each of {key} its own served_model_names, or set parked: {reason: ...} on all but one",
-        ).render(stack_key=", ".join(keys) or None), ordered[0].urn)
+        ).render(stack_key=keys), ordered[0].urn)
 
 
 POLICY = StackValidationPolicy(

@@ -54,15 +54,10 @@ def _selector_text(selector) -> str:
 SOURCE = "seed 002 (a Service that could select two models)"
 
 
-def served_names(w: workloads.Workload) -> frozenset[str]:
-    """The model names a workload's servers answer (empty when none is known)."""
-    return frozenset(n for _, server in w.servers for n in server.served_model_names)
-
-
 def one_model_behind(live) -> bool:
     """Whether every workload answers the same, known served model names: a canary or a second
     version of one model, where a split of the traffic is the point."""
-    names = {served_names(w) for w in live}
+    names = {w.served_model_names for w in live}
     return len(names) == 1 and bool(next(iter(names)))
 
 

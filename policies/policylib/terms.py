@@ -10,7 +10,7 @@ renders to.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Optional
 
 from core import facts
@@ -40,12 +40,12 @@ def stack_file_key(annotations: Mapping[str, str]) -> Optional[str]:
     return f"{PREFIX}{section}" if section == "network_policy" else f"{PREFIX}{section}.{name}"
 
 
-def park_fix(annotations: Mapping[str, str]) -> Optional[str]:
-    """How to park the object in the stack file (``set parked: {reason: ...} under
-    llm-serving:workloads.clef-serve``), or None for hand-written YAML (the policy's remediation
-    names the annotation)."""
-    key = stack_file_key(annotations)
-    return f"set parked: {{reason: ...}} under {key}" if key else None
+def stack_file_keys(annotation_maps: Iterable[Mapping[str, str]]) -> Optional[str]:
+    """The stack-file keys of several objects, comma-joined in the order given (``llm-serving:
+    workloads.candle-vllm, llm-serving:workloads.coder``), for a finding that names them all;
+    None when none was made from a stack file."""
+    keys = [k for k in (stack_file_key(a) for a in annotation_maps) if k]
+    return ", ".join(keys) or None
 
 
 def message(annotations: Mapping[str, str], finding: Finding) -> str:

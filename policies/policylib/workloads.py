@@ -509,6 +509,12 @@ class Workload:
                 out.append((c, s))
         return tuple(out)
 
+    @property
+    def served_model_names(self) -> frozenset[str]:
+        """Every model name its servers answer (``--served-model-name``, else what each engine
+        answers by default); empty when it runs no known server."""
+        return frozenset(n for _, server in self.servers for n in server.served_model_names)
+
     def servers_of(self, engine: str) -> tuple[tuple[Container, ServerArgs], ...]:
         """:attr:`servers` that run ``engine`` (``vllm`` or ``candle-vllm``)."""
         return tuple((c, s) for c, s in self.servers if s.engine == engine)
