@@ -86,13 +86,19 @@ def _renamed(obj: dict) -> dict:
 def peak(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.TreeDiff, inventory: ClusterInventory,
          delete_first: set[str]) -> Peak:
     """Cards per node with every new object and the old objects still alive (:func:`old_alive`)."""
-    alive_old = old_alive(old, diff, delete_first)
+    return count(new, old_alive(old, diff, delete_first), inventory)
+
+
+def count(new: Mapping[str, dict], alive_old: Mapping[str, dict], inventory: ClusterInventory) -> Peak:
+    """Cards per node with the objects of ``new`` and ``alive_old`` (render path -> object) alive
+    at once: the one count behind both the offline ``--base`` plan (:func:`peak`) and the real
+    CLI's plan (:mod:`tools.plan`)."""
     views = [summary.View(wl.type_token(str(o.get("apiVersion")), str(o.get("kind"))), o, f"new:{p}")
              for p, o in new.items()]
     views += [summary.View(wl.type_token(str(o.get("apiVersion")), str(o.get("kind"))), _renamed(o), f"old:{p}")
               for p, o in alive_old.items()]
     rows, _ = summary.card_rows((), inventory, wl.stack_view(views))
-    return Peak(rows, alive_old)
+    return Peak(rows, dict(alive_old))
 
 
 def _name(obj: dict) -> str:
@@ -112,8 +118,14 @@ def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.Tree
              protected: set[str]) -> list[str]:
     """The reasons to refuse the plan, one message each: a node over its cards at the peak
     (with the renames that would avoid it), and a replacement of a protected Service."""
-    out: list[str] = []
     added = {o.new_path: new[o.new_path] for o in diff.objects if o.action == "add"}
+    return over_capacity(pk, added) + protected_replacements(old, new, diff, protected)
+
+
+def over_capacity(pk: Peak, added: Mapping[str, dict]) -> list[str]:
+    """One message per node over its cards at the peak, naming the old objects that hold them and
+    the rename (``former_names``) that pairs a new object of ``added`` with an old one of its kind."""
+    out: list[str] = []
     for row in pk.over():
         old_here = [(p, o) for p, o in pk.old.items() if _node_of(o) == row.node]
         new_here = [(p, o) for p, o in added.items() if _node_of(o) == row.node]
@@ -130,6 +142,13 @@ def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.Tree
         free = f"free {row.used - row.capacity} card(s) on {row.node} in an update of its own first (park a workload)"
         fix = f"{renames}; otherwise {free}" if renames else free
         out.append(Finding(f"node {row.node}", wrong, fix, SOURCE).render())
+    return out
+
+
+def protected_replacements(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.TreeDiff,
+                           protected: set[str]) -> list[str]:
+    """One message per replacement of a protected object (the real CLI refuses it on its own)."""
+    out: list[str] = []
     for o in diff.replacements:
         if o.new_path in protected or o.old_path in protected:
             obj = new.get(o.new_path) or old[o.old_path]

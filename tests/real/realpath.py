@@ -14,7 +14,7 @@ the toolchain cache and linked into each copy.
 ``PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true`` streams them on stdout (``policyEvent``:
 ``policyName``, ``resourceUrn``, ``enforcementLevel``). This CLI has no ``--event-log`` flag, and
 ``up --json`` without ``--skip-preview`` prints the preview's digest first: :func:`read_events`
-keeps only the events.
+keeps only the events (:func:`tools.plan.read_events`, the parser ``python3 dev.py plan`` uses).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from tools import toolchain
+from tools.plan import read_events
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "tests" / "stacks"
@@ -79,26 +80,6 @@ def pack_venv() -> Path:
                         "-r", str(req)], check=True, cwd=req.parent)
         (target / ".complete").write_text(digest)
     return target
-
-
-def read_events(text: str) -> tuple[dict, ...]:
-    """The engine events (objects with a ``sequence``) among the JSON values of ``text``."""
-    dec = json.JSONDecoder()
-    out, i = [], 0
-    while i < len(text):
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            break
-        try:
-            value, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
-            nl = text.find("\n", i)
-            i = len(text) if nl < 0 else nl + 1
-            continue
-        if isinstance(value, dict) and "sequence" in value:
-            out.append(value)
-    return tuple(out)
 
 
 def diagnostics(events: Iterable[dict], severity: str = "error") -> list[str]:
@@ -153,29 +134,33 @@ class RealProject:
         self.logs.mkdir(parents=True)
         self._n = 0
 
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
+    def env(self, streaming: bool = True) -> dict[str, str]:
+        """The CLI's environment; ``streaming``: ``--json`` streams the engine's events (else a
+        preview's ``--json`` is the CLI's default document, as a user gets it)."""
+        # The user's own PULUMI_* settings (a backend, a stack, a token) stay out of the tests.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PULUMI_")}
         env.update(toolchain.environment())
         env.update({
             "PULUMI_BACKEND_URL": f"file://{self.backend}",
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
             "PULUMI_SKIP_CONFIRMATIONS": "true",
-            "PULUMI_ENABLE_STREAMING_JSON_PREVIEW": "true",
             "NO_COLOR": "1",
         })
+        if streaming:
+            env["PULUMI_ENABLE_STREAMING_JSON_PREVIEW"] = "true"
         if self.kubeconfig is not None:
             env["KUBECONFIG"] = str(self.kubeconfig)
         else:
             env["KUBECONFIG"] = str(self.dir / "no-cluster.kubeconfig")
-        env.pop("PULUMI_ACCESS_TOKEN", None)
         return env
 
-    def run(self, *args: str, events: bool = False, timeout: float = CLI_TIMEOUT_S) -> CliResult:
-        """Run ``pulumi ARGS``; with ``events``, as ``--json`` and parse the engine's events."""
+    def run(self, *args: str, events: bool = False, timeout: float = CLI_TIMEOUT_S, streaming: bool = True) -> CliResult:
+        """Run ``pulumi ARGS``; with ``events``, as ``--json`` and parse the engine's events
+        (``streaming=False``: the CLI's default ``--json`` document, left in ``stdout``)."""
         argv = [*args, "--json"] if events else list(args)
         # Its own process group: on a timeout the language host, pack and provider go too.
         proc = subprocess.Popen(["pulumi", *argv, "--non-interactive", "--color", "never"], cwd=self.dir,
-                                env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=self.env(streaming), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)

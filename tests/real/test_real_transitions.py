@@ -23,11 +23,15 @@ with "'clef-flash' timed out waiting to be Ready"; step 3's were ``delete-replac
 then ``replace`` / ``create-replacement clef-flash`` with keys ``metadata.name`` and
 ``spec.selector.matchLabels.app`` (the child inherited the component's alias), 12 s in all.
 The real ``pulumi preview --policy-pack`` does not see the peak (the pack judges the new state
-only, 4 of 4 here); the offline preview with ``--base`` does (``tests/test_transitions.py``).
+only, 4 of 4 here); the real plan read back does: ``pulumi preview --json`` (the CLI's default
+document, and its event stream) through ``python3 dev.py plan`` (:mod:`tools.plan`) refuses
+step 1's plan at 5 of 4 and passes step 3's at 4 of 4, as the offline preview with ``--base``
+does (``tests/test_transitions.py``, ``tests/test_plan.py``).
 """
 
 from __future__ import annotations
 
+import io
 import time
 from datetime import datetime
 
@@ -37,7 +41,7 @@ import yaml
 from components.config import load_stack_config
 from components.stack import render_manifests
 from tests.real.realpath import ROOT, RealProject, kubectl_json, wait_for
-from tools import render
+from tools import plan, render
 from tools.manifests import load_stack_file
 
 pytestmark = pytest.mark.real
@@ -94,6 +98,17 @@ def _ts(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def _plan(project: RealProject, tmp_path, streaming: bool, sames: bool = True) -> tuple[int, str]:
+    """``pulumi preview --json [--show-sames]`` read back by ``python3 dev.py plan``: (exit code, its output)."""
+    res = project.run("preview", "--stack", STACK, *(("--show-sames",) if sames else ()), events=True, streaming=streaming)
+    assert res.code == 0, res
+    path = tmp_path / f"plan-{'stream' if streaming else 'document'}.json"
+    path.write_text(res.stdout)
+    out = io.StringIO()
+    code = plan.main([str(path)], stdout=out, stderr=out)
+    return code, out.getvalue()
+
+
 def test_the_full_node_runs_4_of_4(project: RealProject, cluster):
     _write(project, "clef-candle")
     project.stack_init(STACK)
@@ -104,9 +119,21 @@ def test_the_full_node_runs_4_of_4(project: RealProject, cluster):
                if p["status"].get("phase") == "Running") == 4
 
 
-def test_a_plain_rename_creates_first_and_the_new_pod_waits_pending(project: RealProject, cluster):
+def test_a_plain_rename_creates_first_and_the_new_pod_waits_pending(project: RealProject, cluster, tmp_path):
     before = _service(cluster)
     _write(project, "clef-flash")
+    # In review, the real plan read back names the peak and refuses it, in both --json forms.
+    for streaming in (False, True):
+        code, text = _plan(project, tmp_path, streaming)
+        assert code == plan.EXIT_REFUSED, text
+        assert "worker-1  5 / 4  OVER by 1" in text, text
+        assert "REFUSED: node worker-1: the update needs 5 of 4 cards at its peak (its end state needs 4): " \
+               "the old objects (clef-candle)" in text, text
+        assert "set former_names: [clef-candle] under llm-serving:workloads.clef-flash" in text, text
+    # The CLI's document without --show-sames leaves out `big` (kept, 3 cards): refused as input.
+    code, text = _plan(project, tmp_path, streaming=False, sames=False)
+    assert code == plan.EXIT_INPUT, text
+    assert "fix: run `pulumi preview --json --show-sames`" in text, text
     started = time.monotonic()
     res = project.up(STACK, policy_pack=False)
     elapsed = time.monotonic() - started
@@ -135,9 +162,13 @@ def test_back_to_the_original_names_removes_the_stranded_copy(project: RealProje
              what="the stranded clef-flash pod to go")
 
 
-def test_a_rename_with_former_names_deletes_first_and_goes_through(project: RealProject, cluster):
+def test_a_rename_with_former_names_deletes_first_and_goes_through(project: RealProject, cluster, tmp_path):
     before = _service(cluster)
     _write(project, "clef-flash", former=True)
+    for streaming in (False, True):
+        code, text = _plan(project, tmp_path, streaming)
+        assert code == plan.EXIT_OK, text
+        assert "worker-1  4 / 4  " in text and "clef-candle" not in text, text
     res = project.up(STACK, policy_pack=False)
     assert res.code == 0, res
     steps = _steps(res)

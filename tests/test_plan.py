@@ -1,0 +1,132 @@
+"""The real CLI's plan read back (``python3 dev.py plan``, :mod:`tools.plan`; issue 7, section 2).
+
+The fixtures are the real CLI's event streams (``pulumi preview --json`` with
+``PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true``, this project's toolchain, the loopback cluster),
+trimmed to the prelude, step and summary events: ``tests/real/test_real_transitions.py``'s stack
+(worker-1 at 4 of 4: ``big`` 3 cards, ``clef-candle`` 1) renamed to ``clef-flash``, plainly
+(``rename-plain.jsonl``: ``create clef-flash`` ... ``delete clef-candle``) and with
+``former_names: [clef-candle]`` (``rename-former.jsonl``: ``delete-replaced`` before
+``create-replacement``). The real suite reads fresh plans of both forms from the CLI.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from components.config import load_stack_config
+from components.stack import render_manifests
+from tools import plan, render, summary, transition
+
+PLANS = Path(__file__).parent / "fixtures" / "plans"
+
+
+def _run(path: Path) -> tuple[int, str]:
+    out = io.StringIO()
+    return plan.main([str(path)], stdout=out, stderr=out), out.getvalue()
+
+
+def _document(stream: Path, sames: bool = True) -> dict:
+    """The CLI's default ``--json`` document of the same plan: config, steps, changeSummary.
+    Without ``sames`` it lists, as the real CLI without ``--show-sames`` did, only the stack's own
+    ``same`` step."""
+    events = plan.read_events(stream.read_text())
+    steps = [e["resourcePreEvent"]["metadata"] for e in events if e.get("resourcePreEvent")]
+    [prelude] = [e["preludeEvent"] for e in events if e.get("preludeEvent")]
+    [summ] = [e["summaryEvent"] for e in events if e.get("summaryEvent")]
+    return {"config": prelude["config"], "changeSummary": summ["resourceChanges"],
+            "steps": [{"op": m["op"], "urn": m["urn"], "oldState": m.get("old"), "newState": m.get("new")}
+                      for m in steps if sames or m["op"] != "same" or m["type"] == "pulumi:pulumi:Stack"]}
+
+
+def test_a_create_first_rename_on_a_full_node_is_refused_at_5_of_4():
+    code, text = _run(PLANS / "rename-plain.jsonl")
+    assert code == plan.EXIT_REFUSED, text
+    assert "worker-1  5 / 4  OVER by 1  big 3, clef-candle (old, deleted at the end of the update) 1, clef-flash 1" in text
+    assert ("REFUSED: node worker-1: the update needs 5 of 4 cards at its peak (its end state needs 4): the old "
+            "objects (clef-candle) hold their cards until the end of the update") in text
+    assert "Fix: if clef-flash replaces clef-candle, set former_names: [clef-candle] under llm-serving:workloads.clef-flash" in text
+
+
+def test_a_delete_first_replacement_keeps_the_node_at_4_of_4():
+    code, text = _run(PLANS / "rename-former.jsonl")
+    assert code == plan.EXIT_OK, text
+    assert "worker-1  4 / 4            big 3, clef-flash 1" in text
+    assert "clef-candle" not in text and "REFUSED" not in text
+
+
+def test_the_step_order_decides_whether_the_old_side_is_alive():
+    """The same replacement with its delete-replaced step moved after the create: create-first."""
+    config, steps = plan.read_plan((PLANS / "rename-former.jsonl").read_text())
+    inventory = summary.inventory_of(config)
+    assert inventory is not None
+    dr = next(s for s in steps if s.op == "delete-replaced")
+    reordered = [s for s in steps if s is not dr] + [dr]
+    assert [r.used for r in plan.count(steps, inventory).peak.rows] == [4]
+    counted = plan.count(reordered, inventory)
+    assert [r.used for r in counted.peak.rows] == [5]
+    assert list(counted.peak.old) == ["1-manifest/apps_v1-deployment-llm-serving-clef-candle.yaml"]
+
+
+@pytest.mark.parametrize("fixture", ["rename-plain.jsonl", "rename-former.jsonl"])
+def test_the_document_form_counts_as_the_event_stream(fixture, tmp_path):
+    doc = tmp_path / "plan.json"
+    doc.write_text(json.dumps(_document(PLANS / fixture)))
+    assert _run(doc) == _run(PLANS / fixture)
+
+
+def test_a_document_without_its_sames_is_refused_as_input(tmp_path):
+    doc = tmp_path / "plan.json"
+    doc.write_text(json.dumps(_document(PLANS / "rename-plain.jsonl", sames=False)))
+    code, text = _run(doc)
+    assert code == plan.EXIT_INPUT
+    assert text.startswith("plan: the plan lists 1 of the 4 resources it keeps unchanged") and text.count("\n") == 1, text
+    assert "fix: run `pulumi preview --json --show-sames`" in text
+
+
+def test_not_a_plan_and_a_plan_without_an_inventory_are_one_line_each(tmp_path):
+    junk = tmp_path / "junk.json"
+    junk.write_text("Previewing update (prod)\nerror: something\n")
+    code, text = _run(junk)
+    assert (code, text.count("\n")) == (plan.EXIT_INPUT, 1) and "no plan in the input" in text, text
+    doc = _document(PLANS / "rename-plain.jsonl")
+    del doc["config"]["llm-serving:cluster"]
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(doc))
+    code, text = _run(bare)
+    assert (code, text.count("\n")) == (plan.EXIT_INPUT, 1) and "no valid llm-serving:cluster inventory" in text, text
+    code, text = _run(tmp_path / "missing.json")
+    assert code == plan.EXIT_INPUT and "cannot read the plan" in text, text
+
+
+def _tree(config: dict) -> dict[str, dict]:
+    return {render.render_path(m): m for m in render_manifests(load_stack_config(config))}
+
+
+def _config(events_file: Path) -> dict:
+    config, _ = plan.read_plan(events_file.read_text())
+    return {k: json.loads(v) if k != "llm-serving:namespace" else v for k, v in config.items()}
+
+
+@pytest.mark.parametrize("fixture", ["rename-plain.jsonl", "rename-former.jsonl"])
+def test_the_offline_base_preview_counts_the_same_peak_as_the_real_plan(fixture):
+    """One counter: the offline ``--base`` transition of the same two stack files gives the real
+    plan's rows (the old stack file is the new one with clef-candle back under its name)."""
+    new_cfg = _config(PLANS / fixture)
+    old_cfg = json.loads(json.dumps(new_cfg))
+    old_cfg["llm-serving:workloads"]["clef-candle"] = old_cfg["llm-serving:workloads"].pop("clef-flash")
+    old_cfg["llm-serving:workloads"]["clef-candle"].pop("former_names", None)
+    old_cfg["llm-serving:services"]["clef-serve"]["selects"] = "clef-candle"
+    old, new = _tree(old_cfg), _tree(new_cfg)
+    diff = render.diff_trees(old, new)
+    inventory = summary.inventory_of(new_cfg)
+    assert inventory is not None
+    delete_first = {p for p, o in new.items()
+                    if "former-names" in str((o.get("metadata") or {}).get("annotations"))}
+    offline = transition.peak(old, new, diff, inventory, delete_first)
+    config, steps = plan.read_plan((PLANS / fixture).read_text())
+    real = plan.count(steps, inventory).peak
+    assert [r.line() for r in offline.rows] == [r.line() for r in real.rows]

@@ -1,0 +1,211 @@
+"""The real CLI's plan read back: cards per node at the update's peak, from ``pulumi preview --json``
+(issue 7, section 2).
+
+The policy pack judges the new state only, so the real ``pulumi preview --policy-pack policies``
+cannot see that a rename on a full node needs a fifth card for a moment. The engine's plan can:
+its steps name each object's old and new inputs and, in order, whether an old object goes before
+or after its replacement. This reads that plan and counts it with the offline ``--base`` preview's
+counter (:func:`tools.transition.count`), so both report the same peak:
+
+- alive at the peak: every object the plan keeps or creates (its new inputs), every object it
+  deletes (``delete``: Pulumi deletes removed objects at the end of the update), and the old side
+  of a replacement whose ``delete-replaced`` step does not come before its ``create-replacement``
+  (create-first: the old object is deleted at the end). An old object deleted first
+  (``deleteBeforeReplace``, or the provider's own delete-first for a kept name) is not alive then;
+- the inventory is the stack's own ``llm-serving:cluster``, from the plan's config (the prelude
+  event, or the document's ``config``): no second copy of the cluster's facts.
+
+    pulumi preview --stack prod --policy-pack policies --json --show-sames > plan.json
+    python3 dev.py plan plan.json          # or: ... --show-sames | python3 dev.py plan -
+
+Both forms of ``--json`` are read: the default document (``{"config", "steps": [{"op", "oldState",
+"newState"}], "changeSummary"}``; without ``--show-sames`` it leaves out the objects the plan keeps,
+whose cards count too, so such a document is refused, checked against its ``changeSummary``) and
+the engine's event stream (``PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true``: ``resourcePreEvent``
+objects, every step). Exit codes: 0 the peak fits every node; 1 refused, a node is over
+its cards at the peak (the message names the old objects holding them and the rename or the cards
+to free first); 2 bad input (not a preview's JSON, no inventory in its config), one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional, TextIO
+
+from core.inventory import ClusterInventory
+from tools import render, summary, transition
+from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
+
+EXIT_OK, EXIT_REFUSED, EXIT_INPUT = 0, 1, 2
+#: Steps whose new inputs are alive after the update.
+KEEPS = frozenset({"same", "create", "update", "replace", "create-replacement", "import", "import-replacement"})
+#: The engine's placeholder for a value not known until the update runs.
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+class PlanError(Exception):
+    """The input is not a ``pulumi preview --json`` plan this can read; the message says why."""
+
+
+@dataclass(frozen=True)
+class State:
+    """One side of a step: the resource's URN, type token and inputs."""
+
+    urn: str
+    type: str
+    inputs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One engine step, in the plan's order: ``op`` (``same``, ``create``, ``update``, ``delete``,
+    ``replace``, ``create-replacement``, ``delete-replaced``, ...), its old and new state."""
+
+    op: str
+    old: Optional[State]
+    new: Optional[State]
+
+
+def read_events(text: str) -> tuple[dict, ...]:
+    """The engine events (objects with a ``sequence``) among the JSON values of ``text`` (the CLI
+    may print other lines between them)."""
+    dec = json.JSONDecoder()
+    out, i = [], 0
+    while i < len(text):
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            break
+        try:
+            value, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            nl = text.find("\n", i)
+            i = len(text) if nl < 0 else nl + 1
+            continue
+        if isinstance(value, dict) and "sequence" in value:
+            out.append(value)
+    return tuple(out)
+
+
+def _state(raw: Any) -> Optional[State]:
+    if not isinstance(raw, dict) or not raw.get("urn"):
+        return None
+    inputs = raw.get("inputs")
+    return State(str(raw["urn"]), str(raw.get("type", "")), inputs if isinstance(inputs, dict) else {})
+
+
+def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
+    """(the stack's config, the steps in order) of a ``pulumi preview --json`` output, either
+    form. Raises :class:`PlanError` when ``text`` holds neither."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("steps"), list):
+        steps = [Step(str(s.get("op", "")), _state(s.get("oldState")), _state(s.get("newState")))
+                 for s in doc["steps"] if isinstance(s, dict)]
+        kept = (doc.get("changeSummary") or {}).get("same", 0)
+        listed = sum(1 for s in steps if s.op == "same")
+        if isinstance(kept, int) and kept > listed:
+            raise PlanError(f"the plan lists {listed} of the {kept} resources it keeps unchanged (`pulumi preview --json` "
+                            "leaves them out of its document), and their cards count at the peak; fix: run "
+                            "`pulumi preview --json --show-sames`")
+        return dict(doc.get("config") or {}), steps
+    events = read_events(text)
+    config: dict[str, Any] = {}
+    steps = []
+    for e in events:
+        if isinstance(e.get("preludeEvent"), dict):
+            config = dict(e["preludeEvent"].get("config") or {})
+        meta = (e.get("resourcePreEvent") or {}).get("metadata")
+        if isinstance(meta, dict):
+            steps.append(Step(str(meta.get("op", "")), _state(meta.get("old")), _state(meta.get("new"))))
+    if not events:
+        raise PlanError("no plan in the input: expected the output of `pulumi preview --json` (its document, "
+                        "or its event stream)")
+    return config, steps
+
+
+def _is_object(state: Optional[State]) -> bool:
+    return state is not None and state.type.startswith("kubernetes:") and not state.type.startswith("pulumi:providers:") \
+        and bool(state.inputs.get("kind"))
+
+
+def _path(obj: dict[str, Any]) -> str:
+    try:
+        return render.render_path(obj)
+    except render.RenderError:  # an auto-named object (no metadata.name in the plan): its URN names it
+        return f"{obj.get('apiVersion')}-{obj.get('kind')}-unnamed"
+
+
+@dataclass(frozen=True)
+class PlanPeak:
+    """The plan counted: ``peak`` (cards per node with the old objects still alive) and ``added``
+    (render path -> object of each object the plan creates: the candidates of a rename)."""
+
+    peak: transition.Peak
+    added: dict[str, dict[str, Any]]
+
+    def refusals(self) -> list[str]:
+        return transition.over_capacity(self.peak, self.added)
+
+
+def count(steps: Iterable[Step], inventory: ClusterInventory) -> PlanPeak:
+    """Cards per node at the plan's peak (see the module docstring for what is alive then)."""
+    steps = list(steps)
+    new: dict[str, dict] = {}
+    added: dict[str, dict] = {}
+    alive_old: dict[str, dict] = {}
+    deleted_first: set[str] = set()
+    for s in steps:
+        if s.op == "delete-replaced" and _is_object(s.old):
+            assert s.old is not None
+            deleted_first.add(s.old.urn)
+        elif s.op == "create-replacement" and _is_object(s.old) and s.old is not None and s.old.urn not in deleted_first:
+            alive_old[_path(s.old.inputs)] = s.old.inputs  # deleted at the end: alive with its replacement
+        elif s.op == "delete" and _is_object(s.old):
+            assert s.old is not None
+            alive_old[_path(s.old.inputs)] = s.old.inputs
+        if s.op in KEEPS and _is_object(s.new):
+            assert s.new is not None
+            new[_path(s.new.inputs)] = s.new.inputs
+            if s.op in ("create", "create-replacement"):
+                added[_path(s.new.inputs)] = s.new.inputs
+    return PlanPeak(transition.count(new, alive_old, inventory), added)
+
+
+def _stdin() -> str:
+    text = sys.stdin.read(MAX_INPUT_BYTES + 1)
+    if len(text) > MAX_INPUT_BYTES:
+        raise PlanError(f"standard input is above the {MAX_INPUT_BYTES:,}-byte limit; fix: pipe one preview's --json")
+    return text
+
+
+def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    ap = argparse.ArgumentParser(prog="python3 dev.py plan", description=__doc__.split("\n\n")[0])
+    ap.add_argument("plan", help="the output of `pulumi preview --json` (a file, or - for standard input)")
+    args = ap.parse_args(argv)
+    try:
+        text = _stdin() if args.plan == "-" else read_text(Path(args.plan), "plan")
+        config, steps = read_plan(text)
+        inventory = summary.inventory_of(config)
+        if inventory is None:
+            raise PlanError("the plan's stack config has no valid llm-serving:cluster inventory, so there are no "
+                            "nodes to count cards on; preview a stack whose stack file declares its cluster")
+    except (PlanError, InputFileError) as err:
+        stderr.write(f"plan: {err}\n")
+        return EXIT_INPUT
+    counted = count(steps, inventory)
+    stdout.write("\n".join(counted.peak.render()) + "\n")
+    refused = counted.refusals()
+    for reason in refused:
+        stdout.write(f"REFUSED: {reason}\n")
+    return EXIT_REFUSED if refused else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
