@@ -134,9 +134,10 @@ class RealProject:
         self.logs.mkdir(parents=True)
         self._n = 0
 
-    def env(self, streaming: bool = True) -> dict[str, str]:
+    def env(self, streaming: bool = True, confirm: bool = False) -> dict[str, str]:
         """The CLI's environment; ``streaming``: ``--json`` streams the engine's events (else a
-        preview's ``--json`` is the CLI's default document, as a user gets it)."""
+        preview's ``--json`` is the CLI's default document, as a user gets it); ``confirm``:
+        without ``PULUMI_SKIP_CONFIRMATIONS``, so ``up`` needs ``--yes`` as in a user's shell."""
         # The user's own PULUMI_* settings (a backend, a stack, a token) stay out of the tests.
         env = {k: v for k, v in os.environ.items() if not k.startswith("PULUMI_")}
         env.update(toolchain.environment())
@@ -148,19 +149,23 @@ class RealProject:
         })
         if streaming:
             env["PULUMI_ENABLE_STREAMING_JSON_PREVIEW"] = "true"
+        if confirm:
+            del env["PULUMI_SKIP_CONFIRMATIONS"]
         if self.kubeconfig is not None:
             env["KUBECONFIG"] = str(self.kubeconfig)
         else:
             env["KUBECONFIG"] = str(self.dir / "no-cluster.kubeconfig")
         return env
 
-    def run(self, *args: str, events: bool = False, timeout: float = CLI_TIMEOUT_S, streaming: bool = True) -> CliResult:
+    def run(self, *args: str, events: bool = False, timeout: float = CLI_TIMEOUT_S, streaming: bool = True,
+            confirm: bool = False) -> CliResult:
         """Run ``pulumi ARGS``; with ``events``, as ``--json`` and parse the engine's events
-        (``streaming=False``: the CLI's default ``--json`` document, left in ``stdout``)."""
+        (``streaming=False``: the CLI's default ``--json`` document, left in ``stdout``;
+        ``confirm``: see :meth:`env`)."""
         argv = [*args, "--json"] if events else list(args)
         # Its own process group: on a timeout the language host, pack and provider go too.
         proc = subprocess.Popen(["pulumi", *argv, "--non-interactive", "--color", "never"], cwd=self.dir,
-                                env=self.env(streaming), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=self.env(streaming, confirm), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)

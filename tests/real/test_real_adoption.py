@@ -24,6 +24,13 @@ and 8000, ArgoCD's) against prod's 80, 8000, 8080 is "Server-Side Apply field co
 nothing else stops. ``llm-serving:adopt: true`` (``pulumi.com/patchForce`` on every object) forces
 it: the NetworkPolicy keeps its UID, gets 8080, and ``spec.ingress`` moves to Pulumi's manager.
 
+Bad input: before the first ``up``, ``pulumi up`` without ``--yes`` (no terminal, as in CI)
+stops with "must be passed in to proceed when running in non-interactive mode" and no seeded
+object's version or field managers move. Every difference it would make is listed beforehand by
+``kubectl diff --server-side --force-conflicts`` of the rendered directory
+(``tests/real/test_real_render_argocd.py``); objects that already equal the program's restart no
+pod (``tests/real/test_real_adoption_rendered.py``).
+
 Drift: after adoption, ArgoCD re-applying seed 002's NetworkPolicy (forcing: Pulumi now owns
 ``spec.ingress``) is invisible to a plain ``pulumi preview`` (``same``: the engine diffs against
 its state) and an ``update`` of that object alone in ``pulumi preview --refresh``.
@@ -57,6 +64,19 @@ def _identity(cluster) -> dict[tuple[str, str], tuple[str, str]]:
         for name in names:
             obj = kubectl_json(cluster, "get", kind.lower(), name, "-n", NS)
             out[(kind, name)] = (obj["metadata"]["uid"], obj["spec"].get("clusterIP", ""))
+    return out
+
+
+def _versions(cluster) -> dict[tuple[str, str], tuple[str, str]]:
+    """(kind, name) -> (resourceVersion, field managers) of every seeded object; a Deployment's
+    spec generation stands for its resourceVersion (its controller writes status)."""
+    out = {}
+    for kind, names in {**SEEDED, "NetworkPolicy": ("llm-serving-ingress",)}.items():
+        for name in names:
+            obj = kubectl_json(cluster, "get", kind.lower(), name, "-n", NS, "--show-managed-fields")
+            meta = obj["metadata"]
+            version = str(meta["generation"]) if kind == "Deployment" else meta["resourceVersion"]
+            out[(kind, name)] = (version, ",".join(sorted(m["manager"] for m in meta.get("managedFields") or [])))
     return out
 
 
@@ -101,6 +121,12 @@ def test_the_first_up_takes_the_argocd_objects_over_in_place(project: RealProjec
     for kind, names in SEEDED.items():
         for name in names:
             assert ops[(kind, name)] == "create", ops
+    # Bad input: the objects differ from the program's, and `pulumi up` without --yes, as a user
+    # or CI job runs it without a terminal, stops before anything changes.
+    before = _versions(cluster)
+    res = project.run("up", "--stack", STACK, confirm=True)
+    assert res.code != 0 and "must be passed in to proceed when running in non-interactive mode" in res.output, res
+    assert _versions(cluster) == before
     res = project.up(STACK, policy_pack=False)
     # Without adopt: the objects whose fields equal the program's are taken over; the
     # NetworkPolicy, whose spec.ingress ArgoCD owns with another value, is a field conflict.
