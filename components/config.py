@@ -43,6 +43,7 @@ from components.schema import (
     WORKLOAD_CLASSES,
     CandleWorkload,
     IngressRule,
+    LeftAlone,
     Name,
     NetworkPolicyConfig,
     Parked,
@@ -56,8 +57,11 @@ from components.schema import (
     StartupProbe,
     VllmWorkload,
     Workload,
+    ObjectRef,
     is_digest_pinned,
+    left_alone_text,
     mib,
+    secret_name,
     startup_threshold,
 )
 from core.engines import CANDLE_BINARY, ServedName, check_served_name, fraction_text
@@ -65,12 +69,12 @@ from core.problems import ConfigError, Problem, RuleBreach
 
 __all__ = [
     "CANDLE_BINARY", "PREFIX", "PROJECT", "STARTUP_HEADROOM", "STARTUP_PERIOD_SECONDS", "STRING_KEYS",
-    "TOP_LEVEL_KEYS", "WORKLOAD_CLASSES", "CandleWorkload", "ConfigError", "IngressRule", "Name",
-    "NetworkPolicyConfig", "Parked", "Problem", "PytorchWorkload", "Quantity", "ResourceAmounts", "Resources",
+    "TOP_LEVEL_KEYS", "WORKLOAD_CLASSES", "CandleWorkload", "ConfigError", "IngressRule", "LeftAlone", "Name",
+    "NetworkPolicyConfig", "ObjectRef", "Parked", "Problem", "PytorchWorkload", "Quantity", "ResourceAmounts", "Resources",
     "RuleBreach", "ServedName", "ServiceClient", "ServiceConfig", "StackConfig", "StartupProbe", "VllmWorkload",
-    "Workload", "check_served_name", "fraction_text", "is_digest_pinned", "load_stack_config", "mib",
+    "Workload", "check_served_name", "fraction_text", "is_digest_pinned", "left_alone_text", "load_stack_config", "mib",
     "rule_context_window", "rule_gpu_memory_utilization", "rule_memory_declared",
     "rule_custom_all_reduce", "rule_digest_pinned", "rule_half_dtype", "rule_hybrid_on_volta_vllm",
     "rule_hybrid_one_card", "rule_parallel_matches_cards", "rule_startup_budget", "rule_tp_divides",
-    "rule_vllm_kernels", "startup_threshold",
+    "rule_vllm_kernels", "secret_name", "startup_threshold",
 ]
