@@ -24,9 +24,9 @@ from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import Problem, RuleBreach
 
+from components.objects import LeftAlone, rendered_objects
 from components.schema import (
-    CandleWorkload, LeftAlone, ServiceConfig, StackConfig, VllmWorkload, PREFIX, STARTUP_HEADROOM, mib,
-    rendered_objects, startup_threshold,
+    CandleWorkload, ServiceConfig, StackConfig, VllmWorkload, PREFIX, STARTUP_HEADROOM, mib, startup_threshold,
 )
 
 

@@ -7,6 +7,8 @@
   :class:`~core.problems.ConfigError` with every problem at once;
 - :mod:`components.checks`: the cross-checks (each workload against its node and model, each
   Service against its workload);
+- :mod:`components.objects`: the objects a stack renders and those it leaves alone
+  (``llm-serving:left_alone``), with the one wording of an object left alone;
 - :mod:`components.rule_wordings`: the ``rule_*`` functions the component args and the
   cross-checks share, each a wording of a :mod:`core.rules` / :mod:`core.capacity` predicate the
   policy pack calls too;
@@ -43,7 +45,6 @@ from components.schema import (
     WORKLOAD_CLASSES,
     CandleWorkload,
     IngressRule,
-    LeftAlone,
     Name,
     NetworkPolicyConfig,
     Parked,
@@ -57,13 +58,11 @@ from components.schema import (
     StartupProbe,
     VllmWorkload,
     Workload,
-    ObjectRef,
     is_digest_pinned,
-    left_alone_text,
     mib,
-    secret_name,
     startup_threshold,
 )
+from components.objects import LeftAlone, ObjectRef, left_alone_text, secret_name
 from core.engines import CANDLE_BINARY, ServedName, check_served_name, fraction_text
 from core.problems import ConfigError, Problem, RuleBreach
 

@@ -13,8 +13,8 @@ are ignored):
 ``llm-serving:services``                         map of name -> :class:`ServiceConfig`
 ``llm-serving:network_policy``                   optional :class:`NetworkPolicyConfig`
 ``llm-serving:adopt``                            bool, default false: force the takeover
-``llm-serving:left_alone``                       list of :class:`LeftAlone`: live objects this
-                                                 stack does not manage, each with why
+``llm-serving:left_alone``                       list of :class:`components.objects.LeftAlone`:
+                                                 live objects left alone, each with why
 ===============================================  ============================================
 
 What one field or one item needs on its own is checked here (a DNS label, a Kubernetes
@@ -28,8 +28,7 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 import math
-import re
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple, Optional, Union
+from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import (
     AfterValidator,
@@ -46,6 +45,8 @@ from core.engines import CandleConfig, ServedName, VllmConfig, rule_error
 from core.values import EnvName, Image, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain
 from core.inventory import ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
+
+from components.objects import LeftAlone
 
 #: The stack-file error of a rule: the rule broken and the fix (:func:`core.engines.rule_error`).
 _custom = rule_error
@@ -218,9 +219,7 @@ class CandleWorkload(CandleConfig, _Workload):
     """A candle-vllm Deployment (coder-14b-fp16.yaml, clef-candle.yaml): TP = ``cards``; its
     server settings are :class:`core.engines.CandleConfig`'s."""
 
-    #: The kind of the object the component makes (components/workload.py).
-    KIND: ClassVar[str] = "Deployment"
-
+    KIND: ClassVar[str] = "Deployment"  # the kind of the object its component makes
     server: Literal["candle-vllm"]
     model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
 
@@ -229,9 +228,7 @@ class VllmWorkload(VllmConfig, _Workload):
     """A vLLM server in a KServe InferenceService, RawDeployment (coder.yaml, 002 reasoning.yaml);
     its server settings are :class:`core.engines.VllmConfig`'s."""
 
-    #: The kind of the object the component makes (components/vllm.py).
-    KIND: ClassVar[str] = "InferenceService"
-
+    KIND: ClassVar[str] = "InferenceService"  # the kind of the object its component makes
     server: Literal["vllm"]
     model: str = Field(description="Key of llm-serving:models; its hf_id (else weights_path) becomes --model.")
 
@@ -245,9 +242,7 @@ class PytorchWorkload(_Workload):
     """A generic GPU Deployment: the reference PyTorch clef-serve server (joint_schema_model.py
     in fp16, pip-installs on boot; 002, 004)."""
 
-    #: The kind of the object the component makes (components/workload.py).
-    KIND: ClassVar[str] = "Deployment"
-
+    KIND: ClassVar[str] = "Deployment"  # the kind of the object its component makes
     server: Literal["pytorch"]
     image: Image = Field(min_length=1, description="Image; a moving tag is pulled Always (003).")
     model: Optional[str] = Field(default=None, description="Key of llm-serving:models it serves, if any.")
@@ -301,99 +296,6 @@ class NetworkPolicyConfig(_Strict):
     same_namespace: bool = Field(default=True, description="Admit pods of the same namespace (002).")
 
 
-# --- objects left alone ---------------------------------------------------------------------
-
-#: A Kubernetes kind as the API names it: CamelCase, a letter first (``InferenceService``).
-_KIND = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
-
-
-def _kind(value: str) -> str:
-    if not _KIND.fullmatch(value):
-        raise _custom(f"kind {value!r} is not a Kubernetes kind as the API names it (CamelCase, a letter first)",
-                      "write the kind as `kubectl get <resource> -o yaml` shows it, e.g. InferenceService or Deployment")
-    return value
-
-
-Kind = Annotated[str, AfterValidator(_kind)]
-
-
-def _reason(value: str) -> str:
-    if not value.strip():
-        raise _custom("why is empty: an object left alone says why the stack does not manage it",
-                      "write the reason, e.g. the seed or decision that took it out of the stack")
-    return value
-
-
-class ObjectRef(NamedTuple):
-    """One Kubernetes object by kind, namespace and name (``InferenceService llm-serving/coder``)."""
-
-    kind: str
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
-
-
-def secret_name(workload: str) -> str:
-    """The Kubernetes Secret holding a workload's ``secret_env``: ``<workload>-env``."""
-    return f"{workload}-env"
-
-
-def left_alone_text(kind: str, namespace: str, name: str, why: str) -> str:
-    """The one wording of an object left alone, e.g. ``left alone: InferenceService
-    llm-serving/coder, not managed by this stack (Pulumi neither changes nor deletes it): <why>``.
-    The program logs it to ``pulumi preview`` / ``pulumi up`` (:func:`components.stack.build_stack`)
-    and the offline preview prints it from the stack output ``left_alone``
-    (``tools/summary.py``)."""
-    return (f"left alone: {ObjectRef(kind, namespace, name)}, not managed by this stack "
-            f"(Pulumi neither changes nor deletes it): {why}")
-
-
-class LeftAlone(_Strict):
-    """A live object in the cluster that this stack does not manage and leaves as it is
-    (``llm-serving:left_alone``, a list of these). The program registers nothing for it, so
-    Pulumi never changes, adopts or deletes it; the entry makes that a decision on record: the
-    preview (offline and ``pulumi preview``) names it with ``why``. Source: seed 000 (prod stops
-    managing the ``coder`` InferenceService; ArgoCD, prune off, left the live object).
-
-    Errors: a kind not in the API's CamelCase form, a name Kubernetes refuses, an empty ``why``;
-    and (:mod:`components.checks`) an object the stack renders itself, or one listed twice.
-    """
-
-    kind: Kind = Field(description="The object's kind as the API names it, e.g. InferenceService.")
-    name: Subdomain = Field(description="The object's name, e.g. coder.")
-    namespace: Optional[Name] = Field(
-        default=None, description="The object's namespace; default: the stack's (llm-serving:namespace)."
-    )
-    why: Annotated[str, AfterValidator(_reason)] = Field(description="Why the stack leaves it alone; shown in the preview.")
-
-    def ref(self, stack_namespace: str) -> ObjectRef:
-        """Its kind, namespace (the stack's when not given) and name."""
-        return ObjectRef(self.kind, self.namespace or stack_namespace, self.name)
-
-    def output(self, stack_namespace: str) -> dict[str, str]:
-        """The stack output item: ``{kind, namespace, name, why}`` (namespace resolved)."""
-        return {**self.ref(stack_namespace)._asdict(), "why": self.why}
-
-
-def rendered_objects(namespace: str, workloads: dict[str, Any], services: dict[str, Any],
-                     network_policy: Optional["NetworkPolicyConfig"]) -> set[ObjectRef]:
-    """Every object a stack of these (validated) parts renders: each workload's object (its
-    class's ``KIND``) and its ``<name>-env`` Secret when it has ``secret_env``, each Service, the
-    NetworkPolicy; all in ``namespace``. ``tests/test_left_alone.py`` holds it equal to
-    :func:`components.stack.render_manifests`."""
-    out = set()
-    for name, wl in workloads.items():
-        out.add(ObjectRef(wl.KIND, namespace, name))
-        if wl.secret_env:
-            out.add(ObjectRef("Secret", namespace, secret_name(name)))
-    out |= {ObjectRef("Service", namespace, name) for name in services}
-    if network_policy is not None:
-        out.add(ObjectRef("NetworkPolicy", namespace, network_policy.name))
-    return out
-
-
 # --- the whole config -----------------------------------------------------------------------
 
 class StackConfig(_Strict):
@@ -416,21 +318,12 @@ class StackConfig(_Strict):
     )
     left_alone: list[LeftAlone] = Field(
         default_factory=list,
-        description=("Live objects this stack does not manage, each with why (kind, name, namespace, why): "
+        description=("Live objects this live objects left alone, each with why (kind, name, namespace, why): "
                      "Pulumi never touches them; the preview names them. Prod: the coder InferenceService (seed 000)."),
     )
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
     _card_allocation: Optional[allocation.Allocation] = PrivateAttr(default=None)
-
-    def managed_objects(self) -> set[ObjectRef]:
-        """Every object this stack renders (:func:`rendered_objects`)."""
-        return rendered_objects(self.namespace, self.workloads, self.services, self.network_policy)
-
-    def left_alone_outputs(self) -> list[dict[str, str]]:
-        """The stack output ``left_alone``: ``[{kind, namespace, name, why}]`` in the stack
-        file's order (namespace resolved: the stack's when an entry gives none)."""
-        return [item.output(self.namespace) for item in self.left_alone]
 
     def model_facts(self, key: str) -> ModelFacts:
         """The resolved facts of model ``key`` (KeyError if unknown)."""

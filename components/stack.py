@@ -33,8 +33,8 @@ from components.config import (
     StackConfig,
     VllmWorkload,
     STRING_KEYS,
-    left_alone_text,
 )
+from components.objects import left_alone_outputs, left_alone_text
 from core import facts
 from core.engines import CandleConfig, VllmConfig, settings_of
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
@@ -227,9 +227,9 @@ def report_left_alone(config: StackConfig) -> list[str]:
     """Log each object of ``llm-serving:left_alone`` as an info diagnostic on the stack
     (``pulumi.log.info``; the CLI prints it under "Diagnostics" in ``pulumi preview`` and
     ``pulumi up``, and ``--json`` carries it as a ``diagnosticEvent`` of severity ``info``), in
-    the one wording :func:`components.schema.left_alone_text`. Returns the messages. Prod:
+    the one wording :func:`components.objects.left_alone_text`. Returns the messages. Prod:
     ``left alone: InferenceService llm-serving/coder, not managed by this stack (...): ...``."""
-    messages = [left_alone_text(**item) for item in config.left_alone_outputs()]
+    messages = [left_alone_text(**item) for item in left_alone_outputs(config)]
     for message in messages:
         pulumi.log.info(message)
     return messages
@@ -238,12 +238,12 @@ def report_left_alone(config: StackConfig) -> list[str]:
 def stack_outputs(config: StackConfig, stack: StackResources) -> dict[str, Any]:
     """The stack outputs: ``services`` (name -> {port name: in-cluster URL}), ``cards``
     (node -> {cards, used, workloads: {name: cards}}, :meth:`StackConfig.card_table`) and
-    ``left_alone`` (``[{kind, namespace, name, why}]``, :meth:`StackConfig.left_alone_outputs`;
+    ``left_alone`` (``[{kind, namespace, name, why}]``, :func:`components.objects.left_alone_outputs`;
     ``[]`` when the stack file lists none)."""
     return {
         "services": {name: svc.urls for name, svc in stack.services.items()},
         "cards": config.card_table(),
-        "left_alone": config.left_alone_outputs(),
+        "left_alone": left_alone_outputs(config),
     }
 
 

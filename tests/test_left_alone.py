@@ -22,7 +22,8 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
-from components.config import ConfigError, left_alone_text, load_stack_config
+from components.config import ConfigError, load_stack_config
+from components.objects import left_alone_outputs, left_alone_text, managed_objects
 from components.stack import render_manifests
 from tools import mockrun, summary
 
@@ -62,7 +63,7 @@ def problems(config: dict) -> dict[str, object]:
 
 def test_prod_leaves_the_coder_inference_service_alone_with_the_users_reason():
     config = load_stack_config(PROD)
-    assert config.left_alone_outputs() == [CODER]
+    assert left_alone_outputs(config) == [CODER]
     assert left_alone_text(**CODER) == CODER_LINE
 
 
@@ -73,7 +74,7 @@ def test_an_entry_in_another_namespace_or_of_another_kind_is_accepted():
         {"kind": "Deployment", "name": "coder-predictor", "why": "KServe's predictor of the coder InferenceService"},
         {"kind": "Service", "name": "coder-predictor", "namespace": "poimen", "why": "another team's"},
     ))
-    assert [(o["kind"], o["namespace"], o["name"]) for o in config.left_alone_outputs()] == [
+    assert [(o["kind"], o["namespace"], o["name"]) for o in left_alone_outputs(config)] == [
         ("InferenceService", "llm-serving", "coder"), ("Deployment", "llm-serving", "coder-predictor"),
         ("Service", "poimen", "coder-predictor")]
 
@@ -81,7 +82,7 @@ def test_an_entry_in_another_namespace_or_of_another_kind_is_accepted():
 def test_no_entry_is_an_empty_list():
     config = copy.deepcopy(PROD)
     del config[KEY]
-    assert load_stack_config(config).left_alone_outputs() == []
+    assert left_alone_outputs(load_stack_config(config)) == []
 
 
 @pytest.mark.parametrize("kind, name, what", [
@@ -160,7 +161,7 @@ def test_what_the_check_calls_rendered_is_what_the_stack_renders(path):
     manifests the program renders, for prod and every history stack."""
     config = load_stack_config(yaml.safe_load(path.read_text())["config"])
     rendered = {(m["kind"], m["metadata"]["namespace"], m["metadata"]["name"]) for m in render_manifests(config)}
-    assert {tuple(ref) for ref in config.managed_objects()} == rendered
+    assert {tuple(ref) for ref in managed_objects(config)} == rendered
 
 
 def test_with_a_secret_the_rendered_objects_agree_too():
@@ -169,7 +170,7 @@ def test_with_a_secret_the_rendered_objects_agree_too():
     loaded = load_stack_config(config)
     rendered = {(m["kind"], m["metadata"]["namespace"], m["metadata"]["name"]) for m in render_manifests(loaded)}
     assert ("Secret", "llm-serving", "candle-vllm-env") in rendered
-    assert {tuple(ref) for ref in loaded.managed_objects()} == rendered
+    assert {tuple(ref) for ref in managed_objects(loaded)} == rendered
 
 
 # --- what the program reports, and the offline preview's section ----------------------------------
