@@ -13,7 +13,8 @@ then it must hold no card. Here the user stops it with KServe's ``serving.kserve
 
 Then a fresh prod stack: its ``pulumi preview`` names the coder InferenceService as left alone
 (an ``info`` diagnostic in the one wording, ``components.objects.left_alone_text``) and plans
-nothing for it; its ``pulumi up`` succeeds and the coder InferenceService keeps its UID and
+nothing for it, in the CLI's display and its ``--json`` events (with the stack output
+``left_alone`` it plans); its ``pulumi up`` succeeds and the coder InferenceService keeps its UID and
 resourceVersion, with no Pulumi field manager in its managedFields; the stack output
 ``left_alone`` lists it.
 """
@@ -78,10 +79,17 @@ def test_the_real_preview_names_the_coder_inference_service_as_left_alone(projec
     assert res.code == 0, res
     infos = diagnostics(res.events, "info")
     assert [left_alone_text(**o) for o in expected] == [m.strip() for m in infos if "left alone" in m], infos
-    assert f"left alone: InferenceService {NS}/coder, not managed by this stack" in res.output
+    # ... and the stack output the offline preview prints it from, planned by the preview.
+    stack_outputs = [e["resOutputsEvent"]["metadata"]["new"]["outputs"] for e in res.events
+                     if e.get("resOutputsEvent", {}).get("metadata", {}).get("type") == "pulumi:pulumi:Stack"]
+    assert stack_outputs and stack_outputs[-1].get("left_alone") == expected, stack_outputs  # the last: the program's exports
     # Nothing is planned for it: no step names an InferenceService coder.
     steps = [e["resourcePreEvent"]["metadata"] for e in res.events if e.get("resourcePreEvent")]
     assert steps and not [s for s in steps if s["type"].endswith(":InferenceService") and s["urn"].endswith("::coder")], steps
+    # The CLI's own display (no --json) shows it under Diagnostics, on the stack.
+    text = project.run("preview", "--stack", STACK)
+    assert text.code == 0, text
+    assert "Diagnostics:" in text.stdout and left_alone_text(**expected[0]) in " ".join(text.stdout.split()), text
 
 
 def test_up_leaves_the_coder_inference_service_as_it_was(project: RealProject, cluster, seeded):
