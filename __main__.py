@@ -2,8 +2,9 @@
 
 Reads the ``llm-serving:*`` stack config (``Pulumi.<stack>.yaml``), validates it with
 ``components.config.load_stack_config`` (a bad config stops here with every problem listed and
-no traceback), builds the components (``components.stack``) and exports each Service's
-in-cluster URLs and the card table per node. With ``llm-serving:render_yaml_to_directory``
+no traceback), builds the components (``components.stack``; the objects of
+``llm-serving:left_alone`` are reported, never registered) and exports each Service's in-cluster
+URLs, the card table per node and the objects left alone. With ``llm-serving:render_yaml_to_directory``
 set (relative to the project directory, the CLI's working directory), a kubernetes provider
 with ``render_yaml_to_directory`` writes the manifests there for ArgoCD instead of applying
 them; every component gets it through ``ResourceOptions(providers=[...])``.

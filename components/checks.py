@@ -24,7 +24,10 @@ from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import Problem, RuleBreach
 
-from components.schema import CandleWorkload, ServiceConfig, VllmWorkload, PREFIX, STARTUP_HEADROOM, mib, startup_threshold
+from components.objects import LeftAlone, rendered_objects
+from components.schema import (
+    CandleWorkload, ServiceConfig, StackConfig, VllmWorkload, PREFIX, STARTUP_HEADROOM, mib, startup_threshold,
+)
 
 
 from components.rule_wordings import (
@@ -62,6 +65,31 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
     for name, svc in parts["services"].items():
         if svc.selects not in invalid:
             out.extend(_check_service(name, svc, workloads, declared))
+    out.extend(_check_left_alone(parts))
+    return out
+
+
+def _check_left_alone(parts: dict[str, Any]) -> list[Problem]:
+    """Each ``llm-serving:left_alone`` entry names an object the stack does not render (the
+    stack would manage it after all: Pulumi would change or delete what the entry says it leaves
+    alone), and names it once. Objects of workloads that failed validation are not known here;
+    those workloads are reported already."""
+    items: list[LeftAlone] = parts.get("left_alone") or []
+    namespace = parts.get("namespace") or StackConfig.model_fields["namespace"].default
+    rendered = rendered_objects(namespace, parts["workloads"], parts["services"], parts.get("network_policy"))
+    out: list[Problem] = []
+    seen: dict[Any, int] = {}
+    for i, item in enumerate(items):
+        ref, at = item.ref(namespace), f"{PREFIX}left_alone.{i}"
+        shown = item.model_dump(exclude_none=True)
+        if ref in rendered:
+            out.append(Problem(at, shown, f"{ref} is rendered by this stack, so Pulumi manages it: it cannot also be left alone",
+                               f"remove this entry to have the stack manage {ref}, or remove {ref.name} from the stack's "
+                               "workloads, services or network_policy to leave the live object alone"))
+        elif ref in seen:
+            out.append(Problem(at, shown, f"{ref} is already listed at {PREFIX}left_alone.{seen[ref]}",
+                               "keep one entry per object"))
+        seen.setdefault(ref, i)
     return out
 
 

@@ -7,6 +7,8 @@
   :class:`~core.problems.ConfigError` with every problem at once;
 - :mod:`components.checks`: the cross-checks (each workload against its node and model, each
   Service against its workload);
+- :mod:`components.objects`: the objects a stack renders and those it leaves alone
+  (``llm-serving:left_alone``), with the one wording of an object left alone;
 - :mod:`components.rule_wordings`: the ``rule_*`` functions the component args and the
   cross-checks share, each a wording of a :mod:`core.rules` / :mod:`core.capacity` predicate the
   policy pack calls too;
@@ -60,17 +62,18 @@ from components.schema import (
     mib,
     startup_threshold,
 )
+from components.objects import LeftAlone, ObjectRef, left_alone_text, secret_name
 from core.engines import CANDLE_BINARY, ServedName, check_served_name, fraction_text
 from core.problems import ConfigError, Problem, RuleBreach
 
 __all__ = [
     "CANDLE_BINARY", "PREFIX", "PROJECT", "STARTUP_HEADROOM", "STARTUP_PERIOD_SECONDS", "STRING_KEYS",
-    "TOP_LEVEL_KEYS", "WORKLOAD_CLASSES", "CandleWorkload", "ConfigError", "IngressRule", "Name",
-    "NetworkPolicyConfig", "Parked", "Problem", "PytorchWorkload", "Quantity", "ResourceAmounts", "Resources",
+    "TOP_LEVEL_KEYS", "WORKLOAD_CLASSES", "CandleWorkload", "ConfigError", "IngressRule", "LeftAlone", "Name",
+    "NetworkPolicyConfig", "ObjectRef", "Parked", "Problem", "PytorchWorkload", "Quantity", "ResourceAmounts", "Resources",
     "RuleBreach", "ServedName", "ServiceClient", "ServiceConfig", "StackConfig", "StartupProbe", "VllmWorkload",
-    "Workload", "check_served_name", "fraction_text", "is_digest_pinned", "load_stack_config", "mib",
+    "Workload", "check_served_name", "fraction_text", "is_digest_pinned", "left_alone_text", "load_stack_config", "mib",
     "rule_context_window", "rule_gpu_memory_utilization", "rule_memory_declared",
     "rule_custom_all_reduce", "rule_digest_pinned", "rule_half_dtype", "rule_hybrid_on_volta_vllm",
     "rule_hybrid_one_card", "rule_parallel_matches_cards", "rule_startup_budget", "rule_tp_divides",
-    "rule_vllm_kernels", "startup_threshold",
+    "rule_vllm_kernels", "secret_name", "startup_threshold",
 ]

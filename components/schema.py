@@ -12,6 +12,9 @@ are ignored):
                                                  ``candle-vllm`` | ``vllm`` | ``pytorch``)
 ``llm-serving:services``                         map of name -> :class:`ServiceConfig`
 ``llm-serving:network_policy``                   optional :class:`NetworkPolicyConfig`
+``llm-serving:adopt``                            bool, default false: force the takeover
+``llm-serving:left_alone``                       list of :class:`components.objects.LeftAlone`:
+                                                 live objects left alone, each with why
 ===============================================  ============================================
 
 What one field or one item needs on its own is checked here (a DNS label, a Kubernetes
@@ -25,7 +28,7 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import (
     AfterValidator,
@@ -42,6 +45,8 @@ from core.engines import CandleConfig, ServedName, VllmConfig, rule_error
 from core.values import EnvName, Image, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain
 from core.inventory import ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
+
+from components.objects import LeftAlone
 
 #: The stack-file error of a rule: the rule broken and the fix (:func:`core.engines.rule_error`).
 _custom = rule_error
@@ -214,6 +219,7 @@ class CandleWorkload(CandleConfig, _Workload):
     """A candle-vllm Deployment (coder-14b-fp16.yaml, clef-candle.yaml): TP = ``cards``; its
     server settings are :class:`core.engines.CandleConfig`'s."""
 
+    KIND: ClassVar[str] = "Deployment"  # the kind of the object its component makes
     server: Literal["candle-vllm"]
     model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
 
@@ -222,6 +228,7 @@ class VllmWorkload(VllmConfig, _Workload):
     """A vLLM server in a KServe InferenceService, RawDeployment (coder.yaml, 002 reasoning.yaml);
     its server settings are :class:`core.engines.VllmConfig`'s."""
 
+    KIND: ClassVar[str] = "InferenceService"  # the kind of the object its component makes
     server: Literal["vllm"]
     model: str = Field(description="Key of llm-serving:models; its hf_id (else weights_path) becomes --model.")
 
@@ -235,6 +242,7 @@ class PytorchWorkload(_Workload):
     """A generic GPU Deployment: the reference PyTorch clef-serve server (joint_schema_model.py
     in fp16, pip-installs on boot; 002, 004)."""
 
+    KIND: ClassVar[str] = "Deployment"  # the kind of the object its component makes
     server: Literal["pytorch"]
     image: Image = Field(min_length=1, description="Image; a moving tag is pulled Always (003).")
     model: Optional[str] = Field(default=None, description="Key of llm-serving:models it serves, if any.")
@@ -308,6 +316,11 @@ class StackConfig(_Strict):
                      "pulumi.com/patchForce, so the first pulumi up forces the fields whose live value "
                      "differs. Set it for the takeover only (README runbook), then remove it."),
     )
+    left_alone: list[LeftAlone] = Field(
+        default_factory=list,
+        description=("Live objects this live objects left alone, each with why (kind, name, namespace, why): "
+                     "Pulumi never touches them; the preview names them. Prod: the coder InferenceService (seed 000)."),
+    )
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
     _card_allocation: Optional[allocation.Allocation] = PrivateAttr(default=None)
@@ -380,6 +393,7 @@ _SINGLE_SECTIONS: dict[str, Any] = {
     "cluster": ClusterInventory,
     "network_policy": Optional[NetworkPolicyConfig],
     "adopt": bool,
+    "left_alone": list[LeftAlone],
 }
 
 

@@ -8,7 +8,10 @@ the stack outputs.
 * :func:`build_stack` creates the workloads, then the Services (each given its workload
   component), then the NetworkPolicy; all take the same ``ResourceOptions`` (e.g. a provider
   that renders YAML).
-* :func:`stack_outputs`: each Service's in-cluster URLs and the card table per node.
+* :func:`stack_outputs`: each Service's in-cluster URLs, the card table per node and the
+  objects left alone (``llm-serving:left_alone``).
+* :func:`report_left_alone`: one info diagnostic on the stack per object left alone, which
+  ``pulumi preview`` and ``pulumi up`` print under "Diagnostics".
 * :func:`render_manifests`: every object of a config as manifest dicts, by the same pure
   functions the components call, without the engine (tests compare the two).
 """
@@ -31,6 +34,7 @@ from components.config import (
     VllmWorkload,
     STRING_KEYS,
 )
+from components.objects import left_alone_outputs, left_alone_text
 from core import facts
 from core.engines import CandleConfig, VllmConfig, settings_of
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
@@ -192,8 +196,10 @@ def build_stack(config: StackConfig, opts: Optional[pulumi.ResourceOptions] = No
     ``opts`` is given to every component (``ResourceOptions.merge`` keeps each one's own), e.g.
     ``ResourceOptions(providers=[render_provider])``. With ``config.adopt`` every Kubernetes
     object gets the patchForce annotation (:func:`adopt_object`, through a transformation the
-    components' children inherit).
+    components' children inherit). Each object of ``config.left_alone`` is reported
+    (:func:`report_left_alone`); nothing is registered for it.
     """
+    report_left_alone(config)
     if config.adopt:
         adopt = pulumi.ResourceOptions(transformations=[_adopt_transformation])
         opts = pulumi.ResourceOptions.merge(opts, adopt) if opts is not None else adopt
@@ -217,12 +223,27 @@ def build_stack(config: StackConfig, opts: Optional[pulumi.ResourceOptions] = No
     return StackResources(workloads, services, netpol)
 
 
+def report_left_alone(config: StackConfig) -> list[str]:
+    """Log each object of ``llm-serving:left_alone`` as an info diagnostic on the stack
+    (``pulumi.log.info``; the CLI prints it under "Diagnostics" in ``pulumi preview`` and
+    ``pulumi up``, and ``--json`` carries it as a ``diagnosticEvent`` of severity ``info``), in
+    the one wording :func:`components.objects.left_alone_text`. Returns the messages. Prod:
+    ``left alone: InferenceService llm-serving/coder, not managed by this stack (...): ...``."""
+    messages = [left_alone_text(**item) for item in left_alone_outputs(config)]
+    for message in messages:
+        pulumi.log.info(message)
+    return messages
+
+
 def stack_outputs(config: StackConfig, stack: StackResources) -> dict[str, Any]:
-    """The stack outputs: ``services`` (name -> {port name: in-cluster URL}) and ``cards``
-    (node -> {cards, used, workloads: {name: cards}}, :meth:`StackConfig.card_table`)."""
+    """The stack outputs: ``services`` (name -> {port name: in-cluster URL}), ``cards``
+    (node -> {cards, used, workloads: {name: cards}}, :meth:`StackConfig.card_table`) and
+    ``left_alone`` (``[{kind, namespace, name, why}]``, :func:`components.objects.left_alone_outputs`;
+    ``[]`` when the stack file lists none)."""
     return {
         "services": {name: svc.urls for name, svc in stack.services.items()},
         "cards": config.card_table(),
+        "left_alone": left_alone_outputs(config),
     }
 
 

@@ -42,6 +42,7 @@ from components.config import (
     rule_hybrid_one_card,
     rule_startup_budget,
     rule_tp_divides,
+    secret_name,
     startup_threshold,
 )
 from core.engines import CandleConfig
@@ -138,11 +139,6 @@ def models_volume(pvc: str) -> dict[str, Any]:
 def shm_volume() -> dict[str, Any]:
     """The Memory-backed /dev/shm for pods with more than one card (coder.yaml)."""
     return {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": facts.SHM_SIZE_LIMIT}}
-
-
-def secret_name(workload: str) -> str:
-    """The Kubernetes Secret holding a workload's ``secret_env``: ``<workload>-env``."""
-    return f"{workload}-env"
 
 
 def secret_env_entries(workload: str, names: list[str]) -> list[dict[str, Any]]:

@@ -142,3 +142,38 @@ def test_the_kserve_standin_creates_the_predictor_the_stable_service_selects():
     # A parked InferenceService (minReplicas 0) gets a predictor at 0 replicas.
     isvc["spec"]["predictor"]["minReplicas"] = 0
     assert kserve_standin.predictor_deployment(isvc)["spec"]["replicas"] == 0
+
+
+def _isvc(name: str, stop: str | None = None) -> dict:
+    annotations = {kserve_standin.STOP_ANNOTATION: stop} if stop is not None else {}
+    return {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": name, "namespace": "llm-serving", "uid": f"uid-{name}", "annotations": annotations},
+            "spec": {"predictor": {"containers": [{"name": "kserve-container", "image": "x"}]}}}
+
+
+def test_the_kserve_standin_keeps_no_predictor_for_a_stopped_inference_service(monkeypatch):
+    """KServe's ``serving.kserve.io/stop: "true"``: the predictor Deployment is deleted (once),
+    not applied; without the annotation (or with "false") it is applied again."""
+    assert kserve_standin.is_stopped(_isvc("coder", "true")) and kserve_standin.is_stopped(_isvc("coder", "True"))
+    assert not kserve_standin.is_stopped(_isvc("coder", "false")) and not kserve_standin.is_stopped(_isvc("coder"))
+    items: list[dict] = []
+    calls: list[tuple[str, ...]] = []
+
+    def kubectl(kubeconfig: str, *args: str, stdin: str | None = None):
+        import subprocess
+
+        if args[0] == "get":
+            return subprocess.CompletedProcess(args, 0, json.dumps({"items": items}), "")
+        calls.append(args[:3] if args[0] == "delete" else (args[0], json.loads(stdin or "{}")["metadata"]["name"]))
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(kserve_standin, "_kubectl", kubectl)
+    applied: dict[str, str] = {}
+    items[:] = [_isvc("coder", "true"), _isvc("reasoning")]
+    assert kserve_standin.reconcile_once("kc", applied) == 2
+    assert calls == [("delete", "deployment", "coder-predictor"), ("apply", "reasoning-predictor")]
+    calls.clear()
+    assert kserve_standin.reconcile_once("kc", applied) == 0 and calls == []  # nothing changed: nothing done
+    items[:] = [_isvc("coder", "false"), _isvc("reasoning")]
+    assert kserve_standin.reconcile_once("kc", applied) == 1
+    assert calls == [("apply", "coder-predictor")]

@@ -13,6 +13,18 @@ KServe puts on predictor pods (the InferenceService's own labels, plus
 ``deploymentStrategy`` as the rollout strategy. The Deployment is owned by the
 InferenceService (ownerReferences), so the garbage collector removes it with its owner.
 
+Stopped InferenceServices: KServe (0.15 and later) reads the annotation
+``serving.kserve.io/stop`` on an InferenceService; with the value ``"true"`` its reconciler
+removes the predictor's workload (in RawDeployment mode the Deployment, with its Service and
+autoscaler) and keeps the InferenceService itself, so a stopped model holds no card; with the
+annotation removed or not ``"true"`` it creates them again. The stand-in does the part the tests
+rely on: a stopped InferenceService gets no predictor Deployment, and the one it had is deleted
+(:func:`is_stopped`). Assumed from KServe's documented behaviour, not checked against its code
+here (the kserve module is not served): the value test (``"true"`` in any case, as Go's
+``strings.EqualFold``), and that nothing else of the InferenceService changes. KServe also marks a stopped InferenceService in
+its status (a ``Stopped`` condition, ``Ready`` false); the stand-in writes no status at all, so
+it never changes an InferenceService it reconciles (its UID and resourceVersion stay).
+
 What it leaves untested (a real KServe does these): the predictor Service and
 ``<name>-predictor`` hostnames KServe creates, autoscaling between min and max replicas,
 status conditions and ``status.url``, storage initializers, and the KServe webhook's
@@ -20,8 +32,8 @@ defaulting and validation.
 
 Usage: ``python -m tools.kserve_standin --kubeconfig FILE [--interval SECONDS] [--once]
 [--health-address 127.0.0.1:N] [--kubectl PATH]`` (``GET /healthz`` answers ok once the first pass ran);
-``tools.cluster`` runs it in the background with the rest of the cluster. Pure function for
-tests: :func:`predictor_deployment`.
+``tools.cluster`` runs it in the background with the rest of the cluster. Pure functions for
+tests: :func:`predictor_deployment`, :func:`is_stopped`.
 """
 
 from __future__ import annotations
@@ -42,6 +54,10 @@ PREDICTOR_ONLY = {
     "annotations", "deploymentStrategy", "model", "workerSpec", "storageUri",
 }
 FIELD_MANAGER = "kserve-standin"
+#: KServe's annotation that stops an InferenceService (``constants.StopAnnotationKey``, KServe 0.15+).
+STOP_ANNOTATION = "serving.kserve.io/stop"
+#: What ``applied`` records for a stopped InferenceService's predictor (deleted, not applied).
+_STOPPED = "stopped"
 #: The kubectl to run (``--kubectl``).
 KUBECTL = "kubectl"
 
@@ -89,13 +105,21 @@ def predictor_deployment(isvc: dict[str, Any]) -> dict[str, Any]:
     return deployment
 
 
+def is_stopped(isvc: dict[str, Any]) -> bool:
+    """True when ``isvc`` carries ``serving.kserve.io/stop: "true"``: KServe keeps no predictor
+    for it (see the module docstring for what is assumed)."""
+    value = ((isvc.get("metadata") or {}).get("annotations") or {}).get(STOP_ANNOTATION)
+    return isinstance(value, str) and value.lower() == "true"
+
+
 def _kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True, text=True)
 
 
 def reconcile_once(kubeconfig: str, applied: dict[str, str]) -> int:
-    """Apply the predictor Deployment of every InferenceService whose desired state changed.
-    Returns the number applied. ``applied`` remembers what was applied (key -> JSON)."""
+    """Apply the predictor Deployment of every InferenceService whose desired state changed, and
+    delete the one of a stopped InferenceService (:func:`is_stopped`). Returns the number applied
+    or deleted. ``applied`` remembers what was done (key -> JSON, or ``"stopped"``)."""
     got = _kubectl(kubeconfig, "get", "inferenceservices.serving.kserve.io", "-A", "-o", "json")
     if got.returncode != 0:
         return 0
@@ -103,6 +127,16 @@ def reconcile_once(kubeconfig: str, applied: dict[str, str]) -> int:
     for isvc in json.loads(got.stdout).get("items", []):
         dep = predictor_deployment(isvc)
         key = f"{dep['metadata']['namespace']}/{dep['metadata']['name']}"
+        if is_stopped(isvc):
+            if applied.get(key) != _STOPPED:
+                res = _kubectl(kubeconfig, "delete", "deployment", dep["metadata"]["name"], "-n",
+                               dep["metadata"]["namespace"], "--ignore-not-found", "--wait=false")
+                if res.returncode == 0:
+                    applied[key] = _STOPPED
+                    n += 1
+                else:
+                    print(f"kserve-standin: delete {key} failed: {res.stderr.strip()}", file=sys.stderr, flush=True)
+            continue
         text = json.dumps(dep, sort_keys=True)
         if applied.get(key) == text:
             continue

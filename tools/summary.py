@@ -1,6 +1,6 @@
 """The preview summary: what a reviewer reads in seconds. Plain text, aligned columns.
 
-Four parts:
+Five parts:
 
 * **objects**: each Kubernetes object with the ComponentResource that made it (its
   ``facts.COMPONENT_ANNOTATION``, else the parent component's ``<Class>/<name>`` from its URN,
@@ -18,7 +18,11 @@ Four parts:
   (GiB and tokens), max-model-len (tokens) and concurrency at max-model-len, from
   ``core/capacity.py`` through ``policies/policylib/capacity_helpers.py`` (the same
   figures the kv-cache and weights policies judge);
-* **service URLs**: the stack output ``services`` (each Service's in-cluster URLs).
+* **service URLs**: the stack output ``services`` (each Service's in-cluster URLs);
+* **left alone**: the stack output ``left_alone`` (``llm-serving:left_alone``: live objects the
+  stack does not manage), one line each in the wording the program logs to ``pulumi preview``
+  (:func:`components.objects.left_alone_text`). Prod: ``left alone: InferenceService
+  llm-serving/coder, not managed by this stack (Pulumi neither changes nor deletes it): ...``.
 
 The inventory comes from the stack config (``llm-serving:cluster``), validated with
 ``core.inventory.ClusterInventory``.
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+from components.objects import left_alone_text
 from core import allocation, capacity, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from tools import render
@@ -326,6 +331,15 @@ def services_section(outputs: Optional[dict[str, Any]], resources: Sequence[Reso
     return ["service URLs (stack output services)", *table(rows)] if rows else []
 
 
+def left_alone_section(outputs: Optional[dict[str, Any]]) -> list[str]:
+    """One line per item of the stack output ``left_alone`` (``[{kind, namespace, name, why}]``),
+    in the program's own wording (:func:`components.objects.left_alone_text`); [] when none."""
+    items = (outputs or {}).get("left_alone")
+    if not isinstance(items, list):
+        return []
+    return [left_alone_text(**item) for item in items if isinstance(item, dict)]
+
+
 # --- the whole summary ------------------------------------------------------------------------
 
 def summary(resources: Sequence[Resource], config: dict[str, Any], stack: str,
@@ -339,6 +353,7 @@ def summary(resources: Sequence[Resource], config: dict[str, Any], stack: str,
         sections.append(cards_section(resources, inventory, view))
         sections.append(capacity_section(resources, config, inventory, base_dir, view))
     sections.append(services_section(outputs, resources))
+    sections.append(left_alone_section(outputs))
     lines = [f"{PROJECT} / {stack}"]
     for section in sections:
         if section:

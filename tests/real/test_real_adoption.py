@@ -35,9 +35,10 @@ Drift: after adoption, ArgoCD re-applying seed 002's NetworkPolicy (forcing: Pul
 ``spec.ingress``) is invisible to a plain ``pulumi preview`` (``same``: the engine diffs against
 its state) and an ``update`` of that object alone in ``pulumi preview --refresh``.
 
-Not covered (not done): the coder InferenceService left alone (seeding it would put a third
-2-card predictor on worker-1 and hold prod's awaits), and the ``argocd`` commands of README's
-runbook (no ArgoCD here). The render-mode no-op is ``tests/real/test_real_render_argocd.py``.
+The coder InferenceService left alone (seeded by ``argocd-controller``, stopped with KServe's
+``serving.kserve.io/stop`` so its 2-card predictor does not hold prod's awaits) is
+``tests/real/test_real_left_alone.py``. Not covered (not done): the ``argocd`` commands of
+README's runbook (no ArgoCD here). The render-mode no-op is ``tests/real/test_real_render_argocd.py``.
 """
 
 from __future__ import annotations
