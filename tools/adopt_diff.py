@@ -1,0 +1,152 @@
+"""What the first ``pulumi up`` with ``llm-serving:adopt`` will change on the live objects, field by
+field, before anything changes (issue 7, section 1 and its bad input).
+
+``pulumi preview`` of a stack without state shows every live object as a ``create``: the engine
+has no old inputs to diff. The provider's create is a server-side apply of the manifest onto the
+live object (forced under adopt: ``pulumi.com/patchForce``), so the API server can say what it will
+do: for each object of the stack's rendering (:func:`components.stack.render_manifests`, with
+``adopt`` on, as Pulumi will send it), this runs ``kubectl apply --server-side --dry-run=server
+--force-conflicts`` and diffs the result against the live object (``kubectl get``), with the
+preview's field diff (:func:`tools.render.diff_trees`). Under server-side apply this provider adds
+no label of its own (``provider.go`` sets ``app.kubernetes.io/managed-by`` for client-side apply
+only), so the dry run is what the provider applies; ``tests/real/test_real_adopt_diff.py`` checks
+on the loopback cluster that the listed fields are exactly the fields ``pulumi up`` then changed.
+
+Left out of both sides, because the API server or a controller writes them: ``status``,
+``metadata`` ``uid``, ``resourceVersion``, ``generation``, ``creationTimestamp``,
+``managedFields``, and the Deployment controller's ``deployment.kubernetes.io/revision``
+annotation. A Secret's values are never printed: each shows as a digest, so a changed key shows.
+
+    python3 dev.py adopt-diff [--stack prod | --stack-file PATH] [--kubeconfig FILE]
+
+Exit codes: 0 nothing would change; 1 the list of changes (as ``kubectl diff``: differences
+found); 2 bad input: the stack file's problems (each with its key path, value, rule and fix), or
+kubectl missing, unable to reach the cluster, or refusing an object (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional, TextIO
+
+from components.config import load_stack_config
+from components.stack import render_manifests
+from core.problems import ConfigError
+from tools import render
+from tools.manifests import InputError, load_stack_file
+
+ROOT = Path(__file__).resolve().parent.parent
+EXIT_SAME, EXIT_CHANGES, EXIT_INPUT = 0, 1, 2
+#: Metadata the API server writes, never an apply.
+SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
+#: Annotations a controller writes (the Deployment controller's rollout revision).
+CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision",)
+REDACTED = "(a Secret's value)"
+
+
+class AdoptDiffError(Exception):
+    """kubectl failed for a reason other than a missing object; the message says which and why."""
+
+
+def comparable(obj: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """``obj`` without what the API server and controllers write (see the module docstring)."""
+    if obj is None:
+        return None
+    out = {k: v for k, v in obj.items() if k != "status"}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_METADATA}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in CONTROLLER_ANNOTATIONS}
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    out["metadata"] = meta
+    if obj.get("kind") == "Secret":
+        for key in ("data", "stringData"):
+            if isinstance(out.get(key), dict):
+                out[key] = {k: f"{REDACTED} sha256:{hashlib.sha256(str(v).encode()).hexdigest()[:12]}"
+                            for k, v in out[key].items()}
+    return out
+
+
+def _kubectl(kubeconfig: Optional[Path], *args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
+    cmd = ["kubectl", *(["--kubeconfig", str(kubeconfig)] if kubeconfig else []), *args]
+    try:
+        return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        raise AdoptDiffError("kubectl is not on PATH; fix: install it (Debian's kubernetes-client, or "
+                             "`python3 dev.py toolchain`, whose bin/ has it)") from None
+
+
+def live(obj: dict[str, Any], kubeconfig: Optional[Path]) -> Optional[dict[str, Any]]:
+    """The live object of ``obj``'s kind, namespace and name, or None when there is none."""
+    meta = obj["metadata"]
+    kind = f"{obj['kind'].lower()}.{obj['apiVersion'].split('/')[0]}" if "/" in obj["apiVersion"] else obj["kind"].lower()
+    args = ["get", kind, meta["name"], "-o", "json", "--show-managed-fields=false"]
+    if meta.get("namespace"):
+        args += ["-n", meta["namespace"]]
+    proc = _kubectl(kubeconfig, *args)
+    if proc.returncode != 0:
+        if "NotFound" in proc.stderr:
+            return None
+        raise AdoptDiffError(f"kubectl get {kind} {meta['name']} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(proc.stdout)
+
+
+def planned(obj: dict[str, Any], kubeconfig: Optional[Path]) -> dict[str, Any]:
+    """What a forced server-side apply of ``obj`` would leave (``--dry-run=server``)."""
+    proc = _kubectl(kubeconfig, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
+                    "--field-manager", "llm-serving-adopt-diff", "-o", "json", "-f", "-", stdin=json.dumps(obj))
+    if proc.returncode != 0:
+        raise AdoptDiffError(f"the API server refuses {render.render_path(obj)} (kubectl apply --server-side "
+                             f"--dry-run=server): {proc.stderr.strip()}; pulumi up would fail on it the same way")
+    return json.loads(proc.stdout)
+
+
+def adoption_diff(objects: list[dict[str, Any]], kubeconfig: Optional[Path]) -> render.TreeDiff:
+    """The field-level diff from the live objects to what the adopting ``pulumi up`` leaves: an
+    ``add`` for an object that is not live, an ``update`` with its fields for one that changes."""
+    before: dict[str, dict] = {}
+    after: dict[str, dict] = {}
+    for obj in objects:
+        path = render.render_path(obj)
+        current = comparable(live(obj, kubeconfig))
+        if current is not None:
+            before[path] = current
+        after[path] = comparable(planned(obj, kubeconfig)) if current is not None else obj  # type: ignore[assignment]
+    return render.diff_trees(before, after)
+
+
+def stack_objects(stack_file: Path) -> list[dict[str, Any]]:
+    """The stack's objects as the adopting ``pulumi up`` sends them (``llm-serving:adopt`` on)."""
+    config = dict(load_stack_file(stack_file))
+    config["llm-serving:adopt"] = True
+    return render_manifests(load_stack_config(config, base_dir=ROOT, source=str(stack_file)))
+
+
+def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    ap = argparse.ArgumentParser(prog="python3 dev.py adopt-diff", description=__doc__.split("\n\n")[0])
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--stack", default=None, help="Pulumi.<STACK>.yaml (default: prod)")
+    src.add_argument("--stack-file", type=Path, help="this stack file")
+    ap.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG or ~/.kube/config, as kubectl")
+    args = ap.parse_args(argv)
+    stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack or 'prod'}.yaml"
+    try:
+        objects = stack_objects(stack_file)
+        diff = adoption_diff(objects, args.kubeconfig)
+    except (ConfigError, InputError, AdoptDiffError) as err:
+        stderr.write(f"adopt-diff: {err}\n")
+        return EXIT_INPUT
+    stdout.write(f"what the first `pulumi up` with llm-serving:adopt changes on the live objects of {stack_file.name} "
+                 f"({len(objects)} objects; from a server-side dry run, nothing changed):\n")
+    stdout.write(diff.render())
+    return EXIT_CHANGES if diff.objects else EXIT_SAME
+
+
+if __name__ == "__main__":
+    sys.exit(main())
