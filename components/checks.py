@@ -24,7 +24,7 @@ from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import Problem, RuleBreach
 
-from components.objects import LeftAlone, rendered_objects
+from components.objects import LeftAlone, ObjectRef, rendered_objects
 from components.schema import (
     CandleWorkload, ServiceConfig, StackConfig, VllmWorkload, PREFIX, STARTUP_HEADROOM, mib, startup_threshold,
 )
@@ -77,6 +77,8 @@ def _check_left_alone(parts: dict[str, Any]) -> list[Problem]:
     items: list[LeftAlone] = parts.get("left_alone") or []
     namespace = parts.get("namespace") or StackConfig.model_fields["namespace"].default
     rendered = rendered_objects(namespace, parts["workloads"], parts["services"], parts.get("network_policy"))
+    former = {ObjectRef(wl.KIND, namespace, old): name for name, wl in parts["workloads"].items()
+              for old in (getattr(wl, "former_names", None) or ())}
     out: list[Problem] = []
     seen: dict[Any, int] = {}
     for i, item in enumerate(items):
@@ -86,6 +88,11 @@ def _check_left_alone(parts: dict[str, Any]) -> list[Problem]:
             out.append(Problem(at, shown, f"{ref} is rendered by this stack, so Pulumi manages it: it cannot also be left alone",
                                f"remove this entry to have the stack manage {ref}, or remove {ref.name} from the stack's "
                                "workloads, services or network_policy to leave the live object alone"))
+        elif ref in former:
+            out.append(Problem(at, shown, f"{ref} is a former name of workload {former[ref]} (former_names), so Pulumi "
+                               "replaces it, deleting the live object: it cannot also be left alone",
+                               f"remove {ref.name} from llm-serving:workloads.{former[ref]}.former_names to leave the live "
+                               "object alone (the workload is then created beside it), or remove this entry"))
         elif ref in seen:
             out.append(Problem(at, shown, f"{ref} is already listed at {PREFIX}left_alone.{seen[ref]}",
                                "keep one entry per object"))

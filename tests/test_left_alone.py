@@ -102,6 +102,21 @@ def test_an_object_the_stack_renders_cannot_be_left_alone(kind, name, what):
                      "workloads, services or network_policy to leave the live object alone")
 
 
+def test_a_workloads_former_name_cannot_be_left_alone():
+    """The alias replaces the object under its former name: Pulumi would delete that live object."""
+    config = copy.deepcopy(PROD)
+    config["llm-serving:workloads"]["clef-candle"]["former_names"] = ["clef-old"]
+    config[KEY] = [{"kind": "Deployment", "name": "clef-old", "why": "x"}]
+    found = problems(config)
+    assert list(found) == [f"{KEY}.0"]
+    assert found[f"{KEY}.0"].rule == ("Deployment llm-serving/clef-old is a former name of workload clef-candle "
+                                      "(former_names), so Pulumi replaces it, deleting the live object: it cannot also be left alone")
+    assert found[f"{KEY}.0"].fix.startswith("remove clef-old from llm-serving:workloads.clef-candle.former_names")
+    # Another kind under that name is another object.
+    config[KEY] = [{"kind": "Service", "name": "clef-old", "why": "x"}]
+    load_stack_config(config)
+
+
 def test_the_stack_namespace_is_the_default_of_both_sides():
     """With llm-serving:namespace moved, an entry without namespace is judged in the new one."""
     found = problems(prod_with({"kind": "Service", "name": "clef-serve", "why": "x"}, **{"llm-serving:namespace": "serving"}))

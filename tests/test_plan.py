@@ -29,17 +29,20 @@ def _run(path: Path) -> tuple[int, str]:
     return plan.main([str(path)], stdout=out, stderr=out), out.getvalue()
 
 
-def _document(stream: Path, sames: bool = True) -> dict:
+def _document(stream: Path, sames: bool = True, replacement_steps: bool = True) -> dict:
     """The CLI's default ``--json`` document of the same plan: config, steps, changeSummary.
     Without ``sames`` it lists, as the real CLI without ``--show-sames`` did, only the stack's own
-    ``same`` step."""
+    ``same`` step; without ``replacement_steps``, as the CLI without ``--show-replacement-steps``
+    (``backend/display`` shows only logical steps), no ``create-replacement`` or
+    ``delete-replaced`` step."""
     events = plan.read_events(stream.read_text())
     steps = [e["resourcePreEvent"]["metadata"] for e in events if e.get("resourcePreEvent")]
     [prelude] = [e["preludeEvent"] for e in events if e.get("preludeEvent")]
     [summ] = [e["summaryEvent"] for e in events if e.get("summaryEvent")]
     return {"config": prelude["config"], "changeSummary": summ["resourceChanges"],
             "steps": [{"op": m["op"], "urn": m["urn"], "oldState": m.get("old"), "newState": m.get("new")}
-                      for m in steps if sames or m["op"] != "same" or m["type"] == "pulumi:pulumi:Stack"]}
+                      for m in steps if (sames or m["op"] != "same" or m["type"] == "pulumi:pulumi:Stack")
+                      and (replacement_steps or m["op"] not in ("create-replacement", "delete-replaced"))]}
 
 
 def test_a_create_first_rename_on_a_full_node_is_refused_at_5_of_4():
@@ -84,7 +87,33 @@ def test_a_document_without_its_sames_is_refused_as_input(tmp_path):
     code, text = _run(doc)
     assert code == plan.EXIT_INPUT
     assert text.startswith("plan: the plan lists 1 of the 4 resources it keeps unchanged") and text.count("\n") == 1, text
-    assert "fix: run `pulumi preview --json --show-sames`" in text
+    assert "fix: run `pulumi preview --json --show-sames --show-replacement-steps`" in text
+
+
+def test_a_document_without_its_replacement_steps_is_refused_as_input(tmp_path):
+    """Without them the order of a replacement is unknown: a create-first one would count 4 of 4."""
+    doc = tmp_path / "plan.json"
+    doc.write_text(json.dumps(_document(PLANS / "rename-former.jsonl", replacement_steps=False)))
+    code, text = _run(doc)
+    assert code == plan.EXIT_INPUT and text.count("\n") == 1, text
+    assert text.startswith("plan: the plan replaces clef-flash but leaves out its create-replacement and delete-replaced steps")
+    assert "fix: run `pulumi preview --json --show-sames --show-replacement-steps`" in text
+
+
+def test_a_plan_that_deletes_a_left_alone_object_is_refused(tmp_path):
+    """The stack state still holds clef-candle while the stack file says it leaves it alone."""
+    doc = _document(PLANS / "rename-plain.jsonl")
+    doc["config"]["llm-serving:left_alone"] = json.dumps([{"kind": "Deployment", "name": "clef-candle", "why": "kept by hand"}])
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    code, text = _run(path)
+    assert code == plan.EXIT_REFUSED, text
+    urn = "urn:pulumi:full::llm-serving::llm-serving:index:GpuDeployment$kubernetes:apps/v1:Deployment::clef-candle"
+    assert ("REFUSED: Deployment llm-serving/clef-candle: the plan deletes it (delete), but llm-serving:left_alone "
+            "lists it (\"kept by hand\")") in text, text
+    assert f"`pulumi state delete '{urn}'`" in text, text
+    # Not listed: no such refusal.
+    assert "left_alone" not in _run(PLANS / "rename-plain.jsonl")[1]
 
 
 def test_not_a_plan_and_a_plan_without_an_inventory_are_one_line_each(tmp_path):

@@ -16,6 +16,9 @@ Left out of both sides, because the API server or a controller writes them: ``st
 ``metadata`` ``uid``, ``resourceVersion``, ``generation``, ``creationTimestamp``,
 ``managedFields``, and the Deployment controller's ``deployment.kubernetes.io/revision``
 annotation. A Secret's values are never printed: each shows as a digest, so a changed key shows.
+A field the preview's diff marks as forcing a replacement (e.g. a Service's ``type``) is changed
+in place here, or refused by the API server (an immutable field: exit 2 naming the object), as
+the adopting ``pulumi up``'s create is an apply onto the live object, not a replacement.
 
     python3 dev.py adopt-diff [--stack prod | --stack-file PATH] [--kubeconfig FILE]
 
@@ -47,6 +50,8 @@ SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", 
 #: Annotations a controller writes (the Deployment controller's rollout revision).
 CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision",)
 REDACTED = "(a Secret's value)"
+#: How long one kubectl call may take (seconds).
+KUBECTL_TIMEOUT_S = 120
 
 
 class AdoptDiffError(Exception):
@@ -76,10 +81,13 @@ def comparable(obj: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
 def _kubectl(kubeconfig: Optional[Path], *args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
     cmd = ["kubectl", *(["--kubeconfig", str(kubeconfig)] if kubeconfig else []), *args]
     try:
-        return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=120)
+        return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=KUBECTL_TIMEOUT_S)
     except FileNotFoundError:
         raise AdoptDiffError("kubectl is not on PATH; fix: install it (Debian's kubernetes-client, or "
                              "`python3 dev.py toolchain`, whose bin/ has it)") from None
+    except subprocess.TimeoutExpired:
+        raise AdoptDiffError(f"kubectl {' '.join(args[:3])} did not answer in {KUBECTL_TIMEOUT_S} s; fix: check that "
+                             "the cluster in the kubeconfig is reachable (kubectl get nodes)") from None
 
 
 def live(obj: dict[str, Any], kubeconfig: Optional[Path]) -> Optional[dict[str, Any]]:
@@ -93,7 +101,8 @@ def live(obj: dict[str, Any], kubeconfig: Optional[Path]) -> Optional[dict[str, 
     if proc.returncode != 0:
         if "NotFound" in proc.stderr:
             return None
-        raise AdoptDiffError(f"kubectl get {kind} {meta['name']} failed: {proc.stderr.strip().splitlines()[-1:]}")
+        last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise AdoptDiffError(f"kubectl get {kind} {meta['name']} failed: {last}")
     return json.loads(proc.stdout)
 
 
@@ -117,7 +126,7 @@ def adoption_diff(objects: list[dict[str, Any]], kubeconfig: Optional[Path]) -> 
         current = comparable(live(obj, kubeconfig))
         if current is not None:
             before[path] = current
-        after[path] = comparable(planned(obj, kubeconfig)) if current is not None else obj  # type: ignore[assignment]
+        after[path] = comparable(planned(obj, kubeconfig) if current is not None else obj)  # type: ignore[assignment]
     return render.diff_trees(before, after)
 
 

@@ -15,16 +15,26 @@ counter (:func:`tools.transition.count`), so both report the same peak:
 - the inventory is the stack's own ``llm-serving:cluster``, from the plan's config (the prelude
   event, or the document's ``config``): no second copy of the cluster's facts.
 
-    pulumi preview --stack prod --policy-pack policies --json --show-sames > plan.json
-    python3 dev.py plan plan.json          # or: ... --show-sames | python3 dev.py plan -
+    pulumi preview --stack prod --json --show-sames --show-replacement-steps > plan.json
+    python3 dev.py plan plan.json          # or: ... | python3 dev.py plan -
 
 Both forms of ``--json`` are read: the default document (``{"config", "steps": [{"op", "oldState",
-"newState"}], "changeSummary"}``; without ``--show-sames`` it leaves out the objects the plan keeps,
-whose cards count too, so such a document is refused, checked against its ``changeSummary``) and
-the engine's event stream (``PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true``: ``resourcePreEvent``
-objects, every step). Exit codes: 0 the peak fits every node; 1 refused, a node is over
-its cards at the peak (the message names the old objects holding them and the rename or the cards
-to free first); 2 bad input (not a preview's JSON, no inventory in its config), one line.
+"newState"}], "changeSummary"}``) and the engine's event stream
+(``PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true``: ``resourcePreEvent`` objects, every step). The
+document leaves out the objects the plan keeps unless ``--show-sames`` (their cards count too;
+checked against its ``changeSummary``), and a replacement's ``create-replacement`` and
+``delete-replaced`` steps unless ``--show-replacement-steps`` (their order says whether the old
+object is alive at the peak; checked: a ``replace`` step without its ``create-replacement``); a
+document missing either is refused as input.
+
+A plan that deletes an object the stack file lists under ``llm-serving:left_alone`` is refused
+too: the program registers nothing for it, but the stack's state still held it (an earlier update
+created or adopted it), so Pulumi would delete the live object the entry says it leaves alone.
+
+Exit codes: 0 the peak fits every node; 1 refused: a node over its cards at the peak (the message
+names the old objects holding them and the rename or the cards to free first), or a left-alone
+object deleted; 2 bad input (not a preview's JSON, a document missing steps, no inventory in its
+config), one line.
 """
 
 from __future__ import annotations
@@ -36,15 +46,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, TextIO
 
+from pydantic import TypeAdapter, ValidationError
+
+from components.objects import LeftAlone, ObjectRef
+from components.schema import StackConfig
 from core.inventory import ClusterInventory
+from core.problems import Finding
 from tools import render, summary, transition
 from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT = 0, 1, 2
+#: The preview command whose ``--json`` document this reads whole.
+PREVIEW = "pulumi preview --json --show-sames --show-replacement-steps"
 #: Steps whose new inputs are alive after the update.
 KEEPS = frozenset({"same", "create", "update", "replace", "create-replacement", "import", "import-replacement"})
-#: The engine's placeholder for a value not known until the update runs.
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 
 class PlanError(Exception):
@@ -113,7 +128,15 @@ def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
         if isinstance(kept, int) and kept > listed:
             raise PlanError(f"the plan lists {listed} of the {kept} resources it keeps unchanged (`pulumi preview --json` "
                             "leaves them out of its document), and their cards count at the peak; fix: run "
-                            "`pulumi preview --json --show-sames`")
+                            f"`{PREVIEW}`")
+        created = {s.new.urn for s in steps if s.op == "create-replacement" and s.new is not None}
+        hidden = sorted(s.new.urn.rsplit("::", 1)[-1] for s in steps
+                        if s.op == "replace" and s.new is not None and s.new.urn not in created)
+        if hidden:
+            raise PlanError(f"the plan replaces {', '.join(hidden)} but leaves out its create-replacement and "
+                            "delete-replaced steps (`pulumi preview --json` does without --show-replacement-steps), "
+                            "whose order says whether the old object is alive at the peak; fix: run "
+                            f"`{PREVIEW}`")
         return dict(doc.get("config") or {}), steps
     events = read_events(text)
     config: dict[str, Any] = {}
@@ -131,8 +154,8 @@ def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
 
 
 def _is_object(state: Optional[State]) -> bool:
-    return state is not None and state.type.startswith("kubernetes:") and not state.type.startswith("pulumi:providers:") \
-        and bool(state.inputs.get("kind"))
+    """A Kubernetes object's state (the provider resource's type is ``pulumi:providers:kubernetes``)."""
+    return state is not None and state.type.startswith("kubernetes:") and bool(state.inputs.get("kind"))
 
 
 def _path(obj: dict[str, Any]) -> str:
@@ -178,6 +201,49 @@ def count(steps: Iterable[Step], inventory: ClusterInventory) -> PlanPeak:
     return PlanPeak(transition.count(new, alive_old, inventory), added)
 
 
+#: Why a left-alone object must not be deleted.
+LEFT_ALONE_SOURCE = "llm-serving:left_alone (seed 000: prod stops managing the coder InferenceService, and ArgoCD left it live)"
+
+
+def _config_value(config: dict[str, Any], key: str) -> Any:
+    value = config.get(key)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def left_alone_deleted(steps: Iterable[Step], config: dict[str, Any]) -> list[str]:
+    """One message per ``delete`` or ``delete-replaced`` step of an object the plan's config lists
+    under ``llm-serving:left_alone`` (namespace default: the stack's ``llm-serving:namespace``).
+    Raises :class:`PlanError` when that config key is not a list of left-alone entries."""
+    raw = _config_value(config, "llm-serving:left_alone") or []
+    try:
+        entries = TypeAdapter(list[LeftAlone]).validate_python(raw)
+    except ValidationError as err:
+        raise PlanError(f"the plan's llm-serving:left_alone is not a list of left-alone entries "
+                        f"({err.error_count()} problem(s)); fix: preview a stack whose stack file the program accepts") from None
+    namespace = str(_config_value(config, "llm-serving:namespace") or StackConfig.model_fields["namespace"].default)
+    why = {e.ref(namespace): e.why for e in entries}
+    out: list[str] = []
+    for s in steps:
+        if s.op not in ("delete", "delete-replaced") or not _is_object(s.old) or s.old is None:
+            continue
+        meta = s.old.inputs.get("metadata") or {}
+        ref = ObjectRef(str(s.old.inputs.get("kind")), str(meta.get("namespace") or namespace), str(meta.get("name", "")))
+        if ref in why:
+            out.append(Finding(
+                str(ref),
+                f"the plan deletes it ({s.op}), but llm-serving:left_alone lists it (\"{why[ref]}\"): the stack's state "
+                "still holds it from an earlier update, so registering nothing for it makes Pulumi delete the live object",
+                f"to keep the live object, drop it from the state first with `pulumi state delete '{s.old.urn}'` (Pulumi "
+                "forgets it and the object stays), then preview again; or remove its left_alone entry to delete it on purpose",
+                LEFT_ALONE_SOURCE).render())
+    return out
+
+
 def _stdin() -> str:
     text = sys.stdin.read(MAX_INPUT_BYTES + 1)
     if len(text) > MAX_INPUT_BYTES:
@@ -196,12 +262,13 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
         if inventory is None:
             raise PlanError("the plan's stack config has no valid llm-serving:cluster inventory, so there are no "
                             "nodes to count cards on; preview a stack whose stack file declares its cluster")
+        deleted = left_alone_deleted(steps, config)
     except (PlanError, InputFileError) as err:
         stderr.write(f"plan: {err}\n")
         return EXIT_INPUT
     counted = count(steps, inventory)
     stdout.write("\n".join(counted.peak.render()) + "\n")
-    refused = counted.refusals()
+    refused = counted.refusals() + deleted
     for reason in refused:
         stdout.write(f"REFUSED: {reason}\n")
     return EXIT_REFUSED if refused else EXIT_OK

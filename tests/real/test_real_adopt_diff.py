@@ -15,14 +15,13 @@ import io
 
 import pytest
 
-from tests.real.realpath import ROOT, RealProject, kubectl, kubectl_json
-from tests.real.test_real_adoption import REFERENCE, _seed_netpol
+from tests.real.realpath import ROOT, RealProject, kubectl
+from tests.real.test_real_adoption import REFERENCE, _seed_netpol, _versions
 from tools import adopt_diff, render
 
 pytestmark = pytest.mark.real
 
 STACK = "prod"
-NS = "llm-serving"
 
 
 def _live(cluster, objects) -> dict[str, dict]:
@@ -44,7 +43,7 @@ def test_adopt_diff_lists_exactly_the_fields_the_adopting_up_changes(project: Re
     _seed_netpol(cluster)
     objects = adopt_diff.stack_objects(ROOT / "Pulumi.prod.yaml")
     before = _live(cluster, objects)
-    versions = {k: kubectl_json(cluster, "get", "networkpolicy,service", "-n", NS)["items"] for k in ("v",)}
+    versions = _versions(cluster)
 
     out, err = io.StringIO(), io.StringIO()
     code = adopt_diff.main(["--stack", STACK, "--kubeconfig", str(cluster)], stdout=out, stderr=err)
@@ -55,7 +54,7 @@ def test_adopt_diff_lists_exactly_the_fields_the_adopting_up_changes(project: Re
     assert "spec.ingress[0].ports[2]: <none> -> {\"port\":8080,\"protocol\":\"TCP\"}" in text, text
     assert "pulumi.com/timeoutSeconds" in text and "pulumi.com/patchForce" in text, text
     # Nothing changed (a server-side dry run).
-    assert kubectl_json(cluster, "get", "networkpolicy,service", "-n", NS)["items"] == versions["v"]
+    assert _versions(cluster) == versions
     predicted = _fields(adopt_diff.adoption_diff(objects, cluster))
 
     project.stack_init(STACK)

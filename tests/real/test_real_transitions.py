@@ -98,9 +98,10 @@ def _ts(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def _plan(project: RealProject, tmp_path, streaming: bool, sames: bool = True) -> tuple[int, str]:
-    """``pulumi preview --json [--show-sames]`` read back by ``python3 dev.py plan``: (exit code, its output)."""
-    res = project.run("preview", "--stack", STACK, *(("--show-sames",) if sames else ()), events=True, streaming=streaming)
+def _plan(project: RealProject, tmp_path, streaming: bool, flags: tuple[str, ...] = ("--show-sames", "--show-replacement-steps")
+          ) -> tuple[int, str]:
+    """``pulumi preview --json FLAGS`` read back by ``python3 dev.py plan``: (exit code, its output)."""
+    res = project.run("preview", "--stack", STACK, *flags, events=True, streaming=streaming)
     assert res.code == 0, res
     path = tmp_path / f"plan-{'stream' if streaming else 'document'}.json"
     path.write_text(res.stdout)
@@ -131,9 +132,9 @@ def test_a_plain_rename_creates_first_and_the_new_pod_waits_pending(project: Rea
                "the old objects (clef-candle)" in text, text
         assert "set former_names: [clef-candle] under llm-serving:workloads.clef-flash" in text, text
     # The CLI's document without --show-sames leaves out `big` (kept, 3 cards): refused as input.
-    code, text = _plan(project, tmp_path, streaming=False, sames=False)
+    code, text = _plan(project, tmp_path, streaming=False, flags=("--show-replacement-steps",))
     assert code == plan.EXIT_INPUT, text
-    assert "fix: run `pulumi preview --json --show-sames`" in text, text
+    assert f"fix: run `{plan.PREVIEW}`" in text, text
     started = time.monotonic()
     res = project.up(STACK, policy_pack=False)
     elapsed = time.monotonic() - started
@@ -169,6 +170,9 @@ def test_a_rename_with_former_names_deletes_first_and_goes_through(project: Real
         code, text = _plan(project, tmp_path, streaming)
         assert code == plan.EXIT_OK, text
         assert "worker-1  4 / 4  " in text and "clef-candle" not in text, text
+    # Without --show-replacement-steps the document hides the order: refused as input.
+    code, text = _plan(project, tmp_path, streaming=False, flags=("--show-sames",))
+    assert code == plan.EXIT_INPUT and "leaves out its create-replacement and delete-replaced steps" in text, text
     res = project.up(STACK, policy_pack=False)
     assert res.code == 0, res
     steps = _steps(res)
