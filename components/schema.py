@@ -318,9 +318,8 @@ class StackConfig(_Strict):
     )
     left_alone: list[LeftAlone] = Field(
         default_factory=list,
-        description=("Live objects this stack leaves alone (kind, name, namespace, why): the program registers "
-                     "nothing for them and the preview names them; python3 dev.py plan refuses a plan that deletes "
-                     "one (an object the stack's state still holds). Prod: the coder InferenceService (seed 000)."),
+        description=("Live objects this stack leaves alone (kind, name, namespace, why): registered never, named in "
+                     "the preview; dev.py plan refuses deleting one. Prod: the coder InferenceService (seed 000)."),
     )
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
