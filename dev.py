@@ -8,6 +8,7 @@
     python3 dev.py analyze [ARGS...]   the policy pack on a stack or a manifest directory (tools.analyze)
     python3 dev.py plan PLAN.json      cards per node at the peak of a real `pulumi preview --json` (tools.plan)
     python3 dev.py adopt-diff [--stack prod]   what adopting the live objects changes, field by field (tools.adopt_diff)
+    python3 dev.py rollout [--namespace NS]    after pulumi up: every Deployment rolled out within its await (tools.rollout)
     python3 dev.py toolchain [ARGS]    build the real toolchain from the Go module proxy (tools.toolchain)
     python3 dev.py cluster up|down|status|env   the loopback test cluster (tools.cluster)
     python3 dev.py bench [NAME]        the benchmarks (bench/)
@@ -58,6 +59,7 @@ COMMANDS = {
     "analyze": ["-m", "tools.analyze"],
     "plan": ["-m", "tools.plan"],
     "adopt-diff": ["-m", "tools.adopt_diff"],
+    "rollout": ["-m", "tools.rollout"],
     "toolchain": ["-m", "tools.toolchain"],
     "cluster": ["-m", "tools.cluster"],
     "bench": ["-m", "bench"],

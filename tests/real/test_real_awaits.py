@@ -44,6 +44,7 @@ resources (the InferenceService) are not awaited at all unless ``PULUMI_K8S_AWAI
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import time
@@ -52,6 +53,7 @@ import pytest
 import yaml
 
 from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl_json
+from tools import rollout
 from tools.manifests import load_stack_file
 
 pytestmark = pytest.mark.real
@@ -126,6 +128,11 @@ def test_the_rendered_awaits_reach_the_objects(project: RealProject, cluster):
     # The parked Service (skipAwait) was done long before its neighbours' pods were ready.
     assert done["idle/Service"] < 30, done
     assert kubectl_json(cluster, "get", "deployment", "idle", "-n", NS)["spec"]["replicas"] == 0
+    # The check after `up` (README Known gaps): every Deployment rolled out, each within its bound.
+    out = io.StringIO()
+    assert rollout.main(["--namespace", NS, "--kubeconfig", str(cluster)], stdout=out, stderr=out) == rollout.EXIT_OK, out.getvalue()
+    assert out.getvalue().splitlines() == ["rollout: idle rolled out (within its 90 s bound)",
+                                           "rollout: slow rolled out (within its 90 s bound)"], out.getvalue()
 
 
 def test_a_pod_that_is_not_ready_in_time_fails_the_update_at_its_await_not_the_default(project: RealProject, cluster):
@@ -141,3 +148,10 @@ def test_a_pod_that_is_not_ready_in_time_fails_the_update_at_its_await_not_the_d
     assert AWAIT - 5 <= elapsed <= AWAIT + 90, (elapsed, str(res))
     errors = "\n".join(diagnostics(res.events))
     assert "'late' timed out" in errors, errors
+    # The check after `up` fails on it too, naming it (bounded by its own 90 s, not 10 minutes).
+    out = io.StringIO()
+    started = time.monotonic()
+    assert rollout.main(["--namespace", NS, "--kubeconfig", str(cluster)], stdout=out, stderr=out) == rollout.EXIT_NOT_ROLLED_OUT
+    assert "rollout: late did not roll out within 90 s" in out.getvalue(), out.getvalue()
+    assert "rollout: slow rolled out" in out.getvalue(), out.getvalue()
+    assert time.monotonic() - started <= AWAIT + 60
