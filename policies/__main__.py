@@ -10,6 +10,7 @@ import gc
 
 # This directory is the working directory and sys.path[0] (``python -m pulumi.policy`` here);
 # the shared ``core`` package is installed in the pack's environment (requirements.txt).
+from policylib import decode_once
 from policylib.pack import build_pack, policies
 
 # The pack process lives for one preview. pulumi-policy decodes every resource's properties
@@ -17,6 +18,9 @@ from policylib.pack import build_pack, policies
 # with the default thresholds the cyclic collector rescans the same long-lived modules and
 # policy objects each time. Freezing what exists after import and collecting less often
 # halved AnalyzeStack at 10,000 resources (bench/pack_bench.py), with the same findings.
+# pulumi-policy decodes a resource's properties once per policy; decode once per request
+# (policylib/decode_once.py: same findings, most of the pack's time at 33 policies).
+decode_once.install()
 policies()  # import every policy module before freezing
 gc.freeze()
 gc.set_threshold(200_000, 50, 1000)

@@ -177,3 +177,12 @@ def test_the_kserve_standin_keeps_no_predictor_for_a_stopped_inference_service(m
     items[:] = [_isvc("coder", "false"), _isvc("reasoning")]
     assert kserve_standin.reconcile_once("kc", applied) == 1
     assert calls == [("apply", "coder-predictor")]
+
+
+@pytest.mark.parametrize("text, version", [
+    ("go1.26.1", (1, 26)), ("go1.26rc1", (1, 26)), ("go1.27", (1, 27)),
+    ("devel go1.27-3f1a2b4 Mon Nov 2 10:00:00 2026 +0000", (1, 27)), ("", None), ("gccgo", None),
+])
+def test_go_version_reads_releases_candidates_and_devel_builds(text, version):
+    """A release candidate was read as (1,) and refused as too old before."""
+    assert toolchain.go_version(text) == version

@@ -41,6 +41,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -103,6 +104,13 @@ def go_env() -> dict[str, str]:
     return env
 
 
+def go_version(text: str) -> Optional[tuple[int, int]]:
+    """(major, minor) of a ``go env GOVERSION`` value: ``go1.26.1`` and ``go1.26rc1`` -> (1, 26),
+    ``devel go1.27-abc123 ...`` -> (1, 27); None when it names no version."""
+    m = re.search(r"go(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def check_go(versions: dict) -> str:
     go = shutil.which("go")
     if go is None:
@@ -112,8 +120,11 @@ def check_go(versions: dict) -> str:
             "`python3 dev.py toolchain` again"
         )
     out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True).stdout.strip()
-    have = tuple(int(x) for x in out.removeprefix("go").split(".")[:2] if x.isdigit())
+    have = go_version(out)
     want = tuple(int(x) for x in versions["go"]["minimum"].split("."))
+    if have is None:
+        raise ToolchainError(f"cannot read Go's version from `go env GOVERSION` ({out!r}); fix: install a released "
+                             f"Go {versions['go']['minimum']} or later and run `python3 dev.py toolchain` again")
     if have < want:
         raise ToolchainError(
             f"{out} is too old: the pinned modules need Go {versions['go']['minimum']} or later; "
