@@ -25,6 +25,8 @@ from core import argv as _argv
 from core import facts
 from core import quantity as _quantity
 
+from policylib import decode_once
+
 DEPLOYMENT_TYPES = {"kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet"}
 ISVC_TYPE = "kubernetes:serving.kserve.io/v1beta1:InferenceService"
 SERVICE_TYPE = "kubernetes:core/v1:Service"
@@ -605,9 +607,24 @@ def _lws_workloads(props: Mapping, urn: str) -> list[Workload]:
 
 
 def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Workload]:
-    """The :class:`Workload` of a Deployment, StatefulSet or InferenceService; None for other types."""
+    """The :class:`Workload` of a Deployment, StatefulSet or InferenceService; None for other types.
+    Within one analyzer request every policy reads the same properties object, so the view is
+    built once per request (:func:`policylib.decode_once.request_memo`; a frozen dataclass)."""
     if resource_type not in WORKLOAD_TYPES:
         return None
+    memo = decode_once.request_memo()
+    if memo is None:
+        return _workload(resource_type, props, urn)
+    key = ("workload", resource_type, id(props), urn)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is props:
+        return hit[1]
+    view = _workload(resource_type, props, urn)
+    memo[key] = (props, view)
+    return view
+
+
+def _workload(resource_type: str, props: Mapping, urn: str) -> Workload:
     meta = _m(props.get("metadata"))
     spec = _m(props.get("spec"))
     kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
