@@ -40,7 +40,7 @@ from typing import Any, Optional, TextIO
 from components.config import load_stack_config
 from components.stack import render_manifests
 from core.problems import ConfigError
-from tools import render
+from tools import kubectl, render
 from tools.manifests import InputError, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,8 +50,6 @@ SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", 
 #: Annotations a controller writes (the Deployment controller's rollout revision).
 CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision",)
 REDACTED = "(a Secret's value)"
-#: How long one kubectl call may take (seconds).
-KUBECTL_TIMEOUT_S = 120
 
 
 class AdoptDiffError(Exception):
@@ -79,14 +77,13 @@ def comparable(obj: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
 
 
 def _kubectl(kubeconfig: Optional[Path], *args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
-    cmd = ["kubectl", *(["--kubeconfig", str(kubeconfig)] if kubeconfig else []), *args]
     try:
-        return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=KUBECTL_TIMEOUT_S)
+        return kubectl.run(kubeconfig, *args, stdin=stdin)
     except FileNotFoundError:
         raise AdoptDiffError("kubectl is not on PATH; fix: install it (Debian's kubernetes-client, or "
                              "`python3 dev.py toolchain`, whose bin/ has it)") from None
     except subprocess.TimeoutExpired:
-        raise AdoptDiffError(f"kubectl {' '.join(args[:3])} did not answer in {KUBECTL_TIMEOUT_S} s; fix: check that "
+        raise AdoptDiffError(f"kubectl {' '.join(args[:3])} did not answer in {kubectl.TIMEOUT_S} s; fix: check that "
                              "the cluster in the kubeconfig is reachable (kubectl get nodes)") from None
 
 

@@ -205,27 +205,17 @@ def count(steps: Iterable[Step], inventory: ClusterInventory) -> PlanPeak:
 LEFT_ALONE_SOURCE = "llm-serving:left_alone (seed 000: prod stops managing the coder InferenceService, and ArgoCD left it live)"
 
 
-def _config_value(config: dict[str, Any], key: str) -> Any:
-    value = config.get(key)
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
 def left_alone_deleted(steps: Iterable[Step], config: dict[str, Any]) -> list[str]:
     """One message per ``delete`` or ``delete-replaced`` step of an object the plan's config lists
     under ``llm-serving:left_alone`` (namespace default: the stack's ``llm-serving:namespace``).
     Raises :class:`PlanError` when that config key is not a list of left-alone entries."""
-    raw = _config_value(config, "llm-serving:left_alone") or []
+    raw = summary.config_value(config, "llm-serving:left_alone") or []
     try:
         entries = TypeAdapter(list[LeftAlone]).validate_python(raw)
     except ValidationError as err:
         raise PlanError(f"the plan's llm-serving:left_alone is not a list of left-alone entries "
                         f"({err.error_count()} problem(s)); fix: preview a stack whose stack file the program accepts") from None
-    namespace = str(_config_value(config, "llm-serving:namespace") or StackConfig.model_fields["namespace"].default)
+    namespace = str(summary.config_value(config, "llm-serving:namespace") or StackConfig.model_fields["namespace"].default)
     why = {e.ref(namespace): e.why for e in entries}
     out: list[str] = []
     for s in steps:

@@ -29,6 +29,7 @@ from typing import Optional, TextIO
 
 from components.schema import StackConfig
 from core import facts
+from tools import kubectl
 
 EXIT_OK, EXIT_NOT_ROLLED_OUT, EXIT_INPUT = 0, 1, 2
 #: The provider's await when a Deployment sets no ``pulumi.com/timeoutSeconds`` (10 minutes).
@@ -36,14 +37,9 @@ DEFAULT_TIMEOUT_S = 600
 SELECTOR = f"{facts.PART_OF_LABEL}={facts.PART_OF_VALUE}"
 
 
-def _kubectl(kubeconfig: Optional[Path], *args: str, timeout: float) -> subprocess.CompletedProcess:
-    cmd = ["kubectl", *(["--kubeconfig", str(kubeconfig)] if kubeconfig else []), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-
-
 def deployments(namespace: str, kubeconfig: Optional[Path]) -> dict[str, int]:
     """Name -> await bound in seconds of each Deployment of the stack in ``namespace``."""
-    proc = _kubectl(kubeconfig, "get", "deployments", "-n", namespace, "-l", SELECTOR, "-o", "json", timeout=120)
+    proc = kubectl.run(kubeconfig, "get", "deployments", "-n", namespace, "-l", SELECTOR, "-o", "json")
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip() or "kubectl get deployments failed")
     out = {}
@@ -67,7 +63,7 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
         return EXIT_INPUT
     failed = []
     for name, seconds in sorted(bounds.items()):
-        proc = _kubectl(args.kubeconfig, "rollout", "status", f"deployment/{name}", "-n", args.namespace,
+        proc = kubectl.run(args.kubeconfig, "rollout", "status", f"deployment/{name}", "-n", args.namespace,
                         f"--timeout={seconds}s", timeout=seconds + 60)
         if proc.returncode == 0:
             stdout.write(f"rollout: {name} rolled out (within its {seconds} s bound)\n")

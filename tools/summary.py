@@ -209,14 +209,22 @@ def cards_section(resources: Sequence[Resource], inventory: ClusterInventory, vi
     return lines
 
 
-def inventory_of(config: dict[str, Any]) -> Optional[ClusterInventory]:
-    """The stack's validated inventory, or None when the config has none (or an invalid one)."""
-    raw = config.get(f"{PROJECT}:{CLUSTER_CONFIG_KEY}")
+def config_value(config: dict[str, Any], key: str) -> Any:
+    """The value of ``key`` in a stack config map. The CLI's map (``PULUMI_CONFIG``, a preview's
+    ``--json`` prelude) gives an object or list as its JSON text, the stack file as the object:
+    JSON text is decoded; a plain string (``llm-serving`` as a namespace) stays as it is."""
+    raw = config.get(key)
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            return json.loads(raw)
         except ValueError:
-            return None
+            return raw
+    return raw
+
+
+def inventory_of(config: dict[str, Any]) -> Optional[ClusterInventory]:
+    """The stack's validated inventory, or None when the config has none (or an invalid one)."""
+    raw = config_value(config, f"{PROJECT}:{CLUSTER_CONFIG_KEY}")
     try:
         return ClusterInventory.model_validate(raw) if raw is not None else None
     except ValueError:
@@ -239,9 +247,9 @@ def _models(config: dict[str, Any], base_dir: Optional[Path]):
     from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry  # noqa: PLC0415
     from policylib.stackconfig import Models  # noqa: PLC0415
 
-    raw = config.get(f"{PROJECT}:{MODELS_CONFIG_KEY}") or {}
-    if isinstance(raw, str):
-        raw = json.loads(raw)
+    raw = config_value(config, f"{PROJECT}:{MODELS_CONFIG_KEY}") or {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{PROJECT}:{MODELS_CONFIG_KEY} is not a map of model name -> entry")
     entries = {k: ModelEntry.model_validate(v) for k, v in raw.items()}
     return Models(entries=entries, facts={k: e.resolve(base_dir) for k, e in entries.items()})
 
