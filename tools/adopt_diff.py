@@ -113,17 +113,24 @@ def planned(obj: dict[str, Any], kubeconfig: Optional[Path]) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
+def live_tree(objects: list[dict[str, Any]], kubeconfig: Optional[Path]) -> dict[str, dict[str, Any]]:
+    """Render path -> :func:`comparable` live object, for each of ``objects`` that is live."""
+    out = {}
+    for obj in objects:
+        current = comparable(live(obj, kubeconfig))
+        if current is not None:
+            out[render.render_path(obj)] = current
+    return out
+
+
 def adoption_diff(objects: list[dict[str, Any]], kubeconfig: Optional[Path]) -> render.TreeDiff:
     """The field-level diff from the live objects to what the adopting ``pulumi up`` leaves: an
     ``add`` for an object that is not live, an ``update`` with its fields for one that changes."""
-    before: dict[str, dict] = {}
+    before = live_tree(objects, kubeconfig)
     after: dict[str, dict] = {}
     for obj in objects:
         path = render.render_path(obj)
-        current = comparable(live(obj, kubeconfig))
-        if current is not None:
-            before[path] = current
-        after[path] = comparable(planned(obj, kubeconfig) if current is not None else obj)  # type: ignore[assignment]
+        after[path] = comparable(planned(obj, kubeconfig) if path in before else obj)  # type: ignore[assignment]
     return render.diff_trees(before, after)
 
 

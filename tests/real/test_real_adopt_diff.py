@@ -24,15 +24,6 @@ pytestmark = pytest.mark.real
 STACK = "prod"
 
 
-def _live(cluster, objects) -> dict[str, dict]:
-    out = {}
-    for obj in objects:
-        current = adopt_diff.comparable(adopt_diff.live(obj, cluster))
-        if current is not None:
-            out[render.render_path(obj)] = current
-    return out
-
-
 def _fields(diff: render.TreeDiff) -> dict[str, tuple[str, set[str]]]:
     return {(o.new_path or o.old_path): (o.action, {c.path for c in o.changes}) for o in diff.objects}
 
@@ -42,7 +33,7 @@ def test_adopt_diff_lists_exactly_the_fields_the_adopting_up_changes(project: Re
         kubectl(cluster, "apply", "--server-side", "--field-manager", "argocd-controller", "-f", str(ROOT / "tests" / "reference" / f))
     _seed_netpol(cluster)
     objects = adopt_diff.stack_objects(ROOT / "Pulumi.prod.yaml")
-    before = _live(cluster, objects)
+    before = adopt_diff.live_tree(objects, cluster)
     versions = _versions(cluster)
 
     out, err = io.StringIO(), io.StringIO()
@@ -61,7 +52,7 @@ def test_adopt_diff_lists_exactly_the_fields_the_adopting_up_changes(project: Re
     project.config_set(STACK, "llm-serving:adopt", "true")
     res = project.up(STACK)
     assert res.code == 0, res
-    after = {p: o for p, o in _live(cluster, objects).items()}
+    after = adopt_diff.live_tree(objects, cluster)
     actual = _fields(render.diff_trees(before, after))
     added = {p for p, (action, _) in predicted.items() if action == "add"}
     assert added == set(after) - set(before)  # the objects that were not live were created
