@@ -94,7 +94,7 @@ def transition_options(args: TransitionArgs, parent: pulumi.Resource) -> pulumi.
 
 def former_names_annotation(former_names: list[str]) -> dict[str, str]:
     """``{facts.FORMER_NAMES_ANNOTATION: '["clef-candle"]'}`` when the workload was renamed, else {}:
-    the offline diff pairs the renamed object with its former self by it (tools/render.py)."""
+    the offline diff pairs the renamed object with its former self by it (tools/offline/render.py)."""
     return {facts.FORMER_NAMES_ANNOTATION: json.dumps(list(former_names))} if former_names else {}
 
 

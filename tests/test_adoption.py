@@ -11,7 +11,7 @@ from core import facts
 from components.config import ConfigError, load_stack_config
 from components.stack import render_manifests
 from tools import analyze
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 from tests.paths import ROOT
 

@@ -1,6 +1,6 @@
-"""tools/cluster.py without the real binaries: the failure paths of `up` (each one line, exit 2,
-nothing left running), `down`/`status`/`env`, and the data it applies (tools/cluster_objects.yaml,
-tools/cluster_kwok_stages.yaml) against the stack's own facts.
+"""testbed/cluster.py without the real binaries: the failure paths of `up` (each one line, exit 2,
+nothing left running), `down`/`status`/`env`, and the data it applies (testbed/cluster_objects.yaml,
+testbed/cluster_kwok_stages.yaml) against the stack's own facts.
 
 The binaries are faked with small Python scripts in a temporary bin dir. The happy path (a real
 control plane) needs the toolchain and is checked by hand / in tests/real/.
@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from core import facts
-from tools import cluster
+from testbed import cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not installed")
@@ -33,7 +33,7 @@ needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="open
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "LLM_SERVING_CACHE"}
-    return subprocess.run([sys.executable, "-m", "tools.cluster", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "testbed.cluster", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

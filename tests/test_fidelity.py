@@ -23,7 +23,7 @@ import yaml
 from core import facts
 from components.config import load_stack_config
 from components.stack import render_manifests
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 from tests.paths import REFERENCE, ROOT
 

@@ -14,7 +14,7 @@ from components.config import ConfigError, load_stack_config
 from components.stack import render_manifests
 from core import capacity, facts, rules
 from core.modelfacts import CATALOG
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")

@@ -10,7 +10,7 @@ import pytest
 import candle_vllm_args as mod
 from policylib import workloads
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import pytest
 
 from core import facts
 from policylib import workloads as w
-from tools.manifests import load_manifest_dir
+from tools.offline.manifests import load_manifest_dir
 from tests.policy_harness import manifests
 
 from tests.paths import REFERENCE

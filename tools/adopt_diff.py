@@ -7,7 +7,7 @@ live object (forced under adopt: ``pulumi.com/patchForce``), so the API server c
 do: for each object of the stack's rendering (:func:`components.stack.render_manifests`, with
 ``adopt`` on, as Pulumi will send it), this runs ``kubectl apply --server-side --dry-run=server
 --force-conflicts`` and diffs the result against the live object (``kubectl get``), with the
-preview's field diff (:func:`tools.render.diff_trees`). Under server-side apply this provider adds
+preview's field diff (:func:`tools.offline.render.diff_trees`). Under server-side apply this provider adds
 no label of its own (``provider.go`` sets ``app.kubernetes.io/managed-by`` for client-side apply
 only), so the dry run is what the provider applies; ``tests/real/test_real_adopt_diff.py`` checks
 on the loopback cluster that the listed fields are exactly the fields ``pulumi up`` then changed.
@@ -40,8 +40,9 @@ from typing import Any, Optional, TextIO
 from components.config import load_stack_config
 from components.stack import render_manifests
 from core.problems import ConfigError
-from tools import kubectl, render
-from tools.manifests import InputError, load_stack_file
+from tools import kubectl
+from tools.offline import render
+from tools.offline.manifests import InputError, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_SAME, EXIT_CHANGES, EXIT_INPUT = 0, 1, 2

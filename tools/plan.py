@@ -5,7 +5,7 @@ The policy pack judges the new state only, so the real ``pulumi preview --policy
 cannot see that a rename on a full node needs a fifth card for a moment. The engine's plan can:
 its steps name each object's old and new inputs and, in order, whether an old object goes before
 or after its replacement. This reads that plan and counts it with the offline ``--base`` preview's
-counter (:func:`tools.transition.count`), so both report the same peak:
+counter (:func:`tools.offline.transition.count`), so both report the same peak:
 
 - alive at the peak: every object the plan keeps or creates (its new inputs), every object it
   deletes (``delete``: Pulumi deletes removed objects at the end of the update), and the old side
@@ -52,7 +52,7 @@ from components.objects import LeftAlone, ObjectRef
 from components.schema import StackConfig
 from core.inventory import ClusterInventory
 from core.problems import Finding
-from tools import render, summary, transition
+from tools.offline import render, summary, transition
 from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT = 0, 1, 2

@@ -9,20 +9,20 @@ Steps:
 1. read ``Pulumi.<stack>.yaml`` (or ``--stack-file``) and start the policy pack process
    (``tools.analyze.start_pack``) with the config keys it reads (``policylib.stackconfig.CONFIG_KEYS``); it
    imports its policies while the program runs;
-2. run ``__main__.py`` under the mock runtime (:func:`tools.mockrun.run_program`);
+2. run ``__main__.py`` under the mock runtime (:func:`tools.offline.mockrun.run_program`);
 3. wait for the pack, check the policy pack config against its policies, and send it every
    resource from a thread: the pack evaluates in its own process while the next steps run;
 4. render every Kubernetes object in the kubernetes provider's ``renderYamlToDirectory``
-   layout (:mod:`tools.render`), with ``--base`` diff against that earlier rendering, and
+   layout (:mod:`tools.offline.render`), with ``--base`` diff against that earlier rendering, and
    replace ``--out`` (default ``out/<stack>/``) atomically;
-5. print the summary (:mod:`tools.summary`), the diff and, with ``--base``, the cards per node at
-   the update's peak (old and new objects alive at once, :mod:`tools.transition`), then the pack's
+5. print the summary (:mod:`tools.offline.summary`), the diff and, with ``--base``, the cards per node at
+   the update's peak (old and new objects alive at once, :mod:`tools.offline.transition`), then the pack's
    findings in ``--format``.
 
 The cyclic garbage collector is off for the run (restored when :func:`main` returns; the
 command line leaves through :func:`_exit` before that): the process is short-lived, and full
 collections over the program's heap cost time, not memory that matters (see
-:func:`tools.mockrun.run_program`).
+:func:`tools.offline.mockrun.run_program`).
 
 With ``--format table`` everything goes to stdout; with another format the report alone goes
 to stdout (machine-readable) and the summary and diff to stderr.
@@ -49,9 +49,10 @@ from pathlib import Path
 from typing import Optional, TextIO, cast
 
 from core import rules
-from tools import analyze, mockrun, packproc, render, summary, transition
-from tools.manifests import InputError, load_stack_file
-from tools.report import FORMATS
+from tools import analyze
+from tools.offline import mockrun, packproc, render, summary, transition
+from tools.offline.manifests import InputError, load_stack_file
+from tools.offline.report import FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_MANDATORY, EXIT_INPUT, EXIT_CRASH = 0, 1, 2, 3
@@ -258,7 +259,7 @@ def _render(run: mockrun.ProgramRun) -> tuple[dict[str, str], dict[str, dict]]:
 
 def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.TreeDiff, run: mockrun.ProgramRun,
                 config: dict, out: TextIO) -> list[str]:
-    """Print the cards per node at the update's peak (:mod:`tools.transition`) and the reasons to
+    """Print the cards per node at the update's peak (:mod:`tools.offline.transition`) and the reasons to
     refuse the plan; returns those reasons ([] when the plan is safe, or the stack has no inventory)."""
     inventory = summary.inventory_of(config)
     if inventory is None:

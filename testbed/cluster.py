@@ -1,10 +1,10 @@
 """A loopback test cluster for the llm-serving stack: a real control plane, a fake GPU node.
 
-    python -m tools.cluster up [--pod-ready-delay SECONDS] [--timeout SECONDS]
+    python -m testbed.cluster up [--pod-ready-delay SECONDS] [--timeout SECONDS]
                                [--apiserver-port N] [--etcd-port N]
-    python -m tools.cluster down [--purge]
-    python -m tools.cluster status
-    python -m tools.cluster env          # prints: export KUBECONFIG=<state>/kubeconfig
+    python -m testbed.cluster down [--purge]
+    python -m testbed.cluster status
+    python -m testbed.cluster env          # prints: export KUBECONFIG=<state>/kubeconfig
 
 Common options: ``--bin-dir`` (default ``$LLM_SERVING_CACHE/bin``) and ``--state-dir``
 (default ``$LLM_SERVING_CACHE/cluster``), with ``LLM_SERVING_CACHE`` defaulting to
@@ -21,7 +21,7 @@ process group:
   kwok                     v0.8.0    (sigs.k8s.io/kwok) plays the kubelet of node worker-1
 
 The binaries come from the bin dir, built from source by ``python3 dev.py toolchain``. Once
-the apiserver answers /readyz it server-side applies ``tools/cluster_objects.yaml``: node
+the apiserver answers /readyz it server-side applies ``testbed/cluster_objects.yaml``: node
 ``worker-1`` (4 ``nvidia.com/gpu``, 63495Mi allocatable memory, 32 cpu, no taints), RuntimeClass
 ``nvidia``, namespace ``llm-serving``, PV + PVC ``llm-models`` (bound), and a stand-in for
 KServe's InferenceService CRD. ``up`` returns when all six processes are healthy, worker-1 is
@@ -36,7 +36,7 @@ allocation ranges: no route, proxy or CNI exists, so no traffic goes there or an
 Stand-ins, and what they leave untested:
 
 * kwok instead of a kubelet: no container runs, no image is pulled, no probe executes. kwok
-  (``tools/cluster_kwok_stages.yaml``) moves a pod bound to worker-1 to Running (containers
+  (``testbed/cluster_kwok_stages.yaml``) moves a pod bound to worker-1 to Running (containers
   started, not ready), then to Ready after ``--pod-ready-delay`` seconds (default 0; per pod the
   annotation ``pod-ready.stage.kwok.x-k8s.io/delay: "240s"`` wins), and deletes a terminating
   pod at once (no grace period). ``nvidia.com/gpu`` is only a counted extended resource: no
@@ -49,7 +49,7 @@ Stand-ins, and what they leave untested:
 * The InferenceService CRD is our own schema-less stand-in (``x-kubernetes-preserve-unknown-
   fields`` on spec and status; the kserve Go module is not reachable here): the apiserver
   accepts any InferenceService, including one KServe's schema would refuse. No KServe
-  controller runs; ``tools/kserve_standin.py`` (a sixth process) does the one part of its
+  controller runs; ``testbed/kserve_standin.py`` (a sixth process) does the one part of its
   RawDeployment reconciler the tests need: each InferenceService gets its predictor Deployment
   (so its pods are scheduled and counted, and a Service selecting them gets endpoints). KServe's
   own ``<name>-predictor`` Services, autoscaling and status (Ready) are not reproduced.
@@ -124,7 +124,7 @@ KWOK_NODE_SELECTOR = "kwok.x-k8s.io/node=fake"
 POD_READY_STAGE = "pod-ready"
 
 # Start order; stopped in reverse.
-#: The stand-in for KServe's RawDeployment reconciler (tools/kserve_standin.py), a Python process.
+#: The stand-in for KServe's RawDeployment reconciler (testbed/kserve_standin.py), a Python process.
 KSERVE_STANDIN = "kserve-standin"
 #: The binaries from the bin dir, then the Python processes of this repository.
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -231,7 +231,7 @@ def render_stages(pod_ready_delay: float, path: Path = STAGES_FILE) -> str:
 def resource_path(obj: dict[str, Any], subresource: str = "") -> str:
     key = (obj["apiVersion"], obj["kind"])
     if key not in RESOURCES:
-        raise ClusterError(f"{OBJECTS_FILE.name}: no REST path known for {key[1]} ({key[0]}); add it to RESOURCES in tools/cluster.py")
+        raise ClusterError(f"{OBJECTS_FILE.name}: no REST path known for {key[1]} ({key[0]}); add it to RESOURCES in testbed/cluster.py")
     prefix, plural, namespaced = RESOURCES[key]
     meta = obj["metadata"]
     ns = f"/namespaces/{meta['namespace']}" if namespaced else ""
@@ -509,7 +509,7 @@ def component_argv(name: str, bin_dir: Path, lay: Layout, ports: dict[str, int])
                 f"--server-address={LOOPBACK}:{ports['kwok']}"]
     if name == KSERVE_STANDIN:
         kubectl = bin_dir / "kubectl"
-        return [sys.executable, "-m", "tools.kserve_standin", f"--kubeconfig={kc}",
+        return [sys.executable, "-m", "testbed.kserve_standin", f"--kubeconfig={kc}",
                 f"--kubectl={kubectl if kubectl.exists() else 'kubectl'}", f"--health-address={LOOPBACK}:{ports[name]}"]
     raise ValueError(name)
 
@@ -1051,7 +1051,7 @@ def parser() -> argparse.ArgumentParser:
                         help="where etcd, kube-* and kwok are (default: %(default)s)")
     common.add_argument("--state-dir", type=Path, default=cache / "cluster",
                         help="certificates, kubeconfig, logs, pids (default: %(default)s)")
-    p = argparse.ArgumentParser(prog="python -m tools.cluster", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m testbed.cluster", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", parents=[common], help="start the loopback cluster (does nothing if it is up)")

@@ -38,8 +38,8 @@ from typing import Any, Iterable, Optional, Sequence
 from components.objects import left_alone_text
 from core import allocation, capacity, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
-from tools import render
-from tools.manifests import PROJECT, Resource
+from tools.offline import render
+from tools.offline.manifests import PROJECT, Resource
 
 from policylib import stack_helpers
 from policylib import workloads as wl
