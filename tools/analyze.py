@@ -62,6 +62,7 @@ from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry
 from policylib import coverage
 from core.inputs import InputFileError, json_object, read_text
+from tools import cli
 from tools.offline import packproc
 from tools.offline.manifests import InputError, Resource, config_env, load_stack_file, read_manifests
 from tools.offline.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
@@ -595,7 +596,7 @@ def program_resources(config: dict[str, Any], stack: str, program: Optional[Path
 # --- CLI ------------------------------------------------------------------------------------------
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m tools.analyze", description=__doc__.split("\n\n")[0])
+    ap = cli.parser("python -m tools.analyze", __doc__)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--stack", help="the program under the mock runtime with Pulumi.<STACK>.yaml")
     src.add_argument("--stack-file", type=Path, help="the program under the mock runtime with this stack file")
@@ -677,8 +678,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
             report = analyze_program(stack_file, ppc, args.pack_dir, workers=args.workers)
     except (AnalyzeError, InputError, packproc.PackStartError, packproc.PackCallError) as err:
-        print(f"analyze: {err}", file=sys.stderr)
-        return 2
+        return cli.fail("analyze", err)
     for fmt, path in [(args.format, args.output), *extra]:
         text = report.render(fmt)
         if path is None:
@@ -692,4 +692,4 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main, "analyze")

@@ -49,13 +49,13 @@ from pathlib import Path
 from typing import Optional, TextIO, cast
 
 from core import rules
-from tools import analyze
+from tools import analyze, cli
 from tools.offline import mockrun, packproc, render, summary, transition
 from tools.offline.manifests import InputError, load_stack_file
 from tools.offline.report import FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
-EXIT_OK, EXIT_MANDATORY, EXIT_INPUT, EXIT_CRASH = 0, 1, 2, 3
+EXIT_OK, EXIT_MANDATORY, EXIT_INPUT, EXIT_CRASH = cli.OK, cli.VERDICT, cli.BAD_INPUT, cli.CRASH
 
 def pack_config(config: dict) -> dict:
     """The part of a stack's ``config:`` map the policy pack reads (``stackconfig.CONFIG_KEYS``).
@@ -78,7 +78,7 @@ class PreviewError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m tools.preview", description=__doc__.split("\n\n")[0])
+    ap = cli.parser("python -m tools.preview", __doc__)
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--stack", default=None, help="preview Pulumi.<STACK>.yaml (default: prod)")
     src.add_argument("--stack-file", type=Path, help="preview this stack file")
@@ -174,8 +174,7 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return max(report.exit_code(), EXIT_MANDATORY if refused else EXIT_OK)
     except (InputError, mockrun.ProgramError, render.RenderError, analyze.AnalyzeError,
             packproc.PackStartError, packproc.PackCallError) as err:
-        stderr.write(f"preview: {err}\n")
-        return EXIT_INPUT
+        return cli.fail("preview", err, stderr)
     except Exception:  # noqa: BLE001 - not the input's fault: show where
         stderr.write("preview: internal error (a bug in the preview or the policy runner, not in the input)\n")
         stderr.write(traceback.format_exc())
@@ -294,4 +293,4 @@ def _exit(code: int) -> None:
 
 
 if __name__ == "__main__":
-    main(exit_process=True)
+    cli.run(lambda: main(exit_process=True), "preview")
