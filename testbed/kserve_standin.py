@@ -1,7 +1,7 @@
 """A stand-in for the KServe controller on the loopback test cluster: RawDeployment predictors.
 
 Why: the KServe Go module is not served by the module proxy this project builds from, so the
-test cluster has no KServe controller (``testbed/cluster.py`` installs a CRD of our own for
+test cluster has no KServe controller (``testbed/cluster/`` installs a CRD of our own for
 ``serving.kserve.io/v1beta1`` InferenceService). Without a controller an InferenceService
 creates no pod, and then neither the scheduler's card count nor a Service's endpoints say
 anything about it. This loop does the one part of KServe's RawDeployment reconciler that the
