@@ -41,10 +41,10 @@ def _files(folder: str) -> list[Path]:
 
 #: What each layer may not import.
 FORBIDDEN = {
-    "core": {"components", "policies", "policylib", "tools", "tests", "pulumi", "pulumi_kubernetes", "pulumi_policy"}
+    "core": {"components", "policies", "policylib", "tools", "testbed", "tests", "pulumi", "pulumi_kubernetes", "pulumi_policy"}
     | POLICY_MODULES,
-    "components": {"policies", "policylib", "tools", "tests"} | POLICY_MODULES,
-    "policies": {"components", "tools", "tests", "pulumi_kubernetes"},
+    "components": {"policies", "policylib", "tools", "testbed", "tests"} | POLICY_MODULES,
+    "policies": {"components", "tools", "testbed", "tests", "pulumi_kubernetes"},
 }
 
 
