@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
-
 LOOPBACK = "127.0.0.1"
 NODE_NAME = "worker-1"
 NAMESPACE = "llm-serving"
