@@ -37,9 +37,8 @@ import pulumi
 from pydantic import Field, SecretStr, model_validator
 
 from core import facts, rules
-from components.config import (
-    Resources,
-    StartupProbe,
+from core.placement import Resources, StartupProbe, startup_threshold
+from core.rule_wordings import (
     rule_context_window,
     rule_custom_all_reduce,
     rule_gpu_memory_utilization,
@@ -50,7 +49,6 @@ from components.config import (
     rule_startup_budget,
     rule_tp_divides,
     rule_vllm_kernels,
-    startup_threshold,
 )
 from core.engines import VllmConfig
 from core.inventory import CardSpec

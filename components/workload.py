@@ -34,17 +34,9 @@ import pulumi
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from core import facts, rules
-from components.config import (
-    Resources,
-    StartupProbe,
-    is_digest_pinned,
-    rule_half_dtype,
-    rule_hybrid_one_card,
-    rule_startup_budget,
-    rule_tp_divides,
-    secret_name,
-    startup_threshold,
-)
+from core.placement import Resources, StartupProbe, secret_name, startup_threshold
+from core.rule_wordings import rule_half_dtype, rule_hybrid_one_card, rule_startup_budget, rule_tp_divides
+from core.rules import is_digest_pinned
 from core.engines import CandleConfig
 from core.images import parse_image
 from core.values import REDACTED

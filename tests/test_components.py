@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from core import facts
-from components.config import NetworkPolicyConfig, Resources, ServiceClient, StartupProbe, load_stack_config
+from stackfile import NetworkPolicyConfig, Resources, ServiceClient, StartupProbe, load_stack_config
 from core.inventory import CardSpec
 from components.network import NamespaceNetworkPolicyArgs, network_policy_manifest
 from components.service import service_manifest, service_urls
-from components.stack import candle_args, gpu_args, vllm_args
+from stackfile.build import candle_args, gpu_args, vllm_args
 from components.vllm import VllmArgs, inference_service_manifest, predictor_pod_labels, predictor_selector, vllm_argv
 from components.workload import (
     CandleDeploymentArgs,
@@ -267,8 +267,8 @@ def test_the_runtime_class_is_the_inventorys():
     default, as the GPU Operator makes it) renders no runtimeClassName rather than a wrong one."""
     import copy
 
-    from components.config import load_stack_config
-    from components.stack import render_manifests
+    from stackfile import load_stack_config
+    from stackfile.build import render_manifests
     from tools.manifests import load_stack_file
     from tests.paths import ROOT
 

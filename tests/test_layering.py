@@ -7,7 +7,7 @@
     tools/       offline preview and runner: may import everything
 
 and the two splits: the facts, inventory, model facts, capacity and rules out of components/
-into core/, and components/config.py (1,000 lines, six jobs) into schema, loader and checks.
+into core/, and stackfile/ (1,000 lines, six jobs) into schema, loader and checks.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ def _files(folder: str) -> list[Path]:
 
 #: What each layer may not import.
 FORBIDDEN = {
-    "core": {"components", "policies", "policylib", "tools", "tests", "pulumi", "pulumi_kubernetes", "pulumi_policy"}
-    | POLICY_MODULES,
-    "components": {"policies", "policylib", "tools", "tests"} | POLICY_MODULES,
-    "policies": {"components", "tools", "tests", "pulumi_kubernetes"},
+    "core": {"components", "stackfile", "policies", "policylib", "tools", "tests", "pulumi", "pulumi_kubernetes",
+             "pulumi_policy"} | POLICY_MODULES,
+    "components": {"stackfile", "policies", "policylib", "tools", "tests"} | POLICY_MODULES,
+    "stackfile": {"policies", "policylib", "tools", "tests"} | POLICY_MODULES,
+    "policies": {"components", "stackfile", "tools", "tests", "pulumi_kubernetes"},
 }
 
 
@@ -63,21 +64,26 @@ def test_the_shared_modules_live_in_core():
         assert not (ROOT / "components" / f"{name}.py").exists(), name
 
 
-def test_config_is_split_by_job():
-    """schema (models), loader (loading and error translation), checks (cross-checks),
-    rule_wordings (the rule functions the component args share); config.py only names the
-    public API."""
-    from components import checks, config, loader, rule_wordings, schema
+def test_the_stack_file_is_split_by_job():
+    """schema (models), loader (loading and error translation), checks (cross-checks), objects
+    (rendered and left alone), build (config -> component args -> components); rule_wordings
+    (the rule functions the component args share) in core; the package's ``__init__`` only
+    names the public API."""
+    import stackfile
+    from core import rule_wordings
+    from stackfile import build, checks, loader, objects, schema
 
     assert hasattr(schema, "StackConfig") and not hasattr(schema, "load_stack_config")
     assert hasattr(loader, "load_stack_config") and not hasattr(loader, "rule_tp_divides")
     assert hasattr(checks, "cross_checks") and hasattr(rule_wordings, "rule_tp_divides")
+    assert hasattr(objects, "left_alone_text") and hasattr(build, "build_stack")
     assert not hasattr(rule_wordings, "cross_checks")
     assert not hasattr(checks, "load_stack_config")
-    for module in (schema, loader, checks, rule_wordings):
+    for module in (schema, loader, checks, objects, build, rule_wordings):
         assert len(Path(module.__file__).read_text().splitlines()) < 400, module.__name__
-    source = Path(config.__file__).read_text()
+    source = Path(stackfile.__file__).read_text()
     assert "def " not in source and "class " not in source
+    assert not (ROOT / "components" / "config.py").exists()
 
 
 def test_no_sys_path_edits():

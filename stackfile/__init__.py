@@ -1,26 +1,32 @@
-"""The stack file's public names, in one place to import them from; the code is split by job:
+"""The stack file (``Pulumi.<stack>.yaml``'s ``llm-serving:*`` map): what feeds the components.
+Its public names, in one place to import them from; the code is split by job:
 
-- :mod:`components.schema`: the ``config:`` map as typed pydantic models (extra keys refused),
+- :mod:`stackfile.schema`: the ``config:`` map as typed pydantic models (extra keys refused),
   the checks one field or one item needs on its own, and the stack output's card table;
-- :mod:`components.loader`: :func:`load_stack_config`, which validates the map and translates
+- :mod:`stackfile.loader`: :func:`load_stack_config`, which validates the map and translates
   every error into a :class:`~core.problems.Problem` (key path, value, rule, fix), raising
   :class:`~core.problems.ConfigError` with every problem at once;
-- :mod:`components.checks`: the cross-checks (each workload against its node and model, each
+- :mod:`stackfile.checks`: the cross-checks (each workload against its node and model, each
   Service against its workload);
-- :mod:`components.objects`: the objects a stack renders and those it leaves alone
+- :mod:`stackfile.objects`: the objects a stack renders and those it leaves alone
   (``llm-serving:left_alone``), with the one wording of an object left alone;
-- :mod:`components.rule_wordings`: the ``rule_*`` functions the component args and the
-  cross-checks share, each a wording of a :mod:`core.rules` / :mod:`core.capacity` predicate the
-  policy pack calls too;
+- :mod:`stackfile.build`: the validated config as the components' typed args, the components
+  built (:func:`~stackfile.build.build_stack`), the stack outputs, the manifests rendered
+  without the engine;
+- :mod:`core.rule_wordings`: the ``rule_*`` functions the component args and the cross-checks
+  share, each a wording of a :mod:`core.rules` / :mod:`core.capacity` predicate the policy pack
+  calls too;
+- :mod:`core.placement`: where a workload runs (one model for every workload kind);
 - :mod:`core.engines`: the engines' server settings (one model per engine);
 - :mod:`core.problems`: the one message form.
 
-Plain pydantic, no Pulumi import.
+The package imports :mod:`components` (for :mod:`stackfile.build`) and :mod:`core`; the
+components never import it. This ``__init__`` itself is plain pydantic, no Pulumi import.
 """
 
 from __future__ import annotations
 
-from components.rule_wordings import (
+from core.rule_wordings import (
     rule_context_window,
     rule_custom_all_reduce,
     rule_digest_pinned,
@@ -34,35 +40,36 @@ from components.rule_wordings import (
     rule_tp_divides,
     rule_vllm_kernels,
 )
-from components.loader import load_stack_config
-from components.schema import (
-    PREFIX,
-    PROJECT,
+from stackfile.loader import load_stack_config
+from core.placement import (
     STARTUP_HEADROOM,
     STARTUP_PERIOD_SECONDS,
+    Parked,
+    Quantity,
+    ResourceAmounts,
+    Resources,
+    StartupProbe,
+    secret_name,
+    startup_threshold,
+)
+from core.traffic import IngressRule, NetworkPolicyConfig, ServiceClient
+from stackfile.schema import (
+    PREFIX,
+    PROJECT,
     STRING_KEYS,
     TOP_LEVEL_KEYS,
     WORKLOAD_CLASSES,
     CandleWorkload,
-    IngressRule,
     Name,
-    NetworkPolicyConfig,
-    Parked,
     PytorchWorkload,
-    Quantity,
-    ResourceAmounts,
-    Resources,
-    ServiceClient,
     ServiceConfig,
     StackConfig,
-    StartupProbe,
     VllmWorkload,
     Workload,
     is_digest_pinned,
     mib,
-    startup_threshold,
 )
-from components.objects import LeftAlone, ObjectRef, left_alone_text, secret_name
+from stackfile.objects import LeftAlone, ObjectRef, left_alone_text
 from core.engines import CANDLE_BINARY, ServedName, check_served_name, fraction_text
 from core.problems import ConfigError, Problem, RuleBreach
 

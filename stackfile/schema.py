@@ -13,28 +13,23 @@ are ignored):
 ``llm-serving:services``                         map of name -> :class:`ServiceConfig`
 ``llm-serving:network_policy``                   optional :class:`NetworkPolicyConfig`
 ``llm-serving:adopt``                            bool, default false: force the takeover
-``llm-serving:left_alone``                       list of :class:`components.objects.LeftAlone`:
+``llm-serving:left_alone``                       list of :class:`stackfile.objects.LeftAlone`:
                                                  live objects left alone, each with why
 ===============================================  ============================================
 
 What one field or one item needs on its own is checked here (a DNS label, a Kubernetes
 quantity through :mod:`core.quantity`, a request within its limit, a reserved label); what
-relates items is :mod:`components.checks`; loading and error translation is
-:mod:`components.loader`. The server settings of each engine are :mod:`core.engines`'.
+relates items is :mod:`stackfile.checks`; loading and error translation is
+:mod:`stackfile.loader`. The server settings of each engine are :mod:`core.engines`'.
 
 Plain pydantic, no Pulumi import.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
     model_validator,
@@ -42,11 +37,18 @@ from pydantic import (
 
 from core import allocation, facts, quantity, rules
 from core.engines import CandleConfig, ServedName, VllmConfig, rule_error
-from core.values import EnvName, Image, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain
+from core.placement import (
+    Parked,
+    Resources,
+    StartupProbe,
+    StrictModel,
+)
+from core.traffic import NetworkPolicyConfig, ServiceClient
+from core.values import EnvName, Image, Int, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain
 from core.inventory import ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 
-from components.objects import LeftAlone
+from stackfile.objects import LeftAlone
 
 #: The stack-file error of a rule: the rule broken and the fix (:func:`core.engines.rule_error`).
 _custom = rule_error
@@ -55,33 +57,9 @@ PROJECT = "llm-serving"
 PREFIX = PROJECT + ":"
 
 
-#: Startup probe period in seconds (coder.yaml: ``periodSeconds: 15``).
-STARTUP_PERIOD_SECONDS = 15
-#: Startup budget = this many times the declared cold start (coder.yaml: 120 x 15 s = 30 min of
-#: headroom for about 10 min of start-up, i.e. 3x).
-STARTUP_HEADROOM = 3
-
-
-def _quantity_text(value: Any) -> Any:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return str(value)
-    return value
-
-
-def _quantity(value: str) -> str:
-    try:
-        quantity.parse(value)
-    except quantity.QuantityError as err:
-        raise _custom(err.rule, err.fix) from None
-    return value
-
-
 #: A Service, workload, namespace or NetworkPolicy name: a DNS-1035 label (core.kube), the
 #: strictest of the names it becomes (a Service name, an ``app`` label value, a Deployment name).
 Name = ServiceName
-Quantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_quantity)]
 
 
 def mib(value: Optional[str]) -> Optional[float]:
@@ -94,69 +72,10 @@ def mib(value: Optional[str]) -> Optional[float]:
 is_digest_pinned = rules.is_digest_pinned
 
 
-# --- shared models --------------------------------------------------------------------------
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ResourceAmounts(_Strict):
-    """CPU and memory of a container's requests or limits (cards come from ``cards``)."""
-
-    cpu: Optional[Quantity] = Field(default=None, description='CPU cores, e.g. "4" or "500m".')
-    memory: Optional[Quantity] = Field(default=None, description='Memory, e.g. "12Gi" (binary units).')
-
-
-class Resources(_Strict):
-    """Requests and limits of the server container, without cards.
-
-    GPU servers keep weights on the card and need little host RAM (coder.yaml: 12Gi request,
-    40Gi limit for vLLM TP=2). Errors: a request above its limit.
-    """
-
-    requests: ResourceAmounts = Field(default_factory=ResourceAmounts, description="Scheduling requests.")
-    limits: ResourceAmounts = Field(default_factory=ResourceAmounts, description="Limits (burst).")
-
-    @model_validator(mode="after")
-    def _request_within_limit(self) -> "Resources":
-        for field in ("memory", "cpu"):
-            req, lim = getattr(self.requests, field), getattr(self.limits, field)
-            if req is not None and lim is not None and quantity.parse(req) > quantity.parse(lim):
-                raise _custom(
-                    f"requests.{field} {req} exceeds limits.{field} {lim}",
-                    f"raise limits.{field} to at least {req} or lower requests.{field}",
-                )
-        return self
-
-
-class Parked(_Strict):
-    """A workload or Service kept at zero on purpose. Source: 000 (clef-serve parked "to free
-    the only V100"), kustomization (an InferenceService at zero replicas still reports Ready)."""
-
-    reason: str = Field(min_length=1, description="Why it is parked; shown in the preview and by the policy pack.")
-
-
-class StartupProbe(_Strict):
-    """The startup probe's timing. Default period 15 s (coder.yaml); the failure threshold
-    defaults to ``ceil(3 x cold_start_seconds / period)`` (coder.yaml: 120 x 15 s for about
-    10 minutes of start-up). Errors: a budget (period x threshold) not above the cold start."""
-
-    period_seconds: Int = Field(default=STARTUP_PERIOD_SECONDS, ge=1, le=300, description="Seconds between probes.")
-    failure_threshold: Optional[Int32] = Field(
-        default=None, ge=1, description="Failed probes before the pod restarts; default from the cold start."
-    )
-
-
-def startup_threshold(cold_start_seconds: int, probe: StartupProbe) -> int:
-    """The startup probe's failure threshold: the explicit one, else 3 x cold start / period."""
-    if probe.failure_threshold is not None:
-        return probe.failure_threshold
-    return max(1, math.ceil(STARTUP_HEADROOM * cold_start_seconds / probe.period_seconds))
-
 
 # --- workloads ------------------------------------------------------------------------------
 
-class _Workload(_Strict):
+class _Workload(StrictModel):
     node: NodeName = Field(description="Node the pods are pinned to (kubernetes.io/hostname), e.g. worker-1. Source: coder.yaml.")
     cards: Int = Field(ge=1, description="nvidia.com/gpu cards one pod holds (requests = limits).")
     labels: dict[LabelKey, LabelValue] = Field(
@@ -264,15 +183,7 @@ WORKLOAD_CLASSES: dict[str, type[_Workload]] = {
 
 # --- services and network policy ------------------------------------------------------------
 
-class ServiceClient(_Strict):
-    """A declared client of a Service (written to the clients annotation for the policy pack)."""
-
-    name: str = Field(min_length=1, description="Client name as messages show it, e.g. poimen-memory.")
-    namespace: Name = Field(description="Client's namespace, e.g. poimen.")
-    port: Literal[80, 8080] = Field(description="The Service port it calls: 80 or 8080 (coder-service.yaml).")
-
-
-class ServiceConfig(_Strict):
+class ServiceConfig(StrictModel):
     """A stable predictor Service (ClusterIP, ports 80 and 8080 to 8080)."""
 
     selects: Name = Field(description="Name of the workload of llm-serving:workloads it sends traffic to.")
@@ -280,25 +191,9 @@ class ServiceConfig(_Strict):
     parked: Optional[Parked] = Field(default=None, description="Set when it is meant to have no endpoints.")
 
 
-class IngressRule(_Strict):
-    """Admit a namespace on some ports (seed 002's poimen rule)."""
-
-    namespace: Name = Field(description="Source namespace (kubernetes.io/metadata.name).")
-    ports: list[Annotated[Int, Field(ge=1, le=65535)]] = Field(min_length=1, description="TCP ports of the pods admitted.")
-
-
-class NetworkPolicyConfig(_Strict):
-    """The namespace's ingress NetworkPolicy (002 networkpolicy.yaml)."""
-
-    name: Name = Field(default="llm-serving-ingress", description="NetworkPolicy name (002).")
-    gateway: Optional[IngressRule] = Field(default=None, description="The gateway's namespace and ports (002: 80, 8000).")
-    clients: list[IngressRule] = Field(default_factory=list, description="Client namespaces and their ports (002: poimen 8080).")
-    same_namespace: bool = Field(default=True, description="Admit pods of the same namespace (002).")
-
-
 # --- the whole config -----------------------------------------------------------------------
 
-class StackConfig(_Strict):
+class StackConfig(StrictModel):
     """The validated ``llm-serving:*`` map. Build it with :func:`load_stack_config`."""
 
     namespace: Name = Field(default="llm-serving", description="Namespace of every object (all seeds).")

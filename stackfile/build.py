@@ -25,7 +25,7 @@ from typing import Any, Mapping, Optional
 import pulumi
 from pydantic import SecretStr
 
-from components.config import (
+from stackfile import (
     PREFIX,
     PROJECT,
     CandleWorkload,
@@ -34,7 +34,7 @@ from components.config import (
     VllmWorkload,
     STRING_KEYS,
 )
-from components.objects import left_alone_outputs, left_alone_text
+from stackfile.objects import left_alone_outputs, left_alone_text
 from core import facts
 from core.engines import CandleConfig, VllmConfig, settings_of
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
@@ -227,7 +227,7 @@ def report_left_alone(config: StackConfig) -> list[str]:
     """Log each object of ``llm-serving:left_alone`` as an info diagnostic on the stack
     (``pulumi.log.info``; the CLI prints it under "Diagnostics" in ``pulumi preview`` and
     ``pulumi up``, and ``--json`` carries it as a ``diagnosticEvent`` of severity ``info``), in
-    the one wording :func:`components.objects.left_alone_text`. Returns the messages. Prod:
+    the one wording :func:`stackfile.objects.left_alone_text`. Returns the messages. Prod:
     ``left alone: InferenceService llm-serving/coder, not managed by this stack (...): ...``."""
     messages = [left_alone_text(**item) for item in left_alone_outputs(config)]
     for message in messages:
@@ -238,7 +238,7 @@ def report_left_alone(config: StackConfig) -> list[str]:
 def stack_outputs(config: StackConfig, stack: StackResources) -> dict[str, Any]:
     """The stack outputs: ``services`` (name -> {port name: in-cluster URL}), ``cards``
     (node -> {cards, used, workloads: {name: cards}}, :meth:`StackConfig.card_table`) and
-    ``left_alone`` (``[{kind, namespace, name, why}]``, :func:`components.objects.left_alone_outputs`;
+    ``left_alone`` (``[{kind, namespace, name, why}]``, :func:`stackfile.objects.left_alone_outputs`;
     ``[]`` when the stack file lists none)."""
     return {
         "services": {name: svc.urls for name, svc in stack.services.items()},
