@@ -18,8 +18,8 @@ from typing import Annotated, Any, Optional
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from core import quantity
-from core.values import Int, Int32, rule_error
+from core import facts, quantity
+from core.values import EnvName, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain, rule_error
 
 #: Startup probe period in seconds (coder.yaml: ``periodSeconds: 15``).
 STARTUP_PERIOD_SECONDS = 15
@@ -111,3 +111,83 @@ def startup_threshold(cold_start_seconds: int, probe: StartupProbe) -> int:
 def secret_name(workload: str) -> str:
     """The Kubernetes Secret holding a workload's ``secret_env``: ``<workload>-env``."""
     return f"{workload}-env"
+
+
+class Placement(StrictModel):
+    """Where and how one workload runs, whatever its server: the node and cards it holds, its
+    labels and environment, its resources, its declared cold start and startup probe, the models
+    PVC, whether it is parked, its user and its former names. One model for every workload kind:
+    the stack file's workloads extend it (these are their keys), and each component's args hold
+    it whole as ``placement``.
+
+    Errors: a variable in both ``env`` and ``secret_env``; a label the component sets itself
+    (``app``, part-of, KServe's).
+    """
+
+    node: NodeName = Field(description="Node the pods are pinned to (kubernetes.io/hostname), e.g. worker-1. Source: coder.yaml.")
+    cards: Int = Field(ge=1, description="nvidia.com/gpu cards one pod holds (requests = limits).")
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        description="Extra pod labels, e.g. app.kubernetes.io/name: llm-reasoning (reasoning-long-service.yaml).",
+    )
+    env: dict[EnvName, str] = Field(default_factory=dict, description="Extra environment variables of the server (names: C identifiers).")
+    secret_env: dict[EnvName, Secret] = Field(
+        default_factory=dict,
+        description=(
+            "Environment variables from secrets (an API token): each value set with `pulumi config set --secret "
+            "--path 'llm-serving:workloads.<w>.secret_env.<NAME>'` (the stack file holds secure: v1:...); "
+            "rendered as a Kubernetes Secret <workload>-env and a secretKeyRef, never as plain text."
+        ),
+    )
+    cold_start_seconds: Int = Field(
+        gt=0,
+        description=(
+            "Seconds from pod start to the health route answering; the startup probe budget is "
+            "built from it (002: clef-serve about 240; coder.yaml: vLLM TP=2 at 256K about 600)."
+        ),
+    )
+    startup_probe: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
+    resources: Resources = Field(default_factory=Resources, description="CPU and memory (cards come from cards).")
+    parked: Optional[Parked] = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
+    run_as_user: Optional[Int] = Field(
+        default=None, ge=1,
+        description=(
+            "Run the containers as this non-root UID (runAsNonRoot: true), when the image allows it; "
+            "default: the image's user, root for every server here (core.facts.ROOT_REASONS, written "
+            "as the runs-as-root annotation)."
+        ),
+    )
+    models_pvc: Subdomain = Field(default=facts.MODELS_PVC, description="PVC with weights, mounted at /mnt/models. Source: 001, 003.")
+    former_names: list[ServiceName] = Field(
+        default_factory=list,
+        description=(
+            "Names this workload had before a rename, newest last, e.g. [clef-candle]. The component "
+            "takes them as Pulumi aliases, so the rename replaces the object (the old one deleted "
+            "first when its node has no room for both) instead of creating a second copy that waits "
+            "Pending for the card the old one holds (issue 7). Keep them until every stack is updated."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _labels_reserved(self) -> "Placement":
+        both = sorted(set(self.env) & set(self.secret_env))
+        if both:
+            raise rule_error(f"{both[0]} is in both env and secret_env", f"keep {both[0]} in secret_env only")
+        for key in ("app", facts.PART_OF_LABEL, facts.KSERVE_ISVC_LABEL, facts.KSERVE_COMPONENT_LABEL):
+            if key in self.labels:
+                raise rule_error(
+                    f"label {key} is set by the component (it is what Services select)",
+                    f"remove {key} from labels",
+                )
+        return self
+
+    @property
+    def parked_reason(self) -> Optional[str]:
+        """Why it is parked, or None when it runs."""
+        return self.parked.reason if self.parked else None
+
+    @classmethod
+    def of(cls, workload: "Placement") -> "Placement":
+        """The placement of ``workload`` (a stack-file workload, which extends it) as one value,
+        without its server settings: what the composition hands to the workload's component."""
+        return cls.model_validate({name: getattr(workload, name) for name in cls.model_fields})

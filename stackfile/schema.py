@@ -17,8 +17,12 @@ are ignored):
                                                  live objects left alone, each with why
 ===============================================  ============================================
 
-What one field or one item needs on its own is checked here (a DNS label, a Kubernetes
-quantity through :mod:`core.quantity`, a request within its limit, a reserved label); what
+The keys every workload shares, whatever its ``server`` (node, cards, labels, env, resources,
+cold start, startup probe, models PVC, parked, user, former names), are
+:class:`core.placement.Placement`'s, the model the components' args take whole; its server
+settings are :mod:`core.engines`'. What one field or one item needs on its own is checked
+here and there (a DNS label, a Kubernetes quantity through :mod:`core.quantity`, a request
+within its limit, a reserved label); what
 relates items is :mod:`stackfile.checks`; loading and error translation is
 :mod:`stackfile.loader`. The server settings of each engine are :mod:`core.engines`'.
 
@@ -32,19 +36,17 @@ from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 from pydantic import (
     Field,
     PrivateAttr,
-    model_validator,
 )
 
 from core import allocation, facts, quantity, rules
 from core.engines import CandleConfig, ServedName, VllmConfig, rule_error
 from core.placement import (
+    Placement,
     Parked,
-    Resources,
-    StartupProbe,
     StrictModel,
 )
 from core.traffic import NetworkPolicyConfig, ServiceClient
-from core.values import EnvName, Image, Int, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain
+from core.values import Image, Int, ServiceName
 from core.inventory import ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 
@@ -75,66 +77,7 @@ is_digest_pinned = rules.is_digest_pinned
 
 # --- workloads ------------------------------------------------------------------------------
 
-class _Workload(StrictModel):
-    node: NodeName = Field(description="Node the pods are pinned to (kubernetes.io/hostname), e.g. worker-1. Source: coder.yaml.")
-    cards: Int = Field(ge=1, description="nvidia.com/gpu cards one pod holds (requests = limits).")
-    labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict,
-        description="Extra pod labels, e.g. app.kubernetes.io/name: llm-reasoning (reasoning-long-service.yaml).",
-    )
-    env: dict[EnvName, str] = Field(default_factory=dict, description="Extra environment variables of the server (names: C identifiers).")
-    secret_env: dict[EnvName, Secret] = Field(
-        default_factory=dict,
-        description=(
-            "Environment variables from secrets (an API token): each value set with `pulumi config set --secret "
-            "--path 'llm-serving:workloads.<w>.secret_env.<NAME>'` (the stack file holds secure: v1:...); "
-            "rendered as a Kubernetes Secret <workload>-env and a secretKeyRef, never as plain text."
-        ),
-    )
-    cold_start_seconds: Int = Field(
-        gt=0,
-        description=(
-            "Seconds from pod start to the health route answering; the startup probe budget is "
-            "built from it (002: clef-serve about 240; coder.yaml: vLLM TP=2 at 256K about 600)."
-        ),
-    )
-    startup_probe: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
-    resources: Resources = Field(default_factory=Resources, description="CPU and memory (cards come from cards).")
-    parked: Optional[Parked] = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
-    run_as_user: Optional[Int] = Field(
-        default=None, ge=1,
-        description=(
-            "Run the containers as this non-root UID (runAsNonRoot: true), when the image allows it; "
-            "default: the image's user, root for every server here (core.facts.ROOT_REASONS, written "
-            "as the runs-as-root annotation)."
-        ),
-    )
-    models_pvc: Subdomain = Field(default=facts.MODELS_PVC, description="PVC with weights, mounted at /mnt/models. Source: 001, 003.")
-    former_names: list[Name] = Field(
-        default_factory=list,
-        description=(
-            "Names this workload had before a rename, newest last, e.g. [clef-candle]. The component "
-            "takes them as Pulumi aliases, so the rename replaces the object (the old one deleted "
-            "first when its node has no room for both) instead of creating a second copy that waits "
-            "Pending for the card the old one holds (issue 7). Keep them until every stack is updated."
-        ),
-    )
-
-    @model_validator(mode="after")
-    def _labels_reserved(self) -> "_Workload":
-        both = sorted(set(self.env) & set(self.secret_env))
-        if both:
-            raise _custom(f"{both[0]} is in both env and secret_env", f"keep {both[0]} in secret_env only")
-        for key in ("app", facts.PART_OF_LABEL, facts.KSERVE_ISVC_LABEL, facts.KSERVE_COMPONENT_LABEL):
-            if key in self.labels:
-                raise _custom(
-                    f"label {key} is set by the component (it is what Services select)",
-                    f"remove {key} from labels",
-                )
-        return self
-
-
-class CandleWorkload(CandleConfig, _Workload):
+class CandleWorkload(CandleConfig, Placement):
     """A candle-vllm Deployment (coder-14b-fp16.yaml, clef-candle.yaml): TP = ``cards``; its
     server settings are :class:`core.engines.CandleConfig`'s."""
 
@@ -143,7 +86,7 @@ class CandleWorkload(CandleConfig, _Workload):
     model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
 
 
-class VllmWorkload(VllmConfig, _Workload):
+class VllmWorkload(VllmConfig, Placement):
     """A vLLM server in a KServe InferenceService, RawDeployment (coder.yaml, 002 reasoning.yaml);
     its server settings are :class:`core.engines.VllmConfig`'s."""
 
@@ -157,7 +100,7 @@ class VllmWorkload(VllmConfig, _Workload):
         return self.tp_for(self.cards)
 
 
-class PytorchWorkload(_Workload):
+class PytorchWorkload(Placement):
     """A generic GPU Deployment: the reference PyTorch clef-serve server (joint_schema_model.py
     in fp16, pip-installs on boot; 002, 004)."""
 
@@ -174,7 +117,7 @@ class PytorchWorkload(_Workload):
 
 #: One workload of ``llm-serving:workloads``, chosen by its ``server`` key.
 Workload = Annotated[Union[CandleWorkload, VllmWorkload, PytorchWorkload], Field(discriminator="server")]
-WORKLOAD_CLASSES: dict[str, type[_Workload]] = {
+WORKLOAD_CLASSES: dict[str, type[Placement]] = {
     "candle-vllm": CandleWorkload,
     "vllm": VllmWorkload,
     "pytorch": PytorchWorkload,
