@@ -22,6 +22,10 @@ Facts every GPU pod gets here (``core/facts.py`` names the sources):
   would otherwise inject ``VLLM_PORT=tcp://...`` and vLLM refuses to start (vllm-project/vllm
   #34199); the servers find each other by DNS;
 * the component -> policy annotations (``facts.COMPONENT_ANNOTATION`` etc.).
+
+Those pod parts are :mod:`components.pod`'s (the vLLM InferenceService uses them too). Every
+workload component's args extend :class:`WorkloadArgs`: the name, the namespace and where it
+runs as one value (:class:`core.placement.Placement`).
 """
 
 from __future__ import annotations

@@ -20,11 +20,10 @@ are ignored):
 The keys every workload shares, whatever its ``server`` (node, cards, labels, env, resources,
 cold start, startup probe, models PVC, parked, user, former names), are
 :class:`core.placement.Placement`'s, the model the components' args take whole; its server
-settings are :mod:`core.engines`'. What one field or one item needs on its own is checked
-here and there (a DNS label, a Kubernetes quantity through :mod:`core.quantity`, a request
-within its limit, a reserved label); what
-relates items is :mod:`stackfile.checks`; loading and error translation is
-:mod:`stackfile.loader`. The server settings of each engine are :mod:`core.engines`'.
+settings are :mod:`core.engines`'. What one field or one item needs on its own is checked by
+the models (a DNS label, a Kubernetes quantity through :mod:`core.quantity`, a request within
+its limit, a reserved label); what relates items is :mod:`stackfile.checks`; loading and error
+translation is :mod:`stackfile.loader`.
 
 Plain pydantic, no Pulumi import.
 """

@@ -58,6 +58,34 @@ def test_imports_point_down(layer):
     assert wrong == {}
 
 
+def _depth(package: str) -> tuple[str, ...]:
+    """The longest chain of imports among ``package``'s own modules (absolute imports anywhere in
+    a module, counting modules): how deep one must read to understand its deepest module."""
+    modules = {p.stem: p for p in (ROOT / package).glob("*.py") if p.stem != "__init__"}
+    graph: dict[str, set[str]] = {}
+    for stem, path in modules.items():
+        graph[stem] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            graph[stem] |= {n.split(".")[1] for n in names if n.startswith(package + ".") and n.split(".")[1] in modules}
+
+    def chain(stem: str) -> tuple[str, ...]:
+        return (stem,) + max((chain(d) for d in graph[stem]), key=len, default=())
+
+    return max((chain(stem) for stem in modules), key=len)
+
+
+def test_components_import_at_most_three_levels_deep():
+    """A component reads its args and the shared pod parts, then core: e.g. vllm -> workload ->
+    pod (the stack-file loader once stood between them: nine levels, stack -> ... -> objects)."""
+    assert len(_depth("components")) <= 3, _depth("components")
+
+
 def test_the_shared_modules_live_in_core():
     for name in ("facts", "inventory", "modelfacts", "capacity", "rules", "quantity", "allocation", "engines", "problems"):
         assert (ROOT / "core" / f"{name}.py").exists(), name
