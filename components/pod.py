@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from core import facts, rules
 from core.images import parse_image
-from core.placement import Resources, StartupProbe, secret_name, startup_threshold
+from core.placement import Placement, Resources, secret_name, startup_threshold
 from core.rules import is_digest_pinned
 
 #: Liveness probe timing: a server that stops answering for 4 x 30 s is restarted. It starts
@@ -37,9 +37,11 @@ def http_get(path: str, port: int) -> dict[str, Any]:
     return {"httpGet": {"path": path, "port": port}}
 
 
-def startup_probe(path: str, port: int, cold_start_seconds: int, probe: StartupProbe) -> dict[str, Any]:
-    """``startupProbe`` with ``failureThreshold`` x ``periodSeconds`` above the cold start."""
-    return {**http_get(path, port), "failureThreshold": startup_threshold(cold_start_seconds, probe),
+def startup_probe(path: str, port: int, placement: Placement) -> dict[str, Any]:
+    """``startupProbe`` with ``failureThreshold`` x ``periodSeconds`` above the placement's
+    declared cold start (:func:`core.placement.startup_threshold` of its ``startup_probe``)."""
+    probe = placement.startup_probe
+    return {**http_get(path, port), "failureThreshold": startup_threshold(placement.cold_start_seconds, probe),
             "periodSeconds": probe.period_seconds}
 
 

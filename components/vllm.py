@@ -52,19 +52,7 @@ from core.rule_wordings import (
     rule_vllm_kernels,
 )
 
-from components.pod import (
-    container_resources,
-    container_security_context,
-    former_names_annotation,
-    liveness_probe,
-    models_volume,
-    pod_security_context,
-    readiness_probe,
-    secret_env_entries,
-    shm_volume,
-    startup_probe,
-    workload_annotations,
-)
+from components import pod
 from components.workload import WorkloadArgs, WorkloadComponent, transition_options
 
 KSERVE_API_VERSION = "serving.kserve.io/v1beta1"
@@ -132,7 +120,7 @@ def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
     if home == facts.MODELS_MOUNT_PATH or home.startswith(facts.MODELS_MOUNT_PATH + "/"):
         env.update(facts.VLLM_READ_ONLY_CACHE_ENV)  # the cache is on the read-only models PVC
     env.update(args.placement.env)
-    return [{"name": k, "value": v} for k, v in env.items()] + secret_env_entries(args.name, list(args.placement.secret_env))
+    return [{"name": k, "value": v} for k, v in env.items()] + pod.secret_env_entries(args.name, list(args.placement.secret_env))
 
 
 def vllm_container(args: VllmArgs) -> dict[str, Any]:
@@ -146,12 +134,12 @@ def vllm_container(args: VllmArgs) -> dict[str, Any]:
         "args": vllm_argv(args),
         "env": vllm_env(args),
         "ports": [{"containerPort": args.port, "protocol": "TCP"}],
-        "readinessProbe": readiness_probe(VLLM_HEALTH_PATH, args.port),
-        "startupProbe": startup_probe(VLLM_HEALTH_PATH, args.port, args.placement.cold_start_seconds, args.placement.startup_probe),
-        "livenessProbe": liveness_probe(VLLM_HEALTH_PATH, args.port),
-        "resources": container_resources(args.placement.resources, args.placement.cards),
+        "readinessProbe": pod.readiness_probe(VLLM_HEALTH_PATH, args.port),
+        "startupProbe": pod.startup_probe(VLLM_HEALTH_PATH, args.port, args.placement),
+        "livenessProbe": pod.liveness_probe(VLLM_HEALTH_PATH, args.port),
+        "resources": pod.container_resources(args.placement.resources, args.placement.cards),
         "volumeMounts": mounts,
-        "securityContext": container_security_context(),
+        "securityContext": pod.container_security_context(),
     }
 
 
@@ -177,15 +165,16 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
     """The InferenceService as a manifest dict. Parked: min/maxReplicas 0 and the parked
     annotation (an InferenceService at 0 still reports Ready, kustomization)."""
     replicas = 0 if args.placement.parked_reason else 1
+    p = args.placement
     annotations = {KSERVE_DEPLOYMENT_MODE: "RawDeployment",
-                   **workload_annotations(component, args.placement.cold_start_seconds, args.served_model_names, args.placement.parked_reason,
-                                          None if args.placement.run_as_user else facts.ROOT_REASONS["vllm"]),
-                   **former_names_annotation(args.placement.former_names)}
+                   **pod.workload_annotations(component, p.cold_start_seconds, args.served_model_names, p.parked_reason,
+                                              None if p.run_as_user else facts.ROOT_REASONS["vllm"]),
+                   **pod.former_names_annotation(p.former_names)}
     if args.gpu_memory_utilization_override is not None:
         annotations[facts.GMU_OVERRIDE_ANNOTATION] = args.gpu_memory_utilization_override.reason
-    volumes = [models_volume(args.placement.models_pvc)]
+    volumes = [pod.models_volume(args.placement.models_pvc)]
     if args.placement.cards > 1:
-        volumes.append(shm_volume())
+        volumes.append(pod.shm_volume())
     return {
         "apiVersion": KSERVE_API_VERSION,
         "kind": "InferenceService",
@@ -200,7 +189,7 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
                 "containers": [vllm_container(args)],
                 **({"runtimeClassName": args.runtime_class} if args.runtime_class else {}),
                 "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
-                "securityContext": pod_security_context(args.placement.run_as_user),
+                "securityContext": pod.pod_security_context(args.placement.run_as_user),
                 "enableServiceLinks": False,
                 "volumes": volumes,
             }

@@ -168,11 +168,12 @@ def gpu_container(args: GpuDeploymentArgs) -> dict[str, Any]:
         c["command"] = list(args.command)
     if args.args:
         c["args"] = list(args.args)
-    env = [{"name": k, "value": v} for k, v in args.placement.env.items()] + secret_env_entries(args.name, list(args.placement.secret_env))
+    env = [{"name": k, "value": v} for k, v in args.placement.env.items()]
+    env += secret_env_entries(args.name, list(args.placement.secret_env))
     if env:
         c["env"] = env
     c["ports"] = [{"containerPort": args.port}]
-    c["startupProbe"] = startup_probe(args.health_path, args.port, args.placement.cold_start_seconds, args.placement.startup_probe)
+    c["startupProbe"] = startup_probe(args.health_path, args.port, args.placement)
     c["livenessProbe"] = liveness_probe(args.health_path, args.port)
     c["readinessProbe"] = readiness_probe(args.health_path, args.port)
     c["securityContext"] = container_security_context()
@@ -272,7 +273,8 @@ class WorkloadComponent(pulumi.ComponentResource):
         """Set the plain attributes from the component's args."""
         self.workload_name, self.namespace, self.port = args.name, args.namespace, port
         p = args.placement
-        self.node, self.cards, self.parked_reason, self.cold_start_seconds = p.node, p.cards, p.parked_reason, p.cold_start_seconds
+        self.node, self.cards, self.parked_reason = p.node, p.cards, p.parked_reason
+        self.cold_start_seconds = p.cold_start_seconds
         self.served_model_names = list(served_model_names)
 
     def _outputs(self) -> dict[str, Any]:
