@@ -13,9 +13,9 @@ Its public names, in one place to import them from; the code is split by job:
 - :mod:`stackfile.build`: the validated config as the components' typed args, the components
   built (:func:`~stackfile.build.build_stack`), the stack outputs, the manifests rendered
   without the engine;
-- :mod:`core.rule_wordings`: the ``rule_*`` functions the component args and the cross-checks
-  share, each a wording of a :mod:`core.rules` / :mod:`core.capacity` predicate the policy pack
-  calls too;
+- :mod:`core.rule_wordings` (not re-exported here): the ``rule_*`` functions the component
+  args and the cross-checks share, each a wording of a :mod:`core.rules` / :mod:`core.capacity`
+  predicate the policy pack calls too;
 - :mod:`core.placement`: where a workload runs (one model for every workload kind);
 - :mod:`core.engines`: the engines' server settings (one model per engine);
 - :mod:`core.problems`: the one message form.
@@ -26,25 +26,12 @@ components never import it. This ``__init__`` itself is plain pydantic, no Pulum
 
 from __future__ import annotations
 
-from core.rule_wordings import (
-    rule_context_window,
-    rule_custom_all_reduce,
-    rule_digest_pinned,
-    rule_gpu_memory_utilization,
-    rule_half_dtype,
-    rule_hybrid_on_volta_vllm,
-    rule_hybrid_one_card,
-    rule_memory_declared,
-    rule_parallel_matches_cards,
-    rule_startup_budget,
-    rule_tp_divides,
-    rule_vllm_kernels,
-)
 from stackfile.loader import load_stack_config
 from core.placement import (
     STARTUP_HEADROOM,
     STARTUP_PERIOD_SECONDS,
     Parked,
+    Placement,
     Quantity,
     ResourceAmounts,
     Resources,
@@ -76,11 +63,8 @@ from core.problems import ConfigError, Problem, RuleBreach
 __all__ = [
     "CANDLE_BINARY", "PREFIX", "PROJECT", "STARTUP_HEADROOM", "STARTUP_PERIOD_SECONDS", "STRING_KEYS",
     "TOP_LEVEL_KEYS", "WORKLOAD_CLASSES", "CandleWorkload", "ConfigError", "IngressRule", "LeftAlone", "Name",
-    "NetworkPolicyConfig", "ObjectRef", "Parked", "Problem", "PytorchWorkload", "Quantity", "ResourceAmounts", "Resources",
+    "NetworkPolicyConfig", "ObjectRef", "Parked", "Placement", "Problem", "PytorchWorkload", "Quantity", "ResourceAmounts", "Resources",
     "RuleBreach", "ServedName", "ServiceClient", "ServiceConfig", "StackConfig", "StartupProbe", "VllmWorkload",
     "Workload", "check_served_name", "fraction_text", "is_digest_pinned", "left_alone_text", "load_stack_config", "mib",
-    "rule_context_window", "rule_gpu_memory_utilization", "rule_memory_declared",
-    "rule_custom_all_reduce", "rule_digest_pinned", "rule_half_dtype", "rule_hybrid_on_volta_vllm",
-    "rule_hybrid_one_card", "rule_parallel_matches_cards", "rule_startup_budget", "rule_tp_divides",
-    "rule_vllm_kernels", "secret_name", "startup_threshold",
+    "secret_name", "startup_threshold",
 ]
