@@ -1,6 +1,6 @@
 """candle-vllm-args: candle-vllm gets ``--dtype f16`` on sm_70 and one ``--d`` device per card.
 
-Rule, for every candle-vllm container (recognised by image or command, ``policylib.workloads``):
+Rule, for every candle-vllm container (recognised by image or command, ``core.manifests``):
   - ``--d`` lists the devices as one comma-separated item of distinct ordinals ``0..n-1``
     (inside the container the device plugin's cards are numbered from 0, so ``--d 1`` on a
     one-card pod names a device that does not exist), and n equals the container's
@@ -28,15 +28,15 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.problems import Finding
-from policylib import resource_helpers as rh
+from policylib import resource_helpers as rh, views
 from policylib import terms
-from policylib import workloads
+from core import manifests
 
 NAME = "candle-vllm-args"
 VOLTA_DTYPE = rules.half_dtype("candle-vllm")
 
 
-def device_problems(server: workloads.ServerArgs, cards: int) -> list[tuple[str, str]]:
+def device_problems(server: manifests.ServerArgs, cards: int) -> list[tuple[str, str]]:
     """``(what is wrong, fix)`` of ``--d`` against the container's ``cards``; ``[]`` when it lists
     0..cards-1."""
     values = server.values("--d")
@@ -68,7 +68,7 @@ def device_problems(server: workloads.ServerArgs, cards: int) -> list[tuple[str,
     return problems
 
 
-def dtype_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
+def dtype_problem(server: manifests.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
     """What is wrong with ``--dtype`` on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
     the predicate the stack file's ``dtype`` check calls), or None."""
     dtype = server.get("--dtype")
@@ -79,7 +79,7 @@ def dtype_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Opt
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     candle = w.servers_of("candle-vllm")

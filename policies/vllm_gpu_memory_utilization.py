@@ -24,9 +24,9 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.problems import Finding
-from policylib import capacity_helpers as ch
+from policylib import capacity_helpers as ch, views
 from policylib import resource_helpers as rh
-from policylib import terms, workloads
+from policylib import terms
 
 NAME = "vllm-gpu-memory-utilization"
 SOURCE = "vllm-project/vllm #15598 (0.98 ran out of memory in CUDA-graph capture)"
@@ -34,7 +34,7 @@ VLLM_DEFAULT = 0.90
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     overridden = facts.GMU_OVERRIDE_ANNOTATION in w.annotations

@@ -1,6 +1,6 @@
 """vllm-served-model-names: each --served-model-name is its own argv item, without comma or space.
 
-Rule, for every vLLM container (recognised by image or command, ``policylib.workloads``):
+Rule, for every vLLM container (recognised by image or command, ``core.manifests``):
   - no served model name contains a comma (``--served-model-name reasoning,reasoning-long``
     and ``--served-model-name=reasoning,reasoning-long`` both make ONE model whose name
     contains a comma) or whitespace (``"reasoning reasoning-long"`` as one argv item);
@@ -23,9 +23,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
 from core.problems import Finding
-from policylib import resource_helpers as rh
+from policylib import resource_helpers as rh, views
 from policylib import terms
-from policylib import workloads
 
 NAME = "vllm-served-model-names"
 FLAG = "--served-model-name"
@@ -80,7 +79,7 @@ def argv_problems(argv: tuple[str, ...]) -> list[str]:
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     for c, server in w.servers_of("vllm"):

@@ -1,4 +1,4 @@
-"""Glue from a model server's arguments (:mod:`policylib.workloads`) to the capacity estimator.
+"""Glue from a model server's arguments (:mod:`core.manifests`) to the capacity estimator.
 
 :mod:`core.capacity` computes from model and card facts; this module finds those facts
 for one container of one workload: the model its ``--model`` / ``--w`` names in the stack's
@@ -27,12 +27,13 @@ from core.capacity import Estimate
 from core.inventory import CardSpec, ClusterInventory
 from core.modelfacts import ModelFacts
 from core.problems import Finding
-from policylib import stackconfig, terms, workloads
+from core import manifests
+from policylib import stackconfig, terms, views
 
 
 # --- reading the argv ---------------------------------------------------------------------
 
-def arg(server: workloads.ServerArgs, name: str) -> Optional[str]:
+def arg(server: manifests.ServerArgs, name: str) -> Optional[str]:
     """The last value of ``--name`` in either spelling vLLM accepts (``--max-model-len`` or
     ``--max_model_len``); None when absent or given without a value."""
     for spelling in (name, "--" + name[2:].replace("-", "_")):
@@ -70,7 +71,7 @@ number = _float
 
 # --- the card a server runs on ------------------------------------------------------------
 
-def card_for(w: workloads.Workload, inv: ClusterInventory) -> tuple[Optional[str], Optional[CardSpec], Optional[str]]:
+def card_for(w: manifests.Workload, inv: ClusterInventory) -> tuple[Optional[str], Optional[CardSpec], Optional[str]]:
     """``(node, card, problem)`` for the pods of ``w``.
 
     Pinned: the pinned node and its card. Unpinned: the node with the smallest card
@@ -104,9 +105,9 @@ class ServerCapacity:
     without ``--max-model-len`` (its estimate then uses the model's max_position_embeddings).
     """
 
-    workload: workloads.Workload
-    container: workloads.Container
-    server: workloads.ServerArgs
+    workload: manifests.Workload
+    container: manifests.Container
+    server: manifests.ServerArgs
     model_arg: Optional[str]
     model_key: Optional[str]
     facts: Optional[ModelFacts]
@@ -156,7 +157,7 @@ def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
 
 
 def vllm_estimate(
-    s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: Optional[int] = None,
+    s: manifests.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: Optional[int] = None,
     image: Optional[str] = None,
 ) -> tuple[Estimate, bool]:
     """``(estimate, explicit)`` for a vLLM argv on ``card``; ``tp`` overrides
@@ -184,7 +185,7 @@ def vllm_estimate(
     return est, mml is not None
 
 
-def _candle_estimate(s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec) -> Estimate:
+def _candle_estimate(s: manifests.ServerArgs, facts: ModelFacts, card: CardSpec) -> Estimate:
     return capacity.estimate(
         "candle-vllm",
         facts,
@@ -206,7 +207,7 @@ def _estimate(engine: str, raw: tuple[str, ...], facts: ModelFacts, card: CardSp
               image: Optional[str] = None) -> tuple[Optional[Estimate], bool, Optional[str]]:
     """``(estimate, explicit max-model-len, problem)`` for an argv and image; cached, since a
     stack repeats the same few servers (the pack is benchmarked at 10,000 resources)."""
-    s = workloads.parse_args(engine, raw)
+    s = manifests.parse_args(engine, raw)
     try:
         if engine == "vllm":
             est, explicit = vllm_estimate(s, facts, card, image=image)
@@ -217,9 +218,9 @@ def _estimate(engine: str, raw: tuple[str, ...], facts: ModelFacts, card: CardSp
 
 
 def assess(
-    w: workloads.Workload,
-    c: workloads.Container,
-    s: workloads.ServerArgs,
+    w: manifests.Workload,
+    c: manifests.Container,
+    s: manifests.ServerArgs,
     inv: ClusterInventory,
     models: stackconfig.Models,
 ) -> ServerCapacity:
@@ -241,9 +242,9 @@ def assess(
 
 
 def server_estimate(
-    workload: workloads.Workload,
-    container: workloads.Container,
-    server_args: workloads.ServerArgs,
+    workload: manifests.Workload,
+    container: manifests.Container,
+    server_args: manifests.ServerArgs,
     inventory: ClusterInventory,
     models: stackconfig.Models,
 ) -> Optional[Estimate]:
@@ -252,7 +253,7 @@ def server_estimate(
     return assess(workload, container, server_args, inventory, models).estimate
 
 
-def servers(w: workloads.Workload, inv: ClusterInventory, models: stackconfig.Models) -> list[ServerCapacity]:
+def servers(w: manifests.Workload, inv: ClusterInventory, models: stackconfig.Models) -> list[ServerCapacity]:
     """:func:`assess` for every vLLM / candle-vllm container of ``w`` (``[]`` for none)."""
     return [assess(w, c, s, inv, models) for c, s in w.servers]
 
@@ -275,7 +276,7 @@ def validate_servers(
     judged elsewhere. A missing or
     invalid stack config is one violation, ``<Kind> <name>: <policy> cannot check <checking>:
     <error>`` with how to fix it."""
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or not w.servers or (not w.is_gpu and w.other_accelerator):
         return  # another vendor's accelerator: no card of the inventory to judge it on
     try:
@@ -356,7 +357,7 @@ def _row(sc: ServerCapacity, models: stackconfig.Models) -> Row:
     )
 
 
-def capacity_rows(stack_view: workloads.Stack, inventory: ClusterInventory, models: stackconfig.Models) -> list[Row]:
+def capacity_rows(stack_view: manifests.Stack, inventory: ClusterInventory, models: stackconfig.Models) -> list[Row]:
     """One :class:`Row` per model server of the stack, in workload then container order.
 
     Includes parked servers (``replicas`` 0) so a reviewer sees what unparking would give;
@@ -370,4 +371,4 @@ def capacity_rows(stack_view: workloads.Stack, inventory: ClusterInventory, mode
 
 def rows_from_resources(resources: Iterable[object], inventory: ClusterInventory, models: stackconfig.Models) -> list[Row]:
     """:func:`capacity_rows` of resources with ``resource_type``, ``props`` and ``urn``."""
-    return capacity_rows(workloads.stack_view(resources), inventory, models)
+    return capacity_rows(views.stack_view(resources), inventory, models)

@@ -1,6 +1,6 @@
 """Shared pieces of the pack's resource policies (one resource at a time).
 
-What :mod:`policylib.workloads` does not give: the raw pod specs of every kind that runs
+What :mod:`core.manifests` does not give: the raw pod specs of every kind that runs
 containers (for the checks that also look at ``initContainers``, Pods, Jobs, DaemonSets),
 image references, numbers as the analyzer protocol delivers them, the nodes a workload can
 land on, probe budgets and the one violation a policy reports when the stack config is bad.
@@ -19,7 +19,8 @@ from typing import Any, Callable, Optional
 from core import images, rules
 from core.problems import Finding
 from core.inventory import ClusterInventory, Node
-from policylib import stackconfig, workloads
+from core import manifests
+from policylib import stackconfig
 
 # --- numbers and raw objects --------------------------------------------------------------
 
@@ -69,7 +70,7 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "kubernetes:batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 ISVC_COMPONENTS = ("predictor", "transformer", "explainer")
-CONTAINER_TYPES = frozenset(POD_SPEC_PATHS) | {workloads.ISVC_TYPE}
+CONTAINER_TYPES = frozenset(POD_SPEC_PATHS) | {manifests.ISVC_TYPE}
 
 
 def pod_specs(resource_type: str, props: Mapping) -> list[tuple[str, Mapping]]:
@@ -78,7 +79,7 @@ def pod_specs(resource_type: str, props: Mapping) -> list[tuple[str, Mapping]]:
     ``where`` names the template in messages: ``""`` for the only one, ``"predictor"`` /
     ``"transformer"`` / ``"explainer"`` for an InferenceService's components.
     """
-    if resource_type == workloads.ISVC_TYPE:
+    if resource_type == manifests.ISVC_TYPE:
         spec = mapping(props.get("spec"))
         return [(c, mapping(spec.get(c))) for c in ISVC_COMPONENTS if isinstance(spec.get(c), Mapping)]
     path = POD_SPEC_PATHS.get(resource_type)
@@ -114,8 +115,8 @@ def container_label(label: str, where: str, field: str, container: Mapping) -> s
     return f"{label}, {place}{kind} {container.get('name', '')}"
 
 
-def workload_label(w: workloads.Workload) -> str:
-    """``"<Kind> <name>"`` of a :class:`~policylib.workloads.Workload`."""
+def workload_label(w: manifests.Workload) -> str:
+    """``"<Kind> <name>"`` of a :class:`~core.manifests.pods.Workload`."""
     return f"{w.kind} {w.name}"
 
 
@@ -143,7 +144,7 @@ def effective_pull_policy(ref: ImageRef, written: Optional[str]) -> tuple[str, b
 # --- nodes a workload can land on ---------------------------------------------------------
 
 
-def candidate_nodes(w: workloads.Workload, inv: ClusterInventory) -> tuple[list[Node], bool]:
+def candidate_nodes(w: manifests.Workload, inv: ClusterInventory) -> tuple[list[Node], bool]:
     """``(nodes, pinned)``: the node a pod is pinned to (``nodeName`` or the hostname
     nodeSelector), else every node with at least the pod's cards.
 
@@ -213,6 +214,6 @@ def with_inventory(
         return None
 
 
-def gpu_containers(w: workloads.Workload) -> list[workloads.Container]:
+def gpu_containers(w: manifests.Workload) -> list[manifests.Container]:
     """The containers that hold cards (nvidia.com/gpu limit or request above 0)."""
     return [c for c in w.containers if c.cards > 0]
