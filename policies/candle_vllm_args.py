@@ -31,6 +31,7 @@ from core.problems import Finding
 from policylib import resource_helpers as rh, views
 from policylib import terms
 from core import manifests
+from core.engines import CandleConfig
 
 NAME = "candle-vllm-args"
 VOLTA_DTYPE = rules.half_dtype("candle-vllm")
@@ -39,7 +40,7 @@ VOLTA_DTYPE = rules.half_dtype("candle-vllm")
 def device_problems(server: manifests.ServerArgs, cards: int) -> list[tuple[str, str]]:
     """``(what is wrong, fix)`` of ``--d`` against the container's ``cards``; ``[]`` when it lists
     0..cards-1."""
-    values = server.values("--d")
+    values = server.values(CandleConfig.FLAGS["devices"])
     if len(values) > 1:
         return [(f"--d is followed by {len(values)} items ({' '.join(values)}); candle-vllm takes one "
                  "comma-separated list", f"--d {','.join(values)}")]
@@ -71,7 +72,7 @@ def device_problems(server: manifests.ServerArgs, cards: int) -> list[tuple[str,
 def dtype_problem(server: manifests.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
     """What is wrong with ``--dtype`` on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
     the predicate the stack file's ``dtype`` check calls), or None."""
-    dtype = server.get("--dtype")
+    dtype = server.get(CandleConfig.FLAGS["dtype"])
     if rules.dtype_runs_on("candle-vllm", dtype, sm):
         return None
     shown = f"--dtype {dtype}" if dtype else "no --dtype (candle-vllm then takes the checkpoint's dtype, bf16 for the Qwen models)"

@@ -24,7 +24,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.problems import Finding
-from policylib import capacity_helpers as ch, views
+from core.engines import VllmConfig
+from policylib import views
 from policylib import resource_helpers as rh
 from policylib import terms
 
@@ -40,11 +41,11 @@ def validate(args, report_violation) -> None:
     overridden = facts.GMU_OVERRIDE_ANNOTATION in w.annotations
     ceiling = rules.GPU_MEMORY_UTILIZATION_CEILING
     for c, s in w.servers_of("vllm"):
-        written = ch.arg(s, "--gpu-memory-utilization")
-        value = ch.number(written)
+        written = s.get(VllmConfig.FLAGS["gpu_memory_utilization"])
+        value = s.settings().gpu_memory_utilization
         if value is None:
             value = VLLM_DEFAULT if written is None else None
-        eager = s.has("--enforce-eager") or s.has("--enforce_eager")
+        eager = s.has(VllmConfig.FLAGS["enforce_eager"])  # parse_args reads --enforce_eager as this
         if value is None or rules.gpu_memory_utilization_ok(value, enforce_eager=eager, overridden=overridden):
             continue
         finding = Finding(

@@ -23,11 +23,12 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
 from core.problems import Finding
+from core.engines import VllmConfig
 from policylib import resource_helpers as rh, views
 from policylib import terms
 
 NAME = "vllm-served-model-names"
-FLAG = "--served-model-name"
+FLAG = VllmConfig.FLAGS["served_model_names"]
 
 
 def occurrences(argv: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:

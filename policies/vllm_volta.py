@@ -44,13 +44,14 @@ from core.problems import Finding
 from policylib import resource_helpers as rh, views
 from policylib import terms
 from core import manifests
+from core.engines import VllmConfig
 from policylib import stackconfig
 
 NAME = "vllm-volta"
 SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
 NO_VOLTA_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
-CUSTOM_AR_FLAGS = ("--disable-custom-all-reduce", "--disable_custom_all_reduce")
+CUSTOM_AR_FLAGS = (VllmConfig.FLAGS["disable_custom_all_reduce"], "--disable_custom_all_reduce")
 
 
 #: One sm_70 problem: (what is wrong, the manifest fix, the stack-file fix with ``{key}``).
@@ -63,7 +64,7 @@ def dtype_problem(server: manifests.ServerArgs, model: Optional[ModelFacts], sm:
     the predicate the stack file's ``dtype`` check calls), or None. Without ``house`` (the
     inventory's ``house_conventions``), ``auto`` on a checkpoint the stack's models say is float16
     passes: vLLM then takes float16, which sm_70 runs; the user's cluster asks for it explicitly."""
-    dtype = (server.get("--dtype") or "").lower()
+    dtype = (server.get(VllmConfig.FLAGS["dtype"]) or "").lower()
     if rules.dtype_runs_on("vllm", dtype, sm):
         return None
     stack_fix = "set dtype: float16 under {key}"
@@ -81,7 +82,7 @@ def dtype_problem(server: manifests.ServerArgs, model: Optional[ModelFacts], sm:
 def quantization_problem(server: manifests.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[Problem]:
     """The quantization problem on a card of compute capability ``sm`` (x10), by the table the
     program's config checks use (``core.rules``), or None."""
-    written = server.get("--quantization") or server.get("-q")
+    written = server.get(VllmConfig.FLAGS["quantization"]) or server.get("-q")
     method = written or (model.quantization.method if model and model.quantization else None)
     if rules.quantization_runs_on(method, sm):
         return None
@@ -93,7 +94,7 @@ def quantization_problem(server: manifests.ServerArgs, model: Optional[ModelFact
 
 
 def kv_cache_problem(server: manifests.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[Problem]:
-    kv = server.get("--kv-cache-dtype") or ""
+    kv = server.get(VllmConfig.FLAGS["kv_cache_dtype"]) or ""
     if not rules.kv_cache_dtype_runs_on(kv, sm):
         return (f"--kv-cache-dtype {kv}: sm_{sm} has no FP8", "use --kv-cache-dtype auto",
                 "set kv_cache_dtype: auto under {key}")

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from core.engines import human_int
 from core.inventory import ClusterInventory
 from policylib import capacity_helpers as ch
 import core.manifests
@@ -107,7 +108,7 @@ spec:
 
 @pytest.mark.parametrize("text, value", [("65536", 65536), ("64k", 64_000), ("64K", 65_536), ("1.5M", 1_572_864), ("x", None), (None, None)])
 def test_human_int_reads_vllm_spellings(text, value):
-    assert ch.human_int(text) == value
+    assert human_int(text) == value
 
 
 def test_the_pack_takes_the_vllm_release_from_the_containers_image(config):

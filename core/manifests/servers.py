@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from core import facts
+from core.engines import CandleConfig, ServerSettings, VllmConfig
 from core.manifests.read import whole
 
 
@@ -45,8 +46,8 @@ class ServerArgs:
     def model_arg(self) -> Optional[str]:
         """vLLM ``--model`` (or the positional of ``vllm serve``); candle-vllm ``--w`` (or ``--m``)."""
         if self.engine == "vllm":
-            return self.get("--model") or (self.positional[0] if self.positional else None)
-        return self.get("--w") or self.get("--m")
+            return self.get(VllmConfig.FLAGS["model"]) or (self.positional[0] if self.positional else None)
+        return self.get(CandleConfig.FLAGS["weights_path"]) or self.get("--m")
 
     @property
     def served_model_names(self) -> tuple[str, ...]:
@@ -56,11 +57,11 @@ class ServerArgs:
         the basename of ``--w`` (its /v1/models reports ``coder-14b-fp16``, seed 001), else ``--m``.
         """
         if self.engine == "vllm":
-            names = self.values("--served-model-name")
+            names = self.values(VllmConfig.FLAGS["served_model_names"])
             if names:
                 return names
             return (self.model_arg,) if self.model_arg else ()
-        w = self.get("--w")
+        w = self.get(CandleConfig.FLAGS["weights_path"])
         if w:
             return (posixpath.basename(w.rstrip("/")),)
         m = self.get("--m")
@@ -70,15 +71,23 @@ class ServerArgs:
     def tensor_parallel(self) -> int:
         """vLLM ``--tensor-parallel-size`` (default 1); candle-vllm: the count of ``--d`` devices."""
         if self.engine == "vllm":
-            return whole(self.get("--tensor-parallel-size") or self.get("-tp"), 1)
-        devices = self.get("--d")
+            return whole(self.get(VllmConfig.FLAGS["tensor_parallel_size"]) or self.get("-tp"), 1)
+        devices = self.get(CandleConfig.FLAGS["devices"])
         return len([d for d in devices.split(",") if d.strip()]) if devices else 1
+
+    def settings(self, image: Optional[str] = None) -> ServerSettings:
+        """The typed settings the capacity estimator takes, read back from the flags by the
+        engine's model (:meth:`core.engines.VllmConfig.read`, :meth:`core.engines.CandleConfig.read`;
+        an unknown or unreadable flag is left to the engine's default); ``image``: the container's."""
+        if self.engine == "vllm":
+            return VllmConfig.read(self.flags, tp=self.tensor_parallel, pp=self.pipeline_parallel, image=image)
+        return CandleConfig.read(self.flags, tp=self.tensor_parallel)
 
     @property
     def pipeline_parallel(self) -> int:
         """vLLM ``--pipeline-parallel-size`` (default 1); candle-vllm has none (1)."""
         if self.engine == "vllm":
-            return whole(self.get("--pipeline-parallel-size") or self.get("-pp"), 1)
+            return whole(self.get(VllmConfig.FLAGS["pipeline_parallel_size"]) or self.get("-pp"), 1)
         return 1
 
 
@@ -134,7 +143,7 @@ def _is_number(token: str) -> bool:
 # --- where a server listens ---------------------------------------------------------------
 
 #: The listen-port flag of each engine (vLLM ``--port``; candle-vllm ``--p``, ``--port`` accepted too).
-PORT_FLAGS: dict[str, tuple[str, ...]] = {"vllm": ("--port",), "candle-vllm": ("--p", "--port")}
+PORT_FLAGS: dict[str, tuple[str, ...]] = {"vllm": (VllmConfig.FLAGS["port"],), "candle-vllm": (CandleConfig.FLAGS["port"], "--port")}
 
 
 @dataclass(frozen=True)
