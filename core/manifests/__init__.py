@@ -20,7 +20,7 @@ from core.manifests.pods import (
 )
 from core.manifests.read import (
     DEPLOYMENT_TYPES, ISVC_TYPE, LWS_TYPE, NETWORK_POLICY_TYPE, SERVICE_TYPE, WORKLOAD_TYPES, as_map, as_seq, mib, plain,
-    quantity, type_token, whole,
+    quantity, type_token, whole, whole_number,
 )
 from core.manifests.servers import MODELLED_ENGINES, PORT_FLAGS, VLLM_MULTI_VALUE_FLAGS, Endpoint, ServerArgs, endpoint, parse_args
 from core.manifests.services import Client, Service, ServicePort, label_selector_matches, selector_matches, service
@@ -32,5 +32,5 @@ __all__ = [
     "Client", "Container", "Endpoint", "IngressPolicy", "OtherPods", "ServerArgs", "Service", "ServicePort", "Stack",
     "Workload", "admitting_any_source", "as_map", "as_seq", "endpoint", "label_selector_matches", "lws_workloads", "mib",
     "other_pods", "parse_args", "parse_policy", "plain", "ports_text", "quantity", "selector_matches", "service",
-    "stack_view", "type_token", "whole", "workload",
+    "stack_view", "type_token", "whole", "whole_number", "workload",
 ]

@@ -66,16 +66,24 @@ def mib(value: Any) -> Optional[float]:
     return None if q is None else float(q / _quantity.MIB)
 
 
-def whole(value: Any, default: int) -> int:
-    """A whole number from an int, a whole float or numeric text; ``default`` otherwise.
+def whole_number(value: Any) -> Optional[int]:
+    """An integer field as written or as gRPC delivers it: ``3``, ``3.0`` and ``"3"`` give 3.
 
-    Over the analyzer protocol every number is a protobuf double, so ``replicas: 0`` arrives
-    as ``0.0``; it must read as 0, not fall back to the default.
+    None for a missing, boolean, fractional or non-numeric value. Over the analyzer protocol every
+    number is a protobuf double, so ``replicas: 0`` arrives as ``0.0``; it reads as 0.
     """
     if value is None or isinstance(value, bool):
-        return default
+        return None
     try:
         number = float(value)
     except (TypeError, ValueError):
-        return default
-    return int(number) if number.is_integer() else default
+        return None
+    if number != number or number in (float("inf"), float("-inf")) or not number.is_integer():
+        return None
+    return int(number)
+
+
+def whole(value: Any, default: int) -> int:
+    """:func:`whole_number`, ``default`` when it is None."""
+    number = whole_number(value)
+    return default if number is None else number

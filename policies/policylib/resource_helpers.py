@@ -24,36 +24,17 @@ from policylib import stackconfig
 
 # --- numbers and raw objects --------------------------------------------------------------
 
-
-def mapping(value: Any) -> Mapping:
-    """``value`` if it is a mapping (a dict or a pulumi-policy proxy), else ``{}``."""
-    return value if isinstance(value, Mapping) else {}
+#: The read model's tolerant readers (:mod:`core.manifests.read`) under the names the policies use:
+#: ``mapping`` (``{}`` unless a mapping), ``sequence`` (``()`` unless a list) and ``whole`` (an
+#: integer field, or None).
+mapping = manifests.as_map
+sequence = manifests.as_seq
+whole = manifests.whole_number
 
 
 def annotations_of(props: Mapping) -> Mapping:
     """``metadata.annotations`` of an object's properties (``{}`` when absent or not a mapping)."""
     return mapping(mapping(props.get("metadata")).get("annotations"))
-
-
-def sequence(value: Any) -> Sequence:
-    """``value`` if it is a list (not a string), else ``()``."""
-    return value if isinstance(value, Sequence) and not isinstance(value, str) else ()
-
-
-def whole(value: Any) -> Optional[int]:
-    """An integer field as written or as gRPC delivers it: ``3``, ``3.0`` and ``"3"`` give 3.
-
-    None for a missing, boolean, fractional or non-numeric value.
-    """
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    if number != number or number in (float("inf"), float("-inf")) or not number.is_integer():
-        return None
-    return int(number)
 
 
 # --- pod specs of every kind that runs containers ----------------------------------------
