@@ -141,7 +141,8 @@ class VllmConfig(_Settings):
     writes them; Errors: ``enable_auto_tool_choice`` without ``tool_call_parser``."""
 
     #: Each setting's flag, declared once: :meth:`argv` renders them, :meth:`read` reads them back
-    #: (``block_size`` is read only: the stack file leaves vLLM's default of 16).
+    #: (``block_size`` and ``data_parallel_size`` are read only: the stack file leaves vLLM's
+    #: defaults, 16 and 1).
     FLAGS: ClassVar[dict[str, str]] = {
         "model": "--model", "served_model_names": "--served-model-name", "quantization": "--quantization",
         "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype", "max_model_len": "--max-model-len",
@@ -153,6 +154,7 @@ class VllmConfig(_Settings):
         "disable_custom_all_reduce": "--disable-custom-all-reduce", "enforce_eager": "--enforce-eager",
         "reasoning_parser": "--reasoning-parser", "enable_auto_tool_choice": "--enable-auto-tool-choice",
         "tool_call_parser": "--tool-call-parser", "host": "--host", "port": "--port", "block_size": "--block-size",
+        "data_parallel_size": "--data-parallel-size",
     }
 
     image: Image = Field(

@@ -28,10 +28,11 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.problems import Finding
-from policylib import resource_helpers as rh, views
-from policylib import terms
 from core import manifests
 from core.engines import CandleConfig
+from policylib import resource_helpers as rh
+from policylib import views
+from policylib import terms
 
 NAME = "candle-vllm-args"
 VOLTA_DTYPE = rules.half_dtype("candle-vllm")

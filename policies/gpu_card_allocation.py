@@ -50,10 +50,10 @@ from typing import Optional
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
 from core import manifests
-from policylib import stack_helpers, terms, views
 from core import allocation
 from core.allocation import NodeUse, amount
 from core.problems import Finding
+from policylib import stack_helpers, terms, views
 
 NAME = "gpu-card-allocation"
 

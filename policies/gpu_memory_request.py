@@ -27,7 +27,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.problems import Finding
-from policylib import resource_helpers as rh, views
+from policylib import resource_helpers as rh
+from policylib import views
 from policylib import stackconfig, terms
 
 NAME = "gpu-memory-request"

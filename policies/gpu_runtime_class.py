@@ -30,7 +30,8 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidati
 
 from core import facts
 from core.problems import Finding
-from policylib import resource_helpers as rh, views
+from policylib import resource_helpers as rh
+from policylib import views
 from policylib import stackconfig, terms
 
 NAME = "gpu-runtime-class"

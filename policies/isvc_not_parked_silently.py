@@ -26,9 +26,9 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts
 from core.problems import Finding
+from core import manifests
 from policylib import resource_helpers as rh
 from policylib import terms
-from core import manifests
 
 NAME = "isvc-not-parked-silently"
 

@@ -42,8 +42,9 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidati
 from core import facts
 from core.quantity import QuantityError
 from core.problems import Finding
-from policylib import resource_helpers as rh, views
 from core import manifests
+from policylib import resource_helpers as rh
+from policylib import views
 from policylib import stackconfig, terms
 
 NAME = "multi-gpu-shm"

@@ -50,8 +50,8 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackV
 
 from core.problems import Finding
 from core import manifests
-from policylib import stack_helpers, terms, views
 from core.manifests.network_policies import IngressPolicy, parse_policy, ports_admit, ports_text
+from policylib import stack_helpers, terms, views
 from policylib.stack_helpers import PodIndex
 
 NAME = "network-ingress-for-clients"

@@ -45,8 +45,8 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackV
 from core.quantity import QuantityError
 from core.problems import Finding
 from core import manifests
-from policylib import stack_helpers, terms, views
 from core.allocation import NodeUse, amount
+from policylib import stack_helpers, terms, views
 
 NAME = "node-memory-allocation"
 HEADROOM_SHARE = "headroomMiB"

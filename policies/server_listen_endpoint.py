@@ -33,8 +33,9 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
 from core.problems import Finding
-from policylib import resource_helpers as rh, views
 from core import manifests
+from policylib import resource_helpers as rh
+from policylib import views
 from policylib import stackconfig, terms
 
 NAME = "server-listen-endpoint"

@@ -55,8 +55,9 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidati
 
 from core import facts, rules
 from core.problems import Finding
-from policylib import resource_helpers as rh, views
 from core import manifests
+from policylib import resource_helpers as rh
+from policylib import views
 from policylib import stack_helpers, stackconfig, terms
 
 NAME = "startup-probe-covers-cold-start"

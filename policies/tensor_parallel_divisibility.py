@@ -28,8 +28,9 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
 from core.modelfacts import ModelFacts
-from policylib import capacity_helpers as ch, views
 from core.problems import Finding
+from policylib import capacity_helpers as ch
+from policylib import views
 from policylib import stackconfig, terms
 
 NAME = "tensor-parallel-divisibility"

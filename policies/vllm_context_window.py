@@ -31,9 +31,9 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
 from core.problems import Finding
-from policylib import capacity_helpers as ch
 from core import manifests
 from core.engines import VllmConfig
+from policylib import capacity_helpers as ch
 from policylib import terms
 
 NAME = "vllm-context-window"

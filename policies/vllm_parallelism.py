@@ -22,16 +22,18 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.problems import Finding
-from policylib import resource_helpers as rh, views
-from policylib import terms
 from core import manifests
+from core.engines import VllmConfig
+from policylib import resource_helpers as rh
+from policylib import views
+from policylib import terms
 
 NAME = "vllm-parallelism"
 
 
 def data_parallel(server: manifests.ServerArgs) -> int:
     """``--data-parallel-size`` (``-dp``), default 1."""
-    return rh.whole(server.get("--data-parallel-size") or server.get("-dp")) or 1
+    return rh.whole(server.get(VllmConfig.FLAGS["data_parallel_size"]) or server.get("-dp")) or 1
 
 
 def validate(args, report_violation) -> None:

@@ -24,7 +24,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import rules
 from core.problems import Finding
 from core.engines import VllmConfig
-from policylib import resource_helpers as rh, views
+from policylib import resource_helpers as rh
+from policylib import views
 from policylib import terms
 
 NAME = "vllm-served-model-names"

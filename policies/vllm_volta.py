@@ -41,10 +41,11 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import facts, images, rules
 from core.modelfacts import ModelFacts
 from core.problems import Finding
-from policylib import resource_helpers as rh, views
-from policylib import terms
 from core import manifests
 from core.engines import VllmConfig
+from policylib import resource_helpers as rh
+from policylib import views
+from policylib import terms
 from policylib import stackconfig
 
 NAME = "vllm-volta"

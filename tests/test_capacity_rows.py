@@ -8,8 +8,8 @@ import pytest
 
 from core.engines import human_int
 from core.inventory import ClusterInventory
-from policylib import capacity_helpers as ch
 import core.manifests
+from policylib import capacity_helpers as ch
 from policylib import stackconfig
 from tests.policy_harness import FIXTURES, DEFAULT_STACK_FILE, manifests, use_stack_config
 from tools.manifests import load_manifest_dir, load_stack_file

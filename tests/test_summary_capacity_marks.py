@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from core.modelfacts import ModelEntry
-from policylib import capacity_helpers as ch
 from core import manifests
+from policylib import capacity_helpers as ch
 from tests.policy_harness import FIXTURES
 from tools.manifests import load_manifest_dir, load_stack_file
 from tools.summary import PROVISIONAL_NOTE, UPPER_BOUND_NOTE, capacity_section, inventory_of

@@ -38,11 +38,11 @@ from typing import Any, Iterable, Optional, Sequence
 from components.objects import left_alone_text
 from core import allocation, capacity, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core import manifests
 from tools import render
 from tools.manifests import PROJECT, Resource
 
 from policylib import stack_helpers
-from core import manifests
 
 
 def table(rows: Sequence[Sequence[str]], header: Optional[Sequence[str]] = None, indent: str = "  ") -> list[str]:

@@ -24,11 +24,11 @@ from typing import Any, Iterable, Mapping, Optional
 
 from core.inventory import ClusterInventory
 from core.problems import Finding
+from core import manifests
 from tools import render, summary
 from tools.manifests import Resource
 
 from policylib import terms
-from core import manifests
 
 #: How an old object still alive at the peak is named in the table.
 OLD = "{name} (old, deleted at the end of the update)"
