@@ -799,7 +799,7 @@ def engine_dtype(value: Optional[str], default: str) -> str:
 @lru_cache(maxsize=4096)
 def estimate(facts: ModelFacts, card: CardSpec, settings: ServerSettings) -> Estimate:
     """The :class:`Estimate` of one server from its typed engine settings, with the engines'
-    defaults for what is None: the one call the stack-file checks (``components/checks.py``,
+    defaults for what is None: the one call the stack-file checks (``stackfile/checks.py``,
     :meth:`core.engines.VllmConfig.settings` of the workload) and the policy pack
     (``policies/policylib/capacity_helpers.py``, :meth:`core.engines.VllmConfig.read` of the
     rendered argv) both make, so they judge ``fits_weights`` / ``fits_kv`` on the same figures.

@@ -1,12 +1,13 @@
 """The model servers' settings, one model per engine: :class:`VllmConfig` and :class:`CandleConfig`.
 
-Each flag is declared once, here: the stack file's workload (``components/config.py``
+Each flag is declared once, here (``FLAGS``): the stack file's workload (``stackfile/schema.py``
 ``VllmWorkload`` / ``CandleWorkload``, whose keys stay flat in the stack file, as production-stack
 keeps them under one ``vllmConfig``), the component args (``components/vllm.py`` ``VllmArgs``,
 ``components/workload.py`` ``CandleDeploymentArgs``) and the rendered argv
 (:meth:`VllmConfig.argv`, :meth:`CandleConfig.argv`) all come from these models; the
-composition (``components/stack.py``) hands a workload's settings to its component with
-:func:`settings_of`, field by field nowhere.
+composition (``stackfile/build.py``) hands a workload's settings to its component with
+:func:`settings_of`, field by field nowhere. The other direction: ``read()`` takes an argv back
+to the :class:`ServerSettings` the capacity estimator takes (``core.manifests.servers``).
 
 Defaults and their sources are in each field's description. pydantic, no Pulumi.
 """

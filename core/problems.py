@@ -1,7 +1,7 @@
 """One message form for every stack-file and policy problem: the subject (the config key path or
 the object), the value, the rule broken and the fix, in the user's own terms.
 
-:class:`Problem` is what the stack-file loader reports (``components/loader.py``) and
+:class:`Problem` is what the stack-file loader reports (``stackfile/loader.py``) and
 :class:`ConfigError` carries all of them at once; :class:`RuleBreach` is a rule function's
 verdict (the rule and the fix) before it has a key path.
 

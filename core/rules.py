@@ -1,6 +1,6 @@
 """Rules the program and the policy pack both enforce, as predicates over plain values.
 
-The program's stack-file checks (:mod:`components.config`, and through it the component
+The program's stack-file checks (:mod:`stackfile`, and through it the component
 argument models) and the policy pack (``policies/``) call these, so a stack file the program
 accepts renders manifests the pack accepts on the same rule, and the other way round
 (``tests/test_one_source.py`` asserts it over generated stack files). Each side words the

@@ -1,4 +1,4 @@
-"""components/config.py: the prod and history stack files load; a bad config is refused with
+"""stackfile/: the prod and history stack files load; a bad config is refused with
 every problem at once, each with its key path, value, rule and fix."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components.config import (
+from stackfile import (
     CandleWorkload,
     ConfigError,
     PytorchWorkload,

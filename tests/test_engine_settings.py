@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 
 import core.manifests
-from components import stack
-from components.config import CandleWorkload, VllmWorkload, load_stack_config
-from components.stack import render_manifests
+from stackfile import CandleWorkload, VllmWorkload, load_stack_config
+from stackfile import build as stack
+from stackfile.build import render_manifests
 from components.vllm import VllmArgs, vllm_argv
 from components.workload import CandleDeploymentArgs, candle_argv
 from core import capacity
@@ -41,7 +41,7 @@ def test_the_workload_and_the_args_extend_the_one_settings_model(settings, workl
 @pytest.mark.parametrize("settings, compose", [(VllmConfig, stack.vllm_args), (CandleConfig, stack.candle_args)],
                          ids=["vllm", "candle-vllm"])
 def test_the_composition_copies_no_flag(settings, compose):
-    """components/stack.py hands the settings over whole (settings_of), never ``flag=wl.flag``."""
+    """stackfile/build.py hands the settings over whole (settings_of), never ``flag=wl.flag``."""
     source = inspect.getsource(compose)
     assert f"settings_of({settings.__name__}, wl)" in source
     copied = [f for f in settings.model_fields if re.search(rf"\b{f}=wl\.{f}\b", source)]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ConfigError, load_stack_config
-from components.stack import render_manifests
+from stackfile import ConfigError, load_stack_config
+from stackfile.build import render_manifests
 from core import capacity, facts, rules
 from core.modelfacts import CATALOG
 from core.engines import ServerSettings

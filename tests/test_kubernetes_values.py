@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ConfigError, load_stack_config
+from stackfile import ConfigError, load_stack_config
 from core import kube
 from tools.manifests import load_stack_file
 

@@ -29,8 +29,8 @@ import candle_vllm_args
 import gpu_card_allocation
 import node_memory_allocation
 import vllm_volta
-from components.config import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
-from components.stack import render_manifests, stack_outputs, StackResources
+from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
+from stackfile.build import render_manifests, stack_outputs, StackResources
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_preview_summary import deployment, inventory, isvc
 from tools.manifests import load_stack_file, resources_from_documents

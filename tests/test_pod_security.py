@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from core import facts
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools import mockrun, render

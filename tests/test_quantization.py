@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from components.loader import load_stack_config
+from stackfile.loader import load_stack_config
 from core import capacity, modelfacts, rules
 from core.inventory import CardSpec
 from core.problems import ConfigError

@@ -18,7 +18,7 @@ import startup_probe_covers_cold_start
 import tensor_parallel_divisibility
 import vllm_volta
 from core import facts, rules
-from components.config import ConfigError, VllmWorkload, load_stack_config
+from stackfile import ConfigError, VllmWorkload, load_stack_config
 from policylib import stackconfig
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_policy_tensor_parallel_divisibility import candle as candle_tp_server

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
-from components.config import ConfigError, load_stack_config
+from stackfile import ConfigError, load_stack_config
 from tools import analyze, mockrun, preview, render, summary
 from tools.manifests import load_stack_file
 from tools.report import FORMATS

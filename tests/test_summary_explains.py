@@ -50,8 +50,8 @@ def test_the_fix_is_in_the_stack_file_s_terms_for_the_program_s_objects():
     (parked: {reason: ...} on llm-serving:workloads.<name>), not the annotation it renders to."""
     import gpu_card_allocation
 
-    from components.config import load_stack_config
-    from components.stack import render_manifests
+    from stackfile import load_stack_config
+    from stackfile.build import render_manifests
     from tests.policy_harness import run_policy, use_stack_config, DEFAULT_STACK_FILE
     from tools.manifests import load_stack_file, resources_from_documents
     from pathlib import Path

@@ -21,7 +21,7 @@ Five parts:
 * **service URLs**: the stack output ``services`` (each Service's in-cluster URLs);
 * **left alone**: the stack output ``left_alone`` (``llm-serving:left_alone``: live objects the
   stack does not manage), one line each in the wording the program logs to ``pulumi preview``
-  (:func:`components.objects.left_alone_text`). Prod: ``left alone: InferenceService
+  (:func:`stackfile.objects.left_alone_text`). Prod: ``left alone: InferenceService
   llm-serving/coder, not managed by this stack (Pulumi neither changes nor deletes it): ...``.
 
 The inventory comes from the stack config (``llm-serving:cluster``), validated with
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from components.objects import left_alone_text
+from stackfile.objects import left_alone_text
 from core import allocation, capacity, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core import manifests
@@ -341,7 +341,7 @@ def services_section(outputs: Optional[dict[str, Any]], resources: Sequence[Reso
 
 def left_alone_section(outputs: Optional[dict[str, Any]]) -> list[str]:
     """One line per item of the stack output ``left_alone`` (``[{kind, namespace, name, why}]``),
-    in the program's own wording (:func:`components.objects.left_alone_text`); [] when none."""
+    in the program's own wording (:func:`stackfile.objects.left_alone_text`); [] when none."""
     items = (outputs or {}).get("left_alone")
     if not isinstance(items, list):
         return []

@@ -2,7 +2,7 @@
 :class:`core.problems.RuleBreach` (the rule broken, the fix in stack-file terms, the source) or
 None. They call the predicates of :mod:`core.rules` the policy pack calls too; the component
 argument models (components/workload.py, components/vllm.py) raise them as errors, and
-:mod:`components.checks` reports them at their key paths.
+:mod:`stackfile.checks` reports them at their key paths.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 from core.problems import RuleBreach
 
-from components.schema import STARTUP_HEADROOM, is_digest_pinned, mib
+from core.placement import STARTUP_HEADROOM
+from core.quantity import mib
+from core.rules import is_digest_pinned
 
 
 def rule_startup_budget(cold_start_seconds: int, period: int, threshold: int) -> Optional[RuleBreach]:

@@ -25,13 +25,14 @@ from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import Problem, RuleBreach
 from core.engines import ServerSettings
 
-from components.objects import LeftAlone, ObjectRef, rendered_objects
-from components.schema import (
-    CandleWorkload, ServiceConfig, StackConfig, VllmWorkload, PREFIX, STARTUP_HEADROOM, mib, startup_threshold,
+from core.placement import STARTUP_HEADROOM, startup_threshold
+from stackfile.objects import LeftAlone, ObjectRef, rendered_objects
+from stackfile.schema import (
+    CandleWorkload, ServiceConfig, StackConfig, VllmWorkload, PREFIX, mib,
 )
 
 
-from components.rule_wordings import (
+from core.rule_wordings import (
     rule_startup_budget,
     rule_tp_divides,
     rule_hybrid_one_card,
