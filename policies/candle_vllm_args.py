@@ -1,6 +1,6 @@
 """candle-vllm-args: candle-vllm gets ``--dtype f16`` on sm_70 and one ``--d`` device per card.
 
-Rule, for every candle-vllm container (recognised by image or command, ``policylib.workloads``):
+Rule, for every candle-vllm container (recognised by image or command, ``core.manifests``):
   - ``--d`` lists the devices as one comma-separated item of distinct ordinals ``0..n-1``
     (inside the container the device plugin's cards are numbered from 0, so ``--d 1`` on a
     one-card pod names a device that does not exist), and n equals the container's
@@ -28,18 +28,20 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.problems import Finding
+from core import manifests
+from core.engines import CandleConfig
 from policylib import resource_helpers as rh
+from policylib import views
 from policylib import terms
-from policylib import workloads
 
 NAME = "candle-vllm-args"
 VOLTA_DTYPE = rules.half_dtype("candle-vllm")
 
 
-def device_problems(server: workloads.ServerArgs, cards: int) -> list[tuple[str, str]]:
+def device_problems(server: manifests.ServerArgs, cards: int) -> list[tuple[str, str]]:
     """``(what is wrong, fix)`` of ``--d`` against the container's ``cards``; ``[]`` when it lists
     0..cards-1."""
-    values = server.values("--d")
+    values = server.values(CandleConfig.FLAGS["devices"])
     if len(values) > 1:
         return [(f"--d is followed by {len(values)} items ({' '.join(values)}); candle-vllm takes one "
                  "comma-separated list", f"--d {','.join(values)}")]
@@ -68,10 +70,10 @@ def device_problems(server: workloads.ServerArgs, cards: int) -> list[tuple[str,
     return problems
 
 
-def dtype_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
+def dtype_problem(server: manifests.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[str]:
     """What is wrong with ``--dtype`` on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
     the predicate the stack file's ``dtype`` check calls), or None."""
-    dtype = server.get("--dtype")
+    dtype = server.get(CandleConfig.FLAGS["dtype"])
     if rules.dtype_runs_on("candle-vllm", dtype, sm):
         return None
     shown = f"--dtype {dtype}" if dtype else "no --dtype (candle-vllm then takes the checkpoint's dtype, bf16 for the Qwen models)"
@@ -79,7 +81,7 @@ def dtype_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Opt
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     candle = w.servers_of("candle-vllm")

@@ -49,10 +49,11 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, terms, workloads
+from core import manifests
 from core import allocation
 from core.allocation import NodeUse, amount
 from core.problems import Finding
+from policylib import stack_helpers, terms, views
 
 NAME = "gpu-card-allocation"
 
@@ -65,7 +66,7 @@ CONFIG_PROPERTIES = {
 }
 
 
-def _cards(w: workloads.Workload) -> float:
+def _cards(w: manifests.Workload) -> float:
     return float(w.cards_per_pod)
 
 
@@ -101,7 +102,7 @@ def node_message(use: NodeUse) -> str:
     return finding.render(stack_key=keys)
 
 
-def unknown_node_message(w: workloads.Workload, known: str) -> str:
+def unknown_node_message(w: manifests.Workload, known: str) -> str:
     return terms.message(w.annotations, Finding(
         f"{w.kind} {w.name}",
         f"pinned to node {w.node}, which is not in the inventory (llm-serving:cluster nodes: "
@@ -113,7 +114,7 @@ def unknown_node_message(w: workloads.Workload, known: str) -> str:
     ))
 
 
-def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) -> str:
+def oversized_message(w: manifests.Workload, node: Optional[str], cap: float) -> str:
     where = f"its node {node} has {amount(cap)}" if node else f"the largest node has {amount(cap)}"
     return terms.message(w.annotations, Finding(
         f"{w.kind} {w.name}",
@@ -125,7 +126,7 @@ def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) ->
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     gpu = [w for w in stack.workloads if w.is_gpu]
     if not gpu:
         return

@@ -28,7 +28,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import facts, rules
 from core.problems import Finding
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, workloads
+from policylib import views
+from policylib import stackconfig, terms
 
 NAME = "gpu-memory-request"
 SOURCE = "issue 10; coder.yaml (12Gi request, 40Gi limit on a node with 63,495 MiB allocatable)"
@@ -39,7 +40,7 @@ def _shown(mib: float | None) -> str:
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or not stackconfig.house_conventions():
         return  # a convention of this cluster's inventory (house_conventions), not a fact of every cluster
     for c in rh.gpu_containers(w):

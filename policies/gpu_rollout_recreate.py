@@ -31,7 +31,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 from core import allocation, facts
 from core.allocation import amount
 from core.problems import Finding
-from policylib import stack_helpers, terms, workloads
+from core import manifests
+from policylib import stack_helpers, terms, views
 
 NAME = "gpu-rollout-recreate"
 SOURCE = (
@@ -40,10 +41,10 @@ SOURCE = (
 )
 
 
-def written(w: workloads.Workload) -> str:
+def written(w: manifests.Workload) -> str:
     """The strategy as written, with what Kubernetes makes of it: ``spec.strategy is omitted, so
     RollingUpdate with maxSurge 25% and maxUnavailable 25% (1 surge pod, 0 unavailable of 1 replica)``."""
-    rolling = workloads.plain(w.strategy.get("rollingUpdate")) or {}
+    rolling = manifests.plain(w.strategy.get("rollingUpdate")) or {}
     surge = rolling.get("maxSurge", allocation.DEFAULT_MAX_SURGE)
     unavailable = rolling.get("maxUnavailable", allocation.DEFAULT_MAX_UNAVAILABLE)
     surge, unavailable = _shown(surge), _shown(unavailable)
@@ -60,7 +61,7 @@ def _shown(value: object) -> object:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def _rejected(w: workloads.Workload) -> Finding:
+def _rejected(w: manifests.Workload) -> Finding:
     return Finding(
         subject=f"{w.kind} {w.name}",
         wrong=f"{w.strategy_at} is RollingUpdate with maxSurge 0 and maxUnavailable 0, which the API server rejects",
@@ -69,7 +70,7 @@ def _rejected(w: workloads.Workload) -> Finding:
     )
 
 
-def _no_room(w: workloads.Workload, use: allocation.NodeUse) -> Finding:
+def _no_room(w: manifests.Workload, use: allocation.NodeUse) -> Finding:
     surge_cards = w.surge_needing_room * w.cards_per_pod
     return Finding(
         subject=f"{w.kind} {w.name}",
@@ -85,14 +86,14 @@ def _no_room(w: workloads.Workload, use: allocation.NodeUse) -> Finding:
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     gpu = [w for w in stack.workloads if w.is_gpu and w.kind != "StatefulSet"]
     rolling = [w for w in gpu if w.strategy_type == "RollingUpdate" and w.running]
     if not rolling:
         return
     surging = []
     for w in rolling:
-        raw = workloads.plain(w.strategy.get("rollingUpdate")) or {}
+        raw = manifests.plain(w.strategy.get("rollingUpdate")) or {}
         if allocation.both_zero(raw.get("maxSurge"), raw.get("maxUnavailable")):
             report_violation(terms.message(w.annotations, _rejected(w)), w.urn)
         elif w.surge_needing_room:

@@ -31,7 +31,8 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidati
 from core import facts
 from core.problems import Finding
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, workloads
+from policylib import views
+from policylib import stackconfig, terms
 
 NAME = "gpu-runtime-class"
 
@@ -50,7 +51,7 @@ def required_class(config: Optional[dict[str, Any]]) -> Optional[str]:
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or not w.is_gpu:
         return
     want = required_class(args.get_config())

@@ -24,9 +24,9 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts
 from core.problems import Finding
+from core import manifests
 from policylib import resource_helpers as rh
 from policylib import terms
-from policylib import workloads
 
 NAME = "gpu-whole-cards"
 
@@ -37,7 +37,7 @@ def _shown(raw: Any) -> str:
 
 def _whole_cards(raw: Any) -> Optional[Decimal]:
     """The quantity as a Decimal when it is a whole, non-negative number of cards, else None."""
-    q = workloads.quantity(raw)
+    q = manifests.quantity(raw)
     if q is None or q < 0 or q != q.to_integral_value():
         return None
     return q
@@ -55,7 +55,7 @@ def container_problems(resources: Any) -> list[str]:
     if req_raw is not None and lim_raw is None:
         problems.append(f"request {_shown(req_raw)} has no limit (extended resources need limit = request)")
     elif req_raw is not None and lim_raw is not None:
-        req, lim = workloads.quantity(req_raw), workloads.quantity(lim_raw)
+        req, lim = manifests.quantity(req_raw), manifests.quantity(lim_raw)
         if req is not None and lim is not None and req != lim:
             problems.append(f"request {_shown(req_raw)} differs from limit {_shown(lim_raw)}")
     return problems

@@ -26,9 +26,9 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts
 from core.problems import Finding
+from core import manifests
 from policylib import resource_helpers as rh
 from policylib import terms
-from policylib import workloads
 
 NAME = "isvc-not-parked-silently"
 
@@ -44,7 +44,7 @@ def zero_replicas(predictor) -> str | None:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type != workloads.ISVC_TYPE:
+    if args.resource_type != manifests.ISVC_TYPE:
         return
     predictor = rh.mapping(rh.mapping(args.props.get("spec")).get("predictor"))
     how = zero_replicas(predictor)

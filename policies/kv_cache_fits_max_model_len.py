@@ -32,6 +32,7 @@ from typing import Optional
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import capacity
+from core.engines import CandleConfig
 from policylib import capacity_helpers as ch
 from policylib import stackconfig
 
@@ -111,7 +112,7 @@ def candle_message(sc: ch.ServerCapacity) -> Optional[str]:
     assert e is not None
     if e.fits_kv or not e.fits_weights:
         return None
-    fraction = sc.server.get("--kv-fraction") or str(capacity.CANDLE_DEFAULT_KV_FRACTION)
+    fraction = sc.server.get(CandleConfig.FLAGS["kv_fraction"]) or str(capacity.CANDLE_DEFAULT_KV_FRACTION)
     free = e.card_memory_gib - e.weights_gib_per_card
     return ch.finding(
         sc,

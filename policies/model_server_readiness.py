@@ -15,16 +15,15 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts
-from policylib import podsec
+from policylib import podsec, views
 from policylib import resource_helpers as rh
-from policylib import workloads
 
 NAME = "model-server-readiness"
 SOURCE = "coder.yaml (readiness on /health every 10 s); issue 9"
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     checks = [(f"{rh.workload_label(w)}, container {c.name}", "has no readinessProbe, so it is Ready (and gets "

@@ -42,8 +42,10 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidati
 from core import facts
 from core.quantity import QuantityError
 from core.problems import Finding
+from core import manifests
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, workloads
+from policylib import views
+from policylib import stackconfig, terms
 
 NAME = "multi-gpu-shm"
 DEFAULT_MIN_SIZE_MIB = 1024
@@ -53,14 +55,14 @@ FIX = (
 )
 
 
-def _shm_mount(c: workloads.Container):
+def _shm_mount(c: manifests.Container):
     for m in c.volume_mounts:
         if str(m.get("mountPath", "")).rstrip("/") == facts.SHM_MOUNT_PATH:
             return m
     return None
 
 
-def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: float, house: bool = True) -> list[str]:
+def container_problems(w: manifests.Workload, c: manifests.Container, min_mib: float, house: bool = True) -> list[str]:
     """Problems of one card-holding container of a multi-card pod; ``[]`` when its /dev/shm is right.
     ``house``: the cluster's conventions apply (a sizeLimit of at least ``min_mib``); without them
     an unbounded Memory emptyDir (bounded by the memory limit, tmpfs being charged to it) passes."""
@@ -76,7 +78,7 @@ def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: f
     if str(empty_dir.get("medium", "")) != "Memory":
         problems.append(f"volume {name} at {facts.SHM_MOUNT_PATH} is not medium: Memory (it is disk-backed)")
     size_raw = empty_dir.get("sizeLimit")
-    size = workloads.mib(size_raw)
+    size = manifests.mib(size_raw)
     if size is None:
         if size_raw is not None:  # core.quantity refuses it, as the stack file's check does
             problems.append(f"volume {name} sizeLimit: {QuantityError(size_raw).rule}; write e.g. \"8Gi\"")
@@ -94,7 +96,7 @@ def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: f
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or w.cards_per_pod <= 1:
         return
     min_mib = float(args.get_config().get("minSizeLimitMiB", DEFAULT_MIN_SIZE_MIB))

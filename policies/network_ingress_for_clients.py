@@ -49,8 +49,9 @@ from typing import Any, Optional
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
 from core.problems import Finding
-from policylib import stack_helpers, terms, workloads
-from policylib.netpol import IngressPolicy, parse_policy, ports_admit, ports_text
+from core import manifests
+from core.manifests.network_policies import IngressPolicy, parse_policy, ports_admit, ports_text
+from policylib import stack_helpers, terms, views
 from policylib.stack_helpers import PodIndex
 
 NAME = "network-ingress-for-clients"
@@ -79,7 +80,7 @@ def peer_admits(peer: Mapping, client_ns: str, policy_ns: str, trust_pod_selecto
     if ns_sel is None and pod_sel is None:
         return False  # ipBlock (or an empty peer): cannot be judged
     if ns_sel is not None:
-        if not workloads.label_selector_matches(ns_sel, {NAMESPACE_NAME_LABEL: client_ns}):
+        if not manifests.label_selector_matches(ns_sel, {NAMESPACE_NAME_LABEL: client_ns}):
             return False
     elif client_ns != policy_ns:
         return False
@@ -126,11 +127,11 @@ class _Context:
                 self.by_ns[pol.namespace].append(pol)
         self._memo: dict[str, list[IngressPolicy]] = {}
 
-    def selecting(self, w: workloads.Workload) -> list[IngressPolicy]:
+    def selecting(self, w: manifests.Workload) -> list[IngressPolicy]:
         key = w.urn or f"{w.kind}/{w.namespace}/{w.name}"
         hit = self._memo.get(key)
         if hit is None:
-            hit = [p for p in self.by_ns.get(w.namespace, ()) if workloads.label_selector_matches(p.pod_selector, w.pod_labels)]
+            hit = [p for p in self.by_ns.get(w.namespace, ()) if manifests.label_selector_matches(p.pod_selector, w.pod_labels)]
             self._memo[key] = hit
         return hit
 
@@ -138,7 +139,7 @@ class _Context:
 SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
 
 
-def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust: bool) -> list[str]:
+def check_service(svc: manifests.Service, index: PodIndex, ctx: _Context, trust: bool) -> list[str]:
     """The violation messages for one Service's declared clients."""
     if svc.clients_error:
         return [terms.message(svc.annotations, Finding(
@@ -181,7 +182,7 @@ def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust:
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     if not any(s.clients or s.clients_error for s in stack.services):
         return
     trust = stack_helpers.config_value(args, CONFIG_PROPERTIES, "podSelectorPeers") != "refuse"

@@ -44,8 +44,9 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackV
 
 from core.quantity import QuantityError
 from core.problems import Finding
-from policylib import stack_helpers, terms, workloads
+from core import manifests
 from core.allocation import NodeUse, amount
+from policylib import stack_helpers, terms, views
 
 NAME = "node-memory-allocation"
 HEADROOM_SHARE = "headroomMiB"
@@ -94,7 +95,7 @@ def node_message(use: NodeUse) -> str:
     ).render(stack_key=keys)
 
 
-def unknown_node_message(w: workloads.Workload, known: str) -> Optional[str]:
+def unknown_node_message(w: manifests.Workload, known: str) -> Optional[str]:
     if w.is_gpu:
         return None  # gpu-card-allocation reports it
     return terms.message(w.annotations, Finding(
@@ -107,7 +108,7 @@ def unknown_node_message(w: workloads.Workload, known: str) -> Optional[str]:
     ))
 
 
-def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) -> str:
+def oversized_message(w: manifests.Workload, node: Optional[str], cap: float) -> str:
     where = f"its node {node} has {amount(cap)} MiB allocatable" if node else (
         f"the largest node has {amount(cap)} MiB allocatable"
     )
@@ -120,7 +121,7 @@ def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) ->
     ))
 
 
-def invalid_quantity_message(w: workloads.Workload, path: str, value: object) -> str:
+def invalid_quantity_message(w: manifests.Workload, path: str, value: object) -> str:
     """``Deployment m: spec.template.spec.containers[0].resources.requests.memory: 'lots' is not a
     Kubernetes quantity ...``: the rule and the fix of :class:`core.quantity.QuantityError`."""
     err = QuantityError(value)
@@ -131,7 +132,7 @@ def invalid_quantity_message(w: workloads.Workload, path: str, value: object) ->
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     for w in stack.workloads:
         for path, value in w.invalid_quantities:
             report_violation(invalid_quantity_message(w, path, value), w.urn)

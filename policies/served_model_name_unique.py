@@ -2,7 +2,7 @@
 
 Rule: across the stack, each served model name (the ``model`` a client sends) is answered by
 the containers of at most one running workload. Served names come from the server's
-arguments (:attr:`policylib.workloads.ServerArgs.served_model_names`): vLLM's
+arguments (:attr:`core.manifests.servers.ServerArgs.served_model_names`): vLLM's
 ``--served-model-name`` values (else ``--model``), candle-vllm's basename of ``--w``
 (else ``--m``), which is what its /v1/models reports (seed 001: ``coder-14b-fp16``).
 
@@ -36,14 +36,15 @@ from collections import defaultdict
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from core.problems import Finding
-from policylib import terms, workloads
+from core import manifests
+from policylib import terms, views
 
 NAME = "served-model-name-unique"
 
 
-def servers_by_name(all_workloads) -> dict[str, list[workloads.Workload]]:
+def servers_by_name(all_workloads) -> dict[str, list[manifests.Workload]]:
     """Served model name -> the running workloads answering it (each once, in input order)."""
-    out: dict[str, list[workloads.Workload]] = defaultdict(list)
+    out: dict[str, list[manifests.Workload]] = defaultdict(list)
     for w in all_workloads:
         if not w.running:
             continue
@@ -53,7 +54,7 @@ def servers_by_name(all_workloads) -> dict[str, list[workloads.Workload]]:
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     for name, answering in sorted(servers_by_name(stack.workloads).items()):
         if len(answering) < 2:
             continue

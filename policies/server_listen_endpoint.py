@@ -1,7 +1,7 @@
 """server-listen-endpoint: a model server listens where its pod is reached, and its probes knock there.
 
 Rule, for each vLLM / candle-vllm container, from the one model of where it listens
-(:func:`policylib.workloads.endpoint`: ``--host``; ``--port`` / candle-vllm ``--p``, else the
+(:func:`core.manifests.servers.endpoint`: ``--host``; ``--port`` / candle-vllm ``--p``, else the
 engine's default port, vLLM 8000 and candle-vllm 2000):
 
 - the host is not a loopback address (``--host 127.0.0.1``, ``localhost``, ``::1``,
@@ -33,15 +33,17 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
 from core.problems import Finding
+from core import manifests
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, workloads
+from policylib import views
+from policylib import stackconfig, terms
 
 NAME = "server-listen-endpoint"
 SOURCE = "issue 10 (where the server listens); coder.yaml (--host=0.0.0.0 --port=8080, probes on 8080)"
 PROBES = (("startupProbe", "startup_probe"), ("livenessProbe", "liveness_probe"), ("readinessProbe", "readiness_probe"))
 
 
-def probe_port(probe: Mapping, c: workloads.Container) -> tuple[Optional[int], Any]:
+def probe_port(probe: Mapping, c: manifests.Container) -> tuple[Optional[int], Any]:
     """``(port number, port as written)`` of a probe's ``httpGet`` / ``tcpSocket`` / ``grpc``
     handler; the number is None for a port name the container does not declare, and both are
     None for a probe without a port (``exec``)."""
@@ -56,7 +58,7 @@ def probe_port(probe: Mapping, c: workloads.Container) -> tuple[Optional[int], A
     return None, None
 
 
-def findings(w: workloads.Workload, c: workloads.Container, ep: workloads.Endpoint, house: bool = True) -> list[Finding]:
+def findings(w: manifests.Workload, c: manifests.Container, ep: manifests.Endpoint, house: bool = True) -> list[Finding]:
     """What is wrong with where container ``c`` of ``w`` listens, against its probes and ports;
     ``house``: the inventory's ``house_conventions`` (the declared containerPort must be the listen port)."""
     subject = f"{rh.workload_label(w)}, container {c.name}"
@@ -99,11 +101,11 @@ def findings(w: workloads.Workload, c: workloads.Container, ep: workloads.Endpoi
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     for c, server in w.servers:
-        ep = workloads.endpoint(server)
+        ep = manifests.endpoint(server)
         if ep is None:
             continue
         for finding in findings(w, c, ep, stackconfig.house_conventions()):

@@ -32,13 +32,14 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from core import facts, rules
 from core.problems import Finding
-from policylib import terms, workloads
+from core import manifests
+from policylib import terms, views
 
 NAME = "service-link-env-collision"
 SOURCE = "vllm-project/vllm #34199 (a Service named vllm injects VLLM_PORT=tcp://<ip>:<port>, vLLM refuses to start)"
 
 
-def injected(svc: workloads.Service) -> list[str]:
+def injected(svc: manifests.Service) -> list[str]:
     """The variables service links inject for ``svc`` (none for a headless Service)."""
     if svc.cluster_ip in ("None", ""):
         return []
@@ -46,7 +47,7 @@ def injected(svc: workloads.Service) -> list[str]:
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     names_by_ns: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
     for svc in stack.services:
         names = injected(svc)

@@ -19,7 +19,7 @@ this runs, or the Service splits traffic across two different implementations").
 
 InferenceService predictor pods carry the labels KServe gives them
 (``serving.kserve.io/inferenceservice``, ``component: predictor``, ``app: isvc.<name>-predictor``)
-beside the InferenceService's own labels (``policylib.workloads``).
+beside the InferenceService's own labels (``core.manifests``).
 
 Pod labels are indexed by (namespace, key, value) (:class:`policylib.stack_helpers.PodIndex`),
 so the cost is linear in Services plus the matches, not Services x workloads.
@@ -37,7 +37,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from core import facts
 from core.problems import Finding
-from policylib import stack_helpers, stackconfig, terms, workloads
+from core import manifests
+from policylib import stack_helpers, stackconfig, terms
 from policylib.stack_helpers import PodIndex
 
 NAME = "service-selector-uniqueness"
@@ -61,7 +62,7 @@ def one_model_behind(live) -> bool:
     return len(names) == 1 and bool(next(iter(names)))
 
 
-def check_service(svc: workloads.Service, index: PodIndex, house: bool = True):
+def check_service(svc: manifests.Service, index: PodIndex, house: bool = True):
     """The violation message for one Service, or None when it selects exactly one running workload
     (or none, declared parked; or has no selector). ``house``: the inventory's
     ``house_conventions`` (the user's cluster: one workload behind each Service, seed 002);

@@ -3,7 +3,7 @@
 Rule: for every port of a Service and every running workload it selects, the ``targetPort``
 (a number, or the name of a container port; absent = ``port``) resolves to a
 ``containerPort`` the pods declare, and, where the container runs vLLM or candle-vllm, to the
-port it listens on (:func:`policylib.workloads.endpoint`, the one model of a server's
+port it listens on (:func:`core.manifests.servers.endpoint`, the one model of a server's
 endpoint: vLLM ``--port``, candle-vllm ``--p``, else the engine's default, vLLM 8000 and
 candle-vllm 2000).
 
@@ -36,26 +36,27 @@ from typing import Optional
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from core.problems import Finding
-from policylib import stack_helpers, terms, workloads
+from core import manifests
+from policylib import stack_helpers, terms
 
 NAME = "service-target-port"
 
 
-def listen_port(server: workloads.ServerArgs) -> Optional[int]:
-    """The port a vLLM or candle-vllm server listens on (:func:`policylib.workloads.endpoint`:
+def listen_port(server: manifests.ServerArgs) -> Optional[int]:
+    """The port a vLLM or candle-vllm server listens on (:func:`core.manifests.servers.endpoint`:
     the port flag, else the engine's default), or None when its argv cannot be read literally."""
-    ep = workloads.endpoint(server)
+    ep = manifests.endpoint(server)
     return ep.port if ep else None
 
 
-def _port_label(sp: workloads.ServicePort) -> str:
+def _port_label(sp: manifests.ServicePort) -> str:
     return f"port {sp.port} ({sp.name})" if sp.name else f"port {sp.port}"
 
 
 SOURCE = "spec, stable Services (coder-service.yaml: port 80 and 8080 -> 8080)"
 
 
-def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.Workload) -> Optional[str]:
+def check_port(svc: manifests.Service, sp: manifests.ServicePort, w: manifests.Workload) -> Optional[str]:
     """The violation message for one Service port against one selected workload, or None."""
     number = stack_helpers.target_port_number(sp.target_port, w)
     # A number shows as one (it arrives as a double, 8080.0, over the analyzer protocol).
@@ -80,7 +81,7 @@ def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.W
     owners = [c for c in w.containers if number in c.ports] if declared else list(w.containers)
     wrong = []
     for c in owners:
-        ep = workloads.endpoint(c.server)
+        ep = manifests.endpoint(c.server)
         if ep is None or ep.port == number:
             return None
         wrong.append(f"container {c.name} runs {ep.engine} on {ep.port_text}")

@@ -55,8 +55,10 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidati
 
 from core import facts, rules
 from core.problems import Finding
+from core import manifests
 from policylib import resource_helpers as rh
-from policylib import stack_helpers, stackconfig, terms, workloads
+from policylib import views
+from policylib import stack_helpers, stackconfig, terms
 
 NAME = "startup-probe-covers-cold-start"
 SOURCE = "seed 002 (clef-serve about 4 min), coder.yaml (vLLM TP=2 at 256K about 10 min, 120 x 15 s)"
@@ -76,13 +78,13 @@ CONFIG_PROPERTIES = {
 }
 
 
-def judged_containers(w: workloads.Workload) -> list[workloads.Container]:
+def judged_containers(w: manifests.Workload) -> list[manifests.Container]:
     """Model-server containers, else card-holding containers, else every container."""
     servers = [c for c, _ in w.servers]
     return servers or rh.gpu_containers(w) or list(w.containers)
 
 
-def declared_cold_start(w: workloads.Workload) -> tuple[Optional[int], Optional[str]]:
+def declared_cold_start(w: manifests.Workload) -> tuple[Optional[int], Optional[str]]:
     """``(seconds, problem)``: the declared cold start (None when not declared), or what is wrong
     with its declaration."""
     raw = w.annotations.get(facts.COLD_START_ANNOTATION)
@@ -103,7 +105,7 @@ def liveness_text(probe: Mapping) -> str:
             f"{budget} s in ({formula}), while it may still be loading")
 
 
-def probe_finding(subject: str, c: workloads.Container, cold: int, declared: bool, house: bool = True) -> Optional[Finding]:
+def probe_finding(subject: str, c: manifests.Container, cold: int, declared: bool, house: bool = True) -> Optional[Finding]:
     """The start-up finding of one container against cold start ``cold`` seconds, or None.
 
     ``house``: the inventory's ``house_conventions`` (the user's cluster: every model server has
@@ -151,7 +153,7 @@ def probe_finding(subject: str, c: workloads.Container, cold: int, declared: boo
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     declared = facts.COLD_START_ANNOTATION in w.annotations

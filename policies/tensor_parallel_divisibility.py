@@ -28,9 +28,10 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
 from core.modelfacts import ModelFacts
-from policylib import capacity_helpers as ch
 from core.problems import Finding
-from policylib import stackconfig, terms, workloads
+from policylib import capacity_helpers as ch
+from policylib import views
+from policylib import stackconfig, terms
 
 NAME = "tensor-parallel-divisibility"
 
@@ -42,7 +43,7 @@ def sizes_that_divide(facts: ModelFacts, engine: str = "candle-vllm") -> list[in
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     parallel = [(c, s) for c, s in w.servers if s.tensor_parallel > 1]

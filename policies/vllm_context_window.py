@@ -31,19 +31,21 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
 from core.problems import Finding
+from core import manifests
+from core.engines import VllmConfig
 from policylib import capacity_helpers as ch
-from policylib import terms, workloads
+from policylib import terms
 
 NAME = "vllm-context-window"
 SOURCE = "issue 10; vLLM v0.11.0 _get_and_verify_max_len; the Qwen3 model card (YaRN)"
 ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
 
-def rope_scaling_of(s: workloads.ServerArgs) -> Optional[Mapping[str, Any]]:
+def rope_scaling_of(s: manifests.ServerArgs) -> Optional[Mapping[str, Any]]:
     """The rope_scaling a vLLM argv gives: ``--hf-overrides`` JSON's ``rope_scaling``, else
     ``--rope-scaling`` JSON; None when absent or not JSON of that shape."""
-    for flag, key in (("--hf-overrides", "rope_scaling"), ("--rope-scaling", None)):
-        raw = ch.arg(s, flag)
+    for flag, key in ((VllmConfig.FLAGS["hf_overrides"], "rope_scaling"), ("--rope-scaling", None)):
+        raw = s.get(flag)
         if not raw:
             continue
         try:
@@ -60,7 +62,7 @@ def rope_scaling_of(s: workloads.ServerArgs) -> Optional[Mapping[str, Any]]:
 def message(sc: ch.ServerCapacity, _cards: int) -> Optional[str]:
     if sc.server.engine != "vllm" or sc.facts is None:
         return None
-    mml = ch.human_int(ch.arg(sc.server, "--max-model-len"))
+    mml = sc.settings.max_model_len
     if mml is None:
         return None
     scaling = rope_scaling_of(sc.server)

@@ -24,9 +24,10 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.problems import Finding
-from policylib import capacity_helpers as ch
+from core.engines import VllmConfig
+from policylib import views
 from policylib import resource_helpers as rh
-from policylib import terms, workloads
+from policylib import terms
 
 NAME = "vllm-gpu-memory-utilization"
 SOURCE = "vllm-project/vllm #15598 (0.98 ran out of memory in CUDA-graph capture)"
@@ -34,17 +35,17 @@ VLLM_DEFAULT = 0.90
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     overridden = facts.GMU_OVERRIDE_ANNOTATION in w.annotations
     ceiling = rules.GPU_MEMORY_UTILIZATION_CEILING
     for c, s in w.servers_of("vllm"):
-        written = ch.arg(s, "--gpu-memory-utilization")
-        value = ch.number(written)
+        written = s.get(VllmConfig.FLAGS["gpu_memory_utilization"])
+        value = s.settings().gpu_memory_utilization
         if value is None:
             value = VLLM_DEFAULT if written is None else None
-        eager = s.has("--enforce-eager") or s.has("--enforce_eager")
+        eager = s.has(VllmConfig.FLAGS["enforce_eager"])  # parse_args reads --enforce_eager as this
         if value is None or rules.gpu_memory_utilization_ok(value, enforce_eager=eager, overridden=overridden):
             continue
         finding = Finding(

@@ -22,20 +22,22 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import facts, rules
 from core.problems import Finding
+from core import manifests
+from core.engines import VllmConfig
 from policylib import resource_helpers as rh
+from policylib import views
 from policylib import terms
-from policylib import workloads
 
 NAME = "vllm-parallelism"
 
 
-def data_parallel(server: workloads.ServerArgs) -> int:
+def data_parallel(server: manifests.ServerArgs) -> int:
     """``--data-parallel-size`` (``-dp``), default 1."""
-    return rh.whole(server.get("--data-parallel-size") or server.get("-dp")) or 1
+    return rh.whole(server.get(VllmConfig.FLAGS["data_parallel_size"]) or server.get("-dp")) or 1
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or (not w.is_gpu and w.other_accelerator):
         return  # another vendor's accelerator (amd.com/gpu, google.com/tpu): not modelled
     for c, server in w.servers_of("vllm"):

@@ -1,6 +1,6 @@
 """vllm-served-model-names: each --served-model-name is its own argv item, without comma or space.
 
-Rule, for every vLLM container (recognised by image or command, ``policylib.workloads``):
+Rule, for every vLLM container (recognised by image or command, ``core.manifests``):
   - no served model name contains a comma (``--served-model-name reasoning,reasoning-long``
     and ``--served-model-name=reasoning,reasoning-long`` both make ONE model whose name
     contains a comma) or whitespace (``"reasoning reasoning-long"`` as one argv item);
@@ -23,12 +23,13 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import rules
 from core.problems import Finding
+from core.engines import VllmConfig
 from policylib import resource_helpers as rh
+from policylib import views
 from policylib import terms
-from policylib import workloads
 
 NAME = "vllm-served-model-names"
-FLAG = "--served-model-name"
+FLAG = VllmConfig.FLAGS["served_model_names"]
 
 
 def occurrences(argv: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
@@ -80,7 +81,7 @@ def argv_problems(argv: tuple[str, ...]) -> list[str]:
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     for c, server in w.servers_of("vllm"):

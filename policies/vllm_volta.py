@@ -41,28 +41,31 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import facts, images, rules
 from core.modelfacts import ModelFacts
 from core.problems import Finding
+from core import manifests
+from core.engines import VllmConfig
 from policylib import resource_helpers as rh
+from policylib import views
 from policylib import terms
-from policylib import stackconfig, workloads
+from policylib import stackconfig
 
 NAME = "vllm-volta"
 SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
 NO_VOLTA_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
-CUSTOM_AR_FLAGS = ("--disable-custom-all-reduce", "--disable_custom_all_reduce")
+CUSTOM_AR_FLAGS = (VllmConfig.FLAGS["disable_custom_all_reduce"], "--disable_custom_all_reduce")
 
 
 #: One sm_70 problem: (what is wrong, the manifest fix, the stack-file fix with ``{key}``).
 Problem = tuple[str, str, str]
 
 
-def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA,
+def dtype_problem(server: manifests.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA,
                   house: bool = True) -> Optional[Problem]:
     """The ``--dtype`` problem on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
     the predicate the stack file's ``dtype`` check calls), or None. Without ``house`` (the
     inventory's ``house_conventions``), ``auto`` on a checkpoint the stack's models say is float16
     passes: vLLM then takes float16, which sm_70 runs; the user's cluster asks for it explicitly."""
-    dtype = (server.get("--dtype") or "").lower()
+    dtype = (server.get(VllmConfig.FLAGS["dtype"]) or "").lower()
     if rules.dtype_runs_on("vllm", dtype, sm):
         return None
     stack_fix = "set dtype: float16 under {key}"
@@ -77,10 +80,10 @@ def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm:
     return f"--dtype {dtype} is not a half dtype; sm_{sm} serves float16", "use --dtype float16", stack_fix
 
 
-def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[Problem]:
+def quantization_problem(server: manifests.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[Problem]:
     """The quantization problem on a card of compute capability ``sm`` (x10), by the table the
     program's config checks use (``core.rules``), or None."""
-    written = server.get("--quantization") or server.get("-q")
+    written = server.get(VllmConfig.FLAGS["quantization"]) or server.get("-q")
     method = written or (model.quantization.method if model and model.quantization else None)
     if rules.quantization_runs_on(method, sm):
         return None
@@ -91,8 +94,8 @@ def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFact
             "point model under {key} at a gptq or unquantized float16 checkpoint")
 
 
-def kv_cache_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[Problem]:
-    kv = server.get("--kv-cache-dtype") or ""
+def kv_cache_problem(server: manifests.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[Problem]:
+    kv = server.get(VllmConfig.FLAGS["kv_cache_dtype"]) or ""
     if not rules.kv_cache_dtype_runs_on(kv, sm):
         return (f"--kv-cache-dtype {kv}: sm_{sm} has no FP8", "use --kv-cache-dtype auto",
                 "set kv_cache_dtype: auto under {key}")
@@ -136,7 +139,7 @@ def env_problems(env, image: str = "", sm: int = rules.SM_VOLTA) -> list[Problem
     return problems
 
 
-def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optional[Problem]:
+def all_reduce_problem(server: manifests.ServerArgs, no_nvlink: list) -> Optional[Problem]:
     tp = server.tensor_parallel
     if not no_nvlink or not rules.custom_all_reduce_must_be_disabled(tp, nvlink=False) or any(server.has(f) for f in CUSTOM_AR_FLAGS):
         return None
@@ -147,7 +150,7 @@ def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optiona
             "remove disable_custom_all_reduce: false under {key} (the component disables it without NVLink)")
 
 
-def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta: list, house: bool = True) -> list[Problem]:
+def problems(c: manifests.Container, server: manifests.ServerArgs, model, volta: list, house: bool = True) -> list[Problem]:
     """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on;
     ``house``: the inventory's ``house_conventions``."""
     sm = rules.lowest_sm([n.card.sm for n in volta if n.card])
@@ -157,13 +160,13 @@ def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta:
     return [p for p in found if p]
 
 
-def _model(server: workloads.ServerArgs, models) -> Optional[ModelFacts]:
+def _model(server: manifests.ServerArgs, models) -> Optional[ModelFacts]:
     hit = models.find(server.model_arg) if models else None
     return hit[1] if hit else None
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or not w.is_gpu:
         return
     vllm = w.servers_of("vllm")

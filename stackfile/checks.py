@@ -18,6 +18,7 @@ from typing import Any, Optional
 from core import capacity, facts, kube, quantity, rulebook
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
+from core.engines import ServerSettings
 from core.problems import Problem
 
 from core.placement import STARTUP_HEADROOM, startup_threshold
@@ -168,18 +169,16 @@ def _check_candle(at: str, wl: CandleWorkload, card: Optional[CardSpec], entry: 
         out.append(Problem(f"{PREFIX}{at}.model", wl.model, f"model {wl.model} has no weights_path; candle-vllm loads --w from the PVC",
                            f"add weights_path: /mnt/models/<dir> to {PREFIX}models.{wl.model}"))
     if facts_ is not None and card is not None and not out:
-        out += _capacity_problems(at, "candle-vllm", wl, facts_, card, dict(
-            tp=wl.cards, dtype=wl.dtype, kv_fraction=wl.kv_fraction, prefill_chunk_size=wl.prefill_chunk_size,
-            max_num_seqs=wl.max_num_seqs))
+        out += _capacity_problems(at, "candle-vllm", wl, facts_, card, wl.settings(cards=wl.cards))
     return out
 
 
 def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: CardSpec,
-                       settings: dict[str, Any]) -> list[Problem]:
+                       settings: ServerSettings) -> list[Problem]:
     """The weights and KV cache of one server on its card, by :func:`core.capacity.estimate`,
     the estimate the pack's weights-fit-card and kv-cache-fits-max-model-len judge."""
     try:
-        est = capacity.estimate(engine, facts_, card, **settings)
+        est = capacity.estimate(facts_, card, settings)
     except ValueError as err:
         return [Problem(f"{PREFIX}{at}", None, f"the capacity estimator refuses the settings: {err}",
                         "correct the setting the rule names")]
@@ -216,10 +215,7 @@ def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Opt
                                              env=wl.env))
     if facts_ is not None:
         if card is not None and not out:
-            out += _capacity_problems(at, "vllm", wl, facts_, card, dict(
-                tp=wl.tp, pp=wl.pipeline_parallel_size, dtype=wl.dtype, kv_cache_dtype=wl.kv_cache_dtype,
-                gpu_memory_utilization=wl.gpu_memory_utilization, max_model_len=wl.max_model_len,
-                max_num_batched_tokens=wl.max_num_batched_tokens, max_num_seqs=wl.max_num_seqs, image=wl.image))
+            out += _capacity_problems(at, "vllm", wl, facts_, card, wl.settings(tp=wl.tp))
         if wl.pipeline_parallel_size > facts_.num_hidden_layers:
             out.append(Problem(f"{PREFIX}{at}.pipeline_parallel_size", wl.pipeline_parallel_size,
                                f"pipeline parallel {wl.pipeline_parallel_size} exceeds the model's {facts_.num_hidden_layers} layers",

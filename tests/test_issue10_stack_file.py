@@ -14,6 +14,7 @@ from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
 from core import capacity, facts, rules
 from core.modelfacts import CATALOG
+from core.engines import ServerSettings
 from tools.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,17 +119,17 @@ def test_the_estimate_credits_at_most_the_ceiling():
     """Issue 10: the capacity table showed MORE room at 0.98 than at 0.95; it must not."""
     facts_ = CATALOG["Qwen/Qwen3-30B-A3B-GPTQ-Int4"]
     card = load_stack_config(PROD).cluster.nodes[0].card
-    at = {u: capacity.estimate("vllm", facts_, card, gpu_memory_utilization=u, max_model_len=65536) for u in (0.95, 0.98, 1.0)}
+    at = {u: capacity.estimate(facts_, card, ServerSettings("vllm", gpu_memory_utilization=u, max_model_len=65536)) for u in (0.95, 0.98, 1.0)}
     assert at[0.98].kv_tokens == at[0.95].kv_tokens == at[1.0].kv_tokens
     assert at[0.98].budget_gib == at[0.95].budget_gib
     assert any("0.98 is above the 0.95 ceiling" in n for n in at[0.98].notes)
     assert not any("ceiling" in n for n in at[0.95].notes)
     # Below the ceiling more utilization is more room, as vLLM computes it.
-    assert capacity.estimate("vllm", facts_, card, gpu_memory_utilization=0.90, max_model_len=65536).kv_tokens < at[0.95].kv_tokens
+    assert capacity.estimate(facts_, card, ServerSettings("vllm", gpu_memory_utilization=0.90, max_model_len=65536)).kv_tokens < at[0.95].kv_tokens
     # The engine model itself is unchanged (a public log at 0.98 is reproduced through estimate_vllm).
     assert capacity.estimate_vllm(facts_, card, gpu_memory_utilization=0.98, max_model_len=65536).kv_tokens > at[0.95].kv_tokens
     with pytest.raises(ValueError):
-        capacity.estimate("vllm", facts_, card, gpu_memory_utilization=1.2, max_model_len=65536)
+        capacity.estimate(facts_, card, ServerSettings("vllm", gpu_memory_utilization=1.2, max_model_len=65536))
 
 
 # --- the stack file -------------------------------------------------------------------------------

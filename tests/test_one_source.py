@@ -270,7 +270,7 @@ def test_valid_quantities_parse_as_the_official_client_parses_them(value):
 def test_pack_names_an_invalid_shm_size_limit():
     import multi_gpu_shm
 
-    from policylib import workloads as wl
+    import core.manifests
 
     text = """
 apiVersion: apps/v1
@@ -292,7 +292,7 @@ spec:
         resources: {limits: {nvidia.com/gpu: "2", memory: 32Gi}}
 """
     (r,) = manifests(text)
-    w = wl.workload(r.type, r.props, r.urn)
+    w = core.manifests.workload(r.type, r.props, r.urn)
     (c,) = w.containers
     assert multi_gpu_shm.container_problems(w, c, 1024) == [
         "volume shm sizeLimit: 'lots' is not a Kubernetes quantity; write e.g. \"8Gi\""]

@@ -8,7 +8,7 @@ import pulumi.runtime.config
 import pytest
 
 import candle_vllm_args as mod
-from policylib import workloads
+import core.manifests
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.manifests import load_stack_file
 
@@ -19,7 +19,7 @@ def stack_config():
 
 
 def _args(*argv):
-    return workloads.parse_args("candle-vllm", argv)
+    return core.manifests.parse_args("candle-vllm", argv)
 
 
 @pytest.mark.parametrize(

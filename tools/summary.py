@@ -7,7 +7,7 @@ Five parts:
   else ``-`` for an object the program creates outside any component), and ``protect`` when
   the resource is protected (the Services: never deleted and re-created);
 * **cards per node** (``nvidia.com/gpu``): ``used / capacity`` and each workload's share, read
-  from the rendered objects with the policy pack's own view (``policies/policylib/workloads.py``)
+  from the rendered objects with the policy pack's own view (``core/manifests/``)
   and the allocation gpu-card-allocation judges (:func:`core.allocation.cards`): replicas x
   cards a pod (an InferenceService by its replica bound), plus the surge pod a RollingUpdate
   starts, plus cards the inventory reserves for workloads outside the stack; unpinned pods
@@ -38,11 +38,11 @@ from typing import Any, Iterable, Optional, Sequence
 from stackfile.objects import left_alone_text
 from core import allocation, capacity, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core import manifests
 from tools import render
 from tools.manifests import PROJECT, Resource
 
 from policylib import stack_helpers
-from policylib import workloads as wl
 
 
 def table(rows: Sequence[Sequence[str]], header: Optional[Sequence[str]] = None, indent: str = "  ") -> list[str]:
@@ -164,12 +164,12 @@ def _idle(d: allocation.Demand) -> Held:
     return Held(d.name, 0, "parked" if d.parked is not None else "0 replicas")
 
 
-def view_of(resources: Iterable[Resource]) -> wl.Stack:
+def view_of(resources: Iterable[Resource]) -> manifests.Stack:
     """The policy pack's view (workloads, Services, NetworkPolicies) of the Kubernetes objects."""
-    return wl.stack_view(View(r.type, r.props, r.urn) for r in k8s_objects(resources))
+    return manifests.stack_view(View(r.type, r.props, r.urn) for r in k8s_objects(resources))
 
 
-def card_allocation(view: wl.Stack, inventory: ClusterInventory) -> allocation.Allocation:
+def card_allocation(view: manifests.Stack, inventory: ClusterInventory) -> allocation.Allocation:
     """The cards of the GPU workloads of ``view`` per node, by :func:`core.allocation.cards`
     (the allocation gpu-card-allocation judges and the stack output reports), surge counted."""
     gpu = [w for w in view.workloads if w.is_gpu]
@@ -177,7 +177,7 @@ def card_allocation(view: wl.Stack, inventory: ClusterInventory) -> allocation.A
 
 
 def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
-              view: Optional[wl.Stack] = None) -> tuple[list[NodeCards], list[Held]]:
+              view: Optional[manifests.Stack] = None) -> tuple[list[NodeCards], list[Held]]:
     """(cards per inventory node, shares placed on no inventory node: pinned to a node the
     inventory lacks, or one pod larger than its node or every node). ``view``: :func:`view_of`
     ``resources``, when the caller has it already. Each node lists its shares largest first,
@@ -198,7 +198,7 @@ def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
     return rows, sorted(loose, key=lambda s: (-s.total, s.name))
 
 
-def cards_section(resources: Sequence[Resource], inventory: ClusterInventory, view: Optional[wl.Stack] = None) -> list[str]:
+def cards_section(resources: Sequence[Resource], inventory: ClusterInventory, view: Optional[manifests.Stack] = None) -> list[str]:
     rows, loose = card_rows(resources, inventory, view)
     used = sum(r.used for r in rows) + sum(s.total for s in loose)
     capacity = sum(r.capacity for r in rows)
@@ -275,7 +275,7 @@ PROVISIONAL_NOTE = (
 
 
 def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inventory: ClusterInventory,
-                     base_dir: Optional[Path] = None, view: Optional[wl.Stack] = None) -> list[str]:
+                     base_dir: Optional[Path] = None, view: Optional[manifests.Stack] = None) -> list[str]:
     """Per running model server: TP, weights a card (GiB), KV pool (GiB and tokens),
     max-model-len (tokens) and concurrency at max-model-len, from the estimator
     (``core/capacity.py``) through the policy pack's glue (``policylib/capacity_helpers.py``),
