@@ -1,5 +1,5 @@
-"""The rules the stack file, the component args and the policy pack share, each judged and worded
-once (:mod:`core.registry`). A judge takes plain values (numbers, strings, model facts, a card)
+"""The model-server rules the stack file, the component args and the policy pack share, each judged
+and worded once (:mod:`core.registry`). A judge takes plain values (numbers, strings, model facts, a card)
 and returns a :class:`~core.registry.Breach` whose settings (:data:`S`) render as stack-file keys
 or as flags and manifest fields. The predicates are :mod:`core.rules`'.
 
@@ -9,47 +9,16 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from core import facts, kube, rules
-from core.registry import STACK, Breach, Setting, only, rule
+from core.registry import STACK, Breach, only, rule
+from core.facts import STARTUP_HEADROOM
+from core.rulebook.settings import S
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.inventory import CardSpec
     from core.modelfacts import ModelFacts
-
-#: The stack file's default startup budget, as a multiple of the declared cold start.
-STARTUP_HEADROOM = 3
-
-#: The settings the shared rules name, by their stack-file key and their manifest form.
-S = SimpleNamespace(
-    cards=Setting("cards", "cards", f"the container's {facts.GPU_RESOURCE} (requests = limits)"),
-    model=Setting("model", "model", "--model", flag=True),
-    image=Setting("image", "image", "image"),
-    server=Setting("server", "server", "the container's server"),
-    dtype=Setting("dtype", "dtype", "--dtype", flag=True),
-    quantization=Setting("quantization", "quantization", "--quantization", flag=True),
-    kv_cache_dtype=Setting("kv_cache_dtype", "kv_cache_dtype", "--kv-cache-dtype", flag=True),
-    tp=Setting("tensor_parallel_size", "tensor_parallel_size", "--tensor-parallel-size", flag=True),
-    pp=Setting("pipeline_parallel_size", "pipeline_parallel_size", "--pipeline-parallel-size", flag=True),
-    disable_custom_all_reduce=Setting("disable_custom_all_reduce", "disable_custom_all_reduce",
-                                      "--disable-custom-all-reduce", flag=True),
-    gmu=Setting("gpu_memory_utilization", "gpu_memory_utilization", "--gpu-memory-utilization", flag=True),
-    enforce_eager=Setting("enforce_eager", "enforce_eager", "--enforce-eager", flag=True),
-    gmu_override=Setting("gpu_memory_utilization_override", "gpu_memory_utilization_override",
-                         f"annotation {facts.GMU_OVERRIDE_ANNOTATION}"),
-    max_model_len=Setting("max_model_len", "max_model_len", "--max-model-len", flag=True),
-    # vLLM v0.11.0 reads --hf-overrides={"rope_scaling": ...}; --rope-scaling is deprecated there.
-    rope_scaling=Setting("rope_scaling", "rope_scaling", "--hf-overrides", flag=True, wrap="rope_scaling"),
-    memory_request=Setting("memory_request", "resources.requests.memory", "resources.requests.memory"),
-    memory_limit=Setting("memory_limit", "resources.limits.memory", "resources.limits.memory"),
-    failure_threshold=Setting("startup_failure_threshold", "startup_probe.failure_threshold",
-                              "startupProbe.failureThreshold"),
-    cold_start=Setting("cold_start_seconds", "cold_start_seconds", f"annotation {facts.COLD_START_ANNOTATION}"),
-    name=Setting("name", "the workload's name", "metadata.name"),
-)
-
 
 # --- start-up ---------------------------------------------------------------------------------
 
