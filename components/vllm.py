@@ -40,17 +40,7 @@ from core import facts, rules
 from core.engines import VllmConfig
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
-from core.rule_wordings import (
-    rule_context_window,
-    rule_custom_all_reduce,
-    rule_digest_pinned,
-    rule_gpu_memory_utilization,
-    rule_half_dtype,
-    rule_hybrid_on_volta_vllm,
-    rule_parallel_matches_cards,
-    rule_tp_divides,
-    rule_vllm_kernels,
-)
+from core import rulebook
 
 from components import pod
 from components.workload import WorkloadArgs, WorkloadComponent, transition_options
@@ -85,23 +75,11 @@ class VllmArgs(VllmConfig, WorkloadArgs):
 
     @model_validator(mode="after")
     def _facts(self) -> "VllmArgs":
-        key = self.model_key or self.model
-        breaches = [
-            rule_digest_pinned(self.image),
-            rule_parallel_matches_cards(self.tp, self.pipeline_parallel_size, self.placement.cards),
-            rule_half_dtype(self.card, self.dtype, "vllm"),
-            rule_vllm_kernels(self.card, self.quantization, self.kv_cache_dtype),
-            rule_custom_all_reduce(self.card, self.tp, self.disable_custom_all_reduce),
-            rule_gpu_memory_utilization(self.gpu_memory_utilization, self.enforce_eager,
-                                        self.gpu_memory_utilization_override is not None),
-        ]
-        if self.model_facts is not None:
-            breaches += [rule_tp_divides(key, self.model_facts, self.tp, "vllm"),
-                         rule_hybrid_on_volta_vllm(key, self.model_facts, self.card),
-                         rule_context_window(key, self.model_facts, self.max_model_len, self.rope_scaling, self.placement.env)]
-        for b in breaches:
-            if b:
-                raise ValueError(f"{self.name}: {b.rule}; {b.fix}")
+        error = rulebook.first_error(self.name, rulebook.vllm_breaches(
+            self, cards=self.placement.cards, card=self.card, model_key=self.model_key or self.model,
+            model=self.model_facts, env=self.placement.env))
+        if error:
+            raise ValueError(error)
         return self
 
 

@@ -41,7 +41,7 @@ from core.engines import CandleConfig
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 from core.placement import Placement, secret_name, startup_threshold
-from core.rule_wordings import rule_half_dtype, rule_hybrid_one_card, rule_startup_budget, rule_tp_divides
+from core import rulebook
 from core.values import REDACTED
 
 from components.pod import (
@@ -99,10 +99,10 @@ class WorkloadArgs(ComponentArgs):
     @model_validator(mode="after")
     def _startup_budget(self) -> "WorkloadArgs":
         p = self.placement
-        breach = rule_startup_budget(p.cold_start_seconds, p.startup_probe.period_seconds,
-                                     startup_threshold(p.cold_start_seconds, p.startup_probe))
-        if breach:
-            raise ValueError(f"{self.name}: {breach.rule}; {breach.fix}")
+        error = rulebook.first_error(self.name, rulebook.startup_breaches(
+            p.cold_start_seconds, p.startup_probe.period_seconds, startup_threshold(p.cold_start_seconds, p.startup_probe)))
+        if error:
+            raise ValueError(error)
         return self
 
     def workload_fields(self) -> dict[str, Any]:
@@ -330,14 +330,11 @@ class CandleDeploymentArgs(CandleConfig, WorkloadArgs):
 
     @model_validator(mode="after")
     def _facts(self) -> "CandleDeploymentArgs":
-        breaches = [rule_half_dtype(self.card, self.dtype, "candle-vllm")]
-        if self.model_facts is not None:
-            key = self.model_key or posixpath.basename(self.weights_path.rstrip("/"))
-            breaches += [rule_tp_divides(key, self.model_facts, self.placement.cards),
-                         rule_hybrid_one_card(key, self.model_facts, self.placement.cards)]
-        for b in breaches:
-            if b:
-                raise ValueError(f"{self.name}: {b.rule}; {b.fix}")
+        key = self.model_key or posixpath.basename(self.weights_path.rstrip("/"))
+        error = rulebook.first_error(self.name, rulebook.candle_breaches(
+            self, cards=self.placement.cards, card=self.card, model_key=key, model=self.model_facts))
+        if error:
+            raise ValueError(error)
         return self
 
 

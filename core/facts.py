@@ -217,3 +217,7 @@ ENGINE_DEFAULT_PORTS: dict[str, int] = {"vllm": 8000, "candle-vllm": 2000}
 #: ``gpu_memory_utilization_override: {reason: ...}``). Source: vllm-project/vllm #15598 (0.98 ran
 #: out of memory in CUDA-graph capture).
 GMU_OVERRIDE_ANNOTATION = ANNOTATION_PREFIX + "gpu-memory-utilization-override"
+
+#: Startup budget = this many times the declared cold start (coder.yaml: 120 x 15 s = 30 min of
+#: headroom for about 10 min of start-up, i.e. 3x).
+STARTUP_HEADROOM = 3

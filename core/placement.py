@@ -19,13 +19,11 @@ from typing import Annotated, Any, Optional
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from core import facts, quantity
+from core.facts import STARTUP_HEADROOM
 from core.values import EnvName, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain, rule_error
 
 #: Startup probe period in seconds (coder.yaml: ``periodSeconds: 15``).
 STARTUP_PERIOD_SECONDS = 15
-#: Startup budget = this many times the declared cold start (coder.yaml: 120 x 15 s = 30 min of
-#: headroom for about 10 min of start-up, i.e. 3x).
-STARTUP_HEADROOM = 3
 
 
 def _quantity_text(value: Any) -> Any:

@@ -13,9 +13,8 @@ Its public names, in one place to import them from; the code is split by job:
 - :mod:`stackfile.build`: the validated config as the components' typed args, the components
   built (:func:`~stackfile.build.build_stack`), the stack outputs, the manifests rendered
   without the engine;
-- :mod:`core.rule_wordings` (not re-exported here): the ``rule_*`` functions the component
-  args and the cross-checks share, each a wording of a :mod:`core.rules` / :mod:`core.capacity`
-  predicate the policy pack calls too;
+- :mod:`core.rulebook` (not re-exported here): the rules the component args, the cross-checks and
+  the policy pack share, each judged and worded once (registered in :mod:`core.registry`);
 - :mod:`core.placement`: where a workload runs (one model for every workload kind);
 - :mod:`core.engines`: the engines' server settings (one model per engine);
 - :mod:`core.problems`: the one message form.
@@ -58,13 +57,13 @@ from stackfile.schema import (
 )
 from stackfile.objects import LeftAlone, ObjectRef, left_alone_text
 from core.engines import CANDLE_BINARY, ServedName, check_served_name, fraction_text
-from core.problems import ConfigError, Problem, RuleBreach
+from core.problems import ConfigError, Problem
 
 __all__ = [
     "CANDLE_BINARY", "PREFIX", "PROJECT", "STARTUP_HEADROOM", "STARTUP_PERIOD_SECONDS", "STRING_KEYS",
     "TOP_LEVEL_KEYS", "WORKLOAD_CLASSES", "CandleWorkload", "ConfigError", "IngressRule", "LeftAlone", "Name",
     "NetworkPolicyConfig", "ObjectRef", "Parked", "Placement", "Problem", "PytorchWorkload", "Quantity", "ResourceAmounts", "Resources",
-    "RuleBreach", "ServedName", "ServiceClient", "ServiceConfig", "StackConfig", "StartupProbe", "VllmWorkload",
+    "ServedName", "ServiceClient", "ServiceConfig", "StackConfig", "StartupProbe", "VllmWorkload",
     "Workload", "check_served_name", "fraction_text", "is_digest_pinned", "left_alone_text", "load_stack_config", "mib",
     "secret_name", "startup_threshold",
 ]

@@ -1,10 +1,6 @@
 """Cross-checks of the stack file: each workload against its node and model, each Service
-against its workload, and the rule functions the component argument models share.
-
-The rule functions (``rule_*``) return a :class:`~core.problems.RuleBreach` (the rule broken
-and the fix, in the stack file's terms) from a verdict of :mod:`core.rules` /
-:mod:`core.capacity` / :mod:`core.modelfacts`, the predicates the policy pack calls too; the
-components (``components/workload.py``, ``components/vllm.py``) raise them as ValueError.
+against its workload. The rules a server shares with the component args and the policy pack
+are :mod:`core.rulebook`'s (registered in :mod:`core.registry`), reported here at their keys.
 
 Rules that judge several workloads together (cards or memory summed over a node, one served
 model name answered by two servers, two workloads behind one Service selector) are the policy
@@ -19,11 +15,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 
-from core import capacity, facts, kube, quantity
+from core import capacity, facts, kube, quantity, rulebook
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
-from core.problems import Problem, RuleBreach
 from core.engines import ServerSettings
+from core.problems import Problem
 
 from core.placement import STARTUP_HEADROOM, startup_threshold
 from stackfile.objects import LeftAlone, ObjectRef, rendered_objects
@@ -32,20 +28,6 @@ from stackfile.schema import (
 )
 
 
-from core.rule_wordings import (
-    rule_startup_budget,
-    rule_tp_divides,
-    rule_hybrid_one_card,
-    rule_digest_pinned,
-    rule_half_dtype,
-    rule_vllm_kernels,
-    rule_custom_all_reduce,
-    rule_parallel_matches_cards,
-    rule_hybrid_on_volta_vllm,
-    rule_gpu_memory_utilization,
-    rule_context_window,
-    rule_memory_declared,
-)
 
 
 # --- cross-field checks ---------------------------------------------------------------------
@@ -102,21 +84,9 @@ def _check_left_alone(parts: dict[str, Any]) -> list[Problem]:
     return out
 
 
-def rule_kserve_label(name: str) -> Optional[RuleBreach]:
-    """KServe labels an InferenceService's predictor pods ``app: isvc.<name>-predictor``: a name
-    that makes that label value invalid (over 63 characters) never gets pods. (A Service named
-    ``<isvc>-predictor``, KServe's own, relates two items: the pack's kserve-owned-names.)"""
-    label = f"{facts.KSERVE_APP_LABEL_PREFIX}{name}{facts.KSERVE_PREDICTOR_SUFFIX}"
-    problems = kube.label_value_problems(label)
-    if not problems:
-        return None
-    return RuleBreach(f"KServe labels the predictor pods app: {label}, which Kubernetes refuses: {problems[0]}",
-                      f"shorten the workload name to at most {kube.LABEL_VALUE_MAX - len(label) + len(name)} characters",
-                      "KServe RawDeployment pod labels; apimachinery IsValidLabelValue")
-
-
-def _p(path: str, value: Any, breach: Optional[RuleBreach]) -> list[Problem]:
-    return [Problem(PREFIX + path, value, breach.rule, breach.fix, breach.source)] if breach else []
+def _found(at: str, found: list[rulebook.Found]) -> list[Problem]:
+    """The rulebook's breaches of workload ``at`` (``workloads.<name>``) at their stack-file keys."""
+    return [breach.problem(f"{PREFIX}{at}.{key}" if key else f"{PREFIX}{at}", value) for key, value, breach in found]
 
 
 def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models: dict[str, ModelEntry],
@@ -139,9 +109,9 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
                               f"{threshold:,}, beyond the int32 the Kubernetes API accepts ({kube.INT32_MAX:,})",
                               f"give the measured cold start in seconds (at most {most:,} at a "
                               f"{wl.startup_probe.period_seconds} s period)")]
-    out.extend(_p(f"{at}.startup_probe.failure_threshold", wl.startup_probe.failure_threshold,
-                  rule_startup_budget(wl.cold_start_seconds, wl.startup_probe.period_seconds, threshold)))
-    out.extend(_p(f"{at}.resources", wl.resources.model_dump(exclude_none=True), rule_memory_declared(wl.resources)))
+    out += _found(at, rulebook.startup_breaches(wl.cold_start_seconds, wl.startup_probe.period_seconds, threshold))
+    out += _found(at, [("resources", wl.resources.model_dump(exclude_none=True), b) for b in [rulebook.memory_declared(
+        mib(wl.resources.requests.memory), mib(wl.resources.limits.memory), wl.cards)] if b])
     model_key = getattr(wl, "model", None)
     if model_key is not None and model_key not in models and model_key not in invalid:
         out.append(Problem(f"{PREFIX}{at}.model", model_key, f"model {model_key} is not in {PREFIX}models",
@@ -194,15 +164,12 @@ def _check_fits_node(at: str, wl: Any, node: Node) -> list[Problem]:
 
 def _check_candle(at: str, wl: CandleWorkload, card: Optional[CardSpec], entry: Optional[ModelEntry],
                   facts_: Optional[ModelFacts]) -> list[Problem]:
-    out = _p(f"{at}.dtype", wl.dtype, rule_half_dtype(card, wl.dtype, "candle-vllm"))
+    out = _found(at, rulebook.candle_breaches(wl, cards=wl.cards, card=card, model_key=wl.model, model=facts_))
     if entry is not None and not entry.weights_path:
         out.append(Problem(f"{PREFIX}{at}.model", wl.model, f"model {wl.model} has no weights_path; candle-vllm loads --w from the PVC",
                            f"add weights_path: /mnt/models/<dir> to {PREFIX}models.{wl.model}"))
-    if facts_ is not None:
-        out += _p(f"{at}.cards", wl.cards, rule_tp_divides(wl.model, facts_, wl.cards))
-        out += _p(f"{at}.cards", wl.cards, rule_hybrid_one_card(wl.model, facts_, wl.cards))
-        if card is not None and not out:
-            out += _capacity_problems(at, "candle-vllm", wl, facts_, card, wl.settings(cards=wl.cards))
+    if facts_ is not None and card is not None and not out:
+        out += _capacity_problems(at, "candle-vllm", wl, facts_, card, wl.settings(cards=wl.cards))
     return out
 
 
@@ -242,22 +209,11 @@ def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: 
 
 
 def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Optional[ModelFacts]) -> list[Problem]:
-    out = _p(at, at.split(".", 1)[1], rule_kserve_label(at.split(".", 1)[1]))
-    out += _p(f"{at}.image", wl.image, rule_digest_pinned(wl.image))
-    out += _p(f"{at}.dtype", wl.dtype, rule_half_dtype(card, wl.dtype, "vllm"))
-    out += _p(f"{at}.quantization", wl.quantization, rule_vllm_kernels(card, wl.quantization, wl.kv_cache_dtype))
-    tp_at = f"{at}.tensor_parallel_size" if wl.tensor_parallel_size is not None else f"{at}.cards"
-    out += _p(tp_at, wl.tp, rule_parallel_matches_cards(wl.tp, wl.pipeline_parallel_size, wl.cards))
-    out += _p(f"{at}.disable_custom_all_reduce", wl.disable_custom_all_reduce,
-              rule_custom_all_reduce(card, wl.tp, wl.disable_custom_all_reduce))
-    out += _p(f"{at}.gpu_memory_utilization", wl.gpu_memory_utilization,
-              rule_gpu_memory_utilization(wl.gpu_memory_utilization, wl.enforce_eager,
-                                          wl.gpu_memory_utilization_override is not None))
+    name = at.split(".", 1)[1]
+    out = _found(at, [("", name, b) for b in [rulebook.kserve_label(name)] if b])
+    out += _found(at, rulebook.vllm_breaches(wl, cards=wl.cards, card=card, model_key=wl.model, model=facts_,
+                                             env=wl.env))
     if facts_ is not None:
-        out += _p(f"{at}.max_model_len", wl.max_model_len,
-                  rule_context_window(wl.model, facts_, wl.max_model_len, wl.rope_scaling, wl.env))
-        out += _p(tp_at, wl.tp, rule_tp_divides(wl.model, facts_, wl.tp, "vllm"))
-        out += _p(f"{at}.model", wl.model, rule_hybrid_on_volta_vllm(wl.model, facts_, card))
         if card is not None and not out:
             out += _capacity_problems(at, "vllm", wl, facts_, card, wl.settings(tp=wl.tp))
         if wl.pipeline_parallel_size > facts_.num_hidden_layers:

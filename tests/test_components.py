@@ -132,7 +132,7 @@ def test_startup_budget_defaults_to_three_cold_starts_and_refuses_less():
     args = gpu_args("clef-serve", PROD.workloads["clef-serve"], PROD)
     probe = container_of(deployment_manifest(args, "x"))["startupProbe"]
     assert probe == {"httpGet": {"path": "/health", "port": 8080}, "failureThreshold": 48, "periodSeconds": 15}
-    with pytest.raises(ValueError, match=r"budget 10 s x 20 = 200 s does not exceed the declared cold start of 240 s"):
+    with pytest.raises(ValueError, match=r"allows 10 s x 20 = 200 s, which does not exceed the declared cold start of 240 s"):
         changed(args, {"startup_probe": StartupProbe(period_seconds=10, failure_threshold=20)})
 
 
@@ -188,7 +188,7 @@ def test_vllm_args_refuse_the_known_failures():
         vllm(image="vllm/vllm-openai:v0.15.0")
     with pytest.raises(ValueError, match="contains a comma or space"):
         vllm(served_model_names=["coder,reasoning"])
-    with pytest.raises(ValueError, match="= 2 workers, but the pod holds 1 cards"):
+    with pytest.raises(ValueError, match="= 2 ranks, but the pod holds 1 cards"):
         vllm(cards=1)
     with pytest.raises(ValueError, match="quantization fp8 needs compute capability 8.0"):
         vllm(quantization="fp8")

@@ -128,7 +128,7 @@ def test_every_problem_is_reported_at_once_with_path_value_rule_and_fix():
     tp = found["llm-serving:workloads.candle-vllm.cards"]
     assert tp.value == 3
     assert tp.rule.startswith("tensor parallel 3 does not divide model coder-14b-fp16: num_attention_heads 40 % 3 = 1")
-    assert tp.fix == "use a tensor parallel size that divides them: 1, 2, 4, 8"
+    assert tp.fix == "set cards to a tensor parallel size that divides them: 1, 2, 4, 8"
 
 
 def test_an_invalid_cluster_does_not_hide_the_other_problems():
@@ -241,7 +241,7 @@ def test_vllm_image_must_be_pinned_by_digest():
     p = only(config)
     assert (p.path, p.value) == ("llm-serving:workloads.reasoning.image", "vllm/vllm-openai:v0.15.0")
     assert "not pinned by digest" in p.rule and "error 803" in p.rule
-    assert p.fix.startswith("pin it as <image>:<tag>@sha256:<digest>")
+    assert p.fix.startswith("pin image as <image>:<tag>@sha256:<digest>")
 
 
 def test_a_service_must_not_select_a_parked_workload():
@@ -286,7 +286,7 @@ def test_startup_budget_must_exceed_the_cold_start():
     config["llm-serving:workloads"]["reasoning"]["startup_probe"] = {"period_seconds": 15, "failure_threshold": 40}
     p = only(config)
     assert (p.path, p.value) == ("llm-serving:workloads.reasoning.startup_probe.failure_threshold", 40)
-    assert p.rule.startswith("startup probe budget 15 s x 40 = 600 s does not exceed the declared cold start of 600 s")
+    assert p.rule.startswith("the startup probe allows 15 s x 40 = 600 s, which does not exceed the declared cold start of 600 s")
     assert p.fix.startswith("raise startup_probe.failure_threshold to at least 41")
 
 
@@ -329,7 +329,7 @@ def test_vllm_parallelism_must_match_the_cards():
     config["llm-serving:workloads"]["coder"]["tensor_parallel_size"] = 1
     p = only(config)
     assert p.path == "llm-serving:workloads.coder.tensor_parallel_size"
-    assert p.rule == "tensor parallel 1 x pipeline parallel 1 = 1 workers, but the pod holds 2 cards"
+    assert p.rule == "tensor parallel 1 x pipeline parallel 1 = 1 ranks, but the pod holds 2 cards; 1 card(s) are held and idle"
 
 
 def test_prefill_chunk_must_be_a_multiple_of_1024():

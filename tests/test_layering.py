@@ -94,20 +94,19 @@ def test_the_shared_modules_live_in_core():
 
 def test_the_stack_file_is_split_by_job():
     """schema (models), loader (loading and error translation), checks (cross-checks), objects
-    (rendered and left alone), build (config -> component args -> components); rule_wordings
-    (the rule functions the component args share) in core; the package's ``__init__`` only
-    names the public API."""
+    (rendered and left alone), build (config -> component args -> components); the rules the
+    component args share are core's rulebook; the package's ``__init__`` only names the public API."""
     import stackfile
-    from core import rule_wordings
+    from core import rulebook
     from stackfile import build, checks, loader, objects, schema
 
     assert hasattr(schema, "StackConfig") and not hasattr(schema, "load_stack_config")
     assert hasattr(loader, "load_stack_config") and not hasattr(loader, "rule_tp_divides")
-    assert hasattr(checks, "cross_checks") and hasattr(rule_wordings, "rule_tp_divides")
+    assert hasattr(checks, "cross_checks") and hasattr(rulebook, "tp_divides")
     assert hasattr(objects, "left_alone_text") and hasattr(build, "build_stack")
-    assert not hasattr(rule_wordings, "cross_checks")
+    assert not hasattr(rulebook, "cross_checks")
     assert not hasattr(checks, "load_stack_config")
-    for module in (schema, loader, checks, objects, build, rule_wordings):
+    for module in (schema, loader, checks, objects, build, rulebook):
         assert len(Path(module.__file__).read_text().splitlines()) < 400, module.__name__
     source = Path(stackfile.__file__).read_text()
     assert "def " not in source and "class " not in source
