@@ -30,11 +30,7 @@ def validate(args, report_violation) -> None:
         return
     checks = [c for _, spec, containers in podsec.pods(args.resource_type, args.props)
               for c in podsec.root_containers(spec, containers)]
-    checks = [(where, wrong, f"{fix}, or declare why it cannot: annotation {facts.RUNS_AS_ROOT_ANNOTATION}: <reason>")
-              for where, wrong, fix in checks]
-    podsec.report(args, checks, podsec.SOURCE_RESTRICTED, report_violation,
-                  "set run_as_user: <uid> on {key} once the image runs as that user (without it, the "
-                  "components declare why it runs as root)")
+    podsec.report_breaches(args, checks, report_violation)
 
 
 POLICY = ResourceValidationPolicy(

@@ -24,8 +24,7 @@ NAME = "pod-security-baseline"
 def validate(args, report_violation) -> None:
     checks = [c for pod, spec, containers in podsec.pods(args.resource_type, args.props)
               for c in podsec.baseline(pod, spec, containers)]
-    podsec.report(args, checks, podsec.SOURCE_BASELINE, report_violation,
-                  "the components never set these; remove the field from the object's source")
+    podsec.report_breaches(args, checks, report_violation)
 
 
 POLICY = ResourceValidationPolicy(

@@ -26,8 +26,7 @@ NAME = "pod-security-restricted"
 def validate(args, report_violation) -> None:
     checks = [c for pod, spec, containers in podsec.pods(args.resource_type, args.props)
               for c in podsec.restricted(pod, spec, containers)]
-    podsec.report(args, checks, podsec.SOURCE_RESTRICTED, report_violation,
-                  "the components set these on every pod of {key}; an older rendering lacks them: preview again")
+    podsec.report_breaches(args, checks, report_violation)
 
 
 POLICY = ResourceValidationPolicy(

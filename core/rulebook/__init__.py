@@ -7,6 +7,8 @@ them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(...)`` /
 - :mod:`core.rulebook.servers`: a model server's rules (start-up, tensor parallel, the card's
   capabilities, memory, the context window, names) and the per-server bundles the stack file
   and the component args judge with.
+- :mod:`core.rulebook.pod_security`: the Pod Security Standards' checks, one record a row, and
+  the house's token and models-mount rules.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from core.rulebook.servers import (
     vllm_kernels,
 )
 from core.rulebook.settings import S
+from core.rulebook import pod_security  # noqa: E402,F401 - registers the pod security rules
 
 __all__ = [
     "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
