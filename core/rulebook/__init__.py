@@ -9,6 +9,9 @@ them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(...)`` /
   and the component args judge with.
 - :mod:`core.rulebook.pod_security`: the Pod Security Standards' checks, one record a row, and
   the house's token and models-mount rules.
+- :mod:`core.rulebook.services`: a Service against its workloads (one running workload behind it,
+  its targetPort, service links) and one served model name a server.
+- :mod:`core.rulebook.network`: the NetworkPolicies admit each declared client and each server's port.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from core.rulebook.servers import (
 )
 from core.rulebook.settings import S
 from core.rulebook import pod_security  # noqa: E402,F401 - registers the pod security rules
+from core.rulebook import services  # noqa: E402,F401 - registers the Service rules
+from core.rulebook import network  # noqa: E402,F401 - registers the NetworkPolicy rules
 
 __all__ = [
     "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
