@@ -65,12 +65,15 @@ def shown(value: Any) -> str:
 
 # --- Baseline ---------------------------------------------------------------------------------
 
-@rule("baseline-host-namespaces", "Pods share none of the node's namespaces.", SOURCE_BASELINE, policy=BASELINE)
-def host_namespace(field: str, value: Any) -> Optional[Breach]:
-    """``field``: hostNetwork, hostPID or hostIPC; ``value``: the pod spec's value."""
+@rule("baseline-host-access", "No host namespace, privileged container or Windows host process.", SOURCE_BASELINE,
+      policy=BASELINE)
+def host_access(field: str, value: Any, effect: str = "", at: str = "") -> Optional[Breach]:
+    """``field``: hostNetwork, hostPID, hostIPC (the pod spec's), privileged or
+    windowsOptions.hostProcess (a securityContext's, ``at`` ``securityContext.``); ``value``: its
+    value, refused when true; ``effect``: what it gives the pod."""
     if value is not True:
         return None
-    return Breach(f"{field} is true (the pod shares the node's namespace)", f"remove {field}" + _NEVER)
+    return Breach(f"{field} is true" + (f" ({effect})" if effect else ""), f"remove {at}{field}" + _NEVER)
 
 
 @rule("baseline-host-path", "Pods mount no hostPath volume.", SOURCE_BASELINE, policy=BASELINE)
@@ -90,19 +93,15 @@ def sysctl(name: str) -> Optional[Breach]:
     return Breach(f"sysctl {name} is not in the safe set", "remove the sysctl" + _NEVER)
 
 
-@rule("baseline-privileged", "No container is privileged.", SOURCE_BASELINE, policy=BASELINE)
-def privileged(value: Any) -> Optional[Breach]:
-    if value is not True:
-        return None
-    return Breach("privileged is true (full access to the node)", "remove securityContext.privileged" + _NEVER)
-
-
 @rule("baseline-capabilities", "Containers add no capability beyond the Baseline set.", SOURCE_BASELINE, policy=BASELINE)
 def baseline_capabilities(added: Sequence[str]) -> Optional[Breach]:
-    extra = sorted(set(added) - BASELINE_CAPABILITIES)
-    if not extra:
-        return None
-    return Breach(f"adds capabilities {', '.join(extra)}", "remove them from securityContext.capabilities.add" + _NEVER)
+    return _added(added, BASELINE_CAPABILITIES, "remove them from securityContext.capabilities.add" + _NEVER)
+
+
+def _added(added: Sequence[str], allowed: frozenset[str], fix: str) -> Optional[Breach]:
+    """The capabilities a container adds beyond ``allowed``."""
+    extra = sorted(set(added) - allowed)
+    return Breach(f"adds capabilities {', '.join(extra)}", fix) if extra else None
 
 
 @rule("baseline-proc-mount", "Containers keep the default /proc mount.", SOURCE_BASELINE, policy=BASELINE)
@@ -120,18 +119,12 @@ def host_port(port: Optional[int]) -> Optional[Breach]:
     return Breach(f"hostPort {port} binds the node's port", "remove hostPort; reach the pod through a Service" + _NEVER)
 
 
-@rule("baseline-seccomp", "No Unconfined seccomp profile.", SOURCE_BASELINE, policy=BASELINE)
-def seccomp_confined(profile_type: Any) -> Optional[Breach]:
+@rule("baseline-unconfined", "No Unconfined seccomp or AppArmor profile.", SOURCE_BASELINE, policy=BASELINE)
+def confined(profile: str, profile_type: Any) -> Optional[Breach]:
+    """``profile``: seccompProfile or appArmorProfile; ``profile_type``: its ``type``."""
     if profile_type != "Unconfined":
         return None
-    return Breach("seccompProfile is Unconfined", "set seccompProfile.type: RuntimeDefault" + _NEVER)
-
-
-@rule("baseline-apparmor", "No Unconfined AppArmor profile.", SOURCE_BASELINE, policy=BASELINE)
-def apparmor_confined(profile_type: Any) -> Optional[Breach]:
-    if profile_type != "Unconfined":
-        return None
-    return Breach("appArmorProfile is Unconfined", "remove appArmorProfile or set it to RuntimeDefault" + _NEVER)
+    return Breach(f"{profile} is Unconfined", f"set {profile}.type: RuntimeDefault" + _NEVER)
 
 
 @rule("baseline-selinux", "SELinux options set no user or role and an allowed type.", SOURCE_BASELINE, policy=BASELINE)
@@ -141,13 +134,6 @@ def selinux(options: Mapping) -> Optional[Breach]:
         return None
     return Breach(f"seLinuxOptions {dict(options)} set a user, role or type outside the allowed list",
                   "remove seLinuxOptions (or use type container_t)" + _NEVER)
-
-
-@rule("baseline-windows-host-process", "No Windows host process.", SOURCE_BASELINE, policy=BASELINE)
-def windows_host_process(value: Any) -> Optional[Breach]:
-    if value is not True:
-        return None
-    return Breach("windowsOptions.hostProcess is true", "remove windowsOptions.hostProcess" + _NEVER)
 
 
 # --- Restricted -------------------------------------------------------------------------------
@@ -161,23 +147,16 @@ def volume_types(name: str, kinds: Sequence[str]) -> Optional[Breach]:
                   f"use one of {', '.join(sorted(RESTRICTED_VOLUMES))}" + _WRITTEN)
 
 
-@rule("restricted-privilege-escalation", "Containers set allowPrivilegeEscalation false.", SOURCE_RESTRICTED,
-      policy=RESTRICTED)
-def privilege_escalation(value: Any) -> Optional[Breach]:
-    if value is False:
+@rule("restricted-required", "Containers set allowPrivilegeEscalation false and a RuntimeDefault or Localhost "
+      "seccomp profile.", SOURCE_RESTRICTED, policy=RESTRICTED)
+def required(field: str, setting: Setting, value: Any, allowed: tuple[Any, ...], on: str) -> Optional[Breach]:
+    """``value``: the container's ``field`` (seccompProfile: the container's type, else the pod's),
+    one of ``allowed`` (same type and value); ``setting``: what the fix sets to ``allowed[0]``, on
+    the ``on`` (container, pod)."""
+    if any(type(value) is type(a) and value == a for a in allowed):
         return None
-    return Breach(f"allowPrivilegeEscalation is {shown(value)}, not false",
-                  f"set {ALLOW_ESCALATION.to(False)} on the container" + _WRITTEN)
-
-
-@rule("restricted-seccomp", "Containers run under a RuntimeDefault or Localhost seccomp profile.", SOURCE_RESTRICTED,
-      policy=RESTRICTED)
-def seccomp_set(profile_type: Any) -> Optional[Breach]:
-    """``profile_type``: the container's seccomp profile type, else the pod's."""
-    if profile_type in ("RuntimeDefault", "Localhost"):
-        return None
-    return Breach(f"seccompProfile is {shown(profile_type)}, not RuntimeDefault or Localhost",
-                  f"set {SECCOMP.to('RuntimeDefault')} on the pod" + _WRITTEN)
+    wanted = " or ".join(a if isinstance(a, str) else shown(a) for a in allowed)
+    return Breach(f"{field} is {shown(value)}, not {wanted}", f"set {setting.to(allowed[0])} on the {on}" + _WRITTEN)
 
 
 @rule("restricted-drop-all", "Containers drop ALL capabilities.", SOURCE_RESTRICTED, policy=RESTRICTED)
@@ -190,10 +169,7 @@ def drops_all(dropped: Sequence[str]) -> Optional[Breach]:
 
 @rule("restricted-capabilities", "Containers add back NET_BIND_SERVICE at most.", SOURCE_RESTRICTED, policy=RESTRICTED)
 def restricted_capabilities(added: Sequence[str]) -> Optional[Breach]:
-    extra = sorted(set(added) - RESTRICTED_ADD)
-    if not extra:
-        return None
-    return Breach(f"adds capabilities {', '.join(extra)}", "add back NET_BIND_SERVICE at most" + _WRITTEN)
+    return _added(added, RESTRICTED_ADD, "add back NET_BIND_SERVICE at most" + _WRITTEN)
 
 
 # --- Running as non-root, the token, the models mount -----------------------------------------

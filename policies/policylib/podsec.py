@@ -54,14 +54,15 @@ def baseline(pod: str, spec: Mapping, containers: list[tuple[str, Mapping]]) -> 
     containers, capabilities beyond the baseline set, host ports, an Unconfined seccomp or
     AppArmor profile, SELinux users, roles or types outside the list, an unmasked /proc,
     unsafe sysctls, Windows host processes."""
-    out = _found(*((pod, ps.host_namespace(f, spec.get(f))) for f in ("hostNetwork", "hostPID", "hostIPC")))
+    out = _found(*((pod, ps.host_access(f, spec.get(f), "the pod shares the node's namespace")) for f in ("hostNetwork", "hostPID", "hostIPC")))
     out += _found(*((pod, ps.host_path(rh.mapping(v))) for v in rh.sequence(spec.get("volumes"))))
     psc = _sc(spec)
     out += _found(*((pod, ps.sysctl(str(rh.mapping(s).get("name", "")))) for s in rh.sequence(psc.get("sysctls"))))
     out += _contexts(pod, psc)
     for where, c in containers:
         sc = _sc(c)
-        out += _found((where, ps.privileged(sc.get("privileged"))), (where, ps.baseline_capabilities(_caps(c)[0])),
+        out += _found((where, ps.host_access("privileged", sc.get("privileged"), "full access to the node",
+                                             "securityContext.")), (where, ps.baseline_capabilities(_caps(c)[0])),
                       (where, ps.proc_mount(sc.get("procMount"))),
                       *((where, ps.host_port(rh.whole(rh.mapping(p).get("hostPort")))) for p in rh.sequence(c.get("ports"))))
         out += _contexts(where, sc)
@@ -69,10 +70,9 @@ def baseline(pod: str, spec: Mapping, containers: list[tuple[str, Mapping]]) -> 
 
 
 def _contexts(where: str, sc: Mapping) -> list[Check]:
-    return _found((where, ps.seccomp_confined(rh.mapping(sc.get("seccompProfile")).get("type"))),
-                  (where, ps.apparmor_confined(rh.mapping(sc.get("appArmorProfile")).get("type"))),
+    return _found(*((where, ps.confined(p, rh.mapping(sc.get(p)).get("type"))) for p in ("seccompProfile", "appArmorProfile")),
                   (where, ps.selinux(rh.mapping(sc.get("seLinuxOptions")))),
-                  (where, ps.windows_host_process(rh.mapping(sc.get("windowsOptions")).get("hostProcess"))))
+                  (where, ps.host_access("windowsOptions.hostProcess", rh.mapping(sc.get("windowsOptions")).get("hostProcess"))))
 
 
 def restricted(pod: str, spec: Mapping, containers: list[tuple[str, Mapping]]) -> list[Check]:
@@ -86,8 +86,10 @@ def restricted(pod: str, spec: Mapping, containers: list[tuple[str, Mapping]]) -
     for where, c in containers:
         sc = _sc(c)
         added, dropped = _caps(c)
-        out += _found((where, ps.privilege_escalation(sc.get("allowPrivilegeEscalation"))),
-                      (where, ps.seccomp_set(rh.mapping(sc.get("seccompProfile")).get("type") or pod_seccomp)),
+        out += _found((where, ps.required("allowPrivilegeEscalation", ps.ALLOW_ESCALATION, sc.get("allowPrivilegeEscalation"),
+                                          (False,), "container")),
+                      (where, ps.required("seccompProfile", ps.SECCOMP, rh.mapping(sc.get("seccompProfile")).get("type")
+                                          or pod_seccomp, ("RuntimeDefault", "Localhost"), "pod")),
                       (where, ps.drops_all(dropped)), (where, ps.restricted_capabilities(added)))
     return out
 
