@@ -64,7 +64,7 @@ def client_admitted(client: str, namespace: str, port: int, pod_port: int, refus
 
 
 @rule("ingress-admits-server-port", "A NetworkPolicy that isolates a model server admits its listen port.",
-      "seed 002 networkpolicy.yaml (34 days of bare timeouts for poimen-memory); issue 10",
+      "seed 002 networkpolicy.yaml (34 days of bare timeouts for poimen-memory)",
       policy="ingress-admits-server-port")
 def server_port_admitted(engine: str, port: int, port_text: str, policies: Sequence[str], admitted: Sequence[str],
                          admits: bool) -> Optional[Breach]:

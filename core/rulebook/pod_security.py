@@ -175,7 +175,7 @@ def restricted_capabilities(added: Sequence[str]) -> Optional[Breach]:
 # --- Running as non-root, the token, the models mount -----------------------------------------
 
 @rule("pod-run-as-non-root", "Containers run as non-root, or the workload says why not.",
-      "Kubernetes Pod Security Standards, Restricted (\"Running as Non-root\"); issue 9",
+      "Kubernetes Pod Security Standards, Restricted (\"Running as Non-root\")",
       policy="pod-run-as-non-root")
 def runs_as_non_root(run_as_non_root: Any, run_as_user: Optional[int]) -> Optional[Breach]:
     """The container's ``runAsNonRoot`` and ``runAsUser`` (each the container's, else the pod's)."""
@@ -195,7 +195,7 @@ def runs_as_non_root(run_as_non_root: Any, run_as_user: Optional[int]) -> Option
 
 
 @rule("no-service-account-token", "Pods that call no Kubernetes API get no service account token.",
-      "CIS Kubernetes Benchmark 5.1.6 (checkov CKV_K8S_38); issue 9", policy="no-service-account-token")
+      "CIS Kubernetes Benchmark 5.1.6 (checkov CKV_K8S_38)", policy="no-service-account-token")
 def no_token(automount: Any) -> Optional[Breach]:
     """``automount``: the pod spec's ``automountServiceAccountToken``."""
     if automount is False:
@@ -205,7 +205,7 @@ def no_token(automount: Any) -> Optional[Breach]:
 
 
 @rule("model-mounts-read-only", "The models PVC is mounted read-only in every container.",
-      "spec storage row (llm-models mounted read-only at /mnt/models, seeds 001 and 003); issue 9",
+      "spec storage row (llm-models mounted read-only at /mnt/models, seeds 001 and 003)",
       policy="model-mounts-read-only")
 def models_read_only(name: str, path: str, read_only: Any, models_volume: bool) -> Optional[Breach]:
     """One volumeMount: ``models_volume``, its volume is a persistentVolumeClaim of
