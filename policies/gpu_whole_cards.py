@@ -22,13 +22,14 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts
-from core.problems import Finding
+from core import facts, registry
+from core.rulebook import pods as rules
 from core import manifests
 from policylib import resource_helpers as rh
 from policylib import terms
 
 NAME = "gpu-whole-cards"
+SOURCE = registry.RULES[NAME].source
 
 
 def _shown(raw: Any) -> str:
@@ -68,16 +69,10 @@ def validate(args, report_violation) -> None:
     annotations = rh.annotations_of(args.props)
     for where, spec in rh.pod_specs(args.resource_type, args.props):
         for field, c in rh.raw_containers(spec):
-            problems = container_problems(c.get("resources"))
-            if not problems:
-                continue
-            report_violation(terms.message(annotations, Finding(
-                rh.container_label(label, where, field, c),
-                f"{facts.GPU_RESOURCE} " + "; ".join(problems) + "; cards are whole and not overcommitted",
-                "set requests and limits to the same whole number (or give the limit only)",
-                "Kubernetes docs, extended resources (nvidia.com/gpu cannot be shared or overcommitted)",
-                stack_fix="set cards under {key} to a whole number; the component writes requests = limits",
-            )), args.urn)
+            breach = rules.whole_cards(container_problems(c.get("resources")))
+            if breach is not None:
+                report_violation(terms.message(annotations, breach.finding(rh.container_label(label, where, field, c))),
+                                 args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -14,7 +14,7 @@ V100 = SimpleNamespace(sm=70, product="Tesla-V100-PCIE-32GB", nvlink=False)
 
 def test_every_rule_registered_once_with_source_and_title():
     rules = registry.register_all()
-    assert len(rules) == 13
+    assert len(rules) == 32
     for rule in rules.values():
         assert rule.title and rule.source, rule.id
     with pytest.raises(ValueError, match="registered twice"):
@@ -60,3 +60,22 @@ def test_passing_values_give_no_breach():
     assert rulebook.half_dtype(V100, "f16", "candle-vllm") is None
     assert rulebook.tp_divides("m", qwen, 1) is None
     assert rulebook.custom_all_reduce(V100, 2, None) is None
+
+
+#: The policies whose checks are judges of core/rulebook/{allocation,capacity,pods,kserve}.py.
+RULEBOOK_POLICIES = [
+    "gpu_card_allocation", "node_memory_allocation", "gpu_rollout_recreate", "gpu_whole_cards", "weights_fit_card",
+    "kv_cache_fits_max_model_len", "multi_gpu_shm", "isvc_not_parked_silently", "moving_tag_pull_always",
+    "gpu_runtime_class", "kserve_owned_names",
+]
+
+
+@pytest.mark.parametrize("module", RULEBOOK_POLICIES)
+def test_a_policy_is_judged_by_its_registered_rules(module):
+    """Each policy has a registered rule of its name, and its SOURCE is that rule's (written once)."""
+    import importlib
+
+    policy = importlib.import_module(module)
+    rules = [r for r in registry.register_all().values() if r.policy == policy.NAME]
+    assert rules, policy.NAME
+    assert policy.SOURCE == registry.RULES[policy.NAME].source

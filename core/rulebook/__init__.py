@@ -39,3 +39,8 @@ __all__ = [
     "memory_declared", "parallel_matches_cards", "startup_breaches", "startup_budget", "tp_divides",
     "vllm_breaches", "vllm_kernels",
 ]
+
+from core.rulebook import capacity  # noqa: E402,F401 - registers weights-fit-card, kv-cache-fits-max-model-len
+from core.rulebook import allocation  # noqa: E402,F401 - registers the node and rollout rules
+from core.rulebook import pods  # noqa: E402,F401 - registers the GPU pod rules
+from core.rulebook import kserve  # noqa: E402,F401 - registers the KServe rules
