@@ -54,7 +54,7 @@ from core import allocation
 from core import registry
 from core.allocation import NodeUse
 from core.rulebook import allocation as rules
-from policylib import stack_helpers, terms, views
+from policylib import stack_helpers, views
 
 NAME = "gpu-card-allocation"
 
@@ -76,11 +76,7 @@ SOURCE = registry.RULES[NAME].source
 
 def node_message(use: NodeUse) -> str:
     """The over-allocation message of one node (see the module docstring for the order)."""
-    breach = rules.card_allocation(use)
-    assert breach is not None
-    keys = terms.stack_file_keys(s.ref.ref.annotations for s in use.ordered()
-                                 if s.ref is not None and s.ref.ref is not None)
-    return breach.finding(use.node).render(stack_key=keys)
+    return stack_helpers.report_node(use, rules.card_allocation(use))
 
 
 def unknown_node_message(w: manifests.Workload, known: list[str]) -> Optional[str]:

@@ -46,7 +46,7 @@ from core import registry
 from core.rulebook import allocation as rules
 from core import manifests
 from core.allocation import NodeUse
-from policylib import stack_helpers, terms, views
+from policylib import stack_helpers, views
 
 NAME = "node-memory-allocation"
 HEADROOM_SHARE = "headroomMiB"
@@ -72,11 +72,7 @@ SOURCE = registry.RULES[NAME].source
 
 def node_message(use: NodeUse) -> str:
     """The over-commitment message of one node, figures in MiB."""
-    breach = rules.memory_allocation(use)
-    assert breach is not None
-    keys = terms.stack_file_keys(s.ref.ref.annotations for s in use.ordered()
-                                 if s.ref is not None and s.ref.ref is not None)
-    return breach.finding(use.node).render(stack_key=keys)
+    return stack_helpers.report_node(use, rules.memory_allocation(use))
 
 
 def unknown_node_message(w: manifests.Workload, known: list[str]) -> Optional[str]:

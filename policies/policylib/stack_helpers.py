@@ -57,6 +57,15 @@ def report(w: manifests.Workload, breach: Optional[Breach]) -> Optional[str]:
     return None if breach is None else terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}"))
 
 
+def report_node(use: NodeUse, breach: Optional[Breach]) -> str:
+    """A rule's ``breach`` about a node's total: in stack-file terms (naming the keys of every
+    workload counted there) when they were made from a stack file; a node is no resource, so the
+    message carries no URN."""
+    assert breach is not None, use.node
+    keys = terms.stack_file_keys(s.ref.ref.annotations for s in use.ordered() if s.ref is not None and s.ref.ref is not None)
+    return breach.finding(use.node).render(stack_key=keys)
+
+
 # --- pod label index ----------------------------------------------------------------------
 
 
