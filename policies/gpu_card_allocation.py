@@ -41,6 +41,9 @@ hostname (such pods are treated as unpinned); card models (a pod asking for a V1
 any node with free cards); fractional or time-sliced cards; bare Pods, Jobs and DaemonSets;
 joint placement with memory (node-memory-allocation packs memory on its own). Worst-fit is a
 heuristic: a failed packing on several nodes may still be schedulable by a cleverer order.
+
+The rule is judged and worded once, in :mod:`core.rulebook.allocation`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ the new pod Pending forever waiting for a card the old pod still holds"), coder.
 Does not check: StatefulSets (their RollingUpdate replaces a pod in place, no surge); parked
 workloads (no pods, no rollout; unparking is judged when it happens); a node the inventory
 does not list (gpu-card-allocation reports it).
+
+The rule is judged and worded once, in :mod:`core.rulebook.allocation`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

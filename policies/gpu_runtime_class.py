@@ -20,6 +20,9 @@ seed 003 (clef-candle.yaml carries the same comment), spec "GPU runtime" row; is
 Does not check: that the RuntimeClass object exists on the cluster; pods that reach a GPU
 without requesting nvidia.com/gpu (NVIDIA_VISIBLE_DEVICES=all); parked workloads are judged
 too (unparking is one replicas change).
+
+The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

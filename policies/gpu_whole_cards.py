@@ -13,6 +13,9 @@ whole cards only, so a fraction never schedules. The card counts of every other 
 
 Does not check: how many cards a node has (gpu-card-allocation); time-slicing or MIG
 resources (other resource names are ignored).
+
+The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ Does not check: Deployments at zero (they report 0/0 honestly; service-selector-
 judges a Service left without endpoints); ``minReplicas: 0`` with a positive or omitted
 ``maxReplicas`` (scale-to-zero in Serverless mode, which answers after a cold start); that a
 parked InferenceService is also left out of Services.
+
+The rule is judged and worded once, in :mod:`core.rulebook.kserve`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ managed: the history stacks after-001 and after-003 carry both), reasoning-long-
 
 A stack policy, not a stack-file check, so the history stacks still load and the pack judges
 them. Does not check: objects outside the stack (KServe's own are not in it).
+
+The rule is judged and worded once, in :mod:`core.rulebook.kserve`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ Does not check: max-model-len against the model's native window (rope scaling su
 may extend it, and the flags that set it are not modelled); pipeline-parallel stages beyond
 an even split; memory other than the KV cache (weights-fit-card); a server whose node is not
 in the inventory (gpu-card-allocation reports that).
+
+The rule is judged and worded once, in :mod:`core.rulebook.capacity`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

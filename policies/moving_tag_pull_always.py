@@ -19,6 +19,9 @@ no imagePullPolicy) is flagged.
 
 Does not check: whether a digest-pinned image exists; ``imagePullSecrets``; that the tag
 was in fact rebuilt.
+
+The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

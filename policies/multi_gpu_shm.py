@@ -31,6 +31,9 @@ component adds the volume (a listed fidelity delta).
 Does not check: single-card pods (no collective); ``hostIPC``; a ``/dev/shm`` from a
 hostPath; the KServe ``predictor.model`` container (its mounts come from the ServingRuntime);
 parked workloads are judged too (unparking is one replicas change).
+
+The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

@@ -34,6 +34,9 @@ Does NOT check: memory limits (overcommit is allowed by Kubernetes), CPU, epheme
 Memory-backed emptyDir volumes (they count against the limit, not the request), joint
 placement with cards (a pod packed onto one node by memory and another by cards is not
 detected; with one node both land on worker-1), node affinity and taints.
+
+The rule is judged and worded once, in :mod:`core.rulebook.allocation`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

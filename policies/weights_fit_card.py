@@ -21,6 +21,9 @@ Does not check: whether the remaining KV cache holds max-model-len
 (kv-cache-fits-max-model-len); host memory (node-memory-allocation); memory the CUDA
 context and NCCL take besides the weights, which the estimate leaves out (so it errs on the
 side of fitting).
+
+The rule is judged and worded once, in :mod:`core.rulebook.capacity`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
