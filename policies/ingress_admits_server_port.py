@@ -18,6 +18,9 @@ checked against the NetworkPolicy's ports).
 
 Does not check: which sources are admitted (network-ingress-for-clients, for declared
 clients), egress policies, ipBlock peers, UDP/SCTP.
+
+The rule is judged and worded once, in :mod:`core.rulebook.network`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

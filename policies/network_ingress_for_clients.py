@@ -38,6 +38,9 @@ reports those); a targetPort name that resolves nowhere (service-target-port rep
 Does NOT check: egress policies on the client's side (e.g. poimen/poimen-memory-llm-egress),
 namespace labels other than kubernetes.io/metadata.name, ipBlock peers, CNI-specific policies
 (Calico, Cilium). Cost: Services x NetworkPolicies of the backend's namespace, memoised per workload.
+
+The rule is judged and worded once, in :mod:`core.rulebook.network`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ Source: CIS Kubernetes Benchmark 5.1.6 ("Ensure that Service Account Tokens are 
 where necessary", checkov CKV_K8S_38, failed on all three of prod's Deployments before issue 9).
 
 Does not check: the ServiceAccount's own automountServiceAccountToken (the pod's setting wins).
+
+The rule is judged and worded once, in :mod:`core.rulebook.pod_security`; this module walks the
+pods (:mod:`policylib.podsec`) and reports its breaches.
 """
 
 from __future__ import annotations

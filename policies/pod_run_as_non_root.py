@@ -11,6 +11,9 @@ the workload as that user instead.
 
 Source: Kubernetes Pod Security Standards, Restricted ("Running as Non-root"); issue 9 ("run as
 non-root where the image allows, and say where it does not").
+
+The rule is judged and worded once, in :mod:`core.rulebook.pod_security`; this module walks the
+pods (:mod:`policylib.podsec`) and reports its breaches.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ Source: Kubernetes Pod Security Standards, Baseline (kubernetes.io/docs/concepts
 pod-security-standards); issue 9 (the rendered pods pass Baseline).
 
 Does not check: the namespace's pod-security.kubernetes.io labels (the admission side).
+
+Each row of the profile is a rule judged and worded once, in :mod:`core.rulebook.pod_security`;
+this module walks the pods (:mod:`policylib.podsec`) and reports their breaches.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ pod-security-standards); issue 9 (checkov counted 37 failed checks on prod's man
 them these three on every Deployment).
 
 Does not check: runAsNonRoot (``pod-run-as-non-root``, which accepts a declared reason).
+
+Each row of the profile is a rule judged and worded once, in :mod:`core.rulebook.pod_security`;
+this module walks the pods (:mod:`policylib.podsec`) and reports their breaches.
 """
 
 from __future__ import annotations

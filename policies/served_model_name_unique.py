@@ -27,6 +27,9 @@ workload serving the same name count once.
 Does NOT check: servers other than vLLM and candle-vllm (their names are not parsed); the
 components' ``served-model-names`` annotation (the arguments are the truth the server acts
 on); LoRA adapter names (``--lora-modules``); names across stacks or namespaces outside the stack.
+
+The rule is judged and worded once, in :mod:`core.rulebook.services`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

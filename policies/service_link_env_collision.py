@@ -22,6 +22,9 @@ Not judged: headless Services (``clusterIP: None``; the kubelet injects nothing 
 
 Source: vllm-project/vllm #34199; issue 10. The components set ``enableServiceLinks: false``
 on every pod they render, so only hand-written YAML can meet this.
+
+The rule is judged and worded once, in :mod:`core.rulebook.services`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

@@ -29,6 +29,9 @@ ExternalName Services (no selector); a Service whose selector matches only pods 
 pack does not model (bare Pods, Jobs, DaemonSets, custom resources with pod templates such as a
 RayCluster): not reported as selecting nothing; pods of
 workloads outside the stack; whether the single match is Ready.
+
+The rule is judged and worded once, in :mod:`core.rulebook.services`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations

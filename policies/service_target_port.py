@@ -27,6 +27,9 @@ against each.
 Does NOT check: protocols (TCP/UDP), hostPort, sidecars that listen on undeclared ports,
 servers other than vLLM / candle-vllm (their listen port is not parsed), or servers whose
 argv cannot be read literally (a ``$(VAR)`` port, an ``sh -c`` script: ``endpoint`` is None).
+
+The rule is judged and worded once, in :mod:`core.rulebook.services`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
