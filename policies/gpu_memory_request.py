@@ -2,8 +2,8 @@
 
 Rule: each container with ``nvidia.com/gpu`` above 0 of a Deployment, StatefulSet or
 InferenceService predictor has a memory limit, and a memory request or the limit Kubernetes
-copies into it (:func:`core.rules.gpu_memory_declared`, the predicate the stack file's
-``resources`` check uses too). Parked workloads are judged too (unparking is one replicas change).
+copies into it (:func:`core.rulebook.memory_declared`, the rule the stack file's
+``resources`` check judges by too). Parked workloads are judged too (unparking is one replicas change).
 
 Why: node-memory-allocation, like the scheduler, counts a pod by its memory requests; a GPU
 server without one counts as 0 MiB and passes beside pods that already fill the node's 63,495

@@ -13,7 +13,7 @@ One violation per problem:
   until startup succeeds;
 - its budget, initialDelaySeconds + periodSeconds x failureThreshold (Kubernetes defaults 0,
   10 and 3 when omitted), EXCEEDS the cold start (spec "must exceed"), by
-  ``core.rules.startup_budget_covers``, the function the program's config check uses too.
+  :func:`core.rulebook.startup_budget`, the rule the program's config check judges by too.
 
 The cold start judged is the declared one; when a model server declares none (every
 hand-written manifest), it is the policy parameter ``assumedColdStartSeconds``, default 600 s:

@@ -26,22 +26,16 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import rulebook, rules
-from core.modelfacts import ModelFacts
+from core import registry, rulebook
 from core.registry import Breach
 from policylib import capacity_helpers as ch
 from policylib import resource_helpers as rh
 from policylib import stackconfig, terms, views
 
 NAME = "tensor-parallel-divisibility"
+SOURCE = registry.RULES[NAME].source
 #: Where the model facts come from, for a server whose model the stack does not list.
 INVENTORY = "the pack's inventory (the stack config)"
-
-
-def sizes_that_divide(facts: ModelFacts, engine: str = "candle-vllm") -> list[int]:
-    """The TP sizes suggested in messages: those up to ``rules.MAX_SUGGESTED_TP`` that divide
-    every dimension ``engine`` shards (``core.rules.tp_sizes_that_divide``, as the config check)."""
-    return rules.tp_sizes_that_divide(facts, engine=engine)
 
 
 def validate(args, report_violation) -> None:

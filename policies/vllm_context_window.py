@@ -7,8 +7,8 @@ an explicit ``--max-model-len`` is at most the window vLLM derives
 ``--rope-scaling '{...}'``; YaRN counts from ``original_max_position_embeddings``), unless the
 container sets ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` (``1`` or ``true``). Otherwise vLLM v0.11.0
 refuses to start ("User-specified max_model_len ... is greater than the derived max_model_len").
-The stack file's check (``components/checks.py`` ``rule_context_window``) calls the same predicate,
-:func:`core.rules.max_model_len_ok`.
+The stack file and the component args judge by the same rule and wording,
+:func:`core.rulebook.context_window` (:func:`core.rules.max_model_len_ok`).
 
 Source: issue 10; Prod's ``reasoning`` asks 65,536 of Qwen3-30B-A3B (config.json: 40,960), which
 the user measured serving 64k: the Qwen3 model card's YaRN setting (``rope_type: yarn``,

@@ -2,7 +2,7 @@
 
 Rule: each vLLM container's ``--gpu-memory-utilization`` (vLLM's default 0.90 when absent) is at
 most ``core.rules.GPU_MEMORY_UTILIZATION_CEILING`` (0.95), by
-:func:`core.rules.gpu_memory_utilization_ok`, the predicate the stack file's check uses too.
+:func:`core.rulebook.gpu_memory_utilization`, the rule the stack file judges by too.
 The bound is lifted only by ``--enforce-eager`` (no CUDA graphs are captured, so the headroom
 they need is not needed) or an explicit override: the annotation
 ``facts.GMU_OVERRIDE_ANNOTATION`` with the reason (the components write it from the stack

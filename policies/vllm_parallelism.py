@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import manifests, rulebook
+from core import manifests, registry, rulebook
 from core.engines import VllmConfig
 from policylib import resource_helpers as rh
 from policylib import terms, views
 
 NAME = "vllm-parallelism"
+SOURCE = registry.RULES[NAME].source
 
 
 def data_parallel(server: manifests.ServerArgs) -> int:

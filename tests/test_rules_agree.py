@@ -194,9 +194,9 @@ def test_config_json_resolves_against_the_project_directory_everywhere(tmp_path,
 # --- one record a policy ------------------------------------------------------------------
 
 OWN_SOURCE = ["candle_vllm_args", "gpu_memory_request", "model_server_readiness", "server_listen_endpoint",
-              "vllm_context_window", "vllm_gpu_memory_utilization", "vllm_served_model_names"]
-JUDGED = OWN_SOURCE + ["startup_probe_covers_cold_start", "tensor_parallel_divisibility", "vllm_parallelism",
-                       "vllm_volta"]
+              "tensor_parallel_divisibility", "vllm_context_window", "vllm_gpu_memory_utilization",
+              "vllm_parallelism", "vllm_served_model_names"]
+JUDGED = OWN_SOURCE + ["startup_probe_covers_cold_start", "vllm_volta"]
 
 
 @pytest.mark.parametrize("module", JUDGED)
