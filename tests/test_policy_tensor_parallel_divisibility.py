@@ -69,7 +69,7 @@ def test_vllm_still_needs_the_attention_heads_and_a_kv_multiple():
     (message,) = run(vllm("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 6))
     assert ("tensor parallel 6 does not divide model qwen3-30b-a3b-gptq-int4: num_attention_heads 32 % 6 = 2; "
             "tensor parallel 6 is above num_key_value_heads 4 and not a multiple of it (6 % 4 = 2)") in message
-    assert "a tensor parallel size that divides them: 1, 2, 4, 8." in message
+    assert "a tensor parallel size that divides them: 1, 2, 4, 8, with --tensor-parallel-size to match." in message
 
 
 def test_candle_vllm_keeps_the_stricter_rule_of_seed_001():

@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from core import facts, kube, rules
-from core.registry import STACK, Breach, only, rule
+from core.registry import MANIFEST, STACK, Breach, only, rule
 from core.facts import STARTUP_HEADROOM
 from core.rulebook.settings import S
 
@@ -64,7 +64,8 @@ def tp_divides(model_key: str, model: "ModelFacts", tp: int, engine: str = "cand
     return Breach(
         f"tensor parallel {tp} does not divide model {model_key}: {'; '.join(bad)}; the shards would be uneven "
         "and the server fails at load",
-        f"set {S.cards} to a tensor parallel size that divides them: {fits}",
+        f"set {S.cards} to a tensor parallel size that divides them: {fits}"
+        + (only(MANIFEST, f", with {S.tp} to match") if engine == "vllm" else ""),
     )
 
 
