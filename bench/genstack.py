@@ -1,5 +1,5 @@
 """A generated large stack for the preview benchmark: 100 nodes x 8 cards, 1,000 workloads,
-1,000 Services (issue 2, "What it must show").
+1,000 Services.
 
     python -m bench.genstack OUT.yaml [--nodes 100] [--cards 8] [--per-node 10]
 

@@ -9,7 +9,7 @@ min and max, the median CPU time (the preview and the policy pack process it sta
 for), the peak RSS (the largest single process: ``ru_maxrss`` of ``os.wait4``) and the median
 of each step the preview reports with ``--timings``.
 
-Cases and targets (issue 2, on the project's 2-core machine):
+Cases and targets (on the project's 2-core machine):
 
 * ``prod``: Pulumi.prod.yaml (8 objects, 17 resources), at most 1.2 s;
 * ``large``: bench/genstack.py's stack, 100 nodes x 8 cards, 1,000 workloads and 1,000

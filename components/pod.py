@@ -115,7 +115,7 @@ def checkov_waivers(image: str, root_reason: Optional[str]) -> dict[str, str]:
 
 def pod_security_context(run_as_user: Optional[int]) -> dict[str, Any]:
     """The pod ``securityContext``: the RuntimeDefault seccomp profile, and ``runAsNonRoot`` /
-    ``runAsUser`` when a non-root UID is given (restricted profile; issue 9)."""
+    ``runAsUser`` when a non-root UID is given (the Pod Security Standards' restricted profile)."""
     out: dict[str, Any] = {"seccompProfile": dict(facts.SECCOMP_PROFILE)}
     if run_as_user is not None:
         out.update(runAsNonRoot=True, runAsUser=run_as_user)

@@ -21,7 +21,7 @@ Facts it carries (sources in ``core/facts.py``):
   ``VLLM_PORT=tcp://...`` and vLLM refuses to start);
 * ``HF_HOME=/mnt/models`` with the models PVC mounted READ-ONLY and ``HF_HUB_OFFLINE=1``: the
   Hugging Face cache on the PVC is read, never written (coder.yaml mounted it writable and let
-  vLLM download ``--model`` into it; issue 9: read-only model mounts everywhere). A new model is
+  vLLM download ``--model`` into it; model mounts are read-only everywhere). A new model is
   downloaded to the PVC beforehand;
 * the pod security of :mod:`components.workload` (seccomp RuntimeDefault, no privilege
   escalation, every capability dropped, no service account token; runs as root, the

@@ -78,7 +78,8 @@ class WorkloadArgs(ComponentArgs):
     """What every model-server component takes whatever its server: its name and namespace,
     where it runs (:class:`core.placement.Placement`, one value: node, cards, labels, env,
     resources, cold start, startup probe, models PVC, parked, user, former names), the node's
-    runtime class, and whether a replacement deletes the old object first (issue 7).
+    runtime class, and whether a replacement deletes the old object first (a renamed workload
+    must not hold its cards twice on a full node).
 
     Errors (ValueError): a startup budget that does not exceed the declared cold start.
     """

@@ -162,7 +162,7 @@ class Placement(StrictModel):
             "Names this workload had before a rename, newest last, e.g. [clef-candle]. The component "
             "takes them as Pulumi aliases, so the rename replaces the object (the old one deleted "
             "first when its node has no room for both) instead of creating a second copy that waits "
-            "Pending for the card the old one holds (issue 7). Keep them until every stack is updated."
+            "Pending for the card the old one holds. Keep them until every stack is updated."
         ),
     )
 

@@ -13,6 +13,9 @@ whole cards only, so a fraction never schedules. The card counts of every other 
 
 Does not check: how many cards a node has (gpu-card-allocation); time-slicing or MIG
 resources (other resource names are ignored).
+
+The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts
-from core.problems import Finding
+from core import facts, registry
+from core.rulebook import pods as rules
 from core import manifests
 from policylib import resource_helpers as rh
 from policylib import terms
 
 NAME = "gpu-whole-cards"
+SOURCE = registry.RULES[NAME].source
 
 
 def _shown(raw: Any) -> str:
@@ -68,16 +72,10 @@ def validate(args, report_violation) -> None:
     annotations = rh.annotations_of(args.props)
     for where, spec in rh.pod_specs(args.resource_type, args.props):
         for field, c in rh.raw_containers(spec):
-            problems = container_problems(c.get("resources"))
-            if not problems:
-                continue
-            report_violation(terms.message(annotations, Finding(
-                rh.container_label(label, where, field, c),
-                f"{facts.GPU_RESOURCE} " + "; ".join(problems) + "; cards are whole and not overcommitted",
-                "set requests and limits to the same whole number (or give the limit only)",
-                "Kubernetes docs, extended resources (nvidia.com/gpu cannot be shared or overcommitted)",
-                stack_fix="set cards under {key} to a whole number; the component writes requests = limits",
-            )), args.urn)
+            breach = rules.whole_cards(container_problems(c.get("resources")))
+            if breach is not None:
+                report_violation(terms.message(annotations, breach.finding(rh.container_label(label, where, field, c))),
+                                 args.urn)
 
 
 POLICY = ResourceValidationPolicy(

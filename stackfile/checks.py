@@ -16,10 +16,14 @@ from typing import Any, Optional
 
 
 from core import capacity, facts, kube, quantity, rulebook
+from core.rulebook import allocation as allocation_rules
+from core.rulebook import capacity as capacity_rules
+from core.rulebook import pods as pods_rules
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 from core.engines import ServerSettings
 from core.problems import Problem
+from core.registry import Breach
 
 from core.placement import STARTUP_HEADROOM, startup_threshold
 from stackfile.objects import LeftAlone, ObjectRef, rendered_objects
@@ -89,6 +93,11 @@ def _found(at: str, found: list[rulebook.Found]) -> list[Problem]:
     return [breach.problem(f"{PREFIX}{at}.{key}" if key else f"{PREFIX}{at}", value) for key, value, breach in found]
 
 
+def _judged(at: str, judged: list[tuple[str, Any, Optional[Breach]]]) -> list[Problem]:
+    """:func:`_found` of the judged ``(key, value, breach or None)`` that broke their rule."""
+    return _found(at, [(key, value, breach) for key, value, breach in judged if breach is not None])
+
+
 def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models: dict[str, ModelEntry],
                     model_facts: dict[str, ModelFacts], invalid: set[str]) -> list[Problem]:
     """``nodes`` is None when the cluster is missing or invalid: node checks are skipped."""
@@ -96,8 +105,7 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
     out: list[Problem] = []
     node = nodes.get(wl.node) if nodes is not None else None
     if nodes is not None and node is None:
-        out.append(Problem(f"{PREFIX}{at}.node", wl.node, f"node {wl.node} is not in {PREFIX}cluster",
-                           f"use one of {', '.join(nodes)}, or add the node to {PREFIX}cluster.nodes"))
+        out += _judged(at, [("node", wl.node, allocation_rules.node_listed(wl.node, list(nodes), wl.cards))])
     elif node is not None:
         out.extend(_check_fits_node(at, wl, node))
     card = node.card if node is not None else None
@@ -142,24 +150,16 @@ def _check_former_names(name: str, wl: Any, workloads: dict[str, Any]) -> list[P
 
 
 def _check_fits_node(at: str, wl: Any, node: Node) -> list[Problem]:
-    out: list[Problem] = []
-    if wl.cards > node.cards:
-        out.append(Problem(f"{PREFIX}{at}.cards", wl.cards,
-                           f"one pod asks {wl.cards} cards; node {node.name} has {node.cards}",
-                           f"set cards to at most {node.cards}, or pin it to a node with {wl.cards} cards"))
-    request = mib(wl.resources.requests.memory)
-    if request is not None and request > node.allocatable_memory_mib:
-        out.append(Problem(f"{PREFIX}{at}.resources.requests.memory", wl.resources.requests.memory,
-                           f"memory request {request:,.0f} MiB exceeds {node.name}'s allocatable "
-                           f"{node.allocatable_memory_mib:,} MiB, so the pod never schedules (coder.yaml)",
-                           "lower it; GPU servers keep weights on the card and need little host RAM (coder.yaml: 12Gi)"))
+    """One pod against its node: the per-workload forms of gpu-card-allocation, node-memory-allocation
+    and multi-gpu-shm (the component's /dev/shm under the memory limit)."""
     limit = mib(wl.resources.limits.memory)
-    if wl.cards > 1 and limit is not None and limit < quantity.mib_of(facts.SHM_SIZE_LIMIT):
-        out.append(Problem(f"{PREFIX}{at}.resources.limits.memory", wl.resources.limits.memory,
-                           f"a pod with {wl.cards} cards gets a {facts.SHM_SIZE_LIMIT} Memory-backed /dev/shm, "
-                           "which counts against its memory limit (coder.yaml)",
-                           f"raise limits.memory above {facts.SHM_SIZE_LIMIT}"))
-    return out
+    return _judged(at, [
+        ("cards", wl.cards, allocation_rules.pod_cards_fit(wl.cards, node.cards, node.name)),
+        ("resources.requests.memory", wl.resources.requests.memory, allocation_rules.pod_memory_fits(
+            mib(wl.resources.requests.memory), node.allocatable_memory_mib, node.name)),
+        ("resources.limits.memory", wl.resources.limits.memory, pods_rules.shm_limit_covers(
+            wl.cards, limit, quantity.mib_of(facts.SHM_SIZE_LIMIT), facts.SHM_SIZE_LIMIT)),
+    ])
 
 
 def _check_candle(at: str, wl: CandleWorkload, card: Optional[CardSpec], entry: Optional[ModelEntry],
@@ -176,36 +176,18 @@ def _check_candle(at: str, wl: CandleWorkload, card: Optional[CardSpec], entry: 
 def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: CardSpec,
                        settings: ServerSettings) -> list[Problem]:
     """The weights and KV cache of one server on its card, by :func:`core.capacity.estimate`,
-    the estimate the pack's weights-fit-card and kv-cache-fits-max-model-len judge."""
+    judged by the rules the pack's weights-fit-card and kv-cache-fits-max-model-len judge with."""
     try:
         est = capacity.estimate(facts_, card, settings)
     except ValueError as err:
-        return [Problem(f"{PREFIX}{at}", None, f"the capacity estimator refuses the settings: {err}",
-                        "correct the setting the rule names")]
-    ranks = "one card" if est.tp * est.pp == 1 else f"each of {est.tp * est.pp} cards"
-    if not est.fits_weights:
-        tp_at = f"{at}.tensor_parallel_size" if getattr(wl, "tensor_parallel_size", None) else f"{at}.cards"
-        return [Problem(
-            PREFIX + tp_at, est.tp,
-            f"{est.weights_gib_per_card:.2f} GiB of weights a card ({wl.model}, TP={est.tp}) plus "
-            f"{est.activation_gib:.2f} GiB of activations do not fit {est.budget_gib:.2f} GiB of a "
-            f"{card.product} with room for a KV cache (rule weights-fit-card)",
-            "raise cards (and tensor parallel size) so the weights split further, or use a quantized "
-            "checkpoint the card supports (GPTQ on sm_70)")]
-    if est.fits_kv:
-        return []
+        return _judged(at, [("", None, capacity_rules.estimable(str(err)))])
+    tp_key = "tensor_parallel_size" if getattr(wl, "tensor_parallel_size", None) else "cards"
     if engine == "vllm":
-        return [Problem(
-            f"{PREFIX}{at}.max_model_len", est.max_model_len,
-            f"max_model_len {est.max_model_len:,} needs {est.max_model_len:,} tokens of KV cache; the pool "
-            f"holds about {est.kv_tokens:,} tokens on {ranks} (rule kv-cache-fits-max-model-len), so vLLM refuses to start",
-            f"lower max_model_len to at most {est.kv_tokens:,}, or raise cards / tensor_parallel_size or "
-            "gpu_memory_utilization")]
-    return [Problem(
-        f"{PREFIX}{at}.kv_fraction", wl.kv_fraction,
-        f"kv_fraction {wl.kv_fraction} of the memory free after {est.weights_gib_per_card:.2f} GiB of weights on "
-        f"{ranks}, less the workspace reserve, leaves no room for a KV cache (rule kv-cache-fits-max-model-len)",
-        "raise kv_fraction, or raise cards so the weights split further")]
+        kv = ("max_model_len", est.max_model_len, capacity_rules.kv_cache_fits(wl.model, est))
+    else:
+        kv = ("kv_fraction", wl.kv_fraction, capacity_rules.candle_kv_room(est, wl.kv_fraction))
+    judged = [(tp_key, est.tp, capacity_rules.weights_fit_card(wl.model, est)), kv]
+    return _judged(at, judged)[:1]
 
 
 def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Optional[ModelFacts]) -> list[Problem]:

@@ -259,7 +259,7 @@ def test_memory_request_must_fit_the_node():
     config["llm-serving:workloads"]["reasoning"]["resources"] = {"requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}
     p = only(config)
     assert (p.path, p.value) == ("llm-serving:workloads.reasoning.resources.requests.memory", "64Gi")
-    assert p.rule.startswith("memory request 65,536 MiB exceeds worker-1's allocatable 63,495 MiB")
+    assert p.rule.startswith("one pod requests 65,536 MiB of memory and its node worker-1 has 63,495 MiB allocatable")
 
 
 def test_request_above_limit_is_refused():
@@ -275,9 +275,10 @@ def test_cards_beyond_the_node_and_an_unknown_node():
     config["llm-serving:workloads"]["candle-vllm"]["cards"] = 8
     config["llm-serving:workloads"]["clef-candle"]["node"] = "worker-2"
     found = {p.path: p for p in problems_of(config)}
-    assert found["llm-serving:workloads.candle-vllm.cards"].rule == "one pod asks 8 cards; node worker-1 has 4"
+    assert found["llm-serving:workloads.candle-vllm.cards"].rule == (
+        "one pod asks 8 cards and its node worker-1 has 4; the pod never schedules")
     assert found["llm-serving:workloads.clef-candle.node"].fix == (
-        "use one of worker-1, or add the node to llm-serving:cluster.nodes")
+        "set node to one of worker-1, or add the node to llm-serving:cluster")
 
 
 def test_startup_budget_must_exceed_the_cold_start():

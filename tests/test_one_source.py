@@ -119,7 +119,7 @@ def test_capacity_the_pack_refuses_the_loader_refuses():
     _, problems = _load(_set("reasoning", max_model_len=262144, rope_scaling=yarn8))
     (p,) = problems
     assert p.path == f"{W}.reasoning.max_model_len"
-    assert "the pool holds about 124,400 tokens on one card" in p.rule
+    assert "the pool holds about 124,400 tokens on one Tesla-V100-PCIE-32GB" in p.rule
     assert p.fix.startswith("lower max_model_len to at most 124,400")
 
 
@@ -294,5 +294,5 @@ spec:
     (r,) = manifests(text)
     w = core.manifests.workload(r.type, r.props, r.urn)
     (c,) = w.containers
-    assert multi_gpu_shm.container_problems(w, c, 1024) == [
-        "volume shm sizeLimit: 'lots' is not a Kubernetes quantity; write e.g. \"8Gi\""]
+    (breach,) = multi_gpu_shm.container_problems(w, c, 1024)
+    assert "the container volume shm sizeLimit: 'lots' is not a Kubernetes quantity; write e.g. \"8Gi\"" in breach.wrong

@@ -17,7 +17,7 @@ def test_every_rule_registered_once_with_source_and_title():
 
     rules = registry.register_all()
     names = {p.name for p in policies()}
-    assert len(rules) >= 25
+    assert len(rules) == 44
     for rule in rules.values():
         assert rule.title and rule.source, rule.id
         assert rule.policy is None or rule.policy in names, (rule.id, rule.policy)
@@ -64,3 +64,87 @@ def test_passing_values_give_no_breach():
     assert rulebook.half_dtype(V100, "f16", "candle-vllm") is None
     assert rulebook.tp_divides("m", qwen, 1) is None
     assert rulebook.custom_all_reduce(V100, 2, None) is None
+
+
+#: The policies whose checks are judges of core/rulebook/{allocation,capacity,pods,kserve}.py.
+RULEBOOK_POLICIES = [
+    "gpu_card_allocation", "node_memory_allocation", "gpu_rollout_recreate", "gpu_whole_cards", "weights_fit_card",
+    "kv_cache_fits_max_model_len", "multi_gpu_shm", "isvc_not_parked_silently", "moving_tag_pull_always",
+    "gpu_runtime_class", "kserve_owned_names",
+]
+
+
+@pytest.mark.parametrize("module", RULEBOOK_POLICIES)
+def test_a_policy_is_judged_by_its_registered_rules(module):
+    """Each policy has a registered rule of its name, and its SOURCE is that rule's (written once)."""
+    import importlib
+
+    policy = importlib.import_module(module)
+    rules = [r for r in registry.register_all().values() if r.policy == policy.NAME]
+    assert rules, policy.NAME
+    assert policy.SOURCE == registry.RULES[policy.NAME].source
+
+
+# --- judged once: the stack file and the pack report one rule's breach --------------------------
+
+def _stack_change(workload: str, **fields):
+    def change(config):
+        config["llm-serving:workloads"][workload].update(fields)
+    return change
+
+
+_SMALL = {"requests": {"memory": "4Gi"}, "limits": {"memory": "4Gi"}}
+_YARN8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768}
+
+
+@pytest.mark.parametrize("family, judge, change, fixture", [
+    ("capacity", "kv_cache_fits", _stack_change("reasoning", max_model_len=262144, rope_scaling=_YARN8),
+     "kv-cache-fits-max-model-len/disallowed/coder-tp1-262k.yaml"),
+    ("capacity", "candle_kv_room", _stack_change("candle-vllm", kv_fraction=0.01),
+     "kv-cache-fits-max-model-len/disallowed/candle-kv-fraction-too-small.yaml"),
+    ("allocation", "pod_cards_fit", _stack_change("candle-vllm", cards=8),
+     "gpu-card-allocation/disallowed/pod-larger-than-any-node.yaml"),
+    ("allocation", "pod_memory_fits", _stack_change("reasoning", resources={
+        "requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}),
+     "node-memory-allocation/disallowed/pod-larger-than-node.yaml"),
+    ("allocation", "node_listed", _stack_change("clef-candle", node="worker-2"),
+     "gpu-card-allocation/disallowed/pinned-to-unknown-node.yaml"),
+    ("pods", "shm_limit_covers", _stack_change("candle-vllm", resources=_SMALL),
+     "multi-gpu-shm/disallowed/shm-above-memory-limit.yaml"),
+], ids=lambda v: v if isinstance(v, str) and "/" not in v else None)
+def test_the_stack_file_and_the_pack_judge_by_one_rule(monkeypatch, family, judge, change, fixture):
+    """The loader's problem and the policy's finding are the same judge's breach, rendered for each audience."""
+    import copy
+    import importlib
+    from pathlib import Path
+
+    from policylib.pack import policies
+    from stackfile import ConfigError, load_stack_config
+    from tests.policy_harness import DEFAULT_STACK_FILE, FIXTURES, run_fixture, use_stack_config
+    from tools.manifests import load_stack_file
+
+    module = importlib.import_module(f"core.rulebook.{family}")
+    real, breaches = getattr(module, judge), []
+
+    def spy(*args, **kwargs):
+        breach = real(*args, **kwargs)
+        if breach is not None:
+            breaches.append(breach)
+        return breach
+
+    monkeypatch.setattr(module, judge, spy)
+    config = copy.deepcopy(load_stack_file(Path(__file__).resolve().parent.parent / "Pulumi.prod.yaml"))
+    change(config)
+    with pytest.raises(ConfigError) as err:
+        load_stack_config(config)
+    assert breaches, judge
+    assert breaches[0].render(registry.STACK)[0] in [p.rule for p in err.value.problems]
+    breaches.clear()
+    case = FIXTURES / fixture
+    (policy,) = [p for p in policies() if p.name == case.parent.parent.name]
+    try:
+        messages = [v.message for v in run_fixture(policy, case)]
+    finally:
+        use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    assert breaches, fixture
+    assert any(b.finding("").wrong in m for b in breaches for m in messages), messages

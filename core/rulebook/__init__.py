@@ -7,6 +7,12 @@ them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(...)`` /
 - :mod:`core.rulebook.servers`: a model server's rules (start-up, tensor parallel, the card's
   capabilities, memory, the context window, names) and the per-server bundles the stack file
   and the component args judge with;
+- :mod:`core.rulebook.capacity`: weights and KV cache on the card (weights-fit-card,
+  kv-cache-fits-max-model-len);
+- :mod:`core.rulebook.allocation`: cards and memory asked of a node, a GPU workload's rollout
+  (gpu-card-allocation, node-memory-allocation, gpu-rollout-recreate);
+- :mod:`core.rulebook.pods`: whole cards, the GPU RuntimeClass, /dev/shm, a moving tag pulled Always;
+- :mod:`core.rulebook.kserve`: a parked InferenceService, KServe's predictor names;
 - :mod:`core.rulebook.volta`: vLLM's environment below sm_75 (sampler, attention backend);
 - :mod:`core.rulebook.candle`: candle-vllm's ``--d`` device list;
 - :mod:`core.rulebook.served_names`: vLLM's served model names;
@@ -37,7 +43,6 @@ from core.rulebook.servers import (
     vllm_kernels,
 )
 from core.rulebook.settings import S
-from core.rulebook import candle, endpoints, probes, served_names, volta  # noqa: E402,F401 - registers
 
 __all__ = [
     "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
@@ -45,3 +50,9 @@ __all__ = [
     "memory_declared", "parallel_matches_cards", "startup_breaches", "startup_budget", "tp_divides",
     "vllm_breaches", "vllm_kernels",
 ]
+
+from core.rulebook import capacity  # noqa: E402,F401 - registers weights-fit-card, kv-cache-fits-max-model-len
+from core.rulebook import allocation  # noqa: E402,F401 - registers the node and rollout rules
+from core.rulebook import pods  # noqa: E402,F401 - registers the GPU pod rules
+from core.rulebook import kserve  # noqa: E402,F401 - registers the KServe rules
+from core.rulebook import candle, endpoints, probes, served_names, volta  # noqa: E402,F401 - registers the model-server policies' rules

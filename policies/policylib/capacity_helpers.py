@@ -27,6 +27,7 @@ from core.engines import ServerSettings, VllmConfig
 from core.inventory import CardSpec, ClusterInventory
 from core.modelfacts import ModelFacts
 from core.problems import Finding
+from core.registry import Breach
 from core import manifests
 from policylib import stackconfig, terms, views
 
@@ -97,14 +98,17 @@ def server_label(sc: ServerCapacity) -> str:
 
 #: Where a capacity finding's facts come from.
 INVENTORY_SOURCE = "the pack's inventory (the stack config llm-serving:cluster and llm-serving:models)"
-#: Where the capacity rules come from.
-CAPACITY_SOURCE = "spec, the user's measured figures (README Capacity); core/capacity.py"
 
 
-def finding(sc: ServerCapacity, wrong: str, fix: str, source: str = CAPACITY_SOURCE,
-            stack_fix: Optional[str] = None) -> str:
-    """A capacity policy's message for one server, in the pack's message form."""
-    return terms.message(sc.workload.annotations, Finding(server_label(sc), wrong, fix, source, stack_fix=stack_fix))
+def report(sc: ServerCapacity, breach: Optional[Breach]) -> Optional[str]:
+    """A capacity policy's message for one server (``breach`` None: no message), in the user's terms."""
+    return None if breach is None else terms.message(sc.workload.annotations, breach.finding(server_label(sc)))
+
+
+def unknown_model(sc: ServerCapacity, checking: str) -> Breach:
+    """``cannot check <checking>``: the server's model is not in the stack's models, and how to add it."""
+    wrong, _, fix = (sc.problem or "").partition("; ")
+    return Breach(f"cannot check {checking}: {wrong}", fix or "add the model to llm-serving:models", INVENTORY_SOURCE)
 
 
 def unknown_model_message(model_arg: Optional[str], engine: str) -> str:

@@ -23,8 +23,9 @@ from core import allocation
 from core.allocation import Demand, NodeUse
 from core.inventory import ClusterInventory
 from core.problems import Finding
+from core.registry import Breach
 from core import manifests
-from policylib import stackconfig, views
+from policylib import stackconfig, terms, views
 
 # --- stack config and policy config -------------------------------------------------------
 
@@ -49,6 +50,20 @@ def config_value(args: Any, schema_properties: Mapping[str, Mapping[str, Any]], 
     if key in config:
         return config[key]
     return schema_properties[key].get("default")
+
+
+def report(w: manifests.Workload, breach: Optional[Breach]) -> Optional[str]:
+    """A rule's ``breach`` about workload ``w`` (None: nothing) as the pack's message, in the user's terms."""
+    return None if breach is None else terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}"))
+
+
+def report_node(use: NodeUse, breach: Optional[Breach]) -> str:
+    """A rule's ``breach`` about a node's total: in stack-file terms (naming the keys of every
+    workload counted there) when they were made from a stack file; a node is no resource, so the
+    message carries no URN."""
+    assert breach is not None, use.node
+    keys = terms.stack_file_keys(s.ref.ref.annotations for s in use.ordered() if s.ref is not None and s.ref.ref is not None)
+    return breach.finding(use.node).render(stack_key=keys)
 
 
 # --- pod label index ----------------------------------------------------------------------
@@ -176,8 +191,8 @@ def report_allocation(
     capacity_of: Callable[[Any], float],
     per_pod: Callable[[manifests.Workload], float],
     reserved_of: Callable[[ClusterInventory], Optional[Mapping[str, Iterable[tuple[str, float, str]]]]],
-    unknown_node_message: Callable[[manifests.Workload, str], Optional[str]],
-    oversized_message: Callable[[manifests.Workload, Optional[str], float], str],
+    unknown_node_message: Callable[[manifests.Workload, list[str]], Optional[str]],
+    oversized_message: Callable[[manifests.Workload, Optional[str], float], Optional[str]],
     node_message: Callable[[NodeUse], str],
 ) -> None:
     """The shared tail of the allocation policies (gpu-card-allocation, node-memory-allocation).
@@ -186,7 +201,7 @@ def report_allocation(
     ``countSurge`` parameter, places ``asking`` with :func:`core.allocation.allocate` (``capacity_of(node)``: what an
     inventory node offers; ``reserved_of(inventory)``: what is held outside the stack), then
     reports, in this order: each workload pinned to a node the inventory does not list
-    (``unknown_node_message(w, known node names)``; None: not reported by this policy), each
+    (``unknown_node_message(w, the inventory's node names)``; None: not reported by this policy), each
     pod larger than its node or every node (``oversized_message(w, node, capacity)``), and each
     over-allocated node in name order (``node_message(use)``, without a URN).
     """
@@ -200,13 +215,15 @@ def report_allocation(
         count_surge=count_surge,
         reserved=reserved_of(inventory),
     )
-    known = ", ".join(n.name for n in inventory.nodes)
+    known = [n.name for n in inventory.nodes]
     for d in alloc.unknown_node:
         text = unknown_node_message(d.ref, known)
         if text:
             report_violation(text, d.ref.urn)
     for d, node, cap in alloc.oversized:
-        report_violation(oversized_message(d.ref, node, cap), d.ref.urn)
+        text = oversized_message(d.ref, node, cap)
+        if text:
+            report_violation(text, d.ref.urn)
     for name in sorted(alloc.nodes):
         use = alloc.nodes[name]
         if use.used > use.capacity:
