@@ -60,7 +60,7 @@ from policylib import resource_helpers as rh
 from policylib import stack_helpers, stackconfig, terms, views
 
 NAME = "startup-probe-covers-cold-start"
-SOURCE = registry.RULES["startup-budget"].source
+SOURCE = registry.RULES[NAME].source
 #: The cold start assumed for a model server that declares none, seconds: coder.yaml's ~10 min.
 ASSUMED_COLD_START_SECONDS = 600
 #: Where an assumed cold start comes from, as the wording names it.

@@ -7,7 +7,6 @@ inventory. The wording is one (tests/test_registry.py); these check the values b
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 import os
 import re
@@ -19,7 +18,7 @@ import pytest
 import startup_probe_covers_cold_start
 import tensor_parallel_divisibility
 import vllm_volta
-from core import facts, registry, rules
+from core import facts, rules
 from stackfile import ConfigError, VllmWorkload, load_stack_config
 from policylib import stackconfig
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
@@ -191,20 +190,3 @@ def test_config_json_resolves_against_the_project_directory_everywhere(tmp_path,
     monkeypatch.chdir(elsewhere)
     assert load_stack_config(config).model_facts("extra").num_hidden_layers == 4  # not the working directory
 
-
-# --- one record a policy ------------------------------------------------------------------
-
-OWN_SOURCE = ["candle_vllm_args", "gpu_memory_request", "model_server_readiness", "server_listen_endpoint",
-              "tensor_parallel_divisibility", "vllm_context_window", "vllm_gpu_memory_utilization",
-              "vllm_parallelism", "vllm_served_model_names"]
-JUDGED = OWN_SOURCE + ["startup_probe_covers_cold_start", "vllm_volta"]
-
-
-@pytest.mark.parametrize("module", JUDGED)
-def test_each_policy_judges_by_a_registered_rule(module):
-    """Each policy has at least one rule with policy=NAME; its SOURCE is that rule's, written once."""
-    mod = importlib.import_module(module)
-    owned = [r for r in registry.register_all().values() if r.policy == mod.NAME]
-    assert owned, mod.NAME
-    if module in OWN_SOURCE:
-        assert mod.SOURCE == registry.RULES[mod.NAME].source

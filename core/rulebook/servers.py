@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # --- start-up ---------------------------------------------------------------------------------
 
-@rule("startup-budget", "The startup probe allows more than the declared cold start.",
+@rule("startup-probe-covers-cold-start", "The startup probe allows more than the declared cold start.",
       "seed 002 and coder.yaml (a probe killed the server while it loaded the weights)",
       policy="startup-probe-covers-cold-start")
 def startup_budget(cold_start_seconds: int, period: int, threshold: int, initial_delay: int = 0,
