@@ -23,6 +23,8 @@ from typing import Annotated, Any, ClassVar, Literal, Optional, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from core import facts, rules
+from core.registry import STACK
+from core.rulebook import served_names
 from core.values import Image, Int, Real, rule_error
 
 #: The candle-vllm binary in the image (coder-14b-fp16.yaml ``command``).
@@ -36,13 +38,10 @@ def fraction_text(value: float) -> str:
 
 def check_served_name(value: str) -> str:
     """A served model name is one argv item: no comma, no whitespace (002 reasoning.yaml;
-    :func:`core.rules.served_name_ok`, the predicate of the pack's vllm-served-model-names)."""
-    if not rules.served_name_ok(value):
-        raise rule_error(
-            f"served model name {value!r} contains a comma or space; vLLM would serve one model "
-            "whose name contains it (002 reasoning.yaml)",
-            "list each name as its own item: served_model_names: [reasoning, reasoning-long]",
-        )
+    :func:`core.rulebook.served_names.served_name`, the rule the pack's vllm-served-model-names judges by)."""
+    breach = served_names.served_name(value)
+    if breach is not None:
+        raise rule_error(*breach.render(STACK))
     return value
 
 

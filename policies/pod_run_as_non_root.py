@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts
+from core import facts, registry
 from policylib import podsec
 from policylib import resource_helpers as rh
 
 NAME = "pod-run-as-non-root"
+SOURCE = registry.RULES[NAME].source
 
 
 def validate(args, report_violation) -> None:

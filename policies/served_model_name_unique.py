@@ -38,11 +38,12 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from core import manifests
+from core import manifests, registry
 from core.rulebook import services
 from policylib import terms, views
 
 NAME = "served-model-name-unique"
+SOURCE = registry.RULES[NAME].source
 
 
 def servers_by_name(all_workloads) -> dict[str, list[manifests.Workload]]:

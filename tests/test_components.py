@@ -186,7 +186,7 @@ def test_vllm_probes_and_shm():
 def test_vllm_args_refuse_the_known_failures():
     with pytest.raises(ValueError, match="not pinned by digest"):
         vllm(image="vllm/vllm-openai:v0.15.0")
-    with pytest.raises(ValueError, match="contains a comma or space"):
+    with pytest.raises(ValueError, match="contains a comma: vLLM serves ONE model"):
         vllm(served_model_names=["coder,reasoning"])
     with pytest.raises(ValueError, match="= 2 ranks, but the pod holds 1 cards"):
         vllm(cards=1)

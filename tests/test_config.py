@@ -306,7 +306,9 @@ def test_comma_joined_served_names_are_refused():
     config["llm-serving:workloads"]["reasoning"]["served_model_names"] = ["reasoning,reasoning-long"]
     p = only(config)
     assert p.path == "llm-serving:workloads.reasoning.served_model_names.0"
-    assert "contains a comma or space" in p.rule and "each name as its own item" in p.fix
+    assert p.rule == ('served model name "reasoning,reasoning-long" contains a comma: vLLM serves ONE model of that '
+                      "name, not reasoning, reasoning-long")
+    assert p.fix == "list each name as its own item of served_model_names"
 
 
 def test_sm70_refuses_bf16_fp8_and_custom_all_reduce():

@@ -58,8 +58,9 @@ def stack_config():
          "Fix: set cards to a whole number under llm-serving:workloads.clef-candle",
          "Fix: set requests and limits to the same whole number"),
         (vllm_volta.POLICY, "vllm/vllm-openai@sha256:00", "1", "env: [{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]",
-         "Fix: remove VLLM_USE_FLASHINFER_SAMPLER from env under llm-serving:workloads.clef-candle",
-         "Fix: set VLLM_USE_FLASHINFER_SAMPLER=0"),
+         "Fix: remove VLLM_USE_FLASHINFER_SAMPLER from env (the component sets it to 0) under "
+         "llm-serving:workloads.clef-candle",
+         "Fix: set env VLLM_USE_FLASHINFER_SAMPLER=0"),
     ],
 )
 def test_the_fix_is_in_the_users_terms(policy, image, gpu, env, stack_words, yaml_words):

@@ -196,7 +196,8 @@ def test_an_object_from_the_stack_file_gets_the_stack_file_fix():
     d["metadata"]["annotations"] = {facts.COMPONENT_ANNOTATION: "VllmInferenceService/coder-vllm"}
     _c(d)["args"] = [a.replace("0.90", "0.99") for a in _c(d)["args"]]
     (m,) = _run(vllm_gpu_memory_utilization.POLICY, d)
-    assert "Fix: lower gpu_memory_utilization to at most 0.95 under llm-serving:workloads.coder-vllm" in m
+    assert ("Fix: lower gpu_memory_utilization to at most 0.95 (vLLM's default is 0.90), set enforce_eager: true, or "
+            "declare the measured exception as gpu_memory_utilization_override under llm-serving:workloads.coder-vllm") in m
 
 
 def test_context_window_skips_unknown_models_and_servers_without_max_model_len():
@@ -224,5 +225,5 @@ def test_memory_request_judges_each_card_holding_container_only():
     res = _c(d)["resources"]
     del res["requests"]["memory"], res["limits"]["memory"]
     (m,) = _run(gpu_memory_request.POLICY, d)
-    assert m.startswith("Deployment coder-vllm, container vllm: holds 2 card(s) of nvidia.com/gpu with memory request "
+    assert m.startswith("Deployment coder-vllm, container vllm: it holds 2 card(s) with memory request "
                         "none and limit none: it counts as 0 MiB on the node")

@@ -13,6 +13,11 @@ them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(...)`` /
   (gpu-card-allocation, node-memory-allocation, gpu-rollout-recreate);
 - :mod:`core.rulebook.pods`: whole cards, the GPU RuntimeClass, /dev/shm, a moving tag pulled Always;
 - :mod:`core.rulebook.kserve`: a parked InferenceService, KServe's predictor names;
+- :mod:`core.rulebook.volta`: vLLM's environment below sm_75 (sampler, attention backend);
+- :mod:`core.rulebook.candle`: candle-vllm's ``--d`` device list;
+- :mod:`core.rulebook.served_names`: vLLM's served model names;
+- :mod:`core.rulebook.probes`: readiness and startup probes, the declared cold start;
+- :mod:`core.rulebook.endpoints`: where a server listens;
 - :mod:`core.rulebook.pod_security`: the Pod Security Standards' checks, one record a row, and
   the house's token and models-mount rules;
 - :mod:`core.rulebook.services`: a Service against its workloads (one running workload behind it,
@@ -58,3 +63,4 @@ from core.rulebook import capacity  # noqa: E402,F401 - registers weights-fit-ca
 from core.rulebook import allocation  # noqa: E402,F401 - registers the node and rollout rules
 from core.rulebook import pods  # noqa: E402,F401 - registers the GPU pod rules
 from core.rulebook import kserve  # noqa: E402,F401 - registers the KServe rules
+from core.rulebook import candle, endpoints, probes, served_names, volta  # noqa: E402,F401 - registers the model-server policies' rules

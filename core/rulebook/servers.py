@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from core import facts, kube, rules
-from core.registry import STACK, Breach, only, rule
+from core.registry import MANIFEST, STACK, Breach, only, rule
 from core.facts import STARTUP_HEADROOM
 from core.rulebook.settings import S
 
@@ -22,21 +22,27 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # --- start-up ---------------------------------------------------------------------------------
 
-@rule("startup-budget", "The startup probe allows more than the declared cold start.",
+@rule("startup-probe-covers-cold-start", "The startup probe allows more than the declared cold start.",
       "seed 002 and coder.yaml (a probe killed the server while it loaded the weights)",
       policy="startup-probe-covers-cold-start")
-def startup_budget(cold_start_seconds: int, period: int, threshold: int, initial_delay: int = 0) -> Optional[Breach]:
-    """Budget ``initial_delay + period x threshold`` seconds against the cold start (seconds)."""
+def startup_budget(cold_start_seconds: int, period: int, threshold: int, initial_delay: int = 0,
+                   assumed: Optional[str] = None) -> Optional[Breach]:
+    """Budget ``initial_delay + period x threshold`` seconds against the cold start (seconds);
+    ``assumed``: the cold start was not declared but assumed, by this (a manifest's policy
+    parameter), and the fix offers declaring it."""
     budget = initial_delay + period * threshold
     if rules.startup_budget_covers(budget, cold_start_seconds):
         return None
     need = rules.startup_threshold_needed(cold_start_seconds, period, initial_delay)
     formula = (f"{initial_delay} + " if initial_delay else "") + f"{period} s x {threshold}"
+    whose = (f"cold start of {cold_start_seconds} s assumed for a model server that declares none ({assumed})"
+             if assumed else f"declared cold start of {cold_start_seconds} s")
     return Breach(
-        f"the startup probe allows {formula} = {budget} s, which does not exceed the declared cold start of "
-        f"{cold_start_seconds} s, so the kubelet kills the server while it loads",
+        f"the startup probe allows {formula} = {budget} s, which does not exceed the {whose}, so the kubelet kills "
+        "the server while it loads",
         f"raise {S.failure_threshold} to at least {need} at a {period} s period"
-        + only(STACK, f", or leave it unset for {STARTUP_HEADROOM} x {S.cold_start}"),
+        + only(STACK, f", or leave it unset for {STARTUP_HEADROOM} x {S.cold_start}")
+        + (f", or declare the measured cold start as {S.cold_start}" if assumed else ""),
     )
 
 
@@ -58,7 +64,8 @@ def tp_divides(model_key: str, model: "ModelFacts", tp: int, engine: str = "cand
     return Breach(
         f"tensor parallel {tp} does not divide model {model_key}: {'; '.join(bad)}; the shards would be uneven "
         "and the server fails at load",
-        f"set {S.cards} to a tensor parallel size that divides them: {fits}",
+        f"set {S.cards} to a tensor parallel size that divides them: {fits}"
+        + (only(MANIFEST, f", with {S.tp} to match") if engine == "vllm" else ""),
     )
 
 
@@ -95,9 +102,13 @@ def parallel_matches_cards(tp: int, pp: int, cards: int, dp: int = 1) -> Optiona
 @rule("half-dtype", "Below sm_80 a server runs an explicit half dtype.", "seed 001 and coder.yaml",
       policy="vllm-volta")
 def half_dtype(card: Optional["CardSpec"], dtype: Optional[str], engine: str,
-               checkpoint_dtype: Optional[str] = None) -> Optional[Breach]:
-    """:func:`core.rules.dtype_runs_on`; ``dtype`` None: not given (the checkpoint's, bf16 for most)."""
+               checkpoint_dtype: Optional[str] = None, explicit: bool = True) -> Optional[Breach]:
+    """:func:`core.rules.dtype_runs_on`; ``dtype`` None: not given (the checkpoint's, bf16 for most).
+    ``explicit`` False (a cluster without the house conventions): ``auto`` or no dtype on a
+    ``checkpoint_dtype`` of float16 passes, as vLLM then serves float16."""
     if card is None or rules.dtype_runs_on(engine, dtype, card.sm):
+        return None
+    if not explicit and (not dtype or dtype == "auto") and checkpoint_dtype == "float16":
         return None
     half = rules.half_dtype(engine)
     where = f"{card.product} is sm_{card.sm}"
@@ -106,7 +117,10 @@ def half_dtype(card: Optional["CardSpec"], dtype: Optional[str], engine: str,
     elif not dtype or dtype == "auto":
         ckpt = f" ({checkpoint_dtype})" if checkpoint_dtype else " (bfloat16 for most)"
         shown = f"{S.dtype} auto" if dtype else f"no {S.dtype}"
-        why = f"{shown} takes the checkpoint's dtype{ckpt}, which needs compute capability 8.0; {where}"
+        if checkpoint_dtype in ("float16", "half"):
+            why = f"{shown} takes the checkpoint's dtype{ckpt}; {where}, where this cluster asks for an explicit half dtype"
+        else:
+            why = f"{shown} takes the checkpoint's dtype{ckpt}, which needs compute capability 8.0; {where}"
     else:
         why = f"{S.dtype} {dtype} is not a half dtype; {where} and serves {half}"
     return Breach(why, f"set {S.dtype.to(half)}")
@@ -137,12 +151,15 @@ def vllm_kernels(card: Optional["CardSpec"], quantization: Optional[str], kv_cac
 
 @rule("custom-all-reduce", "TP 2 over PCIe without NVLink disables vLLM's custom all-reduce.", "coder.yaml",
       policy="vllm-volta")
-def custom_all_reduce(card: Optional["CardSpec"], tp: int, disabled: Optional[bool]) -> Optional[Breach]:
-    """``disabled``: the setting (None: the component's default, on without NVLink)."""
+def custom_all_reduce(card: Optional["CardSpec"], tp: int, disabled: Optional[bool],
+                      nodes: tuple[str, ...] = ()) -> Optional[Breach]:
+    """``disabled``: the setting (None: the component's default, on without NVLink); ``nodes``: the
+    nodes without NVLink the pod can land on, named in the wording."""
     if disabled is not False or card is None or not rules.custom_all_reduce_must_be_disabled(tp, card.nvlink):
         return None
+    where = f" ({', '.join(nodes)})" if nodes else ""
     return Breach(
-        f"custom all-reduce is on at tensor parallel {tp} without NVLink; it deadlocked after CUDA graph capture "
+        f"custom all-reduce is on at tensor parallel {tp} without NVLink{where}; it deadlocked after CUDA graph capture "
         "on this Volta/PCIe pair",
         f"set {S.disable_custom_all_reduce.to(True)}",
     )

@@ -125,24 +125,11 @@ def report_breaches(args: Any, found: list[Check], report_violation: Any) -> Non
     issue 9): elsewhere the namespace's Pod Security admission, not this pack, says which
     profile a pod must meet, and a public manifest without these fields is not wrong for its
     cluster (issue 12: the team's rules do not block other teams' YAML)."""
-    _report(args, [breach.finding(where) for where, breach in found], report_violation)
-
-
-def report(args: Any, checks: list[tuple[str, str, str]], source: str, report_violation: Any,
-           stack_fix: str | None = None) -> None:
-    """:func:`report_breaches` for ``(where, wrong, fix)`` triples of a check not in the rulebook
-    (model-server-readiness), with ``source`` and the ``stack_fix`` (``{key}``: the object's key)."""
-    from core.problems import Finding
-
-    _report(args, [Finding(where, wrong, fix, source, stack_fix) for where, wrong, fix in checks], report_violation)
-
-
-def _report(args: Any, findings: list[Any], report_violation: Any) -> None:
     from policylib.stackconfig import house_conventions
     from policylib.terms import message
 
-    if not findings or not house_conventions():
+    if not found or not house_conventions():
         return
     annotations = rh.mapping(rh.mapping(args.props.get("metadata")).get("annotations"))
-    for finding in findings:
-        report_violation(message(annotations, finding), args.urn)
+    for where, breach in found:
+        report_violation(message(annotations, breach.finding(where)), args.urn)
