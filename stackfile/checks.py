@@ -19,6 +19,7 @@ from core import capacity, facts, kube, quantity, rulebook
 from core.rulebook import allocation as allocation_rules
 from core.rulebook import capacity as capacity_rules
 from core.rulebook import pods as pods_rules
+from core.rulebook import services as service_rules
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 from core.engines import ServerSettings
@@ -211,9 +212,6 @@ def _check_service(name: str, svc: ServiceConfig, workloads: dict[str, Any], dec
     if target is None:
         return [Problem(at, svc.selects, f"Service {name} selects workload {svc.selects}, which is not in {PREFIX}workloads",
                         f"use one of {', '.join(declared) or '(none declared)'}, or add the workload")]
-    if target.parked and not svc.parked:
-        return [Problem(at, svc.selects,
-                        f"Service {name} selects {svc.selects}, which is parked ({target.parked.reason}); "
-                        "its clients would find no endpoints (001, 003)",
-                        "point selects at a running workload, or park the Service too (parked: {reason: ...})")]
-    return []
+    parked = [f"{svc.selects} ({target.parked.reason})"] if target.parked else []
+    breach = service_rules.selects_running(0 if target.parked else 1, parked, bool(svc.parked))
+    return [breach.problem(at, svc.selects)] if breach else []

@@ -250,7 +250,8 @@ def test_a_service_must_not_select_a_parked_workload():
     config["llm-serving:services"]["clef-serve"]["selects"] = "clef-serve"
     p = only(config)
     assert p.path == "llm-serving:services.clef-serve.selects"
-    assert "which is parked" in p.rule and "park the Service too" in p.fix
+    assert p.rule.startswith("selects only parked clef-serve (") and "no running endpoints" in p.rule
+    assert "park the Service too" in p.fix
 
 
 def test_memory_request_must_fit_the_node():

@@ -17,7 +17,8 @@ def test_every_rule_registered_once_with_source_and_title():
 
     rules = registry.register_all()
     names = {p.name for p in policies()}
-    assert len(rules) == 44
+    assert len(rules) == 68
+    assert len(rules) == len({r.judge for r in rules.values()}), "a judge filed under two ids"
     for rule in rules.values():
         assert rule.title and rule.source, rule.id
         assert rule.policy is None or rule.policy in names, (rule.id, rule.policy)
@@ -66,8 +67,9 @@ def test_passing_values_give_no_breach():
     assert rulebook.custom_all_reduce(V100, 2, None) is None
 
 
-#: The policies whose checks are judges of core/rulebook/{allocation,capacity,pods,kserve}.py and of
-#: core/rulebook/{servers,volta,candle,served_names,probes,endpoints}.py.
+#: The policies whose checks are judges of core/rulebook/{allocation,capacity,pods,kserve}.py, of
+#: core/rulebook/{servers,volta,candle,served_names,probes,endpoints}.py and of
+#: core/rulebook/{services,network,pod_security}.py.
 RULEBOOK_POLICIES = [
     "gpu_card_allocation", "node_memory_allocation", "gpu_rollout_recreate", "gpu_whole_cards", "weights_fit_card",
     "kv_cache_fits_max_model_len", "multi_gpu_shm", "isvc_not_parked_silently", "moving_tag_pull_always",
@@ -75,9 +77,13 @@ RULEBOOK_POLICIES = [
     "candle_vllm_args", "gpu_memory_request", "model_server_readiness", "server_listen_endpoint",
     "startup_probe_covers_cold_start", "tensor_parallel_divisibility", "vllm_context_window",
     "vllm_gpu_memory_utilization", "vllm_parallelism", "vllm_served_model_names", "vllm_volta",
+    "served_model_name_unique", "service_selector_uniqueness", "service_target_port", "service_link_env_collision",
+    "network_ingress_for_clients", "ingress_admits_server_port", "model_mounts_read_only", "pod_run_as_non_root",
+    "pod_security_baseline", "pod_security_restricted", "no_service_account_token",
 ]
-#: Policies judged by several rules of different sources (each finding carries its rule's): no one SOURCE.
-SEVERAL_SOURCES = {"vllm_volta"}
+#: Policies judged by several rules and no one rule of their name (each finding carries its rule's source):
+#: vllm-volta (rules of different sources), the Pod Security profiles (a rule a row of the profile's table).
+SEVERAL_SOURCES = {"vllm_volta", "pod_security_baseline", "pod_security_restricted"}
 
 
 @pytest.mark.parametrize("module", RULEBOOK_POLICIES)
@@ -118,6 +124,8 @@ _YARN8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings"
      "gpu-card-allocation/disallowed/pinned-to-unknown-node.yaml"),
     ("pods", "shm_limit_covers", _stack_change("candle-vllm", resources=_SMALL),
      "multi-gpu-shm/disallowed/shm-above-memory-limit.yaml"),
+    ("services", "selects_running", lambda config: config["llm-serving:services"]["clef-serve"].update(selects="clef-serve"),
+     "service-selector-uniqueness/disallowed/seed-000-selects-parked.yaml"),
 ], ids=lambda v: v if isinstance(v, str) and "/" not in v else None)
 def test_the_stack_file_and_the_pack_judge_by_one_rule(monkeypatch, family, judge, change, fixture):
     """The loader's problem and the policy's finding are the same judge's breach, rendered for each audience."""

@@ -17,7 +17,12 @@ them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(...)`` /
 - :mod:`core.rulebook.candle`: candle-vllm's ``--d`` device list;
 - :mod:`core.rulebook.served_names`: vLLM's served model names;
 - :mod:`core.rulebook.probes`: readiness and startup probes, the declared cold start;
-- :mod:`core.rulebook.endpoints`: where a server listens.
+- :mod:`core.rulebook.endpoints`: where a server listens;
+- :mod:`core.rulebook.pod_security`: the Pod Security Standards' checks, one record a row, and
+  the house's token and models-mount rules;
+- :mod:`core.rulebook.services`: a Service against its workloads (one running workload behind it,
+  its targetPort, service links) and one served model name a server;
+- :mod:`core.rulebook.network`: the NetworkPolicies admit each declared client and each server's port.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ from core.rulebook.servers import (
     vllm_kernels,
 )
 from core.rulebook.settings import S
+from core.rulebook import pod_security  # noqa: E402,F401 - registers the pod security rules
+from core.rulebook import services  # noqa: E402,F401 - registers the Service rules
+from core.rulebook import network  # noqa: E402,F401 - registers the NetworkPolicy rules
 
 __all__ = [
     "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
