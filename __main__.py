@@ -1,8 +1,8 @@
 """The llm-serving program: the namespace's GPU workloads, Services and ingress policy.
 
 Reads the ``llm-serving:*`` stack config (``Pulumi.<stack>.yaml``), validates it with
-``components.config.load_stack_config`` (a bad config stops here with every problem listed and
-no traceback), builds the components (``components.stack``; the objects of
+``stackfile.load_stack_config`` (a bad config stops here with every problem listed and
+no traceback), builds the components (``stackfile.build``; the objects of
 ``llm-serving:left_alone`` are reported, never registered) and exports each Service's in-cluster
 URLs, the card table per node and the objects left alone. With ``llm-serving:render_yaml_to_directory``
 set (relative to the project directory, the CLI's working directory), a kubernetes provider
@@ -13,8 +13,8 @@ them; every component gets it through ``ResourceOptions(providers=[...])``.
 import pulumi
 
 from core import rules
-from components.config import ConfigError, load_stack_config
-from components.stack import build_stack, config_from_pulumi, stack_outputs
+from stackfile import ConfigError, load_stack_config
+from stackfile.build import build_stack, config_from_pulumi, stack_outputs
 
 try:
     # Relative config_json paths resolve against the project directory (core/rules.py).

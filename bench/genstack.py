@@ -1,5 +1,5 @@
 """A generated large stack for the preview benchmark: 100 nodes x 8 cards, 1,000 workloads,
-1,000 Services (issue 2, "What it must show").
+1,000 Services.
 
     python -m bench.genstack OUT.yaml [--nodes 100] [--cards 8] [--per-node 10]
 
@@ -18,8 +18,8 @@ That is 2 + 3 + 3 = 8 cards a node, 7 running and 3 parked workloads a node: 700
 workloads' Services are declared parked), with one declared client from one of ten client
 namespaces, which the NetworkPolicy admits on port 8080.
 
-Every workload is pinned to its node: the stack config requires ``node`` (components/config.py
-``_Workload.node``), so an unpinned workload cannot be written in a stack file; unpinned pods
+Every workload is pinned to its node: the stack config requires ``node`` (stackfile/,
+``core.placement.Placement.node``), so an unpinned workload cannot be written in a stack file; unpinned pods
 are covered by the policy pack's own benchmark (bench/pack_bench.py), which feeds manifests.
 
 Each candle-vllm workload has its own model entry and weights path, because candle-vllm answers

@@ -9,7 +9,7 @@ min and max, the median CPU time (the preview and the policy pack process it sta
 for), the peak RSS (the largest single process: ``ru_maxrss`` of ``os.wait4``) and the median
 of each step the preview reports with ``--timings``.
 
-Cases and targets (issue 2, on the project's 2-core machine):
+Cases and targets (on the project's 2-core machine):
 
 * ``prod``: Pulumi.prod.yaml (8 objects, 17 resources), at most 1.2 s;
 * ``large``: bench/genstack.py's stack, 100 nodes x 8 cards, 1,000 workloads and 1,000
@@ -52,23 +52,28 @@ class Run:
     stderr: str = ""
 
 
-def run_once(stack_file: Path, out: Path, policy: bool) -> Run:
-    """Run the preview once as a subprocess; wall clock from spawn to reap."""
-    cmd = [sys.executable, "-m", "tools.preview", "--stack-file", str(stack_file), "--out", str(out), "--timings"]
-    if not policy:
-        cmd.append("--no-policy")
+def timed(cmd: list[str], cwd: Path = ROOT) -> Run:
+    """Run ``cmd`` once as a subprocess (stdout discarded); wall clock from spawn to reap, the
+    CPU time and peak RSS of the process and the children it waited for (``os.wait4``)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = proc.stderr.read() if proc.stderr else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    steps: dict[str, float] = {}
-    for line in err.splitlines():
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, os.waitstatus_to_exitcode(status), stderr=err)
+
+
+def run_once(stack_file: Path, out: Path, policy: bool) -> Run:
+    """Run the preview once as a subprocess (:func:`timed`), with the steps it reports."""
+    cmd = [sys.executable, "-m", "tools.preview", "--stack-file", str(stack_file), "--out", str(out), "--timings"]
+    if not policy:
+        cmd.append("--no-policy")
+    run = timed(cmd)
+    for line in run.stderr.splitlines():
         m = _TIMING.match(line)
         if m:
-            steps[m.group(2)] = float(m.group(1))
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, proc.returncode, steps, err)
+            run.steps[m.group(2)] = float(m.group(1))
+    return run
 
 
 def bench_case(name: str, stack_file: Path, runs: int, policy: bool, workdir: Path) -> list[Run]:

@@ -1,7 +1,7 @@
-"""The llm-serving components and their shared facts.
+"""The llm-serving ComponentResources, each with its typed args (pydantic models).
 
-The program: ComponentResources and the stack-file schema. The plain modules the policy pack
-shares (facts, inventory, model facts, capacity, rules) live in ``core/``; nothing in this
-package's ``__init__`` imports Pulumi or pulumi_kubernetes. The program's modules (``config``, ``workload``, ``vllm``, ``service``,
-``network``, ``stack``) are imported by name where they are used.
+They import only ``core`` (and Pulumi, pulumi_kubernetes, pydantic): the stack file
+(``stackfile/``) feeds them, never the other way round. Nothing in this package's ``__init__``
+imports Pulumi or pulumi_kubernetes; the modules (``workload``, ``vllm``, ``service``,
+``network``) are imported by name where they are used.
 """

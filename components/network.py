@@ -17,7 +17,7 @@ import pulumi
 from pydantic import Field
 
 from core import facts
-from components.config import IngressRule, NetworkPolicyConfig
+from core.traffic import IngressRule, NetworkPolicyConfig
 from components.workload import ComponentArgs
 
 #: The label every namespace carries with its own name (Kubernetes 1.22+).

@@ -16,7 +16,7 @@ import pulumi
 from pydantic import ConfigDict, Field
 
 from core import facts, rules
-from components.config import ServiceClient
+from core.traffic import ServiceClient
 from components.workload import ComponentArgs, WorkloadComponent
 
 

@@ -21,7 +21,7 @@ Facts it carries (sources in ``core/facts.py``):
   ``VLLM_PORT=tcp://...`` and vLLM refuses to start);
 * ``HF_HOME=/mnt/models`` with the models PVC mounted READ-ONLY and ``HF_HUB_OFFLINE=1``: the
   Hugging Face cache on the PVC is read, never written (coder.yaml mounted it writable and let
-  vLLM download ``--model`` into it; issue 9: read-only model mounts everywhere). A new model is
+  vLLM download ``--model`` into it; model mounts are read-only everywhere). A new model is
   downloaded to the PVC beforehand;
 * the pod security of :mod:`components.workload` (seccomp RuntimeDefault, no privilege
   escalation, every capability dropped, no service account token; runs as root, the
@@ -34,43 +34,16 @@ import posixpath
 from typing import Any, Literal, Optional
 
 import pulumi
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, model_validator
 
 from core import facts, rules
-from components.config import (
-    Resources,
-    StartupProbe,
-    rule_context_window,
-    rule_custom_all_reduce,
-    rule_gpu_memory_utilization,
-    rule_digest_pinned,
-    rule_half_dtype,
-    rule_hybrid_on_volta_vllm,
-    rule_parallel_matches_cards,
-    rule_startup_budget,
-    rule_tp_divides,
-    rule_vllm_kernels,
-    startup_threshold,
-)
 from core.engines import VllmConfig
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
-from components.workload import (
-    WorkloadComponent,
-    TransitionArgs,
-    former_names_annotation,
-    transition_options,
-    container_resources,
-    container_security_context,
-    liveness_probe,
-    models_volume,
-    pod_security_context,
-    readiness_probe,
-    secret_env_entries,
-    shm_volume,
-    startup_probe,
-    workload_annotations,
-)
+from core import rulebook
+
+from components import pod
+from components.workload import WorkloadArgs, WorkloadComponent, transition_options
 
 KSERVE_API_VERSION = "serving.kserve.io/v1beta1"
 KSERVE_DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
@@ -78,34 +51,19 @@ KSERVE_DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
 VLLM_HEALTH_PATH = "/health"
 
 
-class VllmArgs(VllmConfig, TransitionArgs):
+class VllmArgs(VllmConfig, WorkloadArgs):
     """The typed fields of a vLLM InferenceService: the server settings of
-    :class:`core.engines.VllmConfig` (its flags, declared once) and where and how it runs.
+    :class:`core.engines.VllmConfig` (its flags, declared once) and where it runs
+    (:class:`components.workload.WorkloadArgs`).
 
-    Errors (ValueError): an image not pinned by digest, TP x PP different from ``cards``, TP
-    that does not divide the model, bf16 / FP8 / Marlin / AWQ on sm_70, custom all-reduce
-    explicitly on at TP 2 without NVLink, a hybrid model on sm_70, a served model name with
-    a comma or space, a startup budget not above the cold start.
+    Errors (ValueError): an image not pinned by digest, TP x PP different from the placement's
+    ``cards``, TP that does not divide the model, bf16 / FP8 / Marlin / AWQ on sm_70, custom
+    all-reduce explicitly on at TP 2 without NVLink, a hybrid model on sm_70, a served model
+    name with a comma or space, a startup budget not above the cold start.
     """
 
-    name: str = Field(description="InferenceService name, e.g. reasoning.")
-    namespace: str = Field(description="Namespace (llm-serving).")
     model: str = Field(min_length=1, description="--model: the Hugging Face id (or a path on the PVC).")
-    node: str = Field(description="Node name (nodeSelector kubernetes.io/hostname).")
     card: CardSpec = Field(description="The node's card: sm_70 env and the NVLink default come from it.")
-    cards: int = Field(ge=1, description="nvidia.com/gpu cards of the predictor pod.")
-    runtime_class: Optional[str] = Field(
-        default=facts.GPU_RUNTIME_CLASS,
-        description="The pods' runtimeClassName: the inventory's gpu_runtime_class (worker-1: nvidia, seeds 001, 003); None: the cluster's default runtime injects the driver.")
-    resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
-    labels: dict[str, str] = Field(default_factory=dict, description="InferenceService labels (propagated to pods).")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment, after the defaults.")
-    secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
-    models_pvc: str = Field(default=facts.MODELS_PVC, description="Models PVC (llm-models).")
-    cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
-    startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
-    parked_reason: Optional[str] = Field(default=None, description="Set: min/maxReplicas 0 and the parked annotation.")
-    run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
     model_key: str = Field(default="", description="Model key, for messages.")
     model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
     port: Literal[8080] = Field(default=8080, description="--port (8080, facts.CONTAINER_PORT).")
@@ -113,29 +71,15 @@ class VllmArgs(VllmConfig, TransitionArgs):
     @property
     def tp(self) -> int:
         """The tensor parallel size: explicit, else cards / pipeline_parallel_size."""
-        return self.tp_for(self.cards)
+        return self.tp_for(self.placement.cards)
 
     @model_validator(mode="after")
     def _facts(self) -> "VllmArgs":
-        key = self.model_key or self.model
-        breaches = [
-            rule_digest_pinned(self.image),
-            rule_parallel_matches_cards(self.tp, self.pipeline_parallel_size, self.cards),
-            rule_half_dtype(self.card, self.dtype, "vllm"),
-            rule_vllm_kernels(self.card, self.quantization, self.kv_cache_dtype),
-            rule_custom_all_reduce(self.card, self.tp, self.disable_custom_all_reduce),
-            rule_startup_budget(self.cold_start_seconds, self.startup.period_seconds,
-                                startup_threshold(self.cold_start_seconds, self.startup)),
-            rule_gpu_memory_utilization(self.gpu_memory_utilization, self.enforce_eager,
-                                        self.gpu_memory_utilization_override is not None),
-        ]
-        if self.model_facts is not None:
-            breaches += [rule_tp_divides(key, self.model_facts, self.tp, "vllm"),
-                         rule_hybrid_on_volta_vllm(key, self.model_facts, self.card),
-                         rule_context_window(key, self.model_facts, self.max_model_len, self.rope_scaling, self.env)]
-        for b in breaches:
-            if b:
-                raise ValueError(f"{self.name}: {b.rule}; {b.fix}")
+        error = rulebook.first_error(self.name, rulebook.vllm_breaches(
+            self, cards=self.placement.cards, card=self.card, model_key=self.model_key or self.model,
+            model=self.model_facts, env=self.placement.env))
+        if error:
+            raise ValueError(error)
         return self
 
 
@@ -153,14 +97,14 @@ def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
     home = posixpath.normpath(args.hf_home)
     if home == facts.MODELS_MOUNT_PATH or home.startswith(facts.MODELS_MOUNT_PATH + "/"):
         env.update(facts.VLLM_READ_ONLY_CACHE_ENV)  # the cache is on the read-only models PVC
-    env.update(args.env)
-    return [{"name": k, "value": v} for k, v in env.items()] + secret_env_entries(args.name, list(args.secret_env))
+    env.update(args.placement.env)
+    return [{"name": k, "value": v} for k, v in env.items()] + pod.secret_env_entries(args.name, list(args.placement.secret_env))
 
 
 def vllm_container(args: VllmArgs) -> dict[str, Any]:
     """The ``kserve-container`` of the predictor."""
     mounts = [{"mountPath": facts.MODELS_MOUNT_PATH, "name": "models", "readOnly": True}]
-    if args.cards > 1:
+    if args.placement.cards > 1:
         mounts.append({"mountPath": facts.SHM_MOUNT_PATH, "name": "shm"})
     return {
         "name": "kserve-container",
@@ -168,25 +112,25 @@ def vllm_container(args: VllmArgs) -> dict[str, Any]:
         "args": vllm_argv(args),
         "env": vllm_env(args),
         "ports": [{"containerPort": args.port, "protocol": "TCP"}],
-        "readinessProbe": readiness_probe(VLLM_HEALTH_PATH, args.port),
-        "startupProbe": startup_probe(VLLM_HEALTH_PATH, args.port, args.cold_start_seconds, args.startup),
-        "livenessProbe": liveness_probe(VLLM_HEALTH_PATH, args.port),
-        "resources": container_resources(args.resources, args.cards),
+        "readinessProbe": pod.readiness_probe(VLLM_HEALTH_PATH, args.port),
+        "startupProbe": pod.startup_probe(VLLM_HEALTH_PATH, args.port, args.placement),
+        "livenessProbe": pod.liveness_probe(VLLM_HEALTH_PATH, args.port),
+        "resources": pod.container_resources(args.placement.resources, args.placement.cards),
         "volumeMounts": mounts,
-        "securityContext": container_security_context(),
+        "securityContext": pod.container_security_context(),
     }
 
 
 def inference_service_labels(args: VllmArgs) -> dict[str, str]:
     """The InferenceService's labels: the given ones, then part-of (coder.yaml)."""
-    return {**args.labels, facts.PART_OF_LABEL: facts.PART_OF_VALUE}
+    return {**args.placement.labels, facts.PART_OF_LABEL: facts.PART_OF_VALUE}
 
 
 def predictor_selector(args: VllmArgs) -> dict[str, str]:
     """What a Service selects to reach the predictor pods: the InferenceService's own labels
     (KServe propagates them) but part-of, plus KServe's ``component: predictor`` and
     ``serving.kserve.io/inferenceservice: <name>`` (reasoning-long-service.yaml)."""
-    return {**args.labels, facts.KSERVE_COMPONENT_LABEL: facts.KSERVE_PREDICTOR_COMPONENT,
+    return {**args.placement.labels, facts.KSERVE_COMPONENT_LABEL: facts.KSERVE_PREDICTOR_COMPONENT,
             facts.KSERVE_ISVC_LABEL: args.name}
 
 
@@ -198,16 +142,17 @@ def predictor_pod_labels(args: VllmArgs) -> dict[str, str]:
 def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]:
     """The InferenceService as a manifest dict. Parked: min/maxReplicas 0 and the parked
     annotation (an InferenceService at 0 still reports Ready, kustomization)."""
-    replicas = 0 if args.parked_reason else 1
+    replicas = 0 if args.placement.parked_reason else 1
+    p = args.placement
     annotations = {KSERVE_DEPLOYMENT_MODE: "RawDeployment",
-                   **workload_annotations(component, args.cold_start_seconds, args.served_model_names, args.parked_reason,
-                                          None if args.run_as_user else facts.ROOT_REASONS["vllm"]),
-                   **former_names_annotation(args.former_names)}
+                   **pod.workload_annotations(component, p.cold_start_seconds, args.served_model_names, p.parked_reason,
+                                              None if p.run_as_user else facts.ROOT_REASONS["vllm"]),
+                   **pod.former_names_annotation(p.former_names)}
     if args.gpu_memory_utilization_override is not None:
         annotations[facts.GMU_OVERRIDE_ANNOTATION] = args.gpu_memory_utilization_override.reason
-    volumes = [models_volume(args.models_pvc)]
-    if args.cards > 1:
-        volumes.append(shm_volume())
+    volumes = [pod.models_volume(args.placement.models_pvc)]
+    if args.placement.cards > 1:
+        volumes.append(pod.shm_volume())
     return {
         "apiVersion": KSERVE_API_VERSION,
         "kind": "InferenceService",
@@ -217,12 +162,12 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
             "predictor": {
                 "minReplicas": replicas,
                 "maxReplicas": replicas,
-                "nodeSelector": {facts.HOSTNAME_LABEL: args.node},
+                "nodeSelector": {facts.HOSTNAME_LABEL: args.placement.node},
                 "deploymentStrategy": {"type": facts.GPU_ROLLOUT_STRATEGY},
                 "containers": [vllm_container(args)],
                 **({"runtimeClassName": args.runtime_class} if args.runtime_class else {}),
                 "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
-                "securityContext": pod_security_context(args.run_as_user),
+                "securityContext": pod.pod_security_context(args.placement.run_as_user),
                 "enableServiceLinks": False,
                 "volumes": volumes,
             }
@@ -245,13 +190,10 @@ class VllmInferenceService(WorkloadComponent):
         super().__init__(self.TYPE, name, None, opts)
         manifest = inference_service_manifest(args, f"{type(self).__name__}/{name}")
         self.vllm_args = args
-        self.workload_name, self.namespace, self.port = args.name, args.namespace, args.port
-        self.node, self.cards, self.parked_reason = args.node, args.cards, args.parked_reason
-        self.served_model_names = list(args.served_model_names)
-        self.cold_start_seconds = args.cold_start_seconds
+        self._place(args, args.port, args.served_model_names)
         self.pod_labels = predictor_pod_labels(args)
         self.selector_labels = predictor_selector(args)
-        self._secret(name, args.namespace, args.secret_env)
+        self._secret(name, args.namespace, args.placement.secret_env)
         self.inference_service = CustomResource(
             name,
             api_version=KSERVE_API_VERSION,

@@ -22,40 +22,43 @@ Facts every GPU pod gets here (``core/facts.py`` names the sources):
   would otherwise inject ``VLLM_PORT=tcp://...`` and vLLM refuses to start (vllm-project/vllm
   #34199); the servers find each other by DNS;
 * the component -> policy annotations (``facts.COMPONENT_ANNOTATION`` etc.).
+
+Those pod parts are :mod:`components.pod`'s (the vLLM InferenceService uses them too). Every
+workload component's args extend :class:`WorkloadArgs`: the name, the namespace and where it
+runs as one value (:class:`core.placement.Placement`).
 """
 
 from __future__ import annotations
 
-import json
 import posixpath
 from typing import Any, Optional
 
 import pulumi
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from core import facts, rules
-from components.config import (
-    Resources,
-    StartupProbe,
-    is_digest_pinned,
-    rule_half_dtype,
-    rule_hybrid_one_card,
-    rule_startup_budget,
-    rule_tp_divides,
-    secret_name,
-    startup_threshold,
-)
+from core import facts
 from core.engines import CandleConfig
-from core.images import parse_image
-from core.values import REDACTED
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
+from core.placement import Placement, secret_name, startup_threshold
+from core import rulebook
+from core.values import REDACTED
 
-#: Liveness probe timing: a server that stops answering for 4 x 30 s is restarted. It starts
-#: only after the startup probe succeeded, so it never races the model load.
-LIVENESS_PERIOD_SECONDS = 30
-LIVENESS_TIMEOUT_SECONDS = 10
-LIVENESS_FAILURE_THRESHOLD = 4
+from components.pod import (
+    checkov_waivers,
+    container_resources,
+    container_security_context,
+    former_names_annotation,
+    liveness_probe,
+    models_volume,
+    pod_security_context,
+    pull_policy,
+    readiness_probe,
+    secret_env_entries,
+    shm_volume,
+    startup_probe,
+    workload_annotations,
+)
 
 #: candle-vllm's health route. Its router (src/main.rs) serves only ``GET /v1/models``,
 #: ``POST /v1/chat/completions`` and ``POST /v1/embeddings``, and binds the listener only after
@@ -63,7 +66,7 @@ LIVENESS_FAILURE_THRESHOLD = 4
 CANDLE_HEALTH_PATH = "/v1/models"
 
 
-# --- pure helpers (shared with components/vllm.py) --------------------------------------------
+# --- the args every workload component shares (components/vllm.py too) ----------------------
 
 class ComponentArgs(BaseModel):
     """Base of the component argument models: unknown fields refused, immutable."""
@@ -71,12 +74,22 @@ class ComponentArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TransitionArgs(ComponentArgs):
-    """How a workload moves from one update to the next (issue 7): its former names (Pulumi
-    aliases, so a rename replaces the object instead of adding a second copy) and whether a
-    replacement deletes the old object first (``deleteBeforeReplace`` on the child)."""
+class WorkloadArgs(ComponentArgs):
+    """What every model-server component takes whatever its server: its name and namespace,
+    where it runs (:class:`core.placement.Placement`, one value: node, cards, labels, env,
+    resources, cold start, startup probe, models PVC, parked, user, former names), the node's
+    runtime class, and whether a replacement deletes the old object first (a renamed workload
+    must not hold its cards twice on a full node).
 
-    former_names: list[str] = Field(default_factory=list, description="Names it had before a rename (aliases).")
+    Errors (ValueError): a startup budget that does not exceed the declared cold start.
+    """
+
+    name: str = Field(description="Object name, e.g. candle-vllm or reasoning.")
+    namespace: str = Field(description="Namespace (llm-serving).")
+    placement: Placement = Field(description="Where and how it runs (the stack file's workload keys).")
+    runtime_class: Optional[str] = Field(
+        default=facts.GPU_RUNTIME_CLASS,
+        description="The pods' runtimeClassName: the inventory's gpu_runtime_class (worker-1: nvidia, seeds 001, 003); None: the cluster's default runtime injects the driver.")
     delete_before_replace: bool = Field(
         default=False,
         description=("Replace the child delete-first. The provider deletes first on its own only when the "
@@ -84,67 +97,26 @@ class TransitionArgs(ComponentArgs):
                      "otherwise creates the new object while the old one still holds its cards."),
     )
 
+    @model_validator(mode="after")
+    def _startup_budget(self) -> "WorkloadArgs":
+        p = self.placement
+        error = rulebook.first_error(self.name, rulebook.startup_breaches(
+            p.cold_start_seconds, p.startup_probe.period_seconds, startup_threshold(p.cold_start_seconds, p.startup_probe)))
+        if error:
+            raise ValueError(error)
+        return self
 
-def transition_options(args: TransitionArgs, parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    def workload_fields(self) -> dict[str, Any]:
+        """The :class:`WorkloadArgs` fields of these args (name, namespace, placement, runtime
+        class, delete-first), to hand whole to the args of the object that carries them."""
+        return {name: getattr(self, name) for name in WorkloadArgs.model_fields}
+
+
+def transition_options(args: WorkloadArgs, parent: pulumi.Resource) -> pulumi.ResourceOptions:
     """The child object's options: parented to the component, deleted first on replacement when
     ``args.delete_before_replace``. (The former names are the component's aliases; the child, named
     like the component, inherits them: Pulumi derives a child's alias from its parent's.)"""
     return pulumi.ResourceOptions(parent=parent, delete_before_replace=args.delete_before_replace or None)
-
-
-def former_names_annotation(former_names: list[str]) -> dict[str, str]:
-    """``{facts.FORMER_NAMES_ANNOTATION: '["clef-candle"]'}`` when the workload was renamed, else {}:
-    the offline diff pairs the renamed object with its former self by it (tools/offline/render.py)."""
-    return {facts.FORMER_NAMES_ANNOTATION: json.dumps(list(former_names))} if former_names else {}
-
-
-def pull_policy(image: str) -> Optional[str]:
-    """``"Always"`` for an image not pinned by digest (003), else None (the default applies)."""
-    return None if is_digest_pinned(image) else facts.MOVING_TAG_PULL_POLICY
-
-
-def http_get(path: str, port: int) -> dict[str, Any]:
-    """The ``httpGet`` part of a probe: ``{"httpGet": {"path": path, "port": port}}``."""
-    return {"httpGet": {"path": path, "port": port}}
-
-
-def startup_probe(path: str, port: int, cold_start_seconds: int, probe: StartupProbe) -> dict[str, Any]:
-    """``startupProbe`` with ``failureThreshold`` x ``periodSeconds`` above the cold start."""
-    return {**http_get(path, port), "failureThreshold": startup_threshold(cold_start_seconds, probe),
-            "periodSeconds": probe.period_seconds}
-
-
-def liveness_probe(path: str, port: int) -> dict[str, Any]:
-    """``livenessProbe``: 4 misses of 30 s (10 s timeout each) restart a wedged server."""
-    return {**http_get(path, port), "periodSeconds": LIVENESS_PERIOD_SECONDS,
-            "timeoutSeconds": LIVENESS_TIMEOUT_SECONDS, "failureThreshold": LIVENESS_FAILURE_THRESHOLD}
-
-
-def container_resources(resources: Resources, cards: int) -> dict[str, Any]:
-    """``resources`` with CPU / memory as given and ``nvidia.com/gpu`` = ``cards`` in both
-    requests and limits (an extended resource must have them equal)."""
-    out: dict[str, Any] = {}
-    for key, amounts in (("limits", resources.limits), ("requests", resources.requests)):
-        block = {k: v for k, v in (("cpu", amounts.cpu), ("memory", amounts.memory)) if v is not None}
-        block[facts.GPU_RESOURCE] = str(cards)
-        out[key] = block
-    return out
-
-
-def models_volume(pvc: str) -> dict[str, Any]:
-    """The ``models`` volume: the PVC with weights and the fixed candle-vllm binary (001, 003)."""
-    return {"name": "models", "persistentVolumeClaim": {"claimName": pvc}}
-
-
-def shm_volume() -> dict[str, Any]:
-    """The Memory-backed /dev/shm for pods with more than one card (coder.yaml)."""
-    return {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": facts.SHM_SIZE_LIMIT}}
-
-
-def secret_env_entries(workload: str, names: list[str]) -> list[dict[str, Any]]:
-    """Container ``env`` entries reading each of ``names`` from the workload's Secret
-    (``valueFrom.secretKeyRef``): the value never appears in the pod spec."""
-    return [{"name": n, "valueFrom": {"secretKeyRef": {"name": secret_name(workload), "key": n}}} for n in names]
 
 
 def secret_manifest(workload: str, namespace: str, names: list[str], component: str) -> dict[str, Any]:
@@ -161,99 +133,20 @@ def secret_manifest(workload: str, namespace: str, names: list[str], component: 
     }
 
 
-def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
-                         parked_reason: Optional[str], root_reason: Optional[str] = None) -> dict[str, str]:
-    """The component -> policy annotations of a model server (core/facts.py), and how long
-    ``pulumi up`` waits for it (``pulumi.com/timeoutSeconds``: :func:`core.rules.await_timeout_seconds`
-    of the cold start; reasoning's 600 s would otherwise hit the provider's 10-minute default);
-    ``root_reason``: why its containers run as root (None when they run as a non-root user)."""
-    out = {
-        facts.COMPONENT_ANNOTATION: component,
-        facts.COLD_START_ANNOTATION: str(cold_start_seconds),
-        facts.SERVED_NAMES_ANNOTATION: json.dumps(list(served_names)),
-        facts.AWAIT_TIMEOUT_ANNOTATION: str(rules.await_timeout_seconds(cold_start_seconds)),
-    }
-    if parked_reason:
-        out[facts.PARKED_ANNOTATION] = parked_reason
-    if root_reason:
-        out[facts.RUNS_AS_ROOT_ANNOTATION] = root_reason
-    return out
-
-
-def checkov_waivers(image: str, root_reason: Optional[str]) -> dict[str, str]:
-    """``checkov.io/skip<N>`` annotations of a Deployment: each check it cannot meet with the
-    reason (:data:`core.facts.CHECKOV_WAIVER_REASONS`; root: ``root_reason``); a check that
-    does not apply (a digest-pinned image, a non-root user) is not waived."""
-    ref = parse_image(image)
-    waived = {"CKV_K8S_22": facts.CHECKOV_WAIVER_REASONS["CKV_K8S_22"]}
-    if not ref.pinned:
-        waived["CKV_K8S_43"] = facts.CHECKOV_WAIVER_REASONS["CKV_K8S_43"]
-        if ref.tag in (None, "latest"):
-            waived["CKV_K8S_14"] = facts.CHECKOV_WAIVER_REASONS["CKV_K8S_14"]
-    if root_reason:
-        waived.update({check: root_reason for check in facts.CHECKOV_ROOT_CHECKS})
-    return {f"{facts.CHECKOV_SKIP_ANNOTATION}{i}": f"{check}={reason}"
-            for i, (check, reason) in enumerate(sorted(waived.items()), 1)}
-
-
-def pod_security_context(run_as_user: Optional[int]) -> dict[str, Any]:
-    """The pod ``securityContext``: the RuntimeDefault seccomp profile, and ``runAsNonRoot`` /
-    ``runAsUser`` when a non-root UID is given (restricted profile; issue 9)."""
-    out: dict[str, Any] = {"seccompProfile": dict(facts.SECCOMP_PROFILE)}
-    if run_as_user is not None:
-        out.update(runAsNonRoot=True, runAsUser=run_as_user)
-    return out
-
-
-def container_security_context() -> dict[str, Any]:
-    """A container's ``securityContext``: no privilege escalation, every capability dropped."""
-    return json.loads(json.dumps(facts.CONTAINER_SECURITY))
-
-
-def readiness_probe(path: str, port: int) -> dict[str, Any]:
-    """``readinessProbe`` on the health route every 10 s (coder.yaml's vLLM readiness): a
-    server that stops answering leaves the Service's endpoints until it answers again."""
-    return {**http_get(path, port), "periodSeconds": facts.READINESS_PERIOD_SECONDS}
-
-
 # --- the generic GPU Deployment -------------------------------------------------------------
 
-class GpuDeploymentArgs(TransitionArgs):
-    """A single-replica GPU Deployment pinned to a node. Errors (ValueError): a startup budget
-    that does not exceed ``cold_start_seconds``."""
+class GpuDeploymentArgs(WorkloadArgs):
+    """A single-replica GPU Deployment pinned to a node: where it runs (:class:`WorkloadArgs`)
+    and the container. Errors (ValueError): a startup budget that does not exceed the cold start."""
 
-    name: str = Field(description="Object name and its ``app`` label.")
-    namespace: str = Field(description="Namespace (llm-serving).")
     image: str = Field(min_length=1, description="Image; pulled Always unless pinned by digest (003).")
     command: list[str] = Field(default_factory=list, description="Container command; empty: the image's.")
     args: list[str] = Field(default_factory=list, description="Container args.")
-    env: dict[str, str] = Field(default_factory=dict, description="Environment, in order.")
-    secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
     port: int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
     container_name: str = Field(default="server", description="Container name (candle-vllm: candle).")
-    node: str = Field(description="Node name, pinned with nodeSelector kubernetes.io/hostname (coder.yaml).")
-    cards: int = Field(ge=1, description="nvidia.com/gpu cards of the pod.")
-    resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra pod labels.")
-    cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
-    startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     health_path: str = Field(default="/health", description="HTTP route of the startup and liveness probes.")
-    models_pvc: Optional[str] = Field(default=facts.MODELS_PVC, description="PVC mounted read-only at /mnt/models; None: no mount.")
-    parked_reason: Optional[str] = Field(default=None, description="Set: replicas 0 and the parked annotation (000).")
     served_model_names: list[str] = Field(default_factory=list, description="Names it answers (annotation).")
-    run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
-    runtime_class: Optional[str] = Field(
-        default=facts.GPU_RUNTIME_CLASS,
-        description="The pods' runtimeClassName: the inventory's gpu_runtime_class (worker-1: nvidia, seeds 001, 003); None: the cluster's default runtime injects the driver.")
     root_reason: Optional[str] = Field(default=None, description="Why it runs as root (annotation), when run_as_user is None.")
-
-    @model_validator(mode="after")
-    def _startup_budget(self) -> "GpuDeploymentArgs":
-        threshold = startup_threshold(self.cold_start_seconds, self.startup)
-        breach = rule_startup_budget(self.cold_start_seconds, self.startup.period_seconds, threshold)
-        if breach:
-            raise ValueError(f"{self.name}: {breach.rule}; {breach.fix}")
-        return self
 
 
 def app_labels(name: str) -> dict[str, str]:
@@ -263,7 +156,7 @@ def app_labels(name: str) -> dict[str, str]:
 
 def deployment_pod_labels(args: GpuDeploymentArgs) -> dict[str, str]:
     """Pod labels: part-of, the extra labels, then ``app: <name>`` (what Services select)."""
-    return {facts.PART_OF_LABEL: facts.PART_OF_VALUE, **args.labels, "app": args.name}
+    return {facts.PART_OF_LABEL: facts.PART_OF_VALUE, **args.placement.labels, "app": args.name}
 
 
 def gpu_container(args: GpuDeploymentArgs) -> dict[str, Any]:
@@ -276,19 +169,20 @@ def gpu_container(args: GpuDeploymentArgs) -> dict[str, Any]:
         c["command"] = list(args.command)
     if args.args:
         c["args"] = list(args.args)
-    env = [{"name": k, "value": v} for k, v in args.env.items()] + secret_env_entries(args.name, list(args.secret_env))
+    env = [{"name": k, "value": v} for k, v in args.placement.env.items()]
+    env += secret_env_entries(args.name, list(args.placement.secret_env))
     if env:
         c["env"] = env
     c["ports"] = [{"containerPort": args.port}]
-    c["startupProbe"] = startup_probe(args.health_path, args.port, args.cold_start_seconds, args.startup)
+    c["startupProbe"] = startup_probe(args.health_path, args.port, args.placement)
     c["livenessProbe"] = liveness_probe(args.health_path, args.port)
     c["readinessProbe"] = readiness_probe(args.health_path, args.port)
     c["securityContext"] = container_security_context()
-    c["resources"] = container_resources(args.resources, args.cards)
+    c["resources"] = container_resources(args.placement.resources, args.placement.cards)
     mounts = []
-    if args.models_pvc:
+    if args.placement.models_pvc:
         mounts.append({"name": "models", "mountPath": facts.MODELS_MOUNT_PATH, "readOnly": True})
-    if args.cards > 1:
+    if args.placement.cards > 1:
         mounts.append({"name": "shm", "mountPath": facts.SHM_MOUNT_PATH})
     if mounts:
         c["volumeMounts"] = mounts
@@ -299,16 +193,16 @@ def gpu_pod_spec(args: GpuDeploymentArgs) -> dict[str, Any]:
     """The pod spec: runtime class nvidia, node pinned, the container, its volumes."""
     spec: dict[str, Any] = {
         **({"runtimeClassName": args.runtime_class} if args.runtime_class else {}),
-        "nodeSelector": {facts.HOSTNAME_LABEL: args.node},
+        "nodeSelector": {facts.HOSTNAME_LABEL: args.placement.node},
         "automountServiceAccountToken": facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
-        "securityContext": pod_security_context(args.run_as_user),
+        "securityContext": pod_security_context(args.placement.run_as_user),
         "enableServiceLinks": False,
         "containers": [gpu_container(args)],
     }
     volumes = []
-    if args.models_pvc:
-        volumes.append(models_volume(args.models_pvc))
-    if args.cards > 1:
+    if args.placement.models_pvc:
+        volumes.append(models_volume(args.placement.models_pvc))
+    if args.placement.cards > 1:
         volumes.append(shm_volume())
     if volumes:
         spec["volumes"] = volumes
@@ -326,14 +220,14 @@ def deployment_manifest(args: GpuDeploymentArgs, component: str) -> dict[str, An
             "namespace": args.namespace,
             "labels": app_labels(args.name),
             "annotations": {
-                **workload_annotations(component, args.cold_start_seconds, args.served_model_names,
-                                       args.parked_reason, None if args.run_as_user else args.root_reason),
-                **checkov_waivers(args.image, None if args.run_as_user else args.root_reason),
-                **former_names_annotation(args.former_names),
+                **workload_annotations(component, args.placement.cold_start_seconds, args.served_model_names,
+                                       args.placement.parked_reason, None if args.placement.run_as_user else args.root_reason),
+                **checkov_waivers(args.image, None if args.placement.run_as_user else args.root_reason),
+                **former_names_annotation(args.placement.former_names),
             },
         },
         "spec": {
-            "replicas": 0 if args.parked_reason else 1,
+            "replicas": 0 if args.placement.parked_reason else 1,
             "strategy": {"type": facts.GPU_ROLLOUT_STRATEGY},
             "selector": {"matchLabels": {"app": args.name}},
             "template": {"metadata": {"labels": deployment_pod_labels(args)}, "spec": gpu_pod_spec(args)},
@@ -376,6 +270,14 @@ class WorkloadComponent(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+    def _place(self, args: WorkloadArgs, port: int, served_model_names: list[str]) -> None:
+        """Set the plain attributes from the component's args."""
+        self.workload_name, self.namespace, self.port = args.name, args.namespace, port
+        p = args.placement
+        self.node, self.cards, self.parked_reason = p.node, p.cards, p.parked_reason
+        self.cold_start_seconds = p.cold_start_seconds
+        self.served_model_names = list(served_model_names)
+
     def _outputs(self) -> dict[str, Any]:
         return {"name": self.workload_name, "podLabels": self.pod_labels, "node": self.node,
                 "cards": 0 if self.parked_reason else self.cards, "parked": self.parked_reason}
@@ -398,13 +300,10 @@ class GpuDeployment(WorkloadComponent):
 
         super().__init__(self.TYPE, name, None, opts)
         manifest = deployment_manifest(args, f"{type(self).__name__}/{name}")
-        self.workload_name, self.namespace, self.port = args.name, args.namespace, args.port
-        self.node, self.cards, self.parked_reason = args.node, args.cards, args.parked_reason
-        self.served_model_names = list(args.served_model_names)
-        self.cold_start_seconds = args.cold_start_seconds
+        self._place(args, args.port, args.served_model_names)
         self.pod_labels = manifest["spec"]["template"]["metadata"]["labels"]
         self.selector_labels = manifest["spec"]["selector"]["matchLabels"]
-        self._secret(name, args.namespace, args.secret_env)
+        self._secret(name, args.namespace, args.placement.secret_env)
         self.deployment = Deployment(
             name,
             metadata=manifest["metadata"],
@@ -416,51 +315,33 @@ class GpuDeployment(WorkloadComponent):
 
 # --- candle-vllm ----------------------------------------------------------------------------
 
-class CandleDeploymentArgs(CandleConfig, TransitionArgs):
+class CandleDeploymentArgs(CandleConfig, WorkloadArgs):
     """A candle-vllm server (coder-14b-fp16.yaml, clef-candle.yaml): the server settings of
-    :class:`core.engines.CandleConfig` (its flags, declared once) and where it runs. TP is ``cards``.
+    :class:`core.engines.CandleConfig` (its flags, declared once) and where it runs
+    (:class:`WorkloadArgs`). TP is the placement's ``cards``; they become --d 0,1,... (001).
 
     Errors (ValueError): TP that does not divide the model (001), a hybrid model on more than
     one card (003), bf16 on a card below sm_80 (001), a startup budget not above the cold start.
     """
 
-    name: str = Field(description="Deployment name and ``app`` label, e.g. candle-vllm.")
-    namespace: str = Field(description="Namespace (llm-serving).")
     weights_path: str = Field(min_length=1, description="--w, e.g. /mnt/models/coder-14b-fp16 (from the model entry).")
-    cards: int = Field(ge=1, description="Cards = TP; becomes --d 0,1,... (001).")
-    runtime_class: Optional[str] = Field(
-        default=facts.GPU_RUNTIME_CLASS,
-        description="The pods' runtimeClassName: the inventory's gpu_runtime_class (worker-1: nvidia, seeds 001, 003); None: the cluster's default runtime injects the driver.")
-    node: str = Field(description="Node name.")
-    resources: Resources = Field(default_factory=Resources, description="CPU and memory.")
-    models_pvc: str = Field(default=facts.MODELS_PVC, description="Models PVC (llm-models).")
-    cold_start_seconds: int = Field(gt=0, description="Declared cold start, seconds.")
-    startup: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra pod labels.")
-    env: dict[str, str] = Field(default_factory=dict, description="Environment.")
-    secret_env: dict[str, SecretStr] = Field(default_factory=dict, description="Environment from the workload's Secret.")
-    parked_reason: Optional[str] = Field(default=None, description="Set: parked at replicas 0.")
-    run_as_user: Optional[int] = Field(default=None, ge=1, description="Non-root UID; None: the image's user (root).")
     model_key: str = Field(default="", description="Model key, for messages.")
     model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
     card: Optional[CardSpec] = Field(default=None, description="The node's card, checked for dtype support.")
 
     @model_validator(mode="after")
     def _facts(self) -> "CandleDeploymentArgs":
-        breaches = [rule_half_dtype(self.card, self.dtype, "candle-vllm")]
-        if self.model_facts is not None:
-            key = self.model_key or posixpath.basename(self.weights_path.rstrip("/"))
-            breaches += [rule_tp_divides(key, self.model_facts, self.cards),
-                         rule_hybrid_one_card(key, self.model_facts, self.cards)]
-        for b in breaches:
-            if b:
-                raise ValueError(f"{self.name}: {b.rule}; {b.fix}")
+        key = self.model_key or posixpath.basename(self.weights_path.rstrip("/"))
+        error = rulebook.first_error(self.name, rulebook.candle_breaches(
+            self, cards=self.placement.cards, card=self.card, model_key=key, model=self.model_facts))
+        if error:
+            raise ValueError(error)
         return self
 
 
 def candle_argv(args: CandleDeploymentArgs) -> list[str]:
     """candle-vllm's argv (:meth:`core.engines.CandleConfig.argv`, the references' order)."""
-    return args.argv(args.weights_path, cards=args.cards)
+    return args.argv(args.weights_path, cards=args.placement.cards)
 
 
 def candle_served_name(weights_path: str) -> str:
@@ -472,14 +353,9 @@ def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
     """The generic Deployment args of a candle-vllm server (container ``candle``, health
     route ``/v1/models``, models PVC read-only)."""
     return GpuDeploymentArgs(
-        name=args.name, namespace=args.namespace, image=args.image, command=list(args.command),
-        args=candle_argv(args), env=dict(args.env), secret_env=dict(args.secret_env), port=args.port, container_name="candle",
-        node=args.node, cards=args.cards, resources=args.resources, labels=dict(args.labels),
-        cold_start_seconds=args.cold_start_seconds, startup=args.startup, health_path=CANDLE_HEALTH_PATH,
-        models_pvc=args.models_pvc, parked_reason=args.parked_reason, former_names=list(args.former_names),
-        delete_before_replace=args.delete_before_replace,
-        served_model_names=[candle_served_name(args.weights_path)],
-        run_as_user=args.run_as_user, root_reason=facts.ROOT_REASONS["candle-vllm"], runtime_class=args.runtime_class,
+        **args.workload_fields(), image=args.image, command=list(args.command), args=candle_argv(args),
+        port=args.port, container_name="candle", health_path=CANDLE_HEALTH_PATH,
+        served_model_names=[candle_served_name(args.weights_path)], root_reason=facts.ROOT_REASONS["candle-vllm"],
     )
 
 

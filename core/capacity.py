@@ -63,10 +63,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Optional
 
 from core import cards, rules
-from core.engines import CandleConfig
+from core.engines import CandleConfig, ServerSettings
 from core.images import parse_image
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
@@ -795,79 +796,62 @@ def engine_dtype(value: Optional[str], default: str) -> str:
     return value
 
 
-def estimate(
-    engine: str,
-    facts: ModelFacts,
-    card: CardSpec,
-    *,
-    tp: int = 1,
-    pp: int = 1,
-    dtype: Optional[str] = None,
-    kv_cache_dtype: Optional[str] = None,
-    gpu_memory_utilization: Optional[float] = None,
-    max_model_len: Optional[int] = None,
-    max_num_batched_tokens: Optional[int] = None,
-    max_num_seqs: Optional[int] = None,
-    block_size: Optional[int] = None,
-    kv_fraction: Optional[float] = None,
-    mem_mib: Optional[int] = None,
-    prefill_chunk_size: Optional[int] = None,
-    mamba_fraction: Optional[float] = None,
-    image: Optional[str] = None,
-) -> Estimate:
-    """The :class:`Estimate` of one server from its engine settings as plain values, with the
-    engines' defaults for what is None: the one call the stack-file checks
-    (``components/config.py``, from the workload's fields) and the policy pack
-    (``policies/policylib/capacity_helpers.py``, from the rendered argv) both make, so they
-    judge ``fits_weights`` / ``fits_kv`` on the same figures.
+@lru_cache(maxsize=4096)
+def estimate(facts: ModelFacts, card: CardSpec, settings: ServerSettings) -> Estimate:
+    """The :class:`Estimate` of one server from its typed engine settings, with the engines'
+    defaults for what is None: the one call the stack-file checks (``stackfile/checks.py``,
+    :meth:`core.engines.VllmConfig.settings` of the workload) and the policy pack
+    (``policies/policylib/capacity_helpers.py``, :meth:`core.engines.VllmConfig.read` of the
+    rendered argv) both make, so they judge ``fits_weights`` / ``fits_kv`` on the same figures.
 
-    ``engine``: ``vllm`` (:func:`estimate_vllm`; dtype default float16, the KV cache the
+    ``settings.engine``: ``vllm`` (:func:`estimate_vllm`; dtype default float16, the KV cache the
     dtype, utilization 0.9, ``max_model_len`` default the model's max_position_embeddings,
     block size 16; a utilization above :data:`core.rules.GPU_MEMORY_UTILIZATION_CEILING` is
     credited at the ceiling, with a note, so the estimate never rewards it) or ``candle-vllm``
     (:func:`estimate_candle`; dtype f16, block size 64, ``kv_cache_dtype`` ``fp8`` for
-    ``--fp8-kvcache``). ``image``: the server's image; a vLLM release in its tag
+    ``--fp8-kvcache``). ``settings.image``: the server's image; a vLLM release in its tag
     (``vllm/vllm-openai:v0.11.0``, :func:`core.images.parse_image`) selects the release's
     profile (:func:`vllm_profile`), None or a tag naming no release assumes
     :data:`VLLM_ASSUMED_VERSION`. ``max_num_seqs`` also sizes candle-vllm's GDN slot floor.
     Raises ValueError for a setting the estimator refuses (a utilization outside (0, 1], a
-    fraction of 0).
+    fraction of 0). Cached (the arguments are frozen): a server the stack-file checks estimated
+    is not estimated again for the preview's table or by the pack's policies in the same process.
     """
-    if engine == "vllm":
-        vdtype = engine_dtype(dtype, "float16")
-        util = 0.9 if gpu_memory_utilization is None else gpu_memory_utilization
+    if settings.engine == "vllm":
+        vdtype = engine_dtype(settings.dtype, "float16")
+        util = 0.9 if settings.gpu_memory_utilization is None else settings.gpu_memory_utilization
         # Never credit a utilization above the ceiling (core.rules, vllm-project/vllm #15598): the
         # table must not show more room for 0.98 than for 0.95. estimate_vllm stays the engine's formula.
         credited = rules.gpu_memory_utilization_credited(util) if 0 < util <= 1 else util
         est = estimate_vllm(
             facts,
             card,
-            tp=tp,
-            pp=pp,
+            tp=settings.tp,
+            pp=settings.pp,
             gpu_memory_utilization=credited,
-            max_model_len=max_model_len or facts.max_position_embeddings,
-            kv_cache_dtype=engine_dtype(kv_cache_dtype, vdtype),
+            max_model_len=settings.max_model_len or facts.max_position_embeddings,
+            kv_cache_dtype=engine_dtype(settings.kv_cache_dtype, vdtype),
             dtype=vdtype,
-            block_size=block_size or VLLM_BLOCK_SIZE,
-            max_num_batched_tokens=max_num_batched_tokens,
-            max_num_seqs=max_num_seqs,
-            version=parse_image(image).version if image else None,
+            block_size=settings.block_size or VLLM_BLOCK_SIZE,
+            max_num_batched_tokens=settings.max_num_batched_tokens,
+            max_num_seqs=settings.max_num_seqs,
+            version=parse_image(settings.image).version if settings.image else None,
         )
         if credited != util:
             est = replace(est, notes=est.notes + (
                 f"--gpu-memory-utilization {util} is above the {credited} ceiling; the estimate credits {credited}",))
         return est
-    cdtype = engine_dtype(dtype, "f16")
+    cdtype = engine_dtype(settings.dtype, "f16")
     return estimate_candle(
         facts,
         card,
-        tp=tp,
-        kv_fraction=kv_fraction,
-        mem_mib=mem_mib,
+        tp=settings.tp,
+        kv_fraction=settings.kv_fraction,
+        mem_mib=settings.mem_mib,
         dtype=cdtype,
-        kv_cache_dtype=kv_cache_dtype if kv_cache_dtype == "fp8" else engine_dtype(kv_cache_dtype, cdtype),
-        block_size=block_size or CANDLE_BLOCK_SIZE,
-        prefill_chunk_size=prefill_chunk_size,
-        mamba_fraction=mamba_fraction,
-        max_num_seqs=max_num_seqs,
+        kv_cache_dtype=settings.kv_cache_dtype if settings.kv_cache_dtype == "fp8" else engine_dtype(settings.kv_cache_dtype, cdtype),
+        block_size=settings.block_size or CANDLE_BLOCK_SIZE,
+        prefill_chunk_size=settings.prefill_chunk_size,
+        mamba_fraction=settings.mamba_fraction,
+        max_num_seqs=settings.max_num_seqs,
     )

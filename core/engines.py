@@ -1,12 +1,13 @@
 """The model servers' settings, one model per engine: :class:`VllmConfig` and :class:`CandleConfig`.
 
-Each flag is declared once, here: the stack file's workload (``components/config.py``
+Each flag is declared once, here (``FLAGS``): the stack file's workload (``stackfile/schema.py``
 ``VllmWorkload`` / ``CandleWorkload``, whose keys stay flat in the stack file, as production-stack
 keeps them under one ``vllmConfig``), the component args (``components/vllm.py`` ``VllmArgs``,
 ``components/workload.py`` ``CandleDeploymentArgs``) and the rendered argv
 (:meth:`VllmConfig.argv`, :meth:`CandleConfig.argv`) all come from these models; the
-composition (``components/stack.py``) hands a workload's settings to its component with
-:func:`settings_of`, field by field nowhere.
+composition (``stackfile/build.py``) hands a workload's settings to its component with
+:func:`settings_of`, field by field nowhere. The other direction: ``read()`` takes an argv back
+to the :class:`ServerSettings` the capacity estimator takes (``core.manifests.servers``).
 
 Defaults and their sources are in each field's description. pydantic, no Pulumi.
 """
@@ -14,11 +15,16 @@ Defaults and their sources are in each field's description. pydantic, no Pulumi.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal, Optional, TypeVar
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal, Optional, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from core import facts, rules
+from core.registry import STACK
+from core.rulebook import served_names
 from core.values import Image, Int, Real, rule_error
 
 #: The candle-vllm binary in the image (coder-14b-fp16.yaml ``command``).
@@ -32,17 +38,73 @@ def fraction_text(value: float) -> str:
 
 def check_served_name(value: str) -> str:
     """A served model name is one argv item: no comma, no whitespace (002 reasoning.yaml;
-    :func:`core.rules.served_name_ok`, the predicate of the pack's vllm-served-model-names)."""
-    if not rules.served_name_ok(value):
-        raise rule_error(
-            f"served model name {value!r} contains a comma or space; vLLM would serve one model "
-            "whose name contains it (002 reasoning.yaml)",
-            "list each name as its own item: served_model_names: [reasoning, reasoning-long]",
-        )
+    :func:`core.rulebook.served_names.served_name`, the rule the pack's vllm-served-model-names judges by)."""
+    breach = served_names.served_name(value)
+    if breach is not None:
+        raise rule_error(*breach.render(STACK))
     return value
 
 
 ServedName = Annotated[str, AfterValidator(check_served_name)]
+
+
+_HUMAN_INT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kKmMgG]?)$")
+_MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def human_int(value: Optional[str]) -> Optional[int]:
+    """An integer as vLLM's ``human_readable_int`` reads it (vllm/engine/arg_utils.py):
+    ``"65536"`` -> 65536, ``"64k"`` -> 64,000, ``"64K"`` -> 65,536. None when absent or unparsable."""
+    if value is None:
+        return None
+    match = _HUMAN_INT.match(value.strip())
+    if not match:
+        return None
+    return int(float(match.group(1)) * _MULT[match.group(2)])
+
+
+def number(value: Optional[str]) -> Optional[float]:
+    """A float argument (``"0.90"`` -> 0.9); None when absent or not a number."""
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+#: An argv read back: each ``--flag`` to the values that followed it (``core.manifests.servers.ServerArgs.flags``).
+Flags = Mapping[str, Sequence[str]]
+
+
+def _last(flags: Flags, flag: str) -> Optional[str]:
+    values = flags.get(flag)
+    return values[-1] if values else None
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """One server's engine settings as the capacity estimator takes them
+    (:func:`core.capacity.estimate`), built from either side: a stack-file workload
+    (:meth:`VllmConfig.settings`, :meth:`CandleConfig.settings`) or a manifest's argv
+    (:meth:`VllmConfig.read`, :meth:`CandleConfig.read`). None: the engine's default (the
+    estimator's, cited there). ``tp`` x ``pp``: the cards one replica uses; ``image``: the
+    server's image (a vLLM release in its tag selects the estimator's profile); ``kv_cache_dtype``
+    ``fp8`` for candle-vllm's ``--fp8-kvcache``."""
+
+    engine: Literal["vllm", "candle-vllm"]
+    tp: int = 1
+    pp: int = 1
+    dtype: Optional[str] = None
+    kv_cache_dtype: Optional[str] = None
+    gpu_memory_utilization: Optional[float] = None
+    max_model_len: Optional[int] = None
+    max_num_batched_tokens: Optional[int] = None
+    max_num_seqs: Optional[int] = None
+    block_size: Optional[int] = None
+    kv_fraction: Optional[float] = None
+    mem_mib: Optional[int] = None
+    prefill_chunk_size: Optional[int] = None
+    mamba_fraction: Optional[float] = None
+    image: Optional[str] = None
 
 
 class _Settings(BaseModel):
@@ -77,6 +139,23 @@ class Override(_Settings):
 class VllmConfig(_Settings):
     """vLLM's server settings (v0.11.0): its argv flags and ``HF_HOME``. Defaults as coder.yaml
     writes them; Errors: ``enable_auto_tool_choice`` without ``tool_call_parser``."""
+
+    #: Each setting's flag, declared once: :meth:`argv` renders them, :meth:`read` reads them back
+    #: (``block_size`` and ``data_parallel_size`` are read only: the stack file leaves vLLM's
+    #: defaults, 16 and 1).
+    FLAGS: ClassVar[dict[str, str]] = {
+        "model": "--model", "served_model_names": "--served-model-name", "quantization": "--quantization",
+        "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype", "max_model_len": "--max-model-len",
+        "hf_overrides": "--hf-overrides", "tensor_parallel_size": "--tensor-parallel-size",
+        "pipeline_parallel_size": "--pipeline-parallel-size", "gpu_memory_utilization": "--gpu-memory-utilization",
+        "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
+        "long_prefill_token_threshold": "--long-prefill-token-threshold",
+        "enable_chunked_prefill": "--enable-chunked-prefill", "enable_prefix_caching": "--enable-prefix-caching",
+        "disable_custom_all_reduce": "--disable-custom-all-reduce", "enforce_eager": "--enforce-eager",
+        "reasoning_parser": "--reasoning-parser", "enable_auto_tool_choice": "--enable-auto-tool-choice",
+        "tool_call_parser": "--tool-call-parser", "host": "--host", "port": "--port", "block_size": "--block-size",
+        "data_parallel_size": "--data-parallel-size",
+    }
 
     image: Image = Field(
         default=facts.VLLM_IMAGE,
@@ -153,42 +232,82 @@ class VllmConfig(_Settings):
         when set). ``model``: ``--model`` (the Hugging Face id or a path on the PVC); ``tp``:
         the resolved tensor parallel size; ``nvlink``: the cards' NVLink, for the all-reduce
         default; ``port``: ``--port``."""
-        argv = [f"--model={model}", "--served-model-name", *self.served_model_names]
+        f = self.FLAGS
+        argv = [f"{f['model']}={model}", f["served_model_names"], *self.served_model_names]
         if self.quantization:
-            argv.append(f"--quantization={self.quantization}")
+            argv.append(f"{f['quantization']}={self.quantization}")
         argv += [
-            f"--dtype={self.dtype}",
-            f"--kv-cache-dtype={self.kv_cache_dtype}",
-            f"--max-model-len={self.max_model_len}",
-            *([f"--hf-overrides={self.hf_overrides_json()}"] if self.rope_scaling else []),
-            f"--tensor-parallel-size={tp}",
-            f"--pipeline-parallel-size={self.pipeline_parallel_size}",
-            f"--gpu-memory-utilization={fraction_text(self.gpu_memory_utilization)}",
+            f"{f['dtype']}={self.dtype}",
+            f"{f['kv_cache_dtype']}={self.kv_cache_dtype}",
+            f"{f['max_model_len']}={self.max_model_len}",
+            *([f"{f['hf_overrides']}={self.hf_overrides_json()}"] if self.rope_scaling else []),
+            f"{f['tensor_parallel_size']}={tp}",
+            f"{f['pipeline_parallel_size']}={self.pipeline_parallel_size}",
+            f"{f['gpu_memory_utilization']}={fraction_text(self.gpu_memory_utilization)}",
         ]
-        for flag, value in (("--max-num-seqs", self.max_num_seqs),
-                            ("--max-num-batched-tokens", self.max_num_batched_tokens),
-                            ("--long-prefill-token-threshold", self.long_prefill_token_threshold)):
+        for name, value in (("max_num_seqs", self.max_num_seqs),
+                            ("max_num_batched_tokens", self.max_num_batched_tokens),
+                            ("long_prefill_token_threshold", self.long_prefill_token_threshold)):
             if value is not None:
-                argv.append(f"{flag}={value}")
-        for flag, on in (("--enable-chunked-prefill", self.enable_chunked_prefill),
-                         ("--enable-prefix-caching", self.enable_prefix_caching),
-                         ("--disable-custom-all-reduce", self.custom_all_reduce_disabled(tp, nvlink)),
-                         ("--enforce-eager", self.enforce_eager)):
+                argv.append(f"{f[name]}={value}")
+        for name, on in (("enable_chunked_prefill", self.enable_chunked_prefill),
+                         ("enable_prefix_caching", self.enable_prefix_caching),
+                         ("disable_custom_all_reduce", self.custom_all_reduce_disabled(tp, nvlink)),
+                         ("enforce_eager", self.enforce_eager)):
             if on:
-                argv.append(flag)
+                argv.append(f[name])
         if self.reasoning_parser:
-            argv.append(f"--reasoning-parser={self.reasoning_parser}")
+            argv.append(f"{f['reasoning_parser']}={self.reasoning_parser}")
         if self.enable_auto_tool_choice:
-            argv.append("--enable-auto-tool-choice")
+            argv.append(f["enable_auto_tool_choice"])
         if self.tool_call_parser:
-            argv.append(f"--tool-call-parser={self.tool_call_parser}")
-        argv += ["--host=0.0.0.0", f"--port={port}"]
+            argv.append(f"{f['tool_call_parser']}={self.tool_call_parser}")
+        argv += [f"{f['host']}=0.0.0.0", f"{f['port']}={port}"]
         return argv
+
+    def settings(self, *, tp: int) -> ServerSettings:
+        """What the estimator takes from this stack-file workload; ``tp``: the resolved tensor
+        parallel size (:meth:`tp_for`)."""
+        return ServerSettings(
+            "vllm", tp=tp, pp=self.pipeline_parallel_size, dtype=self.dtype, kv_cache_dtype=self.kv_cache_dtype,
+            gpu_memory_utilization=self.gpu_memory_utilization, max_model_len=self.max_model_len,
+            max_num_batched_tokens=self.max_num_batched_tokens, max_num_seqs=self.max_num_seqs, image=self.image,
+        )
+
+    @classmethod
+    def read(cls, flags: Flags, *, tp: int, pp: int, image: Optional[str] = None) -> ServerSettings:
+        """The inverse of :meth:`argv` for what the estimator takes, tolerant: a flag that is
+        absent or unreadable (``--max-model-len=lots``) is None, the engine's default; flags this
+        model does not know are ignored. ``flags``: the argv read back, ``_`` already read as ``-``
+        (``core.manifests.servers.parse_args``); ``tp`` / ``pp``: the parallel sizes it gives
+        (``-tp`` / ``-pp`` too); ``image``: the container's. Token counts are read as vLLM's
+        ``human_readable_int`` (:func:`human_int`)."""
+        f = cls.FLAGS
+
+        def get(name: str) -> Optional[str]:
+            return _last(flags, f[name])
+
+        return ServerSettings(
+            "vllm", tp=tp, pp=pp, dtype=get("dtype"), kv_cache_dtype=get("kv_cache_dtype"),
+            gpu_memory_utilization=number(get("gpu_memory_utilization")), max_model_len=human_int(get("max_model_len")),
+            max_num_batched_tokens=human_int(get("max_num_batched_tokens")), max_num_seqs=human_int(get("max_num_seqs")),
+            block_size=human_int(get("block_size")), image=image,
+        )
 
 
 class CandleConfig(_Settings):
     """candle-vllm's server settings: its binary, image and argv flags. TP is the pod's cards
     (``--d 0,1,...``). Defaults: candle-vllm's own (src/main.rs) or the references'."""
+
+    #: Each setting's flag, declared once: :meth:`argv` renders them, :meth:`read` reads them back
+    #: (``mem_mib``, ``kv_cache_dtype``, ``fp8_kvcache``, ``block_size`` and ``mamba_fraction`` are
+    #: read only: the stack file leaves candle-vllm's defaults, src/main.rs).
+    FLAGS: ClassVar[dict[str, str]] = {
+        "weights_path": "--w", "devices": "--d", "dtype": "--dtype", "port": "--p", "max_num_seqs": "--max-num-seqs",
+        "kv_fraction": "--kv-fraction", "prefill_chunk_size": "--prefill-chunk-size", "mem_mib": "--mem",
+        "kv_cache_dtype": "--kvcache-dtype", "fp8_kvcache": "--fp8-kvcache", "block_size": "--block-size",
+        "mamba_fraction": "--mamba-fraction",
+    }
 
     image: Image = Field(min_length=1, description="Image, e.g. forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70.")
     command: list[str] = Field(
@@ -209,17 +328,42 @@ class CandleConfig(_Settings):
         """candle-vllm's argv in the references' order:
         ``--w --d --dtype --p --max-num-seqs --kv-fraction [--prefill-chunk-size]``;
         ``weights_path``: ``--w``; ``cards``: the devices ``--d 0,..,cards-1`` (001)."""
+        f = self.FLAGS
         argv = [
-            "--w", weights_path,
-            "--d", ",".join(str(i) for i in range(cards)),
-            "--dtype", self.dtype,
-            "--p", str(self.port),
-            "--max-num-seqs", str(self.max_num_seqs),
-            "--kv-fraction", fraction_text(self.kv_fraction),
+            f["weights_path"], weights_path,
+            f["devices"], ",".join(str(i) for i in range(cards)),
+            f["dtype"], self.dtype,
+            f["port"], str(self.port),
+            f["max_num_seqs"], str(self.max_num_seqs),
+            f["kv_fraction"], fraction_text(self.kv_fraction),
         ]
         if self.prefill_chunk_size is not None:
-            argv += ["--prefill-chunk-size", str(self.prefill_chunk_size)]
+            argv += [f["prefill_chunk_size"], str(self.prefill_chunk_size)]
         return argv
+
+    def settings(self, *, cards: int) -> ServerSettings:
+        """What the estimator takes from this stack-file workload; ``cards``: its TP (``--d``)."""
+        return ServerSettings(
+            "candle-vllm", tp=cards, dtype=self.dtype, kv_fraction=self.kv_fraction,
+            prefill_chunk_size=self.prefill_chunk_size, max_num_seqs=self.max_num_seqs,
+        )
+
+    @classmethod
+    def read(cls, flags: Flags, *, tp: int) -> ServerSettings:
+        """The inverse of :meth:`argv` for what the estimator takes, tolerant as
+        :meth:`VllmConfig.read` (absent or unreadable: None, candle-vllm's default; unknown flags
+        ignored). ``tp``: the devices ``--d`` names; ``--fp8-kvcache`` reads as ``kv_cache_dtype`` fp8."""
+        f = cls.FLAGS
+
+        def get(name: str) -> Optional[str]:
+            return _last(flags, f[name])
+
+        return ServerSettings(
+            "candle-vllm", tp=tp, kv_fraction=number(get("kv_fraction")), mem_mib=human_int(get("mem_mib")),
+            dtype=get("dtype"), kv_cache_dtype="fp8" if f["fp8_kvcache"] in flags else get("kv_cache_dtype"),
+            block_size=human_int(get("block_size")), prefill_chunk_size=human_int(get("prefill_chunk_size")),
+            mamba_fraction=number(get("mamba_fraction")), max_num_seqs=human_int(get("max_num_seqs")),
+        )
 
 
 S = TypeVar("S", bound=_Settings)

@@ -67,7 +67,7 @@ SERVED_NAMES_ANNOTATION = ANNOTATION_PREFIX + "served-model-names"
 
 #: On a model-server workload whose containers run as root: why (the image allows no other
 #: user). Its presence is the declaration the pod-run-as-non-root policy accepts in place of
-#: ``runAsNonRoot: true``. Source: issue 9 (pod security; "say where it does not").
+#: ``runAsNonRoot: true``. Source: the Pod Security Standards (restricted profile), kubernetes.io/docs/concepts/security/pod-security-standards.
 RUNS_AS_ROOT_ANNOTATION = ANNOTATION_PREFIX + "runs-as-root"
 
 #: On every object the program renders: the ComponentResource that made it
@@ -76,7 +76,7 @@ COMPONENT_ANNOTATION = ANNOTATION_PREFIX + "component"
 
 #: On a renamed workload: its former names, a JSON list of strings (stack file
 #: ``former_names``). The program makes them Pulumi aliases; the offline diff pairs the renamed
-#: object with the object of its former name by this annotation. Source: issue 7 (renaming
+#: object with the object of its former name by this annotation. Source: Pulumi's aliases (renaming
 #: clef-candle on a full worker-1 left the new pod Pending).
 FORMER_NAMES_ANNOTATION = ANNOTATION_PREFIX + "former-names"
 
@@ -122,7 +122,7 @@ VLLM_IMAGE = (
 SERVICE_PORTS = ((80, "http"), (8080, "http-8080"))
 CONTAINER_PORT = 8080
 
-# --- pod security (issue 9): the Pod Security Standards' "restricted" profile where a GPU
+# --- pod security: the Pod Security Standards' "restricted" profile where a GPU
 # server allows it (kubernetes.io/docs/concepts/security/pod-security-standards) -------------
 
 #: Every pod: the container runtime's default seccomp profile (restricted: "Seccomp").
@@ -147,7 +147,7 @@ ROOT_REASONS = {
 
 #: checkov's skip annotation (``checkov.io/skip<N>: <check>=<reason>``): the checks of the
 #: restricted profile and image hygiene a rendered Deployment cannot meet, each waived on the
-#: object with its reason (issue 9: zero failed checks not waived with a written reason).
+#: object with its reason (no failed check is waived without a written reason).
 CHECKOV_SKIP_ANNOTATION = "checkov.io/skip"
 #: Check id -> reason, for the waivers that do not depend on the workload's own facts.
 CHECKOV_WAIVER_REASONS = {
@@ -217,3 +217,7 @@ ENGINE_DEFAULT_PORTS: dict[str, int] = {"vllm": 8000, "candle-vllm": 2000}
 #: ``gpu_memory_utilization_override: {reason: ...}``). Source: vllm-project/vllm #15598 (0.98 ran
 #: out of memory in CUDA-graph capture).
 GMU_OVERRIDE_ANNOTATION = ANNOTATION_PREFIX + "gpu-memory-utilization-override"
+
+#: Startup budget = this many times the declared cold start (coder.yaml: 120 x 15 s = 30 min of
+#: headroom for about 10 min of start-up, i.e. 3x).
+STARTUP_HEADROOM = 3

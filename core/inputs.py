@@ -1,6 +1,6 @@
 """Reading an input file the user names: regular files only, with a size cap, UTF-8, and JSON
 that must be an object with each key once. One reader for the stack file, the manifests, the
-``--inventory`` file and a model's ``config_json`` (issue 9: a FIFO, ``/dev/zero`` or a 2 GB
+``--inventory`` file and a model's ``config_json`` (a FIFO, ``/dev/zero`` or a 2 GB
 sparse file named as one of them hung the preview or exhausted its memory).
 
 - :func:`read_text`: the text of a regular file of at most ``limit`` bytes (default

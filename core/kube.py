@@ -1,5 +1,5 @@
 """What the Kubernetes API server (and the kubelet, for images) refuses, as plain predicates, so
-the stack file is refused at its key instead of the apply failing half-way (issue 9).
+the stack file is refused at its key instead of the apply failing half-way.
 
 Each ``*_problems`` function returns the list of what is wrong (empty: valid), as apimachinery's
 ``k8s.io/apimachinery/pkg/util/validation/validation.go`` does (``IsDNS1123Label``,

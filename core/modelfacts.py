@@ -6,18 +6,22 @@ three ways: a ``catalog`` name (see :data:`CATALOG`), inline ``facts``, or a ``c
 file (a Hugging Face config.json). ``hf_id`` and ``weights_path`` are how the policy pack
 recognises the model in a server's arguments (vLLM ``--model``, candle-vllm ``--w``).
 
+The catalog is data, ``core/data/models.yaml`` (one entry per model, with its ``source``),
+validated at import by :class:`CatalogEntry` (:mod:`core.datafile`; its schema:
+``core/data/models.schema.json``).
+
 Plain pydantic, no Pulumi import; the program, the policy pack and the capacity estimator
 (:mod:`core.capacity`) read it.
 """
 
 from __future__ import annotations
 
-from core import inputs
+from core import datafile, inputs
 from core.values import Int, Real
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 #: The config key (within the ``llm-serving`` namespace) that holds the model entries.
 MODELS_CONFIG_KEY = "models"
@@ -253,146 +257,27 @@ class ModelFacts(_Strict):
         return embed + self.kv_layers * attn + self.num_hidden_layers * mlp
 
 
-#: The user's public models, from their published config.json values. Keys are the Hugging
-#: Face repository ids. Verified field by field against the config.json of each repository
-#: (architectures, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim or
-#: hidden_size / heads, hidden_size, intermediate_size, moe_intermediate_size, num_experts,
-#: num_experts_per_tok, vocab_size, max_position_embeddings, tie_word_embeddings) and the
-#: quantization_config of the GPTQ checkpoints. ``parameters`` is the exact sum of the
-#: tensor shapes (embeddings, attention, MLP or experts and router, norms, biases), which
-#: matches the model cards' rounded figures (14.7B, 30.5B).
-CATALOG: dict[str, ModelFacts] = {
-    # https://huggingface.co/Qwen/Qwen2.5-Coder-14B-Instruct/blob/main/config.json
-    # (head_dim absent: 5120 / 40 = 128; attention has q/k/v biases, counted in parameters).
-    # Served here as the user's fp16 conversion /mnt/models/coder-14b-fp16 (seed 001).
-    "Qwen/Qwen2.5-Coder-14B-Instruct": ModelFacts(
-        architecture="Qwen2ForCausalLM",
-        num_hidden_layers=48,
-        num_attention_heads=40,
-        num_key_value_heads=8,
-        head_dim=128,
-        hidden_size=5120,
-        intermediate_size=13824,
-        vocab_size=152064,
-        max_position_embeddings=32768,
-        parameters=14_770_033_664,
-        torch_dtype="bfloat16",
-    ),
-    # https://huggingface.co/Qwen/Qwen3-30B-A3B-GPTQ-Int4/blob/main/config.json: the
-    # Qwen/Qwen3-30B-A3B architecture (decoder_sparse_step 1, mlp_only_layers [] so every
-    # layer is MoE; intermediate_size 6144 is unused) quantized GPTQ bits 4, group_size 128,
-    # desc_act false, sym true; embeddings, lm_head, norms and the router gates stay 16-bit.
-    "Qwen/Qwen3-30B-A3B-GPTQ-Int4": ModelFacts(
-        architecture="Qwen3MoeForCausalLM",
-        num_hidden_layers=48,
-        num_attention_heads=32,
-        num_key_value_heads=4,
-        head_dim=128,
-        hidden_size=2048,
-        intermediate_size=6144,
-        vocab_size=151936,
-        max_position_embeddings=40960,
-        parameters=30_532_122_624,
-        torch_dtype="float16",
-        quantization=Quantization(method="gptq", bits=4, group_size=128),
-        num_experts=128,
-        num_experts_per_tok=8,
-        moe_intermediate_size=768,
-    ),
-    # https://huggingface.co/Qwen/Qwen3-Coder-30B-A3B-Instruct/blob/main/config.json (the
-    # architecture: intermediate_size 5472 -- not 6144 as in Qwen3-30B-A3B --, rope_theta
-    # 1e7, max_position_embeddings 262144, rope_scaling null, coder.yaml), quantized by
-    # ModelCloud/Qwen3-Coder-30B-A3B-Instruct-GPTQMODEL-W4A16-A (GPTQModel W4A16, group 128;
-    # 4 shards, 16.9 GB, coder.yaml).
-    "ModelCloud/Qwen3-Coder-30B-A3B-Instruct-GPTQMODEL-W4A16-A": ModelFacts(
-        architecture="Qwen3MoeForCausalLM",
-        num_hidden_layers=48,
-        num_attention_heads=32,
-        num_key_value_heads=4,
-        head_dim=128,
-        hidden_size=2048,
-        intermediate_size=5472,
-        vocab_size=151936,
-        max_position_embeddings=262144,
-        parameters=30_532_122_624,
-        torch_dtype="float16",
-        quantization=Quantization(method="gptq", bits=4, group_size=128),
-        num_experts=128,
-        num_experts_per_tok=8,
-        moe_intermediate_size=768,
-    ),
-    # The same Qwen3-Coder-30B-A3B-Instruct as Qwen ships it: BF16, 61.1 GB (coder.yaml: "4-bit
-    # GPTQ is the only form that fits one 32 GB card"). In the catalog so a stack (or a
-    # fixture) can name the unquantized checkpoint and have weights-fit-card say why not.
-    "Qwen/Qwen3-Coder-30B-A3B-Instruct": ModelFacts(
-        architecture="Qwen3MoeForCausalLM",
-        num_hidden_layers=48,
-        num_attention_heads=32,
-        num_key_value_heads=4,
-        head_dim=128,
-        hidden_size=2048,
-        intermediate_size=5472,
-        vocab_size=151936,
-        max_position_embeddings=262144,
-        parameters=30_532_122_624,
-        torch_dtype="bfloat16",
-        num_experts=128,
-        num_experts_per_tok=8,
-        moe_intermediate_size=768,
-    ),
-    # --- public models of the capacity figures in tests/test_capacity_public.py ---------------
-    # https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/blob/main/config.json:
-    # LlamaForCausalLM, 32 layers, 32 heads, 8 KV heads, hidden 4096 (head_dim 128), intermediate
-    # 14336, vocab 128256, max_position_embeddings 131072 (rope_scaling llama3, factor 8),
-    # tie_word_embeddings false, bfloat16; 8,030,261,248 parameters (the shapes plus 65 norms).
-    "meta-llama/Llama-3.1-8B-Instruct": ModelFacts(
-        architecture="LlamaForCausalLM",
-        num_hidden_layers=32,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        head_dim=128,
-        hidden_size=4096,
-        intermediate_size=14336,
-        vocab_size=128256,
-        max_position_embeddings=131072,
-        parameters=8_030_261_248,
-        torch_dtype="bfloat16",
-    ),
-    # https://huggingface.co/Qwen/Qwen3-14B/blob/main/config.json: Qwen3ForCausalLM, 40 layers,
-    # 40 heads, 8 KV heads, head_dim 128, hidden 5120, intermediate 17408, vocab 151936,
-    # max_position_embeddings 40960, tie_word_embeddings false, bfloat16, no attention bias
-    # (q_norm / k_norm instead); 14,768,307,200 parameters (the shapes plus the norms).
-    "Qwen/Qwen3-14B": ModelFacts(
-        architecture="Qwen3ForCausalLM",
-        num_hidden_layers=40,
-        num_attention_heads=40,
-        num_key_value_heads=8,
-        head_dim=128,
-        hidden_size=5120,
-        intermediate_size=17408,
-        vocab_size=151936,
-        max_position_embeddings=40960,
-        parameters=14_768_307_200,
-        torch_dtype="bfloat16",
-    ),
-    # https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-14B/blob/main/config.json: the
-    # Qwen2.5-14B architecture (Qwen2ForCausalLM, 48 layers, 40 heads, 8 KV heads, hidden 5120,
-    # intermediate 13824, vocab 152064, q/k/v biases) with max_position_embeddings 131072,
-    # tie_word_embeddings false, bfloat16; 14,770,033,664 parameters, as Qwen2.5-14B.
-    "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B": ModelFacts(
-        architecture="Qwen2ForCausalLM",
-        num_hidden_layers=48,
-        num_attention_heads=40,
-        num_key_value_heads=8,
-        head_dim=128,
-        hidden_size=5120,
-        intermediate_size=13824,
-        vocab_size=152064,
-        max_position_embeddings=131072,
-        parameters=14_770_033_664,
-        torch_dtype="bfloat16",
-    ),
-}
+class CatalogEntry(ModelFacts):
+    """One entry of the model catalog file ``core/data/models.yaml``: the model's facts and where
+    they come from (the file's header says how each entry was checked against its config.json)."""
+
+    source: str = Field(min_length=1, description="Where the figures come from: the config.json's address.")
+    note: str = Field(default="", description="What a reader needs beside the figures (a derived value, why it is here).")
+
+    def facts(self) -> ModelFacts:
+        """The :class:`ModelFacts` of this entry (the fields the file gives, without source and note)."""
+        return ModelFacts.model_validate(self.model_dump(exclude={"source", "note"}, exclude_unset=True))
+
+
+#: The model catalog's file, ``core/data/models.yaml`` (:mod:`core.datafile`).
+CATALOG_FILE = datafile.Catalog(
+    "models", TypeAdapter(dict[str, CatalogEntry]), "The model catalog (core/data/models.yaml)",
+    "The user's public models by Hugging Face repository id: each checkpoint's config.json facts, "
+    "their source and a note.")
+
+#: The user's public models by Hugging Face repository id, from ``core/data/models.yaml`` (each
+#: entry's figures are its published config.json's, with the address as ``source``).
+CATALOG: dict[str, ModelFacts] = {key: entry.facts() for key, entry in CATALOG_FILE.load().items()}
 
 
 class ModelEntry(_Strict):

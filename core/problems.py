@@ -1,9 +1,9 @@
 """One message form for every stack-file and policy problem: the subject (the config key path or
 the object), the value, the rule broken and the fix, in the user's own terms.
 
-:class:`Problem` is what the stack-file loader reports (``components/loader.py``) and
-:class:`ConfigError` carries all of them at once; :class:`RuleBreach` is a rule function's
-verdict (the rule and the fix) before it has a key path.
+:class:`Problem` is what the stack-file loader reports (``stackfile/loader.py``) and
+:class:`ConfigError` carries all of them at once; a rule's verdict before it has a key path or an
+object is a :class:`core.registry.Breach`.
 
 Plain Python.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -53,14 +53,6 @@ class ConfigError(Exception):
             "Nothing was previewed or written; fix each one below and run again."
         )
         return "\n\n".join([head, *(p.render() for p in self.problems)])
-
-
-class RuleBreach(NamedTuple):
-    """A rule function's verdict: the rule broken, the fix and the rule's source."""
-
-    rule: str
-    fix: str
-    source: str = ""
 
 
 def _show(value: Any) -> str:

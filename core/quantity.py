@@ -1,7 +1,7 @@
 """Kubernetes quantities (``12Gi``, ``500m``, ``1Pi``, ``2``): the one parser of the project.
 
-The stack file (``components/config.py``: ``resources.requests.memory`` ...) and the policy
-pack (``policies/policylib/workloads.py``: the manifests' ``resources``) both call
+The stack file (``stackfile/``: ``resources.requests.memory`` ...) and the policy
+pack (``core/manifests/``: the manifests' ``resources``) both call
 :func:`parse`, so a quantity the stack file accepts is one the pack reads, and a quantity the
 pack refuses the stack file refuses too, with its key path.
 

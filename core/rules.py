@@ -1,6 +1,6 @@
 """Rules the program and the policy pack both enforce, as predicates over plain values.
 
-The program's stack-file checks (:mod:`components.config`, and through it the component
+The program's stack-file checks (:mod:`stackfile`, and through it the component
 argument models) and the policy pack (``policies/``) call these, so a stack file the program
 accepts renders manifests the pack accepts on the same rule, and the other way round
 (``tests/test_one_source.py`` asserts it over generated stack files). Each side words the
@@ -241,7 +241,7 @@ def gpu_memory_utilization_ok(value: float, *, enforce_eager: bool = False, over
 
 def gpu_memory_utilization_credited(value: float) -> float:
     """The utilization a capacity estimate may credit: ``value`` capped at the ceiling, so a
-    value near 1 never shows more KV room than the bound allows (issue 10)."""
+    value near 1 never shows more KV room than the bound allows."""
     return min(value, GPU_MEMORY_UTILIZATION_CEILING)
 
 
@@ -341,7 +341,7 @@ def gpu_memory_declared(request_mib: Optional[float], limit_mib: Optional[float]
     """A container holding cards declares a memory request and a memory limit (MiB; None: not
     declared). A limit alone counts as both: the API server copies it into the missing request.
     Without either the scheduler and node-memory-allocation count the pod as 0 MiB; without a
-    limit nothing bounds what it takes from the node. coder.yaml: 12Gi request, 40Gi limit (issue 10)."""
+    limit nothing bounds what it takes from the node. coder.yaml: 12Gi request, 40Gi limit."""
     request = request_mib if request_mib is not None else limit_mib
     return request is not None and limit_mib is not None
 

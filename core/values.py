@@ -1,5 +1,5 @@
 """The value types of the stack file, as pydantic annotations: numbers that are numbers, and
-names Kubernetes accepts (issue 9).
+names Kubernetes accepts.
 
 - :data:`Int`: a whole number written as one: ``cards: true`` (pydantic's lax mode reads it as 1),
   ``cards: 2.0`` and ``cards: "2"`` are refused (pydantic ``Strict``);

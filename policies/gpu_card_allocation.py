@@ -41,6 +41,9 @@ hostname (such pods are treated as unpinned); card models (a pod asking for a V1
 any node with free cards); fractional or time-sliced cards; bare Pods, Jobs and DaemonSets;
 joint placement with memory (node-memory-allocation packs memory on its own). Worst-fit is a
 heuristic: a failed packing on several nodes may still be schedulable by a cleverer order.
+
+The rule is judged and worded once, in :mod:`core.rulebook.allocation`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -49,10 +52,12 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
-from policylib import stack_helpers, terms, workloads
+from core import manifests
 from core import allocation
-from core.allocation import NodeUse, amount
-from core.problems import Finding
+from core import registry
+from core.allocation import NodeUse
+from core.rulebook import allocation as rules
+from policylib import stack_helpers, views
 
 NAME = "gpu-card-allocation"
 
@@ -65,67 +70,28 @@ CONFIG_PROPERTIES = {
 }
 
 
-def _cards(w: workloads.Workload) -> float:
+def _cards(w: manifests.Workload) -> float:
     return float(w.cards_per_pod)
 
 
-SOURCE = "seeds 001 and 003 (6 and 7 cards asked of worker-1's 4; a surge pod Pending for a card the old pod holds)"
+SOURCE = registry.RULES[NAME].source
 
 
 def node_message(use: NodeUse) -> str:
     """The over-allocation message of one node (see the module docstring for the order)."""
-    shares = ", ".join(s.text() for s in use.ordered())
-    cap = amount(use.capacity)
-    wrong = f"{amount(use.used)} of {cap} cards requested: {shares}"
-    unpinned = use.unpinned_names()
-    if unpinned:
-        wrong += f" (unpinned: {', '.join(unpinned)})"
-    wrong += f"; the pods beyond {cap} cards stay Pending" + use.overflow_clause("cards")
-    surge_cause = use.surge_is_the_cause
-    if surge_cause:
-        wrong += (
-            f"; the RollingUpdate surge ({amount(use.surge)}) is the cause: without it "
-            f"{amount(use.used - use.surge)} of {cap} fit"
-        )
-        fix = "set strategy type Recreate on the surging workload"
-    else:
-        fix = (f"bring the cards to {cap} or fewer: set replicas 0 on one workload and annotate it "
-               "parked, lower a workload's cards (tensor parallel size), or pin it to another node")
-    keys = terms.stack_file_keys(s.ref.ref.annotations for s in use.ordered()
-                                 if s.ref is not None and s.ref.ref is not None)
-    finding = Finding(
-        use.node, wrong, fix, SOURCE,
-        stack_fix=None if surge_cause else
-        "in the stack file, set parked: {reason: ...} on one of {key}, or lower its cards",
-    )
-    return finding.render(stack_key=keys)
+    return stack_helpers.report_node(use, rules.card_allocation(use))
 
 
-def unknown_node_message(w: workloads.Workload, known: str) -> str:
-    return terms.message(w.annotations, Finding(
-        f"{w.kind} {w.name}",
-        f"pinned to node {w.node}, which is not in the inventory (llm-serving:cluster nodes: "
-        f"{known}); its {w.cards_per_pod}-card pods stay Pending",
-        "fix the node name (nodeSelector kubernetes.io/hostname) or add the node to the stack's "
-        "llm-serving:cluster",
-        "spec, the cluster (worker-1 is the only GPU node)",
-        stack_fix="set node under {key} to a node of llm-serving:cluster, or add the node there",
-    ))
+def unknown_node_message(w: manifests.Workload, known: list[str]) -> Optional[str]:
+    return stack_helpers.report(w, rules.node_listed(w.node or "", known, w.cards_per_pod))
 
 
-def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) -> str:
-    where = f"its node {node} has {amount(cap)}" if node else f"the largest node has {amount(cap)}"
-    return terms.message(w.annotations, Finding(
-        f"{w.kind} {w.name}",
-        f"one pod asks {w.cards_per_pod} cards and {where}; the pod never schedules",
-        "lower its cards (tensor parallel size) or pin it to a node with enough cards",
-        "seed 000 (coder.yaml: a pod that never reaches Ready occupies its cards)",
-        stack_fix="lower cards under {key}, or set node to a node with enough cards",
-    ))
+def oversized_message(w: manifests.Workload, node: Optional[str], cap: float) -> Optional[str]:
+    return stack_helpers.report(w, rules.pod_cards_fit(w.cards_per_pod, cap, node))
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     gpu = [w for w in stack.workloads if w.is_gpu]
     if not gpu:
         return

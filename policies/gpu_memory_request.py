@@ -2,8 +2,8 @@
 
 Rule: each container with ``nvidia.com/gpu`` above 0 of a Deployment, StatefulSet or
 InferenceService predictor has a memory limit, and a memory request or the limit Kubernetes
-copies into it (:func:`core.rules.gpu_memory_declared`, the predicate the stack file's
-``resources`` check uses too). Parked workloads are judged too (unparking is one replicas change).
+copies into it (:func:`core.rulebook.memory_declared`, the rule the stack file's
+``resources`` check judges by too). Parked workloads are judged too (unparking is one replicas change).
 
 Why: node-memory-allocation, like the scheduler, counts a pod by its memory requests; a GPU
 server without one counts as 0 MiB and passes beside pods that already fill the node's 63,495
@@ -25,38 +25,23 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts, rules
-from core.problems import Finding
+from core import registry, rulebook
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, workloads
+from policylib import stackconfig, terms, views
 
 NAME = "gpu-memory-request"
-SOURCE = "issue 10; coder.yaml (12Gi request, 40Gi limit on a node with 63,495 MiB allocatable)"
-
-
-def _shown(mib: float | None) -> str:
-    return "none" if mib is None else f"{mib:,.0f} MiB"
+SOURCE = registry.RULES[NAME].source
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or not stackconfig.house_conventions():
         return  # a convention of this cluster's inventory (house_conventions), not a fact of every cluster
     for c in rh.gpu_containers(w):
-        if rules.gpu_memory_declared(c.memory_request_mib, c.memory_limit_mib):
-            continue
-        counted = "counts as 0 MiB on the node, " if c.memory_request_mib is None and c.memory_limit_mib is None else ""
-        finding = Finding(
-            f"{rh.workload_label(w)}, container {c.name}",
-            f"holds {c.cards} card(s) of {facts.GPU_RESOURCE} with memory request {_shown(c.memory_request_mib)} and "
-            f"limit {_shown(c.memory_limit_mib)}: it {counted}so the scheduler and node-memory-allocation "
-            "cannot tell whether the node holds it, and nothing bounds what it takes while loading",
-            "set resources.requests.memory and resources.limits.memory on the container (coder.yaml: 12Gi and 40Gi "
-            "for vLLM TP=2; the weights stay on the card)",
-            SOURCE,
-            stack_fix="set resources: {requests: {memory: ...}, limits: {memory: ...}} under {key}",
-        )
-        report_violation(terms.message(w.annotations, finding), args.urn)
+        breach = rulebook.memory_declared(c.memory_request_mib, c.memory_limit_mib, c.cards)
+        if breach:
+            report_violation(terms.message(w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name}")),
+                             args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -22,28 +22,28 @@ the new pod Pending forever waiting for a card the old pod still holds"), coder.
 Does not check: StatefulSets (their RollingUpdate replaces a pod in place, no surge); parked
 workloads (no pods, no rollout; unparking is judged when it happens); a node the inventory
 does not list (gpu-card-allocation reports it).
+
+The rule is judged and worded once, in :mod:`core.rulebook.allocation`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from core import allocation, facts
-from core.allocation import amount
-from core.problems import Finding
-from policylib import stack_helpers, terms, workloads
+from core import allocation, registry
+from core.rulebook import allocation as rules
+from core import manifests
+from policylib import stack_helpers, views
 
 NAME = "gpu-rollout-recreate"
-SOURCE = (
-    "seeds 001 and 003 (every card allocated: the surge pod waited Pending for a card the old pod "
-    "held); Kubernetes' deployment controller (maxSurge rounds up, maxUnavailable down)"
-)
+SOURCE = registry.RULES[NAME].source
 
 
-def written(w: workloads.Workload) -> str:
+def written(w: manifests.Workload) -> str:
     """The strategy as written, with what Kubernetes makes of it: ``spec.strategy is omitted, so
     RollingUpdate with maxSurge 25% and maxUnavailable 25% (1 surge pod, 0 unavailable of 1 replica)``."""
-    rolling = workloads.plain(w.strategy.get("rollingUpdate")) or {}
+    rolling = manifests.plain(w.strategy.get("rollingUpdate")) or {}
     surge = rolling.get("maxSurge", allocation.DEFAULT_MAX_SURGE)
     unavailable = rolling.get("maxUnavailable", allocation.DEFAULT_MAX_UNAVAILABLE)
     surge, unavailable = _shown(surge), _shown(unavailable)
@@ -60,41 +60,18 @@ def _shown(value: object) -> object:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def _rejected(w: workloads.Workload) -> Finding:
-    return Finding(
-        subject=f"{w.kind} {w.name}",
-        wrong=f"{w.strategy_at} is RollingUpdate with maxSurge 0 and maxUnavailable 0, which the API server rejects",
-        fix=f"set {w.strategy_at}.type: {facts.GPU_ROLLOUT_STRATEGY}, or maxUnavailable: 1",
-        source="Kubernetes API validation of apps/v1 Deployment",
-    )
-
-
-def _no_room(w: workloads.Workload, use: allocation.NodeUse) -> Finding:
-    surge_cards = w.surge_needing_room * w.cards_per_pod
-    return Finding(
-        subject=f"{w.kind} {w.name}",
-        wrong=(
-            f"pods hold {w.cards_per_pod} card(s) and {written(w)}: no old pod goes first, so the surge "
-            f"asks {surge_cards} more card(s) while the old pods hold theirs, and {use.node} has "
-            f"{amount(use.used - use.surge)} of {amount(use.capacity)} cards in use without the surge "
-            f"({amount(use.used)} with it): the surge pod waits Pending forever and the rollout never completes"
-        ),
-        fix=f"set {w.strategy_at}.type: {facts.GPU_ROLLOUT_STRATEGY} (or rollingUpdate maxSurge: 0, or maxUnavailable: 1)",
-        source=SOURCE,
-    )
-
-
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     gpu = [w for w in stack.workloads if w.is_gpu and w.kind != "StatefulSet"]
     rolling = [w for w in gpu if w.strategy_type == "RollingUpdate" and w.running]
     if not rolling:
         return
     surging = []
     for w in rolling:
-        raw = workloads.plain(w.strategy.get("rollingUpdate")) or {}
-        if allocation.both_zero(raw.get("maxSurge"), raw.get("maxUnavailable")):
-            report_violation(terms.message(w.annotations, _rejected(w)), w.urn)
+        raw = manifests.plain(w.strategy.get("rollingUpdate")) or {}
+        rejected = rules.rollout_valid(w.strategy_at, allocation.both_zero(raw.get("maxSurge"), raw.get("maxUnavailable")))
+        if rejected is not None:
+            report_violation(stack_helpers.report(w, rejected), w.urn)
         elif w.surge_needing_room:
             surging.append(w)
     if not surging:
@@ -106,8 +83,10 @@ def validate(args, report_violation) -> None:
     for w in surging:
         for use in alloc.nodes.values():
             share = use.share_of(w.id)
-            if share is not None and share.surge_pods and use.used > use.capacity:
-                report_violation(terms.message(w.annotations, _no_room(w, use)), w.urn)
+            breach = rules.rollout_room(w.strategy_at, written(w), w.cards_per_pod, w.surge_needing_room,
+                                        use) if share is not None and share.surge_pods else None
+            if breach is not None:
+                report_violation(stack_helpers.report(w, breach), w.urn)
                 break
 
 

@@ -20,6 +20,9 @@ seed 003 (clef-candle.yaml carries the same comment), spec "GPU runtime" row; is
 Does not check: that the RuntimeClass object exists on the cluster; pods that reach a GPU
 without requesting nvidia.com/gpu (NVIDIA_VISIBLE_DEVICES=all); parked workloads are judged
 too (unparking is one replicas change).
+
+The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
 
-from core import facts
-from core.problems import Finding
+from core import registry
+from core.rulebook import pods as rules
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, workloads
+from policylib import views
+from policylib import stackconfig, terms
 
 NAME = "gpu-runtime-class"
+SOURCE = registry.RULES[NAME].source
 
 
 def required_class(config: Optional[dict[str, Any]]) -> Optional[str]:
@@ -50,20 +55,12 @@ def required_class(config: Optional[dict[str, Any]]) -> Optional[str]:
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or not w.is_gpu:
         return
-    want = required_class(args.get_config())
-    if want is None or w.runtime_class == want:
-        return
-    written = f"runtimeClassName {w.runtime_class}" if w.runtime_class else "no runtimeClassName"
-    report_violation(terms.message(w.annotations, Finding(
-        rh.workload_label(w),
-        f"pods hold {w.cards_per_pod} card(s) of {facts.GPU_RESOURCE} but set {written}; GPU pods "
-        f"need runtimeClassName {want}, or libcuda.so is not injected and the server crashes at start",
-        f"set runtimeClassName: {want} in the pod spec",
-        "seeds 001 and 003 (candle-vllm under runc: cudarc could not load libcuda.so)",
-    )), args.urn)
+    breach = rules.runtime_class(w.cards_per_pod, w.runtime_class or None, required_class(args.get_config()))
+    if breach is not None:
+        report_violation(terms.message(w.annotations, breach.finding(rh.workload_label(w))), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -13,6 +13,9 @@ whole cards only, so a fraction never schedules. The card counts of every other 
 
 Does not check: how many cards a node has (gpu-card-allocation); time-slicing or MIG
 resources (other resource names are ignored).
+
+The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts
-from core.problems import Finding
+from core import facts, registry
+from core.rulebook import pods as rules
+from core import manifests
 from policylib import resource_helpers as rh
 from policylib import terms
-from policylib import workloads
 
 NAME = "gpu-whole-cards"
+SOURCE = registry.RULES[NAME].source
 
 
 def _shown(raw: Any) -> str:
@@ -37,7 +41,7 @@ def _shown(raw: Any) -> str:
 
 def _whole_cards(raw: Any) -> Optional[Decimal]:
     """The quantity as a Decimal when it is a whole, non-negative number of cards, else None."""
-    q = workloads.quantity(raw)
+    q = manifests.quantity(raw)
     if q is None or q < 0 or q != q.to_integral_value():
         return None
     return q
@@ -55,7 +59,7 @@ def container_problems(resources: Any) -> list[str]:
     if req_raw is not None and lim_raw is None:
         problems.append(f"request {_shown(req_raw)} has no limit (extended resources need limit = request)")
     elif req_raw is not None and lim_raw is not None:
-        req, lim = workloads.quantity(req_raw), workloads.quantity(lim_raw)
+        req, lim = manifests.quantity(req_raw), manifests.quantity(lim_raw)
         if req is not None and lim is not None and req != lim:
             problems.append(f"request {_shown(req_raw)} differs from limit {_shown(lim_raw)}")
     return problems
@@ -68,16 +72,10 @@ def validate(args, report_violation) -> None:
     annotations = rh.annotations_of(args.props)
     for where, spec in rh.pod_specs(args.resource_type, args.props):
         for field, c in rh.raw_containers(spec):
-            problems = container_problems(c.get("resources"))
-            if not problems:
-                continue
-            report_violation(terms.message(annotations, Finding(
-                rh.container_label(label, where, field, c),
-                f"{facts.GPU_RESOURCE} " + "; ".join(problems) + "; cards are whole and not overcommitted",
-                "set requests and limits to the same whole number (or give the limit only)",
-                "Kubernetes docs, extended resources (nvidia.com/gpu cannot be shared or overcommitted)",
-                stack_fix="set cards under {key} to a whole number; the component writes requests = limits",
-            )), args.urn)
+            breach = rules.whole_cards(container_problems(c.get("resources")))
+            if breach is not None:
+                report_violation(terms.message(annotations, breach.finding(rh.container_label(label, where, field, c))),
+                                 args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -1,7 +1,7 @@
 """ingress-admits-server-port: a NetworkPolicy that isolates a model server admits the port it listens on.
 
 Rule: for each running workload with a vLLM / candle-vllm container whose endpoint is known
-(:func:`policylib.workloads.endpoint`: ``--port`` / ``--p``, else the engine's default), the
+(:func:`core.manifests.servers.endpoint`: ``--port`` / ``--p``, else the engine's default), the
 NetworkPolicies of its namespace that isolate ingress and select its pods admit, in some
 ingress rule and from some source, the TCP port the server listens on (a rule without
 ``ports`` admits every port; a named rule port matches the container's named port). When no
@@ -18,6 +18,9 @@ checked against the NetworkPolicy's ports).
 
 Does not check: which sources are admitted (network-ingress-for-clients, for declared
 clients), egress policies, ipBlock peers, UDP/SCTP.
+
+The rule is judged and worded once, in :mod:`core.rulebook.network`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -26,18 +29,19 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from core.problems import Finding
-from policylib import netpol, stack_helpers, terms, workloads
+from core import manifests, registry
+from core.rulebook import network
+from policylib import stack_helpers, terms, views
 
 NAME = "ingress-admits-server-port"
-SOURCE = "seed 002 networkpolicy.yaml (34 days of bare timeouts for poimen-memory); issue 10"
+SOURCE = registry.RULES[NAME].source
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
-    by_ns: dict[str, list[netpol.IngressPolicy]] = defaultdict(list)
+    stack = views.stack_view(args.resources)
+    by_ns: dict[str, list[manifests.IngressPolicy]] = defaultdict(list)
     for urn, props in stack.network_policies:
-        pol = netpol.parse_policy(urn, props)
+        pol = manifests.parse_policy(urn, props)
         if pol is not None:
             by_ns[pol.namespace].append(pol)
     if not by_ns:
@@ -45,24 +49,19 @@ def validate(args, report_violation) -> None:
     for w in stack.workloads:
         if not w.running:
             continue
-        policies = [p for p in by_ns.get(w.namespace, ()) if workloads.label_selector_matches(p.pod_selector, w.pod_labels)]
+        policies = [p for p in by_ns.get(w.namespace, ()) if manifests.label_selector_matches(p.pod_selector, w.pod_labels)]
         if not policies:
             continue
         for c, server in w.servers:
-            ep = workloads.endpoint(server)
-            if ep is None or netpol.admitting_any_source(policies, ep.port, stack_helpers.port_names_of(w, ep.port)):
+            ep = manifests.endpoint(server)
+            if ep is None:
                 continue
-            admitted = sorted({t for p in policies for rule in p.rules for t in netpol.ports_text(rule.get("ports") or [])})
-            which = ", ".join(sorted(p.name for p in policies))
-            finding = Finding(
-                f"{w.kind} {w.name}, container {c.name}",
-                f"{ep.engine} listens on {ep.port_text}, but NetworkPolicy {which} admits ingress to its pods only on "
-                f"{', '.join(admitted) or 'no port'}: every packet to the server is dropped and clients see a bare timeout",
-                f"add port {ep.port} to an ingress rule of {which}, or make the server listen on an admitted port",
-                SOURCE,
-                stack_fix=f"add {ep.port} to the ports of llm-serving:network_policy (gateway / clients)",
-            )
-            report_violation(terms.message(w.annotations, finding), w.urn)
+            breach = network.server_port_admitted(
+                ep.engine, ep.port, ep.port_text, [p.name for p in policies],
+                sorted({t for p in policies for rule in p.rules for t in manifests.ports_text(rule.get("ports") or [])}),
+                manifests.admitting_any_source(policies, ep.port, stack_helpers.port_names_of(w, ep.port)))
+            if breach is not None:
+                report_violation(terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}, container {c.name}")), w.urn)
 
 
 POLICY = StackValidationPolicy(

@@ -18,19 +18,23 @@ Does not check: Deployments at zero (they report 0/0 honestly; service-selector-
 judges a Service left without endpoints); ``minReplicas: 0`` with a positive or omitted
 ``maxReplicas`` (scale-to-zero in Serverless mode, which answers after a cold start); that a
 parked InferenceService is also left out of Services.
+
+The rule is judged and worded once, in :mod:`core.rulebook.kserve`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts
-from core.problems import Finding
+from core import facts, registry
+from core.rulebook import kserve as rules
+from core import manifests
 from policylib import resource_helpers as rh
 from policylib import terms
-from policylib import workloads
 
 NAME = "isvc-not-parked-silently"
+SOURCE = registry.RULES[NAME].source
 
 
 def zero_replicas(predictor) -> str | None:
@@ -44,27 +48,16 @@ def zero_replicas(predictor) -> str | None:
 
 
 def validate(args, report_violation) -> None:
-    if args.resource_type != workloads.ISVC_TYPE:
+    if args.resource_type != manifests.ISVC_TYPE:
         return
     predictor = rh.mapping(rh.mapping(args.props.get("spec")).get("predictor"))
     how = zero_replicas(predictor)
-    if how is None:
-        return
     meta = rh.mapping(args.props.get("metadata"))
     annotations = rh.mapping(meta.get("annotations"))
     reason = annotations.get(facts.PARKED_ANNOTATION)
-    if reason is not None and str(reason).strip():
-        return
-    name = meta.get("name", "")
-    declared = "an empty parked annotation" if reason is not None else "no parked annotation"
-    report_violation(terms.message(annotations, Finding(
-        f"InferenceService {name}",
-        f"predictor at zero replicas ({how}) with {declared}; it still reports Ready=True (desired "
-        "equals available at 0), so it looks like it serves while it serves nothing",
-        f"declare it parked with annotation {facts.PARKED_ANNOTATION}: <reason>, give it replicas, or delete it",
-        "seed 000 (kustomization: ornith at zero replicas, Ready)",
-        stack_fix="set parked: {reason: ...} under {key}",
-    )), args.urn)
+    breach = rules.parked_declared(how, None if reason is None else str(reason))
+    if breach is not None:
+        report_violation(terms.message(annotations, breach.finding(f"InferenceService {meta.get('name', '')}")), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -12,20 +12,22 @@ managed: the history stacks after-001 and after-003 carry both), reasoning-long-
 
 A stack policy, not a stack-file check, so the history stacks still load and the pack judges
 them. Does not check: objects outside the stack (KServe's own are not in it).
+
+The rule is judged and worded once, in :mod:`core.rulebook.kserve`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from core import facts
-from core.problems import Finding
+from core import facts, registry
+from core.rulebook import kserve as rules
 from policylib import resource_helpers as rh
 from policylib.terms import message
 
 NAME = "kserve-owned-names"
-SOURCE = ("KServe RawDeployment names its predictor Service and Deployment <isvc>-predictor; seed 001 "
-          "(coder-service.yaml beside the still-managed coder InferenceService)")
+SOURCE = registry.RULES[NAME].source
 OWNED_KINDS = ("kubernetes:core/v1:Service", "kubernetes:apps/v1:Deployment")
 
 
@@ -40,20 +42,10 @@ def validate(args, report_violation) -> None:
         if r.resource_type not in OWNED_KINDS:
             continue
         meta = rh.mapping(r.props.get("metadata"))
-        isvc = taken.get((str(meta.get("namespace", "default")), str(meta.get("name", ""))))
-        if isvc is None:
-            continue
-        kind = r.resource_type.rsplit(":", 1)[-1]
-        finding = Finding(
-            f"{kind} {meta.get('name')}",
-            f"is named like the {kind} KServe creates for InferenceService {isvc} ({meta.get('name')}), so KServe "
-            "and this stack overwrite each other's object",
-            f"rename it (as reasoning-long-predictor sits beside KServe's reasoning-predictor), or stop managing "
-            f"InferenceService {isvc}",
-            SOURCE,
-            f"rename {{key}} (e.g. {isvc}-stable-predictor), or remove or rename workload {isvc}",
-        )
-        report_violation(message(rh.mapping(meta.get("annotations")), finding), r.urn)
+        name, kind = str(meta.get("name", "")), r.resource_type.rsplit(":", 1)[-1]
+        breach = rules.predictor_name_free(kind, name, taken.get((str(meta.get("namespace", "default")), name)))
+        if breach is not None:
+            report_violation(message(rh.mapping(meta.get("annotations")), breach.finding(f"{kind} {name}")), r.urn)
 
 
 POLICY = StackValidationPolicy(

@@ -23,6 +23,9 @@ Does not check: max-model-len against the model's native window (rope scaling su
 may extend it, and the flags that set it are not modelled); pipeline-parallel stages beyond
 an even split; memory other than the KV cache (weights-fit-card); a server whose node is not
 in the inventory (gpu-card-allocation reports that).
+
+The rule is judged and worded once, in :mod:`core.rulebook.capacity`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -31,18 +34,14 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import capacity
+from core import capacity, registry
+from core.rulebook import capacity as rules
+from core.engines import CandleConfig
 from policylib import capacity_helpers as ch
 from policylib import stackconfig
 
 NAME = "kv-cache-fits-max-model-len"
-
-
-def where(sc: ch.ServerCapacity) -> str:
-    """``"one Tesla-V100-PCIE-32GB"`` or ``"each of 2 Tesla-V100-PCIE-32GB cards"``."""
-    product = sc.card.product if sc.card else "?"
-    ranks = sc.server.tensor_parallel * sc.server.pipeline_parallel
-    return f"one {product}" if ranks == 1 else f"each of {ranks} {product} cards"
+SOURCE = registry.RULES[NAME].source
 
 
 #: How the messages name a server (``policylib.capacity_helpers.server_label``).
@@ -69,69 +68,25 @@ def vllm_message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
     """The violation for a vLLM server, or None when it fits with an explicit max-model-len."""
     e = sc.estimate
     assert e is not None and sc.facts is not None
-    util = e.budget_gib / e.card_memory_gib
-    parts = []
-    if not sc.explicit_max_model_len:
-        parts.append(
-            f"no --max-model-len, so vLLM uses the model's max_position_embeddings {e.max_model_len:,} "
-            f"({sc.model_key})"
-        )
-    if not e.fits_kv:
-        parts.append(
-            f"max-model-len {e.max_model_len:,} needs {e.max_model_len:,} tokens of KV cache; the pool holds "
-            f"about {e.kv_tokens:,} tokens on {where(sc)} at gpu-memory-utilization {util:.2f} "
-            f"({e.weights_gib_per_card:.2f} GiB of weights a card, TP={e.tp}), so vLLM refuses to start"
-        )
-    if not parts or (e.fits_kv and not stackconfig.house_conventions()):
-        return None  # it starts; an explicit --max-model-len is this cluster's convention only
-    fixes, stack_fixes = [], []
-    if not e.fits_kv:
-        fixes.append(f"lower --max-model-len to at most {e.kv_tokens:,}")
-        stack_fixes.append(f"lower max_model_len under {{key}} to at most {e.kv_tokens:,}")
-        bigger = larger_tp_that_fits(sc, cards_on_node)
-        if bigger:
-            tp, trial = bigger
-            more = f"where the pool holds about {trial.kv_tokens:,} tokens"
-            fixes.append(
-                f"or run TP={tp} on {tp * e.pp} cards (--tensor-parallel-size={tp} and nvidia.com/gpu {tp * e.pp}), {more}"
-            )
-            stack_fixes.append(f"or set cards: {tp * e.pp}, {more}")
-        else:
-            fixes.append("or give the server more cards (a larger --tensor-parallel-size)")
-            stack_fixes.append("or raise cards")
-    else:
-        fixes.append(f"set --max-model-len explicitly (the pool holds about {e.kv_tokens:,} tokens)")
-        stack_fixes.append(f"set max_model_len under {{key}} (the pool holds about {e.kv_tokens:,} tokens)")
-    return ch.finding(sc, "; ".join(parts), " ".join(fixes), stack_fix=" ".join(stack_fixes))
+    larger = larger_tp_that_fits(sc, cards_on_node) if not e.fits_kv else None
+    return ch.report(sc, rules.kv_cache_fits(sc.model_key or "?", e, sc.explicit_max_model_len,
+                                             stackconfig.house_conventions(), larger, searched=True))
 
 
 def candle_message(sc: ch.ServerCapacity) -> Optional[str]:
     """The violation for a candle-vllm server whose pool is empty, else None."""
-    e = sc.estimate
-    assert e is not None
-    if e.fits_kv or not e.fits_weights:
-        return None
-    fraction = sc.server.get("--kv-fraction") or str(capacity.CANDLE_DEFAULT_KV_FRACTION)
-    free = e.card_memory_gib - e.weights_gib_per_card
-    return ch.finding(
-        sc,
-        f"--kv-fraction {fraction} of the {free:.2f} GiB free after {e.weights_gib_per_card:.2f} GiB "
-        f"of weights on {where(sc)}, less the {e.activation_gib * 1024:.0f} MiB workspace reserve, leaves no room "
-        "for a KV cache",
-        "raise --kv-fraction, or spread the model over more cards (--d)",
-        stack_fix="raise kv_fraction under {key}, or raise cards",
-    )
+    assert sc.estimate is not None
+    fraction = sc.server.get(CandleConfig.FLAGS["kv_fraction"]) or str(capacity.CANDLE_DEFAULT_KV_FRACTION)
+    return ch.report(sc, rules.candle_kv_room(sc.estimate, fraction))
 
 
 def check(sc: ch.ServerCapacity, inv_cards: int) -> Optional[str]:
     """The violation message for one server, or None."""
     if sc.estimate is None:
         if sc.facts is None:
-            wrong, _, fix = (sc.problem or "").partition("; ")
-            return ch.finding(sc, f"cannot check the KV cache against max-model-len: {wrong}",
-                              fix or "add the model to llm-serving:models", ch.INVENTORY_SOURCE)
+            return ch.report(sc, ch.unknown_model(sc, "the KV cache against max-model-len"))
         if sc.card is not None:  # the estimator refused an argument
-            return ch.finding(sc, f"cannot estimate the KV cache: {sc.problem}", "fix the argument")
+            return ch.report(sc, rules.estimable(sc.problem))
         return None  # no card: gpu-card-allocation reports the node
     if not sc.estimate.fits_weights:
         return None  # weights-fit-card reports it

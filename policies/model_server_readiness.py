@@ -14,26 +14,26 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts
-from policylib import podsec
+from core import registry
+from core.rulebook import probes
 from policylib import resource_helpers as rh
-from policylib import workloads
+from policylib import stackconfig, terms, views
 
 NAME = "model-server-readiness"
-SOURCE = "coder.yaml (readiness on /health every 10 s); issue 9"
+SOURCE = registry.RULES[NAME].source
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
-    if w is None:
-        return
-    checks = [(f"{rh.workload_label(w)}, container {c.name}", "has no readinessProbe, so it is Ready (and gets "
-               "Service traffic) before the model is loaded",
-               f"add readinessProbe: {{httpGet: {{path: <health route>, port: {c.ports[0] if c.ports else 8080}}}, "
-               f"periodSeconds: {facts.READINESS_PERIOD_SECONDS}}}")
-              for c in w.containers if (c.server is not None or c.cards > 0) and not c.readiness_probe]
-    podsec.report(args, checks, SOURCE, report_violation,
-                  "the components add it for {key}; an older rendering lacks it: preview again")
+    w = views.of(args)
+    if w is None or not stackconfig.house_conventions():
+        return  # a convention of the user's cluster (house_conventions), as the pod security policies
+    for c in w.containers:
+        if c.server is None and c.cards <= 0:
+            continue
+        breach = probes.readiness(bool(c.readiness_probe), c.ports[0] if c.ports else None)
+        if breach:
+            report_violation(terms.message(w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name}")),
+                             args.urn)
 
 
 POLICY = ResourceValidationPolicy(

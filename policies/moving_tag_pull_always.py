@@ -19,18 +19,22 @@ no imagePullPolicy) is flagged.
 
 Does not check: whether a digest-pinned image exists; ``imagePullSecrets``; that the tag
 was in fact rebuilt.
+
+The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts
-from core.problems import Finding
+from core import registry
+from core.rulebook import pods as rules
 from policylib import resource_helpers as rh
 from policylib import stackconfig, terms
 
 NAME = "moving-tag-pull-always"
+SOURCE = registry.RULES[NAME].source
 
 
 def tags_rebuilt() -> bool:
@@ -54,20 +58,12 @@ def validate(args, report_violation) -> None:
             if not image:
                 continue
             ref = rh.parse_image(image)
-            if ref.pinned or (ref.names_a_build and not rebuilt):
-                continue
+            moves = not (ref.pinned or (ref.names_a_build and not rebuilt))
             policy, defaulted = rh.effective_pull_policy(ref, c.get("imagePullPolicy"))
-            if policy == facts.MOVING_TAG_PULL_POLICY:
-                continue
-            shown = f"{policy} (the default for a tagged image)" if defaulted else policy
-            report_violation(terms.message(annotations, Finding(
-                rh.container_label(label, where, field, c),
-                f"image {image} has moving tag {ref.shown_tag} and imagePullPolicy {shown}, so a "
-                "rebuilt image never reaches the pod",
-                f"set imagePullPolicy: {facts.MOVING_TAG_PULL_POLICY}, or pin the image by @sha256 digest",
-                "seed 003 (clef-candle.yaml: a merged fix looked like it did not land)",
-                stack_fix="pin image under {key} by @sha256 digest; the component pulls other tags Always",
-            )), args.urn)
+            breach = rules.pull_always(image, ref.shown_tag, moves, policy, defaulted)
+            if breach is not None:
+                report_violation(terms.message(annotations, breach.finding(rh.container_label(label, where, field, c))),
+                                 args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -31,6 +31,9 @@ component adds the volume (a listed fidelity delta).
 Does not check: single-card pods (no collective); ``hostIPC``; a ``/dev/shm`` from a
 hostPath; the KServe ``predictor.model`` container (its mounts come from the ServingRuntime);
 parked workloads are judged too (unparking is one replicas change).
+
+The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -39,62 +42,62 @@ from collections.abc import Mapping
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
 
-from core import facts
+from core import facts, registry
 from core.quantity import QuantityError
-from core.problems import Finding
+from core.registry import Breach
+from core.rulebook import pods as rules
+from core import manifests
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, workloads
+from policylib import views
+from policylib import stackconfig, terms
 
 NAME = "multi-gpu-shm"
 DEFAULT_MIN_SIZE_MIB = 1024
-FIX = (
-    f"Mount an emptyDir {{medium: Memory, sizeLimit: {facts.SHM_SIZE_LIMIT}}} at {facts.SHM_MOUNT_PATH} "
-    "and keep the container's memory limit above the sizeLimit."
-)
+SOURCE = registry.RULES[NAME].source
 
 
-def _shm_mount(c: workloads.Container):
+def _shm_mount(c: manifests.Container):
     for m in c.volume_mounts:
         if str(m.get("mountPath", "")).rstrip("/") == facts.SHM_MOUNT_PATH:
             return m
     return None
 
 
-def container_problems(w: workloads.Workload, c: workloads.Container, min_mib: float, house: bool = True) -> list[str]:
-    """Problems of one card-holding container of a multi-card pod; ``[]`` when its /dev/shm is right.
+def container_problems(w: manifests.Workload, c: manifests.Container, min_mib: float, house: bool = True) -> list[Breach]:
+    """Breaches of one card-holding container of a multi-card pod; ``[]`` when its /dev/shm is right.
     ``house``: the cluster's conventions apply (a sizeLimit of at least ``min_mib``); without them
     an unbounded Memory emptyDir (bounded by the memory limit, tmpfs being charged to it) passes."""
+    cards = w.cards_per_pod
     mount = _shm_mount(c)
     if mount is None:
-        return [f"mounts nothing at {facts.SHM_MOUNT_PATH}, so it gets the 64Mi container default"]
+        found = [rules.shm_volume(cards, f"mounts nothing at {facts.SHM_MOUNT_PATH}, so it gets the 64Mi container default")]
+        return [b for b in found if b]
     name = str(mount.get("name", ""))
     volume = w.volume(name)
     if volume is None or not isinstance(volume.get("emptyDir"), Mapping):
-        return [f"mounts volume {name} at {facts.SHM_MOUNT_PATH}, which is not an emptyDir of the pod"]
+        found = [rules.shm_volume(cards, f"mounts volume {name} at {facts.SHM_MOUNT_PATH}, which is not an emptyDir of the pod")]
+        return [b for b in found if b]
     empty_dir = volume["emptyDir"]
     problems = []
     if str(empty_dir.get("medium", "")) != "Memory":
         problems.append(f"volume {name} at {facts.SHM_MOUNT_PATH} is not medium: Memory (it is disk-backed)")
     size_raw = empty_dir.get("sizeLimit")
-    size = workloads.mib(size_raw)
+    size = manifests.mib(size_raw)
     if size is None:
         if size_raw is not None:  # core.quantity refuses it, as the stack file's check does
             problems.append(f"volume {name} sizeLimit: {QuantityError(size_raw).rule}; write e.g. \"8Gi\"")
         elif house:
             problems.append(f"volume {name} at {facts.SHM_MOUNT_PATH} has no sizeLimit")
-        return problems
-    if size < min_mib and house:
+    elif size < min_mib and house:
         problems.append(f"volume {name} sizeLimit {size_raw} is below {min_mib:g} MiB")
-    if c.memory_limit_mib is not None and c.memory_limit_mib < size:
-        problems.append(
-            f"memory limit {c.memory_limit_mib:g} MiB does not cover /dev/shm sizeLimit {size_raw} "
-            f"({size:g} MiB); tmpfs pages count against the memory limit"
-        )
-    return problems
+    found = [rules.shm_volume(cards, p) for p in problems]
+    if size is not None:
+        found.append(rules.shm_limit_covers(cards, c.memory_limit_mib, size, str(size_raw)))
+    return [b for b in found if b]
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or w.cards_per_pod <= 1:
         return
     min_mib = float(args.get_config().get("minSizeLimitMiB", DEFAULT_MIN_SIZE_MIB))
@@ -102,15 +105,9 @@ def validate(args, report_violation) -> None:
     for c in rh.gpu_containers(w):
         if c.from_runtime:
             continue  # KServe predictor.model: the ServingRuntime gives its mounts (not in the manifests)
-        for problem in container_problems(w, c, min_mib, house):
-            report_violation(terms.message(w.annotations, Finding(
-                f"{rh.workload_label(w)}, container {c.name}",
-                f"pods hold {w.cards_per_pod} cards and the container {problem}; NCCL's all-reduce "
-                "between ranks goes through /dev/shm, and too small shows up as an init hang or a bus error",
-                FIX, "seed 000 (coder.yaml: /dev/shm for tensor parallel)",
-                stack_fix="raise resources.limits.memory under {key} above the /dev/shm sizeLimit "
-                          f"({facts.SHM_SIZE_LIMIT}); the component mounts /dev/shm",
-            )), args.urn)
+        for breach in container_problems(w, c, min_mib, house):
+            report_violation(terms.message(w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name}")),
+                             args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -38,6 +38,9 @@ reports those); a targetPort name that resolves nowhere (service-target-port rep
 Does NOT check: egress policies on the client's side (e.g. poimen/poimen-memory-llm-egress),
 namespace labels other than kubernetes.io/metadata.name, ipBlock peers, CNI-specific policies
 (Calico, Cilium). Cost: Services x NetworkPolicies of the backend's namespace, memoised per workload.
+
+The rule is judged and worded once, in :mod:`core.rulebook.network`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -48,9 +51,10 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
-from core.problems import Finding
-from policylib import stack_helpers, terms, workloads
-from policylib.netpol import IngressPolicy, parse_policy, ports_admit, ports_text
+from core import manifests, registry
+from core.rulebook import network
+from core.manifests.network_policies import IngressPolicy, parse_policy, ports_admit, ports_text
+from policylib import stack_helpers, terms, views
 from policylib.stack_helpers import PodIndex
 
 NAME = "network-ingress-for-clients"
@@ -79,7 +83,7 @@ def peer_admits(peer: Mapping, client_ns: str, policy_ns: str, trust_pod_selecto
     if ns_sel is None and pod_sel is None:
         return False  # ipBlock (or an empty peer): cannot be judged
     if ns_sel is not None:
-        if not workloads.label_selector_matches(ns_sel, {NAMESPACE_NAME_LABEL: client_ns}):
+        if not manifests.label_selector_matches(ns_sel, {NAMESPACE_NAME_LABEL: client_ns}):
             return False
     elif client_ns != policy_ns:
         return False
@@ -126,25 +130,24 @@ class _Context:
                 self.by_ns[pol.namespace].append(pol)
         self._memo: dict[str, list[IngressPolicy]] = {}
 
-    def selecting(self, w: workloads.Workload) -> list[IngressPolicy]:
+    def selecting(self, w: manifests.Workload) -> list[IngressPolicy]:
         key = w.urn or f"{w.kind}/{w.namespace}/{w.name}"
         hit = self._memo.get(key)
         if hit is None:
-            hit = [p for p in self.by_ns.get(w.namespace, ()) if workloads.label_selector_matches(p.pod_selector, w.pod_labels)]
+            hit = [p for p in self.by_ns.get(w.namespace, ()) if manifests.label_selector_matches(p.pod_selector, w.pod_labels)]
             self._memo[key] = hit
         return hit
 
 
-SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
+SOURCE = registry.RULES[NAME].source
 
 
-def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust: bool) -> list[str]:
+def check_service(svc: manifests.Service, index: PodIndex, ctx: _Context, trust: bool) -> list[str]:
     """The violation messages for one Service's declared clients."""
-    if svc.clients_error:
-        return [terms.message(svc.annotations, Finding(
-            f"Service {svc.name}", svc.clients_error,
-            'write the clients annotation as a JSON list, e.g. [{"name": "gateway", "namespace": "gateway", "port": 80}]',
-            SOURCE, stack_fix="write clients under {key} as a list of {name, namespace, port}"))]
+    subject = f"Service {svc.name}"
+    breach = network.clients_declared(svc.clients_error)
+    if breach is not None:
+        return [terms.message(svc.annotations, breach.finding(subject))]
     if not svc.clients or not svc.selector:
         return []
     out = []
@@ -152,36 +155,26 @@ def check_service(svc: workloads.Service, index: PodIndex, ctx: _Context, trust:
     backends = stack_helpers.running(index.select(svc.namespace, svc.selector))
     for client in svc.clients:
         who = f"client {client.name} (namespace {client.namespace})"
-        sp = by_port.get(client.port)
-        if sp is None:
-            exposed = ", ".join(str(p) for p in sorted(by_port)) or "none"
-            out.append(terms.message(svc.annotations, Finding(
-                f"Service {svc.name}",
-                f"{who} calls port {client.port}, which the Service does not expose (ports: {exposed})",
-                "fix the client's port or add the port to the Service", SOURCE,
-                stack_fix="set the client's port under {key}.clients to 80 or 8080")))
+        breach = network.client_port_exposed(who, client.port, list(by_port))
+        if breach is not None:
+            out.append(terms.message(svc.annotations, breach.finding(subject)))
             continue
+        sp = by_port[client.port]
         for w in backends:
             policies = ctx.selecting(w)
             pod_port = stack_helpers.target_port_number(sp.target_port, w) if policies else None
             if pod_port is None:
                 continue
             verdict = judge_client(client, pod_port, stack_helpers.port_names_of(w, pod_port), sp.protocol, policies, trust)
-            if verdict:
-                of = f" of {w.name}" if len(backends) > 1 else ""
-                out.append(terms.message(svc.annotations, Finding(
-                    f"Service {svc.name}",
-                    f"{who} calls port {client.port} -> pod port {pod_port}{of}; {verdict}: packets are "
-                    "dropped and the client sees a bare timeout",
-                    f"add an ingress rule admitting namespace {client.namespace} on port {pod_port}",
-                    SOURCE,
-                    stack_fix=f"list namespace {client.namespace} under llm-serving:network_policy "
-                              f"(gateway or clients) with port {pod_port}")))
+            breach = network.client_admitted(who, client.namespace, client.port, pod_port, verdict,
+                                             f" of {w.name}" if len(backends) > 1 else "")
+            if breach is not None:
+                out.append(terms.message(svc.annotations, breach.finding(subject)))
     return out
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     if not any(s.clients or s.clients_error for s in stack.services):
         return
     trust = stack_helpers.config_value(args, CONFIG_PROPERTIES, "podSelectorPeers") != "refuse"

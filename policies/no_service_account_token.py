@@ -8,26 +8,25 @@ Source: CIS Kubernetes Benchmark 5.1.6 ("Ensure that Service Account Tokens are 
 where necessary", checkov CKV_K8S_38, failed on all three of prod's Deployments before issue 9).
 
 Does not check: the ServiceAccount's own automountServiceAccountToken (the pod's setting wins).
+
+The rule is judged and worded once, in :mod:`core.rulebook.pod_security`; this module walks the
+pods (:mod:`policylib.podsec`) and reports its breaches.
 """
 
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
+from core import registry
 from policylib import podsec
 
 NAME = "no-service-account-token"
-SOURCE = "CIS Kubernetes Benchmark 5.1.6 (checkov CKV_K8S_38); issue 9"
+SOURCE = registry.RULES[NAME].source
 
 
 def validate(args, report_violation) -> None:
-    checks = [(pod, f"automountServiceAccountToken is {podsec.shown(spec.get('automountServiceAccountToken'))}, "
-                    "so the pod gets a service account token it never uses",
-               "set automountServiceAccountToken: false in the pod spec")
-              for pod, spec, _ in podsec.pods(args.resource_type, args.props)
-              if spec.get("automountServiceAccountToken") is not False]
-    podsec.report(args, checks, SOURCE, report_violation,
-                  "the components set it on every pod of {key}; an older rendering lacks it: preview again")
+    checks = [c for pod, spec, _ in podsec.pods(args.resource_type, args.props) for c in podsec.token_mounts(pod, spec)]
+    podsec.report_breaches(args, checks, report_violation)
 
 
 POLICY = ResourceValidationPolicy(

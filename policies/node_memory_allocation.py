@@ -34,6 +34,9 @@ Does NOT check: memory limits (overcommit is allowed by Kubernetes), CPU, epheme
 Memory-backed emptyDir volumes (they count against the limit, not the request), joint
 placement with cards (a pod packed onto one node by memory and another by cards is not
 detected; with one node both land on worker-1), node affinity and taints.
+
+The rule is judged and worded once, in :mod:`core.rulebook.allocation`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -42,10 +45,11 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
 
-from core.quantity import QuantityError
-from core.problems import Finding
-from policylib import stack_helpers, terms, workloads
-from core.allocation import NodeUse, amount
+from core import registry
+from core.rulebook import allocation as rules
+from core import manifests
+from core.allocation import NodeUse
+from policylib import stack_helpers, views
 
 NAME = "node-memory-allocation"
 HEADROOM_SHARE = "headroomMiB"
@@ -66,72 +70,32 @@ CONFIG_PROPERTIES = {
 }
 
 
-SOURCE = "seed 000 (coder.yaml: a 24Gi memory request did not schedule)"
+SOURCE = registry.RULES[NAME].source
 
 
 def node_message(use: NodeUse) -> str:
     """The over-commitment message of one node, figures in MiB."""
-    shares = ", ".join(s.text() for s in use.ordered())
-    cap = amount(use.capacity)
-    wrong = f"{amount(use.used)} of {cap} MiB of memory requested: {shares}"
-    unpinned = use.unpinned_names()
-    if unpinned:
-        wrong += f" (unpinned: {', '.join(unpinned)})"
-    wrong += f"; the pods beyond {cap} MiB stay Pending" + use.overflow_clause("memory")
-    surge_cause = use.surge_is_the_cause
-    if surge_cause:
-        wrong += f"; the RollingUpdate surge ({amount(use.surge)} MiB) is the cause"
-        fix = "set strategy type Recreate on the surging workload"
-    else:
-        fix = ("lower resources.requests.memory (model servers keep weights on the card and need "
-               "little host memory), or park a workload")
-    keys = terms.stack_file_keys(s.ref.ref.annotations for s in use.ordered()
-                                 if s.ref is not None and s.ref.ref is not None)
-    return Finding(
-        use.node, wrong, fix, SOURCE,
-        stack_fix=None if surge_cause else
-        "lower resources.requests.memory on one of {key}, or set parked: {reason: ...} on one",
-    ).render(stack_key=keys)
+    return stack_helpers.report_node(use, rules.memory_allocation(use))
 
 
-def unknown_node_message(w: workloads.Workload, known: str) -> Optional[str]:
+def unknown_node_message(w: manifests.Workload, known: list[str]) -> Optional[str]:
     if w.is_gpu:
         return None  # gpu-card-allocation reports it
-    return terms.message(w.annotations, Finding(
-        f"{w.kind} {w.name}",
-        f"pinned to node {w.node}, which is not in the inventory (llm-serving:cluster nodes: "
-        f"{known}); its pods stay Pending",
-        "fix the node name or add the node to the stack's llm-serving:cluster",
-        "spec, the cluster (worker-1 is the only GPU node)",
-        stack_fix="set node under {key} to a node of llm-serving:cluster, or add the node there",
-    ))
+    return stack_helpers.report(w, rules.node_listed(w.node or "", known))
 
 
-def oversized_message(w: workloads.Workload, node: Optional[str], cap: float) -> str:
-    where = f"its node {node} has {amount(cap)} MiB allocatable" if node else (
-        f"the largest node has {amount(cap)} MiB allocatable"
-    )
-    return terms.message(w.annotations, Finding(
-        f"{w.kind} {w.name}",
-        f"one pod requests {amount(w.memory_request_mib)} MiB of memory and {where}; the pod never schedules",
-        "lower resources.requests.memory (model servers keep weights on the card and need little host memory)",
-        SOURCE,
-        stack_fix="lower resources.requests.memory under {key}",
-    ))
+def oversized_message(w: manifests.Workload, node: Optional[str], cap: float) -> Optional[str]:
+    return stack_helpers.report(w, rules.pod_memory_fits(w.memory_request_mib, cap, node))
 
 
-def invalid_quantity_message(w: workloads.Workload, path: str, value: object) -> str:
+def invalid_quantity_message(w: manifests.Workload, path: str, value: object) -> Optional[str]:
     """``Deployment m: spec.template.spec.containers[0].resources.requests.memory: 'lots' is not a
     Kubernetes quantity ...``: the rule and the fix of :class:`core.quantity.QuantityError`."""
-    err = QuantityError(value)
-    return terms.message(w.annotations, Finding(
-        f"{w.kind} {w.name}", f"{path}: {err.rule}, so its memory cannot be counted", err.fix,
-        "Kubernetes API, resource.Quantity grammar",
-    ))
+    return stack_helpers.report(w, rules.memory_quantity(path, value))
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     for w in stack.workloads:
         for path, value in w.invalid_quantities:
             report_violation(invalid_quantity_message(w, path, value), w.urn)

@@ -11,17 +11,21 @@ the workload as that user instead.
 
 Source: Kubernetes Pod Security Standards, Restricted ("Running as Non-root"); issue 9 ("run as
 non-root where the image allows, and say where it does not").
+
+The rule is judged and worded once, in :mod:`core.rulebook.pod_security`; this module walks the
+pods (:mod:`policylib.podsec`) and reports its breaches.
 """
 
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts
+from core import facts, registry
 from policylib import podsec
 from policylib import resource_helpers as rh
 
 NAME = "pod-run-as-non-root"
+SOURCE = registry.RULES[NAME].source
 
 
 def validate(args, report_violation) -> None:
@@ -30,11 +34,7 @@ def validate(args, report_violation) -> None:
         return
     checks = [c for _, spec, containers in podsec.pods(args.resource_type, args.props)
               for c in podsec.root_containers(spec, containers)]
-    checks = [(where, wrong, f"{fix}, or declare why it cannot: annotation {facts.RUNS_AS_ROOT_ANNOTATION}: <reason>")
-              for where, wrong, fix in checks]
-    podsec.report(args, checks, podsec.SOURCE_RESTRICTED, report_violation,
-                  "set run_as_user: <uid> on {key} once the image runs as that user (without it, the "
-                  "components declare why it runs as root)")
+    podsec.report_breaches(args, checks, report_violation)
 
 
 POLICY = ResourceValidationPolicy(

@@ -10,6 +10,9 @@ Source: Kubernetes Pod Security Standards, Baseline (kubernetes.io/docs/concepts
 pod-security-standards); issue 9 (the rendered pods pass Baseline).
 
 Does not check: the namespace's pod-security.kubernetes.io labels (the admission side).
+
+Each row of the profile is a rule judged and worded once, in :mod:`core.rulebook.pod_security`;
+this module walks the pods (:mod:`policylib.podsec`) and reports their breaches.
 """
 
 from __future__ import annotations
@@ -24,8 +27,7 @@ NAME = "pod-security-baseline"
 def validate(args, report_violation) -> None:
     checks = [c for pod, spec, containers in podsec.pods(args.resource_type, args.props)
               for c in podsec.baseline(pod, spec, containers)]
-    podsec.report(args, checks, podsec.SOURCE_BASELINE, report_violation,
-                  "the components never set these; remove the field from the object's source")
+    podsec.report_breaches(args, checks, report_violation)
 
 
 POLICY = ResourceValidationPolicy(

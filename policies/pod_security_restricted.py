@@ -12,6 +12,9 @@ pod-security-standards); issue 9 (checkov counted 37 failed checks on prod's man
 them these three on every Deployment).
 
 Does not check: runAsNonRoot (``pod-run-as-non-root``, which accepts a declared reason).
+
+Each row of the profile is a rule judged and worded once, in :mod:`core.rulebook.pod_security`;
+this module walks the pods (:mod:`policylib.podsec`) and reports their breaches.
 """
 
 from __future__ import annotations
@@ -26,8 +29,7 @@ NAME = "pod-security-restricted"
 def validate(args, report_violation) -> None:
     checks = [c for pod, spec, containers in podsec.pods(args.resource_type, args.props)
               for c in podsec.restricted(pod, spec, containers)]
-    podsec.report(args, checks, podsec.SOURCE_RESTRICTED, report_violation,
-                  "the components set these on every pod of {key}; an older rendering lacks them: preview again")
+    podsec.report_breaches(args, checks, report_violation)
 
 
 POLICY = ResourceValidationPolicy(

@@ -2,7 +2,7 @@
 
 Rule: across the stack, each served model name (the ``model`` a client sends) is answered by
 the containers of at most one running workload. Served names come from the server's
-arguments (:attr:`policylib.workloads.ServerArgs.served_model_names`): vLLM's
+arguments (:attr:`core.manifests.servers.ServerArgs.served_model_names`): vLLM's
 ``--served-model-name`` values (else ``--model``), candle-vllm's basename of ``--w``
 (else ``--m``), which is what its /v1/models reports (seed 001: ``coder-14b-fp16``).
 
@@ -27,6 +27,9 @@ workload serving the same name count once.
 Does NOT check: servers other than vLLM and candle-vllm (their names are not parsed); the
 components' ``served-model-names`` annotation (the arguments are the truth the server acts
 on); LoRA adapter names (``--lora-modules``); names across stacks or namespaces outside the stack.
+
+The rule is judged and worded once, in :mod:`core.rulebook.services`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -35,15 +38,17 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from core.problems import Finding
-from policylib import terms, workloads
+from core import manifests, registry
+from core.rulebook import services
+from policylib import terms, views
 
 NAME = "served-model-name-unique"
+SOURCE = registry.RULES[NAME].source
 
 
-def servers_by_name(all_workloads) -> dict[str, list[workloads.Workload]]:
+def servers_by_name(all_workloads) -> dict[str, list[manifests.Workload]]:
     """Served model name -> the running workloads answering it (each once, in input order)."""
-    out: dict[str, list[workloads.Workload]] = defaultdict(list)
+    out: dict[str, list[manifests.Workload]] = defaultdict(list)
     for w in all_workloads:
         if not w.running:
             continue
@@ -53,21 +58,13 @@ def servers_by_name(all_workloads) -> dict[str, list[workloads.Workload]]:
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     for name, answering in sorted(servers_by_name(stack.workloads).items()):
-        if len(answering) < 2:
-            continue
         ordered = sorted(answering, key=lambda w: (w.name, w.kind))
-        listed = ", ".join(f"{w.name} ({w.kind})" for w in ordered)
-        keys = terms.stack_file_keys(w.annotations for w in ordered)
-        report_violation(Finding(
-            f"served model name {name}",
-            f"answered by {len(ordered)} running servers: {listed}; a client sending model={name} "
-            "gets a different model depending on the host it calls",
-            "give each server its own --served-model-name, or park all but one",
-            "seed 002 (two servers answering one served model name)",
-            stack_fix="give each of {key} its own served_model_names, or set parked: {reason: ...} on all but one",
-        ).render(stack_key=keys), ordered[0].urn)
+        breach = services.served_name_unique(name, [f"{w.name} ({w.kind})" for w in ordered])
+        if breach is not None:
+            keys = terms.stack_file_keys(w.annotations for w in ordered)
+            report_violation(breach.finding(f"served model name {name}").render(stack_key=keys), ordered[0].urn)
 
 
 POLICY = StackValidationPolicy(

@@ -1,7 +1,7 @@
 """server-listen-endpoint: a model server listens where its pod is reached, and its probes knock there.
 
 Rule, for each vLLM / candle-vllm container, from the one model of where it listens
-(:func:`policylib.workloads.endpoint`: ``--host``; ``--port`` / candle-vllm ``--p``, else the
+(:func:`core.manifests.servers.endpoint`: ``--host``; ``--port`` / candle-vllm ``--p``, else the
 engine's default port, vLLM 8000 and candle-vllm 2000):
 
 - the host is not a loopback address (``--host 127.0.0.1``, ``localhost``, ``::1``,
@@ -31,17 +31,19 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import rules
-from core.problems import Finding
+from core import manifests, registry
+from core.registry import Breach
+from core.rulebook import endpoints
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, workloads
+from policylib import views
+from policylib import stackconfig, terms
 
 NAME = "server-listen-endpoint"
-SOURCE = "issue 10 (where the server listens); coder.yaml (--host=0.0.0.0 --port=8080, probes on 8080)"
+SOURCE = registry.RULES[NAME].source
 PROBES = (("startupProbe", "startup_probe"), ("livenessProbe", "liveness_probe"), ("readinessProbe", "readiness_probe"))
 
 
-def probe_port(probe: Mapping, c: workloads.Container) -> tuple[Optional[int], Any]:
+def probe_port(probe: Mapping, c: manifests.Container) -> tuple[Optional[int], Any]:
     """``(port number, port as written)`` of a probe's ``httpGet`` / ``tcpSocket`` / ``grpc``
     handler; the number is None for a port name the container does not declare, and both are
     None for a probe without a port (``exec``)."""
@@ -56,25 +58,17 @@ def probe_port(probe: Mapping, c: workloads.Container) -> tuple[Optional[int], A
     return None, None
 
 
-def findings(w: workloads.Workload, c: workloads.Container, ep: workloads.Endpoint, house: bool = True) -> list[Finding]:
-    """What is wrong with where container ``c`` of ``w`` listens, against its probes and ports;
-    ``house``: the inventory's ``house_conventions`` (the declared containerPort must be the listen port)."""
-    subject = f"{rh.workload_label(w)}, container {c.name}"
-    out: list[Finding] = []
-    if rules.loopback_host(ep.host):
-        out.append(Finding(
-            subject,
-            f"{ep.engine} listens on --host {ep.host}, a loopback address: the Service and the kubelet's "
-            "probes connect to the pod IP and are refused",
-            "set --host=0.0.0.0 (or drop --host: the engine then listens on every interface)",
-            SOURCE,
-        ))
+def breaches(c: manifests.Container, ep: manifests.Endpoint, house: bool = True) -> list[Breach]:
+    """What is wrong with where container ``c`` listens, against its probes and ports
+    (:mod:`core.rulebook.endpoints`); ``house``: the inventory's ``house_conventions`` (the
+    declared containerPort must be the listen port)."""
+    out = [endpoints.reachable_host(ep.engine, ep.host)]
     for field, attr in PROBES:
         probe = getattr(c, attr)
         if probe is None:
             continue
         number, written = probe_port(rh.mapping(probe), c)
-        if written is None or number == ep.port:
+        if written is None:
             continue
         if rh.whole(written) is not None:
             shown = f"port {number}"
@@ -82,32 +76,23 @@ def findings(w: workloads.Workload, c: workloads.Container, ep: workloads.Endpoi
             shown = f"port {written}, a name no containerPort carries"
         else:
             shown = f"port {written} ({number})"
-        out.append(Finding(
-            subject,
-            f"its {field} targets {shown}, but {ep.engine} listens on {ep.port_text}",
-            f"point the {field} at port {ep.port}, or make the server listen where the probe knocks",
-            SOURCE,
-        ))
-    if house and c.ports and ep.port not in c.ports:
-        out.append(Finding(
-            subject,
-            f"declares containerPort {', '.join(str(p) for p in c.ports)}, but {ep.engine} listens on {ep.port_text}",
-            f"declare containerPort {ep.port}, or set the server's port flag to the declared port",
-            SOURCE,
-        ))
-    return out
+        out.append(endpoints.probe_on_listen_port(field, number, shown, ep.engine, ep.port, ep.port_text))
+    if house:
+        out.append(endpoints.container_port(tuple(c.ports), ep.engine, ep.port, ep.port_text))
+    return [b for b in out if b]
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     for c, server in w.servers:
-        ep = workloads.endpoint(server)
+        ep = manifests.endpoint(server)
         if ep is None:
             continue
-        for finding in findings(w, c, ep, stackconfig.house_conventions()):
-            report_violation(terms.message(w.annotations, finding), args.urn)
+        for breach in breaches(c, ep, stackconfig.house_conventions()):
+            report_violation(terms.message(w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name}")),
+                             args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -22,6 +22,9 @@ Not judged: headless Services (``clusterIP: None``; the kubelet injects nothing 
 
 Source: vllm-project/vllm #34199; issue 10. The components set ``enableServiceLinks: false``
 on every pod they render, so only hand-written YAML can meet this.
+
+The rule is judged and worded once, in :mod:`core.rulebook.services`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -30,15 +33,15 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from core import facts, rules
-from core.problems import Finding
-from policylib import terms, workloads
+from core import facts, manifests, registry, rules
+from core.rulebook import services as service_rules
+from policylib import terms, views
 
 NAME = "service-link-env-collision"
-SOURCE = "vllm-project/vllm #34199 (a Service named vllm injects VLLM_PORT=tcp://<ip>:<port>, vLLM refuses to start)"
+SOURCE = registry.RULES[NAME].source
 
 
-def injected(svc: workloads.Service) -> list[str]:
+def injected(svc: manifests.Service) -> list[str]:
     """The variables service links inject for ``svc`` (none for a headless Service)."""
     if svc.cluster_ip in ("None", ""):
         return []
@@ -46,7 +49,7 @@ def injected(svc: workloads.Service) -> list[str]:
 
 
 def validate(args, report_violation) -> None:
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     names_by_ns: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
     for svc in stack.services:
         names = injected(svc)
@@ -64,18 +67,10 @@ def validate(args, report_violation) -> None:
             for svc_name, names in names_by_ns.get(w.namespace, ()):
                 parsed = facts.ENGINE_ENV_PARSED.get(server.engine, frozenset())
                 hits = [n for n in rules.env_collisions(names, prefix) if n not in c.env and n in parsed]
-                if not hits:
-                    continue
-                finding = Finding(
-                    f"{w.kind} {w.name}, container {c.name}",
-                    f"service links are on (enableServiceLinks unset or true), so Service {svc_name} makes the kubelet "
-                    f"inject {', '.join(hits)} into {server.engine}'s own {prefix} environment namespace"
-                    + (f"; vLLM reads {prefix}PORT as a number and refuses to start on tcp://<ip>:<port>"
-                       if f"{prefix}PORT" in hits else ""),
-                    f"set enableServiceLinks: false in the pod spec, or rename Service {svc_name}",
-                    SOURCE,
-                )
-                report_violation(terms.message(w.annotations, finding), w.urn)
+                breach = service_rules.service_links(svc_name, server.engine, prefix, hits)
+                if breach is not None:
+                    report_violation(terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}, container {c.name}")),
+                                     w.urn)
 
 
 POLICY = StackValidationPolicy(

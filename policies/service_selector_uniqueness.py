@@ -19,7 +19,7 @@ this runs, or the Service splits traffic across two different implementations").
 
 InferenceService predictor pods carry the labels KServe gives them
 (``serving.kserve.io/inferenceservice``, ``component: predictor``, ``app: isvc.<name>-predictor``)
-beside the InferenceService's own labels (``policylib.workloads``).
+beside the InferenceService's own labels (``core.manifests``).
 
 Pod labels are indexed by (namespace, key, value) (:class:`policylib.stack_helpers.PodIndex`),
 so the cost is linear in Services plus the matches, not Services x workloads.
@@ -29,15 +29,18 @@ ExternalName Services (no selector); a Service whose selector matches only pods 
 pack does not model (bare Pods, Jobs, DaemonSets, custom resources with pod templates such as a
 RayCluster): not reported as selecting nothing; pods of
 workloads outside the stack; whether the single match is Ready.
+
+The rule is judged and worded once, in :mod:`core.rulebook.services`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from core import facts
-from core.problems import Finding
-from policylib import stack_helpers, stackconfig, terms, workloads
+from core import manifests, registry
+from core.rulebook import services as service_rules
+from policylib import stack_helpers, stackconfig, terms
 from policylib.stack_helpers import PodIndex
 
 NAME = "service-selector-uniqueness"
@@ -51,7 +54,7 @@ def _selector_text(selector) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
 
 
-SOURCE = "seed 002 (a Service that could select two models)"
+SOURCE = registry.RULES[NAME].source
 
 
 def one_model_behind(live) -> bool:
@@ -61,7 +64,7 @@ def one_model_behind(live) -> bool:
     return len(names) == 1 and bool(next(iter(names)))
 
 
-def check_service(svc: workloads.Service, index: PodIndex, house: bool = True):
+def check_service(svc: manifests.Service, index: PodIndex, house: bool = True):
     """The violation message for one Service, or None when it selects exactly one running workload
     (or none, declared parked; or has no selector). ``house``: the inventory's
     ``house_conventions`` (the user's cluster: one workload behind each Service, seed 002);
@@ -80,30 +83,15 @@ def check_service(svc: workloads.Service, index: PodIndex, house: bool = True):
         live = tuple({(w.kind, w.name): w for w in live}.values())
         if not house and one_model_behind(live):
             return None
-        return terms.message(svc.annotations, Finding(
-            f"Service {svc.name}",
-            f"selects {len(live)} running workloads: {_describe(live)}; its traffic splits across "
-            f"them (selector {_selector_text(svc.selector)})",
-            "add a label that only one workload's pods carry (e.g. app.kubernetes.io/instance) to the selector",
-            SOURCE,
-            stack_fix="point {key}.selects at one workload; the component selects by its instance label",
-        ))
-    if svc.parked_reason is not None:
-        return None
-    if not selected and stack_helpers.selects_other_pods(index, svc.namespace, svc.selector) is not None:
-        return None  # pods of a kind the pack does not model (policylib.coverage says so)
-    parked = [w for w in selected if not w.running]
-    what = f"only parked {_describe(parked)}" if parked else "no workload"
-    return terms.message(svc.annotations, Finding(
-        f"Service {svc.name}",
-        f"selects {what} (selector {_selector_text(svc.selector)}): it has no running endpoints and "
-        "its clients get connection errors",
-        "select a running workload, or declare the Service parked with annotation "
-        f"{facts.PARKED_ANNOTATION}: <reason>",
-        SOURCE,
-        stack_fix="point {key}.selects at a running workload, or park the Service too: "
-                  "set parked: {reason: ...} under {key}",
-    ))
+        breach = service_rules.selects_one([_describe([w]) for w in sorted(live, key=lambda w: (w.name, w.kind))],
+                                      _selector_text(svc.selector))
+    else:
+        if not selected and stack_helpers.selects_other_pods(index, svc.namespace, svc.selector) is not None:
+            return None  # pods of a kind the pack does not model (policylib.coverage says so)
+        parked = sorted((w for w in selected if not w.running), key=lambda w: (w.name, w.kind))
+        breach = service_rules.selects_running(0, [_describe([w]) for w in parked], svc.parked_reason is not None,
+                                          _selector_text(svc.selector))
+    return None if breach is None else terms.message(svc.annotations, breach.finding(f"Service {svc.name}"))
 
 
 def validate(args, report_violation) -> None:

@@ -3,7 +3,7 @@
 Rule: for every port of a Service and every running workload it selects, the ``targetPort``
 (a number, or the name of a container port; absent = ``port``) resolves to a
 ``containerPort`` the pods declare, and, where the container runs vLLM or candle-vllm, to the
-port it listens on (:func:`policylib.workloads.endpoint`, the one model of a server's
+port it listens on (:func:`core.manifests.servers.endpoint`, the one model of a server's
 endpoint: vLLM ``--port``, candle-vllm ``--p``, else the engine's default, vLLM 8000 and
 candle-vllm 2000).
 
@@ -27,6 +27,9 @@ against each.
 Does NOT check: protocols (TCP/UDP), hostPort, sidecars that listen on undeclared ports,
 servers other than vLLM / candle-vllm (their listen port is not parsed), or servers whose
 argv cannot be read literally (a ``$(VAR)`` port, an ``sh -c`` script: ``endpoint`` is None).
+
+The rule is judged and worded once, in :mod:`core.rulebook.services`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -35,61 +38,34 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
-from core.problems import Finding
-from policylib import stack_helpers, terms, workloads
+from core import manifests, registry
+from core.rulebook import services as service_rules
+from policylib import stack_helpers, terms
 
 NAME = "service-target-port"
 
 
-def listen_port(server: workloads.ServerArgs) -> Optional[int]:
-    """The port a vLLM or candle-vllm server listens on (:func:`policylib.workloads.endpoint`:
+def listen_port(server: manifests.ServerArgs) -> Optional[int]:
+    """The port a vLLM or candle-vllm server listens on (:func:`core.manifests.servers.endpoint`:
     the port flag, else the engine's default), or None when its argv cannot be read literally."""
-    ep = workloads.endpoint(server)
+    ep = manifests.endpoint(server)
     return ep.port if ep else None
 
 
-def _port_label(sp: workloads.ServicePort) -> str:
+def _port_label(sp: manifests.ServicePort) -> str:
     return f"port {sp.port} ({sp.name})" if sp.name else f"port {sp.port}"
 
 
-SOURCE = "spec, stable Services (coder-service.yaml: port 80 and 8080 -> 8080)"
+SOURCE = registry.RULES[NAME].source
 
 
-def check_port(svc: workloads.Service, sp: workloads.ServicePort, w: workloads.Workload) -> Optional[str]:
+def check_port(svc: manifests.Service, sp: manifests.ServicePort, w: manifests.Workload) -> Optional[str]:
     """The violation message for one Service port against one selected workload, or None."""
-    number = stack_helpers.target_port_number(sp.target_port, w)
-    # A number shows as one (it arrives as a double, 8080.0, over the analyzer protocol).
-    shown = sp.target_port if number is None else number
-    head = f"Service {svc.name} {_port_label(sp)}"
-    target = f"targetPort {shown}"
-    who = f"{w.name} ({w.kind})"
-    if number is None:
-        names = sorted({n for c in w.containers for n in c.port_names})
-        return terms.message(svc.annotations, Finding(
-            head, f"{target} names no containerPort of {who} (named ports: {', '.join(names) or 'none'}); "
-            "Kubernetes publishes no endpoint for it",
-            "name the container port or use the number", SOURCE))
-    if any(c.server is not None and listen_port(c.server) == number for c in w.containers):
-        return None  # the server listens on it: containerPort lists are informational
-    declared = stack_helpers.declared_ports(w)
-    if declared and number not in declared:
-        return terms.message(svc.annotations, Finding(
-            head, f"{target} is not a containerPort of {who} (containerPorts: "
-            f"{', '.join(str(p) for p in declared)}); connections are refused",
-            "set targetPort to the port the server listens on", SOURCE))
-    owners = [c for c in w.containers if number in c.ports] if declared else list(w.containers)
-    wrong = []
-    for c in owners:
-        ep = workloads.endpoint(c.server)
-        if ep is None or ep.port == number:
-            return None
-        wrong.append(f"container {c.name} runs {ep.engine} on {ep.port_text}")
-    if wrong:
-        return terms.message(svc.annotations, Finding(
-            head, f"{target} reaches pod port {number} of {who}, but {'; '.join(wrong)}; connections are refused",
-            "make the server's port flag, the containerPort and the targetPort agree", SOURCE,
-            stack_fix="set port under the selected workload of {key} to the Service's targetPort"))
-    return None
+    breach = service_rules.target_port(
+        sp.target_port, stack_helpers.target_port_number(sp.target_port, w), f"{w.name} ({w.kind})",
+        {n for c in w.containers for n in c.port_names}, stack_helpers.declared_ports(w),
+        [(c.name, c.ports, manifests.endpoint(c.server)) for c in w.containers])
+    return None if breach is None else terms.message(svc.annotations, breach.finding(f"Service {svc.name} {_port_label(sp)}"))
 
 
 def validate(args, report_violation) -> None:

@@ -13,7 +13,7 @@ One violation per problem:
   until startup succeeds;
 - its budget, initialDelaySeconds + periodSeconds x failureThreshold (Kubernetes defaults 0,
   10 and 3 when omitted), EXCEEDS the cold start (spec "must exceed"), by
-  ``core.rules.startup_budget_covers``, the function the program's config check uses too.
+  :func:`core.rulebook.startup_budget`, the rule the program's config check judges by too.
 
 The cold start judged is the declared one; when a model server declares none (every
 hand-written manifest), it is the policy parameter ``assumedColdStartSeconds``, default 600 s:
@@ -53,15 +53,18 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
 
-from core import facts, rules
-from core.problems import Finding
+from core import facts, manifests, registry, rulebook, rules
+from core.registry import Breach
+from core.rulebook import probes
 from policylib import resource_helpers as rh
-from policylib import stack_helpers, stackconfig, terms, workloads
+from policylib import stack_helpers, stackconfig, terms, views
 
 NAME = "startup-probe-covers-cold-start"
-SOURCE = "seed 002 (clef-serve about 4 min), coder.yaml (vLLM TP=2 at 256K about 10 min, 120 x 15 s)"
+SOURCE = registry.RULES[NAME].source
 #: The cold start assumed for a model server that declares none, seconds: coder.yaml's ~10 min.
 ASSUMED_COLD_START_SECONDS = 600
+#: Where an assumed cold start comes from, as the wording names it.
+ASSUMED = f"annotation {facts.COLD_START_ANNOTATION}; policy parameter assumedColdStartSeconds"
 
 CONFIG_PROPERTIES = {
     "assumedColdStartSeconds": {
@@ -76,22 +79,21 @@ CONFIG_PROPERTIES = {
 }
 
 
-def judged_containers(w: workloads.Workload) -> list[workloads.Container]:
+def judged_containers(w: manifests.Workload) -> list[manifests.Container]:
     """Model-server containers, else card-holding containers, else every container."""
     servers = [c for c, _ in w.servers]
     return servers or rh.gpu_containers(w) or list(w.containers)
 
 
-def declared_cold_start(w: workloads.Workload) -> tuple[Optional[int], Optional[str]]:
-    """``(seconds, problem)``: the declared cold start (None when not declared), or what is wrong
-    with its declaration."""
+def declared_cold_start(w: manifests.Workload) -> tuple[Optional[int], Optional[Breach]]:
+    """``(seconds, breach)``: the declared cold start (None when not declared), or what is wrong
+    with its declaration (:func:`core.rulebook.probes.cold_start_declared`)."""
     raw = w.annotations.get(facts.COLD_START_ANNOTATION)
     if raw is None:
         return None, None
     seconds = rh.whole(raw)
-    if seconds is None or seconds <= 0:
-        return None, f"annotation {facts.COLD_START_ANNOTATION} is {raw!r}, not whole seconds above 0"
-    return seconds, None
+    breach = probes.cold_start_declared(raw, seconds)
+    return (None, breach) if breach else (seconds, None)
 
 
 def liveness_text(probe: Mapping) -> str:
@@ -103,8 +105,8 @@ def liveness_text(probe: Mapping) -> str:
             f"{budget} s in ({formula}), while it may still be loading")
 
 
-def probe_finding(subject: str, c: workloads.Container, cold: int, declared: bool, house: bool = True) -> Optional[Finding]:
-    """The start-up finding of one container against cold start ``cold`` seconds, or None.
+def probe_breach(c: manifests.Container, cold: int, declared: bool, house: bool = True) -> Optional[Breach]:
+    """The start-up breach of one container against cold start ``cold`` seconds, or None.
 
     ``house``: the inventory's ``house_conventions`` (the user's cluster: every model server has
     a startup probe covering the declared or assumed cold start). Without it, an undeclared
@@ -113,9 +115,6 @@ def probe_finding(subject: str, c: workloads.Container, cold: int, declared: boo
     cover the assumed cold start; a server with no liveness probe is never restarted while it
     loads, and a startup probe the author sized is left to that author (declare the cold start
     to have it checked)."""
-    whose = f"declared cold start of {cold} s" if declared else (
-        f"cold start of {cold} s assumed for a model server that declares none (annotation "
-        f"{facts.COLD_START_ANNOTATION}; policy parameter assumedColdStartSeconds)")
     if not house and not declared:
         if c.startup_probe is not None or c.liveness_probe is None:
             return None
@@ -123,35 +122,19 @@ def probe_finding(subject: str, c: workloads.Container, cold: int, declared: boo
         if rules.startup_budget_covers(grace, cold):
             return None
     if c.startup_probe is None:
+        whose = (f"declared cold start of {cold} s" if declared
+                 else f"cold start of {cold} s assumed for a model server that declares none ({ASSUMED})")
         killer = liveness_text(rh.mapping(c.liveness_probe)) if c.liveness_probe is not None else ""
-        return Finding(
-            subject,
-            f"container {c.name} has no startupProbe{killer}",
-            f"add a startupProbe on the health endpoint whose periodSeconds x failureThreshold exceeds the {whose} "
-            "(coder.yaml: 120 x 15 s)",
-            SOURCE,
-            stack_fix="set cold_start_seconds under {key}; the component derives the startup probe",
-        )
+        return probes.startup_probe_present(False, whose, killer)
     probe = rh.mapping(c.startup_probe)
-    budget, formula = rh.probe_budget(probe)
-    if rules.startup_budget_covers(budget, cold):
-        return None
-    period = rh.whole(probe.get("periodSeconds")) or rh.PROBE_PERIOD_DEFAULT
-    delay = rh.whole(probe.get("initialDelaySeconds")) or 0
-    needed = rules.startup_threshold_needed(cold, period, delay)
-    return Finding(
-        subject,
-        f"container {c.name} startupProbe allows {budget} s ({formula}), which does not exceed the {whose}, "
-        "so the kubelet kills the server before it is up",
-        f"raise failureThreshold to at least {needed} at periodSeconds {period}"
-        + ("" if declared else f", or declare the measured cold start as annotation {facts.COLD_START_ANNOTATION}"),
-        SOURCE,
-        stack_fix="raise startup_probe.failure_threshold under {key}, or leave it unset for 3 x cold_start_seconds",
-    )
+    return rulebook.startup_budget(
+        cold, rh.whole(probe.get("periodSeconds")) or rh.PROBE_PERIOD_DEFAULT,
+        rh.whole(probe.get("failureThreshold")) or rh.PROBE_FAILURE_THRESHOLD_DEFAULT,
+        rh.whole(probe.get("initialDelaySeconds")) or 0, assumed=None if declared else ASSUMED)
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     declared = facts.COLD_START_ANNOTATION in w.annotations
@@ -160,16 +143,15 @@ def validate(args, report_violation) -> None:
     label = rh.workload_label(w)
     cold, problem = declared_cold_start(w)
     if problem:
-        report_violation(terms.message(w.annotations, Finding(
-            label, problem, 'declare the cold start as whole seconds above 0, e.g. "600"', SOURCE)), args.urn)
+        report_violation(terms.message(w.annotations, problem.finding(label)), args.urn)
         return
     if cold is None:
         cold = int(stack_helpers.config_value(args, CONFIG_PROPERTIES, "assumedColdStartSeconds"))
     house = stackconfig.house_conventions()
     for c in judged_containers(w):
-        finding = probe_finding(label, c, cold, declared, house)
-        if finding:
-            report_violation(terms.message(w.annotations, finding), args.urn)
+        breach = probe_breach(c, cold, declared, house)
+        if breach:
+            report_violation(terms.message(w.annotations, breach.finding(f"{label}, container {c.name}")), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -26,23 +26,20 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import rules
-from core.modelfacts import ModelFacts
+from core import registry, rulebook
+from core.registry import Breach
 from policylib import capacity_helpers as ch
-from core.problems import Finding
-from policylib import stackconfig, terms, workloads
+from policylib import resource_helpers as rh
+from policylib import stackconfig, terms, views
 
 NAME = "tensor-parallel-divisibility"
-
-
-def sizes_that_divide(facts: ModelFacts, engine: str = "candle-vllm") -> list[int]:
-    """The TP sizes suggested in messages: those up to ``rules.MAX_SUGGESTED_TP`` that divide
-    every dimension ``engine`` shards (``core.rules.tp_sizes_that_divide``, as the config check)."""
-    return rules.tp_sizes_that_divide(facts, engine=engine)
+SOURCE = registry.RULES[NAME].source
+#: Where the model facts come from, for a server whose model the stack does not list.
+INVENTORY = "the pack's inventory (the stack config)"
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     parallel = [(c, s) for c, s in w.servers if s.tensor_parallel > 1]
@@ -51,11 +48,7 @@ def validate(args, report_violation) -> None:
     try:
         models = stackconfig.models()
     except stackconfig.StackConfigError as err:
-        report_violation(terms.message(w.annotations, Finding(
-            f"{w.kind} {w.name}", f"{NAME} cannot check its tensor parallel size: {err}",
-            f"give the stack config {stackconfig.PROJECT}:models in the format of Pulumi.prod.yaml",
-            "the pack's inventory (the stack config)",
-        )), args.urn)
+        report_violation(rh.config_error(NAME, err), args.urn)
         return
     if not models.entries:
         return  # the stack describes no model: not judged (policylib.coverage says so)
@@ -66,23 +59,14 @@ def validate(args, report_violation) -> None:
             continue  # a model the stack does not list, on someone else's cluster: not judged (coverage)
         if found is None:
             unknown, _, add = ch.unknown_model_message(s.model_arg, s.engine).partition("; ")
-            report_violation(terms.message(w.annotations, Finding(
-                where, f"cannot check tensor parallel {s.tensor_parallel}: {unknown}",
-                add or f"add the model to {stackconfig.PROJECT}:models", "the pack's inventory (the stack config)",
-            )), args.urn)
+            unlisted = Breach(f"cannot check tensor parallel {s.tensor_parallel}: {unknown}",
+                              add or f"add the model to {stackconfig.PROJECT}:models", INVENTORY)
+            report_violation(terms.message(w.annotations, unlisted.finding(where)), args.urn)
             continue
         key, facts = found
-        problems = facts.tp_divisibility_problems(s.tensor_parallel, s.engine)
-        if problems:
-            fits = ", ".join(str(tp) for tp in sizes_that_divide(facts, s.engine))
-            report_violation(terms.message(w.annotations, Finding(
-                where,
-                f"tensor parallel {s.tensor_parallel} does not divide model {key}: {'; '.join(problems)}; "
-                "the shards would be uneven and the server fails at load",
-                f"use a tensor parallel size that divides them ({fits}), with the pod's nvidia.com/gpu to match",
-                "seed 001 (candle-vllm); vLLM's own checks for vLLM",
-                stack_fix=f"set cards under {{key}} to one of {fits}",
-            )), args.urn)
+        breach = rulebook.tp_divides(key, facts, s.tensor_parallel, s.engine)
+        if breach:
+            report_violation(terms.message(w.annotations, breach.finding(where)), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

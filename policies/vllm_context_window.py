@@ -7,8 +7,8 @@ an explicit ``--max-model-len`` is at most the window vLLM derives
 ``--rope-scaling '{...}'``; YaRN counts from ``original_max_position_embeddings``), unless the
 container sets ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` (``1`` or ``true``). Otherwise vLLM v0.11.0
 refuses to start ("User-specified max_model_len ... is greater than the derived max_model_len").
-The stack file's check (``components/checks.py`` ``rule_context_window``) calls the same predicate,
-:func:`core.rules.max_model_len_ok`.
+The stack file and the component args judge by the same rule and wording,
+:func:`core.rulebook.context_window` (:func:`core.rules.max_model_len_ok`).
 
 Source: issue 10; Prod's ``reasoning`` asks 65,536 of Qwen3-30B-A3B (config.json: 40,960), which
 the user measured serving 64k: the Qwen3 model card's YaRN setting (``rope_type: yarn``,
@@ -29,21 +29,21 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import rules
-from core.problems import Finding
+from core import manifests, registry, rulebook, rules
+from core.engines import VllmConfig
 from policylib import capacity_helpers as ch
-from policylib import terms, workloads
+from policylib import terms
 
 NAME = "vllm-context-window"
-SOURCE = "issue 10; vLLM v0.11.0 _get_and_verify_max_len; the Qwen3 model card (YaRN)"
+SOURCE = registry.RULES[NAME].source
 ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
 
-def rope_scaling_of(s: workloads.ServerArgs) -> Optional[Mapping[str, Any]]:
+def rope_scaling_of(s: manifests.ServerArgs) -> Optional[Mapping[str, Any]]:
     """The rope_scaling a vLLM argv gives: ``--hf-overrides`` JSON's ``rope_scaling``, else
     ``--rope-scaling`` JSON; None when absent or not JSON of that shape."""
-    for flag, key in (("--hf-overrides", "rope_scaling"), ("--rope-scaling", None)):
-        raw = ch.arg(s, flag)
+    for flag, key in ((VllmConfig.FLAGS["hf_overrides"], "rope_scaling"), ("--rope-scaling", None)):
+        raw = s.get(flag)
         if not raw:
             continue
         try:
@@ -58,32 +58,14 @@ def rope_scaling_of(s: workloads.ServerArgs) -> Optional[Mapping[str, Any]]:
 
 
 def message(sc: ch.ServerCapacity, _cards: int) -> Optional[str]:
-    if sc.server.engine != "vllm" or sc.facts is None:
+    if sc.server.engine != "vllm" or sc.facts is None or sc.settings.max_model_len is None:
         return None
-    mml = ch.human_int(ch.arg(sc.server, "--max-model-len"))
-    if mml is None:
+    breach = rulebook.context_window(sc.model_key, sc.facts.max_position_embeddings, sc.settings.max_model_len,
+                                     rope_scaling_of(sc.server), rules.env_flag_on(sc.container.env.get(ALLOW_LONG)))
+    if breach is None:
         return None
-    scaling = rope_scaling_of(sc.server)
-    window = sc.facts.max_position_embeddings
-    allow = rules.env_flag_on(sc.container.env.get(ALLOW_LONG))
-    if rules.max_model_len_ok(mml, window, scaling, allow):
-        return None
-    derived = rules.derived_max_model_len(window, scaling)
-    factor = rules.yarn_factor_needed(mml, window)
-    how = (f"its rope_scaling {json.dumps(dict(scaling), separators=(',', ':'))} stretches that to {derived:,}"
-           if scaling else "it sets no rope_scaling")
-    finding = Finding(
-        f"{sc.workload.kind} {sc.workload.name}, container {sc.container.name}",
-        f"--max-model-len {mml:,} is above model {sc.model_key}'s max_position_embeddings {window:,} and {how}, "
-        f"without {ALLOW_LONG}: vLLM refuses to start",
-        "add the rope scaling the model card documents, e.g. YaRN: --hf-overrides="
-        f'{{"rope_scaling":{{"rope_type":"yarn","factor":{factor},"original_max_position_embeddings":{window}}}}}'
-        f", or lower --max-model-len to {derived:,}",
-        SOURCE,
-        stack_fix=(f"set rope_scaling: {{rope_type: yarn, factor: {factor}, original_max_position_embeddings: {window}}} "
-                   f"under {{key}} if the model card documents YaRN, or lower max_model_len to {derived:,}"),
-    )
-    return terms.message(sc.workload.annotations, finding)
+    subject = f"{sc.workload.kind} {sc.workload.name}, container {sc.container.name}"
+    return terms.message(sc.workload.annotations, breach.finding(subject))
 
 
 def validate(args, report_violation) -> None:

@@ -2,7 +2,7 @@
 
 Rule: each vLLM container's ``--gpu-memory-utilization`` (vLLM's default 0.90 when absent) is at
 most ``core.rules.GPU_MEMORY_UTILIZATION_CEILING`` (0.95), by
-:func:`core.rules.gpu_memory_utilization_ok`, the predicate the stack file's check uses too.
+:func:`core.rulebook.gpu_memory_utilization`, the rule the stack file judges by too.
 The bound is lifted only by ``--enforce-eager`` (no CUDA graphs are captured, so the headroom
 they need is not needed) or an explicit override: the annotation
 ``facts.GMU_OVERRIDE_ANNOTATION`` with the reason (the components write it from the stack
@@ -22,43 +22,33 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts, rules
-from core.problems import Finding
-from policylib import capacity_helpers as ch
+from core import facts, registry, rulebook
+from core.engines import VllmConfig
 from policylib import resource_helpers as rh
-from policylib import terms, workloads
+from policylib import terms, views
 
 NAME = "vllm-gpu-memory-utilization"
-SOURCE = "vllm-project/vllm #15598 (0.98 ran out of memory in CUDA-graph capture)"
+SOURCE = registry.RULES[NAME].source
 VLLM_DEFAULT = 0.90
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     overridden = facts.GMU_OVERRIDE_ANNOTATION in w.annotations
-    ceiling = rules.GPU_MEMORY_UTILIZATION_CEILING
     for c, s in w.servers_of("vllm"):
-        written = ch.arg(s, "--gpu-memory-utilization")
-        value = ch.number(written)
+        written = s.get(VllmConfig.FLAGS["gpu_memory_utilization"])
+        value = s.settings().gpu_memory_utilization
         if value is None:
             value = VLLM_DEFAULT if written is None else None
-        eager = s.has("--enforce-eager") or s.has("--enforce_eager")
-        if value is None or rules.gpu_memory_utilization_ok(value, enforce_eager=eager, overridden=overridden):
-            continue
-        finding = Finding(
-            f"{rh.workload_label(w)}, container {c.name}",
-            f"--gpu-memory-utilization is {written}, above the {ceiling} ceiling, without --enforce-eager or the "
-            f"{facts.GMU_OVERRIDE_ANNOTATION} annotation: vLLM fills {written} of the card with weights and KV cache and "
-            "has too little left for CUDA graph capture and NCCL",
-            f"lower it to at most {ceiling} (vLLM's default is {VLLM_DEFAULT:.2f}), add --enforce-eager, or declare the "
-            f"measured exception as annotation {facts.GMU_OVERRIDE_ANNOTATION}: <reason>",
-            SOURCE,
-            stack_fix=(f"lower gpu_memory_utilization to at most {ceiling} under {{key}}, set enforce_eager: true, or "
-                       "declare gpu_memory_utilization_override: {reason: ...}"),
-        )
-        report_violation(terms.message(w.annotations, finding), args.urn)
+        if value is None:
+            continue  # not a number: the capacity policies report what the estimator refuses
+        eager = s.has(VllmConfig.FLAGS["enforce_eager"])  # parse_args reads --enforce_eager as this
+        breach = rulebook.gpu_memory_utilization(value, eager, overridden)
+        if breach:
+            report_violation(terms.message(w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name}")),
+                             args.urn)
 
 
 POLICY = ResourceValidationPolicy(

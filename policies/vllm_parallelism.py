@@ -20,41 +20,30 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts, rules
-from core.problems import Finding
+from core import manifests, registry, rulebook
+from core.engines import VllmConfig
 from policylib import resource_helpers as rh
-from policylib import terms
-from policylib import workloads
+from policylib import terms, views
 
 NAME = "vllm-parallelism"
+SOURCE = registry.RULES[NAME].source
 
 
-def data_parallel(server: workloads.ServerArgs) -> int:
+def data_parallel(server: manifests.ServerArgs) -> int:
     """``--data-parallel-size`` (``-dp``), default 1."""
-    return rh.whole(server.get("--data-parallel-size") or server.get("-dp")) or 1
+    return rh.whole(server.get(VllmConfig.FLAGS["data_parallel_size"]) or server.get("-dp")) or 1
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or (not w.is_gpu and w.other_accelerator):
         return  # another vendor's accelerator (amd.com/gpu, google.com/tpu): not modelled
     for c, server in w.servers_of("vllm"):
-        tp, pp, dp = server.tensor_parallel, server.pipeline_parallel, data_parallel(server)
-        ranks = tp * pp * dp
-        if rules.parallel_matches_cards(tp, pp, c.cards, dp):
-            continue
-        formula = f"TP {tp} x PP {pp}" + (f" x DP {dp}" if dp != 1 else "")
-        effect = (
-            "vLLM fails at start for want of cards" if ranks > c.cards
-            else f"{c.cards - ranks} card(s) are held and idle"
-        )
-        report_violation(terms.message(w.annotations, Finding(
-            f"{rh.workload_label(w)}, container {c.name}",
-            f"{formula} = {ranks} GPU ranks but the container holds {c.cards} {facts.GPU_RESOURCE}; {effect}",
-            f"make --tensor-parallel-size x --pipeline-parallel-size equal the container's {facts.GPU_RESOURCE}",
-            "seed 001 (candle-vllm 2 ranks on 2 cards; an idle card is a card another server waits for)",
-            stack_fix="set cards under {key} to tensor_parallel_size x pipeline_parallel_size (or drop tensor_parallel_size)",
-        )), args.urn)
+        breach = rulebook.parallel_matches_cards(server.tensor_parallel, server.pipeline_parallel, c.cards,
+                                                 data_parallel(server))
+        if breach:
+            report_violation(terms.message(w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name}")),
+                             args.urn)
 
 
 POLICY = ResourceValidationPolicy(

@@ -1,6 +1,6 @@
 """vllm-served-model-names: each --served-model-name is its own argv item, without comma or space.
 
-Rule, for every vLLM container (recognised by image or command, ``policylib.workloads``):
+Rule, for every vLLM container (recognised by image or command, ``core.manifests``):
   - no served model name contains a comma (``--served-model-name reasoning,reasoning-long``
     and ``--served-model-name=reasoning,reasoning-long`` both make ONE model whose name
     contains a comma) or whitespace (``"reasoning reasoning-long"`` as one argv item);
@@ -21,14 +21,15 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import rules
-from core.problems import Finding
+from core import registry
+from core.registry import Breach
+from core.rulebook import served_names
 from policylib import resource_helpers as rh
-from policylib import terms
-from policylib import workloads
+from policylib import terms, views
 
 NAME = "vllm-served-model-names"
-FLAG = "--served-model-name"
+SOURCE = registry.RULES[NAME].source
+FLAG = served_names.FLAG
 
 
 def occurrences(argv: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
@@ -48,50 +49,23 @@ def occurrences(argv: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
     return [(form, tuple(names)) for form, names in out]
 
 
-def argv_problems(argv: tuple[str, ...]) -> list[str]:
-    """One text per problem of the served model names in ``argv``; ``[]`` when they are fine."""
+def argv_breaches(argv: tuple[str, ...]) -> list[Breach]:
+    """One breach per problem of the served model names in ``argv`` (:mod:`core.rulebook.served_names`);
+    ``[]`` when they are fine. A flag with no value is one empty name."""
     found = occurrences(argv)
-    problems = []
-    for form, names in found:
-        if not names or any(not n.strip() for n in names):
-            problems.append(f"{form} gives an empty served model name")
-        for n in names:
-            if not n.strip() or rules.served_name_ok(n.strip()):
-                continue  # core.rules.served_name_ok: the predicate the stack file's check calls
-            if "," in n:
-                parts = ", ".join(p.strip() for p in n.split(",") if p.strip())
-                problems.append(
-                    f'served model name "{n}" contains a comma: vLLM serves ONE model of that name, '
-                    f"not {parts}; give {FLAG} followed by each name as its own argv item"
-                )
-            elif any(ch.isspace() for ch in n.strip()):
-                problems.append(
-                    f'served model name "{n}" contains a space: one argv item is one name; '
-                    "split it into separate argv items"
-                )
-    if len(found) > 1:
-        dropped = [n for _, names in found[:-1] for n in names]
-        problems.append(
-            f"{FLAG} is given {len(found)} times; vLLM keeps only the last "
-            f"({', '.join(found[-1][1]) or 'empty'}) and drops {', '.join(dropped) or 'the others'}; "
-            f"give {FLAG} once followed by every name"
-        )
-    return problems
+    out = [served_names.served_name(n, form) for form, names in found for n in (names or ("",))]
+    out.append(served_names.flag_once(found))
+    return [b for b in out if b]
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None:
         return
     for c, server in w.servers_of("vllm"):
-        for problem in argv_problems(server.raw):
-            wrong, _, fix = problem.rpartition("; ")
-            report_violation(terms.message(w.annotations, Finding(
-                f"{rh.workload_label(w)}, container {c.name}", wrong or problem,
-                fix if wrong else f"give {FLAG} once followed by each name as its own argv item",
-                "seed 002 (reasoning.yaml: one comma-joined served model name)",
-                stack_fix="list each name as its own item of served_model_names under {key}",
-            )), args.urn)
+        for breach in argv_breaches(server.raw):
+            report_violation(terms.message(w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name}")),
+                             args.urn)
 
 
 POLICY = ResourceValidationPolicy(

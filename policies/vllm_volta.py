@@ -34,136 +34,55 @@ node affinity and node labels other than the hostname; GatedDeltaNet (fla) model
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts, images, rules
+from core import manifests, rulebook
+from core.engines import VllmConfig
+from core.inventory import Node
 from core.modelfacts import ModelFacts
-from core.problems import Finding
+from core.registry import Breach
+from core.rulebook import volta as volta_env
 from policylib import resource_helpers as rh
-from policylib import terms
-from policylib import stackconfig, workloads
+from policylib import stackconfig, terms, views
 
 NAME = "vllm-volta"
-SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
-BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
-NO_VOLTA_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
-CUSTOM_AR_FLAGS = ("--disable-custom-all-reduce", "--disable_custom_all_reduce")
+CUSTOM_AR_FLAGS = (VllmConfig.FLAGS["disable_custom_all_reduce"], "--disable_custom_all_reduce")
 
 
-#: One sm_70 problem: (what is wrong, the manifest fix, the stack-file fix with ``{key}``).
-Problem = tuple[str, str, str]
-
-
-def dtype_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA,
-                  house: bool = True) -> Optional[Problem]:
-    """The ``--dtype`` problem on compute capability ``sm`` (:func:`core.rules.dtype_runs_on`,
-    the predicate the stack file's ``dtype`` check calls), or None. Without ``house`` (the
-    inventory's ``house_conventions``), ``auto`` on a checkpoint the stack's models say is float16
-    passes: vLLM then takes float16, which sm_70 runs; the user's cluster asks for it explicitly."""
-    dtype = (server.get("--dtype") or "").lower()
-    if rules.dtype_runs_on("vllm", dtype, sm):
-        return None
-    stack_fix = "set dtype: float16 under {key}"
-    if not dtype or dtype == "auto":
-        if not house and model is not None and model.torch_dtype == "float16":
-            return None
-        ckpt = f" ({model.torch_dtype})" if model else ""
-        return (f"no explicit --dtype, so vLLM takes the checkpoint's dtype{ckpt}; sm_{sm} needs an "
-                "explicit half dtype", "add --dtype float16", stack_fix)
-    if dtype in ("bfloat16", "bf16"):
-        return f"--dtype bfloat16: sm_{sm} has no bf16 support", "use --dtype float16", stack_fix
-    return f"--dtype {dtype} is not a half dtype; sm_{sm} serves float16", "use --dtype float16", stack_fix
-
-
-def quantization_problem(server: workloads.ServerArgs, model: Optional[ModelFacts], sm: int = rules.SM_VOLTA) -> Optional[Problem]:
-    """The quantization problem on a card of compute capability ``sm`` (x10), by the table the
-    program's config checks use (``core.rules``), or None."""
-    written = server.get("--quantization") or server.get("-q")
+def breaches(c: manifests.Container, server: manifests.ServerArgs, model: Optional[ModelFacts], volta: list[Node],
+             house: bool = True) -> list[Breach]:
+    """Every sm_70 breach of one vLLM container, by the shared server rules
+    (:mod:`core.rulebook.servers`) and the env rules (:mod:`core.rulebook.volta`); ``volta`` is
+    the Volta nodes it can land on, judged by the lowest card; ``house``: the inventory's
+    ``house_conventions`` (without it ``auto`` passes on a float16 checkpoint)."""
+    card = min((n.card for n in volta if n.card), key=lambda k: k.sm)
+    written = server.get(VllmConfig.FLAGS["quantization"]) or server.get("-q")
     method = written or (model.quantization.method if model and model.quantization else None)
-    if rules.quantization_runs_on(method, sm):
-        return None
-    need = rules.quantization_min_sm(method)
-    how = f"--quantization {method}" if written else f"the checkpoint's {method} quantization (picked up without --quantization)"
-    return (f"{how}: its kernels need sm{need}+ (FP8 / INT4 tensor cores, Marlin), not sm_{sm}",
-            "use a gptq or unquantized float16 checkpoint",
-            "point model under {key} at a gptq or unquantized float16 checkpoint")
+    no_nvlink = [n for n in volta if n.card and not n.card.nvlink]
+    dtype = (server.get(VllmConfig.FLAGS["dtype"]) or "").lower() or None
+    found = [
+        rulebook.half_dtype(card, dtype, "vllm", model.torch_dtype if model else None, explicit=house),
+        rulebook.vllm_kernels(card, method, None, written=bool(written)),
+        rulebook.vllm_kernels(card, None, server.get(VllmConfig.FLAGS["kv_cache_dtype"])),
+        volta_env.flashinfer_sampler(c.env, c.image, card.sm),
+        volta_env.attention_backend(c.env, card.sm),
+    ]
+    if no_nvlink:
+        found.append(rulebook.custom_all_reduce(
+            no_nvlink[0].card, server.tensor_parallel, any(server.has(f) for f in CUSTOM_AR_FLAGS),
+            tuple(n.name for n in no_nvlink)))
+    return [b for b in found if b]
 
 
-def kv_cache_problem(server: workloads.ServerArgs, sm: int = rules.SM_VOLTA) -> Optional[Problem]:
-    kv = server.get("--kv-cache-dtype") or ""
-    if not rules.kv_cache_dtype_runs_on(kv, sm):
-        return (f"--kv-cache-dtype {kv}: sm_{sm} has no FP8", "use --kv-cache-dtype auto",
-                "set kv_cache_dtype: auto under {key}")
-    return None
-
-
-def sampler_problem(env, image: str, sm: int = rules.SM_VOLTA) -> Optional[Problem]:
-    """The FlashInfer sampler on sm_70, for the vLLM releases that turn it on by default
-    (:func:`core.rules.flashinfer_sampler_on_by_default`, the release from the image tag,
-    :attr:`core.images.ImageRef.version`); an explicit ``1`` is reported on any release."""
-    value = env.get(SAMPLER_ENV)
-    if value == "0":
-        return None
-    version = images.parse_image(image).version
-    on = rules.flashinfer_sampler_on_by_default(version, sm, v1_disabled=env.get("VLLM_USE_V1") == "0")
-    if value != "1" and on is False:
-        return None
-    shown = f"is {value!r}" if SAMPLER_ENV in env else "is not set"
-    if version is None:
-        release = (f"; the image tag {images.parse_image(image).shown_tag} names no release, so the sampler is taken as "
-                   f"on, as in every release from {'.'.join(map(str, rules.VLLM_V1_PRE_AMPERE_FROM if sm < rules.SM_AMPERE else rules.VLLM_V1_FROM))} on sm_{sm}")
-    else:
-        release = f" (vLLM {'.'.join(map(str, version))} samples with FlashInfer unless it is 0)" if value != "1" else ""
-    return (f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_{sm}{release}",
-            f"set {SAMPLER_ENV}=0", f"remove {SAMPLER_ENV} from env under {{key}}; the component sets it to 0")
-
-
-def env_problems(env, image: str = "", sm: int = rules.SM_VOLTA) -> list[Problem]:
-    problems = []
-    sampler = sampler_problem(env, image, sm)
-    if sampler:
-        problems.append(sampler)
-    backend = env.get(BACKEND_ENV, "")
-    if any(bad in backend.upper() for bad in NO_VOLTA_BACKENDS):
-        want = facts.VLLM_VOLTA_ENV[BACKEND_ENV]
-        problems.append((
-            f"env {BACKEND_ENV}={backend}: FlashAttention-2 and FlashInfer need sm75+",
-            f"set {BACKEND_ENV}={want}",
-            f"remove {BACKEND_ENV} from env under {{key}}; the component sets {want}",
-        ))
-    return problems
-
-
-def all_reduce_problem(server: workloads.ServerArgs, no_nvlink: list) -> Optional[Problem]:
-    tp = server.tensor_parallel
-    if not no_nvlink or not rules.custom_all_reduce_must_be_disabled(tp, nvlink=False) or any(server.has(f) for f in CUSTOM_AR_FLAGS):
-        return None
-    names = ", ".join(n.name for n in no_nvlink)
-    return (f"TP {tp} without NVLink ({names}) and no --disable-custom-all-reduce: vLLM's custom "
-            "all-reduce deadlocked after CUDA graph capture on this Volta/PCIe pair",
-            "add --disable-custom-all-reduce",
-            "remove disable_custom_all_reduce: false under {key} (the component disables it without NVLink)")
-
-
-def problems(c: workloads.Container, server: workloads.ServerArgs, model, volta: list, house: bool = True) -> list[Problem]:
-    """Every sm_70 problem of one vLLM container; ``volta`` is the Volta nodes it can land on;
-    ``house``: the inventory's ``house_conventions``."""
-    sm = rules.lowest_sm([n.card.sm for n in volta if n.card])
-    found = [dtype_problem(server, model, sm, house), quantization_problem(server, model, sm), kv_cache_problem(server, sm)]
-    found += env_problems(c.env, c.image, sm)
-    found.append(all_reduce_problem(server, [n for n in volta if n.card and not n.card.nvlink]))
-    return [p for p in found if p]
-
-
-def _model(server: workloads.ServerArgs, models) -> Optional[ModelFacts]:
+def _model(server: manifests.ServerArgs, models: Any) -> Optional[ModelFacts]:
     hit = models.find(server.model_arg) if models else None
     return hit[1] if hit else None
 
 
 def validate(args, report_violation) -> None:
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or not w.is_gpu:
         return
     vllm = w.servers_of("vllm")
@@ -183,11 +102,9 @@ def validate(args, report_violation) -> None:
         return
     where = rh.describe_nodes(volta, pinned)
     for c, server in vllm:
-        for wrong, fix, stack_fix in problems(c, server, _model(server, models), volta, inv.house_conventions):
-            report_violation(terms.message(w.annotations, Finding(
-                f"{rh.workload_label(w)}, container {c.name} ({where})", wrong, fix,
-                "seed 000 (coder.yaml: what vLLM v0.11.0 needs on the V100s, no NVLink)", stack_fix=stack_fix,
-            )), args.urn)
+        for breach in breaches(c, server, _model(server, models), volta, inv.house_conventions):
+            report_violation(terms.message(
+                w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name} ({where})")), args.urn)
 
 
 POLICY = ResourceValidationPolicy(

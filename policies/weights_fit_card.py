@@ -21,6 +21,9 @@ Does not check: whether the remaining KV cache holds max-model-len
 (kv-cache-fits-max-model-len); host memory (node-memory-allocation); memory the CUDA
 context and NCCL take besides the weights, which the estimate leaves out (so it errs on the
 side of fitting).
+
+The rule is judged and worded once, in :mod:`core.rulebook.capacity`; this module reads the manifests
+and reports its breaches.
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import capacity
+from core import capacity, registry
+from core.rulebook import capacity as rules
 from policylib import capacity_helpers as ch
 
 NAME = "weights-fit-card"
+SOURCE = registry.RULES[NAME].source
 
 
 #: How the messages name a server (``policylib.capacity_helpers.server_label``).
@@ -62,27 +67,12 @@ def message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
     e = sc.estimate
     if e is None:
         if sc.facts is None:
-            wrong, _, fix = (sc.problem or "").partition("; ")
-            return ch.finding(sc, f"cannot check that the weights fit the card: {wrong}",
-                              fix or "add the model to llm-serving:models", ch.INVENTORY_SOURCE)
+            return ch.report(sc, ch.unknown_model(sc, "that the weights fit the card"))
         return None  # no card (gpu-card-allocation) or an argument the KV policy reports
     if e.fits_weights:
         return None
-    card = sc.card.product if sc.card else "?"
-    what = f"{e.weights_gib_per_card:.2f} GiB of weights a card ({sc.model_key}, TP={e.tp})"
-    if e.weights_gib_per_card >= e.card_memory_gib:
-        why = f"{what} exceed the {e.card_memory_gib:.2f} GiB of a {card}, so the model never loads"
-    else:
-        why = (
-            f"{what} plus {e.activation_gib:.2f} GiB of profiled activations and {e.runtime_gib:.2f} GiB of runtime "
-            f"memory (CUDA, NCCL) exceed gpu-memory-utilization "
-            f"{e.budget_gib / e.card_memory_gib:.2f} x {e.card_memory_gib:.2f} GiB = {e.budget_gib:.2f} GiB of a "
-            f"{card}, so vLLM finds no memory for the KV cache and fails after loading"
-        )
-    tp = smallest_tp_that_fits(sc, cards_on_node)
-    fix = f"split it over {tp * e.pp} cards (TP={tp})" if tp else "use a quantized checkpoint or a larger card"
-    stack_fix = f"set cards under {{key}} to {tp * e.pp}" if tp else "point model under {key} at a quantized checkpoint"
-    return ch.finding(sc, why, fix, stack_fix=stack_fix)
+    return ch.report(sc, rules.weights_fit_card(sc.model_key or "?", e, smallest_tp_that_fits(sc, cards_on_node),
+                                                   searched=True))
 
 
 def validate(args, report_violation) -> None:

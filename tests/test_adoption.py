@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 
 from core import facts
-from components.config import ConfigError, load_stack_config
-from components.stack import render_manifests
+from stackfile import ConfigError, load_stack_config
+from stackfile.build import render_manifests
 from tools import analyze
 from tools.offline.manifests import load_stack_file
 

@@ -1,4 +1,4 @@
-"""core.argv: the argv a container will run (issue 12, kind 2): Kubernetes' $(VAR) expansion,
+"""core.manifests.argv: the argv a container will run (issue 12, kind 2): Kubernetes' $(VAR) expansion,
 shells, image entrypoints, and the server the argv starts; the workload view reads servers
 through it."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from core import argv as A
-from policylib import workloads
+from core.manifests import argv as A
+import core.manifests
 from tests.policy_harness import manifests
 
 
@@ -94,7 +94,7 @@ def test_server_of(argv, engine):
     assert (call.engine if call else None) == engine
 
 
-def _container(yaml_container: str) -> workloads.Container:
+def _container(yaml_container: str) -> core.manifests.Container:
     (r,) = manifests(f"""
 apiVersion: apps/v1
 kind: Deployment
@@ -105,7 +105,7 @@ spec:
       containers:
       - {yaml_container}
 """)
-    return workloads.workload(r.type, r.props, r.urn).containers[0]
+    return core.manifests.workload(r.type, r.props, r.urn).containers[0]
 
 
 def test_workload_view_reads_the_model_through_k8s_expansion():

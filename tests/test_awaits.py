@@ -17,8 +17,8 @@ import copy
 import pytest
 
 from core import facts, rules
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from tools import analyze
 from tools.offline.manifests import load_stack_file
 

@@ -17,6 +17,7 @@ from core.capacity import GIB, MIB, estimate, estimate_candle, estimate_vllm
 from core.images import parse_image
 from core.inventory import CardSpec
 from core.modelfacts import CATALOG, ModelFacts, facts_from_config_json
+from core.engines import ServerSettings
 
 
 def card(product: str, memory_mib: int, cc: str, nvlink: bool = False) -> CardSpec:
@@ -90,8 +91,8 @@ def test_llm_d_qwen3_14b_on_an_h100_before_0_17(tag, activation, kv):
     sampler warm-up on 1,024 rows of 151,936 logits holds the sort's 36 bytes a logit beside
     the bf16 logits: 5.58 GiB (-1.0%). The 0.15 GiB runtime is this report's
     (VLLM_RUNTIME_GIB)."""
-    e = estimate("vllm", QWEN3_14B, H100, dtype="bfloat16", gpu_memory_utilization=0.95, max_model_len=8192,
-                 image=f"vllm/vllm-openai:{tag}")
+    e = estimate(QWEN3_14B, H100, ServerSettings("vllm", dtype="bfloat16", gpu_memory_utilization=0.95, max_model_len=8192,
+                 image=f"vllm/vllm-openai:{tag}"))
     assert e.card_memory_gib == pytest.approx(79.19, abs=0.005)
     assert within(e.activation_gib, activation)
     assert within(e.kv_pool_gib, kv)
@@ -105,8 +106,8 @@ def test_llm_d_qwen3_14b_on_an_h100_at_0_17():
     (float32 logits masked in place, probabilities, exponential noise) give 2.11 GiB, 5.5% under
     the logged 2.23 (the one figure here just outside 5%; no constant is tuned to close it); the
     KV cache comes out 45.47 GiB (+0.3%)."""
-    e = estimate("vllm", QWEN3_14B, H100, dtype="bfloat16", gpu_memory_utilization=0.95, max_model_len=8192,
-                 image="vllm/vllm-openai:v0.17.0")
+    e = estimate(QWEN3_14B, H100, ServerSettings("vllm", dtype="bfloat16", gpu_memory_utilization=0.95, max_model_len=8192,
+                 image="vllm/vllm-openai:v0.17.0"))
     assert within(e.activation_gib, 2.23, 0.06) and not within(e.activation_gib, 2.23)
     assert within(e.kv_pool_gib, 45.34)
     assert round(e.kv_pool_gib, 2) == 45.47
@@ -154,8 +155,8 @@ def test_v1_ranks_are_alike_every_rank_samples():
 def test_the_release_comes_from_the_image_tag_and_an_unnamed_one_is_assumed():
     """core.images.ImageRef.version is the one tag parser; a tag naming no release (``sm70``,
     ``latest``) follows v0.11.0 and says so."""
-    tagged = estimate("vllm", QWEN3_14B, H100, max_model_len=8192, image="vllm/vllm-openai:v0.16.0@sha256:" + "a" * 64)
-    moving = estimate("vllm", QWEN3_14B, H100, max_model_len=8192, image="registry.local/vllm:sm70")
+    tagged = estimate(QWEN3_14B, H100, ServerSettings("vllm", max_model_len=8192, image="vllm/vllm-openai:v0.16.0@sha256:" + "a" * 64))
+    moving = estimate(QWEN3_14B, H100, ServerSettings("vllm", max_model_len=8192, image="registry.local/vllm:sm70"))
     assert tagged.engine_version == (0, 16, 0) and moving.engine_version == capacity.VLLM_ASSUMED_VERSION
     assert any("not named by the image tag" in n for n in moving.notes)
     assert not any("not named by the image tag" in n for n in tagged.notes)

@@ -6,9 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from core.engines import human_int
 from core.inventory import ClusterInventory
+import core.manifests
 from policylib import capacity_helpers as ch
-from policylib import stackconfig, workloads
+from policylib import stackconfig
 from tests.policy_harness import FIXTURES, DEFAULT_STACK_FILE, manifests, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 
@@ -37,7 +39,7 @@ def config():
 
 
 def view(resources):
-    return workloads.stack_view(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources)
+    return core.manifests.stack_view(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources)
 
 
 def test_prod_servers_give_one_row_each_with_their_numbers(config):
@@ -64,7 +66,7 @@ def test_prod_servers_give_one_row_each_with_their_numbers(config):
 def test_unknown_model_row_says_why_and_server_estimate_is_none(config):
     inv, models = config
     (r,) = manifests(open(PROD_SERVERS[2]).read().replace("Qwen/Qwen3-30B-A3B-GPTQ-Int4", "acme/unknown"))
-    w = workloads.workload(r.type, r.props, r.urn)
+    w = core.manifests.workload(r.type, r.props, r.urn)
     (c, s), = w.servers
     assert ch.server_estimate(w, c, s, inv, models) is None
     (row,) = ch.capacity_rows(view([r]), inv, models)
@@ -94,7 +96,7 @@ spec:
       {sel}
       containers: [{{name: c, image: x, resources: {{limits: {{nvidia.com/gpu: "{cards}"}}}}}}]
 """)
-        return workloads.workload(r.type, r.props, r.urn)
+        return core.manifests.workload(r.type, r.props, r.urn)
 
     assert ch.card_for(workload(1), inv)[:2] == ("b-small", inv.node("b-small").card)  # smallest card
     assert ch.card_for(workload(3), inv)[0] == "a-v100"  # the small node has 2 cards
@@ -106,7 +108,7 @@ spec:
 
 @pytest.mark.parametrize("text, value", [("65536", 65536), ("64k", 64_000), ("64K", 65_536), ("1.5M", 1_572_864), ("x", None), (None, None)])
 def test_human_int_reads_vllm_spellings(text, value):
-    assert ch.human_int(text) == value
+    assert human_int(text) == value
 
 
 def test_the_pack_takes_the_vllm_release_from_the_containers_image(config):
@@ -119,7 +121,7 @@ def test_the_pack_takes_the_vllm_release_from_the_containers_image(config):
     pools = {}
     for tag in ("v0.6.4", "v0.11.0", "v0.17.0"):
         (r,) = manifests(text.replace("vllm/vllm-openai:v0.11.0@", f"vllm/vllm-openai:{tag}@"))
-        w = workloads.workload(r.type, r.props, r.urn)
+        w = core.manifests.workload(r.type, r.props, r.urn)
         (c, s), = w.servers
         e = ch.server_estimate(w, c, s, inv, models)
         assert e is not None and e.engine_version == tuple(int(x) for x in tag[1:].split("."))

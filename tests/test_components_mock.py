@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from core import facts
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from tools.offline.manifests import load_stack_file
 from tools.offline.mockrun import ProgramError, run_program
 
@@ -145,13 +145,14 @@ def test_components_built_by_hand(tmp_path):
     reference) and its targetPort is that component's port."""
     program = tmp_path / "program.py"
     program.write_text(textwrap.dedent('''
-        from components.config import ServiceClient
+        from core.placement import Placement
+        from core.traffic import ServiceClient
         from components.service import StablePredictorService, StablePredictorServiceArgs
         from components.workload import GpuDeployment, GpuDeploymentArgs
 
         server = GpuDeployment("echo", GpuDeploymentArgs(
-            name="echo", namespace="lab", image="registry/echo:v1", node="worker-1", cards=1,
-            cold_start_seconds=30, port=9000))
+            name="echo", namespace="lab", image="registry/echo:v1", port=9000,
+            placement=Placement(node="worker-1", cards=1, cold_start_seconds=30)))
         StablePredictorService("echo-svc", StablePredictorServiceArgs(
             namespace="lab", selects=server,
             clients=[ServiceClient(name="probe", namespace="lab", port=80)]))

@@ -1,4 +1,4 @@
-"""components/config.py: the prod and history stack files load; a bad config is refused with
+"""stackfile/: the prod and history stack files load; a bad config is refused with
 every problem at once, each with its key path, value, rule and fix."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components.config import (
+from stackfile import (
     CandleWorkload,
     ConfigError,
     PytorchWorkload,
@@ -128,7 +128,7 @@ def test_every_problem_is_reported_at_once_with_path_value_rule_and_fix():
     tp = found["llm-serving:workloads.candle-vllm.cards"]
     assert tp.value == 3
     assert tp.rule.startswith("tensor parallel 3 does not divide model coder-14b-fp16: num_attention_heads 40 % 3 = 1")
-    assert tp.fix == "use a tensor parallel size that divides them: 1, 2, 4, 8"
+    assert tp.fix == "set cards to a tensor parallel size that divides them: 1, 2, 4, 8"
 
 
 def test_an_invalid_cluster_does_not_hide_the_other_problems():
@@ -241,7 +241,7 @@ def test_vllm_image_must_be_pinned_by_digest():
     p = only(config)
     assert (p.path, p.value) == ("llm-serving:workloads.reasoning.image", "vllm/vllm-openai:v0.15.0")
     assert "not pinned by digest" in p.rule and "error 803" in p.rule
-    assert p.fix.startswith("pin it as <image>:<tag>@sha256:<digest>")
+    assert p.fix.startswith("pin image as <image>:<tag>@sha256:<digest>")
 
 
 def test_a_service_must_not_select_a_parked_workload():
@@ -250,7 +250,8 @@ def test_a_service_must_not_select_a_parked_workload():
     config["llm-serving:services"]["clef-serve"]["selects"] = "clef-serve"
     p = only(config)
     assert p.path == "llm-serving:services.clef-serve.selects"
-    assert "which is parked" in p.rule and "park the Service too" in p.fix
+    assert p.rule.startswith("selects only parked clef-serve (") and "no running endpoints" in p.rule
+    assert "park the Service too" in p.fix
 
 
 def test_memory_request_must_fit_the_node():
@@ -259,7 +260,7 @@ def test_memory_request_must_fit_the_node():
     config["llm-serving:workloads"]["reasoning"]["resources"] = {"requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}
     p = only(config)
     assert (p.path, p.value) == ("llm-serving:workloads.reasoning.resources.requests.memory", "64Gi")
-    assert p.rule.startswith("memory request 65,536 MiB exceeds worker-1's allocatable 63,495 MiB")
+    assert p.rule.startswith("one pod requests 65,536 MiB of memory and its node worker-1 has 63,495 MiB allocatable")
 
 
 def test_request_above_limit_is_refused():
@@ -275,9 +276,10 @@ def test_cards_beyond_the_node_and_an_unknown_node():
     config["llm-serving:workloads"]["candle-vllm"]["cards"] = 8
     config["llm-serving:workloads"]["clef-candle"]["node"] = "worker-2"
     found = {p.path: p for p in problems_of(config)}
-    assert found["llm-serving:workloads.candle-vllm.cards"].rule == "one pod asks 8 cards; node worker-1 has 4"
+    assert found["llm-serving:workloads.candle-vllm.cards"].rule == (
+        "one pod asks 8 cards and its node worker-1 has 4; the pod never schedules")
     assert found["llm-serving:workloads.clef-candle.node"].fix == (
-        "use one of worker-1, or add the node to llm-serving:cluster.nodes")
+        "set node to one of worker-1, or add the node to llm-serving:cluster")
 
 
 def test_startup_budget_must_exceed_the_cold_start():
@@ -286,7 +288,7 @@ def test_startup_budget_must_exceed_the_cold_start():
     config["llm-serving:workloads"]["reasoning"]["startup_probe"] = {"period_seconds": 15, "failure_threshold": 40}
     p = only(config)
     assert (p.path, p.value) == ("llm-serving:workloads.reasoning.startup_probe.failure_threshold", 40)
-    assert p.rule.startswith("startup probe budget 15 s x 40 = 600 s does not exceed the declared cold start of 600 s")
+    assert p.rule.startswith("the startup probe allows 15 s x 40 = 600 s, which does not exceed the declared cold start of 600 s")
     assert p.fix.startswith("raise startup_probe.failure_threshold to at least 41")
 
 
@@ -304,7 +306,9 @@ def test_comma_joined_served_names_are_refused():
     config["llm-serving:workloads"]["reasoning"]["served_model_names"] = ["reasoning,reasoning-long"]
     p = only(config)
     assert p.path == "llm-serving:workloads.reasoning.served_model_names.0"
-    assert "contains a comma or space" in p.rule and "each name as its own item" in p.fix
+    assert p.rule == ('served model name "reasoning,reasoning-long" contains a comma: vLLM serves ONE model of that '
+                      "name, not reasoning, reasoning-long")
+    assert p.fix == "list each name as its own item of served_model_names"
 
 
 def test_sm70_refuses_bf16_fp8_and_custom_all_reduce():
@@ -329,7 +333,7 @@ def test_vllm_parallelism_must_match_the_cards():
     config["llm-serving:workloads"]["coder"]["tensor_parallel_size"] = 1
     p = only(config)
     assert p.path == "llm-serving:workloads.coder.tensor_parallel_size"
-    assert p.rule == "tensor parallel 1 x pipeline parallel 1 = 1 workers, but the pod holds 2 cards"
+    assert p.rule == "tensor parallel 1 x pipeline parallel 1 = 1 ranks, but the pod holds 2 cards; 1 card(s) are held and idle"
 
 
 def test_prefill_chunk_must_be_a_multiple_of_1024():

@@ -63,7 +63,7 @@ def test_no_policy_writes_into_the_resource_properties_it_reads(monkeypatch):
 
 
 def test_a_workload_view_is_built_once_per_request_and_props_object():
-    from policylib import workloads
+    from policylib import views
 
     props = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w", "namespace": "llm-serving"},
              "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}
@@ -72,11 +72,11 @@ def test_a_workload_view_is_built_once_per_request_and_props_object():
 
     class Servicer:
         def Analyze(self, request, context):
-            return workloads.workload(t, props), workloads.workload(t, props), workloads.workload(t, other)
+            return views.workload(t, props), views.workload(t, props), views.workload(t, other)
 
     Servicer.Analyze = decode_once._scoped(Servicer.Analyze)  # type: ignore[method-assign]
     a, b, c = Servicer().Analyze(None, None)
     assert a is b and a is not None and c is not None and c.name == "v"
     # Outside a request nothing is shared (each call builds its own view).
-    assert workloads.workload(t, props) is not workloads.workload(t, props)
-    assert workloads.workload(t, props) == a
+    assert views.workload(t, props) is not views.workload(t, props)
+    assert views.workload(t, props) == a

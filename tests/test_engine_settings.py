@@ -1,19 +1,31 @@
 """Issue 8: each engine flag is declared once (core/engines.py) and the stack file's workload,
-the component args and the rendered argv all come from that one model."""
+the component args and the rendered argv all come from that one model; the model reads an argv
+back into the typed settings the capacity estimator takes (the inverse of ``argv()``), and the
+estimator runs once per server."""
 
 from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from components import stack
-from components.config import CandleWorkload, VllmWorkload
+import core.manifests
+from stackfile import CandleWorkload, VllmWorkload, load_stack_config
+from stackfile import build as stack
+from stackfile.build import render_manifests
 from components.vllm import VllmArgs, vllm_argv
 from components.workload import CandleDeploymentArgs, candle_argv
-from core.engines import CandleConfig, VllmConfig
+from core import capacity
+from core.engines import CandleConfig, ServerSettings, VllmConfig
+from policylib import capacity_helpers as ch
+from policylib import stackconfig
+from policylib.pack import policies
+from tests.policy_harness import DEFAULT_STACK_FILE, FIXTURES, manifests, run_policy, use_stack_config
 from tests.test_components import PROD
+from tools.offline.manifests import load_stack_file, resources_from_documents
 
 PAIRS = [(VllmConfig, VllmWorkload, VllmArgs), (CandleConfig, CandleWorkload, CandleDeploymentArgs)]
 
@@ -29,7 +41,7 @@ def test_the_workload_and_the_args_extend_the_one_settings_model(settings, workl
 @pytest.mark.parametrize("settings, compose", [(VllmConfig, stack.vllm_args), (CandleConfig, stack.candle_args)],
                          ids=["vllm", "candle-vllm"])
 def test_the_composition_copies_no_flag(settings, compose):
-    """components/stack.py hands the settings over whole (settings_of), never ``flag=wl.flag``."""
+    """stackfile/build.py hands the settings over whole (settings_of), never ``flag=wl.flag``."""
     source = inspect.getsource(compose)
     assert f"settings_of({settings.__name__}, wl)" in source
     copied = [f for f in settings.model_fields if re.search(rf"\b{f}=wl\.{f}\b", source)]
@@ -47,3 +59,68 @@ def test_prod_argv_comes_from_the_settings_models():
     assert candle_argv(cargs) == candle.argv("/mnt/models/coder-14b-fp16", cards=2) == [
         "--w", "/mnt/models/coder-14b-fp16", "--d", "0,1", "--dtype", "f16", "--p", "8080",
         "--max-num-seqs", "32", "--kv-fraction", "0.85"]
+
+
+ROOT = Path(__file__).resolve().parent.parent
+PROD_FILE = load_stack_file(ROOT / "Pulumi.prod.yaml")
+
+
+def _prod_rendered():
+    config = load_stack_config(PROD_FILE)
+    resources = resources_from_documents(render_manifests(config), stack="prod")
+    return config, resources
+
+
+def _stack(resources):
+    return core.manifests.stack_view(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources)
+
+
+def test_prod_servers_read_back_to_the_stack_files_settings():
+    config, resources = _prod_rendered()
+    read = {(w.name, s.engine): s.settings(c.image or None) for w in _stack(resources).workloads for c, s in w.servers}
+    expected = {}
+    for name, wl in config.workloads.items():
+        if isinstance(wl, VllmWorkload):
+            expected[(name, "vllm")] = wl.settings(tp=wl.tp)
+        elif isinstance(wl, CandleWorkload):
+            expected[(name, "candle-vllm")] = wl.settings(cards=wl.cards)
+    assert expected and read == expected
+    reasoning = read[("reasoning", "vllm")]
+    assert (reasoning.max_model_len, reasoning.gpu_memory_utilization, reasoning.dtype, reasoning.tp) == (65536, 0.9, "float16", 1)
+    assert sorted(read) == [("candle-vllm", "candle-vllm"), ("clef-candle", "candle-vllm"), ("reasoning", "vllm")]
+
+
+def test_an_unknown_or_unreadable_flag_is_the_engines_default():
+    s = core.manifests.parse_args("vllm", ["--model=m", "--max-model-len=lots", "--frobnicate", "--block_size", "32",
+                                           "--gpu_memory_utilization=0.8", "-tp", "2"])
+    assert s.settings() == ServerSettings("vllm", tp=2, gpu_memory_utilization=0.8, block_size=32)
+    c = core.manifests.parse_args("candle-vllm", ["--w", "/mnt/models/x", "--d", "0,1", "--fp8-kvcache", "--mem", "4K"])
+    assert c.settings() == ServerSettings("candle-vllm", tp=2, kv_cache_dtype="fp8", mem_mib=4096)
+
+
+def test_every_fixture_server_reads_without_error():
+    read = 0
+    for case in sorted(FIXTURES.glob("*/*/*.yaml")):
+        for w in _stack(manifests(case.read_text())).workloads:
+            for c, s in w.servers:
+                assert s.settings(c.image or None).engine == s.engine, case
+                read += 1
+    assert read > 50
+
+
+def test_prod_estimates_each_server_once():
+    """The stack-file checks, the preview's capacity table and every policy of the pack, in one
+    process, estimate each of prod's three servers once (the pack's own process does the same)."""
+    capacity.estimate.cache_clear()
+    config, resources = _prod_rendered()
+    after_checks = capacity.estimate.cache_info().misses
+    use_stack_config(PROD_FILE)
+    try:
+        rows = ch.rows_from_resources([SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources],
+                                      stackconfig.inventory(), stackconfig.models())
+        for policy in policies():
+            run_policy(policy, resources)
+    finally:
+        use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    assert len(rows) == 3
+    assert (after_checks, capacity.estimate.cache_info().misses) == (3, 3)

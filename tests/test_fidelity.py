@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from core import facts
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from tools.offline.manifests import load_stack_file
 
 from tests.paths import REFERENCE, ROOT

@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from policylib.pack import policies
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools import preview

@@ -282,8 +282,8 @@ def test_a_policy_pack_config_that_is_a_fifo_or_repeats_a_key_is_exit_2(tmp_path
 def test_a_network_policy_port_that_is_no_port_is_judged_without_a_crash():
     """Found by the fuzz test: network-ingress-for-clients compared a list with a port number."""
     import network_ingress_for_clients as mod
-    from components.config import load_stack_config
-    from components.stack import render_manifests
+    from stackfile import load_stack_config
+    from stackfile.build import render_manifests
     from tests.policy_harness import run_policy, use_stack_config
     from tools.offline.manifests import load_stack_file, resources_from_documents
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ConfigError, load_stack_config
-from components.stack import render_manifests
+from stackfile import ConfigError, load_stack_config
+from stackfile.build import render_manifests
 from core import capacity, facts, rules
 from core.modelfacts import CATALOG
+from core.engines import ServerSettings
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,17 +119,17 @@ def test_the_estimate_credits_at_most_the_ceiling():
     """Issue 10: the capacity table showed MORE room at 0.98 than at 0.95; it must not."""
     facts_ = CATALOG["Qwen/Qwen3-30B-A3B-GPTQ-Int4"]
     card = load_stack_config(PROD).cluster.nodes[0].card
-    at = {u: capacity.estimate("vllm", facts_, card, gpu_memory_utilization=u, max_model_len=65536) for u in (0.95, 0.98, 1.0)}
+    at = {u: capacity.estimate(facts_, card, ServerSettings("vllm", gpu_memory_utilization=u, max_model_len=65536)) for u in (0.95, 0.98, 1.0)}
     assert at[0.98].kv_tokens == at[0.95].kv_tokens == at[1.0].kv_tokens
     assert at[0.98].budget_gib == at[0.95].budget_gib
     assert any("0.98 is above the 0.95 ceiling" in n for n in at[0.98].notes)
     assert not any("ceiling" in n for n in at[0.95].notes)
     # Below the ceiling more utilization is more room, as vLLM computes it.
-    assert capacity.estimate("vllm", facts_, card, gpu_memory_utilization=0.90, max_model_len=65536).kv_tokens < at[0.95].kv_tokens
+    assert capacity.estimate(facts_, card, ServerSettings("vllm", gpu_memory_utilization=0.90, max_model_len=65536)).kv_tokens < at[0.95].kv_tokens
     # The engine model itself is unchanged (a public log at 0.98 is reproduced through estimate_vllm).
     assert capacity.estimate_vllm(facts_, card, gpu_memory_utilization=0.98, max_model_len=65536).kv_tokens > at[0.95].kv_tokens
     with pytest.raises(ValueError):
-        capacity.estimate("vllm", facts_, card, gpu_memory_utilization=1.2, max_model_len=65536)
+        capacity.estimate(facts_, card, ServerSettings("vllm", gpu_memory_utilization=1.2, max_model_len=65536))
 
 
 # --- the stack file -------------------------------------------------------------------------------
@@ -144,8 +145,8 @@ def test_prod_reasoning_renders_the_qwen3_cards_yarn_as_hf_overrides():
 def test_max_model_len_above_the_window_without_rope_scaling_is_refused():
     (p,) = _problems(_prod(reasoning={"rope_scaling": None}))
     assert p.path == f"{W}.reasoning.max_model_len" and p.value == 65536
-    assert "above model qwen3-30b-a3b-gptq-int4's max_position_embeddings 40,960 and no rope_scaling is set" in p.rule
-    assert "(YaRN: {rope_type: yarn, factor: 1.6, original_max_position_embeddings: 40960})" in p.fix
+    assert "above model qwen3-30b-a3b-gptq-int4's max_position_embeddings 40,960 and no rope scaling is set" in p.rule
+    assert "YaRN: rope_scaling: {rope_type: yarn, factor: 1.6, original_max_position_embeddings: 40960}" in p.fix
     assert p.fix.endswith("or lower max_model_len to 40,960")
 
 
@@ -155,13 +156,13 @@ def test_vllm_allow_long_max_model_len_lets_it_load():
 
 def test_a_yarn_factor_short_of_max_model_len_is_refused():
     (p,) = _problems(_prod(reasoning={"rope_scaling": {**YARN2, "factor": 1.5}}))
-    assert 'rope_scaling {"rope_type": "yarn", "factor": 1.5, "original_max_position_embeddings": 32768} gives 49,152' in p.rule
+    assert 'rope scaling {"rope_type":"yarn","factor":1.5,"original_max_position_embeddings":32768} stretches that to 49,152' in p.rule
 
 
 def test_gpu_memory_utilization_above_the_ceiling_is_refused():
     (p,) = _problems(_prod(reasoning={"gpu_memory_utilization": 0.98}))
     assert p.path == f"{W}.reasoning.gpu_memory_utilization" and p.value == 0.98
-    assert "vllm-project/vllm #15598" in p.rule
+    assert "vllm-project/vllm #15598" in p.source
 
 
 def test_enforce_eager_lifts_the_ceiling_and_renders_the_flag():
@@ -182,12 +183,12 @@ def test_a_gpu_workload_without_memory_is_refused(workload):
     raw = _prod(**{workload: {"resources": {"requests": {"cpu": "4"}}}})
     (p,) = _problems(raw)
     assert p.path == f"{W}.{workload}.resources"
-    assert "declares no requests.memory and no limits.memory" in p.rule and "counts as 0 MiB" in p.rule
+    assert "memory request none and limit none" in p.rule and "counts as 0 MiB" in p.rule
 
 
 def test_a_request_without_a_limit_is_refused_and_a_limit_alone_loads():
     (p,) = _problems(_prod(reasoning={"resources": {"requests": {"memory": "12Gi"}}}))
-    assert "declares no limits.memory" in p.rule
+    assert "memory request 12,288 MiB and limit none: nothing bounds" in p.rule
     load_stack_config(_prod(reasoning={"resources": {"limits": {"memory": "32Gi"}}}))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ConfigError, load_stack_config
+from stackfile import ConfigError, load_stack_config
 from core import kube
 from tools.offline.manifests import load_stack_file
 
@@ -71,7 +71,7 @@ def test_an_inference_service_name_too_long_for_kserves_pod_label_is_refused():
     found = problems_of(edit)
     p = found[f"{W}.{'r' * 49}"]
     assert "app: isvc." + "r" * 49 + "-predictor" in p.rule and "63" in p.rule
-    assert p.fix == "shorten the workload name to at most 48 characters"
+    assert p.fix == "shorten the workload's name to at most 48 characters"
     ok = copy.deepcopy(PROD)
     ok[W]["r" * 48] = ok[W].pop("reasoning")
     ok["llm-serving:services"]["reasoning-long-predictor"]["selects"] = "r" * 48

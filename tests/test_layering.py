@@ -10,7 +10,7 @@
     testbed/     the real suite's toolchain, loopback cluster and stand-ins: may import everything
 
 and the two splits: the facts, inventory, model facts, capacity and rules out of components/
-into core/, and components/config.py (1,000 lines, six jobs) into schema, loader and checks.
+into core/, and stackfile/ (1,000 lines, six jobs) into schema, loader and checks.
 """
 
 from __future__ import annotations
@@ -41,10 +41,11 @@ def _files(folder: str) -> list[Path]:
 
 #: What each layer may not import.
 FORBIDDEN = {
-    "core": {"components", "policies", "policylib", "tools", "testbed", "tests", "pulumi", "pulumi_kubernetes", "pulumi_policy"}
-    | POLICY_MODULES,
-    "components": {"policies", "policylib", "tools", "testbed", "tests"} | POLICY_MODULES,
-    "policies": {"components", "tools", "testbed", "tests", "pulumi_kubernetes"},
+    "core": {"components", "stackfile", "policies", "policylib", "tools", "testbed", "tests", "pulumi",
+             "pulumi_kubernetes", "pulumi_policy"} | POLICY_MODULES,
+    "components": {"stackfile", "policies", "policylib", "tools", "testbed", "tests"} | POLICY_MODULES,
+    "stackfile": {"policies", "policylib", "tools", "testbed", "tests"} | POLICY_MODULES,
+    "policies": {"components", "stackfile", "tools", "testbed", "tests", "pulumi_kubernetes"},
 }
 
 
@@ -90,27 +91,59 @@ def test_imports_point_down(layer):
     assert wrong == {}
 
 
+def _depth(package: str) -> tuple[str, ...]:
+    """The longest chain of imports among ``package``'s own modules (absolute imports anywhere in
+    a module, counting modules): how deep one must read to understand its deepest module."""
+    modules = {p.stem: p for p in (ROOT / package).glob("*.py") if p.stem != "__init__"}
+    graph: dict[str, set[str]] = {}
+    for stem, path in modules.items():
+        graph[stem] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            graph[stem] |= {n.split(".")[1] for n in names if n.startswith(package + ".") and n.split(".")[1] in modules}
+
+    def chain(stem: str) -> tuple[str, ...]:
+        return (stem,) + max((chain(d) for d in graph[stem]), key=len, default=())
+
+    return max((chain(stem) for stem in modules), key=len)
+
+
+def test_components_import_at_most_three_levels_deep():
+    """A component reads its args and the shared pod parts, then core: e.g. vllm -> workload ->
+    pod (the stack-file loader once stood between them: nine levels, stack -> ... -> objects)."""
+    assert len(_depth("components")) <= 3, _depth("components")
+
+
 def test_the_shared_modules_live_in_core():
     for name in ("facts", "inventory", "modelfacts", "capacity", "rules", "quantity", "allocation", "engines", "problems"):
         assert (ROOT / "core" / f"{name}.py").exists(), name
         assert not (ROOT / "components" / f"{name}.py").exists(), name
 
 
-def test_config_is_split_by_job():
-    """schema (models), loader (loading and error translation), checks (cross-checks),
-    rule_wordings (the rule functions the component args share); config.py only names the
-    public API."""
-    from components import checks, config, loader, rule_wordings, schema
+def test_the_stack_file_is_split_by_job():
+    """schema (models), loader (loading and error translation), checks (cross-checks), objects
+    (rendered and left alone), build (config -> component args -> components); the rules the
+    component args share are core's rulebook; the package's ``__init__`` only names the public API."""
+    import stackfile
+    from core import rulebook
+    from stackfile import build, checks, loader, objects, schema
 
     assert hasattr(schema, "StackConfig") and not hasattr(schema, "load_stack_config")
     assert hasattr(loader, "load_stack_config") and not hasattr(loader, "rule_tp_divides")
-    assert hasattr(checks, "cross_checks") and hasattr(rule_wordings, "rule_tp_divides")
-    assert not hasattr(rule_wordings, "cross_checks")
+    assert hasattr(checks, "cross_checks") and hasattr(rulebook, "tp_divides")
+    assert hasattr(objects, "left_alone_text") and hasattr(build, "build_stack")
+    assert not hasattr(rulebook, "cross_checks")
     assert not hasattr(checks, "load_stack_config")
-    for module in (schema, loader, checks, rule_wordings):
+    for module in (schema, loader, checks, objects, build, rulebook):
         assert len(Path(module.__file__).read_text().splitlines()) < 400, module.__name__
-    source = Path(config.__file__).read_text()
+    source = Path(stackfile.__file__).read_text()
     assert "def " not in source and "class " not in source
+    assert not (ROOT / "components" / "config.py").exists()
 
 
 def test_no_sys_path_edits():

@@ -22,9 +22,9 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
-from components.config import ConfigError, load_stack_config
-from components.objects import left_alone_outputs, left_alone_text, managed_objects
-from components.stack import render_manifests
+from stackfile import ConfigError, load_stack_config
+from stackfile.objects import left_alone_outputs, left_alone_text, managed_objects
+from stackfile.build import render_manifests
 from tools.offline import mockrun, summary
 
 ROOT = Path(__file__).resolve().parent.parent

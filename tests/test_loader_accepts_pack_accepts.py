@@ -9,7 +9,7 @@ manifest the program renders from it: both sides call the same predicates (``cor
 
 Stack policies (cards and memory summed over a node, a served name answered twice, Service
 selectors) are left to the pack by design: the history stacks (``tests/stacks/``) must load so
-the pack can judge them (``components/config.py``'s docstring).
+the pack can judge them (``stackfile/``'s docstring).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
-from components.config import ConfigError, load_stack_config
-from components.stack import render_manifests
+from stackfile import ConfigError, load_stack_config
+from stackfile.build import render_manifests
 from core import facts
 from policylib.pack import policies
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config

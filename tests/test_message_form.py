@@ -52,14 +52,15 @@ def stack_config():
     "policy, image, gpu, env, stack_words, yaml_words",
     [
         (moving_tag_pull_always.POLICY, "ghcr.io/x/candle-vllm:sm70", "1", "",
-         "Fix: pin image under llm-serving:workloads.clef-candle by @sha256 digest",
-         "Fix: set imagePullPolicy: Always, or pin the image by @sha256 digest"),
+         "Fix: pin image by @sha256 digest under llm-serving:workloads.clef-candle",
+         "Fix: pin image by @sha256 digest, or set imagePullPolicy: Always"),
         (gpu_whole_cards.POLICY, "ghcr.io/x/candle-vllm@sha256:00", "0.5", "",
-         "Fix: set cards under llm-serving:workloads.clef-candle to a whole number",
+         "Fix: set cards to a whole number under llm-serving:workloads.clef-candle",
          "Fix: set requests and limits to the same whole number"),
         (vllm_volta.POLICY, "vllm/vllm-openai@sha256:00", "1", "env: [{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]",
-         "Fix: remove VLLM_USE_FLASHINFER_SAMPLER from env under llm-serving:workloads.clef-candle",
-         "Fix: set VLLM_USE_FLASHINFER_SAMPLER=0"),
+         "Fix: remove VLLM_USE_FLASHINFER_SAMPLER from env (the component sets it to 0) under "
+         "llm-serving:workloads.clef-candle",
+         "Fix: set env VLLM_USE_FLASHINFER_SAMPLER=0"),
     ],
 )
 def test_the_fix_is_in_the_users_terms(policy, image, gpu, env, stack_words, yaml_words):

@@ -29,8 +29,8 @@ import candle_vllm_args
 import gpu_card_allocation
 import node_memory_allocation
 import vllm_volta
-from components.config import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
-from components.stack import render_manifests, stack_outputs, StackResources
+from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
+from stackfile.build import render_manifests, stack_outputs, StackResources
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_preview_summary import deployment, inventory, isvc
 from tools.offline.manifests import load_stack_file, resources_from_documents
@@ -119,7 +119,7 @@ def test_capacity_the_pack_refuses_the_loader_refuses():
     _, problems = _load(_set("reasoning", max_model_len=262144, rope_scaling=yarn8))
     (p,) = problems
     assert p.path == f"{W}.reasoning.max_model_len"
-    assert "the pool holds about 124,400 tokens on one card" in p.rule
+    assert "the pool holds about 124,400 tokens on one Tesla-V100-PCIE-32GB" in p.rule
     assert p.fix.startswith("lower max_model_len to at most 124,400")
 
 
@@ -270,7 +270,7 @@ def test_valid_quantities_parse_as_the_official_client_parses_them(value):
 def test_pack_names_an_invalid_shm_size_limit():
     import multi_gpu_shm
 
-    from policylib import workloads as wl
+    import core.manifests
 
     text = """
 apiVersion: apps/v1
@@ -292,7 +292,7 @@ spec:
         resources: {limits: {nvidia.com/gpu: "2", memory: 32Gi}}
 """
     (r,) = manifests(text)
-    w = wl.workload(r.type, r.props, r.urn)
+    w = core.manifests.workload(r.type, r.props, r.urn)
     (c,) = w.containers
-    assert multi_gpu_shm.container_problems(w, c, 1024) == [
-        "volume shm sizeLimit: 'lots' is not a Kubernetes quantity; write e.g. \"8Gi\""]
+    (breach,) = multi_gpu_shm.container_problems(w, c, 1024)
+    assert "the container volume shm sizeLimit: 'lots' is not a Kubernetes quantity; write e.g. \"8Gi\"" in breach.wrong

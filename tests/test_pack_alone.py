@@ -44,6 +44,8 @@ def test_the_copy_has_no_path_into_the_repository(tmp_path):
     text = (dest / "requirements.txt").read_text()
     assert "../" not in text and "-e " not in text
     assert (dest / "core" / "rules.py").exists() and (dest / "PulumiPolicy.yaml").exists()
+    assert {p.name for p in (dest / "core" / "data").iterdir()} == {
+        "models.yaml", "models.schema.json", "cards.yaml", "cards.schema.json"}
     assert not list(dest.rglob("*.egg-info")) and not (dest / "pyproject.toml").exists()
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from tools import plan
 from tools.offline import render, summary, transition
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from core import facts
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools.offline import mockrun, render
@@ -140,7 +140,7 @@ def test_a_declared_reason_is_what_lets_a_root_container_pass():
     assert run_policy(pod_run_as_non_root.POLICY, resources_from_documents([doc])) == []
     doc["metadata"]["annotations"][facts.RUNS_AS_ROOT_ANNOTATION] = " "
     (v,) = run_policy(pod_run_as_non_root.POLICY, resources_from_documents([doc]))
-    assert "set run_as_user: <uid> on llm-serving:workloads.reasoning" in v.message
+    assert "set run_as_user: <uid> under llm-serving:workloads.reasoning" in v.message
 
 
 CHECKOV = os.environ.get("CHECKOV") or shutil.which("checkov")

@@ -8,7 +8,8 @@ import pulumi.runtime.config
 import pytest
 
 import candle_vllm_args as mod
-from policylib import workloads
+import core.manifests
+from core import registry
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -19,7 +20,7 @@ def stack_config():
 
 
 def _args(*argv):
-    return workloads.parse_args("candle-vllm", argv)
+    return core.manifests.parse_args("candle-vllm", argv)
 
 
 @pytest.mark.parametrize(
@@ -29,17 +30,22 @@ def _args(*argv):
         (("--d", "0"), 1, []),
         ((), 1, []),  # no --d: device 0
         ((), 2, [("no --d (device 0 only) names 1 device(s) but the container holds 2 nvidia.com/gpu; "
-                  "the tensor-parallel ranks must equal the cards", "--d 0,1, or 1 nvidia.com/gpu")]),
+                  "the tensor-parallel ranks must equal the cards",
+                  "set --d=0,1, or the container's nvidia.com/gpu (requests = limits): 1")]),
         (("--d", "1,0"), 2, []),  # order does not matter, the set does
         (("--d", "0,2"), 2, [("--d 0,2 is not distinct devices 0..n-1: the pod's cards are numbered from 0 "
-                              "inside the container", "--d 0,1")]),
+                              "inside the container", "set --d=0,1")]),
         (("--d", "0", "1"), 2, [("--d is followed by 2 items (0 1); candle-vllm takes one comma-separated list",
-                                 "--d 0,1")]),
-        (("--d", "gpu0"), 1, [("--d gpu0 has a device that is not a number", "give ordinals 0..0")]),
+                                 "set --d=0,1")]),
+        (("--d", "gpu0"), 1, [("--d gpu0 has a device that is not a number", "set --d=0")]),
     ],
 )
 def test_device_problems(argv, cards, problems):
-    assert mod.device_problems(_args(*argv), cards) == problems
+    breaches = mod.device_breaches(_args(*argv), cards)
+    assert [b.render(registry.MANIFEST) for b in breaches] == problems
+    for b in breaches:  # the stack file has no --d: its user sets cards
+        assert b.render(registry.STACK)[1] == "set cards to the tensor parallel size; the component writes --d"
+        assert b.source == mod.SOURCE
 
 
 def _candle(dtype_args: str, node: str = "worker-1") -> str:
@@ -63,15 +69,15 @@ spec:
 def test_dtype_rule_follows_the_node_card(monkeypatch):
     (v,) = run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16")))
     assert v.message == (
-        "Deployment c, container candle (on worker-1 (Tesla-V100-PCIE-32GB, sm_70)): --dtype bf16: bf16 has no "
-        "tensor-core path on sm_70 (it needs sm_80). Fix: --dtype f16. Source: seed 001 (candle-vllm.yaml: bf16 on sm_70)."
+        "Deployment c, container candle (on worker-1 (Tesla-V100-PCIE-32GB, sm_70)): --dtype bf16 needs compute "
+        "capability 8.0; Tesla-V100-PCIE-32GB is sm_70. Fix: set --dtype=f16. Source: seed 001 and coder.yaml."
     )
     p100 = {"nodes": [{"name": "worker-1", "cards": 4, "allocatable_memory_mib": 63495, "card": {
         "product": "Tesla-P100", "memory_mib": 16384, "compute_capability": "6.0", "nvlink": False, "hbm_bandwidth_gb_s": 732}}]}
     monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps(p100))
     (v,) = run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16")))
     # Issue 12 kind 7: the message states the card's own compute capability, not sm_70.
-    assert "(Tesla-P100, sm_60)): --dtype bf16: bf16 has no tensor-core path on sm_60 (it needs sm_80)" in v.message
+    assert "(Tesla-P100, sm_60)): --dtype bf16 needs compute capability 8.0; Tesla-P100 is sm_60" in v.message
     a100 = {"nodes": [{"name": "worker-1", "cards": 4, "allocatable_memory_mib": 63495, "card": {
         "product": "A100", "memory_mib": 81920, "compute_capability": "8.0", "nvlink": True, "hbm_bandwidth_gb_s": 2039}}]}
     monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps(a100))

@@ -69,8 +69,10 @@ def _nodes(*nodes):
 
 
 #: The fix and source of an over-allocated node's message for hand-written YAML.
-CARD_FIX = (". Fix: bring the cards to 4 or fewer: set replicas 0 on one workload and annotate it parked, lower a "
-            "workload's cards (tensor parallel size), or pin it to another node. Source: seeds 001 and 003 (6 and 7 "
+CARD_FIX = (". Fix: bring the cards to 4 or fewer: park one workload (replicas 0 with annotation "
+            "llm-serving.riotpiao.com/parked: <reason>), lower the cards of one (the container's nvidia.com/gpu "
+            "(requests = limits), with its tensor parallel size), or pin one to another node (nodeSelector "
+            "kubernetes.io/hostname). Source: seeds 001 and 003 (6 and 7 "
             "cards asked of worker-1's 4; a surge pod Pending for a card the old pod holds).")
 
 

@@ -21,7 +21,7 @@ import vllm_context_window
 import vllm_gpu_memory_utilization
 from core import facts
 from core.problems import FINDING_FORM
-from policylib import workloads
+from core import manifests
 from policylib.pack import policies
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file, resources_from_documents
@@ -71,13 +71,13 @@ def test_the_hand_written_tp2_deployment_and_service_pass_the_cli_with_exit_0():
 # --- the endpoint model -------------------------------------------------------------------------
 
 def test_endpoint_from_the_argv():
-    ep = workloads.endpoint(workloads.parse_args("vllm", ["--host=0.0.0.0", "--port=8080"]))
-    assert ep == workloads.Endpoint("vllm", "0.0.0.0", 8080, "--port")
-    assert workloads.endpoint(workloads.parse_args("vllm", ["--model", "m"])) == workloads.Endpoint("vllm", None, 8000, None)
-    assert workloads.endpoint(workloads.parse_args("candle-vllm", ["--p", "8080"])).port_text == "8080 (--p)"
-    assert workloads.endpoint(workloads.parse_args("candle-vllm", [])).port_text == "2000 (candle-vllm's default, no --p)"
-    assert workloads.endpoint(workloads.parse_args("vllm", ["--port", "$(PORT)"])) is None
-    assert workloads.endpoint(None) is None
+    ep = manifests.endpoint(manifests.parse_args("vllm", ["--host=0.0.0.0", "--port=8080"]))
+    assert ep == manifests.Endpoint("vllm", "0.0.0.0", 8080, "--port")
+    assert manifests.endpoint(manifests.parse_args("vllm", ["--model", "m"])) == manifests.Endpoint("vllm", None, 8000, None)
+    assert manifests.endpoint(manifests.parse_args("candle-vllm", ["--p", "8080"])).port_text == "8080 (--p)"
+    assert manifests.endpoint(manifests.parse_args("candle-vllm", [])).port_text == "2000 (candle-vllm's default, no --p)"
+    assert manifests.endpoint(manifests.parse_args("vllm", ["--port", "$(PORT)"])) is None
+    assert manifests.endpoint(None) is None
 
 
 def test_a_probe_on_a_port_name_no_container_port_carries():
@@ -96,7 +96,7 @@ def test_tcp_and_grpc_probes_are_judged_and_a_named_port_resolves():
 
 
 def test_a_server_wrapped_in_a_shell_is_read_as_it_will_run():
-    """The shell script is read as the server's argv (core.argv, issue 12 kind 2): its loopback
+    """The shell script is read as the server's argv (core.manifests.argv, issue 12 kind 2): its loopback
     host and its port are judged like a literal argv."""
     d = copy.deepcopy(DEP)
     c = _c(d)
@@ -196,7 +196,8 @@ def test_an_object_from_the_stack_file_gets_the_stack_file_fix():
     d["metadata"]["annotations"] = {facts.COMPONENT_ANNOTATION: "VllmInferenceService/coder-vllm"}
     _c(d)["args"] = [a.replace("0.90", "0.99") for a in _c(d)["args"]]
     (m,) = _run(vllm_gpu_memory_utilization.POLICY, d)
-    assert "Fix: lower gpu_memory_utilization to at most 0.95 under llm-serving:workloads.coder-vllm" in m
+    assert ("Fix: lower gpu_memory_utilization to at most 0.95 (vLLM's default is 0.90), set enforce_eager: true, or "
+            "declare the measured exception as gpu_memory_utilization_override under llm-serving:workloads.coder-vllm") in m
 
 
 def test_context_window_skips_unknown_models_and_servers_without_max_model_len():
@@ -224,5 +225,5 @@ def test_memory_request_judges_each_card_holding_container_only():
     res = _c(d)["resources"]
     del res["requests"]["memory"], res["limits"]["memory"]
     (m,) = _run(gpu_memory_request.POLICY, d)
-    assert m.startswith("Deployment coder-vllm, container vllm: holds 2 card(s) of nvidia.com/gpu with memory request "
+    assert m.startswith("Deployment coder-vllm, container vllm: it holds 2 card(s) with memory request "
                         "none and limit none: it counts as 0 MiB on the node")

@@ -68,8 +68,8 @@ def test_history_coder_262k_fits_at_tp2_and_not_at_tp1():
     assert run(vllm(coder_args(2), cards=2)) == []
     (message,) = run(vllm(coder_args(1), cards=1))
     assert message.startswith(
-        "Deployment coder: max-model-len 262,144 needs 262,144 tokens of KV cache; the pool holds about "
-        "134,736 tokens on one Tesla-V100-PCIE-32GB at gpu-memory-utilization 0.90"
+        "Deployment coder: --max-model-len 262,144 needs 262,144 tokens of KV cache; the pool holds about "
+        "134,736 tokens on one Tesla-V100-PCIE-32GB at --gpu-memory-utilization 0.90"
     )
     assert "vLLM refuses to start" in message
     assert "lower --max-model-len to at most 134,736" in message
@@ -145,12 +145,12 @@ spec:
       - {{name: b, image: vllm/vllm-openai:v0.11.0, args: {json.dumps(coder_args(1, "65536"))}, resources: {{limits: {{nvidia.com/gpu: "1"}}}}}}
 """
     (message,) = run(text)
-    assert message.startswith("Deployment pair, container a: max-model-len 262,144")
+    assert message.startswith("Deployment pair, container a: --max-model-len 262,144")
 
 
 def test_refused_argument_is_reported_with_the_reason():
     (message,) = run(vllm(coder_args(1, "65536") + ["--gpu-memory-utilization=1.5"]))
-    assert "cannot estimate the KV cache: gpu-memory-utilization 1.5 is outside (0, 1]" in message
+    assert "the KV cache cannot be estimated: gpu-memory-utilization 1.5 is outside (0, 1]" in message
 
 
 def test_invalid_stack_config_gives_one_violation_naming_the_key():

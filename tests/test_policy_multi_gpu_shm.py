@@ -52,8 +52,8 @@ def test_a_volume_that_is_not_an_empty_dir():
 
 def test_memory_limit_must_cover_the_size_limit_and_the_message_gives_both():
     (message,) = _run(_pod(4, GOOD, memory_limit="4Gi"))
-    assert message.startswith("Deployment tp, container server: pods hold 4 cards and the container memory limit 4096 MiB "
-                              "does not cover /dev/shm sizeLimit 8Gi (8192 MiB)")
+    assert message.startswith("Deployment tp, container server: pods hold 4 cards and the container's resources.limits.memory "
+                              "4,096 MiB does not cover its /dev/shm sizeLimit 8Gi (8,192 MiB)")
 
 
 def test_no_memory_limit_is_not_a_finding():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 import service_selector_uniqueness as mod
-from policylib import workloads
+import core.manifests
 from policylib.stack_helpers import PodIndex
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
@@ -94,10 +94,10 @@ def test_service_without_selector_is_not_applicable():
 
 def test_index_answers_identical_selectors_once_and_matches_pairwise_filtering():
     docs = manifests("".join(_deployment(f"w{i}", f"{{app: w{i % 3}, shard: s{i % 2}}}") for i in range(12)))
-    ws = [workloads.workload(r.type, r.props, r.urn) for r in docs]
+    ws = [core.manifests.workload(r.type, r.props, r.urn) for r in docs]
     index = PodIndex(ws)
     for selector in ({"app": "w1"}, {"app": "w1", "shard": "s0"}, {"shard": "s1"}, {"app": "nope"}):
-        brute = [w.name for w in ws if workloads.selector_matches(selector, w.pod_labels)]
+        brute = [w.name for w in ws if core.manifests.selector_matches(selector, w.pod_labels)]
         assert [w.name for w in index.select("llm-serving", selector)] == brute
     assert index.select("llm-serving", {"app": "w1"}) is index.select("llm-serving", {"app": "w1"})
     assert index.select("llm-serving", {}) == ()

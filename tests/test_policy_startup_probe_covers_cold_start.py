@@ -7,7 +7,7 @@ import re
 import pytest
 
 import startup_probe_covers_cold_start as mod
-from core import facts
+from core import facts, registry
 from core.problems import FINDING_FORM
 from policylib import resource_helpers as rh
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
@@ -65,11 +65,11 @@ def test_budget_must_exceed_the_cold_start_equal_does_not_cover_it():
     probe = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 10, failureThreshold: 24}"
     assert _run(_server("239", probe)) == []
     (message,) = _run(_server("240", probe))
-    assert message.startswith("Deployment s: container vllm startupProbe allows 240 s (24 x 10 s), which does not "
-                              "exceed the declared cold start of 240 s")
-    assert "Fix: raise failureThreshold to at least 25 at periodSeconds 10." in message
+    assert message.startswith("Deployment s, container vllm: the startup probe allows 10 s x 24 = 240 s, which does "
+                              "not exceed the declared cold start of 240 s")
+    assert "Fix: raise startupProbe.failureThreshold to at least 25 at a 10 s period." in message
     (message,) = _run(_server("241", probe))
-    assert "raise failureThreshold to at least 25 at periodSeconds 10" in message
+    assert "raise startupProbe.failureThreshold to at least 25 at a 10 s period" in message
 
 
 def test_only_the_model_server_container_is_judged():
@@ -91,15 +91,15 @@ def test_an_undeclared_cold_start_is_judged_against_the_assumed_600_s():
     assert _run(_server(None, ok)) == []
     short = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 1, failureThreshold: 600}"
     (message,) = _run(_server(None, short))
-    assert message.startswith("Deployment s: container vllm startupProbe allows 600 s (600 x 1 s), which does not "
-                              "exceed the cold start of 600 s assumed for a model server that declares none")
+    assert message.startswith("Deployment s, container vllm: the startup probe allows 1 s x 600 = 600 s, which does "
+                              "not exceed the cold start of 600 s assumed for a model server that declares none")
     assert f"or declare the measured cold start as annotation {facts.COLD_START_ANNOTATION}" in message
 
 
 def test_the_assumed_cold_start_is_a_parameter():
     probe = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 15, failureThreshold: 120}"
     (message,) = _run(_server(None, probe), {"assumedColdStartSeconds": 1800})
-    assert "allows 1800 s (120 x 15 s), which does not exceed the cold start of 1800 s assumed" in message
+    assert "allows 15 s x 120 = 1800 s, which does not exceed the cold start of 1800 s assumed" in message
     assert _run(_server(None, probe), {"assumedColdStartSeconds": 1799}) == []
 
 
@@ -112,7 +112,7 @@ def test_a_declared_cold_start_wins_over_the_assumed_one():
 
 def test_no_startup_probe_still_fails_without_a_declaration():
     (message,) = _run(_server(None, ""))
-    assert message.startswith("Deployment s: container vllm has no startupProbe. Fix: add a startupProbe")
+    assert message.startswith("Deployment s, container vllm: it has no startupProbe. Fix: add a startupProbe")
     assert "exceeds the cold start of 600 s assumed for a model server that declares none" in message
 
 
@@ -142,8 +142,8 @@ def test_cold_start_must_be_whole_positive_seconds(value):
     probe = "startupProbe: {httpGet: {path: /health, port: 8080}}"
     messages = _run(_server(value, probe))
     assert messages == [f"Deployment s: annotation {facts.COLD_START_ANNOTATION} is {value!r}, not whole seconds "
-                        'above 0. Fix: declare the cold start as whole seconds above 0, e.g. "600". Source: '
-                        f"{mod.SOURCE}."]
+                        f'above 0. Fix: declare annotation {facts.COLD_START_ANNOTATION} as whole seconds above 0, '
+                        f'e.g. "600". Source: {registry.RULES["cold-start-declared"].source}.']
 
 
 def test_a_non_server_workload_without_a_declaration_is_not_judged():

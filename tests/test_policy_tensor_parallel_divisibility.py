@@ -69,7 +69,7 @@ def test_vllm_still_needs_the_attention_heads_and_a_kv_multiple():
     (message,) = run(vllm("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 6))
     assert ("tensor parallel 6 does not divide model qwen3-30b-a3b-gptq-int4: num_attention_heads 32 % 6 = 2; "
             "tensor parallel 6 is above num_key_value_heads 4 and not a multiple of it (6 % 4 = 2)") in message
-    assert "(1, 2, 4, 8)" in message
+    assert "a tensor parallel size that divides them: 1, 2, 4, 8, with --tensor-parallel-size to match." in message
 
 
 def test_candle_vllm_keeps_the_stricter_rule_of_seed_001():
@@ -90,4 +90,4 @@ def test_tp1_needs_no_model_facts():
 def test_invalid_models_config_gives_one_violation():
     pulumi.runtime.set_config("llm-serving:models", "[not json")
     (message,) = run(vllm("/mnt/models/coder-14b-fp16", 2))
-    assert message.startswith("Deployment srv: tensor-parallel-divisibility cannot check its tensor parallel size: llm-serving:models is invalid")
+    assert message.startswith("policy tensor-parallel-divisibility: cannot judge this resource: llm-serving:models is invalid")

@@ -44,9 +44,10 @@ def test_ranks_equal_cards(args, cards):
 
 def test_data_parallel_is_in_the_formula():
     (message,) = _run(_vllm("[--model=m, --tensor-parallel-size=2, --data-parallel-size=2]", 2))
-    assert "TP 2 x PP 1 x DP 2 = 4 GPU ranks but the container holds 2 nvidia.com/gpu; vLLM fails at start" in message
+    assert ("tensor parallel 2 x pipeline parallel 1 x data parallel 2 = 4 ranks, but the pod holds 2 cards; vLLM fails at start"
+            in message)
 
 
 def test_vllm_without_cards_is_reported():
     (message,) = _run(_vllm("[--model=m]", None))
-    assert message.startswith("Deployment v, container s: TP 1 x PP 1 = 1 GPU ranks but the container holds 0")
+    assert message.startswith("Deployment v, container s: tensor parallel 1 x pipeline parallel 1 = 1 ranks, but the pod holds 0 cards")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import vllm_served_model_names as mod
+from core import registry
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -23,19 +24,27 @@ def test_occurrences(argv, names):
     assert mod.occurrences(tuple(argv)) == names
 
 
+def _wrong(argv) -> list[str]:
+    return [b.render(registry.MANIFEST)[0] for b in mod.argv_breaches(tuple(argv))]
+
+
 def test_seed_002_comma_form_says_it_makes_one_model():
-    (problem,) = mod.argv_problems(("--served-model-name=reasoning,reasoning-long",))
-    assert problem.startswith('served model name "reasoning,reasoning-long" contains a comma: vLLM serves ONE model')
-    assert "not reasoning, reasoning-long" in problem
+    (breach,) = mod.argv_breaches(("--served-model-name=reasoning,reasoning-long",))
+    wrong, fix = breach.render(registry.MANIFEST)
+    assert wrong.startswith('served model name "reasoning,reasoning-long" contains a comma: vLLM serves ONE model')
+    assert "not reasoning, reasoning-long" in wrong
+    assert fix == "give --served-model-name once followed by each name as its own argv item"
+    assert breach.render(registry.STACK)[1] == "list each name as its own item of served_model_names"
+    assert breach.source == mod.SOURCE
 
 
 def test_empty_name():
-    assert mod.argv_problems(("--served-model-name", "--port=8080")) == ["--served-model-name gives an empty served model name"]
+    assert _wrong(("--served-model-name", "--port=8080")) == ["--served-model-name gives an empty served model name"]
 
 
 def test_names_of_an_earlier_flag_are_dropped():
-    (problem,) = mod.argv_problems(("--served-model-name", "coder", "reasoning", "--served-model-name", "coder-next"))
-    assert problem.startswith("--served-model-name is given 2 times; vLLM keeps only the last (coder-next) and drops coder, reasoning")
+    (wrong,) = _wrong(("--served-model-name", "coder", "reasoning", "--served-model-name", "coder-next"))
+    assert wrong == "--served-model-name is given 2 times; vLLM keeps only the last (coder-next) and drops coder, reasoning"
 
 
 def test_candle_vllm_and_command_form_vllm():

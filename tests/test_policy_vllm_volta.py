@@ -67,7 +67,7 @@ def test_each_problem_is_its_own_violation():
     joined = "\n".join(messages)
     for part in ("--dtype bfloat16", "--quantization fp8", "--kv-cache-dtype fp8",
                  "VLLM_USE_FLASHINFER_SAMPLER is not set", "VLLM_ATTENTION_BACKEND=FLASHINFER",
-                 "TP 2 without NVLink (worker-1)"):
+                 "custom all-reduce is on at tensor parallel 2 without NVLink (worker-1)"):
         assert part in joined
 
 
@@ -80,15 +80,15 @@ def test_checkpoint_quantization_from_the_stack_models_is_judged_without_the_fla
     set_key(monkeypatch, "llm-serving:models", models)
     found = run_policy(mod.POLICY, manifests(_vllm("[--model=org/m-AWQ, --dtype=half]")))
     assert [v.message.split(": ", 1)[1] for v in found] == [
-        "the checkpoint's awq quantization (picked up without --quantization): its kernels need sm75+ "
-        "(FP8 / INT4 tensor cores, Marlin), not sm_70. Fix: use a gptq or unquantized float16 checkpoint. "
-        "Source: seed 000 (coder.yaml: what vLLM v0.11.0 needs on the V100s, no NVLink)."
+        "the checkpoint's awq quantization needs compute capability 7.5; Tesla-V100-PCIE-32GB is sm_70. Fix: point "
+        "--model at a gptq checkpoint (--quantization=gptq, which runs on sm_70) or a half-precision one. "
+        "Source: seed 001 and coder.yaml; vLLM's get_min_capability."
     ]
 
 
 def test_missing_dtype_names_the_checkpoint_dtype_from_the_catalog():
     (message,) = _run(_vllm("[--model=Qwen/Qwen3-30B-A3B-GPTQ-Int4, --quantization=gptq]"))
-    assert "no explicit --dtype, so vLLM takes the checkpoint's dtype (float16)" in message
+    assert "no --dtype takes the checkpoint's dtype (float16); Tesla-V100-PCIE-32GB is sm_70, where this cluster asks" in message
 
 
 def test_not_on_volta_nothing_applies(monkeypatch):
@@ -155,8 +155,8 @@ def test_messages_state_the_cards_own_compute_capability(monkeypatch):
     set_key(monkeypatch, "llm-serving:cluster", _cluster(("worker-1", 4, p100)))
     messages = _run(_vllm("[--model=m, --dtype=bfloat16, --kv-cache-dtype=fp8]", env="[]"))
     joined = "\n".join(messages)
-    assert "--dtype bfloat16: sm_60 has no bf16 support" in joined
-    assert "--kv-cache-dtype fp8: sm_60 has no FP8" in joined
+    assert "--dtype bfloat16 needs compute capability 8.0; Tesla-P100-PCIE-16GB is sm_60" in joined
+    assert "--kv-cache-dtype fp8 needs FP8 support; Tesla-P100-PCIE-16GB (sm_60) has none" in joined
     assert "FlashInfer's sampler raises on sm_60" in joined
     assert "sm_70" not in joined
 
@@ -165,18 +165,18 @@ def test_auto_dtype_of_a_float16_checkpoint_is_a_house_convention(monkeypatch):
     """Issue 12: the GPTQ checkpoint's torch_dtype is float16, so vLLM's auto takes float16, which
     sm_70 runs; an explicit --dtype is the user's convention (house_conventions), required there only."""
     text = _vllm("[--model=Qwen/Qwen3-30B-A3B-GPTQ-Int4]")
-    assert any("no explicit --dtype" in m for m in _run(text))
+    assert any("no --dtype takes the checkpoint's dtype" in m for m in _run(text))
     cluster = json.loads(pulumi.runtime.config.CONFIG.get()["llm-serving:cluster"])
     set_key(monkeypatch, "llm-serving:cluster", {**cluster, "house_conventions": False})
     assert not any("--dtype" in m for m in _run(text))
     # A bf16 checkpoint still needs the explicit half dtype everywhere.
-    assert any("no explicit --dtype" in m for m in _run(_vllm("[--model=/mnt/models/coder-14b-fp16]")))
+    assert any("no --dtype takes the checkpoint's dtype" in m for m in _run(_vllm("[--model=/mnt/models/coder-14b-fp16]")))
 
 
 def test_custom_all_reduce_flag_is_needed_at_tp2_only():
     """Issue 12: above two PCIe-only cards vLLM disables its custom all-reduce itself; the
     deadlock (coder.yaml) was the TP=2 pair."""
     two = _run(_vllm("[--model=m, --dtype=float16, -tp, '2']", cards=2, node="worker-1"))
-    assert any("TP 2 without NVLink (worker-1)" in m for m in two)
+    assert any("at tensor parallel 2 without NVLink (worker-1)" in m for m in two)
     four = _run(_vllm("[--model=m, --dtype=float16, -tp, '4']", cards=4, node="worker-1"))
     assert not any("custom" in m for m in four)

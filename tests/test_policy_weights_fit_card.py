@@ -71,7 +71,7 @@ def test_vllm_budget_is_utilization_times_the_card():
     (message,) = run(server("vllm/vllm-openai:v0.11.0", base + ["--gpu-memory-utilization=0.85", "--max-num-seqs=16"], 1))
     assert message.startswith(
         "Deployment srv: 27.51 GiB of weights a card (coder-14b-fp16, TP=1) plus 0.22 GiB of profiled "
-        "activations and 0.15 GiB of runtime memory (CUDA, NCCL) exceed gpu-memory-utilization 0.85 x "
+        "activations and 0.15 GiB of runtime memory (CUDA, NCCL) exceed --gpu-memory-utilization 0.85 x "
         "31.75 GiB = 26.99 GiB of a Tesla-V100-PCIE-32GB"
     )
     assert message.endswith("Fix: split it over 2 cards (TP=2). Source: spec, the user's measured figures "
@@ -85,7 +85,8 @@ def test_no_split_suggested_beyond_the_node():
     use_stack_config(config)
     args = ["--model=Qwen/Qwen3-Coder-30B-A3B-Instruct", "--dtype=float16", "--max-model-len=4096"]
     (message,) = run(server("vllm/vllm-openai:v0.11.0", args, 1))
-    assert message.endswith("Fix: use a quantized checkpoint or a larger card. Source: spec, the user's "
+    assert message.endswith("Fix: point --model at a quantized checkpoint the card supports (GPTQ on sm_70), or use a "
+                            "larger card. Source: spec, the user's "
                             "measured figures (README Capacity); core/capacity.py.")
 
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from bench import genstack
-from components.config import CandleWorkload, VllmWorkload, load_stack_config
+from stackfile import CandleWorkload, VllmWorkload, load_stack_config
 from tools.offline.manifests import load_stack_file
 
 

@@ -169,9 +169,10 @@ spec:
 
 
 def test_kserve_model_form_counts_its_cards_and_leaves_the_runtime_alone():
-    from policylib import workloads
+    import core.manifests
+
     (r,) = manifests(MODEL_FORM)
-    w = workloads.workload(r.type, r.props, r.urn)
+    w = core.manifests.workload(r.type, r.props, r.urn)
     (c,) = w.containers
     assert (c.name, c.cards, c.from_runtime, w.cards_per_pod) == ("kserve-container", 2, True, 2)
     assert _mandatory(MODEL_FORM) == {}

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from components.loader import load_stack_config
+from stackfile.loader import load_stack_config
 from core import capacity, modelfacts, rules
 from core.inventory import CardSpec
 from core.problems import ConfigError
+from core.engines import ServerSettings
 from tools.offline.manifests import load_stack_file
 from tests.policy_harness import DEFAULT_STACK_FILE
 
@@ -31,7 +32,7 @@ def test_gpt_oss_120b_mxfp4_fits_one_141_gb_card():
     assert facts.quantization == modelfacts.Quantization(method="mxfp4", bits=4, group_size=32, experts_only=True)
     assert (facts.num_experts, facts.moe_intermediate_size, facts.is_hybrid) == (128, 2880, False)
     assert round(facts.parameters / 1e9, 1) == 116.8
-    e = capacity.estimate("vllm", facts, H200)
+    e = capacity.estimate(facts, H200, ServerSettings("vllm"))
     # The published checkpoint is 60.8 GiB; unquantized it would be 217 GiB.
     assert round(e.weights_gib_per_card, 1) == 60.7
     assert e.fits_weights and e.fits_kv

@@ -1,7 +1,8 @@
-"""The program's config checks and the policy pack agree on the rules they share
-(core/rules.py): quantization refused on sm_70, the startup budget exceeding the cold
-start, and the tensor parallel sizes suggested. Each case runs the config check on the prod
-stack file and the policy on a manifest with the same values, on prod's V100 inventory."""
+"""The stack file and the policy pack give the same VERDICT on the rules they share, each judged
+once (core/rulebook, registered in core/registry.py): quantization refused on sm_70, the startup
+budget exceeding the cold start, and the tensor parallel sizes suggested. Each case runs the
+loader on the prod stack file and the policy on a manifest with the same values, on prod's V100
+inventory. The wording is one (tests/test_registry.py); these check the values both sides state."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import startup_probe_covers_cold_start
 import tensor_parallel_divisibility
 import vllm_volta
 from core import facts, rules
-from components.config import ConfigError, VllmWorkload, load_stack_config
+from stackfile import ConfigError, VllmWorkload, load_stack_config
 from policylib import stackconfig
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_policy_tensor_parallel_divisibility import candle as candle_tp_server
@@ -130,9 +131,10 @@ def test_config_and_pack_agree_the_budget_must_exceed_the_cold_start(cold, perio
     assert rules.startup_budget_covers(period * threshold, cold) is covered
     assert (not refused) is covered and (not flagged) is covered, (refused, flagged)
     if not covered:
-        need = re.search(r"at least (\d+)", refused[0].fix).group(1)
+        need = rules.startup_threshold_needed(cold, period)
         (message,) = flagged
-        assert f"at least {need} at periodSeconds {period}" in message
+        assert f"at least {need} at a {period} s period" in refused[0].fix
+        assert f"Fix: raise startupProbe.failureThreshold to at least {need} at a {period} s period" in message
 
 
 # --- tensor parallel suggestions ----------------------------------------------------------
@@ -150,7 +152,8 @@ def test_config_and_pack_suggest_the_same_tp_sizes(workload, engine, model_arg, 
     from_config = problem.fix.rsplit(": ", 1)[1]
     server = tp_server(model_arg, tp) if engine == "vllm" else candle_tp_server(model_arg, tp)
     (message,) = policy_messages(tensor_parallel_divisibility.POLICY, server)
-    from_pack = re.search(r"divides them \(([\d, ]+)\)", message).group(1)
+    from_pack = re.search(r"divides them: ([\d, ]+)[.,]", message).group(1)
+    assert ("with --tensor-parallel-size to match" in message) is (engine == "vllm")
     key, model = stackconfig.models().find(model_arg)
     assert from_config == from_pack == ", ".join(map(str, rules.tp_sizes_that_divide(model, engine=engine)))
 
@@ -186,3 +189,4 @@ def test_config_json_resolves_against_the_project_directory_everywhere(tmp_path,
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     assert load_stack_config(config).model_facts("extra").num_hidden_layers == 4  # not the working directory
+

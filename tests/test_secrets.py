@@ -15,7 +15,7 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
-from components.config import ConfigError, load_stack_config
+from stackfile import ConfigError, load_stack_config
 from tools import analyze, preview
 from tools.offline import mockrun, render, summary
 from tools.offline.manifests import load_stack_file

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from core.modelfacts import ModelEntry
+from core import manifests
 from policylib import capacity_helpers as ch
-from policylib import workloads
 from tests.policy_harness import FIXTURES
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 from tools.offline.summary import PROVISIONAL_NOTE, UPPER_BOUND_NOTE, capacity_section, inventory_of
@@ -64,7 +64,7 @@ def test_rows_expose_provisional_and_upper_bound(config):
 
     use_stack_config(config)
     resources = [r for p in (CANDLE_14B, CLEF, REASONING) for r in load_manifest_dir(p)]
-    view = workloads.stack_view(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources)
+    view = manifests.stack_view(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources)
     rows = {r.server: r for r in ch.capacity_rows(view, stackconfig.inventory(), stackconfig.models())}
     assert {k: (r.provisional, r.kv_upper_bound) for k, r in rows.items()} == {
         "candle-vllm": (False, True), "clef-candle": (True, True), "reasoning": (False, False),

@@ -50,8 +50,8 @@ def test_the_fix_is_in_the_stack_file_s_terms_for_the_program_s_objects():
     (parked: {reason: ...} on llm-serving:workloads.<name>), not the annotation it renders to."""
     import gpu_card_allocation
 
-    from components.config import load_stack_config
-    from components.stack import render_manifests
+    from stackfile import load_stack_config
+    from stackfile.build import render_manifests
     from tests.policy_harness import run_policy, use_stack_config, DEFAULT_STACK_FILE
     from tools.offline.manifests import load_stack_file, resources_from_documents
     from pathlib import Path
@@ -65,8 +65,9 @@ def test_the_fix_is_in_the_stack_file_s_terms_for_the_program_s_objects():
         use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
     assert v.message.startswith("worker-1: 6 of 4 cards requested: candle-vllm 2, coder 2, clef-serve 1, reasoning 1")
     assert v.message.endswith(
-        ". Fix: in the stack file, set parked: {reason: ...} on one of llm-serving:workloads.candle-vllm, "
-        "llm-serving:workloads.coder, llm-serving:workloads.clef-serve, llm-serving:workloads.reasoning, "
-        "or lower its cards. Source: seeds 001 and 003 (6 and 7 cards asked of worker-1's 4; a surge pod Pending "
+        ". Fix: bring the cards to 4 or fewer: park one workload (parked: {reason: ...}), lower the cards of one "
+        "(cards, with its tensor parallel size), or pin one to another node (node) under "
+        "llm-serving:workloads.candle-vllm, llm-serving:workloads.coder, llm-serving:workloads.clef-serve, "
+        "llm-serving:workloads.reasoning. Source: seeds 001 and 003 (6 and 7 cards asked of worker-1's 4; a surge pod Pending "
         "for a card the old pod holds).")
     assert facts.PARKED_ANNOTATION not in v.message

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ConfigError, load_stack_config
+from stackfile import ConfigError, load_stack_config
 from tools import analyze, preview
 from tools.offline.manifests import load_stack_file
 
@@ -133,7 +133,7 @@ def test_replacing_a_protected_service_is_refused_with_the_reason(prod_base, tmp
 
 
 def _prod_tree() -> dict[str, dict]:
-    from components.stack import render_manifests
+    from stackfile.build import render_manifests
     from tools.offline import render
 
     return {render.render_path(m): m for m in render_manifests(load_stack_config(PROD))}

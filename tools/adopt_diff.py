@@ -4,7 +4,7 @@ field, before anything changes (issue 7, section 1 and its bad input).
 ``pulumi preview`` of a stack without state shows every live object as a ``create``: the engine
 has no old inputs to diff. The provider's create is a server-side apply of the manifest onto the
 live object (forced under adopt: ``pulumi.com/patchForce``), so the API server can say what it will
-do: for each object of the stack's rendering (:func:`components.stack.render_manifests`, with
+do: for each object of the stack's rendering (:func:`stackfile.build.render_manifests`, with
 ``adopt`` on, as Pulumi will send it), this runs ``kubectl apply --server-side --dry-run=server
 --force-conflicts`` and diffs the result against the live object (``kubectl get``), with the
 preview's field diff (:func:`tools.offline.render.diff_trees`). Under server-side apply this provider adds
@@ -36,8 +36,8 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, TextIO
 
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from core.problems import ConfigError
 from tools import cli, kubectl
 from tools.offline import render

@@ -532,7 +532,7 @@ def load_inventory(path: Path) -> dict[str, Any]:
     program's own loader first, so a missing or invalid inventory is one error with its key
     path (exit 2), not a violation repeated by every policy. Raises :class:`AnalyzeError` or
     :class:`tools.offline.manifests.InputError`."""
-    from components.config import ConfigError, load_stack_config
+    from stackfile import ConfigError, load_stack_config
     from policylib.stackconfig import CONFIG_KEYS
 
     config = load_stack_file(path, "inventory")

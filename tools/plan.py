@@ -47,8 +47,8 @@ from typing import Any, Iterable, Optional, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from components.objects import LeftAlone, ObjectRef
-from components.schema import StackConfig
+from stackfile.objects import LeftAlone, ObjectRef
+from stackfile.schema import StackConfig
 from core.inventory import ClusterInventory
 from core.problems import Finding
 from tools import cli

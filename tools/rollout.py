@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Optional, TextIO
 
-from components.schema import StackConfig
+from stackfile.schema import StackConfig
 from core import facts
 from tools import cli, kubectl
 

@@ -1,9 +1,10 @@
-"""Glue from a model server's arguments (:mod:`policylib.workloads`) to the capacity estimator.
+"""Glue from a model server's arguments (:mod:`core.manifests`) to the capacity estimator.
 
 :mod:`core.capacity` computes from model and card facts; this module finds those facts
 for one container of one workload: the model its ``--model`` / ``--w`` names in the stack's
 models (``llm-serving:models``), the card of the node it runs on (``llm-serving:cluster``),
-and the engine settings in its argv. Used by the kv-cache-fits-max-model-len,
+and the engine settings its argv gives (:meth:`core.manifests.servers.ServerArgs.settings`, read
+by the engine models of ``core/engines.py``). Used by the kv-cache-fits-max-model-len,
 weights-fit-card and tensor-parallel-divisibility policies and by the preview summary
 (:func:`capacity_rows`).
 
@@ -17,60 +18,23 @@ Pure functions, no Pulumi program code, no pulumi_kubernetes.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Optional
 
 from core import capacity
 from core.capacity import Estimate
+from core.engines import ServerSettings, VllmConfig
 from core.inventory import CardSpec, ClusterInventory
 from core.modelfacts import ModelFacts
 from core.problems import Finding
-from policylib import stackconfig, terms, workloads
-
-
-# --- reading the argv ---------------------------------------------------------------------
-
-def arg(server: workloads.ServerArgs, name: str) -> Optional[str]:
-    """The last value of ``--name`` in either spelling vLLM accepts (``--max-model-len`` or
-    ``--max_model_len``); None when absent or given without a value."""
-    for spelling in (name, "--" + name[2:].replace("-", "_")):
-        value = server.get(spelling)
-        if value is not None:
-            return value
-    return None
-
-
-_HUMAN_INT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kKmMgG]?)$")
-_MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
-
-
-def human_int(value: Optional[str]) -> Optional[int]:
-    """An integer as vLLM's ``human_readable_int`` reads it (vllm/engine/arg_utils.py):
-    ``"65536"`` -> 65536, ``"64k"`` -> 64,000, ``"64K"`` -> 65,536. None when unparsable."""
-    if value is None:
-        return None
-    match = _HUMAN_INT.match(value.strip())
-    if not match:
-        return None
-    return int(float(match.group(1)) * _MULT[match.group(2)])
-
-
-def _float(value: Optional[str]) -> Optional[float]:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-#: A float argument (``"0.90"`` -> 0.9), None when absent or not a number.
-number = _float
+from core.registry import Breach
+from core import manifests
+from policylib import stackconfig, terms, views
 
 
 # --- the card a server runs on ------------------------------------------------------------
 
-def card_for(w: workloads.Workload, inv: ClusterInventory) -> tuple[Optional[str], Optional[CardSpec], Optional[str]]:
+def card_for(w: manifests.Workload, inv: ClusterInventory) -> tuple[Optional[str], Optional[CardSpec], Optional[str]]:
     """``(node, card, problem)`` for the pods of ``w``.
 
     Pinned: the pinned node and its card. Unpinned: the node with the smallest card
@@ -104,9 +68,9 @@ class ServerCapacity:
     without ``--max-model-len`` (its estimate then uses the model's max_position_embeddings).
     """
 
-    workload: workloads.Workload
-    container: workloads.Container
-    server: workloads.ServerArgs
+    workload: manifests.Workload
+    container: manifests.Container
+    server: manifests.ServerArgs
     model_arg: Optional[str]
     model_key: Optional[str]
     facts: Optional[ModelFacts]
@@ -115,6 +79,8 @@ class ServerCapacity:
     explicit_max_model_len: bool
     estimate: Optional[Estimate]
     problem: Optional[str]
+    #: The typed settings its argv gives (:meth:`core.manifests.servers.ServerArgs.settings`), what was estimated.
+    settings: ServerSettings
 
     @property
     def tp(self) -> int:
@@ -132,14 +98,17 @@ def server_label(sc: ServerCapacity) -> str:
 
 #: Where a capacity finding's facts come from.
 INVENTORY_SOURCE = "the pack's inventory (the stack config llm-serving:cluster and llm-serving:models)"
-#: Where the capacity rules come from.
-CAPACITY_SOURCE = "spec, the user's measured figures (README Capacity); core/capacity.py"
 
 
-def finding(sc: ServerCapacity, wrong: str, fix: str, source: str = CAPACITY_SOURCE,
-            stack_fix: Optional[str] = None) -> str:
-    """A capacity policy's message for one server, in the pack's message form."""
-    return terms.message(sc.workload.annotations, Finding(server_label(sc), wrong, fix, source, stack_fix=stack_fix))
+def report(sc: ServerCapacity, breach: Optional[Breach]) -> Optional[str]:
+    """A capacity policy's message for one server (``breach`` None: no message), in the user's terms."""
+    return None if breach is None else terms.message(sc.workload.annotations, breach.finding(server_label(sc)))
+
+
+def unknown_model(sc: ServerCapacity, checking: str) -> Breach:
+    """``cannot check <checking>``: the server's model is not in the stack's models, and how to add it."""
+    wrong, _, fix = (sc.problem or "").partition("; ")
+    return Breach(f"cannot check {checking}: {wrong}", fix or "add the model to llm-serving:models", INVENTORY_SOURCE)
 
 
 def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
@@ -156,7 +125,7 @@ def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
 
 
 def vllm_estimate(
-    s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: Optional[int] = None,
+    s: manifests.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: Optional[int] = None,
     image: Optional[str] = None,
 ) -> tuple[Estimate, bool]:
     """``(estimate, explicit)`` for a vLLM argv on ``card``; ``tp`` overrides
@@ -164,62 +133,30 @@ def vllm_estimate(
     vLLM release whose profile applies (None: the release the estimator assumes). ``explicit``
     is False when the argv has no ``--max-model-len`` (the model's max_position_embeddings is
     used). Raises ValueError for arguments the estimator refuses."""
-    mml = human_int(arg(s, "--max-model-len"))
-    util = _float(arg(s, "--gpu-memory-utilization"))
-    est = capacity.estimate(
-        "vllm",
-        facts,
-        card,
-        tp=tp or s.tensor_parallel,
-        pp=s.pipeline_parallel,
-        gpu_memory_utilization=util,
-        max_model_len=mml,
-        kv_cache_dtype=arg(s, "--kv-cache-dtype"),
-        dtype=arg(s, "--dtype"),
-        block_size=human_int(arg(s, "--block-size")),
-        max_num_batched_tokens=human_int(arg(s, "--max-num-batched-tokens")),
-        max_num_seqs=human_int(arg(s, "--max-num-seqs")),
-        image=image,
-    )
-    return est, mml is not None
+    settings = s.settings(image)
+    if tp:
+        settings = replace(settings, tp=tp)
+    est, problem = estimate_once(settings, facts, card)
+    if est is None:
+        raise ValueError(problem)
+    return est, settings.max_model_len is not None
 
 
-def _candle_estimate(s: workloads.ServerArgs, facts: ModelFacts, card: CardSpec) -> Estimate:
-    return capacity.estimate(
-        "candle-vllm",
-        facts,
-        card,
-        tp=s.tensor_parallel,
-        kv_fraction=_float(s.get("--kv-fraction")),
-        mem_mib=human_int(s.get("--mem")),
-        dtype=s.get("--dtype"),
-        kv_cache_dtype="fp8" if s.has("--fp8-kvcache") else s.get("--kvcache-dtype"),
-        block_size=human_int(s.get("--block-size")),
-        prefill_chunk_size=human_int(s.get("--prefill-chunk-size")),
-        mamba_fraction=_float(s.get("--mamba-fraction")),
-        max_num_seqs=human_int(s.get("--max-num-seqs")),
-    )
-
-
-@lru_cache(maxsize=4096)
-def _estimate(engine: str, raw: tuple[str, ...], facts: ModelFacts, card: CardSpec,
-              image: Optional[str] = None) -> tuple[Optional[Estimate], bool, Optional[str]]:
-    """``(estimate, explicit max-model-len, problem)`` for an argv and image; cached, since a
-    stack repeats the same few servers (the pack is benchmarked at 10,000 resources)."""
-    s = workloads.parse_args(engine, raw)
+def estimate_once(settings: ServerSettings, facts: ModelFacts, card: CardSpec) -> tuple[Optional[Estimate], Optional[str]]:
+    """``(estimate, problem)`` of :func:`core.capacity.estimate`, ``problem`` the estimator's
+    refusal (a utilization above 1, a fraction of 0). The estimator caches on the typed settings,
+    so each server is estimated once however many policies ask (the pack is benchmarked at 10,000
+    resources)."""
     try:
-        if engine == "vllm":
-            est, explicit = vllm_estimate(s, facts, card, image=image)
-            return est, explicit, None
-        return _candle_estimate(s, facts, card), True, None
+        return capacity.estimate(facts, card, settings), None
     except ValueError as err:
-        return None, engine != "vllm" or arg(s, "--max-model-len") is not None, str(err)
+        return None, str(err)
 
 
 def assess(
-    w: workloads.Workload,
-    c: workloads.Container,
-    s: workloads.ServerArgs,
+    w: manifests.Workload,
+    c: manifests.Container,
+    s: manifests.ServerArgs,
     inv: ClusterInventory,
     models: stackconfig.Models,
 ) -> ServerCapacity:
@@ -231,19 +168,22 @@ def assess(
     found = models.find(s.model_arg)
     node, card, problem = card_for(w, inv)
     key, facts = found if found else (None, None)
-    explicit = s.engine != "vllm" or arg(s, "--max-model-len") is not None
+    settings = s.settings(c.image or None)
+    explicit = s.engine != "vllm" or s.get(VllmConfig.FLAGS["max_model_len"]) is not None
     est = None
     if found is None:
         problem = unknown_model_message(s.model_arg, s.engine)
     elif card is not None:
-        est, explicit, problem = _estimate(s.engine, s.raw, facts, card, c.image or None)  # type: ignore[arg-type]
-    return ServerCapacity(w, c, s, s.model_arg, key, facts, node, card, explicit, est, problem)
+        est, problem = estimate_once(settings, facts, card)  # type: ignore[arg-type]
+        if est is not None and s.engine == "vllm":
+            explicit = settings.max_model_len is not None
+    return ServerCapacity(w, c, s, s.model_arg, key, facts, node, card, explicit, est, problem, settings)
 
 
 def server_estimate(
-    workload: workloads.Workload,
-    container: workloads.Container,
-    server_args: workloads.ServerArgs,
+    workload: manifests.Workload,
+    container: manifests.Container,
+    server_args: manifests.ServerArgs,
     inventory: ClusterInventory,
     models: stackconfig.Models,
 ) -> Optional[Estimate]:
@@ -252,7 +192,7 @@ def server_estimate(
     return assess(workload, container, server_args, inventory, models).estimate
 
 
-def servers(w: workloads.Workload, inv: ClusterInventory, models: stackconfig.Models) -> list[ServerCapacity]:
+def servers(w: manifests.Workload, inv: ClusterInventory, models: stackconfig.Models) -> list[ServerCapacity]:
     """:func:`assess` for every vLLM / candle-vllm container of ``w`` (``[]`` for none)."""
     return [assess(w, c, s, inv, models) for c, s in w.servers]
 
@@ -275,7 +215,7 @@ def validate_servers(
     judged elsewhere. A missing or
     invalid stack config is one violation, ``<Kind> <name>: <policy> cannot check <checking>:
     <error>`` with how to fix it."""
-    w = workloads.of(args)
+    w = views.of(args)
     if w is None or not w.servers or (not w.is_gpu and w.other_accelerator):
         return  # another vendor's accelerator: no card of the inventory to judge it on
     try:
@@ -356,7 +296,7 @@ def _row(sc: ServerCapacity, models: stackconfig.Models) -> Row:
     )
 
 
-def capacity_rows(stack_view: workloads.Stack, inventory: ClusterInventory, models: stackconfig.Models) -> list[Row]:
+def capacity_rows(stack_view: manifests.Stack, inventory: ClusterInventory, models: stackconfig.Models) -> list[Row]:
     """One :class:`Row` per model server of the stack, in workload then container order.
 
     Includes parked servers (``replicas`` 0) so a reviewer sees what unparking would give;
@@ -370,4 +310,4 @@ def capacity_rows(stack_view: workloads.Stack, inventory: ClusterInventory, mode
 
 def rows_from_resources(resources: Iterable[object], inventory: ClusterInventory, models: stackconfig.Models) -> list[Row]:
     """:func:`capacity_rows` of resources with ``resource_type``, ``props`` and ``urn``."""
-    return capacity_rows(workloads.stack_view(resources), inventory, models)
+    return capacity_rows(views.stack_view(resources), inventory, models)

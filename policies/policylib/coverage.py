@@ -5,7 +5,7 @@ predictors on a cluster its inventory describes. For anything else it stays quie
 guess, and :func:`not_judged` says what was left out, one line each:
 
 - a server of an engine the pack recognises but does not model (SGLang, TGI: :attr:`Container.call`);
-- a server whose argv cannot be known from the manifest (:func:`core.argv.effective_argv`);
+- a server whose argv cannot be known from the manifest (:func:`core.manifests.argv.effective_argv`);
 - an InferenceService in the KServe ``predictor.model`` form (the server comes from a
   ServingRuntime, not from the manifest);
 - a LeaderWorkerSet (one server across the pods of a group: the per-pod server rules do not apply;
@@ -24,21 +24,22 @@ from typing import Any, Callable, Iterable, Optional
 
 from core import facts
 from core.inventory import ClusterInventory
-from policylib import workloads
+from core import manifests
+from policylib import views
 
-#: How messages name the engines :func:`core.argv.server_of` knows.
+#: How messages name the engines :func:`core.manifests.argv.server_of` knows.
 ENGINE_NAMES = {"vllm": "vLLM", "candle-vllm": "candle-vllm", "sglang": "SGLang", "tgi": "TGI (text-generation-inference)"}
 SERVER_RULES = "its model, flags, capacity and parallelism are not judged"
 
 
-def _container_lines(w: workloads.Workload) -> list[str]:
+def _container_lines(w: manifests.Workload) -> list[str]:
     out = []
     if w.servers and not w.is_gpu and w.other_accelerator:
         out.append(f"{w.kind} {w.name}: runs a model server on {w.other_accelerator}, not {facts.GPU_RESOURCE}: "
                    "its parallelism and capacity are not judged")
     for c in w.containers:
         where = f"{w.kind} {w.name}, container {c.name}"
-        if c.call is not None and c.call.engine not in workloads.MODELLED_ENGINES:
+        if c.call is not None and c.call.engine not in manifests.MODELLED_ENGINES:
             out.append(f"{where}: runs {ENGINE_NAMES.get(c.call.engine, c.call.engine)} "
                        f"({' '.join(c.call.program)}), which the pack does not model: {SERVER_RULES}")
         elif c.argv.argv is None and c.looks_like_server:
@@ -48,10 +49,10 @@ def _container_lines(w: workloads.Workload) -> list[str]:
 
 def _model_form(props: Any) -> Optional[str]:
     """``huggingface`` for an InferenceService in the ``predictor.model`` form, else None."""
-    model = workloads._m(workloads._m(workloads._m(props.get("spec")).get("predictor")).get("model"))
+    model = manifests.as_map(manifests.as_map(manifests.as_map(props.get("spec")).get("predictor")).get("model"))
     if not model:
         return None
-    return str(workloads._m(model.get("modelFormat")).get("name") or "unknown format")
+    return str(manifests.as_map(model.get("modelFormat")).get("name") or "unknown format")
 
 
 def _gpu_request(props: Any) -> bool:
@@ -87,36 +88,36 @@ def not_judged(resources: Iterable[Any], inventory: Optional[ClusterInventory], 
     servers = 0
     for r in resources:
         t = r.resource_type
-        if t in workloads.WORKLOAD_TYPES:
-            w = workloads.workload(t, r.props, r.urn)
+        if t in manifests.WORKLOAD_TYPES:
+            w = views.workload(t, r.props, r.urn)
             if w is None:
                 continue
             any_gpu = any_gpu or w.is_gpu
             servers += len(w.servers)
-            form = _model_form(r.props) if t == workloads.ISVC_TYPE else None
+            form = _model_form(r.props) if t == manifests.ISVC_TYPE else None
             if form is not None:
                 lines.append(f"InferenceService {w.name}: the predictor.model form (modelFormat {form}) runs the server "
                              f"of a ServingRuntime that is not in the manifests: {SERVER_RULES}, nor its /dev/shm; its cards "
                              "count in the allocation")
             lines.extend(line for line in _container_lines(w)
-                         if form is None or f", container {workloads.KSERVE_MODEL_CONTAINER}:" not in line)
+                         if form is None or f", container {manifests.KSERVE_MODEL_CONTAINER}:" not in line)
             if models_declared and not house and model_known is not None:
                 lines.extend(f"{w.kind} {w.name}, container {c.name}: model {s.model_arg or '(none named)'} is not in "
                              "llm-serving:models, so its weights, KV cache and TP divisibility are not judged"
                              for c, s in w.servers if not model_known(s.model_arg))
-        elif t == workloads.LWS_TYPE:
-            views = workloads.stack_view([r]).workloads
-            any_gpu = any_gpu or any(w.is_gpu for w in views)
-            if views:
-                w = views[0]
+        elif t == manifests.LWS_TYPE:
+            workload_views = views.stack_view([r]).workloads
+            any_gpu = any_gpu or any(w.is_gpu for w in workload_views)
+            if workload_views:
+                w = workload_views[0]
                 lines.append(f"LeaderWorkerSet {w.name}: one server spans each group's leader and worker pods, so the "
                              "per-pod server rules (parallelism, capacity, sm_70 flags, startup probes, runtime class) "
                              "are not judged; its pods count in the card and memory allocation and in Service selection")
-                for v in views:
+                for v in workload_views:
                     lines.extend(_container_lines(v))
-        elif t not in (workloads.SERVICE_TYPE, workloads.NETWORK_POLICY_TYPE) and _gpu_request(r.props):
+        elif t not in (manifests.SERVICE_TYPE, manifests.NETWORK_POLICY_TYPE) and _gpu_request(r.props):
             kind = str(r.props.get("kind") or t.rsplit(":", 1)[-1])
-            name = workloads._m(r.props.get("metadata")).get("name", "")
+            name = manifests.as_map(r.props.get("metadata")).get("name", "")
             lines.append(f"{kind} {name}: asks for {facts.GPU_RESOURCE}, but the pack does not model this kind: "
                          "its cards are not counted and its servers are not judged")
             any_gpu = True

@@ -34,7 +34,7 @@ _local = threading.local()
 def request_memo() -> Optional[dict[Any, Any]]:
     """The cache of the ``Analyze`` / ``AnalyzeStack`` call in progress on this thread, or None
     outside one: for views derived from a resource's (shared) properties, keyed with ``id`` of the
-    properties and holding them (``policylib.workloads.workload``)."""
+    properties and holding them (``policylib.views.workload``)."""
     return getattr(_local, "cache", None)
 
 

@@ -1,6 +1,6 @@
 """Shared pieces of the pack's resource policies (one resource at a time).
 
-What :mod:`policylib.workloads` does not give: the raw pod specs of every kind that runs
+What :mod:`core.manifests` does not give: the raw pod specs of every kind that runs
 containers (for the checks that also look at ``initContainers``, Pods, Jobs, DaemonSets),
 image references, numbers as the analyzer protocol delivers them, the nodes a workload can
 land on, probe budgets and the one violation a policy reports when the stack config is bad.
@@ -19,40 +19,22 @@ from typing import Any, Callable, Optional
 from core import images, rules
 from core.problems import Finding
 from core.inventory import ClusterInventory, Node
-from policylib import stackconfig, workloads
+from core import manifests
+from policylib import stackconfig
 
 # --- numbers and raw objects --------------------------------------------------------------
 
-
-def mapping(value: Any) -> Mapping:
-    """``value`` if it is a mapping (a dict or a pulumi-policy proxy), else ``{}``."""
-    return value if isinstance(value, Mapping) else {}
+#: The read model's tolerant readers (:mod:`core.manifests.read`) under the names the policies use:
+#: ``mapping`` (``{}`` unless a mapping), ``sequence`` (``()`` unless a list) and ``whole`` (an
+#: integer field, or None).
+mapping = manifests.as_map
+sequence = manifests.as_seq
+whole = manifests.whole_number
 
 
 def annotations_of(props: Mapping) -> Mapping:
     """``metadata.annotations`` of an object's properties (``{}`` when absent or not a mapping)."""
     return mapping(mapping(props.get("metadata")).get("annotations"))
-
-
-def sequence(value: Any) -> Sequence:
-    """``value`` if it is a list (not a string), else ``()``."""
-    return value if isinstance(value, Sequence) and not isinstance(value, str) else ()
-
-
-def whole(value: Any) -> Optional[int]:
-    """An integer field as written or as gRPC delivers it: ``3``, ``3.0`` and ``"3"`` give 3.
-
-    None for a missing, boolean, fractional or non-numeric value.
-    """
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    if number != number or number in (float("inf"), float("-inf")) or not number.is_integer():
-        return None
-    return int(number)
 
 
 # --- pod specs of every kind that runs containers ----------------------------------------
@@ -69,7 +51,7 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "kubernetes:batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 ISVC_COMPONENTS = ("predictor", "transformer", "explainer")
-CONTAINER_TYPES = frozenset(POD_SPEC_PATHS) | {workloads.ISVC_TYPE}
+CONTAINER_TYPES = frozenset(POD_SPEC_PATHS) | {manifests.ISVC_TYPE}
 
 
 def pod_specs(resource_type: str, props: Mapping) -> list[tuple[str, Mapping]]:
@@ -78,7 +60,7 @@ def pod_specs(resource_type: str, props: Mapping) -> list[tuple[str, Mapping]]:
     ``where`` names the template in messages: ``""`` for the only one, ``"predictor"`` /
     ``"transformer"`` / ``"explainer"`` for an InferenceService's components.
     """
-    if resource_type == workloads.ISVC_TYPE:
+    if resource_type == manifests.ISVC_TYPE:
         spec = mapping(props.get("spec"))
         return [(c, mapping(spec.get(c))) for c in ISVC_COMPONENTS if isinstance(spec.get(c), Mapping)]
     path = POD_SPEC_PATHS.get(resource_type)
@@ -114,8 +96,8 @@ def container_label(label: str, where: str, field: str, container: Mapping) -> s
     return f"{label}, {place}{kind} {container.get('name', '')}"
 
 
-def workload_label(w: workloads.Workload) -> str:
-    """``"<Kind> <name>"`` of a :class:`~policylib.workloads.Workload`."""
+def workload_label(w: manifests.Workload) -> str:
+    """``"<Kind> <name>"`` of a :class:`~core.manifests.pods.Workload`."""
     return f"{w.kind} {w.name}"
 
 
@@ -143,7 +125,7 @@ def effective_pull_policy(ref: ImageRef, written: Optional[str]) -> tuple[str, b
 # --- nodes a workload can land on ---------------------------------------------------------
 
 
-def candidate_nodes(w: workloads.Workload, inv: ClusterInventory) -> tuple[list[Node], bool]:
+def candidate_nodes(w: manifests.Workload, inv: ClusterInventory) -> tuple[list[Node], bool]:
     """``(nodes, pinned)``: the node a pod is pinned to (``nodeName`` or the hostname
     nodeSelector), else every node with at least the pod's cards.
 
@@ -213,6 +195,6 @@ def with_inventory(
         return None
 
 
-def gpu_containers(w: workloads.Workload) -> list[workloads.Container]:
+def gpu_containers(w: manifests.Workload) -> list[manifests.Container]:
     """The containers that hold cards (nvidia.com/gpu limit or request above 0)."""
     return [c for c in w.containers if c.cards > 0]

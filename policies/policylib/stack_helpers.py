@@ -2,7 +2,7 @@
 
 Used by gpu-card-allocation, node-memory-allocation, service-selector-uniqueness,
 service-target-port, network-ingress-for-clients and served-model-name-unique. Reads
-resources only through :mod:`policylib.workloads` and the inventory through
+resources only through :mod:`core.manifests` and the inventory through
 :mod:`policylib.stackconfig`; reports nothing itself (except :func:`read_inventory`, which
 turns a config error into the one violation the conventions ask for).
 
@@ -23,8 +23,9 @@ from core import allocation
 from core.allocation import Demand, NodeUse
 from core.inventory import ClusterInventory
 from core.problems import Finding
-from policylib import stackconfig, workloads
-from policylib.workloads import Workload
+from core.registry import Breach
+from core import manifests
+from policylib import stackconfig, terms, views
 
 # --- stack config and policy config -------------------------------------------------------
 
@@ -51,6 +52,20 @@ def config_value(args: Any, schema_properties: Mapping[str, Mapping[str, Any]], 
     return schema_properties[key].get("default")
 
 
+def report(w: manifests.Workload, breach: Optional[Breach]) -> Optional[str]:
+    """A rule's ``breach`` about workload ``w`` (None: nothing) as the pack's message, in the user's terms."""
+    return None if breach is None else terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}"))
+
+
+def report_node(use: NodeUse, breach: Optional[Breach]) -> str:
+    """A rule's ``breach`` about a node's total: in stack-file terms (naming the keys of every
+    workload counted there) when they were made from a stack file; a node is no resource, so the
+    message carries no URN."""
+    assert breach is not None, use.node
+    keys = terms.stack_file_keys(s.ref.ref.annotations for s in use.ordered() if s.ref is not None and s.ref.ref is not None)
+    return breach.finding(use.node).render(stack_key=keys)
+
+
 # --- pod label index ----------------------------------------------------------------------
 
 
@@ -63,17 +78,17 @@ class PodIndex:
     selectors are answered once (memoised).
     """
 
-    def __init__(self, all_workloads: Iterable[Workload]) -> None:
-        self.workloads: tuple[Workload, ...] = tuple(all_workloads)
+    def __init__(self, all_workloads: Iterable[manifests.Workload]) -> None:
+        self.workloads: tuple[manifests.Workload, ...] = tuple(all_workloads)
         self._postings: dict[tuple[str, str, str], list[int]] = defaultdict(list)
         for i, w in enumerate(self.workloads):
             for key, value in w.pod_labels.items():
                 self._postings[(w.namespace, key, value)].append(i)
-        self._memo: dict[tuple[str, frozenset], tuple[Workload, ...]] = {}
+        self._memo: dict[tuple[str, frozenset], tuple[manifests.Workload, ...]] = {}
         #: Pods of objects the pack does not model (bare Pods, Jobs, custom resources).
-        self.others: tuple[workloads.OtherPods, ...] = ()
+        self.others: tuple[manifests.OtherPods, ...] = ()
 
-    def select(self, namespace: str, selector: Mapping[str, str]) -> tuple[Workload, ...]:
+    def select(self, namespace: str, selector: Mapping[str, str]) -> tuple[manifests.Workload, ...]:
         """Workloads in ``namespace`` whose pod labels carry every ``selector`` pair; ``()`` for an empty selector."""
         if not selector:
             return ()
@@ -92,31 +107,31 @@ class PodIndex:
         found = tuple(
             self.workloads[i]
             for i in shortest
-            if workloads.selector_matches(selector, self.workloads[i].pod_labels)
+            if manifests.selector_matches(selector, self.workloads[i].pod_labels)
         )
         self._memo[memo_key] = found
         return found
 
 
-def services_and_index(args: Any) -> tuple[tuple[workloads.Service, ...], "PodIndex"]:
+def services_and_index(args: Any) -> tuple[tuple[manifests.Service, ...], "PodIndex"]:
     """The Services of a stack policy's resources and a :class:`PodIndex` of its workloads (the
     Service policies' shared start; the index is built only when there are Services). The index
     also knows the pods of objects the pack does not model (:attr:`PodIndex.others`)."""
-    stack = workloads.stack_view(args.resources)
+    stack = views.stack_view(args.resources)
     index = PodIndex(stack.workloads if stack.services else ())
     index.others = stack.others
     return tuple(stack.services), index
 
 
-def selects_other_pods(index: "PodIndex", namespace: str, selector: Mapping[str, str]) -> Optional[workloads.OtherPods]:
+def selects_other_pods(index: "PodIndex", namespace: str, selector: Mapping[str, str]) -> Optional[manifests.OtherPods]:
     """The first object the pack does not model whose pods ``selector`` matches in ``namespace``, or None."""
     for o in index.others:
-        if o.namespace == namespace and any(workloads.selector_matches(selector, labels) for labels in o.label_sets):
+        if o.namespace == namespace and any(manifests.selector_matches(selector, labels) for labels in o.label_sets):
             return o
     return None
 
 
-def running(selected: Iterable[Workload]) -> tuple[Workload, ...]:
+def running(selected: Iterable[manifests.Workload]) -> tuple[manifests.Workload, ...]:
     """The running ones (replicas > 0)."""
     return tuple(w for w in selected if w.running)
 
@@ -124,7 +139,7 @@ def running(selected: Iterable[Workload]) -> tuple[Workload, ...]:
 # --- ports --------------------------------------------------------------------------------
 
 
-def target_port_number(target: Any, w: Workload) -> Optional[int]:
+def target_port_number(target: Any, w: manifests.Workload) -> Optional[int]:
     """The pod port a Service ``targetPort`` reaches on ``w``'s pods.
 
     A number (or digit string) is itself; a name resolves through the containers' named
@@ -144,12 +159,12 @@ def target_port_number(target: Any, w: Workload) -> Optional[int]:
     return None
 
 
-def declared_ports(w: Workload) -> tuple[int, ...]:
+def declared_ports(w: manifests.Workload) -> tuple[int, ...]:
     """Every ``containerPort`` the pod's containers declare, sorted, without duplicates."""
     return tuple(sorted({p for c in w.containers for p in c.ports}))
 
 
-def port_names_of(w: Workload, port: int) -> frozenset[str]:
+def port_names_of(w: manifests.Workload, port: int) -> frozenset[str]:
     """The container port names that stand for ``port`` on ``w``'s pods."""
     return frozenset(name for c in w.containers for name, number in c.port_names.items() if number == port)
 
@@ -157,7 +172,7 @@ def port_names_of(w: Workload, port: int) -> frozenset[str]:
 # --- allocation of pods to nodes ----------------------------------------------------------
 
 
-def demands(asking: Iterable[Workload], per_pod: Callable[[Workload], float]) -> list[Demand]:
+def demands(asking: Iterable[manifests.Workload], per_pod: Callable[[manifests.Workload], float]) -> list[Demand]:
     """Each workload's :class:`core.allocation.Demand` (``per_pod(w)`` of one pod; its replicas,
     RollingUpdate surge pods that need room beside the running ones, pinned node, URN and parked reason), with the workload as ``ref``."""
     return [
@@ -172,12 +187,12 @@ def report_allocation(
     *,
     policy_name: str,
     config_properties: Mapping[str, Mapping[str, Any]],
-    asking: Iterable[Workload],
+    asking: Iterable[manifests.Workload],
     capacity_of: Callable[[Any], float],
-    per_pod: Callable[[Workload], float],
+    per_pod: Callable[[manifests.Workload], float],
     reserved_of: Callable[[ClusterInventory], Optional[Mapping[str, Iterable[tuple[str, float, str]]]]],
-    unknown_node_message: Callable[[Workload, str], Optional[str]],
-    oversized_message: Callable[[Workload, Optional[str], float], str],
+    unknown_node_message: Callable[[manifests.Workload, list[str]], Optional[str]],
+    oversized_message: Callable[[manifests.Workload, Optional[str], float], Optional[str]],
     node_message: Callable[[NodeUse], str],
 ) -> None:
     """The shared tail of the allocation policies (gpu-card-allocation, node-memory-allocation).
@@ -186,7 +201,7 @@ def report_allocation(
     ``countSurge`` parameter, places ``asking`` with :func:`core.allocation.allocate` (``capacity_of(node)``: what an
     inventory node offers; ``reserved_of(inventory)``: what is held outside the stack), then
     reports, in this order: each workload pinned to a node the inventory does not list
-    (``unknown_node_message(w, known node names)``; None: not reported by this policy), each
+    (``unknown_node_message(w, the inventory's node names)``; None: not reported by this policy), each
     pod larger than its node or every node (``oversized_message(w, node, capacity)``), and each
     over-allocated node in name order (``node_message(use)``, without a URN).
     """
@@ -200,13 +215,15 @@ def report_allocation(
         count_surge=count_surge,
         reserved=reserved_of(inventory),
     )
-    known = ", ".join(n.name for n in inventory.nodes)
+    known = [n.name for n in inventory.nodes]
     for d in alloc.unknown_node:
         text = unknown_node_message(d.ref, known)
         if text:
             report_violation(text, d.ref.urn)
     for d, node, cap in alloc.oversized:
-        report_violation(oversized_message(d.ref, node, cap), d.ref.urn)
+        text = oversized_message(d.ref, node, cap)
+        if text:
+            report_violation(text, d.ref.urn)
     for name in sorted(alloc.nodes):
         use = alloc.nodes[name]
         if use.used > use.capacity:

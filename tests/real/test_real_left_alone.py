@@ -12,7 +12,7 @@ then it must hold no card. Here the user stops it with KServe's ``serving.kserve
 (``testbed/kserve_standin.py``: the predictor Deployment is deleted, the InferenceService kept).
 
 Then a fresh prod stack: its ``pulumi preview`` names the coder InferenceService as left alone
-(an ``info`` diagnostic in the one wording, ``components.objects.left_alone_text``) and plans
+(an ``info`` diagnostic in the one wording, ``stackfile.objects.left_alone_text``) and plans
 nothing for it, in the CLI's display and its ``--json`` events (with the stack output
 ``left_alone`` it plans); its ``pulumi up`` succeeds and the coder InferenceService keeps its UID and
 resourceVersion, with no Pulumi field manager in its managedFields; the stack output
@@ -25,8 +25,8 @@ import json
 
 import pytest
 
-from components.config import load_stack_config
-from components.objects import left_alone_outputs, left_alone_text
+from stackfile import load_stack_config
+from stackfile.objects import left_alone_outputs, left_alone_text
 from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl, kubectl_json, wait_for
 from testbed.kserve_standin import STOP_ANNOTATION
 

@@ -26,8 +26,8 @@ import copy
 import pytest
 import yaml
 
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from tests.real.realpath import ROOT, RealProject, diagnostics
 from tools.offline import render
 from tools.offline.manifests import load_stack_file

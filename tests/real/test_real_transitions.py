@@ -38,8 +38,8 @@ from datetime import datetime
 import pytest
 import yaml
 
-from components.config import load_stack_config
-from components.stack import render_manifests
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from tests.real.realpath import ROOT, RealProject, kubectl_json, wait_for
 from tools import plan
 from tools.offline import render

@@ -14,7 +14,7 @@ its settings, root resource and config in context variables, so a second run in 
 process starts clean (the tests call it many times).
 
 Errors the program raises on purpose come out as :class:`ProgramError` with the message only:
-``pulumi.RunError`` / ``pulumi.InputPropertyError`` (their text) and ``components.config.ConfigError``
+``pulumi.RunError`` / ``pulumi.InputPropertyError`` (their text) and ``stackfile.ConfigError``
 (its ``render()``: every problem with key path, value, rule and fix). Anything else is a bug in
 the program and propagates with its traceback. Nothing is written to disk here.
 

@@ -7,7 +7,7 @@ Five parts:
   else ``-`` for an object the program creates outside any component), and ``protect`` when
   the resource is protected (the Services: never deleted and re-created);
 * **cards per node** (``nvidia.com/gpu``): ``used / capacity`` and each workload's share, read
-  from the rendered objects with the policy pack's own view (``policies/policylib/workloads.py``)
+  from the rendered objects with the policy pack's own view (``core/manifests/``)
   and the allocation gpu-card-allocation judges (:func:`core.allocation.cards`): replicas x
   cards a pod (an InferenceService by its replica bound), plus the surge pod a RollingUpdate
   starts, plus cards the inventory reserves for workloads outside the stack; unpinned pods
@@ -21,7 +21,7 @@ Five parts:
 * **service URLs**: the stack output ``services`` (each Service's in-cluster URLs);
 * **left alone**: the stack output ``left_alone`` (``llm-serving:left_alone``: live objects the
   stack does not manage), one line each in the wording the program logs to ``pulumi preview``
-  (:func:`components.objects.left_alone_text`). Prod: ``left alone: InferenceService
+  (:func:`stackfile.objects.left_alone_text`). Prod: ``left alone: InferenceService
   llm-serving/coder, not managed by this stack (Pulumi neither changes nor deletes it): ...``.
 
 The inventory comes from the stack config (``llm-serving:cluster``), validated with
@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from components.objects import left_alone_text
+from stackfile.objects import left_alone_text
 from core import allocation, capacity, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core import manifests
 from tools.offline import render
 from tools.offline.manifests import PROJECT, Resource
 
 from policylib import stack_helpers
-from policylib import workloads as wl
 
 
 def table(rows: Sequence[Sequence[str]], header: Optional[Sequence[str]] = None, indent: str = "  ") -> list[str]:
@@ -164,12 +164,12 @@ def _idle(d: allocation.Demand) -> Held:
     return Held(d.name, 0, "parked" if d.parked is not None else "0 replicas")
 
 
-def view_of(resources: Iterable[Resource]) -> wl.Stack:
+def view_of(resources: Iterable[Resource]) -> manifests.Stack:
     """The policy pack's view (workloads, Services, NetworkPolicies) of the Kubernetes objects."""
-    return wl.stack_view(View(r.type, r.props, r.urn) for r in k8s_objects(resources))
+    return manifests.stack_view(View(r.type, r.props, r.urn) for r in k8s_objects(resources))
 
 
-def card_allocation(view: wl.Stack, inventory: ClusterInventory) -> allocation.Allocation:
+def card_allocation(view: manifests.Stack, inventory: ClusterInventory) -> allocation.Allocation:
     """The cards of the GPU workloads of ``view`` per node, by :func:`core.allocation.cards`
     (the allocation gpu-card-allocation judges and the stack output reports), surge counted."""
     gpu = [w for w in view.workloads if w.is_gpu]
@@ -177,7 +177,7 @@ def card_allocation(view: wl.Stack, inventory: ClusterInventory) -> allocation.A
 
 
 def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
-              view: Optional[wl.Stack] = None) -> tuple[list[NodeCards], list[Held]]:
+              view: Optional[manifests.Stack] = None) -> tuple[list[NodeCards], list[Held]]:
     """(cards per inventory node, shares placed on no inventory node: pinned to a node the
     inventory lacks, or one pod larger than its node or every node). ``view``: :func:`view_of`
     ``resources``, when the caller has it already. Each node lists its shares largest first,
@@ -198,7 +198,7 @@ def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
     return rows, sorted(loose, key=lambda s: (-s.total, s.name))
 
 
-def cards_section(resources: Sequence[Resource], inventory: ClusterInventory, view: Optional[wl.Stack] = None) -> list[str]:
+def cards_section(resources: Sequence[Resource], inventory: ClusterInventory, view: Optional[manifests.Stack] = None) -> list[str]:
     rows, loose = card_rows(resources, inventory, view)
     used = sum(r.used for r in rows) + sum(s.total for s in loose)
     capacity = sum(r.capacity for r in rows)
@@ -275,7 +275,7 @@ PROVISIONAL_NOTE = (
 
 
 def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inventory: ClusterInventory,
-                     base_dir: Optional[Path] = None, view: Optional[wl.Stack] = None) -> list[str]:
+                     base_dir: Optional[Path] = None, view: Optional[manifests.Stack] = None) -> list[str]:
     """Per running model server: TP, weights a card (GiB), KV pool (GiB and tokens),
     max-model-len (tokens) and concurrency at max-model-len, from the estimator
     (``core/capacity.py``) through the policy pack's glue (``policylib/capacity_helpers.py``),
@@ -341,7 +341,7 @@ def services_section(outputs: Optional[dict[str, Any]], resources: Sequence[Reso
 
 def left_alone_section(outputs: Optional[dict[str, Any]]) -> list[str]:
     """One line per item of the stack output ``left_alone`` (``[{kind, namespace, name, why}]``),
-    in the program's own wording (:func:`components.objects.left_alone_text`); [] when none."""
+    in the program's own wording (:func:`stackfile.objects.left_alone_text`); [] when none."""
     items = (outputs or {}).get("left_alone")
     if not isinstance(items, list):
         return []

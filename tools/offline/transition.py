@@ -24,11 +24,11 @@ from typing import Any, Iterable, Mapping, Optional
 
 from core.inventory import ClusterInventory
 from core.problems import Finding
+from core import manifests
 from tools.offline import render, summary
 from tools.offline.manifests import Resource
 
 from policylib import terms
-from policylib import workloads as wl
 
 #: How an old object still alive at the peak is named in the table.
 OLD = "{name} (old, deleted at the end of the update)"
@@ -93,11 +93,11 @@ def count(new: Mapping[str, dict], alive_old: Mapping[str, dict], inventory: Clu
     """Cards per node with the objects of ``new`` and ``alive_old`` (render path -> object) alive
     at once: the one count behind both the offline ``--base`` plan (:func:`peak`) and the real
     CLI's plan (:mod:`tools.plan`)."""
-    views = [summary.View(wl.type_token(str(o.get("apiVersion")), str(o.get("kind"))), o, f"new:{p}")
+    views = [summary.View(manifests.type_token(str(o.get("apiVersion")), str(o.get("kind"))), o, f"new:{p}")
              for p, o in new.items()]
-    views += [summary.View(wl.type_token(str(o.get("apiVersion")), str(o.get("kind"))), _renamed(o), f"old:{p}")
+    views += [summary.View(manifests.type_token(str(o.get("apiVersion")), str(o.get("kind"))), _renamed(o), f"old:{p}")
               for p, o in alive_old.items()]
-    rows, _ = summary.card_rows((), inventory, wl.stack_view(views))
+    rows, _ = summary.card_rows((), inventory, manifests.stack_view(views))
     return Peak(rows, dict(alive_old))
 
 
@@ -110,7 +110,7 @@ def _annotations(obj: dict) -> dict:
 
 
 def _node_of(obj: dict) -> Optional[str]:
-    view = wl.workload(wl.type_token(str(obj.get("apiVersion")), str(obj.get("kind"))), obj)
+    view = manifests.workload(manifests.type_token(str(obj.get("apiVersion")), str(obj.get("kind"))), obj)
     return view.node if view is not None and view.is_gpu and view.running else None
 
 
@@ -166,7 +166,7 @@ def protected_replacements(old: Mapping[str, dict], new: Mapping[str, dict], dif
 
 
 def _cards(obj: dict) -> int:
-    view = wl.workload(wl.type_token(str(obj.get("apiVersion")), str(obj.get("kind"))), obj)
+    view = manifests.workload(manifests.type_token(str(obj.get("apiVersion")), str(obj.get("kind"))), obj)
     if view is None or not view.running:
         return 0
     return view.cards_per_pod * view.replicas

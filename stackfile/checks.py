@@ -1,10 +1,6 @@
 """Cross-checks of the stack file: each workload against its node and model, each Service
-against its workload, and the rule functions the component argument models share.
-
-The rule functions (``rule_*``) return a :class:`~core.problems.RuleBreach` (the rule broken
-and the fix, in the stack file's terms) from a verdict of :mod:`core.rules` /
-:mod:`core.capacity` / :mod:`core.modelfacts`, the predicates the policy pack calls too; the
-components (``components/workload.py``, ``components/vllm.py``) raise them as ValueError.
+against its workload. The rules a server shares with the component args and the policy pack
+are :mod:`core.rulebook`'s (registered in :mod:`core.registry`), reported here at their keys.
 
 Rules that judge several workloads together (cards or memory summed over a node, one served
 model name answered by two servers, two workloads behind one Service selector) are the policy
@@ -19,31 +15,24 @@ from __future__ import annotations
 from typing import Any, Optional
 
 
-from core import capacity, facts, kube, quantity
+from core import capacity, facts, kube, quantity, rulebook
+from core.rulebook import allocation as allocation_rules
+from core.rulebook import capacity as capacity_rules
+from core.rulebook import pods as pods_rules
+from core.rulebook import services as service_rules
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
-from core.problems import Problem, RuleBreach
+from core.engines import ServerSettings
+from core.problems import Problem
+from core.registry import Breach
 
-from components.objects import LeftAlone, ObjectRef, rendered_objects
-from components.schema import (
-    CandleWorkload, ServiceConfig, StackConfig, VllmWorkload, PREFIX, STARTUP_HEADROOM, mib, startup_threshold,
+from core.placement import STARTUP_HEADROOM, startup_threshold
+from stackfile.objects import LeftAlone, ObjectRef, rendered_objects
+from stackfile.schema import (
+    CandleWorkload, ServiceConfig, StackConfig, VllmWorkload, PREFIX, mib,
 )
 
 
-from components.rule_wordings import (
-    rule_startup_budget,
-    rule_tp_divides,
-    rule_hybrid_one_card,
-    rule_digest_pinned,
-    rule_half_dtype,
-    rule_vllm_kernels,
-    rule_custom_all_reduce,
-    rule_parallel_matches_cards,
-    rule_hybrid_on_volta_vllm,
-    rule_gpu_memory_utilization,
-    rule_context_window,
-    rule_memory_declared,
-)
 
 
 # --- cross-field checks ---------------------------------------------------------------------
@@ -100,21 +89,14 @@ def _check_left_alone(parts: dict[str, Any]) -> list[Problem]:
     return out
 
 
-def rule_kserve_label(name: str) -> Optional[RuleBreach]:
-    """KServe labels an InferenceService's predictor pods ``app: isvc.<name>-predictor``: a name
-    that makes that label value invalid (over 63 characters) never gets pods. (A Service named
-    ``<isvc>-predictor``, KServe's own, relates two items: the pack's kserve-owned-names.)"""
-    label = f"{facts.KSERVE_APP_LABEL_PREFIX}{name}{facts.KSERVE_PREDICTOR_SUFFIX}"
-    problems = kube.label_value_problems(label)
-    if not problems:
-        return None
-    return RuleBreach(f"KServe labels the predictor pods app: {label}, which Kubernetes refuses: {problems[0]}",
-                      f"shorten the workload name to at most {kube.LABEL_VALUE_MAX - len(label) + len(name)} characters",
-                      "KServe RawDeployment pod labels; apimachinery IsValidLabelValue")
+def _found(at: str, found: list[rulebook.Found]) -> list[Problem]:
+    """The rulebook's breaches of workload ``at`` (``workloads.<name>``) at their stack-file keys."""
+    return [breach.problem(f"{PREFIX}{at}.{key}" if key else f"{PREFIX}{at}", value) for key, value, breach in found]
 
 
-def _p(path: str, value: Any, breach: Optional[RuleBreach]) -> list[Problem]:
-    return [Problem(PREFIX + path, value, breach.rule, breach.fix, breach.source)] if breach else []
+def _judged(at: str, judged: list[tuple[str, Any, Optional[Breach]]]) -> list[Problem]:
+    """:func:`_found` of the judged ``(key, value, breach or None)`` that broke their rule."""
+    return _found(at, [(key, value, breach) for key, value, breach in judged if breach is not None])
 
 
 def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models: dict[str, ModelEntry],
@@ -124,8 +106,7 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
     out: list[Problem] = []
     node = nodes.get(wl.node) if nodes is not None else None
     if nodes is not None and node is None:
-        out.append(Problem(f"{PREFIX}{at}.node", wl.node, f"node {wl.node} is not in {PREFIX}cluster",
-                           f"use one of {', '.join(nodes)}, or add the node to {PREFIX}cluster.nodes"))
+        out += _judged(at, [("node", wl.node, allocation_rules.node_listed(wl.node, list(nodes), wl.cards))])
     elif node is not None:
         out.extend(_check_fits_node(at, wl, node))
     card = node.card if node is not None else None
@@ -137,9 +118,9 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
                               f"{threshold:,}, beyond the int32 the Kubernetes API accepts ({kube.INT32_MAX:,})",
                               f"give the measured cold start in seconds (at most {most:,} at a "
                               f"{wl.startup_probe.period_seconds} s period)")]
-    out.extend(_p(f"{at}.startup_probe.failure_threshold", wl.startup_probe.failure_threshold,
-                  rule_startup_budget(wl.cold_start_seconds, wl.startup_probe.period_seconds, threshold)))
-    out.extend(_p(f"{at}.resources", wl.resources.model_dump(exclude_none=True), rule_memory_declared(wl.resources)))
+    out += _found(at, rulebook.startup_breaches(wl.cold_start_seconds, wl.startup_probe.period_seconds, threshold))
+    out += _found(at, [("resources", wl.resources.model_dump(exclude_none=True), b) for b in [rulebook.memory_declared(
+        mib(wl.resources.requests.memory), mib(wl.resources.limits.memory), wl.cards)] if b])
     model_key = getattr(wl, "model", None)
     if model_key is not None and model_key not in models and model_key not in invalid:
         out.append(Problem(f"{PREFIX}{at}.model", model_key, f"model {model_key} is not in {PREFIX}models",
@@ -170,99 +151,54 @@ def _check_former_names(name: str, wl: Any, workloads: dict[str, Any]) -> list[P
 
 
 def _check_fits_node(at: str, wl: Any, node: Node) -> list[Problem]:
-    out: list[Problem] = []
-    if wl.cards > node.cards:
-        out.append(Problem(f"{PREFIX}{at}.cards", wl.cards,
-                           f"one pod asks {wl.cards} cards; node {node.name} has {node.cards}",
-                           f"set cards to at most {node.cards}, or pin it to a node with {wl.cards} cards"))
-    request = mib(wl.resources.requests.memory)
-    if request is not None and request > node.allocatable_memory_mib:
-        out.append(Problem(f"{PREFIX}{at}.resources.requests.memory", wl.resources.requests.memory,
-                           f"memory request {request:,.0f} MiB exceeds {node.name}'s allocatable "
-                           f"{node.allocatable_memory_mib:,} MiB, so the pod never schedules (coder.yaml)",
-                           "lower it; GPU servers keep weights on the card and need little host RAM (coder.yaml: 12Gi)"))
+    """One pod against its node: the per-workload forms of gpu-card-allocation, node-memory-allocation
+    and multi-gpu-shm (the component's /dev/shm under the memory limit)."""
     limit = mib(wl.resources.limits.memory)
-    if wl.cards > 1 and limit is not None and limit < quantity.mib_of(facts.SHM_SIZE_LIMIT):
-        out.append(Problem(f"{PREFIX}{at}.resources.limits.memory", wl.resources.limits.memory,
-                           f"a pod with {wl.cards} cards gets a {facts.SHM_SIZE_LIMIT} Memory-backed /dev/shm, "
-                           "which counts against its memory limit (coder.yaml)",
-                           f"raise limits.memory above {facts.SHM_SIZE_LIMIT}"))
-    return out
+    return _judged(at, [
+        ("cards", wl.cards, allocation_rules.pod_cards_fit(wl.cards, node.cards, node.name)),
+        ("resources.requests.memory", wl.resources.requests.memory, allocation_rules.pod_memory_fits(
+            mib(wl.resources.requests.memory), node.allocatable_memory_mib, node.name)),
+        ("resources.limits.memory", wl.resources.limits.memory, pods_rules.shm_limit_covers(
+            wl.cards, limit, quantity.mib_of(facts.SHM_SIZE_LIMIT), facts.SHM_SIZE_LIMIT)),
+    ])
 
 
 def _check_candle(at: str, wl: CandleWorkload, card: Optional[CardSpec], entry: Optional[ModelEntry],
                   facts_: Optional[ModelFacts]) -> list[Problem]:
-    out = _p(f"{at}.dtype", wl.dtype, rule_half_dtype(card, wl.dtype, "candle-vllm"))
+    out = _found(at, rulebook.candle_breaches(wl, cards=wl.cards, card=card, model_key=wl.model, model=facts_))
     if entry is not None and not entry.weights_path:
         out.append(Problem(f"{PREFIX}{at}.model", wl.model, f"model {wl.model} has no weights_path; candle-vllm loads --w from the PVC",
                            f"add weights_path: /mnt/models/<dir> to {PREFIX}models.{wl.model}"))
-    if facts_ is not None:
-        out += _p(f"{at}.cards", wl.cards, rule_tp_divides(wl.model, facts_, wl.cards))
-        out += _p(f"{at}.cards", wl.cards, rule_hybrid_one_card(wl.model, facts_, wl.cards))
-        if card is not None and not out:
-            out += _capacity_problems(at, "candle-vllm", wl, facts_, card, dict(
-                tp=wl.cards, dtype=wl.dtype, kv_fraction=wl.kv_fraction, prefill_chunk_size=wl.prefill_chunk_size,
-                max_num_seqs=wl.max_num_seqs))
+    if facts_ is not None and card is not None and not out:
+        out += _capacity_problems(at, "candle-vllm", wl, facts_, card, wl.settings(cards=wl.cards))
     return out
 
 
 def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: CardSpec,
-                       settings: dict[str, Any]) -> list[Problem]:
+                       settings: ServerSettings) -> list[Problem]:
     """The weights and KV cache of one server on its card, by :func:`core.capacity.estimate`,
-    the estimate the pack's weights-fit-card and kv-cache-fits-max-model-len judge."""
+    judged by the rules the pack's weights-fit-card and kv-cache-fits-max-model-len judge with."""
     try:
-        est = capacity.estimate(engine, facts_, card, **settings)
+        est = capacity.estimate(facts_, card, settings)
     except ValueError as err:
-        return [Problem(f"{PREFIX}{at}", None, f"the capacity estimator refuses the settings: {err}",
-                        "correct the setting the rule names")]
-    ranks = "one card" if est.tp * est.pp == 1 else f"each of {est.tp * est.pp} cards"
-    if not est.fits_weights:
-        tp_at = f"{at}.tensor_parallel_size" if getattr(wl, "tensor_parallel_size", None) else f"{at}.cards"
-        return [Problem(
-            PREFIX + tp_at, est.tp,
-            f"{est.weights_gib_per_card:.2f} GiB of weights a card ({wl.model}, TP={est.tp}) plus "
-            f"{est.activation_gib:.2f} GiB of activations do not fit {est.budget_gib:.2f} GiB of a "
-            f"{card.product} with room for a KV cache (rule weights-fit-card)",
-            "raise cards (and tensor parallel size) so the weights split further, or use a quantized "
-            "checkpoint the card supports (GPTQ on sm_70)")]
-    if est.fits_kv:
-        return []
+        return _judged(at, [("", None, capacity_rules.estimable(str(err)))])
+    tp_key = "tensor_parallel_size" if getattr(wl, "tensor_parallel_size", None) else "cards"
     if engine == "vllm":
-        return [Problem(
-            f"{PREFIX}{at}.max_model_len", est.max_model_len,
-            f"max_model_len {est.max_model_len:,} needs {est.max_model_len:,} tokens of KV cache; the pool "
-            f"holds about {est.kv_tokens:,} tokens on {ranks} (rule kv-cache-fits-max-model-len), so vLLM refuses to start",
-            f"lower max_model_len to at most {est.kv_tokens:,}, or raise cards / tensor_parallel_size or "
-            "gpu_memory_utilization")]
-    return [Problem(
-        f"{PREFIX}{at}.kv_fraction", wl.kv_fraction,
-        f"kv_fraction {wl.kv_fraction} of the memory free after {est.weights_gib_per_card:.2f} GiB of weights on "
-        f"{ranks}, less the workspace reserve, leaves no room for a KV cache (rule kv-cache-fits-max-model-len)",
-        "raise kv_fraction, or raise cards so the weights split further")]
+        kv = ("max_model_len", est.max_model_len, capacity_rules.kv_cache_fits(wl.model, est))
+    else:
+        kv = ("kv_fraction", wl.kv_fraction, capacity_rules.candle_kv_room(est, wl.kv_fraction))
+    judged = [(tp_key, est.tp, capacity_rules.weights_fit_card(wl.model, est)), kv]
+    return _judged(at, judged)[:1]
 
 
 def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Optional[ModelFacts]) -> list[Problem]:
-    out = _p(at, at.split(".", 1)[1], rule_kserve_label(at.split(".", 1)[1]))
-    out += _p(f"{at}.image", wl.image, rule_digest_pinned(wl.image))
-    out += _p(f"{at}.dtype", wl.dtype, rule_half_dtype(card, wl.dtype, "vllm"))
-    out += _p(f"{at}.quantization", wl.quantization, rule_vllm_kernels(card, wl.quantization, wl.kv_cache_dtype))
-    tp_at = f"{at}.tensor_parallel_size" if wl.tensor_parallel_size is not None else f"{at}.cards"
-    out += _p(tp_at, wl.tp, rule_parallel_matches_cards(wl.tp, wl.pipeline_parallel_size, wl.cards))
-    out += _p(f"{at}.disable_custom_all_reduce", wl.disable_custom_all_reduce,
-              rule_custom_all_reduce(card, wl.tp, wl.disable_custom_all_reduce))
-    out += _p(f"{at}.gpu_memory_utilization", wl.gpu_memory_utilization,
-              rule_gpu_memory_utilization(wl.gpu_memory_utilization, wl.enforce_eager,
-                                          wl.gpu_memory_utilization_override is not None))
+    name = at.split(".", 1)[1]
+    out = _found(at, [("", name, b) for b in [rulebook.kserve_label(name)] if b])
+    out += _found(at, rulebook.vllm_breaches(wl, cards=wl.cards, card=card, model_key=wl.model, model=facts_,
+                                             env=wl.env))
     if facts_ is not None:
-        out += _p(f"{at}.max_model_len", wl.max_model_len,
-                  rule_context_window(wl.model, facts_, wl.max_model_len, wl.rope_scaling, wl.env))
-        out += _p(tp_at, wl.tp, rule_tp_divides(wl.model, facts_, wl.tp, "vllm"))
-        out += _p(f"{at}.model", wl.model, rule_hybrid_on_volta_vllm(wl.model, facts_, card))
         if card is not None and not out:
-            out += _capacity_problems(at, "vllm", wl, facts_, card, dict(
-                tp=wl.tp, pp=wl.pipeline_parallel_size, dtype=wl.dtype, kv_cache_dtype=wl.kv_cache_dtype,
-                gpu_memory_utilization=wl.gpu_memory_utilization, max_model_len=wl.max_model_len,
-                max_num_batched_tokens=wl.max_num_batched_tokens, max_num_seqs=wl.max_num_seqs, image=wl.image))
+            out += _capacity_problems(at, "vllm", wl, facts_, card, wl.settings(tp=wl.tp))
         if wl.pipeline_parallel_size > facts_.num_hidden_layers:
             out.append(Problem(f"{PREFIX}{at}.pipeline_parallel_size", wl.pipeline_parallel_size,
                                f"pipeline parallel {wl.pipeline_parallel_size} exceeds the model's {facts_.num_hidden_layers} layers",
@@ -276,9 +212,6 @@ def _check_service(name: str, svc: ServiceConfig, workloads: dict[str, Any], dec
     if target is None:
         return [Problem(at, svc.selects, f"Service {name} selects workload {svc.selects}, which is not in {PREFIX}workloads",
                         f"use one of {', '.join(declared) or '(none declared)'}, or add the workload")]
-    if target.parked and not svc.parked:
-        return [Problem(at, svc.selects,
-                        f"Service {name} selects {svc.selects}, which is parked ({target.parked.reason}); "
-                        "its clients would find no endpoints (001, 003)",
-                        "point selects at a running workload, or park the Service too (parked: {reason: ...})")]
-    return []
+    parked = [f"{svc.selects} ({target.parked.reason})"] if target.parked else []
+    breach = service_rules.selects_running(0 if target.parked else 1, parked, bool(svc.parked))
+    return [breach.problem(at, svc.selects)] if breach else []

@@ -13,40 +13,43 @@ are ignored):
 ``llm-serving:services``                         map of name -> :class:`ServiceConfig`
 ``llm-serving:network_policy``                   optional :class:`NetworkPolicyConfig`
 ``llm-serving:adopt``                            bool, default false: force the takeover
-``llm-serving:left_alone``                       list of :class:`components.objects.LeftAlone`:
+``llm-serving:left_alone``                       list of :class:`stackfile.objects.LeftAlone`:
                                                  live objects left alone, each with why
 ===============================================  ============================================
 
-What one field or one item needs on its own is checked here (a DNS label, a Kubernetes
-quantity through :mod:`core.quantity`, a request within its limit, a reserved label); what
-relates items is :mod:`components.checks`; loading and error translation is
-:mod:`components.loader`. The server settings of each engine are :mod:`core.engines`'.
+The keys every workload shares, whatever its ``server`` (node, cards, labels, env, resources,
+cold start, startup probe, models PVC, parked, user, former names), are
+:class:`core.placement.Placement`'s, the model the components' args take whole; its server
+settings are :mod:`core.engines`'. What one field or one item needs on its own is checked by
+the models (a DNS label, a Kubernetes quantity through :mod:`core.quantity`, a request within
+its limit, a reserved label); what relates items is :mod:`stackfile.checks`; loading and error
+translation is :mod:`stackfile.loader`.
 
 Plain pydantic, no Pulumi import.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
-    model_validator,
 )
 
 from core import allocation, facts, quantity, rules
 from core.engines import CandleConfig, ServedName, VllmConfig, rule_error
-from core.values import EnvName, Image, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain
+from core.placement import (
+    Placement,
+    Parked,
+    StrictModel,
+)
+from core.traffic import NetworkPolicyConfig, ServiceClient
+from core.values import Image, Int, ServiceName
 from core.inventory import ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 
-from components.objects import LeftAlone
+from stackfile.objects import LeftAlone
 
 #: The stack-file error of a rule: the rule broken and the fix (:func:`core.engines.rule_error`).
 _custom = rule_error
@@ -55,33 +58,9 @@ PROJECT = "llm-serving"
 PREFIX = PROJECT + ":"
 
 
-#: Startup probe period in seconds (coder.yaml: ``periodSeconds: 15``).
-STARTUP_PERIOD_SECONDS = 15
-#: Startup budget = this many times the declared cold start (coder.yaml: 120 x 15 s = 30 min of
-#: headroom for about 10 min of start-up, i.e. 3x).
-STARTUP_HEADROOM = 3
-
-
-def _quantity_text(value: Any) -> Any:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return str(value)
-    return value
-
-
-def _quantity(value: str) -> str:
-    try:
-        quantity.parse(value)
-    except quantity.QuantityError as err:
-        raise _custom(err.rule, err.fix) from None
-    return value
-
-
 #: A Service, workload, namespace or NetworkPolicy name: a DNS-1035 label (core.kube), the
 #: strictest of the names it becomes (a Service name, an ``app`` label value, a Deployment name).
 Name = ServiceName
-Quantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_quantity)]
 
 
 def mib(value: Optional[str]) -> Optional[float]:
@@ -94,128 +73,10 @@ def mib(value: Optional[str]) -> Optional[float]:
 is_digest_pinned = rules.is_digest_pinned
 
 
-# --- shared models --------------------------------------------------------------------------
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ResourceAmounts(_Strict):
-    """CPU and memory of a container's requests or limits (cards come from ``cards``)."""
-
-    cpu: Optional[Quantity] = Field(default=None, description='CPU cores, e.g. "4" or "500m".')
-    memory: Optional[Quantity] = Field(default=None, description='Memory, e.g. "12Gi" (binary units).')
-
-
-class Resources(_Strict):
-    """Requests and limits of the server container, without cards.
-
-    GPU servers keep weights on the card and need little host RAM (coder.yaml: 12Gi request,
-    40Gi limit for vLLM TP=2). Errors: a request above its limit.
-    """
-
-    requests: ResourceAmounts = Field(default_factory=ResourceAmounts, description="Scheduling requests.")
-    limits: ResourceAmounts = Field(default_factory=ResourceAmounts, description="Limits (burst).")
-
-    @model_validator(mode="after")
-    def _request_within_limit(self) -> "Resources":
-        for field in ("memory", "cpu"):
-            req, lim = getattr(self.requests, field), getattr(self.limits, field)
-            if req is not None and lim is not None and quantity.parse(req) > quantity.parse(lim):
-                raise _custom(
-                    f"requests.{field} {req} exceeds limits.{field} {lim}",
-                    f"raise limits.{field} to at least {req} or lower requests.{field}",
-                )
-        return self
-
-
-class Parked(_Strict):
-    """A workload or Service kept at zero on purpose. Source: 000 (clef-serve parked "to free
-    the only V100"), kustomization (an InferenceService at zero replicas still reports Ready)."""
-
-    reason: str = Field(min_length=1, description="Why it is parked; shown in the preview and by the policy pack.")
-
-
-class StartupProbe(_Strict):
-    """The startup probe's timing. Default period 15 s (coder.yaml); the failure threshold
-    defaults to ``ceil(3 x cold_start_seconds / period)`` (coder.yaml: 120 x 15 s for about
-    10 minutes of start-up). Errors: a budget (period x threshold) not above the cold start."""
-
-    period_seconds: Int = Field(default=STARTUP_PERIOD_SECONDS, ge=1, le=300, description="Seconds between probes.")
-    failure_threshold: Optional[Int32] = Field(
-        default=None, ge=1, description="Failed probes before the pod restarts; default from the cold start."
-    )
-
-
-def startup_threshold(cold_start_seconds: int, probe: StartupProbe) -> int:
-    """The startup probe's failure threshold: the explicit one, else 3 x cold start / period."""
-    if probe.failure_threshold is not None:
-        return probe.failure_threshold
-    return max(1, math.ceil(STARTUP_HEADROOM * cold_start_seconds / probe.period_seconds))
-
 
 # --- workloads ------------------------------------------------------------------------------
 
-class _Workload(_Strict):
-    node: NodeName = Field(description="Node the pods are pinned to (kubernetes.io/hostname), e.g. worker-1. Source: coder.yaml.")
-    cards: Int = Field(ge=1, description="nvidia.com/gpu cards one pod holds (requests = limits).")
-    labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict,
-        description="Extra pod labels, e.g. app.kubernetes.io/name: llm-reasoning (reasoning-long-service.yaml).",
-    )
-    env: dict[EnvName, str] = Field(default_factory=dict, description="Extra environment variables of the server (names: C identifiers).")
-    secret_env: dict[EnvName, Secret] = Field(
-        default_factory=dict,
-        description=(
-            "Environment variables from secrets (an API token): each value set with `pulumi config set --secret "
-            "--path 'llm-serving:workloads.<w>.secret_env.<NAME>'` (the stack file holds secure: v1:...); "
-            "rendered as a Kubernetes Secret <workload>-env and a secretKeyRef, never as plain text."
-        ),
-    )
-    cold_start_seconds: Int = Field(
-        gt=0,
-        description=(
-            "Seconds from pod start to the health route answering; the startup probe budget is "
-            "built from it (002: clef-serve about 240; coder.yaml: vLLM TP=2 at 256K about 600)."
-        ),
-    )
-    startup_probe: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
-    resources: Resources = Field(default_factory=Resources, description="CPU and memory (cards come from cards).")
-    parked: Optional[Parked] = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
-    run_as_user: Optional[Int] = Field(
-        default=None, ge=1,
-        description=(
-            "Run the containers as this non-root UID (runAsNonRoot: true), when the image allows it; "
-            "default: the image's user, root for every server here (core.facts.ROOT_REASONS, written "
-            "as the runs-as-root annotation)."
-        ),
-    )
-    models_pvc: Subdomain = Field(default=facts.MODELS_PVC, description="PVC with weights, mounted at /mnt/models. Source: 001, 003.")
-    former_names: list[Name] = Field(
-        default_factory=list,
-        description=(
-            "Names this workload had before a rename, newest last, e.g. [clef-candle]. The component "
-            "takes them as Pulumi aliases, so the rename replaces the object (the old one deleted "
-            "first when its node has no room for both) instead of creating a second copy that waits "
-            "Pending for the card the old one holds (issue 7). Keep them until every stack is updated."
-        ),
-    )
-
-    @model_validator(mode="after")
-    def _labels_reserved(self) -> "_Workload":
-        both = sorted(set(self.env) & set(self.secret_env))
-        if both:
-            raise _custom(f"{both[0]} is in both env and secret_env", f"keep {both[0]} in secret_env only")
-        for key in ("app", facts.PART_OF_LABEL, facts.KSERVE_ISVC_LABEL, facts.KSERVE_COMPONENT_LABEL):
-            if key in self.labels:
-                raise _custom(
-                    f"label {key} is set by the component (it is what Services select)",
-                    f"remove {key} from labels",
-                )
-        return self
-
-
-class CandleWorkload(CandleConfig, _Workload):
+class CandleWorkload(CandleConfig, Placement):
     """A candle-vllm Deployment (coder-14b-fp16.yaml, clef-candle.yaml): TP = ``cards``; its
     server settings are :class:`core.engines.CandleConfig`'s."""
 
@@ -224,7 +85,7 @@ class CandleWorkload(CandleConfig, _Workload):
     model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
 
 
-class VllmWorkload(VllmConfig, _Workload):
+class VllmWorkload(VllmConfig, Placement):
     """A vLLM server in a KServe InferenceService, RawDeployment (coder.yaml, 002 reasoning.yaml);
     its server settings are :class:`core.engines.VllmConfig`'s."""
 
@@ -238,7 +99,7 @@ class VllmWorkload(VllmConfig, _Workload):
         return self.tp_for(self.cards)
 
 
-class PytorchWorkload(_Workload):
+class PytorchWorkload(Placement):
     """A generic GPU Deployment: the reference PyTorch clef-serve server (joint_schema_model.py
     in fp16, pip-installs on boot; 002, 004)."""
 
@@ -255,7 +116,7 @@ class PytorchWorkload(_Workload):
 
 #: One workload of ``llm-serving:workloads``, chosen by its ``server`` key.
 Workload = Annotated[Union[CandleWorkload, VllmWorkload, PytorchWorkload], Field(discriminator="server")]
-WORKLOAD_CLASSES: dict[str, type[_Workload]] = {
+WORKLOAD_CLASSES: dict[str, type[Placement]] = {
     "candle-vllm": CandleWorkload,
     "vllm": VllmWorkload,
     "pytorch": PytorchWorkload,
@@ -264,15 +125,7 @@ WORKLOAD_CLASSES: dict[str, type[_Workload]] = {
 
 # --- services and network policy ------------------------------------------------------------
 
-class ServiceClient(_Strict):
-    """A declared client of a Service (written to the clients annotation for the policy pack)."""
-
-    name: str = Field(min_length=1, description="Client name as messages show it, e.g. poimen-memory.")
-    namespace: Name = Field(description="Client's namespace, e.g. poimen.")
-    port: Literal[80, 8080] = Field(description="The Service port it calls: 80 or 8080 (coder-service.yaml).")
-
-
-class ServiceConfig(_Strict):
+class ServiceConfig(StrictModel):
     """A stable predictor Service (ClusterIP, ports 80 and 8080 to 8080)."""
 
     selects: Name = Field(description="Name of the workload of llm-serving:workloads it sends traffic to.")
@@ -280,25 +133,9 @@ class ServiceConfig(_Strict):
     parked: Optional[Parked] = Field(default=None, description="Set when it is meant to have no endpoints.")
 
 
-class IngressRule(_Strict):
-    """Admit a namespace on some ports (seed 002's poimen rule)."""
-
-    namespace: Name = Field(description="Source namespace (kubernetes.io/metadata.name).")
-    ports: list[Annotated[Int, Field(ge=1, le=65535)]] = Field(min_length=1, description="TCP ports of the pods admitted.")
-
-
-class NetworkPolicyConfig(_Strict):
-    """The namespace's ingress NetworkPolicy (002 networkpolicy.yaml)."""
-
-    name: Name = Field(default="llm-serving-ingress", description="NetworkPolicy name (002).")
-    gateway: Optional[IngressRule] = Field(default=None, description="The gateway's namespace and ports (002: 80, 8000).")
-    clients: list[IngressRule] = Field(default_factory=list, description="Client namespaces and their ports (002: poimen 8080).")
-    same_namespace: bool = Field(default=True, description="Admit pods of the same namespace (002).")
-
-
 # --- the whole config -----------------------------------------------------------------------
 
-class StackConfig(_Strict):
+class StackConfig(StrictModel):
     """The validated ``llm-serving:*`` map. Build it with :func:`load_stack_config`."""
 
     namespace: Name = Field(default="llm-serving", description="Namespace of every object (all seeds).")

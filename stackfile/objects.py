@@ -13,6 +13,7 @@ from typing import Annotated, Any, NamedTuple, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from core.placement import secret_name
 from core.values import ServiceName, Subdomain, rule_error
 
 #: A Kubernetes kind as the API names it: CamelCase, a letter first (``InferenceService``).
@@ -47,15 +48,10 @@ class ObjectRef(NamedTuple):
         return f"{self.kind} {self.namespace}/{self.name}"
 
 
-def secret_name(workload: str) -> str:
-    """The Kubernetes Secret holding a workload's ``secret_env``: ``<workload>-env``."""
-    return f"{workload}-env"
-
-
 def left_alone_text(kind: str, namespace: str, name: str, why: str) -> str:
     """The one wording of an object left alone, e.g. ``left alone: InferenceService
     llm-serving/coder, not managed by this stack (Pulumi neither changes nor deletes it): <why>``.
-    The program logs it to ``pulumi preview`` / ``pulumi up`` (:func:`components.stack.report_left_alone`)
+    The program logs it to ``pulumi preview`` / ``pulumi up`` (:func:`stackfile.build.report_left_alone`)
     and the offline preview prints it from the stack output ``left_alone``
     (``tools/offline/summary.py``)."""
     return (f"left alone: {ObjectRef(kind, namespace, name)}, not managed by this stack "
@@ -70,7 +66,7 @@ class LeftAlone(BaseModel):
     managing the ``coder`` InferenceService; ArgoCD, prune off, left the live object).
 
     Errors: a kind not in the API's CamelCase form, a name Kubernetes refuses, an empty ``why``;
-    and (:mod:`components.checks`) an object the stack renders itself, or one listed twice.
+    and (:mod:`stackfile.checks`) an object the stack renders itself, or one listed twice.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -95,9 +91,9 @@ def rendered_objects(namespace: str, workloads: dict[str, Any], services: dict[s
                      network_policy: Any) -> set[ObjectRef]:
     """Every object a stack of these (validated) parts renders: each workload's object (its
     class's ``KIND``) and its ``<name>-env`` Secret when it has ``secret_env``, each Service, the
-    NetworkPolicy (``network_policy``: a :class:`components.schema.NetworkPolicyConfig` or None);
+    NetworkPolicy (``network_policy``: a :class:`stackfile.schema.NetworkPolicyConfig` or None);
     all in ``namespace``. ``tests/test_left_alone.py`` holds it equal to
-    :func:`components.stack.render_manifests`."""
+    :func:`stackfile.build.render_manifests`."""
     out = set()
     for name, wl in workloads.items():
         out.add(ObjectRef(wl.KIND, namespace, name))
@@ -110,7 +106,7 @@ def rendered_objects(namespace: str, workloads: dict[str, Any], services: dict[s
 
 
 def managed_objects(config: Any) -> set[ObjectRef]:
-    """Every object the validated stack ``config`` (a :class:`components.schema.StackConfig`)
+    """Every object the validated stack ``config`` (a :class:`stackfile.schema.StackConfig`)
     renders (:func:`rendered_objects`)."""
     return rendered_objects(config.namespace, config.workloads, config.services, config.network_policy)
 

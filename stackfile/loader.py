@@ -1,7 +1,7 @@
 """Loading the stack file: :func:`load_stack_config` validates the ``config:`` map with the
-schema (:mod:`components.schema`), translates every pydantic error into a
+schema (:mod:`stackfile.schema`), translates every pydantic error into a
 :class:`~core.problems.Problem` (key path, value, rule, fix), runs the cross-checks
-(:mod:`components.checks`) and raises :class:`~core.problems.ConfigError` with EVERY problem at
+(:mod:`stackfile.checks`) and raises :class:`~core.problems.ConfigError` with EVERY problem at
 once, in key order.
 
 Plain pydantic, no Pulumi import.
@@ -25,8 +25,8 @@ from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import ConfigError, Problem
 from core.values import REDACTED
 
-from components.schema import ServiceConfig, StackConfig, Name, WORKLOAD_CLASSES, TOP_LEVEL_KEYS, STRING_KEYS, _SINGLE_SECTIONS, PREFIX
-from components.checks import cross_checks
+from stackfile.schema import ServiceConfig, StackConfig, Name, WORKLOAD_CLASSES, TOP_LEVEL_KEYS, STRING_KEYS, _SINGLE_SECTIONS, PREFIX
+from stackfile.checks import cross_checks
 
 
 # --- loading --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from policylib import workloads
+from core.manifests.read import plain
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class IngressPolicy:
 
 def parse_policy(urn: str, props: Mapping) -> Optional[IngressPolicy]:
     """The :class:`IngressPolicy` of a NetworkPolicy's properties; None when it does not isolate ingress."""
-    props = workloads.plain(props)
+    props = plain(props)
     meta = props.get("metadata") or {}
     spec = props.get("spec") or {}
     types = spec.get("policyTypes")

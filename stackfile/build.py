@@ -25,7 +25,7 @@ from typing import Any, Mapping, Optional
 import pulumi
 from pydantic import SecretStr
 
-from components.config import (
+from stackfile import (
     PREFIX,
     PROJECT,
     CandleWorkload,
@@ -34,9 +34,10 @@ from components.config import (
     VllmWorkload,
     STRING_KEYS,
 )
-from components.objects import left_alone_outputs, left_alone_text
+from stackfile.objects import left_alone_outputs, left_alone_text
 from core import facts
 from core.engines import CandleConfig, VllmConfig, settings_of
+from core.placement import Placement
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
 from components.service import StablePredictorService, StablePredictorServiceArgs, service_await, service_manifest
 from components.vllm import VllmArgs, VllmInferenceService, inference_service_manifest, predictor_selector
@@ -96,60 +97,49 @@ def _secret_values(raw: Any) -> Any:
     return value
 
 
-def _parked(wl: Any) -> Optional[str]:
-    return wl.parked.reason if wl.parked else None
+def _parked(item: Any) -> Optional[str]:
+    return item.parked.reason if item.parked else None
 
 
-def _transition(name: str, wl: Any, config: StackConfig) -> dict[str, Any]:
-    """The :class:`components.workload.TransitionArgs` fields of one workload: its former names
-    and whether a replacement deletes first (:meth:`StackConfig.replace_delete_first`)."""
-    return {"former_names": list(wl.former_names), "delete_before_replace": config.replace_delete_first(name)}
+def _workload_args(name: str, wl: Placement, config: StackConfig) -> dict[str, Any]:
+    """The :class:`components.workload.WorkloadArgs` fields of one workload: its name and
+    namespace, its placement handed over whole (:meth:`core.placement.Placement.of`), the
+    inventory's runtime class, and whether a replacement deletes first
+    (:meth:`StackConfig.replace_delete_first`)."""
+    return {"name": name, "namespace": config.namespace, "placement": Placement.of(wl),
+            "runtime_class": config.cluster.gpu_runtime_class, "delete_before_replace": config.replace_delete_first(name)}
 
 
 def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDeploymentArgs:
     """The component args of a ``server: candle-vllm`` workload: its server settings
-    (:class:`core.engines.CandleConfig`, handed over whole) and where it runs (weights path
-    from its model entry, the node's card)."""
-    entry = config.models[wl.model]
+    (:class:`core.engines.CandleConfig`) and its placement, each handed over whole, with the
+    weights path from its model entry and the node's card."""
     return CandleDeploymentArgs(
-        **settings_of(CandleConfig, wl),
-        name=name, namespace=config.namespace, weights_path=entry.weights_path or "", cards=wl.cards,
-        node=wl.node, resources=wl.resources, models_pvc=wl.models_pvc, cold_start_seconds=wl.cold_start_seconds,
-        startup=wl.startup_probe, labels=dict(wl.labels), env=dict(wl.env), secret_env=dict(wl.secret_env),
-        parked_reason=_parked(wl), **_transition(name, wl, config),
-        model_key=wl.model, model_facts=config.model_facts(wl.model),
-        card=config.node(wl.node).card, run_as_user=wl.run_as_user, runtime_class=config.cluster.gpu_runtime_class,
+        **settings_of(CandleConfig, wl), **_workload_args(name, wl, config),
+        weights_path=config.models[wl.model].weights_path or "",
+        model_key=wl.model, model_facts=config.model_facts(wl.model), card=config.node(wl.node).card,
     )
 
 
 def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
     """The component args of a ``server: vllm`` workload: its server settings
-    (:class:`core.engines.VllmConfig`, handed over whole) and where it runs (--model = the
-    model entry's hf_id, else its path; the node's card)."""
+    (:class:`core.engines.VllmConfig`) and its placement, each handed over whole, with
+    --model = the model entry's hf_id, else its path, and the node's card."""
     entry = config.models[wl.model]
     return VllmArgs(
-        **settings_of(VllmConfig, wl),
-        name=name, namespace=config.namespace, model=entry.hf_id or entry.weights_path or "",
-        node=wl.node, card=config.node(wl.node).card, cards=wl.cards, resources=wl.resources,
-        labels=dict(wl.labels), env=dict(wl.env), secret_env=dict(wl.secret_env), models_pvc=wl.models_pvc,
-        cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe, parked_reason=_parked(wl),
-        **_transition(name, wl, config),
-        model_key=wl.model, model_facts=config.model_facts(wl.model), run_as_user=wl.run_as_user,
-        runtime_class=config.cluster.gpu_runtime_class,
+        **settings_of(VllmConfig, wl), **_workload_args(name, wl, config),
+        model=entry.hf_id or entry.weights_path or "", card=config.node(wl.node).card,
+        model_key=wl.model, model_facts=config.model_facts(wl.model),
     )
 
 
 def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeploymentArgs:
-    """The component args of a ``server: pytorch`` workload (the generic GPU Deployment)."""
+    """The component args of a ``server: pytorch`` workload (the generic GPU Deployment): its
+    placement handed over whole and its container."""
     return GpuDeploymentArgs(
-        name=name, namespace=config.namespace, image=wl.image, command=list(wl.command), args=list(wl.args),
-        env=dict(wl.env), secret_env=dict(wl.secret_env), port=wl.port, node=wl.node, cards=wl.cards, resources=wl.resources,
-        labels=dict(wl.labels), cold_start_seconds=wl.cold_start_seconds, startup=wl.startup_probe,
-        health_path=wl.health_path, models_pvc=wl.models_pvc, parked_reason=_parked(wl),
-        **_transition(name, wl, config),
-        served_model_names=list(wl.served_model_names),
-        run_as_user=wl.run_as_user, root_reason=facts.ROOT_REASONS["pytorch"],
-        runtime_class=config.cluster.gpu_runtime_class,
+        **_workload_args(name, wl, config), image=wl.image, command=list(wl.command), args=list(wl.args),
+        port=wl.port, health_path=wl.health_path, served_model_names=list(wl.served_model_names),
+        root_reason=facts.ROOT_REASONS["pytorch"],
     )
 
 
@@ -227,7 +217,7 @@ def report_left_alone(config: StackConfig) -> list[str]:
     """Log each object of ``llm-serving:left_alone`` as an info diagnostic on the stack
     (``pulumi.log.info``; the CLI prints it under "Diagnostics" in ``pulumi preview`` and
     ``pulumi up``, and ``--json`` carries it as a ``diagnosticEvent`` of severity ``info``), in
-    the one wording :func:`components.objects.left_alone_text`. Returns the messages. Prod:
+    the one wording :func:`stackfile.objects.left_alone_text`. Returns the messages. Prod:
     ``left alone: InferenceService llm-serving/coder, not managed by this stack (...): ...``."""
     messages = [left_alone_text(**item) for item in left_alone_outputs(config)]
     for message in messages:
@@ -238,7 +228,7 @@ def report_left_alone(config: StackConfig) -> list[str]:
 def stack_outputs(config: StackConfig, stack: StackResources) -> dict[str, Any]:
     """The stack outputs: ``services`` (name -> {port name: in-cluster URL}), ``cards``
     (node -> {cards, used, workloads: {name: cards}}, :meth:`StackConfig.card_table`) and
-    ``left_alone`` (``[{kind, namespace, name, why}]``, :func:`components.objects.left_alone_outputs`;
+    ``left_alone`` (``[{kind, namespace, name, why}]``, :func:`stackfile.objects.left_alone_outputs`;
     ``[]`` when the stack file lists none)."""
     return {
         "services": {name: svc.urls for name, svc in stack.services.items()},

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core import facts
-from policylib import workloads as w
+import core.manifests
+from policylib import views
 from tools.offline.manifests import load_manifest_dir
 from tests.policy_harness import manifests
 
@@ -22,7 +23,7 @@ def reference():
 
 
 def _workload(r):
-    return w.workload(r.type, r.props, r.urn)
+    return core.manifests.workload(r.type, r.props, r.urn)
 
 
 def test_candle_deployment_view(reference):
@@ -58,12 +59,12 @@ def test_inference_service_predictor_view(reference):
 
 
 def test_service_view_and_selector(reference):
-    svc = w.service(reference["reasoning-long-predictor"].type, reference["reasoning-long-predictor"].props)
+    svc = core.manifests.service(reference["reasoning-long-predictor"].type, reference["reasoning-long-predictor"].props)
     assert [(p.port, p.target_port) for p in svc.ports] == [(80, 8080), (8080, 8080)]
     coder = _workload(reference["coder"])
-    assert not w.selector_matches(svc.selector, coder.pod_labels)  # selects reasoning, not coder
-    assert w.selector_matches({"serving.kserve.io/inferenceservice": "coder"}, coder.pod_labels)
-    assert not w.selector_matches({}, coder.pod_labels)  # an empty Service selector selects nothing here
+    assert not core.manifests.selector_matches(svc.selector, coder.pod_labels)  # selects reasoning, not coder
+    assert core.manifests.selector_matches({"serving.kserve.io/inferenceservice": "coder"}, coder.pod_labels)
+    assert not core.manifests.selector_matches({}, coder.pod_labels)  # an empty Service selector selects nothing here
 
 
 def test_rolling_update_surge_and_comma_joined_served_names():
@@ -97,16 +98,16 @@ spec:
     [("12Gi", 12 * 1024), ("63495Mi", 63495), ("1G", 1e9 / 2**20), (2147483648, 2048), ("bogus", None)],
 )
 def test_memory_quantities(value, expected):
-    got = w.mib(value)
+    got = core.manifests.mib(value)
     assert got == pytest.approx(expected) if expected is not None else got is None
 
 
 def test_label_selector_expressions():
     labels = {"app.kubernetes.io/part-of": "llm-serving", "app": "x"}
-    assert w.label_selector_matches({}, labels)
-    assert w.label_selector_matches({"matchLabels": {"app": "x"}}, labels)
-    assert not w.label_selector_matches({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["x"]}]}, labels)
-    assert w.label_selector_matches({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, labels)
+    assert core.manifests.label_selector_matches({}, labels)
+    assert core.manifests.label_selector_matches({"matchLabels": {"app": "x"}}, labels)
+    assert not core.manifests.label_selector_matches({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["x"]}]}, labels)
+    assert core.manifests.label_selector_matches({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, labels)
 
 
 def test_numbers_arrive_as_doubles_over_grpc():
@@ -134,7 +135,7 @@ spec: {selector: {app: x}, ports: [{port: 80.0, targetPort: 8080.0}, {port: 81.0
     assert (x.replicas, x.max_surge) == (0, 0)
     assert x.containers[0].ports == (8080,) and x.containers[0].port_names == {"http": 8080}
     assert x.cards_per_pod == 3  # the init container's 3 cards outweigh the app container's 1
-    s = w.service(svc.type, svc.props)
+    s = core.manifests.service(svc.type, svc.props)
     assert [(p.port, p.target_port) for p in s.ports] == [(80, 8080), (81, "http")]
 
 
@@ -142,9 +143,9 @@ def test_of_reads_the_workload_a_resource_policy_judges_and_servers_of_filters_b
     from types import SimpleNamespace
 
     r = reference["coder"]
-    w_ = w.of(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn))
+    w_ = views.of(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn))
     assert (w_.name, w_.urn) == ("coder", r.urn)
     assert [s.engine for _, s in w_.servers_of("vllm")] == ["vllm"]
     assert w_.servers_of("candle-vllm") == ()
     svc = reference["coder-predictor"]
-    assert w.of(SimpleNamespace(resource_type=svc.type, props=svc.props, urn=svc.urn)) is None
+    assert views.of(SimpleNamespace(resource_type=svc.type, props=svc.props, urn=svc.urn)) is None

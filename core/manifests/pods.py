@@ -1,0 +1,477 @@
+"""Pods as the manifests describe them: a normalised, read-only :class:`Workload` per
+Deployment, StatefulSet, InferenceService predictor or LeaderWorkerSet role (pods with labels, a
+node, cards, containers, a rollout strategy and the component annotations, ``core.facts``), and
+:class:`OtherPods` for objects that only carry pod labels.
+
+Works on the manifest itself (``apiVersion``, ``kind``, ``metadata``, ``spec``): a plain
+manifest, the program's rendering, or the policy pack's properties. Nothing here reports a
+violation; policies decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from functools import cached_property
+from typing import Any, Optional
+
+from core import allocation as _allocation
+from core import facts
+from core import quantity as _quantity
+from core.manifests import argv as _argv
+from core.manifests.read import (
+    ISVC_TYPE, LWS_TYPE, NETWORK_POLICY_TYPE, SERVICE_TYPE, WORKLOAD_TYPES, as_map, as_seq, mib, plain, quantity, whole,
+)
+from core.manifests.servers import MODELLED_ENGINES, ServerArgs, parse_args
+
+#: Labels the LeaderWorkerSet controller puts on every pod of a group (leader: worker-index 0).
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+#: The container name KServe gives the ``spec.predictor.model`` container.
+KSERVE_MODEL_CONTAINER = "kserve-container"
+
+
+# --- containers and workloads -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Container:
+    """One container of a pod template, as the policies need it."""
+
+    name: str
+    image: str
+    image_pull_policy: Optional[str]
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: Mapping[str, str]
+    ports: tuple[int, ...]
+    port_names: Mapping[str, int]
+    gpu_request: Optional[Decimal]
+    gpu_limit: Optional[Decimal]
+    memory_request_mib: Optional[float]
+    memory_limit_mib: Optional[float]
+    startup_probe: Optional[Mapping]
+    liveness_probe: Optional[Mapping]
+    readiness_probe: Optional[Mapping]
+    volume_mounts: tuple[Mapping, ...]
+    #: The env list as written (plain), for :attr:`argv`; ``env_from``: the container has ``envFrom``.
+    env_list: tuple[Mapping, ...] = ()
+    env_from: bool = False
+    #: The KServe ``predictor.model`` container: its image, command, probes and mounts come from a
+    #: ServingRuntime that is not in the manifests (only resources, env and args are the object's).
+    from_runtime: bool = False
+    #: Every resource name the container asks for (limits and requests), e.g. ``("cpu", "amd.com/gpu")``.
+    resource_names: tuple[str, ...] = ()
+    #: (key path from the object, value) of each ``resources`` memory quantity that is not a
+    #: Kubernetes quantity, e.g. ``("spec.template.spec.containers[0].resources.requests.memory", "lots")``.
+    invalid_quantities: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def cards(self) -> int:
+        """Cards this container holds: its nvidia.com/gpu limit, else its request (whole cards)."""
+        q = self.gpu_limit if self.gpu_limit is not None else self.gpu_request
+        return int(q) if q is not None else 0
+
+    @cached_property
+    def argv(self) -> _argv.Argv:
+        """The argv the container will run (:func:`core.manifests.argv.effective_argv`: ``$(VAR)`` expanded
+        from its env, ``sh -c`` scripts split, an omitted command taken from a known image's
+        entrypoint), or ``Argv(None, why)`` when the manifest cannot tell it."""
+        return _argv.effective_argv(self.command, self.args, self.env_list, self.image, self.env_from)
+
+    @cached_property
+    def call(self) -> Optional[_argv.ServerCall]:
+        """The model server the container runs (any engine :func:`core.manifests.argv.server_of` knows:
+        vLLM, candle-vllm, SGLang, TGI), or None (not a server we recognise, or argv unknown)."""
+        return _argv.server_of(self.argv.argv) if self.argv.argv is not None else None
+
+    @property
+    def looks_like_server(self) -> bool:
+        """True when the image or the command as written names a model server, whether or not
+        its argv can be known (``vllm``, ``candle-vllm``, ``sglang``, ``text-generation``)."""
+        text = (self.image + " " + " ".join(self.command) + " " + " ".join(self.args)).lower()
+        return any(k in text for k in ("vllm", "sglang", "text-generation"))
+
+    @cached_property
+    def server(self) -> Optional[ServerArgs]:
+        """The vLLM or candle-vllm server this container runs, parsed from the argv it will run
+        (:attr:`argv`); None for other programs, for engines the pack does not model (SGLang,
+        TGI: :attr:`call` names them) and when the argv cannot be known (:attr:`argv` says why).
+        ``vllm serve <model>``'s positional is the model."""
+        call = self.call
+        if call is None or call.engine not in MODELLED_ENGINES:
+            return None
+        return parse_args(call.engine, call.args)
+
+
+def _container(raw: Mapping, at: str = "") -> Container:
+    """One container; ``at`` is its key path in the object (``spec.template.spec.containers[0]``)."""
+    resources = as_map(raw.get("resources"))
+    limits = as_map(resources.get("limits"))
+    requests = as_map(resources.get("requests"))
+    ports: list[int] = []
+    names: dict[str, int] = {}
+    for p in as_seq(raw.get("ports")):
+        p = as_map(p)
+        port = whole(p.get("containerPort"), 0)
+        if port:
+            ports.append(port)
+            if p.get("name"):
+                names[str(p["name"])] = port
+    env = {}
+    for e in as_seq(raw.get("env")):
+        e = as_map(e)
+        if "name" in e:
+            env[str(e["name"])] = str(e.get("value", ""))
+    return Container(
+        name=str(raw.get("name", "")),
+        image=str(raw.get("image", "")),
+        image_pull_policy=raw.get("imagePullPolicy"),
+        command=tuple(str(c) for c in as_seq(raw.get("command"))),
+        args=tuple(str(a) for a in as_seq(raw.get("args"))),
+        env=env,
+        ports=tuple(ports),
+        port_names=names,
+        gpu_request=quantity(requests.get(facts.GPU_RESOURCE)),
+        gpu_limit=quantity(limits.get(facts.GPU_RESOURCE)),
+        memory_request_mib=mib(requests.get("memory")),
+        memory_limit_mib=mib(limits.get("memory")),
+        startup_probe=raw.get("startupProbe"),
+        liveness_probe=raw.get("livenessProbe"),
+        readiness_probe=raw.get("readinessProbe"),
+        volume_mounts=tuple(as_map(v) for v in as_seq(raw.get("volumeMounts"))),
+        env_list=tuple(plain(as_map(e)) for e in as_seq(raw.get("env"))),
+        resource_names=tuple(sorted({str(k) for k in (*limits.keys(), *requests.keys())})),
+        env_from=bool(as_seq(raw.get("envFrom"))),
+        invalid_quantities=tuple(
+            (f"{at}.resources.{field}.memory", plain(value))
+            for field, value in (("requests", requests.get("memory")), ("limits", limits.get("memory")))
+            if value is not None and not _quantity.is_quantity(value)
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Pods of one Deployment/StatefulSet or one InferenceService predictor.
+
+    ``replicas`` is the count the scheduler must place: a Deployment's ``spec.replicas``
+    (default 1); an InferenceService's ``maxReplicas`` (else ``minReplicas``, default 1),
+    its replica bound. ``rollout`` is how it replaces pods (``maxSurge`` / ``maxUnavailable``
+    resolved against ``replicas`` as Kubernetes does); ``strategy`` the strategy as written
+    (``{}`` when omitted) and ``strategy_at`` its key path (``spec.strategy``,
+    ``spec.predictor.deploymentStrategy``).
+    """
+
+    urn: str
+    type: str
+    kind: str
+    name: str
+    namespace: str
+    replicas: int
+    min_replicas: int
+    pod_labels: Mapping[str, str]
+    node_selector: Mapping[str, str]
+    node_name: Optional[str]
+    runtime_class: Optional[str]
+    containers: tuple[Container, ...]
+    volumes: tuple[Mapping, ...]
+    strategy_type: str
+    rollout: _allocation.Rollout
+    strategy: Mapping
+    strategy_at: str
+    annotations: Mapping[str, str]
+    labels: Mapping[str, str]
+    init_containers: tuple[Container, ...] = ()
+    #: The pod spec's ``enableServiceLinks`` (Kubernetes default true): the kubelet injects the
+    #: namespace's Services as environment variables (``core.rules.service_link_env_names``).
+    enable_service_links: bool = True
+    #: ``leader`` / ``worker`` for the two views of a LeaderWorkerSet, else ``""``.
+    role: str = ""
+
+    @property
+    def id(self) -> str:
+        """A key unique in the stack: the URN (else the name), with the role of a LeaderWorkerSet's view."""
+        base = self.urn or self.name
+        return f"{base}#{self.role}" if self.role else base
+
+    @property
+    def max_surge(self) -> int:
+        """Surge pods a RollingUpdate starts (ceil of a percentage of the replicas; 0 for Recreate)."""
+        return self.rollout.surge_pods
+
+    @property
+    def surge_needing_room(self) -> int:
+        """Surge pods that need room beside every running pod (:attr:`core.allocation.Rollout.extra_pods`):
+        what the allocation counts."""
+        return self.rollout.extra_pods
+
+    @property
+    def display(self) -> str:
+        """``name`` as messages show it."""
+        return self.name
+
+    @property
+    def node(self) -> Optional[str]:
+        """The node the pods are pinned to (``nodeName`` or the hostname nodeSelector), or None."""
+        return self.node_name or self.node_selector.get(facts.HOSTNAME_LABEL)
+
+    @property
+    def cards_per_pod(self) -> int:
+        """nvidia.com/gpu cards one pod holds: the sum over its containers, or the largest
+        init container's if that is more (the scheduler's effective request)."""
+        return max([sum(c.cards for c in self.containers)] + [c.cards for c in self.init_containers])
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.cards_per_pod > 0
+
+    @property
+    def other_accelerator(self) -> Optional[str]:
+        """An accelerator resource other than nvidia.com/gpu its containers ask for (``amd.com/gpu``,
+        ``google.com/tpu``, ``gpu.intel.com/i915``, ``habana.ai/gaudi``, ``aws.amazon.com/neuron``), or
+        None: such pods run on cards the inventory does not describe."""
+        for c in (*self.init_containers, *self.containers):
+            for name in c.resource_names:
+                if name != facts.GPU_RESOURCE and any(k in name for k in ("gpu", "tpu", "neuron", "gaudi")):
+                    return name
+        return None
+
+    @property
+    def memory_request_mib(self) -> float:
+        """Host memory one pod requests, MiB (sum over containers; a limit stands in for a missing request)."""
+        total = 0.0
+        for c in self.containers:
+            total += c.memory_request_mib if c.memory_request_mib is not None else (c.memory_limit_mib or 0.0)
+        return total
+
+    @property
+    def invalid_quantities(self) -> tuple[tuple[str, Any], ...]:
+        """(key path, value) of every memory quantity of its containers that is not a Kubernetes quantity."""
+        return tuple(q for c in (*self.init_containers, *self.containers) for q in c.invalid_quantities)
+
+    @property
+    def parked_reason(self) -> Optional[str]:
+        """The declared reason it is parked (``facts.PARKED_ANNOTATION``), or None."""
+        return self.annotations.get(facts.PARKED_ANNOTATION)
+
+    @property
+    def cold_start_seconds(self) -> Optional[int]:
+        """The declared cold start in seconds (``facts.COLD_START_ANNOTATION``), or None."""
+        value = self.annotations.get(facts.COLD_START_ANNOTATION)
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            return None
+
+    @property
+    def running(self) -> bool:
+        """True when it places at least one pod."""
+        return self.replicas > 0
+
+    @property
+    def servers(self) -> tuple[tuple[Container, ServerArgs], ...]:
+        """(container, parsed args) for each container that runs vLLM or candle-vllm."""
+        out = []
+        for c in self.containers:
+            s = c.server
+            if s is not None:
+                out.append((c, s))
+        return tuple(out)
+
+    @property
+    def served_model_names(self) -> frozenset[str]:
+        """Every model name its servers answer (``--served-model-name``, else what each engine
+        answers by default); empty when it runs no known server."""
+        return frozenset(n for _, server in self.servers for n in server.served_model_names)
+
+    def servers_of(self, engine: str) -> tuple[tuple[Container, ServerArgs], ...]:
+        """:attr:`servers` that run ``engine`` (``vllm`` or ``candle-vllm``)."""
+        return tuple((c, s) for c, s in self.servers if s.engine == engine)
+
+    def volume(self, name: str) -> Optional[Mapping]:
+        for v in self.volumes:
+            if v.get("name") == name:
+                return v
+        return None
+
+
+def _strategy(kind: str, spec: Mapping, replicas: int) -> tuple[Mapping, str, _allocation.Rollout]:
+    """(strategy as written, its key path from the pod spec's owner, :class:`core.allocation.Rollout`).
+    ``spec`` is the Deployment spec, or the InferenceService predictor."""
+    if kind == "StatefulSet":
+        raw = as_map(spec.get("updateStrategy"))
+        return raw, "spec.updateStrategy", _allocation.Rollout(str(raw.get("type") or "RollingUpdate"))
+    if kind == "LeaderWorkerSet":
+        # rolloutStrategy.rollingUpdateConfiguration: maxUnavailable default 1, maxSurge default 0 (lws API).
+        raw = as_map(spec.get("rolloutStrategy"))
+        rolling = as_map(raw.get("rollingUpdateConfiguration"))
+        plan = _allocation.rollout(str(raw.get("type") or "RollingUpdate"), rolling.get("maxSurge", 0),
+                                   rolling.get("maxUnavailable", 1), replicas)
+        return raw, "spec.rolloutStrategy", plan
+    if kind == "InferenceService":
+        raw, at = as_map(spec.get("deploymentStrategy")), "spec.predictor.deploymentStrategy"
+    else:
+        raw, at = as_map(spec.get("strategy")), "spec.strategy"
+    rolling = as_map(raw.get("rollingUpdate"))
+    plan = _allocation.rollout(
+        str(raw.get("type") or "RollingUpdate"), rolling.get("maxSurge"), rolling.get("maxUnavailable"), replicas
+    )
+    return raw, at, plan
+
+
+def _containers(pod_spec: Mapping, pod_at: str) -> tuple[Container, ...]:
+    """The containers of a pod spec; an InferenceService predictor's ``model`` (the KServe
+    ``predictor.model`` form: the ServingRuntime's container, named ``kserve-container``, with the
+    model's resources, env and args) comes first when present."""
+    out = []
+    model = pod_spec.get("model")
+    if isinstance(model, Mapping):
+        raw = dict(plain(model))
+        raw.setdefault("name", KSERVE_MODEL_CONTAINER)
+        out.append(replace(_container(raw, f"{pod_at}.model"), from_runtime=True))
+    out += [_container(as_map(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(as_seq(pod_spec.get("containers")))]
+    return tuple(out)
+
+
+def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
+    """A LeaderWorkerSet as two :class:`Workload` views: its leaders (``spec.replicas`` pods, the
+    ``leaderTemplate``, else the ``workerTemplate``) and its workers (``replicas x (size - 1)``
+    pods of the ``workerTemplate``), both named after the set, with the labels the controller adds."""
+    meta = as_map(props.get("metadata"))
+    spec = as_map(props.get("spec"))
+    name = str(meta.get("name", ""))
+    groups = whole(spec.get("replicas"), 1)
+    lwt = as_map(spec.get("leaderWorkerTemplate"))
+    size = max(1, whole(lwt.get("size"), 1))
+    worker_t = as_map(lwt.get("workerTemplate"))
+    leader_t = as_map(lwt.get("leaderTemplate")) or worker_t
+    _, strategy_at, plan = _strategy("LeaderWorkerSet", spec, groups)
+    out = []
+    for role, template, pods, at in (("leader", leader_t, groups, "spec.leaderWorkerTemplate.leaderTemplate"),
+                                     ("worker", worker_t, groups * (size - 1), "spec.leaderWorkerTemplate.workerTemplate")):
+        if role == "worker" and size == 1:
+            continue
+        pod_spec = as_map(template.get("spec"))
+        labels = {str(k): str(v) for k, v in as_map(as_map(template.get("metadata")).get("labels")).items()}
+        labels[LWS_NAME_LABEL] = name
+        if role == "leader":
+            labels[LWS_WORKER_INDEX_LABEL] = "0"
+        out.append(Workload(
+            urn=urn, type=LWS_TYPE, kind="LeaderWorkerSet", name=name, namespace=str(meta.get("namespace", "default")),
+            replicas=pods, min_replicas=pods, pod_labels=labels,
+            node_selector={str(k): str(v) for k, v in as_map(pod_spec.get("nodeSelector")).items()},
+            node_name=pod_spec.get("nodeName"), runtime_class=pod_spec.get("runtimeClassName"),
+            containers=_containers(pod_spec, f"{at}.spec"),
+            volumes=tuple(as_map(v) for v in as_seq(pod_spec.get("volumes"))),
+            strategy_type=plan.strategy, rollout=plan, strategy={}, strategy_at=strategy_at,
+            annotations={str(k): str(v) for k, v in as_map(meta.get("annotations")).items()},
+            labels={str(k): str(v) for k, v in as_map(meta.get("labels")).items()},
+            init_containers=tuple(_container(as_map(c), f"{at}.spec.initContainers[{i}]")
+                                  for i, c in enumerate(as_seq(pod_spec.get("initContainers")))),
+            role=role,
+        ))
+    return out
+
+
+def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Workload]:
+    """The :class:`Workload` of a Deployment, StatefulSet or InferenceService; None for other types
+    (a LeaderWorkerSet: :func:`lws_workloads`)."""
+    if resource_type not in WORKLOAD_TYPES:
+        return None
+    meta = as_map(props.get("metadata"))
+    spec = as_map(props.get("spec"))
+    kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
+    name = str(meta.get("name", ""))
+    labels = {str(k): str(v) for k, v in as_map(meta.get("labels")).items()}
+    annotations = {str(k): str(v) for k, v in as_map(meta.get("annotations")).items()}
+    if resource_type == ISVC_TYPE:
+        pod = as_map(spec.get("predictor"))
+        min_r = whole(pod.get("minReplicas"), 1)
+        max_r = pod.get("maxReplicas")
+        replicas = max(min_r, whole(max_r, min_r)) if max_r is not None else min_r
+        pod_labels = dict(labels)
+        pod_labels.update({str(k): str(v) for k, v in as_map(as_map(pod.get("labels"))).items()})
+        pod_labels[facts.KSERVE_ISVC_LABEL] = name
+        pod_labels[facts.KSERVE_COMPONENT_LABEL] = facts.KSERVE_PREDICTOR_COMPONENT
+        pod_labels["app"] = f"{facts.KSERVE_APP_LABEL_PREFIX}{name}{facts.KSERVE_PREDICTOR_SUFFIX}"
+        pod_spec = pod
+        pod_at = "spec.predictor"
+    else:
+        replicas = whole(spec.get("replicas"), 1)
+        min_r = replicas
+        template = as_map(spec.get("template"))
+        pod_labels = {str(k): str(v) for k, v in as_map(as_map(template.get("metadata")).get("labels")).items()}
+        pod_spec = as_map(template.get("spec"))
+        pod_at = "spec.template.spec"
+    strategy, strategy_at, plan = _strategy(kind, pod_spec if resource_type == ISVC_TYPE else spec, replicas)
+    return Workload(
+        urn=urn,
+        type=resource_type,
+        kind=kind,
+        name=name,
+        namespace=str(meta.get("namespace", "default")),
+        replicas=replicas,
+        min_replicas=min_r,
+        pod_labels=pod_labels,
+        node_selector={str(k): str(v) for k, v in as_map(pod_spec.get("nodeSelector")).items()},
+        node_name=pod_spec.get("nodeName"),
+        runtime_class=pod_spec.get("runtimeClassName"),
+        containers=_containers(pod_spec, pod_at),
+        volumes=tuple(as_map(v) for v in as_seq(pod_spec.get("volumes"))),
+        strategy_type=plan.strategy,
+        rollout=plan,
+        strategy=strategy,
+        strategy_at=strategy_at,
+        annotations=annotations,
+        labels=labels,
+        init_containers=tuple(
+            _container(as_map(c), f"{pod_at}.initContainers[{i}]") for i, c in enumerate(as_seq(pod_spec.get("initContainers")))
+        ),
+        enable_service_links=pod_spec.get("enableServiceLinks") is not False,
+    )
+
+
+@dataclass(frozen=True)
+class OtherPods:
+    """Pod labels of an object the pack does not model as a workload (a bare Pod, a Job, a
+    DaemonSet, a custom resource with pod templates such as a RayCluster): a Service may select
+    them, so selecting "no workload" is then not judged. ``label_sets``: every ``metadata.labels``
+    found in its pod templates (for a Pod, its own labels)."""
+
+    kind: str
+    name: str
+    namespace: str
+    label_sets: tuple[Mapping[str, str], ...]
+
+
+def _template_labels(node: Any, out: list[Mapping[str, str]], depth: int = 0) -> None:
+    """Every ``template.metadata.labels`` (and ``*Template.metadata.labels``) under ``node``."""
+    if depth > 12:
+        return
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if isinstance(value, Mapping) and str(key).lower().endswith("template"):
+                labels = as_map(as_map(value.get("metadata")).get("labels"))
+                if labels:
+                    out.append({str(k): str(v) for k, v in labels.items()})
+            _template_labels(value, out, depth + 1)
+    elif isinstance(node, Sequence) and not isinstance(node, str):
+        for item in node:
+            _template_labels(item, out, depth + 1)
+
+
+def other_pods(resource_type: str, props: Mapping) -> Optional[OtherPods]:
+    """The :class:`OtherPods` of an object that is neither a modelled workload, a Service nor a
+    NetworkPolicy, when it has pod labels; else None."""
+    if resource_type in WORKLOAD_TYPES or resource_type in (LWS_TYPE, SERVICE_TYPE, NETWORK_POLICY_TYPE):
+        return None
+    meta = as_map(props.get("metadata"))
+    sets: list[Mapping[str, str]] = []
+    if resource_type == "kubernetes:core/v1:Pod":
+        sets.append({str(k): str(v) for k, v in as_map(meta.get("labels")).items()})
+    _template_labels(props.get("spec"), sets)
+    if not sets:
+        return None
+    kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
+    return OtherPods(kind, str(meta.get("name", "")), str(meta.get("namespace", "default")), tuple(sets))

@@ -1,0 +1,51 @@
+"""Every workload, Service and NetworkPolicy of a stack: the view the stack-wide checks (policy
+pack, preview summary, plan tools) share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional
+
+from core.manifests import pods
+from core.manifests import services as services_
+from core.manifests.read import LWS_TYPE, NETWORK_POLICY_TYPE, SERVICE_TYPE, WORKLOAD_TYPES
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Every workload, Service and NetworkPolicy of a stack, by kind."""
+
+    workloads: tuple[pods.Workload, ...]
+    services: tuple[services_.Service, ...]
+    network_policies: tuple[tuple[str, Mapping], ...]  # (urn, props)
+    others: tuple[pods.OtherPods, ...] = ()
+
+
+def stack_view(
+    resources: Iterable[Any], workload: Callable[[str, Mapping, str], Optional[pods.Workload]] = pods.workload,
+) -> Stack:
+    """Build a :class:`Stack` from pulumi-policy ``PolicyResource`` objects (anything with
+    ``resource_type``, ``props`` and ``urn``); ``workload`` builds each workload's view (the pack
+    passes its per-request memo, :func:`policylib.views.workload`). A LeaderWorkerSet gives two workloads (leaders,
+    workers: :func:`core.manifests.pods.lws_workloads`). Other resource types are ignored."""
+    workloads, services, netpols, others = [], [], [], []
+    for r in resources:
+        t = r.resource_type
+        if t in WORKLOAD_TYPES:
+            w = workload(t, r.props, r.urn)
+            if w is not None:
+                workloads.append(w)
+        elif t == LWS_TYPE:
+            workloads.extend(pods.lws_workloads(r.props, r.urn))
+        elif t == SERVICE_TYPE:
+            s = services_.service(t, r.props, r.urn)
+            if s is not None:
+                services.append(s)
+        elif t == NETWORK_POLICY_TYPE:
+            netpols.append((r.urn, r.props))
+        else:
+            o = pods.other_pods(t, r.props)
+            if o is not None:
+                others.append(o)
+    return Stack(tuple(workloads), tuple(services), tuple(netpols), tuple(others))

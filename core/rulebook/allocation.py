@@ -1,0 +1,146 @@
+"""Cards and memory asked of a node, and a GPU workload's rollout: judged once for the stack file
+(``stackfile/checks.py``, one workload against its node) and the pack (gpu-card-allocation and
+node-memory-allocation, every pod summed over a node by :func:`core.allocation.allocate`;
+gpu-rollout-recreate). A node total's judge takes the :class:`core.allocation.NodeUse` the
+allocation gives.
+
+Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from core import facts
+from core.allocation import NodeUse, amount
+from core.quantity import QuantityError
+from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.rulebook.settings import S
+
+#: The node a workload is pinned to.
+NODE = Setting("node", "node", "nodeSelector kubernetes.io/hostname")
+#: How a workload is parked, in each audience's terms.
+PARK = (only(STACK, "parked: {reason: ...}")
+        + only(MANIFEST, f"replicas 0 with annotation {facts.PARKED_ANNOTATION}: <reason>"))
+
+CARDS_SOURCE = "seeds 001 and 003 (6 and 7 cards asked of worker-1's 4; a surge pod Pending for a card the old pod holds)"
+MEMORY_SOURCE = "seed 000 (coder.yaml: a 24Gi memory request did not schedule)"
+ROLLOUT_SOURCE = (
+    "seeds 001 and 003 (every card allocated: the surge pod waited Pending for a card the old pod "
+    "held); Kubernetes' deployment controller (maxSurge rounds up, maxUnavailable down)"
+)
+#: The fix for a RollingUpdate surge that tips a node over.
+RECREATE = "set strategy type Recreate on the surging workload"
+LESS_MEMORY = f"lower {S.memory_request} (model servers keep weights on the card and need little host memory)"
+
+
+def _over(use: NodeUse, unit: str, what: str, overflow: str) -> str:
+    """``6 of 4 cards requested: candle-vllm 2, coder 2 (unpinned: coder); the pods beyond 4 cards stay Pending``."""
+    cap = amount(use.capacity)
+    wrong = f"{amount(use.used)} of {cap} {what} requested: {', '.join(s.text() for s in use.ordered())}"
+    unpinned = use.unpinned_names()
+    if unpinned:
+        wrong += f" (unpinned: {', '.join(unpinned)})"
+    return wrong + f"; the pods beyond {cap} {unit} stay Pending" + use.overflow_clause(overflow)
+
+
+# --- one node's total -------------------------------------------------------------------------
+
+@rule("gpu-card-allocation", "The cards asked of each node fit the cards it has.", CARDS_SOURCE,
+      policy="gpu-card-allocation")
+def card_allocation(use: NodeUse) -> Optional[Breach]:
+    """Cards of the running pods, surge and reservations on one node against its cards."""
+    if use.used <= use.capacity:
+        return None
+    cap = amount(use.capacity)
+    wrong = _over(use, "cards", "cards", "cards")
+    if use.surge_is_the_cause:
+        return Breach(wrong + f"; the RollingUpdate surge ({amount(use.surge)}) is the cause: without it "
+                      f"{amount(use.used - use.surge)} of {cap} fit", RECREATE)
+    return Breach(wrong, f"bring the cards to {cap} or fewer: park one workload ({PARK}), lower the cards of one "
+                  f"({S.cards}, with its tensor parallel size), or pin one to another node ({NODE})")
+
+
+@rule("node-memory-allocation", "The memory requested of each node fits its allocatable memory.", MEMORY_SOURCE,
+      policy="node-memory-allocation")
+def memory_allocation(use: NodeUse) -> Optional[Breach]:
+    """Memory requests (MiB) of the running pods, surge and headroom on one node against its allocatable memory."""
+    if use.used <= use.capacity:
+        return None
+    wrong = _over(use, "MiB", "MiB of memory", "memory")
+    if use.surge_is_the_cause:
+        return Breach(wrong + f"; the RollingUpdate surge ({amount(use.surge)} MiB) is the cause", RECREATE)
+    return Breach(wrong, f"{LESS_MEMORY}, or park a workload ({PARK})")
+
+
+# --- one workload against its node ------------------------------------------------------------
+
+@rule("node-in-inventory", "A workload is pinned to a node the inventory lists.",
+      "spec, the cluster (worker-1 is the only GPU node)", policy="gpu-card-allocation")
+def node_listed(node: str, known: Sequence[str], cards: int = 0) -> Optional[Breach]:
+    """``known``: the inventory's node names; ``cards``: a pod's cards (0: none held)."""
+    if node in known:
+        return None
+    pods = f"its {cards}-card pods" if cards else "its pods"
+    return Breach(f"pinned to node {node}, which is not in the inventory (llm-serving:cluster nodes: "
+                  f"{', '.join(known)}); {pods} stay Pending",
+                  f"set {NODE} to one of {', '.join(known) or '(none)'}, or add the node to llm-serving:cluster")
+
+
+@rule("pod-cards-fit-node", "One pod asks no more cards than its node (or the largest node) has.",
+      "seed 000 (coder.yaml: a pod that never reaches Ready occupies its cards)", policy="gpu-card-allocation")
+def pod_cards_fit(cards: int, node_cards: float, node: Optional[str] = None) -> Optional[Breach]:
+    """``node``: the pinned node (None: unpinned, ``node_cards`` the largest node's)."""
+    if cards <= node_cards:
+        return None
+    where = f"its node {node} has {amount(node_cards)}" if node else f"the largest node has {amount(node_cards)}"
+    return Breach(f"one pod asks {cards} cards and {where}; the pod never schedules",
+                  f"lower its cards ({S.cards}, with its tensor parallel size), or pin it to a node with enough "
+                  f"cards ({NODE})")
+
+
+@rule("pod-memory-fits-node", "One pod's memory request fits its node's (or the largest node's) allocatable memory.",
+      MEMORY_SOURCE, policy="node-memory-allocation")
+def pod_memory_fits(request_mib: Optional[float], allocatable_mib: float, node: Optional[str] = None) -> Optional[Breach]:
+    """MiB; ``node``: the pinned node (None: unpinned, ``allocatable_mib`` the largest node's)."""
+    if request_mib is None or request_mib <= allocatable_mib:
+        return None
+    where = f"its node {node} has" if node else "the largest node has"
+    return Breach(f"one pod requests {amount(request_mib)} MiB of memory and {where} {amount(allocatable_mib)} MiB "
+                  "allocatable; the pod never schedules", LESS_MEMORY)
+
+
+@rule("memory-quantity", "A memory request or limit is a Kubernetes quantity.",
+      "Kubernetes API, resource.Quantity grammar", policy="node-memory-allocation")
+def memory_quantity(path: str, value: Any) -> Optional[Breach]:
+    """``value`` found at ``path`` (``...resources.requests.memory``), refused by :mod:`core.quantity`."""
+    err = QuantityError(value)
+    return Breach(f"{path}: {err.rule}, so its memory cannot be counted", err.fix)
+
+
+# --- rollout ----------------------------------------------------------------------------------
+
+@rule("rollout-not-both-zero", "RollingUpdate does not set maxSurge and maxUnavailable both to 0.",
+      "Kubernetes API validation of apps/v1 Deployment", policy="gpu-rollout-recreate")
+def rollout_valid(strategy_at: str, both_zero: bool) -> Optional[Breach]:
+    """``strategy_at``: where the strategy is (``spec.strategy``); ``both_zero``: the two are 0."""
+    if not both_zero:
+        return None
+    return Breach(f"{strategy_at} is RollingUpdate with maxSurge 0 and maxUnavailable 0, which the API server rejects",
+                  f"set {strategy_at}.type: {facts.GPU_ROLLOUT_STRATEGY}, or maxUnavailable: 1")
+
+
+@rule("gpu-rollout-recreate", "A GPU workload's RollingUpdate surge fits in free cards.", ROLLOUT_SOURCE,
+      policy="gpu-rollout-recreate")
+def rollout_room(strategy_at: str, written: str, cards_per_pod: int, surge_pods: int, use: NodeUse) -> Optional[Breach]:
+    """``written``: the strategy as written and what Kubernetes makes of it; ``surge_pods``: the
+    pods that need room beside the running ones; ``use``: the node the surge is counted on."""
+    if not surge_pods or use.used <= use.capacity:
+        return None
+    return Breach(
+        f"pods hold {cards_per_pod} card(s) and {written}: no old pod goes first, so the surge asks "
+        f"{surge_pods * cards_per_pod} more card(s) while the old pods hold theirs, and {use.node} has "
+        f"{amount(use.used - use.surge)} of {amount(use.capacity)} cards in use without the surge "
+        f"({amount(use.used)} with it): the surge pod waits Pending forever and the rollout never completes",
+        f"set {strategy_at}.type: {facts.GPU_ROLLOUT_STRATEGY} (or rollingUpdate maxSurge: 0, or maxUnavailable: 1)",
+    )

@@ -1,0 +1,120 @@
+"""A model server's memory on its card: the weights fit with room for a KV cache, and the KV
+cache holds one request of the context. Judged once for the stack file (``stackfile/checks.py``)
+and the pack (weights-fit-card, kv-cache-fits-max-model-len) on :func:`core.capacity.estimate`'s
+:class:`~core.capacity.Estimate`.
+
+Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from core import facts
+from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.rulebook.settings import S
+
+if TYPE_CHECKING:  # pragma: no cover
+    from core.capacity import Estimate
+
+#: Where the capacity rules come from.
+CAPACITY_SOURCE = "spec, the user's measured figures (README Capacity); core/capacity.py"
+
+#: candle-vllm's share of the free card memory for the KV cache.
+KV_FRACTION = Setting("kv_fraction", "kv_fraction", "--kv-fraction", flag=True)
+
+
+def ranks(e: "Estimate") -> str:
+    """``"one Tesla-V100-PCIE-32GB"`` or ``"each of 2 Tesla-V100-PCIE-32GB cards"``."""
+    n = e.tp * e.pp
+    return f"one {e.card}" if n == 1 else f"each of {n} {e.card} cards"
+
+
+def _more_cards(tp: int, pp: int) -> str:
+    """vLLM at TP ``tp``: ``cards: 2`` / ``--tensor-parallel-size=2 and nvidia.com/gpu 2``."""
+    return only(STACK, S.cards.to(tp * pp)) + only(MANIFEST, f"{S.tp.to(tp)} and {facts.GPU_RESOURCE} {tp * pp}")
+
+
+@rule("weights-fit-card", "A model server's weights a card fit the card with room for a KV cache.",
+      CAPACITY_SOURCE, policy="weights-fit-card")
+def weights_fit_card(model_key: str, e: "Estimate", split_tp: Optional[int] = None,
+                     searched: bool = False) -> Optional[Breach]:
+    """``e`` the server's estimate; ``split_tp``: the smallest TP at which the weights fit on the
+    node's cards (``searched`` True: looked for, None when none does; False: not looked for)."""
+    if e.fits_weights:
+        return None
+    what = f"{e.weights_gib_per_card:.2f} GiB of weights a card ({model_key}, TP={e.tp})"
+    if e.weights_gib_per_card >= e.card_memory_gib:
+        why = f"{what} exceed the {e.card_memory_gib:.2f} GiB of a {e.card}, so the model never loads"
+    else:
+        why = (
+            f"{what} plus {e.activation_gib:.2f} GiB of profiled activations and {e.runtime_gib:.2f} GiB of runtime "
+            f"memory (CUDA, NCCL) exceed {S.gmu} {e.budget_gib / e.card_memory_gib:.2f} x "
+            f"{e.card_memory_gib:.2f} GiB = {e.budget_gib:.2f} GiB of a {e.card}, so vLLM finds no memory for the "
+            "KV cache and fails after loading"
+        )
+    if split_tp:
+        fix = f"split it over {split_tp * e.pp} cards (TP={split_tp})" + only(STACK, f": set {S.cards.to(split_tp * e.pp)}")
+    elif searched:
+        fix = f"point {S.model} at a quantized checkpoint the card supports (GPTQ on sm_70), or use a larger card"
+    else:
+        fix = (f"raise {S.cards} so the weights split further, or point {S.model} at a quantized checkpoint the "
+               "card supports (GPTQ on sm_70)")
+    return Breach(why, fix)
+
+
+@rule("kv-cache-fits-max-model-len", "A vLLM server's KV cache holds one request of its max-model-len.",
+      CAPACITY_SOURCE, policy="kv-cache-fits-max-model-len")
+def kv_cache_fits(model_key: str, e: "Estimate", explicit: bool = True, house: bool = True,
+                  larger: Optional[tuple[int, "Estimate"]] = None, searched: bool = False) -> Optional[Breach]:
+    """vLLM: ``e`` the estimate; ``explicit`` False: no ``--max-model-len`` (the model's window is
+    used; a breach only where the cluster's conventions apply, ``house``); ``larger``: a TP that
+    fits and its estimate (``searched`` True: looked for on the node's cards)."""
+    parts = []
+    if not explicit:
+        parts.append(f"no {S.max_model_len}, so vLLM uses the model's max_position_embeddings "
+                     f"{e.max_model_len:,} ({model_key})")
+    if not e.fits_kv:
+        parts.append(
+            f"{S.max_model_len} {e.max_model_len:,} needs {e.max_model_len:,} tokens of KV cache; the pool holds "
+            f"about {e.kv_tokens:,} tokens on {ranks(e)} at {S.gmu} {e.budget_gib / e.card_memory_gib:.2f} "
+            f"({e.weights_gib_per_card:.2f} GiB of weights a card, TP={e.tp}), so vLLM refuses to start"
+        )
+    if not parts or (e.fits_kv and not house):
+        return None  # it starts; an explicit max-model-len is this cluster's convention only
+    if e.fits_kv:
+        fix = f"set {S.max_model_len} explicitly (the pool holds about {e.kv_tokens:,} tokens)"
+    elif larger:
+        tp, trial = larger
+        fix = (f"lower {S.max_model_len} to at most {e.kv_tokens:,}, or run TP={tp} on {tp * e.pp} cards "
+               f"({_more_cards(tp, e.pp)}), where the pool holds about {trial.kv_tokens:,} tokens")
+    elif searched:
+        fix = f"lower {S.max_model_len} to at most {e.kv_tokens:,}, or give the server more cards (a larger {S.tp})"
+    else:
+        fix = f"lower {S.max_model_len} to at most {e.kv_tokens:,}, or raise {S.cards} or {S.gmu}"
+    return Breach("; ".join(parts), fix)
+
+
+@rule("candle-kv-fraction", "candle-vllm's --kv-fraction leaves room for a KV cache.", CAPACITY_SOURCE,
+      policy="kv-cache-fits-max-model-len")
+def candle_kv_room(e: "Estimate", kv_fraction: object) -> Optional[Breach]:
+    """candle-vllm caps its context to the pool, so only an empty pool is a breach."""
+    if e.fits_kv or not e.fits_weights:
+        return None
+    free = e.card_memory_gib - e.weights_gib_per_card
+    return Breach(
+        f"{KV_FRACTION} {kv_fraction} of the {free:.2f} GiB free after {e.weights_gib_per_card:.2f} GiB of weights "
+        f"on {ranks(e)}, less the {e.activation_gib * 1024:.0f} MiB workspace reserve, leaves no room for a KV cache",
+        f"raise {KV_FRACTION}, or spread the model over more cards ({S.cards})",
+    )
+
+
+@rule("capacity-estimable", "The capacity estimator accepts a server's settings.", CAPACITY_SOURCE,
+      policy="kv-cache-fits-max-model-len")
+def estimable(refusal: Optional[str]) -> Optional[Breach]:
+    """``refusal``: :func:`core.capacity.estimate`'s ValueError text (a utilization above 1, a
+    fraction of 0); None: it estimated."""
+    if refusal is None:
+        return None
+    return Breach(f"the capacity estimator refuses the settings, so the KV cache cannot be estimated: {refusal}",
+                  "correct the setting it names")

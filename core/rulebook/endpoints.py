@@ -1,0 +1,54 @@
+"""Where a model server listens (:func:`core.manifests.servers.endpoint`): a pod-reachable host,
+the port its probes knock on and its containerPort names. The components render one port for
+all of them (8080), so these judge hand-written manifests.
+
+Source: coder.yaml and every server of the namespace (``--host=0.0.0.0 --port=8080``, candle-vllm
+``--p 8080``, probes on 8080).
+
+Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from core import rules
+from core.registry import Breach, Setting, rule
+
+HOST = Setting("host", None, "--host", flag=True)
+CONTAINER_PORT = Setting("container_port", None, "containerPort")
+_SOURCE = "coder.yaml (--host=0.0.0.0 --port=8080, probes on 8080)"
+
+
+@rule("server-listen-endpoint", "A model server listens on a pod-reachable host.", _SOURCE,
+      policy="server-listen-endpoint")
+def reachable_host(engine: str, host: Optional[str]) -> Optional[Breach]:
+    """:func:`core.rules.loopback_host`: the Service and the probes connect to the pod IP."""
+    if not rules.loopback_host(host):
+        return None
+    return Breach(f"{engine} listens on --host {host}, a loopback address: the Service and the kubelet's probes "
+                  "connect to the pod IP and are refused",
+                  f"set {HOST.to('0.0.0.0')} (or drop --host: the engine then listens on every interface)")
+
+
+@rule("probe-targets-listen-port", "Every probe with a port targets the port the server listens on.", _SOURCE,
+      policy="server-listen-endpoint")
+def probe_on_listen_port(field: str, port: Optional[int], shown: str, engine: str, listen: int,
+                         listen_text: str) -> Optional[Breach]:
+    """``field``: the probe (``startupProbe``); ``port``: its port number (None: a name no
+    containerPort carries), ``shown`` as written; ``listen``: the server's port, ``listen_text``
+    how it was found (``8000 (vllm's default, no --port)``)."""
+    if port == listen:
+        return None
+    return Breach(f"its {field} targets {shown}, but {engine} listens on {listen_text}",
+                  f"point the {field} at port {listen}, or make the server listen where the probe knocks")
+
+
+@rule("container-port-is-listen-port", "A declared containerPort names the port the server listens on.", _SOURCE,
+      policy="server-listen-endpoint")
+def container_port(ports: tuple[int, ...], engine: str, listen: int, listen_text: str) -> Optional[Breach]:
+    """``ports``: the container's containerPorts (none declared: nothing to judge)."""
+    if not ports or listen in ports:
+        return None
+    return Breach(f"declares containerPort {', '.join(str(p) for p in ports)}, but {engine} listens on {listen_text}",
+                  f"declare {CONTAINER_PORT} {listen}, or set the server's port flag to the declared port")

@@ -1,0 +1,80 @@
+"""The NetworkPolicy rules of the pack, each judged and worded once (:mod:`core.registry`): every
+declared client of a Service gets through (``network-ingress-for-clients``), and a policy that
+isolates a model server admits the port it listens on (``ingress-admits-server-port``). A judge
+takes plain values (names, ports, what the policies admit); the policies read the NetworkPolicies
+(:mod:`core.manifests.network_policies`) and call it.
+
+The stack file writes the NetworkPolicy from ``llm-serving:network_policy`` (its ``gateway`` and
+``clients`` ports) and a Service's ``clients``; its fixes name those keys.
+
+Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+from core.registry import MANIFEST, STACK, Breach, only, rule
+
+CLIENTS_SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
+#: The stack file's NetworkPolicy section, where its admitted ports are written.
+NETWORK_POLICY_KEY = "llm-serving:network_policy"
+
+
+@rule("network-clients-declared", "A Service's clients annotation is a JSON list of {name, namespace, port}.",
+      CLIENTS_SOURCE, policy="network-ingress-for-clients")
+def clients_declared(error: Optional[str]) -> Optional[Breach]:
+    """``error``: why the clients annotation cannot be read (None: it can)."""
+    if not error:
+        return None
+    return Breach(error, only(MANIFEST, 'write the clients annotation as a JSON list, e.g. [{"name": "gateway", '
+                                        '"namespace": "gateway", "port": 80}]')
+                  + only(STACK, "write clients as a list of {name, namespace, port}"))
+
+
+@rule("network-client-port-exposed", "A declared client calls a port the Service exposes.", CLIENTS_SOURCE,
+      policy="network-ingress-for-clients")
+def client_port_exposed(client: str, port: int, exposed: Sequence[int]) -> Optional[Breach]:
+    """``client``: the client described (``client gateway (namespace gateway)``); ``exposed``: the
+    Service's ports."""
+    if port in exposed:
+        return None
+    return Breach(f"{client} calls port {port}, which the Service does not expose (ports: "
+                  f"{', '.join(str(p) for p in sorted(exposed)) or 'none'})",
+                  only(MANIFEST, "fix the client's port or add the port to the Service")
+                  + only(STACK, "set the client's port in clients to "
+                         + (f"one of {', '.join(str(p) for p in sorted(exposed))}" if exposed else "a port the Service exposes")))
+
+
+@rule("network-ingress-for-clients", "Each declared client of a Service is admitted on the pod's port.",
+      CLIENTS_SOURCE, policy="network-ingress-for-clients")
+def client_admitted(client: str, namespace: str, port: int, pod_port: int, refused: Optional[str],
+                    backend: str = "") -> Optional[Breach]:
+    """``refused``: what the NetworkPolicies selecting the backend admit instead
+    (``NetworkPolicy x admits gateway only on 80``; None: some rule admits the client on
+    ``pod_port``); ``backend``: `` of <workload>`` when the Service selects several."""
+    if refused is None:
+        return None
+    return Breach(f"{client} calls port {port} -> pod port {pod_port}{backend}; {refused}: packets are dropped and "
+                  "the client sees a bare timeout",
+                  only(MANIFEST, f"add an ingress rule admitting namespace {namespace} on port {pod_port}")
+                  + only(STACK, f"list namespace {namespace} with port {pod_port} in {NETWORK_POLICY_KEY} "
+                                "(gateway or clients) for the Service"))
+
+
+@rule("ingress-admits-server-port", "A NetworkPolicy that isolates a model server admits its listen port.",
+      "seed 002 networkpolicy.yaml (34 days of bare timeouts for poimen-memory)",
+      policy="ingress-admits-server-port")
+def server_port_admitted(engine: str, port: int, port_text: str, policies: Sequence[str], admitted: Sequence[str],
+                         admits: bool) -> Optional[Breach]:
+    """``policies``: the NetworkPolicies isolating the server's pods; ``admitted``: the ports their
+    rules name; ``admits``: some rule admits ``port`` from some source."""
+    if admits or not policies:
+        return None
+    which = ", ".join(sorted(policies))
+    return Breach(f"{engine} listens on {port_text}, but NetworkPolicy {which} admits ingress to its pods only on "
+                  f"{', '.join(admitted) or 'no port'}: every packet to the server is dropped and clients see a bare timeout",
+                  only(MANIFEST, f"add port {port} to an ingress rule of {which}, or make the server listen on an "
+                                 "admitted port")
+                  + only(STACK, f"add {port} to the ports of {NETWORK_POLICY_KEY} (gateway / clients) for the workload"))

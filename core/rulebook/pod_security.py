@@ -1,0 +1,216 @@
+"""The pod security rules of the pack's ``pod-security-baseline``, ``pod-security-restricted``,
+``pod-run-as-non-root``, ``no-service-account-token`` and ``model-mounts-read-only``: one
+registry record a check (the Kubernetes Pod Security Standards' tables, row by row), each judge
+over the plain values of one pod or container field, worded once (:mod:`core.registry`).
+
+The stack file has no key for these fields: the components write them on every pod they render,
+so a stack user's fix is to preview again (:data:`_WRITTEN`, :data:`_NEVER`).
+``policies/policylib/podsec.py`` walks the pods and calls these judges.
+
+Source of every list: kubernetes.io/docs/concepts/security/pod-security-standards ("Baseline"
+and "Restricted" tables, Kubernetes v1.31). Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from core import facts
+from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+
+SOURCE_BASELINE = ("Kubernetes Pod Security Standards, Baseline profile "
+                   "(kubernetes.io/docs/concepts/security/pod-security-standards)")
+SOURCE_RESTRICTED = ("Kubernetes Pod Security Standards, Restricted profile "
+                     "(kubernetes.io/docs/concepts/security/pod-security-standards)")
+
+BASELINE = "pod-security-baseline"
+RESTRICTED = "pod-security-restricted"
+
+#: Baseline "Capabilities": what a container may add.
+BASELINE_CAPABILITIES = frozenset({"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                                   "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"})
+#: Baseline "Sysctls": the safe set.
+SAFE_SYSCTLS = frozenset({
+    "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+})
+#: Baseline "SELinux": the types a pod may set.
+SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
+#: Restricted "Volume Types".
+RESTRICTED_VOLUMES = frozenset({"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+                                "persistentVolumeClaim", "projected", "secret"})
+#: Restricted "Capabilities": the only one a container may add.
+RESTRICTED_ADD = frozenset({"NET_BIND_SERVICE"})
+
+#: The stack user's fix for a field the components never set / always set: a fresh rendering.
+_NEVER = only(STACK, "; the components never set it: preview again from the workload")
+_WRITTEN = only(STACK, "; the components set it on every pod: preview again from the workload")
+
+ALLOW_ESCALATION = Setting("allow_privilege_escalation", None, "securityContext.allowPrivilegeEscalation")
+SECCOMP = Setting("seccomp_profile_type", None, "securityContext.seccompProfile.type")
+DROP = Setting("capabilities_drop", None, "securityContext.capabilities.drop")
+RUN_AS_NON_ROOT = Setting("run_as_non_root", None, "securityContext.runAsNonRoot")
+RUN_AS_USER = Setting("run_as_user", "run_as_user", "securityContext.runAsUser")
+AUTOMOUNT = Setting("automount_service_account_token", None, "automountServiceAccountToken")
+READ_ONLY = Setting("read_only", None, "readOnly")
+
+
+def shown(value: Any) -> str:
+    """A field's value as a message states it: ``unset``, ``true``, ``'Unconfined'``."""
+    return "unset" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
+
+
+# --- Baseline ---------------------------------------------------------------------------------
+
+@rule("baseline-host-access", "No host namespace, privileged container or Windows host process.", SOURCE_BASELINE,
+      policy=BASELINE)
+def host_access(field: str, value: Any, effect: str = "", at: str = "") -> Optional[Breach]:
+    """``field``: hostNetwork, hostPID, hostIPC (the pod spec's), privileged or
+    windowsOptions.hostProcess (a securityContext's, ``at`` ``securityContext.``); ``value``: its
+    value, refused when true; ``effect``: what it gives the pod."""
+    if value is not True:
+        return None
+    return Breach(f"{field} is true" + (f" ({effect})" if effect else ""), f"remove {at}{field}" + _NEVER)
+
+
+@rule("baseline-host-path", "Pods mount no hostPath volume.", SOURCE_BASELINE, policy=BASELINE)
+def host_path(volume: Mapping) -> Optional[Breach]:
+    """``volume``: one entry of the pod's ``volumes``."""
+    if "hostPath" not in volume:
+        return None
+    return Breach(f"volume {volume.get('name', '')} is a hostPath (the node's filesystem)",
+                  "use a persistentVolumeClaim, configMap, secret or emptyDir volume" + _NEVER)
+
+
+@rule("baseline-sysctls", "Pods set only the safe sysctls.", SOURCE_BASELINE, policy=BASELINE)
+def sysctl(name: str) -> Optional[Breach]:
+    """``name``: one sysctl of the pod's securityContext (:data:`SAFE_SYSCTLS`)."""
+    if name in SAFE_SYSCTLS:
+        return None
+    return Breach(f"sysctl {name} is not in the safe set", "remove the sysctl" + _NEVER)
+
+
+@rule("baseline-capabilities", "Containers add no capability beyond the Baseline set.", SOURCE_BASELINE, policy=BASELINE)
+def baseline_capabilities(added: Sequence[str]) -> Optional[Breach]:
+    return _added(added, BASELINE_CAPABILITIES, "remove them from securityContext.capabilities.add" + _NEVER)
+
+
+def _added(added: Sequence[str], allowed: frozenset[str], fix: str) -> Optional[Breach]:
+    """The capabilities a container adds beyond ``allowed``."""
+    extra = sorted(set(added) - allowed)
+    return Breach(f"adds capabilities {', '.join(extra)}", fix) if extra else None
+
+
+@rule("baseline-proc-mount", "Containers keep the default /proc mount.", SOURCE_BASELINE, policy=BASELINE)
+def proc_mount(value: Any) -> Optional[Breach]:
+    if value in (None, "Default"):
+        return None
+    return Breach(f"procMount is {value}", "remove securityContext.procMount" + _NEVER)
+
+
+@rule("baseline-host-ports", "Containers bind no host port.", SOURCE_BASELINE, policy=BASELINE)
+def host_port(port: Optional[int]) -> Optional[Breach]:
+    """``port``: a container port's ``hostPort`` as a whole number (None or 0: unset)."""
+    if not port:
+        return None
+    return Breach(f"hostPort {port} binds the node's port", "remove hostPort; reach the pod through a Service" + _NEVER)
+
+
+@rule("baseline-unconfined", "No Unconfined seccomp or AppArmor profile.", SOURCE_BASELINE, policy=BASELINE)
+def confined(profile: str, profile_type: Any) -> Optional[Breach]:
+    """``profile``: seccompProfile or appArmorProfile; ``profile_type``: its ``type``."""
+    if profile_type != "Unconfined":
+        return None
+    return Breach(f"{profile} is Unconfined", f"set {profile}.type: RuntimeDefault" + _NEVER)
+
+
+@rule("baseline-selinux", "SELinux options set no user or role and an allowed type.", SOURCE_BASELINE, policy=BASELINE)
+def selinux(options: Mapping) -> Optional[Breach]:
+    """``options``: a securityContext's ``seLinuxOptions`` (:data:`SELINUX_TYPES`)."""
+    if str(options.get("type", "")) in SELINUX_TYPES and not options.get("user") and not options.get("role"):
+        return None
+    return Breach(f"seLinuxOptions {dict(options)} set a user, role or type outside the allowed list",
+                  "remove seLinuxOptions (or use type container_t)" + _NEVER)
+
+
+# --- Restricted -------------------------------------------------------------------------------
+
+@rule("restricted-volume-types", "Volumes are of the Restricted types.", SOURCE_RESTRICTED, policy=RESTRICTED)
+def volume_types(name: str, kinds: Sequence[str]) -> Optional[Breach]:
+    """``kinds``: the volume's source fields (every key but ``name``)."""
+    if not kinds or set(kinds) <= RESTRICTED_VOLUMES:
+        return None
+    return Breach(f"volume {name} is of type {', '.join(sorted(kinds))}",
+                  f"use one of {', '.join(sorted(RESTRICTED_VOLUMES))}" + _WRITTEN)
+
+
+@rule("restricted-required", "Containers set allowPrivilegeEscalation false and a RuntimeDefault or Localhost "
+      "seccomp profile.", SOURCE_RESTRICTED, policy=RESTRICTED)
+def required(field: str, setting: Setting, value: Any, allowed: tuple[Any, ...], on: str) -> Optional[Breach]:
+    """``value``: the container's ``field`` (seccompProfile: the container's type, else the pod's),
+    one of ``allowed`` (same type and value); ``setting``: what the fix sets to ``allowed[0]``, on
+    the ``on`` (container, pod)."""
+    if any(type(value) is type(a) and value == a for a in allowed):
+        return None
+    wanted = " or ".join(a if isinstance(a, str) else shown(a) for a in allowed)
+    return Breach(f"{field} is {shown(value)}, not {wanted}", f"set {setting.to(allowed[0])} on the {on}" + _WRITTEN)
+
+
+@rule("restricted-drop-all", "Containers drop ALL capabilities.", SOURCE_RESTRICTED, policy=RESTRICTED)
+def drops_all(dropped: Sequence[str]) -> Optional[Breach]:
+    if "ALL" in dropped:
+        return None
+    return Breach(f"drops {', '.join(dropped) or 'no'} capabilities, not ALL",
+                  f"set {DROP.to(['ALL'])} on the container" + _WRITTEN)
+
+
+@rule("restricted-capabilities", "Containers add back NET_BIND_SERVICE at most.", SOURCE_RESTRICTED, policy=RESTRICTED)
+def restricted_capabilities(added: Sequence[str]) -> Optional[Breach]:
+    return _added(added, RESTRICTED_ADD, "add back NET_BIND_SERVICE at most" + _WRITTEN)
+
+
+# --- Running as non-root, the token, the models mount -----------------------------------------
+
+@rule("pod-run-as-non-root", "Containers run as non-root, or the workload says why not.",
+      "Kubernetes Pod Security Standards, Restricted (\"Running as Non-root\")",
+      policy="pod-run-as-non-root")
+def runs_as_non_root(run_as_non_root: Any, run_as_user: Optional[int]) -> Optional[Breach]:
+    """The container's ``runAsNonRoot`` and ``runAsUser`` (each the container's, else the pod's)."""
+    if run_as_user == 0:
+        wrong = "runAsUser is 0 (root)"
+        fix = f"set {RUN_AS_USER} to a non-zero UID the image allows"
+    elif run_as_non_root is not True:
+        wrong = (f"runAsNonRoot is {shown(run_as_non_root)}, so it runs as the image's user (root unless the "
+                 "image sets USER)")
+        fix = f"set {RUN_AS_NON_ROOT.to(True)} and {RUN_AS_USER}: <uid> the image allows"
+    else:
+        return None
+    return Breach(wrong, only(MANIFEST, f"{fix}, or declare why it cannot: annotation "
+                                        f"{facts.RUNS_AS_ROOT_ANNOTATION}: <reason>")
+                  + only(STACK, f"the components declare why it runs as root; once the image runs as a "
+                                f"non-root user, set {RUN_AS_USER}: <uid>"))
+
+
+@rule("no-service-account-token", "Pods that call no Kubernetes API get no service account token.",
+      "CIS Kubernetes Benchmark 5.1.6 (checkov CKV_K8S_38)", policy="no-service-account-token")
+def no_token(automount: Any) -> Optional[Breach]:
+    """``automount``: the pod spec's ``automountServiceAccountToken``."""
+    if automount is False:
+        return None
+    return Breach(f"automountServiceAccountToken is {shown(automount)}, so the pod gets a service account token "
+                  "it never uses", f"set {AUTOMOUNT.to(False)} in the pod spec" + _WRITTEN)
+
+
+@rule("model-mounts-read-only", "The models PVC is mounted read-only in every container.",
+      "spec storage row (llm-models mounted read-only at /mnt/models, seeds 001 and 003)",
+      policy="model-mounts-read-only")
+def models_read_only(name: str, path: str, read_only: Any, models_volume: bool) -> Optional[Breach]:
+    """One volumeMount: ``models_volume``, its volume is a persistentVolumeClaim of
+    ``facts.MODELS_PVC``; a mount at ``facts.MODELS_MOUNT_PATH`` counts too."""
+    if not (models_volume or path.rstrip("/") == facts.MODELS_MOUNT_PATH) or read_only is True:
+        return None
+    return Breach(f"mounts {name} ({facts.MODELS_PVC}) at {path} writable (readOnly {shown(read_only)})",
+                  f"set {READ_ONLY.to(True)} on the volumeMount at {path}" + _WRITTEN)

@@ -1,0 +1,84 @@
+"""A GPU pod's own shape: whole cards, the RuntimeClass that injects the driver, a sized /dev/shm
+for tensor parallel, a moving image tag pulled Always. Judged once for the pack (gpu-whole-cards,
+gpu-runtime-class, multi-gpu-shm, moving-tag-pull-always) and, where the stack file can break
+the rule, for the stack file (``stackfile/checks.py``: the /dev/shm under the memory limit).
+
+Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from core import facts
+from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.rulebook.settings import S
+
+RUNTIME_CLASS = Setting("runtime_class", None, "runtimeClassName")
+PULL_POLICY = Setting("image_pull_policy", None, "imagePullPolicy")
+SHM_SOURCE = "seed 000 (coder.yaml: /dev/shm for tensor parallel)"
+_NCCL = ("NCCL's all-reduce between ranks goes through /dev/shm, and too small shows up as an init hang or a "
+         "bus error")
+
+
+@rule("gpu-whole-cards", "nvidia.com/gpu is asked in whole cards, with a limit equal to the request.",
+      "Kubernetes docs, extended resources (nvidia.com/gpu cannot be shared or overcommitted)",
+      policy="gpu-whole-cards")
+def whole_cards(problems: Sequence[str]) -> Optional[Breach]:
+    """``problems``: what is wrong with the request and limit as written (``request "0.5" is not a
+    whole number of cards``); ``[]``: fine."""
+    if not problems:
+        return None
+    return Breach(f"{facts.GPU_RESOURCE} " + "; ".join(problems) + "; cards are whole and not overcommitted",
+                  only(STACK, f"set {S.cards} to a whole number")
+                  + only(MANIFEST, "set requests and limits to the same whole number (or give the limit only)"))
+
+
+@rule("gpu-runtime-class", "GPU pods name the RuntimeClass the cluster needs for them.",
+      "seeds 001 and 003 (candle-vllm under runc: cudarc could not load libcuda.so)", policy="gpu-runtime-class")
+def runtime_class(cards: int, written: Optional[str], want: Optional[str]) -> Optional[Breach]:
+    """``want``: the class the cluster needs (None: none needed); ``written``: the pod's."""
+    if want is None or written == want or cards <= 0:
+        return None
+    shown = f"{RUNTIME_CLASS} {written}" if written else f"no {RUNTIME_CLASS}"
+    return Breach(f"pods hold {cards} card(s) of {facts.GPU_RESOURCE} but set {shown}; GPU pods need "
+                  f"{RUNTIME_CLASS} {want}, or libcuda.so is not injected and the server crashes at start",
+                  f"set {RUNTIME_CLASS.to(want)} in the pod spec")
+
+
+@rule("multi-gpu-shm", "Pods with more than one card mount a sized, Memory-backed /dev/shm.", SHM_SOURCE,
+      policy="multi-gpu-shm")
+def shm_volume(cards: int, problem: Optional[str]) -> Optional[Breach]:
+    """``problem``: what is wrong with the container's /dev/shm (``mounts nothing at /dev/shm, so it
+    gets the 64Mi container default``); None: fine, or one card (no collective)."""
+    if cards <= 1 or problem is None:
+        return None
+    return Breach(f"pods hold {cards} cards and the container {problem}; {_NCCL}",
+                  only(MANIFEST, f"mount an emptyDir {{medium: Memory, sizeLimit: {facts.SHM_SIZE_LIMIT}}} at "
+                       f"{facts.SHM_MOUNT_PATH} and ")
+                  + f"keep {S.memory_limit} above the /dev/shm sizeLimit ({facts.SHM_SIZE_LIMIT})")
+
+
+@rule("shm-under-memory-limit", "A multi-card pod's memory limit covers its /dev/shm sizeLimit.", SHM_SOURCE,
+      policy="multi-gpu-shm")
+def shm_limit_covers(cards: int, limit_mib: Optional[float], size_mib: float, size_shown: str) -> Optional[Breach]:
+    """MiB; ``limit_mib`` None: no limit. tmpfs pages are charged to the container's memory cgroup."""
+    if cards <= 1 or limit_mib is None or limit_mib >= size_mib:
+        return None
+    return Breach(f"pods hold {cards} cards and the container's {S.memory_limit} {limit_mib:,.0f} MiB does not "
+                  f"cover its /dev/shm sizeLimit {size_shown} ({size_mib:,.0f} MiB); tmpfs pages count against "
+                  f"the memory limit; {_NCCL}",
+                  f"raise {S.memory_limit} above the /dev/shm sizeLimit ({size_shown})")
+
+
+@rule("moving-tag-pull-always", "An image not pinned by digest is pulled on every pod start.",
+      "seed 003 (clef-candle.yaml: a merged fix looked like it did not land)", policy="moving-tag-pull-always")
+def pull_always(image: str, tag: str, moves: bool, policy: str, defaulted: bool) -> Optional[Breach]:
+    """``moves``: the tag is taken as moving (no digest); ``policy``: the effective imagePullPolicy
+    (``defaulted``: the API server's default for the tag)."""
+    if not moves or policy == facts.MOVING_TAG_PULL_POLICY:
+        return None
+    shown = f"{policy} (the default for a tagged image)" if defaulted else policy
+    return Breach(f"image {image} has moving tag {tag} and {PULL_POLICY} {shown}, so a rebuilt image never "
+                  "reaches the pod",
+                  f"pin {S.image} by @sha256 digest" + only(MANIFEST, f", or set {PULL_POLICY.to(facts.MOVING_TAG_PULL_POLICY)}"))

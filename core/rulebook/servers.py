@@ -1,0 +1,326 @@
+"""The model-server rules the stack file, the component args and the policy pack share, each judged
+and worded once (:mod:`core.registry`). A judge takes plain values (numbers, strings, model facts, a card)
+and returns a :class:`~core.registry.Breach` whose settings (:data:`S`) render as stack-file keys
+or as flags and manifest fields. The predicates are :mod:`core.rules`'.
+
+Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+from core import facts, kube, rules
+from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.facts import STARTUP_HEADROOM
+from core.rulebook.settings import S
+
+if TYPE_CHECKING:  # pragma: no cover
+    from core.inventory import CardSpec
+    from core.modelfacts import ModelFacts
+
+# --- start-up ---------------------------------------------------------------------------------
+
+@rule("startup-probe-covers-cold-start", "The startup probe allows more than the declared cold start.",
+      "seed 002 and coder.yaml (a probe killed the server while it loaded the weights)",
+      policy="startup-probe-covers-cold-start")
+def startup_budget(cold_start_seconds: int, period: int, threshold: int, initial_delay: int = 0,
+                   assumed: Optional[str] = None) -> Optional[Breach]:
+    """Budget ``initial_delay + period x threshold`` seconds against the cold start (seconds);
+    ``assumed``: the cold start was not declared but assumed, by this (a manifest's policy
+    parameter), and the fix offers declaring it."""
+    budget = initial_delay + period * threshold
+    if rules.startup_budget_covers(budget, cold_start_seconds):
+        return None
+    need = rules.startup_threshold_needed(cold_start_seconds, period, initial_delay)
+    formula = (f"{initial_delay} + " if initial_delay else "") + f"{period} s x {threshold}"
+    whose = (f"cold start of {cold_start_seconds} s assumed for a model server that declares none ({assumed})"
+             if assumed else f"declared cold start of {cold_start_seconds} s")
+    return Breach(
+        f"the startup probe allows {formula} = {budget} s, which does not exceed the {whose}, so the kubelet kills "
+        "the server while it loads",
+        f"raise {S.failure_threshold} to at least {need} at a {period} s period"
+        + only(STACK, f", or leave it unset for {STARTUP_HEADROOM} x {S.cold_start}")
+        + (f", or declare the measured cold start as {S.cold_start}" if assumed else ""),
+    )
+
+
+
+# --- tensor parallel --------------------------------------------------------------------------
+
+@rule("tensor-parallel-divisibility", "Tensor parallel size divides what the engine shards.", "seed 001",
+      policy="tensor-parallel-divisibility")
+def tp_divides(model_key: str, model: "ModelFacts", tp: int, engine: str = "candle-vllm") -> Optional[Breach]:
+    """``tp`` divides what ``engine`` shards (:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`):
+    candle-vllm heads, KV heads, intermediate size and vocab (001); vLLM heads, KV heads (or their
+    replicas), a dense MLP."""
+    if tp <= 1:
+        return None
+    bad = model.tp_divisibility_problems(tp, engine)
+    if not bad:
+        return None
+    fits = ", ".join(map(str, rules.tp_sizes_that_divide(model, engine=engine)))
+    return Breach(
+        f"tensor parallel {tp} does not divide model {model_key}: {'; '.join(bad)}; the shards would be uneven "
+        "and the server fails at load",
+        f"set {S.cards} to a tensor parallel size that divides them: {fits}"
+        + (only(MANIFEST, f", with {S.tp} to match") if engine == "vllm" else ""),
+    )
+
+
+@rule("hybrid-one-card", "A hybrid (GatedDeltaNet) model runs on one card in candle-vllm.", "seed 003",
+      policy="candle-vllm-args")
+def hybrid_one_card(model_key: str, model: "ModelFacts", tp: int) -> Optional[Breach]:
+    """candle-vllm cannot shard a hybrid model's recurrent state like attention KV (003)."""
+    if tp <= 1 or not model.is_hybrid:
+        return None
+    return Breach(
+        f"model {model_key} is hybrid ({model.full_attention_layers} full-attention of {model.num_hidden_layers} "
+        f"layers; the GDN state is not shardable) and cannot run on {tp} cards",
+        f"set {S.cards.to(1)}",
+    )
+
+
+@rule("vllm-parallelism", "vLLM's TP x PP (x DP) ranks equal the pod's cards.",
+      "seed 001 (ranks equal cards; an idle card is a card another server waits for)", policy="vllm-parallelism")
+def parallel_matches_cards(tp: int, pp: int, cards: int, dp: int = 1) -> Optional[Breach]:
+    """vLLM starts one rank a card."""
+    if rules.parallel_matches_cards(tp, pp, cards, dp):
+        return None
+    ranks = tp * pp * dp
+    formula = f"tensor parallel {tp} x pipeline parallel {pp}" + (f" x data parallel {dp}" if dp != 1 else "")
+    effect = "vLLM fails at start for want of cards" if ranks > cards else f"{cards - ranks} card(s) are held and idle"
+    return Breach(
+        f"{formula} = {ranks} ranks, but the pod holds {cards} cards; {effect}",
+        f"set {S.cards.to(ranks)}, or {S.tp} x {S.pp} = {cards}",
+    )
+
+
+# --- the card's capabilities ------------------------------------------------------------------
+
+@rule("half-dtype", "Below sm_80 a server runs an explicit half dtype.", "seed 001 and coder.yaml",
+      policy="vllm-volta")
+def half_dtype(card: Optional["CardSpec"], dtype: Optional[str], engine: str,
+               checkpoint_dtype: Optional[str] = None, explicit: bool = True) -> Optional[Breach]:
+    """:func:`core.rules.dtype_runs_on`; ``dtype`` None: not given (the checkpoint's, bf16 for most).
+    ``explicit`` False (a cluster without the house conventions): ``auto`` or no dtype on a
+    ``checkpoint_dtype`` of float16 passes, as vLLM then serves float16."""
+    if card is None or rules.dtype_runs_on(engine, dtype, card.sm):
+        return None
+    if not explicit and (not dtype or dtype == "auto") and checkpoint_dtype == "float16":
+        return None
+    half = rules.half_dtype(engine)
+    where = f"{card.product} is sm_{card.sm}"
+    if dtype in ("bf16", "bfloat16"):
+        why = f"{S.dtype} {dtype} needs compute capability 8.0; {where}"
+    elif not dtype or dtype == "auto":
+        ckpt = f" ({checkpoint_dtype})" if checkpoint_dtype else " (bfloat16 for most)"
+        shown = f"{S.dtype} auto" if dtype else f"no {S.dtype}"
+        if checkpoint_dtype in ("float16", "half"):
+            why = f"{shown} takes the checkpoint's dtype{ckpt}; {where}, where this cluster asks for an explicit half dtype"
+        else:
+            why = f"{shown} takes the checkpoint's dtype{ckpt}, which needs compute capability 8.0; {where}"
+    else:
+        why = f"{S.dtype} {dtype} is not a half dtype; {where} and serves {half}"
+    return Breach(why, f"set {S.dtype.to(half)}")
+
+
+@rule("vllm-kernels", "sm_70 has no FP8, Marlin or AWQ kernels.",
+      "seed 001 and coder.yaml; vLLM's get_min_capability", policy="vllm-volta")
+def vllm_kernels(card: Optional["CardSpec"], quantization: Optional[str], kv_cache_dtype: Optional[str],
+                 written: bool = True) -> Optional[Breach]:
+    """``quantization``: the method (``written`` False: the checkpoint's, picked up without the flag)."""
+    if card is None:
+        return None
+    need = rules.quantization_min_sm(quantization)
+    if need is not None and not rules.quantization_runs_on(quantization, card.sm):
+        how = f"{S.quantization} {quantization}" if written else f"the checkpoint's {quantization} quantization"
+        return Breach(
+            f"{how} needs compute capability {need / 10:.1f}; {card.product} is sm_{card.sm}",
+            f"point {S.model} at a gptq checkpoint ({S.quantization.to('gptq')}, which runs on sm_70) or a "
+            "half-precision one",
+        )
+    if not rules.kv_cache_dtype_runs_on(kv_cache_dtype, card.sm):
+        return Breach(
+            f"{S.kv_cache_dtype} {kv_cache_dtype} needs FP8 support; {card.product} (sm_{card.sm}) has none",
+            f"set {S.kv_cache_dtype.to('auto')}", "coder.yaml",
+        )
+    return None
+
+
+@rule("custom-all-reduce", "TP 2 over PCIe without NVLink disables vLLM's custom all-reduce.", "coder.yaml",
+      policy="vllm-volta")
+def custom_all_reduce(card: Optional["CardSpec"], tp: int, disabled: Optional[bool],
+                      nodes: tuple[str, ...] = ()) -> Optional[Breach]:
+    """``disabled``: the setting (None: the component's default, on without NVLink); ``nodes``: the
+    nodes without NVLink the pod can land on, named in the wording."""
+    if disabled is not False or card is None or not rules.custom_all_reduce_must_be_disabled(tp, card.nvlink):
+        return None
+    where = f" ({', '.join(nodes)})" if nodes else ""
+    return Breach(
+        f"custom all-reduce is on at tensor parallel {tp} without NVLink{where}; it deadlocked after CUDA graph capture "
+        "on this Volta/PCIe pair",
+        f"set {S.disable_custom_all_reduce.to(True)}",
+    )
+
+
+@rule("hybrid-on-volta-vllm", "vLLM's GatedDeltaNet kernels need sm_75.", "coder.yaml", policy="vllm-volta")
+def hybrid_on_volta_vllm(model_key: str, model: "ModelFacts", card: Optional["CardSpec"]) -> Optional[Breach]:
+    """A hybrid (GDN) model on vLLM needs compute capability 7.5 and the fla module."""
+    if card is None or rules.gdn_runs_on_vllm(model.is_hybrid, card.sm):
+        return None
+    return Breach(
+        f"model {model_key} is hybrid (GatedDeltaNet); vLLM's GDN kernels need compute capability 7.5 and the fla "
+        f"module, {card.product} is sm_{card.sm}",
+        f"serve it with {S.server.to('candle-vllm')} on one card (clef-candle)",
+    )
+
+
+@rule("vllm-digest-pinned", "The vLLM image is pinned by digest.", "coder.yaml")
+def digest_pinned(image: str) -> Optional[Breach]:
+    """coder.yaml: v0.15.0 failed on this node (error 803); a digest never moves."""
+    if rules.is_digest_pinned(image):
+        return None
+    return Breach(
+        f"vLLM image {image} is not pinned by digest; a tag can move, and v0.15.0 failed on this node (empty arch "
+        "list, cudaGetDeviceCount error 803)",
+        f"pin {S.image} as <image>:<tag>@sha256:<digest>, e.g. {facts.VLLM_IMAGE}",
+    )
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+@rule("vllm-gpu-memory-utilization", "vLLM --gpu-memory-utilization is at most 0.95.",
+      "vllm-project/vllm #15598 (0.98 ran out of memory in CUDA-graph capture)", policy="vllm-gpu-memory-utilization")
+def gpu_memory_utilization(value: float, enforce_eager: bool, overridden: bool) -> Optional[Breach]:
+    """:func:`core.rules.gpu_memory_utilization_ok`."""
+    if rules.gpu_memory_utilization_ok(value, enforce_eager=enforce_eager, overridden=overridden):
+        return None
+    ceiling = rules.GPU_MEMORY_UTILIZATION_CEILING
+    return Breach(
+        f"{S.gmu} {value} is above the {ceiling} ceiling without {S.enforce_eager} or {S.gmu_override}: vLLM "
+        "fills that much of the card with weights and KV cache and has too little left for CUDA graph capture and NCCL",
+        f"lower {S.gmu} to at most {ceiling} (vLLM's default is 0.90), set {S.enforce_eager.to(True)}, or declare "
+        f"the measured exception as {S.gmu_override}",
+    )
+
+
+@rule("gpu-memory-request", "A container holding cards declares a memory request and limit.",
+      "coder.yaml (12Gi request, 40Gi limit on a node with 63,495 MiB allocatable)", policy="gpu-memory-request")
+def memory_declared(request_mib: Optional[float], limit_mib: Optional[float], cards: int = 1) -> Optional[Breach]:
+    """:func:`core.rules.gpu_memory_declared`; MiB, None: not declared."""
+    if rules.gpu_memory_declared(request_mib, limit_mib):
+        return None
+
+    def shown(v: Optional[float]) -> str:
+        return "none" if v is None else f"{v:,.0f} MiB"
+
+    effect = ("it counts as 0 MiB on the node, so the scheduler and node-memory-allocation cannot tell whether the "
+              "node holds it, and nothing bounds what it takes while loading"
+              if request_mib is None and limit_mib is None else "nothing bounds what it takes while loading")
+    return Breach(
+        f"it holds {cards} card(s) with memory request {shown(request_mib)} and limit {shown(limit_mib)}: {effect}",
+        f"set {S.memory_request} and {S.memory_limit} (coder.yaml: 12Gi and 40Gi for vLLM TP=2; the weights stay "
+        "on the card)",
+    )
+
+
+# --- the context window -----------------------------------------------------------------------
+
+@rule("vllm-context-window", "vLLM --max-model-len is within the model's window, or rope scaling stretches it.",
+      "vLLM v0.11.0 _get_and_verify_max_len; the Qwen3 model card (YaRN)", policy="vllm-context-window")
+def context_window(model_key: str, max_position_embeddings: int, max_model_len: int,
+                   rope_scaling: Optional[Mapping[str, Any]], allow_long: bool) -> Optional[Breach]:
+    """:func:`core.rules.max_model_len_ok`; ``allow_long``: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is on."""
+    window = max_position_embeddings
+    if rules.max_model_len_ok(max_model_len, window, rope_scaling, allow_long):
+        return None
+    derived = rules.derived_max_model_len(window, rope_scaling)
+    factor = rules.yarn_factor_needed(max_model_len, window)
+    how = (f"its rope scaling {json.dumps(dict(rope_scaling), separators=(',', ':'))} stretches that to {derived:,}"
+           if rope_scaling else "no rope scaling is set")
+    yarn = {"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": window}
+    return Breach(
+        f"{S.max_model_len} {max_model_len:,} is above model {model_key}'s max_position_embeddings {window:,} and "
+        f"{how}, without VLLM_ALLOW_LONG_MAX_MODEL_LEN: vLLM refuses to start",
+        f"add the rope scaling the model card documents, e.g. YaRN: {S.rope_scaling.to(yarn)}, or lower "
+        f"{S.max_model_len} to {derived:,}",
+    )
+
+
+# --- names ------------------------------------------------------------------------------------
+
+@rule("kserve-predictor-label", "KServe's predictor pod label of the name is a valid label value.",
+      "KServe RawDeployment pod labels; apimachinery IsValidLabelValue")
+def kserve_label(name: str) -> Optional[Breach]:
+    """KServe labels an InferenceService's predictor pods ``app: isvc.<name>-predictor``."""
+    label = f"{facts.KSERVE_APP_LABEL_PREFIX}{name}{facts.KSERVE_PREDICTOR_SUFFIX}"
+    problems = kube.label_value_problems(label)
+    if not problems:
+        return None
+    return Breach(f"KServe labels the predictor pods app: {label}, which Kubernetes refuses: {problems[0]}",
+                  f"shorten {S.name} to at most {kube.LABEL_VALUE_MAX - len(label) + len(name)} characters")
+
+
+# --- a server's rules, judged once for the stack file and the component args -----------------
+
+#: One breach found on a workload: the stack-file key under the workload it is reported at
+#: (``max_model_len``; ``""``: the workload itself), the value there, the breach.
+Found = tuple[str, Any, Breach]
+
+
+def _found(*items: tuple[str, Any, Optional[Breach]]) -> list[Found]:
+    return [(key, value, breach) for key, value, breach in items if breach is not None]
+
+
+def startup_breaches(cold_start_seconds: int, period: int, threshold: int) -> list[Found]:
+    """The startup budget of a workload's placement (every workload kind)."""
+    return _found(("startup_probe.failure_threshold", threshold, startup_budget(
+        cold_start_seconds, period, threshold)))
+
+
+def candle_breaches(settings: Any, *, cards: int, card: Optional["CardSpec"], model_key: str,
+                    model: Optional["ModelFacts"]) -> list[Found]:
+    """Every shared rule of one candle-vllm server, in the stack file's key order: ``settings``
+    a :class:`core.engines.CandleConfig` (or what extends it); TP is ``cards`` (001)."""
+    found = _found(("dtype", settings.dtype, half_dtype(card, settings.dtype, "candle-vllm")))
+    if model is not None:
+        found += _found(("cards", cards, tp_divides(model_key, model, cards)),
+                        ("cards", cards, hybrid_one_card(model_key, model, cards)))
+    return found
+
+
+def vllm_breaches(settings: Any, *, cards: int, card: Optional["CardSpec"], model_key: str,
+                  model: Optional["ModelFacts"], env: Mapping[str, str]) -> list[Found]:
+    """Every shared rule of one vLLM server, in the stack file's key order: ``settings`` a
+    :class:`core.engines.VllmConfig` (or what extends it); ``env`` the workload's environment."""
+    tp = settings.tp_for(cards)
+    tp_key = "tensor_parallel_size" if settings.tensor_parallel_size is not None else "cards"
+    found = _found(
+        ("image", settings.image, digest_pinned(settings.image)),
+        ("dtype", settings.dtype, half_dtype(card, settings.dtype, "vllm")),
+        ("quantization", settings.quantization, vllm_kernels(card, settings.quantization, settings.kv_cache_dtype)),
+        (tp_key, tp, parallel_matches_cards(tp, settings.pipeline_parallel_size, cards)),
+        ("disable_custom_all_reduce", settings.disable_custom_all_reduce,
+         custom_all_reduce(card, tp, settings.disable_custom_all_reduce)),
+        ("gpu_memory_utilization", settings.gpu_memory_utilization,
+         gpu_memory_utilization(settings.gpu_memory_utilization, settings.enforce_eager,
+                                  settings.gpu_memory_utilization_override is not None)),
+    )
+    if model is not None:
+        rope = settings.rope_scaling.as_config() if settings.rope_scaling is not None else None
+        found += _found(
+            ("max_model_len", settings.max_model_len,
+             context_window(model_key, model.max_position_embeddings, settings.max_model_len, rope,
+                              rules.env_flag_on(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")))),
+            (tp_key, tp, tp_divides(model_key, model, tp, "vllm")),
+            ("model", model_key, hybrid_on_volta_vllm(model_key, model, card)),
+        )
+    return found
+
+
+def first_error(subject: str, found: list[Found]) -> Optional[str]:
+    """The component args' error for the first breach (``<subject>: <wrong>; <fix>``), or None."""
+    return found[0][2].error_text(subject) if found else None
+

@@ -1,0 +1,68 @@
+"""vLLM's environment on a card below sm_75 (worker-1's V100: sm_70): the FlashInfer sampler and
+the attention backend, which the VllmInferenceService component sets (``facts.VLLM_VOLTA_ENV``)
+and a hand-written manifest must. The card's dtype, kernels and all-reduce rules are
+:mod:`core.rulebook.servers`'.
+
+Source: coder.yaml (env block "Required on this hardware, not tuning"); FlashInfer's
+check_cuda_arch; vLLM's attention backend selection (FLASH_ATTN and FLASHINFER need sm_75).
+
+Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Optional
+
+from core import facts, images, rules
+from core.registry import MANIFEST, STACK, Breach, only, rule
+
+SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
+BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
+#: Attention backends with no sm_70 path.
+NO_VOLTA_BACKENDS = ("FLASH_ATTN", "FLASHINFER")
+
+
+def _env_fix(name: str, value: str) -> str:
+    """Set ``name=value`` in the manifest; in the stack file the component sets it, so drop the override."""
+    return (only(MANIFEST, f"set env {name}={value}")
+            + only(STACK, f"remove {name} from env (the component sets it to {value})"))
+
+
+@rule("vllm-volta-sampler", "FlashInfer's sampler is off below sm_75.",
+      "coder.yaml (VLLM_USE_FLASHINFER_SAMPLER=0, required on this hardware); FlashInfer check_cuda_arch",
+      policy="vllm-volta")
+def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = rules.SM_VOLTA) -> Optional[Breach]:
+    """The FlashInfer sampler on compute capability ``sm``, for the vLLM releases that turn it on by
+    default (:func:`core.rules.flashinfer_sampler_on_by_default`, the release from the image tag,
+    :attr:`core.images.ImageRef.version`; a tag naming none is taken as a current release); an
+    explicit ``1`` is a breach on any release."""
+    value = env.get(SAMPLER_ENV)
+    if value == "0":
+        return None
+    ref = images.parse_image(image)
+    version = ref.version
+    on = rules.flashinfer_sampler_on_by_default(version, sm, v1_disabled=env.get("VLLM_USE_V1") == "0")
+    if value != "1" and on is False:
+        return None
+    shown = f"is {value!r}" if SAMPLER_ENV in env else "is not set"
+    if version is None:
+        since = rules.VLLM_V1_PRE_AMPERE_FROM if sm < rules.SM_AMPERE else rules.VLLM_V1_FROM
+        release = (f"; the image tag {ref.shown_tag} names no release, so the sampler is taken as on, as in every "
+                   f"release from {'.'.join(map(str, since))} on sm_{sm}")
+    else:
+        release = f" (vLLM {'.'.join(map(str, version))} samples with FlashInfer unless it is 0)" if value != "1" else ""
+    return Breach(f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_{sm}{release}",
+                  _env_fix(SAMPLER_ENV, "0"))
+
+
+@rule("vllm-volta-attention-backend", "No FlashAttention-2 or FlashInfer attention backend below sm_75.",
+      "coder.yaml (VLLM_ATTENTION_BACKEND=TRITON_ATTN on the V100s)", policy="vllm-volta")
+def attention_backend(env: Mapping[str, str], sm: int = rules.SM_VOLTA) -> Optional[Breach]:
+    """``VLLM_ATTENTION_BACKEND`` names neither FLASH_ATTN nor FLASHINFER (both need sm_75); unset
+    is left to vLLM's own selection."""
+    backend = env.get(BACKEND_ENV, "")
+    if not any(bad in backend.upper() for bad in NO_VOLTA_BACKENDS):
+        return None
+    return Breach(f"env {BACKEND_ENV}={backend}: FlashAttention-2 and FlashInfer need sm_75, the card is sm_{sm}",
+                  _env_fix(BACKEND_ENV, facts.VLLM_VOLTA_ENV[BACKEND_ENV]))

@@ -1,0 +1,43 @@
+"""The pack's entry to the manifest read model (:mod:`core.manifests`): each workload's view built
+once per analyzer request.
+
+Within one request every policy reads the same properties object (:mod:`policylib.decode_once`),
+so :func:`workload` keeps the frozen :class:`core.manifests.pods.Workload` it built for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+from core.manifests import pods
+from core.manifests import stack as _stack
+from core.manifests.read import WORKLOAD_TYPES
+from policylib import decode_once
+
+
+def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[pods.Workload]:
+    """:func:`core.manifests.pods.workload`, built once per analyzer request
+    (:func:`policylib.decode_once.request_memo`, keyed with ``id`` of the properties and holding them)."""
+    memo = decode_once.request_memo()
+    if memo is None or resource_type not in WORKLOAD_TYPES:
+        return pods.workload(resource_type, props, urn)
+    key = ("workload", resource_type, id(props), urn)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is props:
+        return hit[1]
+    view = pods.workload(resource_type, props, urn)
+    memo[key] = (props, view)
+    return view
+
+
+def of(args: Any) -> Optional[pods.Workload]:
+    """The :class:`~core.manifests.pods.Workload` a resource policy is judging
+    (``ResourceValidationArgs``), or None when the resource is not a Deployment, StatefulSet or
+    InferenceService."""
+    return workload(args.resource_type, args.props, args.urn)
+
+
+def stack_view(resources: Iterable[Any]) -> _stack.Stack:
+    """:func:`core.manifests.stack.stack_view` with :func:`workload`'s per-request memo."""
+    return _stack.stack_view(resources, workload)
