@@ -9,8 +9,8 @@
     python3 dev.py plan PLAN.json      cards per node at the peak of a real `pulumi preview --json` (tools.plan)
     python3 dev.py adopt-diff [--stack prod]   what adopting the live objects changes, field by field (tools.adopt_diff)
     python3 dev.py rollout [--namespace NS]    after pulumi up: every Deployment rolled out within its await (tools.rollout)
-    python3 dev.py toolchain [ARGS]    build the real toolchain from the Go module proxy (tools.toolchain)
-    python3 dev.py cluster up|down|status|env   the loopback test cluster (tools.cluster)
+    python3 dev.py toolchain [ARGS]    build the real toolchain from the Go module proxy (testbed.toolchain)
+    python3 dev.py cluster up|down|status|env   the loopback test cluster (testbed.cluster)
     python3 dev.py bench [NAME]        the benchmarks (bench/)
 
 The first call creates ``.venv`` and installs ``requirements.txt`` into it (pinned); later
@@ -60,8 +60,8 @@ COMMANDS = {
     "plan": ["-m", "tools.plan"],
     "adopt-diff": ["-m", "tools.adopt_diff"],
     "rollout": ["-m", "tools.rollout"],
-    "toolchain": ["-m", "tools.toolchain"],
-    "cluster": ["-m", "tools.cluster"],
+    "toolchain": ["-m", "testbed.toolchain"],
+    "cluster": ["-m", "testbed.cluster"],
     "bench": ["-m", "bench"],
 }
 #: pytest's exit code when it collected no test: a failure for CI (it must run tests).
@@ -87,7 +87,7 @@ def test(args: list[str]) -> int:
         if code != 0 or fast_only:
             return code
     print("dev.py: the real suite: building the toolchain if missing (python3 dev.py toolchain)", file=sys.stderr, flush=True)
-    code = subprocess.call([str(PY), "-m", "tools.toolchain"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    code = subprocess.call([str(PY), "-m", "testbed.toolchain"], cwd=ROOT, stdout=subprocess.DEVNULL)
     if code != 0:
         return code
     return _pytest("real", args)

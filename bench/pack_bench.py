@@ -37,7 +37,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parent.parent
 
 from tools.analyze import PACK_DIR, start_pack  # noqa: E402
-from tools.manifests import Resource, load_stack_file, resources_from_documents  # noqa: E402
+from tools.offline.manifests import Resource, load_stack_file, resources_from_documents  # noqa: E402
 
 NS = "llm-serving"
 CARDS_PER_NODE = 8

@@ -10,7 +10,7 @@ medians of ``--runs`` runs after one unmeasured warm-up:
 * ``render``: ``pulumi preview --policy-pack policies`` of a fresh stack whose config sets
   ``llm-serving:render_yaml_to_directory`` (the kubernetes provider in render mode: no cluster);
 * ``cluster``: ``pulumi preview --policy-pack policies`` of a fresh stack against a loopback
-  cluster (``tools.cluster``), the provider diffing against the API server.
+  cluster (``testbed.cluster``), the provider diffing against the API server.
 
 Cases: ``prod`` (Pulumi.prod.yaml), ``large`` (bench/genstack.py: 100 nodes x 8 cards, 1,000
 workloads, 1,000 Services) and ``fits`` (the same generator at the most nodes whose config fits
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from bench import genstack  # noqa: E402
 from tests.real.realpath import RealProject, loopback_cluster  # noqa: E402
-from tools import toolchain  # noqa: E402
+from testbed import toolchain  # noqa: E402
 
 ENV_VALUE_LIMIT = 131072
 

@@ -14,7 +14,7 @@ A file that does not validate raises :class:`core.problems.ConfigError` listing 
 as file, entry and key (``core/data/models.yaml, entry Qwen/Qwen3-14B, key
 num_hidden_layers``), the value found there, and pydantic's rule. The files are plain data
 (PyYAML's safe loader, libyaml's parser where the wheel has it); the tests read them again with
-the project's strict loader (``tools.yamlload``: each key once, plain tags only).
+the project's strict loader (``tools.offline.yamlload``: each key once, plain tags only).
 """
 
 from __future__ import annotations

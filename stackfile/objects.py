@@ -53,7 +53,7 @@ def left_alone_text(kind: str, namespace: str, name: str, why: str) -> str:
     llm-serving/coder, not managed by this stack (Pulumi neither changes nor deletes it): <why>``.
     The program logs it to ``pulumi preview`` / ``pulumi up`` (:func:`stackfile.build.report_left_alone`)
     and the offline preview prints it from the stack output ``left_alone``
-    (``tools/summary.py``)."""
+    (``tools/offline/summary.py``)."""
     return (f"left alone: {ObjectRef(kind, namespace, name)}, not managed by this stack "
             f"(Pulumi neither changes nor deletes it): {why}")
 

@@ -24,8 +24,8 @@ from google.protobuf import json_format
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from tools.manifests import Resource, load_manifest_dir, load_stack_file, resources_from_documents
-from tools.packproc import to_struct
+from tools.offline.manifests import Resource, load_manifest_dir, load_stack_file, resources_from_documents
+from tools.offline.packproc import to_struct
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "policies" / "fixtures"

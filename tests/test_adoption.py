@@ -11,7 +11,7 @@ from core import facts
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
 from tools import analyze
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 from tests.paths import ROOT
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tools.analyze import run_pack
-from tools.manifests import load_stack_file, resources_from_documents
+from tools.offline.manifests import load_stack_file, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDIN = ROOT / "tests" / "manifests" / "standin-pack"

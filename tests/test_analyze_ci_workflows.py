@@ -96,7 +96,7 @@ def test_the_offline_commands_in_the_workflows_exist_and_parse():
                 words = shlex.split(cmd.split(";")[0].split("&&")[0])
                 assert words[0] in (*dev.COMMANDS, "test"), words[0]
                 if words[0] == "toolchain":
-                    from tools import toolchain
+                    from testbed import toolchain
 
                     assert toolchain.main(["--check", *words[1:]]) in (0, 1)
                 if words[0] == "analyze":

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tools import packproc
+from tools.offline import packproc
 from tools.analyze import PolicyConfigError, run_pack, start_pack
-from tools.manifests import Resource, load_stack_file, resources_from_documents
+from tools.offline.manifests import Resource, load_stack_file, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDIN = ROOT / "tests" / "manifests" / "standin-pack"

@@ -20,7 +20,7 @@ from core import facts, rules
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tools import analyze
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 from tests.paths import ROOT
 

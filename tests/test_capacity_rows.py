@@ -12,7 +12,7 @@ import core.manifests
 from policylib import capacity_helpers as ch
 from policylib import stackconfig
 from tests.policy_harness import FIXTURES, DEFAULT_STACK_FILE, manifests, use_stack_config
-from tools.manifests import load_manifest_dir, load_stack_file
+from tools.offline.manifests import load_manifest_dir, load_stack_file
 
 PROD_SERVERS = [
     FIXTURES / "kv-cache-fits-max-model-len/allowed/candle-vllm-14b-tp2.yaml",

@@ -11,7 +11,7 @@ import pytest
 
 from core import cards, datafile, modelfacts
 from core.problems import ConfigError
-from tools.yamlload import load_documents
+from tools.offline.yamlload import load_documents
 
 CATALOGS = {"models": modelfacts.CATALOG_FILE, "cards": cards.CARDS_FILE}
 

@@ -1,6 +1,6 @@
-"""tools/cluster.py without the real binaries: the failure paths of `up` (each one line, exit 2,
-nothing left running), `down`/`status`/`env`, and the data it applies (tools/cluster_objects.yaml,
-tools/cluster_kwok_stages.yaml) against the stack's own facts.
+"""testbed/cluster/ without the real binaries: the failure paths of `up` (each one line, exit 2,
+nothing left running), `down`/`status`/`env`, and the data it applies (testbed/cluster/cluster_objects.yaml,
+testbed/cluster/cluster_kwok_stages.yaml) against the stack's own facts.
 
 The binaries are faked with small Python scripts in a temporary bin dir. The happy path (a real
 control plane) needs the toolchain and is checked by hand / in tests/real/.
@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from core import facts
-from tools import cluster
+from testbed.cluster import cmd, components, layout, runtime, setup
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not installed")
@@ -33,7 +33,7 @@ needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="open
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "LLM_SERVING_CACHE"}
-    return subprocess.run([sys.executable, "-m", "tools.cluster", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "testbed.cluster", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -45,7 +45,7 @@ def one_line(text: str) -> str:
 
 
 def alive(pid: int) -> bool:
-    return cluster.proc_start(pid) is not None
+    return runtime.proc_start(pid) is not None
 
 
 # Fake binaries. Each records its pid in $FAKE_MARKS/<name>.pid when it runs.
@@ -79,7 +79,7 @@ def make_bin(tmp_path: Path, scripts: dict[str, str], *, skip: tuple[str, ...] =
     bin_dir, marks = tmp_path / "bin", tmp_path / "marks"
     bin_dir.mkdir()
     marks.mkdir()
-    for name in cluster.COMPONENTS:
+    for name in layout.COMPONENTS:
         if name in skip:
             continue
         path = bin_dir / name
@@ -202,7 +202,7 @@ def _write_state(state: Path, recs: list) -> None:
 
 
 def _group_members(pgid: int) -> list[int]:
-    return cluster.group_pids({"pgid": pgid, "start": cluster.proc_start(pgid)})
+    return runtime.group_pids({"pgid": pgid, "start": runtime.proc_start(pgid)})
 
 
 def test_down_stops_recorded_groups_and_is_safe_to_repeat(tmp_path):
@@ -214,7 +214,7 @@ def test_down_stops_recorded_groups_and_is_safe_to_repeat(tmp_path):
             time.sleep(0.02)
         members = _group_members(p.pid)
         assert len(members) == 2
-        _write_state(state, [{"name": "kwok", "pid": p.pid, "pgid": p.pid, "start": cluster.proc_start(p.pid),
+        _write_state(state, [{"name": "kwok", "pid": p.pid, "pgid": p.pid, "start": runtime.proc_start(p.pid),
                               "url": "http://127.0.0.1:1", "log": "x", "argv": []}])
         threading.Thread(target=p.wait, daemon=True).start()  # reap it the way init would
         r = run("down", "--state-dir", str(state))
@@ -237,7 +237,7 @@ def test_down_never_signals_a_recycled_pid(tmp_path):
     state = tmp_path / "state"
     p = subprocess.Popen(["sleep", "300"], start_new_session=True)
     try:
-        start = cluster.proc_start(p.pid)
+        start = runtime.proc_start(p.pid)
         _write_state(state, [{"name": "etcd", "pid": p.pid, "pgid": p.pid, "start": start - 1,
                               "url": "http://127.0.0.1:1", "log": "x", "argv": []}])
         r = run("down", "--state-dir", str(state))
@@ -271,11 +271,11 @@ def test_env_prints_the_export_line(tmp_path):
 
 def test_default_dirs_follow_llm_serving_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LLM_SERVING_CACHE", str(tmp_path / "cache"))
-    args = cluster.parser().parse_args(["up"])
+    args = cmd.parser().parse_args(["up"])
     assert args.bin_dir == tmp_path / "cache" / "bin"
     assert args.state_dir == tmp_path / "cache" / "cluster"
     monkeypatch.delenv("LLM_SERVING_CACHE")
-    args = cluster.parser().parse_args(["down"])
+    args = cmd.parser().parse_args(["down"])
     assert args.state_dir == Path.home() / ".cache" / "llm-serving" / "cluster"
 
 
@@ -284,18 +284,18 @@ def test_default_dirs_follow_llm_serving_cache(tmp_path, monkeypatch):
 
 
 def test_every_address_in_every_command_line_is_loopback(tmp_path):
-    lay = cluster.Layout(tmp_path)
+    lay = layout.Layout(tmp_path)
     ports = dict(zip(("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-                      cluster.KSERVE_STANDIN), range(40001, 40008), strict=True))
+                      layout.KSERVE_STANDIN), range(40001, 40008), strict=True))
     ips = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?\b")
-    for name in cluster.COMPONENTS:
-        argv = cluster.component_argv(name, tmp_path / "bin", lay, ports)
-        assert argv[0] == (str(tmp_path / "bin" / name) if name in cluster.BINARIES else sys.executable)
+    for name in layout.COMPONENTS:
+        argv = components.component_argv(name, tmp_path / "bin", lay, ports)
+        assert argv[0] == (str(tmp_path / "bin" / name) if name in layout.BINARIES else sys.executable)
         found = [m for a in argv for m in ips.findall(a)]
         assert found, name
         for addr in found:
             if "/" in addr:  # allocation ranges only: the apiserver's service IPs, kwok's fake pod IPs
-                assert addr in (cluster.SERVICE_CIDR, cluster.POD_CIDR), (name, addr)
+                assert addr in (components.SERVICE_CIDR, components.POD_CIDR), (name, addr)
                 assert ipaddress.ip_network(addr).is_private
             else:
                 assert addr == "127.0.0.1", (name, addr)
@@ -304,10 +304,10 @@ def test_every_address_in_every_command_line_is_loopback(tmp_path):
                 assert a.endswith("=127.0.0.1"), (name, a)
             if "://" in a and not a.startswith("--service-account-issuer="):  # an identifier, never dialled
                 assert re.search(r"https?://127\.0\.0\.1:\d+", a), (name, a)
-    api = cluster.component_argv("kube-apiserver", tmp_path / "bin", lay, ports)
+    api = components.component_argv("kube-apiserver", tmp_path / "bin", lay, ports)
     assert "--secure-port=40003" in api and "--etcd-servers=http://127.0.0.1:40001" in api
     assert "--service-cluster-ip-range=10.96.0.0/16" in api
-    kwok = cluster.component_argv("kwok", tmp_path / "bin", lay, ports)
+    kwok = components.component_argv("kwok", tmp_path / "bin", lay, ports)
     assert "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake" in kwok
     assert f"--config={tmp_path / 'kwok' / 'stages.yaml'}" in kwok
     assert "--server-address=127.0.0.1:40006" in kwok
@@ -318,7 +318,7 @@ def test_every_address_in_every_command_line_is_loopback(tmp_path):
 
 
 def _objects() -> dict[tuple[str, str], dict]:
-    return {(o["kind"], o["metadata"]["name"]): o for o in cluster.load_objects()}
+    return {(o["kind"], o["metadata"]["name"]): o for o in setup.load_objects()}
 
 
 def _prod_inventory() -> dict:
@@ -362,7 +362,7 @@ def test_objects_file_runtime_class_namespace_and_bound_claim():
     (term,) = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
     assert term["matchExpressions"] == [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["worker-1"]}]
     # namespace before the claim in it: applied in file order
-    order = [(o["kind"], o["metadata"]["name"]) for o in cluster.load_objects()]
+    order = [(o["kind"], o["metadata"]["name"]) for o in setup.load_objects()]
     assert order.index(("Namespace", "llm-serving")) < order.index(("PersistentVolumeClaim", "llm-models"))
 
 
@@ -384,7 +384,7 @@ def test_objects_file_inferenceservice_crd_stand_in():
 
 
 def test_every_object_has_a_rest_path():
-    paths = [cluster.resource_path(o) for o in cluster.load_objects()]
+    paths = [setup.resource_path(o) for o in setup.load_objects()]
     assert paths == [
         "/api/v1/nodes/worker-1",
         "/apis/node.k8s.io/v1/runtimeclasses/nvidia",
@@ -393,7 +393,7 @@ def test_every_object_has_a_rest_path():
         "/api/v1/namespaces/llm-serving/persistentvolumeclaims/llm-models",
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/inferenceservices.serving.kserve.io",
     ]
-    assert cluster.resource_path(_objects()[("Node", "worker-1")], "status") == "/api/v1/nodes/worker-1/status"
+    assert setup.resource_path(_objects()[("Node", "worker-1")], "status") == "/api/v1/nodes/worker-1/status"
 
 
 # --------------------------------------------------------------------------------------------
@@ -401,7 +401,7 @@ def test_every_object_has_a_rest_path():
 
 
 def _stages(delay: float) -> dict[str, dict]:
-    return {s["metadata"]["name"]: s for s in yaml.safe_load_all(cluster.render_stages(delay))}
+    return {s["metadata"]["name"]: s for s in yaml.safe_load_all(setup.render_stages(delay))}
 
 
 def test_stages_cover_node_and_pod_lifecycle():

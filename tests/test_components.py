@@ -24,7 +24,7 @@ from components.workload import (
     deployment_manifest,
     pull_policy,
 )
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_config(load_stack_file(ROOT / "Pulumi.prod.yaml"))
@@ -272,7 +272,7 @@ def test_the_runtime_class_is_the_inventorys():
 
     from stackfile import load_stack_config
     from stackfile.build import render_manifests
-    from tools.manifests import load_stack_file
+    from tools.offline.manifests import load_stack_file
     from tests.paths import ROOT
 
     raw = load_stack_file(ROOT / "Pulumi.prod.yaml")

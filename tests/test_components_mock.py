@@ -1,4 +1,4 @@
-"""The components under Pulumi's mock runtime (tools/mockrun.py runs the same __main__.py the
+"""The components under Pulumi's mock runtime (tools/offline/mockrun.py runs the same __main__.py the
 CLI runs): children registered with parent = the component and the right type tokens, the
 Service protected, the prod stack's objects and outputs, the render provider on every object,
 and a bad config refused with the rendered problems."""
@@ -15,8 +15,8 @@ import pytest
 from core import facts
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
-from tools.manifests import load_stack_file
-from tools.mockrun import ProgramError, run_program
+from tools.offline.manifests import load_stack_file
+from tools.offline.mockrun import ProgramError, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")

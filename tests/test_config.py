@@ -16,7 +16,7 @@ from stackfile import (
     VllmWorkload,
     load_stack_config,
 )
-from tools.manifests import config_env, load_stack_file
+from tools.offline.manifests import config_env, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")

@@ -25,7 +25,7 @@ from policylib import stackconfig
 from policylib.pack import policies
 from tests.policy_harness import DEFAULT_STACK_FILE, FIXTURES, manifests, run_policy, use_stack_config
 from tests.test_components import PROD
-from tools.manifests import load_stack_file, resources_from_documents
+from tools.offline.manifests import load_stack_file, resources_from_documents
 
 PAIRS = [(VllmConfig, VllmWorkload, VllmArgs), (CandleConfig, CandleWorkload, CandleDeploymentArgs)]
 

@@ -23,7 +23,7 @@ import yaml
 from core import facts
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 from tests.paths import REFERENCE, ROOT
 

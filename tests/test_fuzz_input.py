@@ -11,7 +11,7 @@ accepts renders manifests every mandatory resource policy of the pack accepts (t
 ``tests/test_loader_accepts_pack_accepts.py``, here over arbitrary damage).
 
 Manifests: prod's rendering, damaged the same way, read as a ``--manifests`` directory: either
-refused as bad input (:class:`tools.manifests.InputError`, exit 2) or judged by every policy of
+refused as bad input (:class:`tools.offline.manifests.InputError`, exit 2) or judged by every policy of
 the pack without an exception (a policy crash is a bug, not a verdict).
 """
 
@@ -33,7 +33,7 @@ from stackfile.build import render_manifests
 from policylib.pack import policies
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools import preview
-from tools.manifests import InputError, load_stack_file, read_manifests, resources_from_documents
+from tools.offline.manifests import InputError, load_stack_file, read_manifests, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD_TEXT = (ROOT / "Pulumi.prod.yaml").read_text()

@@ -36,7 +36,7 @@ import service_target_port
 from core import facts
 from tests.test_policy_gpu_card_allocation import CARD_FIX
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
-from tools.manifests import load_stack_file, resources_from_documents
+from tools.offline.manifests import load_stack_file, resources_from_documents
 
 HISTORY = Path(__file__).resolve().parent / "manifests" / "history"
 from tests.paths import REFERENCE  # noqa: E402 (after the module constants it documents)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tools import analyze, preview
-from tools.manifests import InputError, read_manifests
+from tools.offline.manifests import InputError, read_manifests
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD_TEXT = (ROOT / "Pulumi.prod.yaml").read_text()
@@ -285,7 +285,7 @@ def test_a_network_policy_port_that_is_no_port_is_judged_without_a_crash():
     from stackfile import load_stack_config
     from stackfile.build import render_manifests
     from tests.policy_harness import run_policy, use_stack_config
-    from tools.manifests import load_stack_file, resources_from_documents
+    from tools.offline.manifests import load_stack_file, resources_from_documents
 
     config = load_stack_file(ROOT / "Pulumi.prod.yaml")
     docs = render_manifests(load_stack_config(config))

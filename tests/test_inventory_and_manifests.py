@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from core.inventory import ClusterInventory
-from tools import manifests as m
+from tools.offline import manifests as m
 
 ROOT = Path(__file__).resolve().parent.parent
 from tests.paths import REFERENCE  # noqa: E402 (after the module constants it documents)

@@ -15,7 +15,7 @@ from stackfile.build import render_manifests
 from core import capacity, facts, rules
 from core.modelfacts import CATALOG
 from core.engines import ServerSettings
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")

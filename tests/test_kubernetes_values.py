@@ -13,7 +13,7 @@ import pytest
 
 from stackfile import ConfigError, load_stack_config
 from core import kube
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")

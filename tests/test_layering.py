@@ -4,7 +4,10 @@
                  imports nothing of the project but core, and no Pulumi
     components/  the program: may import core (and Pulumi)
     policies/    the pack: may import core (and pulumi_policy), never components or tools
-    tools/       offline preview and runner: may import everything
+    tools/       the commands a user runs (preview, analyze, plan, adopt-diff, rollout): may import
+                 everything but the test bed
+    tools/offline/  the offline twin of the Pulumi CLI the commands share: never the commands
+    testbed/     the real suite's toolchain, loopback cluster and stand-ins: may import everything
 
 and the two splits: the facts, inventory, model facts, capacity and rules out of components/
 into core/, and stackfile/ (1,000 lines, six jobs) into schema, loader and checks.
@@ -38,12 +41,42 @@ def _files(folder: str) -> list[Path]:
 
 #: What each layer may not import.
 FORBIDDEN = {
-    "core": {"components", "stackfile", "policies", "policylib", "tools", "tests", "pulumi", "pulumi_kubernetes",
-             "pulumi_policy"} | POLICY_MODULES,
-    "components": {"stackfile", "policies", "policylib", "tools", "tests"} | POLICY_MODULES,
-    "stackfile": {"policies", "policylib", "tools", "tests"} | POLICY_MODULES,
-    "policies": {"components", "stackfile", "tools", "tests", "pulumi_kubernetes"},
+    "core": {"components", "stackfile", "policies", "policylib", "tools", "testbed", "tests", "pulumi",
+             "pulumi_kubernetes", "pulumi_policy"} | POLICY_MODULES,
+    "components": {"stackfile", "policies", "policylib", "tools", "testbed", "tests"} | POLICY_MODULES,
+    "stackfile": {"policies", "policylib", "tools", "testbed", "tests"} | POLICY_MODULES,
+    "policies": {"components", "stackfile", "tools", "testbed", "tests", "pulumi_kubernetes"},
 }
+
+
+def _module_imports(path: Path) -> set[str]:
+    """The full dotted name of every module ``path`` imports, ``from tools import x`` as ``tools.x``."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+    return out
+
+
+def test_tools_never_import_the_test_bed():
+    """Nothing a user runs (tools/, tools/offline/ included) imports testbed/."""
+    wrong = {str(p.relative_to(ROOT)): sorted(_imports(p) & {"testbed"}) for p in _files("tools")}
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_offline_never_imports_the_commands():
+    """tools/offline/ is what the commands share: it imports none of tools/'s commands (the shared
+    command line, tools/cli.py, is not a command)."""
+    commands = {f"tools.{p.stem}" for p in (ROOT / "tools").glob("*.py") if p.stem not in ("__init__", "cli")}
+    assert {"tools.preview", "tools.analyze", "tools.plan", "tools.adopt_diff", "tools.rollout"} <= commands
+    wrong = {}
+    for path in _files("tools/offline"):
+        bad = _module_imports(path) & commands
+        if bad:
+            wrong[str(path.relative_to(ROOT))] = sorted(bad)
+    assert wrong == {}
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))

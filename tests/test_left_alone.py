@@ -25,7 +25,7 @@ from pydantic import SecretStr
 from stackfile import ConfigError, load_stack_config
 from stackfile.objects import left_alone_outputs, left_alone_text, managed_objects
 from stackfile.build import render_manifests
-from tools import mockrun, summary
+from tools.offline import mockrun, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]

@@ -34,7 +34,7 @@ def test_ruff_is_clean():
 
 
 def test_mypy_is_clean():
-    result = subprocess.run([sys.executable, "-m", "mypy", "core", "components", "stackfile", "policies", "tools"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "mypy", "core", "components", "stackfile", "policies", "tools", "testbed"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 

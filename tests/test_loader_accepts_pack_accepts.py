@@ -27,7 +27,7 @@ from stackfile.build import render_manifests
 from core import facts
 from policylib.pack import policies
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
-from tools.manifests import load_stack_file, resources_from_documents
+from tools.offline.manifests import load_stack_file, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")

@@ -8,7 +8,7 @@ import pytest
 from core import facts
 import core.manifests
 from policylib import views
-from tools.manifests import load_manifest_dir
+from tools.offline.manifests import load_manifest_dir
 from tests.policy_harness import manifests
 
 from tests.paths import REFERENCE

@@ -14,7 +14,7 @@ import vllm_volta
 from core import facts
 from core.problems import FINDING_FORM, Finding
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 def _deployment(component: str | None, image: str, gpu: str, env: str = "") -> str:

@@ -1,4 +1,4 @@
-"""tools/mockrun.py: the program under Pulumi's mock runtime, recorded the way the analyzer sees it.
+"""tools/offline/mockrun.py: the program under Pulumi's mock runtime, recorded the way the analyzer sees it.
 
 Small stand-in programs (written to tmp_path) pin down the runner itself: what a registration
 records, the stack outputs, config as the language host passes it, clean errors, and that
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.mockrun import STACK_TYPE, ProgramError, run_program
+from tools.offline.mockrun import STACK_TYPE, ProgramError, run_program
 
 PROGRAM = """
 import pulumi

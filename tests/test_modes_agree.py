@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from tools import analyze, mockrun, render
-from tools.manifests import load_stack_file
+from tools import analyze
+from tools.offline import mockrun, render
+from tools.offline.manifests import load_stack_file
 from tests.paths import REFERENCE, ROOT
 
 INVENTORY = ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml"

@@ -33,8 +33,8 @@ from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_conf
 from stackfile.build import render_manifests, stack_outputs, StackResources
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_preview_summary import deployment, inventory, isvc
-from tools.manifests import load_stack_file, resources_from_documents
-from tools.summary import card_rows
+from tools.offline.manifests import load_stack_file, resources_from_documents
+from tools.offline.summary import card_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
@@ -203,7 +203,7 @@ def _policy_used(resources, inv) -> dict[str, float]:
     from core import allocation
     from policylib import stack_helpers
 
-    from tools.summary import view_of
+    from tools.offline.summary import view_of
 
     gpu = [w for w in view_of(resources).workloads if w.is_gpu]
     alloc = allocation.allocate(stack_helpers.demands(gpu, gpu_card_allocation._cards),

@@ -19,7 +19,7 @@ import pytest
 
 from policylib.pack import policies as pack_policies
 from tools import analyze, pack_build
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 

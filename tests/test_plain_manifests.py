@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from tools.analyze import analyze_manifests, manifest_resources, run_pack
-from tools.manifests import load_stack_file
-from tools.report import Report
+from tools.offline.manifests import load_stack_file
+from tools.offline.report import Report
 
 from tests.paths import REFERENCE, ROOT
 

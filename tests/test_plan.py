@@ -19,7 +19,8 @@ import pytest
 
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
-from tools import plan, render, summary, transition
+from tools import plan
+from tools.offline import render, summary, transition
 
 PLANS = Path(__file__).parent / "fixtures" / "plans"
 

@@ -19,8 +19,8 @@ from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from core import facts
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
-from tools import mockrun, render
-from tools.manifests import load_manifest_dir, load_stack_file, resources_from_documents
+from tools.offline import mockrun, render
+from tools.offline.manifests import load_manifest_dir, load_stack_file, resources_from_documents
 
 import model_mounts_read_only
 import model_server_readiness

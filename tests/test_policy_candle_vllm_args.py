@@ -11,7 +11,7 @@ import candle_vllm_args as mod
 import core.manifests
 from core import registry
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import pulumi.runtime.config as runtime_config
 
 import gpu_card_allocation as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, fixture_cases, manifests, run_policy, use_stack_config
-from tools.manifests import load_manifest_dir, load_stack_file
+from tools.offline.manifests import load_manifest_dir, load_stack_file
 
 NAME = mod.POLICY.name
 V100 = {"product": "Tesla-V100-PCIE-32GB", "memory_mib": 32768, "compute_capability": "7.0",

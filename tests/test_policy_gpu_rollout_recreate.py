@@ -9,7 +9,7 @@ import pytest
 import gpu_rollout_recreate as mod
 from core import allocation
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 def _deployment(strategy: str, kind: str = "Deployment", gpu: int = 4, replicas: int = 1, name: str = "srv") -> str:

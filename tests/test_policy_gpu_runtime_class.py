@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gpu_runtime_class as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 def _deployment(runtime: str = "", gpu: str = "1", replicas: int = 1) -> str:

@@ -24,7 +24,7 @@ from core.problems import FINDING_FORM
 from core import manifests
 from policylib.pack import policies
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
-from tools.manifests import load_stack_file, resources_from_documents
+from tools.offline.manifests import load_stack_file, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 HAND_WRITTEN = ROOT / "tests" / "manifests" / "hand-written"

@@ -7,7 +7,7 @@ import pytest
 import isvc_not_parked_silently as mod
 from core import facts
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 @pytest.mark.parametrize(

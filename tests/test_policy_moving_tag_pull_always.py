@@ -8,7 +8,7 @@ import pytest
 import moving_tag_pull_always as mod
 from policylib import resource_helpers as rh
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_manifest_dir, load_stack_file
+from tools.offline.manifests import load_manifest_dir, load_stack_file
 
 from tests.paths import REFERENCE
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import multi_gpu_shm as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 def _pod(cards, shm_volume: str, memory_limit: str = "40Gi", mount: str = "/dev/shm") -> str:

@@ -7,7 +7,7 @@ import json
 
 import network_ingress_for_clients as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 BACKEND = """

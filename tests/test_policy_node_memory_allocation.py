@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import node_memory_allocation as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 def _deployment(name, request=None, limit=None, replicas=1, node="worker-1", strategy="type: Recreate", cards=0):

@@ -7,7 +7,7 @@ import service_selector_uniqueness as mod
 import core.manifests
 from policylib.stack_helpers import PodIndex
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 def _deployment(name, labels, replicas=1, namespace="llm-serving"):

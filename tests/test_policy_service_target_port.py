@@ -6,7 +6,7 @@ from __future__ import annotations
 import service_target_port as mod
 import core.manifests
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 def _deployment(ports="[{containerPort: 8080}]", args="[]", image="x", replicas=1, name="srv"):

@@ -11,7 +11,7 @@ from core import facts, registry
 from core.problems import FINDING_FORM
 from policylib import resource_helpers as rh
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 @pytest.mark.parametrize(

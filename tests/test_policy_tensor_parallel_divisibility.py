@@ -9,7 +9,7 @@ import pytest
 
 import tensor_parallel_divisibility as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 @pytest.fixture(autouse=True)

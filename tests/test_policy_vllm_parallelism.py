@@ -6,7 +6,7 @@ import pytest
 
 import vllm_parallelism as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 def _vllm(args: str, cards) -> str:

@@ -7,7 +7,7 @@ import pytest
 import vllm_served_model_names as mod
 from core import registry
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 @pytest.mark.parametrize(

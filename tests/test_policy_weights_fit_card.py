@@ -9,7 +9,7 @@ import pytest
 
 import weights_fit_card as mod
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 NAME = mod.POLICY.name
 STACK = FIXTURES / NAME / "Pulumi.fixture.yaml"

@@ -15,7 +15,7 @@ import yaml
 
 from bench import genstack
 from stackfile import CandleWorkload, VllmWorkload, load_stack_config
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""tools/render.py: renderYamlToDirectory file names, the atomic write, and the diff.
+"""tools/offline/render.py: renderYamlToDirectory file names, the atomic write, and the diff.
 
 File names follow pulumi-kubernetes ``renderPathForResource`` (provider/pkg/provider/provider.go):
 ``<apiVersion with / and : -> _>-<lower-cased kind>-<namespace or default>-<name>.yaml``, CRDs
@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from core import facts
-from tools import render
-from tools.manifests import InputError
+from tools.offline import render
+from tools.offline.manifests import InputError
 
 
 def obj(api_version: str, kind: str, name: str, namespace: str | None = "llm-serving", **body) -> dict:

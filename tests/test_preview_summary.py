@@ -1,4 +1,4 @@
-"""tools/summary.py: the card table and the component column, on hand-made resources.
+"""tools/offline/summary.py: the card table and the component column, on hand-made resources.
 
 The prod summary as a whole is checked end to end in tests/test_preview.py; here each rule
 of the card table gets a case the prod stack does not have: the history's over-allocation
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from core import facts
 from core.inventory import ClusterInventory
-from tools.manifests import Resource
-from tools.summary import card_rows, cards_section, component_of, objects_section, table
+from tools.offline.manifests import Resource
+from tools.offline.summary import card_rows, cards_section, component_of, objects_section, table
 
 CARD = {"product": "Tesla-V100-PCIE-32GB", "memory_mib": 32768, "compute_capability": "7.0",
         "nvlink": False, "hbm_bandwidth_gb_s": 900}

@@ -15,7 +15,7 @@ from policylib.pack import policies
 from pulumi_policy import EnforcementLevel
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
 from tools.analyze import not_judged
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 PUBLIC = FIXTURES / "Pulumi.public.yaml"
 

@@ -15,7 +15,7 @@ from core import capacity, modelfacts, rules
 from core.inventory import CardSpec
 from core.problems import ConfigError
 from core.engines import ServerSettings
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 from tests.policy_harness import DEFAULT_STACK_FILE
 
 ROOT = Path(__file__).resolve().parent.parent

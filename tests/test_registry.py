@@ -136,7 +136,7 @@ def test_the_stack_file_and_the_pack_judge_by_one_rule(monkeypatch, family, judg
     from policylib.pack import policies
     from stackfile import ConfigError, load_stack_config
     from tests.policy_harness import DEFAULT_STACK_FILE, FIXTURES, run_fixture, use_stack_config
-    from tools.manifests import load_stack_file
+    from tools.offline.manifests import load_stack_file
 
     module = importlib.import_module(f"core.rulebook.{family}")
     real, breaches = getattr(module, judge), []

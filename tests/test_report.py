@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 import jsonschema
 import pytest
 
-from tools.report import Finding, PolicySummary, Report
+from tools.offline.report import Finding, PolicySummary, Report
 
 POLICIES = (
     PolicySummary("gpu-card-allocation", "Cards requested per node fit its cards.", "mandatory", "critical",

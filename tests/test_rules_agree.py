@@ -24,7 +24,7 @@ from policylib import stackconfig
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_policy_tensor_parallel_divisibility import candle as candle_tp_server
 from tests.test_policy_tensor_parallel_divisibility import vllm as tp_server
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")

@@ -16,9 +16,10 @@ import yaml
 from pydantic import SecretStr
 
 from stackfile import ConfigError, load_stack_config
-from tools import analyze, mockrun, preview, render, summary
-from tools.manifests import load_stack_file
-from tools.report import FORMATS
+from tools import analyze, preview
+from tools.offline import mockrun, render, summary
+from tools.offline.manifests import load_stack_file
+from tools.offline.report import FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "hf_PLANTEDt0ken9f3a"

@@ -15,8 +15,8 @@ from core.modelfacts import ModelEntry
 from core import manifests
 from policylib import capacity_helpers as ch
 from tests.policy_harness import FIXTURES
-from tools.manifests import load_manifest_dir, load_stack_file
-from tools.summary import PROVISIONAL_NOTE, UPPER_BOUND_NOTE, capacity_section, inventory_of
+from tools.offline.manifests import load_manifest_dir, load_stack_file
+from tools.offline.summary import PROVISIONAL_NOTE, UPPER_BOUND_NOTE, capacity_section, inventory_of
 
 ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = FIXTURES / "kv-cache-fits-max-model-len" / "allowed"

@@ -4,9 +4,9 @@ the diff shows a changed argv as a list diff."""
 from __future__ import annotations
 
 from core import facts
-from tools.manifests import Resource
-from tools.render import list_diff
-from tools.summary import counts_line, services_section
+from tools.offline.manifests import Resource
+from tools.offline.render import list_diff
+from tools.offline.summary import counts_line, services_section
 from tests.test_preview_summary import deployment
 
 
@@ -53,7 +53,7 @@ def test_the_fix_is_in_the_stack_file_s_terms_for_the_program_s_objects():
     from stackfile import load_stack_config
     from stackfile.build import render_manifests
     from tests.policy_harness import run_policy, use_stack_config, DEFAULT_STACK_FILE
-    from tools.manifests import load_stack_file, resources_from_documents
+    from tools.offline.manifests import load_stack_file, resources_from_documents
     from pathlib import Path
 
     raw = load_stack_file(Path(__file__).resolve().parent / "stacks" / "after-001.yaml")

@@ -1,5 +1,5 @@
-"""The real path's toolchain command (tools/toolchain.py), the stand-in language host
-(tools/langhost.py) and the KServe stand-in (tools/kserve_standin.py), without building anything."""
+"""The real path's toolchain command (testbed/toolchain.py), the stand-in language host
+(testbed/langhost.py) and the KServe stand-in (testbed/kserve_standin.py), without building anything."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tools import kserve_standin, langhost, toolchain
+from testbed import kserve_standin, langhost, toolchain
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,7 +53,7 @@ def test_the_users_workflows_install_the_same_cli_version():
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.toolchain", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "testbed.toolchain", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -122,7 +122,7 @@ def test_the_kserve_standin_creates_the_predictor_the_stable_service_selects():
     """prod's reasoning InferenceService, as the program registers it: the stand-in's predictor
     pods carry the labels the stable Service reasoning-long-predictor selects."""
     from tools import analyze
-    from tools.manifests import load_stack_file
+    from tools.offline.manifests import load_stack_file
 
     resources = analyze.program_resources(load_stack_file(ROOT / "Pulumi.prod.yaml"), "prod")
     objects = {(r.props.get("kind"), r.props.get("metadata", {}).get("name")): r.props for r in resources if r.custom}

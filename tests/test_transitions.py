@@ -18,7 +18,7 @@ import pytest
 
 from stackfile import ConfigError, load_stack_config
 from tools import analyze, preview
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 from tests.paths import ROOT
 
@@ -134,7 +134,7 @@ def test_replacing_a_protected_service_is_refused_with_the_reason(prod_base, tmp
 
 def _prod_tree() -> dict[str, dict]:
     from stackfile.build import render_manifests
-    from tools import render
+    from tools.offline import render
 
     return {render.render_path(m): m for m in render_manifests(load_stack_config(PROD))}
 
@@ -142,7 +142,7 @@ def _prod_tree() -> dict[str, dict]:
 def test_a_replacement_under_the_same_name_is_delete_first_by_the_provider():
     """The provider deletes first when the name and namespace stay (provider.go Diff): a selector
     change of clef-candle replaces it without a second copy, whatever the resource options."""
-    from tools import render, transition
+    from tools.offline import render, transition
 
     old = _prod_tree()
     new = copy.deepcopy(old)
@@ -158,7 +158,7 @@ def test_a_replacement_under_the_same_name_is_delete_first_by_the_provider():
 
 def test_a_removed_workload_holds_its_cards_until_the_end():
     """Adding clef-flash while removing clef-candle in one update (no former_names): 5 of 4 at the peak."""
-    from tools import render, transition
+    from tools.offline import render, transition
 
     old = _prod_tree()
     new = copy.deepcopy(old)

@@ -7,7 +7,7 @@ live object (forced under adopt: ``pulumi.com/patchForce``), so the API server c
 do: for each object of the stack's rendering (:func:`stackfile.build.render_manifests`, with
 ``adopt`` on, as Pulumi will send it), this runs ``kubectl apply --server-side --dry-run=server
 --force-conflicts`` and diffs the result against the live object (``kubectl get``), with the
-preview's field diff (:func:`tools.render.diff_trees`). Under server-side apply this provider adds
+preview's field diff (:func:`tools.offline.render.diff_trees`). Under server-side apply this provider adds
 no label of its own (``provider.go`` sets ``app.kubernetes.io/managed-by`` for client-side apply
 only), so the dry run is what the provider applies; ``tests/real/test_real_adopt_diff.py`` checks
 on the loopback cluster that the listed fields are exactly the fields ``pulumi up`` then changed.
@@ -29,7 +29,6 @@ kubectl missing, unable to reach the cluster, or refusing an object (one line).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import subprocess
@@ -40,11 +39,12 @@ from typing import Any, Optional, TextIO
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from core.problems import ConfigError
-from tools import kubectl, render
-from tools.manifests import InputError, load_stack_file
+from tools import cli, kubectl
+from tools.offline import render
+from tools.offline.manifests import InputError, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
-EXIT_SAME, EXIT_CHANGES, EXIT_INPUT = 0, 1, 2
+EXIT_SAME, EXIT_CHANGES, EXIT_INPUT = cli.OK, cli.VERDICT, cli.BAD_INPUT
 #: Metadata the API server writes, never an apply.
 SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
 #: Annotations a controller writes (the Deployment controller's rollout revision).
@@ -142,7 +142,7 @@ def stack_objects(stack_file: Path) -> list[dict[str, Any]]:
 
 
 def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
-    ap = argparse.ArgumentParser(prog="python3 dev.py adopt-diff", description=__doc__.split("\n\n")[0])
+    ap = cli.parser("python3 dev.py adopt-diff", __doc__)
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--stack", default=None, help="Pulumi.<STACK>.yaml (default: prod)")
     src.add_argument("--stack-file", type=Path, help="this stack file")
@@ -153,8 +153,7 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
         objects = stack_objects(stack_file)
         diff = adoption_diff(objects, args.kubeconfig)
     except (ConfigError, InputError, AdoptDiffError) as err:
-        stderr.write(f"adopt-diff: {err}\n")
-        return EXIT_INPUT
+        return cli.fail("adopt-diff", err, stderr)
     stdout.write(f"what the first `pulumi up` with llm-serving:adopt changes on the live objects of {stack_file.name} "
                  f"({len(objects)} objects; from a server-side dry run, nothing changed):\n")
     stdout.write(diff.render())
@@ -162,4 +161,4 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main, "adopt-diff")

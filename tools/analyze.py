@@ -6,7 +6,7 @@ The CLI's order (``pkg/engine`` ``installAndLoadPolicyPlugins``, ``NewPolicyAnal
 ``sdk/go/common/resource/plugin/analyzer_plugin.go``, the step generator and the deployment
 executor), which :class:`PackProcess` follows:
 
-1. start the pack (:func:`tools.packproc.spawn`), ``Handshake`` (UNIMPLEMENTED tolerated),
+1. start the pack (:func:`tools.offline.packproc.spawn`), ``Handshake`` (UNIMPLEMENTED tolerated),
    ``ConfigureStack`` (stack, project, organization, config, dry run);
 2. ``GetAnalyzerInfo``, ``GetPluginInfo``;
 3. reconcile the policy pack config with the policies' defaults and validate it with
@@ -14,10 +14,10 @@ executor), which :class:`PackProcess` follows:
    injects (:func:`reconcile_policy_config`), then ``Configure`` with every policy;
 4. per resource: ``Remediate`` (only when a policy is at level ``remediate``: with none,
    pulumi-policy's Remediate returns nothing, so skipping it changes no result) and
-   ``Analyze`` -- pipelined, up to :data:`tools.packproc.PIPELINE_WINDOW` calls in flight;
+   ``Analyze`` -- pipelined, up to :data:`tools.offline.packproc.PIPELINE_WINDOW` calls in flight;
 5. ``AnalyzeStack`` with every resource (parent, dependencies, options).
 
-Findings are sorted (:class:`tools.report.Report`), so the order of the resources does not
+Findings are sorted (:class:`tools.offline.report.Report`), so the order of the resources does not
 change the report. A finding from ``Analyze`` carries the analysed resource's URN, as the
 engine reports it; one from ``AnalyzeStack`` carries the URN the policy gave when that resource
 is in the stack, else the stack's root URN (the engine's ``resolveStackPolicyViolationURN``:
@@ -62,9 +62,10 @@ from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry
 from policylib import coverage
 from core.inputs import InputFileError, json_object, read_text
-from tools import packproc
-from tools.manifests import InputError, Resource, config_env, load_stack_file, read_manifests
-from tools.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
+from tools import cli
+from tools.offline import packproc
+from tools.offline.manifests import InputError, Resource, config_env, load_stack_file, read_manifests
+from tools.offline.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK_DIR = ROOT / "policies"
@@ -282,8 +283,8 @@ class PackProcess:
         """Configure the pack with ``policy_pack_config`` and judge ``resources``.
 
         ``sources`` maps a URN to the manifest file it came from (SARIF locations). Raises
-        :class:`PolicyConfigError`, :class:`tools.packproc.PackStartError` or
-        :class:`tools.packproc.PackCallError`.
+        :class:`PolicyConfigError`, :class:`tools.offline.packproc.PackStartError` or
+        :class:`tools.offline.packproc.PackCallError`.
         """
         clock = _Clock()
         info = self.info()
@@ -418,8 +419,8 @@ def start_pack(config: dict[str, Any], *, stack: str = "prod", project: str = PR
                python: Optional[str] = None, dry_run: bool = True, workers: int = 1) -> PackProcess:
     """Start the pack process now and return at once; it imports its policies while the
     caller does other work (the preview runs the program). ``config`` is the stack file's
-    ``config:`` map (``tools.manifests.load_stack_file``). ``workers`` > 1 starts that many
-    processes (see :class:`PackProcess`). Raises :class:`tools.packproc.PackStartError` if
+    ``config:`` map (``tools.offline.manifests.load_stack_file``). ``workers`` > 1 starts that many
+    processes (see :class:`PackProcess`). Raises :class:`tools.offline.packproc.PackStartError` if
     ``pack_dir`` is no policy pack."""
     env = packproc.PackEnv(config_json=config_env(config), project=project, stack=stack,
                            organization=organization, dry_run=dry_run)
@@ -519,7 +520,7 @@ def stack_name_of(stack_file: Path, default: str = "manifests") -> str:
 
 def manifest_resources(directory: Path, stack: str, namespace: Optional[str] = None) -> tuple[list[Resource], dict[str, str]]:
     """(resources, URN -> source file) of a plain-manifest directory or file
-    (:func:`tools.manifests.read_manifests`; a kustomize directory is built as one unit, with
+    (:func:`tools.offline.manifests.read_manifests`; a kustomize directory is built as one unit, with
     no per-file sources)."""
     found = read_manifests(directory, stack, namespace)
     return found.resources, found.sources
@@ -530,7 +531,7 @@ def load_inventory(path: Path) -> dict[str, Any]:
     ``llm-serving:cluster`` (required) and ``llm-serving:models`` are validated by the
     program's own loader first, so a missing or invalid inventory is one error with its key
     path (exit 2), not a violation repeated by every policy. Raises :class:`AnalyzeError` or
-    :class:`tools.manifests.InputError`."""
+    :class:`tools.offline.manifests.InputError`."""
     from stackfile import ConfigError, load_stack_config
     from policylib.stackconfig import CONFIG_KEYS
 
@@ -574,13 +575,13 @@ def analyze_program(stack_file: Path, policy_pack_config: Optional[dict[str, Any
 
 
 def program_resources(config: dict[str, Any], stack: str, program: Optional[Path] = None) -> list[Resource]:
-    """The program's resources from ``tools.mockrun.run_program``. Raises :class:`AnalyzeError`
+    """The program's resources from ``tools.offline.mockrun.run_program``. Raises :class:`AnalyzeError`
     when the mock runner is missing or the program reports a config error (its message, no
     traceback); a crash of the program (a bug) propagates with its traceback."""
     try:
-        from tools import mockrun
+        from tools.offline import mockrun
     except ImportError as err:
-        raise AnalyzeError(f"cannot run the program: tools.mockrun is not importable ({err}); "
+        raise AnalyzeError(f"cannot run the program: tools.offline.mockrun is not importable ({err}); "
                            "fix: check with --manifests DIR --inventory STACKFILE instead") from None
     kwargs: dict[str, Any] = {"stack": stack, "project": PROJECT}
     if program is not None:
@@ -595,7 +596,7 @@ def program_resources(config: dict[str, Any], stack: str, program: Optional[Path
 # --- CLI ------------------------------------------------------------------------------------------
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m tools.analyze", description=__doc__.split("\n\n")[0])
+    ap = cli.parser("python -m tools.analyze", __doc__)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--stack", help="the program under the mock runtime with Pulumi.<STACK>.yaml")
     src.add_argument("--stack-file", type=Path, help="the program under the mock runtime with this stack file")
@@ -677,8 +678,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
             report = analyze_program(stack_file, ppc, args.pack_dir, workers=args.workers)
     except (AnalyzeError, InputError, packproc.PackStartError, packproc.PackCallError) as err:
-        print(f"analyze: {err}", file=sys.stderr)
-        return 2
+        return cli.fail("analyze", err)
     for fmt, path in [(args.format, args.output), *extra]:
         text = report.render(fmt)
         if path is None:
@@ -692,4 +692,4 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main, "analyze")

@@ -15,10 +15,11 @@ Exit codes: 0 built; 2 bad arguments (``DEST`` exists and is not empty).
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from pathlib import Path
+
+from tools import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ROOT / "policies"
@@ -47,17 +48,16 @@ def build(dest: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.pack_build", description=__doc__.split("\n\n")[0])
+    ap = cli.parser("python -m tools.pack_build", __doc__)
     ap.add_argument("dest", type=Path, help="the directory to write the pack to (new or empty)")
     args = ap.parse_args(argv)
     try:
         build(args.dest)
     except FileExistsError as err:
-        print(f"pack_build: {err}; fix: name a new or empty directory", file=sys.stderr)
-        return 2
+        return cli.fail("pack_build", f"{err}; fix: name a new or empty directory")
     print(f"pack_build: wrote the policy pack with core vendored to {args.dest}", file=sys.stderr)
-    return 0
+    return cli.OK
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main, "pack_build")

@@ -5,7 +5,7 @@ The policy pack judges the new state only, so the real ``pulumi preview --policy
 cannot see that a rename on a full node needs a fifth card for a moment. The engine's plan can:
 its steps name each object's old and new inputs and, in order, whether an old object goes before
 or after its replacement. This reads that plan and counts it with the offline ``--base`` preview's
-counter (:func:`tools.transition.count`), so both report the same peak:
+counter (:func:`tools.offline.transition.count`), so both report the same peak:
 
 - alive at the peak: every object the plan keeps or creates (its new inputs), every object it
   deletes (``delete``: Pulumi deletes removed objects at the end of the update), and the old side
@@ -39,7 +39,6 @@ config), one line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -52,10 +51,11 @@ from stackfile.objects import LeftAlone, ObjectRef
 from stackfile.schema import StackConfig
 from core.inventory import ClusterInventory
 from core.problems import Finding
-from tools import render, summary, transition
+from tools import cli
+from tools.offline import render, summary, transition
 from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
 
-EXIT_OK, EXIT_REFUSED, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_REFUSED, EXIT_INPUT = cli.OK, cli.VERDICT, cli.BAD_INPUT
 #: The preview command whose ``--json`` document this reads whole.
 PREVIEW = "pulumi preview --json --show-sames --show-replacement-steps"
 #: Steps whose new inputs are alive after the update.
@@ -242,7 +242,7 @@ def _stdin() -> str:
 
 
 def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
-    ap = argparse.ArgumentParser(prog="python3 dev.py plan", description=__doc__.split("\n\n")[0])
+    ap = cli.parser("python3 dev.py plan", __doc__)
     ap.add_argument("plan", help="the output of `pulumi preview --json` (a file, or - for standard input)")
     args = ap.parse_args(argv)
     try:
@@ -254,8 +254,7 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
                             "nodes to count cards on; preview a stack whose stack file declares its cluster")
         deleted = left_alone_deleted(steps, config)
     except (PlanError, InputFileError) as err:
-        stderr.write(f"plan: {err}\n")
-        return EXIT_INPUT
+        return cli.fail("plan", err, stderr)
     counted = count(steps, inventory)
     stdout.write("\n".join(counted.peak.render()) + "\n")
     refused = counted.refusals() + deleted
@@ -265,4 +264,4 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main, "plan")

@@ -9,20 +9,20 @@ Steps:
 1. read ``Pulumi.<stack>.yaml`` (or ``--stack-file``) and start the policy pack process
    (``tools.analyze.start_pack``) with the config keys it reads (``policylib.stackconfig.CONFIG_KEYS``); it
    imports its policies while the program runs;
-2. run ``__main__.py`` under the mock runtime (:func:`tools.mockrun.run_program`);
+2. run ``__main__.py`` under the mock runtime (:func:`tools.offline.mockrun.run_program`);
 3. wait for the pack, check the policy pack config against its policies, and send it every
    resource from a thread: the pack evaluates in its own process while the next steps run;
 4. render every Kubernetes object in the kubernetes provider's ``renderYamlToDirectory``
-   layout (:mod:`tools.render`), with ``--base`` diff against that earlier rendering, and
+   layout (:mod:`tools.offline.render`), with ``--base`` diff against that earlier rendering, and
    replace ``--out`` (default ``out/<stack>/``) atomically;
-5. print the summary (:mod:`tools.summary`), the diff and, with ``--base``, the cards per node at
-   the update's peak (old and new objects alive at once, :mod:`tools.transition`), then the pack's
+5. print the summary (:mod:`tools.offline.summary`), the diff and, with ``--base``, the cards per node at
+   the update's peak (old and new objects alive at once, :mod:`tools.offline.transition`), then the pack's
    findings in ``--format``.
 
 The cyclic garbage collector is off for the run (restored when :func:`main` returns; the
 command line leaves through :func:`_exit` before that): the process is short-lived, and full
 collections over the program's heap cost time, not memory that matters (see
-:func:`tools.mockrun.run_program`).
+:func:`tools.offline.mockrun.run_program`).
 
 With ``--format table`` everything goes to stdout; with another format the report alone goes
 to stdout (machine-readable) and the summary and diff to stderr.
@@ -49,12 +49,13 @@ from pathlib import Path
 from typing import Optional, TextIO, cast
 
 from core import rules
-from tools import analyze, mockrun, packproc, render, summary, transition
-from tools.manifests import InputError, load_stack_file
-from tools.report import FORMATS
+from tools import analyze, cli
+from tools.offline import mockrun, packproc, render, summary, transition
+from tools.offline.manifests import InputError, load_stack_file
+from tools.offline.report import FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
-EXIT_OK, EXIT_MANDATORY, EXIT_INPUT, EXIT_CRASH = 0, 1, 2, 3
+EXIT_OK, EXIT_MANDATORY, EXIT_INPUT, EXIT_CRASH = cli.OK, cli.VERDICT, cli.BAD_INPUT, cli.CRASH
 
 def pack_config(config: dict) -> dict:
     """The part of a stack's ``config:`` map the policy pack reads (``stackconfig.CONFIG_KEYS``).
@@ -77,7 +78,7 @@ class PreviewError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m tools.preview", description=__doc__.split("\n\n")[0])
+    ap = cli.parser("python -m tools.preview", __doc__)
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--stack", default=None, help="preview Pulumi.<STACK>.yaml (default: prod)")
     src.add_argument("--stack-file", type=Path, help="preview this stack file")
@@ -173,8 +174,7 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return max(report.exit_code(), EXIT_MANDATORY if refused else EXIT_OK)
     except (InputError, mockrun.ProgramError, render.RenderError, analyze.AnalyzeError,
             packproc.PackStartError, packproc.PackCallError) as err:
-        stderr.write(f"preview: {err}\n")
-        return EXIT_INPUT
+        return cli.fail("preview", err, stderr)
     except Exception:  # noqa: BLE001 - not the input's fault: show where
         stderr.write("preview: internal error (a bug in the preview or the policy runner, not in the input)\n")
         stderr.write(traceback.format_exc())
@@ -258,7 +258,7 @@ def _render(run: mockrun.ProgramRun) -> tuple[dict[str, str], dict[str, dict]]:
 
 def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.TreeDiff, run: mockrun.ProgramRun,
                 config: dict, out: TextIO) -> list[str]:
-    """Print the cards per node at the update's peak (:mod:`tools.transition`) and the reasons to
+    """Print the cards per node at the update's peak (:mod:`tools.offline.transition`) and the reasons to
     refuse the plan; returns those reasons ([] when the plan is safe, or the stack has no inventory)."""
     inventory = summary.inventory_of(config)
     if inventory is None:
@@ -293,4 +293,4 @@ def _exit(code: int) -> None:
 
 
 if __name__ == "__main__":
-    main(exit_process=True)
+    cli.run(lambda: main(exit_process=True), "preview")

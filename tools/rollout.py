@@ -20,7 +20,6 @@ missing or the cluster unreachable.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -29,9 +28,9 @@ from typing import Optional, TextIO
 
 from stackfile.schema import StackConfig
 from core import facts
-from tools import kubectl
+from tools import cli, kubectl
 
-EXIT_OK, EXIT_NOT_ROLLED_OUT, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_NOT_ROLLED_OUT, EXIT_INPUT = cli.OK, cli.VERDICT, cli.BAD_INPUT
 #: The provider's await when a Deployment sets no ``pulumi.com/timeoutSeconds`` (10 minutes).
 DEFAULT_TIMEOUT_S = 600
 SELECTOR = f"{facts.PART_OF_LABEL}={facts.PART_OF_VALUE}"
@@ -50,7 +49,7 @@ def deployments(namespace: str, kubeconfig: Optional[Path]) -> dict[str, int]:
 
 
 def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
-    ap = argparse.ArgumentParser(prog="python3 dev.py rollout", description=__doc__.split("\n\n")[0])
+    ap = cli.parser("python3 dev.py rollout", __doc__)
     ap.add_argument("--namespace", default=StackConfig.model_fields["namespace"].default,
                     help="the stack's llm-serving:namespace (default: %(default)s)")
     ap.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG or ~/.kube/config, as kubectl")
@@ -58,9 +57,8 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
     try:
         bounds = deployments(args.namespace, args.kubeconfig)
     except (FileNotFoundError, RuntimeError, subprocess.TimeoutExpired) as err:
-        stderr.write(f"rollout: cannot list the Deployments of {args.namespace} ({err}); fix: check that kubectl is "
-                     "installed and the kubeconfig's cluster is reachable (kubectl get nodes)\n")
-        return EXIT_INPUT
+        return cli.fail("rollout", f"cannot list the Deployments of {args.namespace} ({err}); fix: check that kubectl is "
+                        "installed and the kubeconfig's cluster is reachable (kubectl get nodes)", stderr)
     failed = []
     for name, seconds in sorted(bounds.items()):
         proc = kubectl.run(args.kubeconfig, "rollout", "status", f"deployment/{name}", "-n", args.namespace,
@@ -75,4 +73,4 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main, "rollout")

@@ -1,5 +1,5 @@
 """Fixtures of the real suite (``pytest -m real``; ``python3 dev.py test`` runs it after the
-fast suite): the built toolchain, loopback clusters from ``tools.cluster``, and copies of the
+fast suite): the built toolchain, loopback clusters from ``testbed.cluster``, and copies of the
 project for the real CLI (:class:`tests.real.realpath.RealProject`)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 
 from tests.real.realpath import ClusterError, RealProject, loopback_cluster
-from tools import toolchain
+from testbed import toolchain
 
 
 @pytest.fixture(scope="session")

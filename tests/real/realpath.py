@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from tools import toolchain
+from testbed import toolchain
 from tools.plan import read_events
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -247,14 +247,14 @@ def kubectl_json(kubeconfig: Path, *args: str) -> dict:
 
 
 class ClusterError(Exception):
-    """The loopback cluster did not start; the message is tools.cluster's own line."""
+    """The loopback cluster did not start; the message is testbed.cluster's own line."""
 
 
 @contextmanager
 def loopback_cluster(state_dir: Path, *extra: str) -> Iterator[Path]:
-    """A loopback cluster (``python -m tools.cluster up``) with its state in ``state_dir``;
+    """A loopback cluster (``python -m testbed.cluster up``) with its state in ``state_dir``;
     stopped on exit whatever happened. Yields the kubeconfig path. Raises :class:`ClusterError`."""
-    args = [sys.executable, "-m", "tools.cluster"]
+    args = [sys.executable, "-m", "testbed.cluster"]
     up = subprocess.run([*args, "up", "--state-dir", str(state_dir), *extra], cwd=ROOT, capture_output=True, text=True)
     try:
         if up.returncode != 0:

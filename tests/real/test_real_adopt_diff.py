@@ -17,7 +17,8 @@ import pytest
 
 from tests.real.realpath import ROOT, RealProject, kubectl
 from tests.real.test_real_adoption import REFERENCE, _seed_netpol, _versions
-from tools import adopt_diff, render
+from tools import adopt_diff
+from tools.offline import render
 
 pytestmark = pytest.mark.real
 

@@ -19,7 +19,7 @@ are changed, and their Deployments roll, as the preview and ``kubectl diff`` sai
 Not covered: a real KServe controller copies an InferenceService's annotations into its
 predictor's pod template (KServe's ``ServiceAnnotationDisallowedList`` names the ones it does not
 copy), so the ``pulumi.com/patchForce`` annotation adoption adds to ``reasoning`` may roll its
-predictor there; the stand-in (``tools/kserve_standin.py``) does not copy them (README, Findings to
+predictor there; the stand-in (``testbed/kserve_standin.py``) does not copy them (README, Findings to
 confirm on the cluster).
 """
 

@@ -3,7 +3,7 @@
 A scaled-down stack: ``slow`` (one card, declared cold start 20 s, so
 ``pulumi.com/timeoutSeconds`` = ceil(1.5 x 20) + 60 = 90 s on its Deployment and on its Service)
 and ``idle`` (parked, its Service parked: ``pulumi.com/skipAwait: "true"``). kwok's pod-ready
-delay (``tools.cluster up --pod-ready-delay``) stands in for the server's cold start.
+delay (``testbed.cluster up --pod-ready-delay``) stands in for the server's cold start.
 
 1. Ready delay 45 s, past the declared cold start, within the await: ``pulumi up`` succeeds and
    takes at least the 45 s (the Deployment and Service awaits held it until the pod was Ready:
@@ -54,7 +54,7 @@ import yaml
 
 from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl_json
 from tools import rollout
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 pytestmark = pytest.mark.real
 
@@ -89,8 +89,8 @@ def _write(project: RealProject, env: dict[str, str], late: bool = False) -> Non
 
 
 def _pod_ready_delay(cluster, seconds: int) -> None:
-    """Restart kwok with another pod-ready delay (``tools.cluster up`` on a running cluster)."""
-    proc = subprocess.run([sys.executable, "-m", "tools.cluster", "up", "--state-dir", str(cluster.parent),
+    """Restart kwok with another pod-ready delay (``testbed.cluster up`` on a running cluster)."""
+    proc = subprocess.run([sys.executable, "-m", "testbed.cluster", "up", "--state-dir", str(cluster.parent),
                            "--pod-ready-delay", str(seconds)], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 

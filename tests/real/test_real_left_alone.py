@@ -9,7 +9,7 @@ predictor asks 2 cards; on worker-1 beside prod's 4 it would keep prod's pods Pe
 "it permanently occupies half the GPU pool"). Seed 000 says the user deletes it by hand; until
 then it must hold no card. Here the user stops it with KServe's ``serving.kserve.io/stop: "true"``
 (``kubectl annotate``, field manager ``kubectl-annotate``), which the KServe stand-in honours
-(``tools/kserve_standin.py``: the predictor Deployment is deleted, the InferenceService kept).
+(``testbed/kserve_standin.py``: the predictor Deployment is deleted, the InferenceService kept).
 
 Then a fresh prod stack: its ``pulumi preview`` names the coder InferenceService as left alone
 (an ``info`` diagnostic in the one wording, ``stackfile.objects.left_alone_text``) and plans
@@ -28,7 +28,7 @@ import pytest
 from stackfile import load_stack_config
 from stackfile.objects import left_alone_outputs, left_alone_text
 from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl, kubectl_json, wait_for
-from tools.kserve_standin import STOP_ANNOTATION
+from testbed.kserve_standin import STOP_ANNOTATION
 
 pytestmark = pytest.mark.real
 

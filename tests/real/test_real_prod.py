@@ -5,7 +5,7 @@ values are unknown to the pack), ``pulumi up`` onto the loopback cluster, a seco
 and ``pulumi destroy``. Run in file order, on one cluster and one project copy.
 
 Untested here, because no KServe controller runs on the test cluster: the predictor Service,
-hostname and status KServe would create for ``reasoning``; ``tools.kserve_standin`` only
+hostname and status KServe would create for ``reasoning``; ``testbed.kserve_standin`` only
 creates its predictor Deployment (so the scheduler counts its card and the stable Service
 gets endpoints). Untested because kwok fakes the kubelet: image pulls, probes, the nvidia
 runtime and the GPUs themselves.
@@ -17,7 +17,7 @@ import pytest
 
 from tests.real.realpath import change_summary, diagnostics, kubectl_json, policy_verdicts, wait_for
 from tools import analyze
-from tools.manifests import load_stack_file
+from tools.offline.manifests import load_stack_file
 
 pytestmark = pytest.mark.real
 

@@ -5,7 +5,7 @@ A small program in the project copy registers three of prod's rendered objects a
 and reasoning's InferenceService) from a YAML file, so a change the stack file cannot express (a
 Service's clusterIP or type) reaches the provider too. After one ``pulumi up`` of the base, each
 change below is previewed with ``pulumi preview --diff`` and compared, object by object, with
-``tools.render.diff_trees`` of the same two renderings: the same objects change, the same ones
+``tools.offline.render.diff_trees`` of the same two renderings: the same objects change, the same ones
 are replaced, and on the same fields (the engine's replacement ``keys`` equal the offline
 "[forces replacement]" paths).
 
@@ -29,8 +29,8 @@ import yaml
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.real.realpath import ROOT, RealProject, diagnostics
-from tools import render
-from tools.manifests import load_stack_file
+from tools.offline import render
+from tools.offline.manifests import load_stack_file
 
 pytestmark = pytest.mark.real
 

@@ -41,8 +41,9 @@ import yaml
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.real.realpath import ROOT, RealProject, kubectl_json, wait_for
-from tools import plan, render
-from tools.manifests import load_stack_file
+from tools import plan
+from tools.offline import render
+from tools.offline.manifests import load_stack_file
 
 pytestmark = pytest.mark.real
 

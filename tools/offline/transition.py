@@ -12,7 +12,7 @@ shows it on the cluster).
 :func:`peak` lists the objects alive at the update's peak (every object of the new rendering,
 every removed object, and the old side of each create-first replacement) and places their pods
 with :func:`core.allocation.cards` through the same workload view as the preview's card table
-(:func:`tools.summary.card_rows`): no second counter. :func:`refusals` turns a node over its
+(:func:`tools.offline.summary.card_rows`): no second counter. :func:`refusals` turns a node over its
 cards at the peak, and a replacement of a protected Service, into findings in the one message
 form (:class:`core.problems.Finding`).
 """
@@ -25,8 +25,8 @@ from typing import Any, Iterable, Mapping, Optional
 from core.inventory import ClusterInventory
 from core.problems import Finding
 from core import manifests
-from tools import render, summary
-from tools.manifests import Resource
+from tools.offline import render, summary
+from tools.offline.manifests import Resource
 
 from policylib import terms
 

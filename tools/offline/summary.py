@@ -39,8 +39,8 @@ from stackfile.objects import left_alone_text
 from core import allocation, capacity, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core import manifests
-from tools import render
-from tools.manifests import PROJECT, Resource
+from tools.offline import render
+from tools.offline.manifests import PROJECT, Resource
 
 from policylib import stack_helpers
 

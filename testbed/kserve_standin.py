@@ -1,7 +1,7 @@
 """A stand-in for the KServe controller on the loopback test cluster: RawDeployment predictors.
 
 Why: the KServe Go module is not served by the module proxy this project builds from, so the
-test cluster has no KServe controller (``tools/cluster.py`` installs a CRD of our own for
+test cluster has no KServe controller (``testbed/cluster/`` installs a CRD of our own for
 ``serving.kserve.io/v1beta1`` InferenceService). Without a controller an InferenceService
 creates no pod, and then neither the scheduler's card count nor a Service's endpoints say
 anything about it. This loop does the one part of KServe's RawDeployment reconciler that the
@@ -30,9 +30,9 @@ What it leaves untested (a real KServe does these): the predictor Service and
 status conditions and ``status.url``, storage initializers, and the KServe webhook's
 defaulting and validation.
 
-Usage: ``python -m tools.kserve_standin --kubeconfig FILE [--interval SECONDS] [--once]
+Usage: ``python -m testbed.kserve_standin --kubeconfig FILE [--interval SECONDS] [--once]
 [--health-address 127.0.0.1:N] [--kubectl PATH]`` (``GET /healthz`` answers ok once the first pass ran);
-``tools.cluster`` runs it in the background with the rest of the cluster. Pure functions for
+``testbed.cluster`` runs it in the background with the rest of the cluster. Pure functions for
 tests: :func:`predictor_deployment`, :func:`is_stopped`.
 """
 
@@ -150,7 +150,7 @@ def reconcile_once(kubeconfig: str, applied: dict[str, str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.kserve_standin", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m testbed.kserve_standin", description=__doc__.split("\n\n")[0])
     ap.add_argument("--kubeconfig", required=True)
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between passes (default 1)")
     ap.add_argument("--once", action="store_true", help="one pass, then exit")

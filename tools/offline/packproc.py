@@ -1,7 +1,7 @@
 """The policy pack as its own process, driven over the analyzer gRPC protocol.
 
 This is the transport half of the offline policy runner (:mod:`tools.analyze` holds the
-orchestration, :mod:`tools.report` the results). It does what the Pulumi CLI does with a
+orchestration, :mod:`tools.offline.report` the results). It does what the Pulumi CLI does with a
 python policy pack (``sdk/go/common/resource/plugin/analyzer_plugin.go``, ``NewPolicyAnalyzer``
 and ``constructEnv``; the ``pulumi-analyzer-policy-python`` shim):
 
@@ -366,7 +366,7 @@ def to_struct(props: dict[str, Any]) -> struct_pb2.Struct:
 
 
 def resource_options(r: Any) -> pb.AnalyzerResourceOptions:
-    """``AnalyzerResourceOptions`` of a :class:`tools.manifests.Resource` (protect,
+    """``AnalyzerResourceOptions`` of a :class:`tools.offline.manifests.Resource` (protect,
     ignoreChanges, deleteBeforeReplace, parent), as ``marshalResourceOptions`` fills them."""
     return pb.AnalyzerResourceOptions(
         protect=r.protect,

@@ -4,13 +4,13 @@
     python3 dev.py toolchain --check    exit 0 when everything is built at the pinned versions, 1 if not
     python3 dev.py toolchain --env      print the shell exports (PATH, PULUMI_HOME, ...)
 
-What it builds (versions pinned in ``tools/toolchain/versions.json``, nowhere else):
+What it builds (versions pinned in ``testbed/toolchain/versions.json``, nowhere else):
 
 * the Pulumi CLI (``github.com/pulumi/pulumi/pkg/v3/cmd/pulumi``), built as a dependency of a
   scratch module (``go install pkg@version`` refuses modules with replace directives; the one
   replace pkg/v3 needs is copied), its version set with ``-ldflags -X .../version.Version``;
 * the Python language host: the proxy serves no version of its module, so ``pulumi-language-python``
-  is the stand-in ``tools/langhost.py`` (copied into the cache with its own small virtualenv)
+  is the stand-in ``testbed/langhost.py`` (copied into the cache with its own small virtualenv)
   beside the real exec shim ``pulumi-language-python-exec`` taken from the ``sdk/v3`` module;
 * the kubernetes provider (``pulumi-resource-kubernetes``) at the commit the pinned Python SDK
   was built from, with its embedded ``schema-embed.json`` / ``terraform-mapping-embed.json``
@@ -170,7 +170,7 @@ def _explain_go_failure(what: str, lines: list[str]) -> str:
     text = "\n".join(lines)
     tail = " | ".join(ln.strip() for ln in lines if ln.strip())[-600:]
     if "This module version is not available" in text or "403 Forbidden" in text or "404 Not Found" in text:
-        return f"{what}: the Go module proxy refused a module ({tail}); pick a version it serves in tools/toolchain/versions.json"
+        return f"{what}: the Go module proxy refused a module ({tail}); pick a version it serves in testbed/toolchain/versions.json"
     if any(s in text for s in ("dial tcp", "no such host", "connection refused", "i/o timeout", "TLS handshake")):
         return f"{what}: the Go module proxy is unreachable ({tail}); check GOPROXY and the network, then run `python3 dev.py toolchain` again"
     return f"{what}: go failed ({tail}); see the output above and run `python3 dev.py toolchain` again"
@@ -241,12 +241,12 @@ def build_language_host(v: dict, cache: Path, out: Path) -> list[Path]:
         raise ToolchainError(f"language host: pip install {' '.join(pins)} failed ({proc.stderr.strip()[-400:]}); check the package index and run again")
     lib = cache / "langhost"
     lib.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(ROOT / "tools" / "langhost.py", lib / "langhost.py")
+    shutil.copy2(ROOT / "testbed" / "langhost.py", lib / "langhost.py")
     wrapper = out / "pulumi-language-python"
     tmp = wrapper.with_name(wrapper.name + ".partial")
     tmp.write_text(
         "#!/bin/sh\n"
-        "# Stand-in for the Pulumi Python language host (see tools/langhost.py): the Go module proxy serves\n"
+        "# Stand-in for the Pulumi Python language host (see testbed/langhost.py): the Go module proxy serves\n"
         "# no version of github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3.\n"
         f'LLM_SERVING_LANGHOST_VERSION="{v["pulumi"]["python_sdk"]}" LLM_SERVING_LANGHOST_EXEC="{out / "pulumi-language-python-exec"}" \\\n'
         f'  exec "{hv / "bin" / "python"}" -u "{lib / "langhost.py"}" "$@"\n'
@@ -338,7 +338,7 @@ PARTS: list[tuple[str, tuple[str, ...], Callable[[dict, Path, Path], list[Path]]
 def _fingerprint(v: dict, keys: tuple[str, ...], name: str) -> str:
     blob = json.dumps({"recipe": RECIPE, **{k: v[k] for k in keys}}, sort_keys=True)
     if name == "language-host":
-        blob += hashlib.sha256((ROOT / "tools" / "langhost.py").read_bytes()).hexdigest()
+        blob += hashlib.sha256((ROOT / "testbed" / "langhost.py").read_bytes()).hexdigest()
         blob += hashlib.sha256((ROOT / "requirements.txt").read_bytes()).hexdigest()
     return hashlib.sha256(blob.encode()).hexdigest()
 

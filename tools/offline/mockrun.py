@@ -52,9 +52,9 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 
 from core.values import REDACTED
-from tools.manifests import PROJECT, Resource, config_env
+from tools.offline.manifests import PROJECT, Resource, config_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STACK_TYPE = "pulumi:pulumi:Stack"
 
 #: The logger the program's ``pulumi.log`` messages go to (the mock engine's logger).
@@ -102,7 +102,7 @@ def _mock_id(type_: str, name: str, inputs: dict, custom: bool) -> str:
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
-    """The SDK's mock monitor, recording each registration as a :class:`tools.manifests.Resource`
+    """The SDK's mock monitor, recording each registration as a :class:`tools.offline.manifests.Resource`
     (``records``, in the order registrations complete) and the root Stack's outputs
     (``stack_outputs``).
 
@@ -230,7 +230,7 @@ def run_program(
 
     ``config`` is a stack file's ``config:`` map as written (``{"llm-serving:cluster": {...}}``);
     structured values reach the program JSON-encoded, as the CLI passes them in ``PULUMI_CONFIG``
-    (:func:`tools.manifests.config_env`). ``preview`` is ``pulumi.runtime.is_dry_run()``.
+    (:func:`tools.offline.manifests.config_env`). ``preview`` is ``pulumi.runtime.is_dry_run()``.
     Secret keys, as the CLI marks them (``PULUMI_CONFIG_SECRET_KEYS``): every key whose value
     holds a ``secure:`` value, and ``secret_keys`` (keys given decrypted, as the CLI passes them).
 

@@ -45,8 +45,8 @@ import yaml
 
 from core import facts
 from core.problems import ConfigError
-from tools.manifests import InputError, Resource, read_input
-from tools.yamlload import load_documents
+from tools.offline.manifests import InputError, Resource, read_input
+from tools.offline.yamlload import load_documents
 
 CRD_DIR = "0-crd"
 MANIFEST_DIR = "1-manifest"
@@ -189,7 +189,7 @@ def _exchange(a: Path, b: Path) -> bool:
 def load_tree(directory: Path) -> dict[str, dict[str, Any]]:
     """Relative path -> object of an earlier rendering (``0-crd/*.yaml`` and ``1-manifest/*.yaml``).
 
-    Raises :class:`tools.manifests.InputError` when the directory is missing, holds neither
+    Raises :class:`tools.offline.manifests.InputError` when the directory is missing, holds neither
     sub-directory, or a file is not one YAML object.
     """
     directory = Path(directory)

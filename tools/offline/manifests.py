@@ -23,7 +23,7 @@ import yaml
 
 from core.inputs import InputFileError, json_object, read_text
 from core.problems import ConfigError, Problem
-from tools.yamlload import load_documents
+from tools.offline.yamlload import load_documents
 
 PROJECT = "llm-serving"
 
@@ -242,7 +242,7 @@ def load_stack_file(path: Path, what: str = "stack file") -> dict[str, Any]:
 
     Raises :class:`InputError` when the file is missing, not a regular file of at most
     :data:`core.inputs.MAX_INPUT_BYTES`, not YAML, not plain data (a repeated key, a date, a
-    tag, aliases beyond the budget: :mod:`tools.yamlload`, with the config key path), has
+    tag, aliases beyond the budget: :mod:`tools.offline.yamlload`, with the config key path), has
     no ``config:`` map, or a config key without a value (``null``: the program would get the
     text "null", a valid namespace name). ``what`` names the file in errors (``inventory`` for
     ``analyze --inventory``).

@@ -3,7 +3,7 @@
 Why a stand-in: the real host lives in its own Go module
 (``github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3``), and the Go module
 proxy this project builds from serves no version of it (every ``@v3.x`` and every commit
-answers "This module version is not available"; ``tools/toolchain.py`` records the refusal).
+answers "This module version is not available"; ``testbed/toolchain.py`` records the refusal).
 The CLI, the kubernetes provider, the Python SDK, the policy SDK and the exec shim
 (``pulumi-language-python-exec``, shipped in the ``sdk/v3`` module and copied beside this
 host by the toolchain build) are all the real ones; only this process, which the CLI starts
