@@ -1,4 +1,4 @@
-"""Taking over ArgoCD's live objects with the first ``pulumi up`` (issue 7, section 1), on the
+"""Taking over ArgoCD's live objects with the first ``pulumi up``, on the
 loopback cluster with this provider build (pulumi-kubernetes f47bc2d6f199, plugin
 4.25.0-alpha.1768448096).
 

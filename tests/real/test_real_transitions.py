@@ -1,4 +1,4 @@
-"""A rename on a full node, with the real CLI and provider on the loopback cluster (issue 7, section 2).
+"""A rename on a full node, with the real CLI and provider on the loopback cluster.
 
 Scaled down: worker-1 (4 cards) runs ``big`` (3 cards) and ``clef-candle`` (1 card) behind the
 protected Service ``clef-serve``: 4 of 4. Declared cold starts of 10 s, so each await is
