@@ -73,6 +73,16 @@ RUNS_AS_ROOT_ANNOTATION = ANNOTATION_PREFIX + "runs-as-root"
 #: On every object the program renders: the ComponentResource that made it
 #: (``<ClassName>/<component name>``); the preview summary groups objects by it.
 COMPONENT_ANNOTATION = ANNOTATION_PREFIX + "component"
+#: The annotation contract's other half: the stack-file section each ComponentResource class is
+#: built from, so a policy names the stack-file key of an object it judges (``llm-serving:
+#: workloads.<name>``). tests/test_components.py holds it equal to the classes of ``components/``.
+COMPONENT_SECTIONS = {
+    "CandleDeployment": "workloads",
+    "GpuDeployment": "workloads",
+    "VllmInferenceService": "workloads",
+    "StablePredictorService": "services",
+    "NamespaceNetworkPolicy": "network_policy",
+}
 
 #: On a renamed workload: its former names, a JSON list of strings (stack file
 #: ``former_names``). The program makes them Pulumi aliases; the offline diff pairs the renamed

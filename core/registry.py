@@ -127,14 +127,17 @@ class Breach:
 
     def finding(self, subject: str) -> Finding:
         """The pack's :class:`~core.problems.Finding` about ``subject`` (an object): what is wrong and
-        the fix in manifest terms, the stack-file fix under the object's key (``{key}``)."""
+        the fix in manifest terms, the stack-file fix under the object's key (``{key}``, appended
+        unless the wording places it itself)."""
         wrong, fix = self.render(MANIFEST)
-        return Finding(subject, wrong, fix, self.source, stack_fix=render_text(self.fix, STACK) + " under {key}")
+        stack_fix = render_text(self.fix, STACK)
+        return Finding(subject, wrong, fix, self.source,
+                       stack_fix=stack_fix if "{key}" in stack_fix else stack_fix + " under {key}")
 
     def problem(self, path: str, value: Any) -> Problem:
         """The stack file's :class:`~core.problems.Problem` at key ``path`` (value ``value``)."""
         wrong, fix = self.render(STACK)
-        return Problem(path, value, wrong, fix, self.source)
+        return Problem(path, value, wrong, fix.replace(" under {key}", "").replace("{key}", path), self.source)
 
     def error_text(self, subject: str) -> str:
         """One line for a component args error: ``<subject>: <wrong>; <fix>`` in stack-file terms."""

@@ -35,6 +35,7 @@ from stackfile import (
     STRING_KEYS,
 )
 from stackfile.objects import left_alone_outputs, left_alone_text
+from stackfile.schema import config_keys_read
 from core import facts
 from core.engines import CandleConfig, VllmConfig, settings_of
 from core.placement import Placement
@@ -65,7 +66,10 @@ def config_from_pulumi() -> dict[str, Any]:
     keys = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
     cfg = pulumi.Config(PROJECT)
     out: dict[str, Any] = {}
-    for key in sorted(k for k in keys if k.startswith(PREFIX)):
+    for key in config_keys_read(keys):
+        if not key.startswith(PREFIX):
+            out[key] = runtime_config.get_config(key)  # refused by the loader (a misspelt namespace, a provider key)
+            continue
         name = key[len(PREFIX):]
         if runtime_config.is_config_secret(key):
             out[key] = _secret_values(runtime_config.get_config(key))

@@ -25,7 +25,10 @@ from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import ConfigError, Problem
 from core.values import REDACTED
 
-from stackfile.schema import ServiceConfig, StackConfig, Name, WORKLOAD_CLASSES, TOP_LEVEL_KEYS, STRING_KEYS, _SINGLE_SECTIONS, PREFIX
+from stackfile.schema import (
+    PREFIX, PROVIDER_KEYS_REFUSED, STRING_KEYS, TOP_LEVEL_KEYS, WORKLOAD_CLASSES, _SINGLE_SECTIONS, Name, ServiceConfig,
+    StackConfig, misspelt_namespace,
+)
 from stackfile.checks import cross_checks
 
 
@@ -94,6 +97,17 @@ def _sort_key(path: str) -> tuple[int, str]:
 def _known_sections(config: dict[str, Any], problems: list[Problem]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in config.items():
+        if misspelt_namespace(key):
+            fixed = PREFIX + key.partition(":")[2]
+            problems.append(Problem(key, value, f"{key} is not in the {PREFIX} namespace: Pulumi reads it as another "
+                                    "namespace's key, so this stack would render none of it and pulumi up would delete "
+                                    "what it holds", f"rename it {fixed}"))
+            continue
+        if key in PROVIDER_KEYS_REFUSED and str(value).strip().lower() == PROVIDER_KEYS_REFUSED[key][0]:
+            problems.append(Problem(key, value, f"{key} is {value}: {PROVIDER_KEYS_REFUSED[key][1]}",
+                                    f"remove {key} (server-side apply is the provider's default), or render a "
+                                    "separate render-only stack for ArgoCD"))
+            continue
         if not key.startswith(PREFIX):
             continue  # other namespaces (kubernetes:context ...) are not ours
         name = key[len(PREFIX):]

@@ -30,6 +30,9 @@ Plain pydantic, no Pulumi import.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from pydantic import (
@@ -56,6 +59,31 @@ _custom = rule_error
 
 PROJECT = "llm-serving"
 PREFIX = PROJECT + ":"
+#: Provider settings outside ``llm-serving:`` the stack depends on: the value that breaks it, and why.
+#: Taking over ArgoCD's live objects needs server-side apply (``pulumi.com/patchForce`` only acts
+#: there; a client-side create of a live object fails with AlreadyExists).
+PROVIDER_KEYS_REFUSED = {
+    "kubernetes:enableServerSideApply": ("false", "taking over the live objects ArgoCD applied needs server-side "
+                                         "apply: pulumi.com/patchForce acts only there, and a client-side create "
+                                         "of a live object fails with AlreadyExists (pulumi-kubernetes 4.x)"),
+}
+
+
+def misspelt_namespace(key: str) -> bool:
+    """True for a config key whose namespace looks like a misspelt ``llm-serving`` (``llm-servign:``,
+    ``llm_serving:``, ``LLM-serving:``): Pulumi reads it as another namespace's key, so the
+    program would see none of it and ``pulumi up`` would delete what it held."""
+    namespace, sep, _ = key.partition(":")
+    if not sep or namespace == PROJECT:
+        return False
+    folded = namespace.lower().replace("_", "-").replace(".", "-")
+    return folded == PROJECT or difflib.SequenceMatcher(None, folded, PROJECT).ratio() >= 0.8
+
+
+def config_keys_read(keys: "Iterable[str]") -> list[str]:
+    """The config keys the loader reads (sorted): this project's, the misspelt namespaces it refuses
+    and the provider settings it judges (:data:`PROVIDER_KEYS_REFUSED`)."""
+    return sorted(k for k in keys if k.startswith(PREFIX) or misspelt_namespace(k) or k in PROVIDER_KEYS_REFUSED)
 
 
 #: A Service, workload, namespace or NetworkPolicy name: a DNS-1035 label (core.kube), the

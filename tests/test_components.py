@@ -287,3 +287,22 @@ def test_the_runtime_class_is_the_inventorys():
     bare = copy.deepcopy(raw)
     bare["llm-serving:cluster"].pop("gpu_runtime_class")
     assert set(classes(bare).values()) == {None}
+
+
+def test_every_component_class_names_its_stack_file_section():
+    """The pack names an object's stack-file key from its component annotation's class
+    (core.facts.COMPONENT_SECTIONS): every ComponentResource that renders objects has a section,
+    and the table names no class that does not exist."""
+    import inspect
+
+    import pulumi
+
+    from components import network, service, vllm, workload
+    from core import facts
+
+    classes = {name for module in (network, service, vllm, workload)
+               for name, cls in inspect.getmembers(module, inspect.isclass)
+               if issubclass(cls, pulumi.ComponentResource) and cls.__module__ == module.__name__
+               and not inspect.isabstract(cls) and name != "WorkloadComponent"}
+    assert classes == set(facts.COMPONENT_SECTIONS)
+    assert set(facts.COMPONENT_SECTIONS.values()) == {"workloads", "services", "network_policy"}

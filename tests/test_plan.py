@@ -160,3 +160,44 @@ def test_the_offline_base_preview_counts_the_same_peak_as_the_real_plan(fixture)
     config, steps = plan.read_plan((PLANS / fixture).read_text())
     real = plan.count(steps, inventory).peak
     assert [r.line() for r in offline.rows] == [r.line() for r in real.rows]
+
+
+def _events(name: str) -> list[str]:
+    return [line for line in (PLANS / name).read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("cut, says", [
+    ("summary", "ends before its summary event"),
+    ("prelude-only", "ends before its summary event"),
+    ("two-preludes", "has 2 prelude events"),
+    ("no-op", "has no 'op'"),
+])
+def test_an_incomplete_event_stream_is_refused_as_input(tmp_path, cut, says):
+    """A preview that died mid-way, a stream of its prelude alone, two previews joined, or a
+    step without its operation: each would undercount the peak, so each is bad input."""
+    lines = _events("rename-plain.jsonl")
+    if cut == "summary":
+        lines = [x for x in lines if "summaryEvent" not in x]
+    elif cut == "prelude-only":
+        lines = [x for x in lines if "preludeEvent" in x]
+    elif cut == "two-preludes":
+        lines = [x for x in lines if "preludeEvent" in x] + lines
+    else:
+        first = next(i for i, x in enumerate(lines) if "resourcePreEvent" in x)
+        event = json.loads(lines[first])
+        del event["resourcePreEvent"]["metadata"]["op"]
+        lines[first] = json.dumps(event)
+    path = tmp_path / "plan.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    code, text = _run(path)
+    assert code == plan.EXIT_INPUT and says in text and "fix:" in text and text.count("\n") == 1, text
+
+
+def test_a_document_without_its_change_summary_is_refused_as_input(tmp_path):
+    doc = _document(PLANS / "rename-plain.jsonl")
+    del doc["changeSummary"]
+    doc["steps"] = []
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    code, text = _run(path)
+    assert code == plan.EXIT_INPUT and "has no changeSummary" in text, text

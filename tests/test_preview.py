@@ -253,3 +253,21 @@ def test_a_stack_file_is_previewed_under_its_own_name_never_over_out_prod():
     assert _stack_file_and_name(args) == (_P("tests/stacks/after-001.yaml"), "after-001")
     args = _parser().parse_args(["--stack-file", "Pulumi.prod.yaml"])
     assert _stack_file_and_name(args)[1] == "prod"
+
+
+def test_a_misspelt_config_namespace_exits_2_and_writes_nothing(tmp_path):
+    """``llm-servign:workloads`` and ``llm-servign:services``: read as another namespace, the preview
+    rendered only the NetworkPolicy and said PASS, and pulumi up would delete every workload."""
+
+    def misspell(config):
+        config["llm-servign:workloads"] = config.pop("llm-serving:workloads")
+        config["llm-servign:services"] = config.pop("llm-serving:services")
+
+    out = tmp_path / "out"
+    proc = preview("--stack-file", str(stack_file(tmp_path, misspell)), "--out", str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    for key in ("llm-servign:workloads", "llm-servign:services"):
+        fixed = key.replace("servign", "serving")
+        assert re.search(rf"^{re.escape(key)}\n  value: .+\n  rule: +{re.escape(key)} is not in the llm-serving: "
+                         rf"namespace.+\n  fix: +rename it {re.escape(fixed)}$", proc.stderr, re.M), proc.stderr
+    assert not out.exists()

@@ -361,3 +361,34 @@ def test_model_references():
     found = {p.path: p for p in problems_of(config)}
     assert found["llm-serving:workloads.reasoning.model"].rule == "model qwen3-coder is not in llm-serving:models"
     assert found["llm-serving:workloads.candle-vllm.model"].rule.startswith("model coder-14b-fp16 has no weights_path")
+
+
+@pytest.mark.parametrize("namespace", ["llm-servign", "llm_serving", "LLM-serving", "llm-servin"])
+def test_a_misspelt_namespace_is_refused_not_ignored(namespace):
+    """``llm-servign:workloads`` is another namespace's key to Pulumi: read as such, the stack would
+    render only what the correctly spelt keys hold and pulumi up would delete every workload."""
+    config = prod()
+    config[f"{namespace}:workloads"] = config.pop("llm-serving:workloads")
+    problems = problems_of(config)
+    [p] = [p for p in problems if p.path == f"{namespace}:workloads"]
+    assert "Pulumi reads it as another namespace's key" in p.rule and "pulumi up would delete" in p.rule
+    assert p.fix == "rename it llm-serving:workloads"
+
+
+def test_other_namespaces_stay_ignored_and_unrelated_ones_are_not_taken_for_typos():
+    from stackfile.schema import config_keys_read, misspelt_namespace
+
+    assert not any(misspelt_namespace(k) for k in ("kubernetes:context", "pulumi:tags", "aws:region", "llm:x",
+                                                   "llm-serving:workloads", "serving:x"))
+    assert config_keys_read(["kubernetes:context", "llm-servign:services", "llm-serving:cluster",
+                             "kubernetes:enableServerSideApply"]) == [
+        "kubernetes:enableServerSideApply", "llm-servign:services", "llm-serving:cluster"]
+
+
+def test_server_side_apply_off_is_refused():
+    config = prod()
+    config["kubernetes:enableServerSideApply"] = "false"
+    [p] = [p for p in problems_of(config) if p.path == "kubernetes:enableServerSideApply"]
+    assert "needs server-side apply" in p.rule and "render-only stack" in p.fix
+    config["kubernetes:enableServerSideApply"] = "true"
+    assert load_stack_config(config).card_table()["worker-1"]["used"] == 4

@@ -32,8 +32,9 @@ created or adopted it), so Pulumi would delete the live object the entry says it
 
 Exit codes: 0 the peak fits every node; 1 refused: a node over its cards at the peak (the message
 names the old objects holding them and the rename or the cards to free first), or a left-alone
-object deleted; 2 bad input (not a preview's JSON, a document missing steps, no inventory in its
-config), one line.
+object deleted; 2 bad input (not a preview's JSON, a document missing steps or its changeSummary, an event stream
+without its summary or with two preludes, a step without an operation, no inventory in its config),
+one line.
 """
 
 from __future__ import annotations
@@ -120,9 +121,12 @@ def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
     except json.JSONDecodeError:
         doc = None
     if isinstance(doc, dict) and isinstance(doc.get("steps"), list):
-        steps = [Step(str(s.get("op", "")), _state(s.get("oldState")), _state(s.get("newState")))
-                 for s in doc["steps"] if isinstance(s, dict)]
-        kept = (doc.get("changeSummary") or {}).get("same", 0)
+        if not isinstance(doc.get("changeSummary"), dict):
+            raise PlanError("the plan document has no changeSummary (a `pulumi preview --json` document always ends with "
+                            "one; this one was cut or written by hand), so what it leaves out cannot be checked; fix: "
+                            f"run `{PREVIEW}` again and pass its whole output")
+        steps = [_step(i, s, "op", "oldState", "newState") for i, s in enumerate(doc["steps"])]
+        kept = doc["changeSummary"].get("same", 0)
         listed = sum(1 for s in steps if s.op == "same")
         if isinstance(kept, int) and kept > listed:
             raise PlanError(f"the plan lists {listed} of the {kept} resources it keeps unchanged (`pulumi preview --json` "
@@ -138,18 +142,27 @@ def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
                             f"`{PREVIEW}`")
         return dict(doc.get("config") or {}), steps
     events = read_events(text)
-    config: dict[str, Any] = {}
-    steps = []
-    for e in events:
-        if isinstance(e.get("preludeEvent"), dict):
-            config = dict(e["preludeEvent"].get("config") or {})
-        meta = (e.get("resourcePreEvent") or {}).get("metadata")
-        if isinstance(meta, dict):
-            steps.append(Step(str(meta.get("op", "")), _state(meta.get("old")), _state(meta.get("new"))))
     if not events:
         raise PlanError("no plan in the input: expected the output of `pulumi preview --json` (its document, "
                         "or its event stream)")
-    return config, steps
+    preludes = [e["preludeEvent"] for e in events if isinstance(e.get("preludeEvent"), dict)]
+    if len(preludes) != 1:
+        raise PlanError(f"the event stream has {len(preludes)} prelude events where one preview has exactly one "
+                        "(two previews' output joined, or a cut stream); fix: pass one preview's whole output")
+    if not any(isinstance(e.get("summaryEvent"), dict) for e in events):
+        raise PlanError("the event stream ends before its summary event: the preview did not finish (it failed or "
+                        "was cut), so steps may be missing; fix: run the preview again until it prints its summary")
+    metas = [e["resourcePreEvent"].get("metadata") for e in events if isinstance(e.get("resourcePreEvent"), dict)]
+    steps = [_step(i, m, "op", "old", "new") for i, m in enumerate(metas)]
+    return dict(preludes[0].get("config") or {}), steps
+
+
+def _step(i: int, raw: Any, op: str, old: str, new: str) -> Step:
+    """Step ``i`` of the plan; one without an operation is refused, not dropped from the count."""
+    if not isinstance(raw, dict) or not isinstance(raw.get(op), str) or not raw[op]:
+        raise PlanError(f"step {i} of the plan has no {op!r} (what the engine does to the resource), so its cards "
+                        f"cannot be counted; fix: pass the whole output of `{PREVIEW}`")
+    return Step(raw[op], _state(raw.get(old)), _state(raw.get(new)))
 
 
 def _is_object(state: Optional[State]) -> bool:

@@ -84,7 +84,8 @@ def node_listed(node: str, known: Sequence[str], cards: int = 0) -> Optional[Bre
     pods = f"its {cards}-card pods" if cards else "its pods"
     return Breach(f"pinned to node {node}, which is not in the inventory (llm-serving:cluster nodes: "
                   f"{', '.join(known)}); {pods} stay Pending",
-                  f"set {NODE} to one of {', '.join(known) or '(none)'}, or add the node to llm-serving:cluster")
+                  f"set {NODE} to one of {', '.join(known) or '(none)'}" + only(STACK, " under {key}")
+                  + ", or add the node to llm-serving:cluster")
 
 
 @rule("pod-cards-fit-node", "One pod asks no more cards than its node (or the largest node) has.",

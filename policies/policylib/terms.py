@@ -17,14 +17,6 @@ from core import facts
 from core.problems import Finding
 
 PREFIX = "llm-serving:"
-#: Component classes -> the stack-file section their objects come from.
-SECTIONS = {
-    "CandleDeployment": "workloads",
-    "GpuDeployment": "workloads",
-    "VllmInferenceService": "workloads",
-    "StablePredictorService": "services",
-    "NamespaceNetworkPolicy": "network_policy",
-}
 
 
 def stack_file_key(annotations: Mapping[str, str]) -> Optional[str]:
@@ -34,7 +26,7 @@ def stack_file_key(annotations: Mapping[str, str]) -> Optional[str]:
     if not component or "/" not in component:
         return None
     cls, name = component.split("/", 1)
-    section = SECTIONS.get(cls)
+    section = facts.COMPONENT_SECTIONS.get(cls)
     if section is None:
         return None
     return f"{PREFIX}{section}" if section == "network_policy" else f"{PREFIX}{section}.{name}"
