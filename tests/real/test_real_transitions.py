@@ -15,7 +15,7 @@ ceil(1.5 x 10) + 60 = 75 s; kwok makes pods Ready at once.
    before it creates ``clef-flash``. The update succeeds; the new pod is scheduled within one
    cold start of its creation; the Service kept its UID and ClusterIP throughout.
 
-Verified here, not taken from the issue: the provider deletes first on its own only when the name
+Verified here, not assumed: the provider deletes first on its own only when the name
 and namespace stay (``provider.go`` Diff ``deleteBeforeReplace``), so a rename is create-first
 (step 1) unless the resource sets ``deleteBeforeReplace`` (step 3). Measured on a run: step 1's
 engine steps were ``create clef-flash``, ``update clef-serve`` and no delete; it failed after 78 s
