@@ -10,14 +10,14 @@ server without one counts as 0 MiB and passes beside pods that already fill the 
 MiB, then is OOM-killed or starves them; without a limit nothing bounds what a server takes
 while it loads its weights through host memory. coder.yaml: 12Gi request, 40Gi limit.
 
-Source: issue 10 (memory requests); coder.yaml (worker-1 exposes 63,495 MiB; "two vLLM workers
+Source: spec "Memory requests must fit" row; coder.yaml (worker-1 exposes 63,495 MiB; "two vLLM workers
 keep the weights on the GPU and need little host RAM, so the request stays small and the limit
 allows burst").
 
 Where: a convention of this cluster, which counts host memory per node
 (``llm-serving:cluster`` ``house_conventions: true``, the user's inventory); on an inventory
 without it the policy does not run: public manifests commonly leave host memory to the node,
-and issue 12 keeps such house rules from blocking other teams' YAML. Does not check: CPU, containers without cards, the figures themselves
+and such house rules must not block other teams' YAML. Does not check: CPU, containers without cards, the figures themselves
 (node-memory-allocation sums them).
 """
 

@@ -14,8 +14,9 @@ would be a wrong mandatory finding; the analyze summary lists the policy as not 
 
 Source: seed 001 (the candle-vllm Deployment ran under runc: libcuda.so was never injected
 and candle-vllm panicked in cudarc, "Unable to dynamically load the cuda shared library"),
-seed 003 (clef-candle.yaml carries the same comment), spec "GPU runtime" row; issue 12 (9 of
-10 public workloads flagged on clusters where the runtime is the default).
+seed 003 (clef-candle.yaml carries the same comment), spec "GPU runtime" row. On clusters whose default runtime
+is nvidia (the GPU Operator, GKE) a rule without the inventory fact flagged 9 of the 10 public-shaped
+workloads of tests/test_public_manifests.py.
 
 Does not check: that the RuntimeClass object exists on the cluster; pods that reach a GPU
 without requesting nvidia.com/gpu (NVIDIA_VISIBLE_DEVICES=all); parked workloads are judged

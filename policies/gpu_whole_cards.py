@@ -6,7 +6,7 @@ StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod, InferenceService componen
   - request and limit are equal;
   - each is a whole, non-negative number of cards ("0.5" and "1500m" are not).
 
-Source: issue 3 item 3; Kubernetes extended resources cannot be overcommitted (the API
+Source: Kubernetes extended resources cannot be overcommitted (the API
 server rejects a request without an equal limit) and the NVIDIA device plugin hands out
 whole cards only, so a fraction never schedules. The card counts of every other policy
 (gpu-card-allocation, vllm-parallelism) assume whole cards.

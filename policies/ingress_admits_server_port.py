@@ -13,8 +13,8 @@ YAML without the clients annotation, and it judges the port the server really li
 (a policy admitting 8080 in front of a vLLM on its default 8000 drops every packet).
 
 Source: seed 002 networkpolicy.yaml (a missing ingress rule looked like a hung engine for 34
-days: clients saw a bare timeout, the server log stayed empty); issue 10 (the server's endpoint
-checked against the NetworkPolicy's ports).
+days: clients saw a bare timeout, the server log stayed empty); the server's endpoint
+is checked against the NetworkPolicy's ports.
 
 Does not check: which sources are admitted (network-ingress-for-clients, for declared
 clients), egress policies, ipBlock peers, UDP/SCTP.

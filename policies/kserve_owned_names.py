@@ -8,7 +8,7 @@ name, so two owners overwrite each other's selector, ports and pods.
 Source: KServe RawDeployment (``constants.PredictorServiceName``: ``<isvc>-predictor``); seed 001
 (coder-service.yaml created the Service coder-predictor while the coder InferenceService was still
 managed: the history stacks after-001 and after-003 carry both), reasoning-long-service.yaml
-(the stable name beside KServe's own reasoning-predictor is reasoning-long-predictor); issue 9.
+(the stable name beside KServe's own reasoning-predictor is reasoning-long-predictor).
 
 A stack policy, not a stack-file check, so the history stacks still load and the pack judges
 them. Does not check: objects outside the stack (KServe's own are not in it).

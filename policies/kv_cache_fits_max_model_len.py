@@ -14,7 +14,7 @@ Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or Inference
 - The server's model must be in the stack's models (``llm-serving:models``): an unknown
   model is reported with how to add it, not skipped.
 
-Source: issue 4; coder.yaml (Qwen3-Coder-30B-A3B GPTQ at max-model-len 262,144: the
+Source: coder.yaml (Qwen3-Coder-30B-A3B GPTQ at max-model-len 262,144: the
 measured single-V100 pool was 132,672 tokens, so it needed TP=2); spec "Measured figures".
 The card is the pinned node's, else the smallest card among nodes with enough cards
 (policylib/capacity_helpers.py).

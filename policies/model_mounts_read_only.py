@@ -8,7 +8,7 @@ what every other server loads.
 
 Source: spec "storage" row (PVC llm-models, read-only mount at /mnt/models; 001, 003); coder.yaml
 mounted it writable for vLLM's Hugging Face cache (HF_HOME=/mnt/models), which the vLLM
-component now reads with HF_HUB_OFFLINE=1; issue 9.
+component now reads with HF_HUB_OFFLINE=1.
 
 The rule is judged and worded once, in :mod:`core.rulebook.pod_security`; this module walks the
 pods (:mod:`policylib.podsec`) and reports its breaches.

@@ -6,8 +6,8 @@ pod is Ready as soon as its process starts, so a Service sends clients to a serv
 loading its weights, and keeps sending them to one that stopped answering until the liveness
 probe restarts it.
 
-Source: coder.yaml (vLLM readiness on /health every 10 s), issue 9 ("a readiness probe on
-every model server"); checkov CKV_K8S_9 failed on prod's three Deployments before issue 9.
+Source: coder.yaml (vLLM readiness on /health every 10 s); checkov CKV_K8S_9 failed on prod's
+three Deployments before the components added a readiness probe to every model server.
 """
 
 from __future__ import annotations

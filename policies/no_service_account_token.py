@@ -5,7 +5,7 @@ the reference server never call the Kubernetes API; a mounted token is a credent
 anyone who gets code execution in the server). ``core.facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN``.
 
 Source: CIS Kubernetes Benchmark 5.1.6 ("Ensure that Service Account Tokens are only mounted
-where necessary", checkov CKV_K8S_38, failed on all three of prod's Deployments before issue 9).
+where necessary", checkov CKV_K8S_38, failed on all three of prod's Deployments before the components set it).
 
 Does not check: the ServiceAccount's own automountServiceAccountToken (the pod's setting wins).
 

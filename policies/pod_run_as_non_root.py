@@ -9,8 +9,8 @@ The components write that reason for every server here by default
 set no USER, clef-serve pip-installs at start); ``run_as_user: <uid>`` in the stack file runs
 the workload as that user instead.
 
-Source: Kubernetes Pod Security Standards, Restricted ("Running as Non-root"); issue 9 ("run as
-non-root where the image allows, and say where it does not").
+Source: Kubernetes Pod Security Standards, Restricted ("Running as Non-root"): run as
+non-root where the image allows, and say where it does not.
 
 The rule is judged and worded once, in :mod:`core.rulebook.pod_security`; this module walks the
 pods (:mod:`policylib.podsec`) and reports its breaches.

@@ -7,7 +7,7 @@ sysctls, no Windows host process (:func:`policylib.podsec.baseline`). A GPU serv
 these: the nvidia runtime class and the device plugin give it the cards.
 
 Source: Kubernetes Pod Security Standards, Baseline (kubernetes.io/docs/concepts/security/
-pod-security-standards); issue 9 (the rendered pods pass Baseline).
+pod-security-standards); the rendered pods pass Baseline.
 
 Does not check: the namespace's pod-security.kubernetes.io labels (the admission side).
 

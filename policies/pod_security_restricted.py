@@ -8,8 +8,8 @@ persistentVolumeClaim, projected or secret (:func:`policylib.podsec.restricted`)
 components set all of it (``core.facts.CONTAINER_SECURITY``, ``SECCOMP_PROFILE``).
 
 Source: Kubernetes Pod Security Standards, Restricted (kubernetes.io/docs/concepts/security/
-pod-security-standards); issue 9 (checkov counted 37 failed checks on prod's manifests, among
-them these three on every Deployment).
+pod-security-standards); checkov 3.3.30 counted 37 failed checks on prod's manifests before the
+components set these fields, among them these three on every Deployment.
 
 Does not check: runAsNonRoot (``pod-run-as-non-root``, which accepts a declared reason).
 

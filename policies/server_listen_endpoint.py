@@ -16,7 +16,7 @@ engine's default port, vLLM 8000 and candle-vllm 2000):
   informational (a metrics port beside the server is common) and only a Service ``targetPort``
   that reaches no listener is wrong, which service-target-port judges with the same endpoint.
 
-Source: issue 10 ("Where the server listens"); coder.yaml and every server of the namespace
+Source: coder.yaml and every server of the namespace
 (``--host=0.0.0.0 --port=8080``, candle-vllm ``--p 8080``, probes on 8080).
 
 Does not check: servers whose argv cannot be read literally (a ``$(VAR)`` port, an ``sh -c``

@@ -20,7 +20,7 @@ counted (the container's ``env`` wins over service links). Parked workloads are 
 Not judged: headless Services (``clusterIP: None``; the kubelet injects nothing for them), the
 ``kubernetes`` Service of ``default`` (``KUBERNETES_*``), Services outside the stack.
 
-Source: vllm-project/vllm #34199; issue 10. The components set ``enableServiceLinks: false``
+Source: vllm-project/vllm #34199. The components set ``enableServiceLinks: false``
 on every pod they render, so only hand-written YAML can meet this.
 
 The rule is judged and worded once, in :mod:`core.rulebook.services`; this module reads the manifests

@@ -39,7 +39,8 @@ its author sized passes (declare the cold start to have it checked).
 
 Source: seed 002 (clef-serve "Cold start is about four minutes ... startupProbe allows for
 that"), coder.yaml ("TP=2 at 256K needs ~10 min before the API binds ... 120 x 15s = 30 min
-of headroom"), spec "Start-up can take minutes" row, issue 10 (no false alarm on correct YAML).
+of headroom"), spec "Start-up can take minutes" row; correct YAML raises no false alarm
+(tests/manifests/hand-written/vllm-tp2.yaml).
 
 Does not check: that the probes hit the port the server listens on (server-listen-endpoint);
 that a liveness probe exists at all (a judgement, not a start-up failure); readiness probes;

@@ -16,7 +16,7 @@ analyze summary says so.
 
 Source: seed 001 (coder-14b-fp16.yaml: "Every dimension divides by 2: attention heads 40 ->
 20, KV heads 8 -> 4, intermediate_size 13824 -> 6912, vocab 152064 -> 76032. Verify this first
-for any replacement model"); issue 3 ("TP divides the model's attention and KV heads").
+for any replacement model"); spec "Tensor parallel needs attention heads, KV heads ... to divide" row.
 
 Does not check: TP x PP against the pod's cards (vllm-parallelism, candle-vllm-args); that a
 hybrid (GDN) model runs on one card (seed 003; the components refuse it); TP=1 servers.

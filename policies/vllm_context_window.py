@@ -10,7 +10,7 @@ refuses to start ("User-specified max_model_len ... is greater than the derived 
 The stack file and the component args judge by the same rule and wording,
 :func:`core.rulebook.context_window` (:func:`core.rules.max_model_len_ok`).
 
-Source: issue 10; Prod's ``reasoning`` asks 65,536 of Qwen3-30B-A3B (config.json: 40,960), which
+Source: Prod's ``reasoning`` asks 65,536 of Qwen3-30B-A3B (config.json: 40,960), which
 the user measured serving 64k: the Qwen3 model card's YaRN setting (``rope_type: yarn``,
 ``original_max_position_embeddings: 32768``, factor 2.0 for about 65,536 tokens, 4.0 for 131,072)
 makes it start; coder.yaml ("Native window is 262144 and rope_scaling is null, so 256K needs no YaRN").

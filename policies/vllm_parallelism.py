@@ -7,7 +7,7 @@ default 1; one pod runs every local data-parallel rank) equals the container's
 ("world size ... greater than the number of available GPUs"); more: cards held and idle,
 which on a fully allocated node starves another workload (coder.yaml's 2 cards).
 
-Source: issue 3 item 3; coder.yaml (``--tensor-parallel-size=2``, ``--pipeline-parallel-size=1``
+Source: coder.yaml (``--tensor-parallel-size=2``, ``--pipeline-parallel-size=1``
 with ``nvidia.com/gpu: "2"``), seed 002 reasoning.yaml (TP 1 on 1 card).
 
 Does not check: that TP divides the model's heads (the TP divisibility policy, with model

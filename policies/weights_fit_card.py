@@ -13,7 +13,7 @@ with the weights one card holds after quantization and tensor parallel split
 - The server's model must be in the stack's models (``llm-serving:models``): an unknown
   model is reported with how to add it.
 
-Source: issue 4; coder.yaml ("Qwen ships this model only as BF16 (61.1 GB) ... 4-bit GPTQ is
+Source: coder.yaml ("Qwen ships this model only as BF16 (61.1 GB) ... 4-bit GPTQ is
 the only form that fits one 32 GB card"), seed 001 (the 14B fp16 split over two V100s). The
 card is the pinned node's, else the smallest card among nodes with enough cards.
 

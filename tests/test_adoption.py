@@ -1,4 +1,4 @@
-"""The stack file's adoption mode (issue 7, section 1), offline: ``llm-serving:adopt: true`` puts
+"""The stack file's adoption mode, offline: ``llm-serving:adopt: true`` puts
 ``pulumi.com/patchForce: "true"`` on every object, in the program (a transformation of every
 Kubernetes resource) and in the pure rendering alike; off by default, so prod is unchanged.
 What the provider does with it over ArgoCD's live objects is ``tests/real/test_real_adoption.py``."""

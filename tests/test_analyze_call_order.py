@@ -1,4 +1,4 @@
-"""The runner calls the pack in the Pulumi CLI's order (issue 3, item 5).
+"""The runner calls the pack in the Pulumi CLI's order.
 
 The stand-in pack (tests/manifests/standin-pack/) logs every gRPC call it receives to the file
 named by ``STANDIN_CALL_LOG``; these tests run the real pack process through

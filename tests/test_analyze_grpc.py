@@ -101,7 +101,7 @@ def test_policy_pack_config_sets_levels_and_properties_like_the_cli():
     assert [f.level for f in advisory.findings if f.policy == "no-latest-tag"] == ["advisory"]
     assert advisory.exit_code() == 0
 
-    # Issue 9: a config that disables every policy is refused, not reported as PASS.
+    # A config that disables every policy is refused, not reported as PASS.
     with pytest.raises(PolicyConfigError, match="every one of the 3 policies is disabled"):
         run(res, {"all": "disabled"})
 

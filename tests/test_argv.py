@@ -1,4 +1,4 @@
-"""core.manifests.argv: the argv a container will run (issue 12, kind 2): Kubernetes' $(VAR) expansion,
+"""core.manifests.argv: the argv a container will run: Kubernetes' $(VAR) expansion,
 shells, image entrypoints, and the server the argv starts; the workload view reads servers
 through it."""
 

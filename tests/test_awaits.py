@@ -1,4 +1,4 @@
-"""How long ``pulumi up`` waits for each object: the rendered await annotations (issue 7, section 3).
+"""How long ``pulumi up`` waits for each object: the rendered await annotations.
 
 The kubernetes provider (f47bc2d6f199, ``provider/pkg/await``) waits 10 minutes by default for a
 Deployment to become available and for a Service's Endpoints to settle with no not-ready

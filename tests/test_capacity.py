@@ -6,8 +6,8 @@ code disagree, the test states both numbers and the reason. No constant here is 
 figure: every constant in core/capacity.py is cited from the engine's code or a public log
 (tests/test_capacity_public.py checks the public figures).
 
-Figures that changed with issue 10 (runtime memory, the sampler's sort, the engine version), each
-test saying why: the vLLM pools lost the runtime memory beside the weights a rank now holds
+Figures that changed when the estimate began to count the runtime memory, the sampler's sort and
+the engine version, each test saying why: the vLLM pools lost the runtime memory beside the weights a rank now holds
 (0.15 GiB at TP=1, 0.55 at TP=2 over PCIe: core.capacity.runtime_bytes), the default-limits
 reasoning figure also the sort's transient buffers in the sampler warm-up (36 bytes a logit, not
 26), and candle-vllm's pools the CUDA context and NCCL (0.35 + 0.4 GiB). Every measured figure
@@ -67,7 +67,7 @@ def test_reasoning_kv_tokens_and_concurrency_match_the_measured_figures():
     code path"), sets --max-num-seqs=4 --max-num-batched-tokens=8192; with those the estimate
     is 134,736 tokens (-1.7%) and 2.06x (-1.6%). At vLLM's defaults see the next test.
 
-    Changed with issue 10: 136,384 before; the 0.15 GiB a V1 rank holds outside torch at TP=1
+    Changed when the runtime memory was counted: 136,384 before; the 0.15 GiB a V1 rank holds outside torch at TP=1
     (core.capacity.VLLM_RUNTIME_GIB, the llm-d report) is 1,648 tokens of 96 KiB.
     """
     e = estimate_vllm(REASONING, V100, max_model_len=65536, gpu_memory_utilization=0.90, **CODER_YAML_LIMITS)
@@ -86,7 +86,7 @@ def test_reasoning_at_vllm_defaults_loses_the_sampler_warmup_to_activations():
     9% under the figure measured with few sequences. The difference is exactly the activation
     difference.
 
-    Changed with issue 10: 129,984 / 1.98x / 1.022 GiB before. The warm-up's peak is during
+    Changed when the sampler's sort was counted: 129,984 / 1.98x / 1.022 GiB before. The warm-up's peak is during
     ``logits.sort()``, whose radix sort holds the input indices and its alternate key and value
     buffers beside the outputs: 36 bytes a logit beside the fp16 logits, not 26
     (core.capacity.VLLM_SAMPLER_BYTES_PER_LOGIT, checked on the llm-d report and
@@ -106,7 +106,7 @@ def test_reasoning_at_vllm_defaults_loses_the_sampler_warmup_to_activations():
 def test_coder_single_card_pool_matches_the_measured_132_672_tokens():
     """coder.yaml: "measured KV pool on a single V100 was 132,672 tokens" (its limits, TP=1).
 
-    Changed with issue 10: 136,384 (+2.8%) before, 134,736 (+1.6%) with the 0.15 GiB runtime."""
+    Changed when the runtime memory was counted: 136,384 (+2.8%) before, 134,736 (+1.6%) with the 0.15 GiB runtime."""
     e = estimate_vllm(CODER, V100, tp=1, max_model_len=262144, **CODER_YAML_LIMITS)
     assert within(e.kv_tokens, 132_672, 0.05), e.kv_tokens
     assert e.kv_tokens == 134_736
@@ -123,7 +123,7 @@ def test_coder_tp2_weights_match_the_measured_7_8_gib_a_card():
 def test_coder_262k_fits_at_tp2_and_not_at_tp1():
     """History (coder.yaml): 262,144 tokens on one V100 cannot be held; TP=2 frees the room.
 
-    Changed with issue 10: 444,464 tokens at TP=2 before; each rank now also holds 0.55 GiB of
+    Changed when the runtime memory was counted: 444,464 tokens at TP=2 before; each rank now also holds 0.55 GiB of
     runtime (0.15 + NCCL's 0.4 over PCIe, core.capacity.runtime_bytes)."""
     one = estimate_vllm(CODER, V100, tp=1, max_model_len=262144, **CODER_YAML_LIMITS)
     two = estimate_vllm(CODER, V100, tp=2, max_model_len=262144, **CODER_YAML_LIMITS)
@@ -193,7 +193,7 @@ def test_candle_kv_fraction_to_mb_states_where_the_code_and_the_figure_part():
     0.75 GiB of runtime (the CUDA context and kernels 0.35, vllm-project/vllm #10517; NCCL over
     PCIe 0.4, #13061): free 15.79 GiB, budget 13,489 MB, 15.9% above the user's figure.
 
-    Changed with issue 10: 14,142 MB (+21.5%) before, when nothing beside the weights was
+    Changed when the runtime memory was counted: 14,142 MB (+21.5%) before, when nothing beside the weights was
     counted. The user's figure implies 13.66 GiB free, i.e. 2.9 GiB a rank besides the weights.
     Checked against independent figures, not fitted: about 2 GiB a rank at TP>=2 over NVLink
     (llm-d report; 1.79-3.58 GiB in vllm-project/vllm PR #10511) plus the context would bracket
@@ -247,7 +247,7 @@ def test_candle_hybrid_reserves_gdn_state_and_counts_only_full_attention_layers(
     ("to confirm"), so the user's "about 66.8K KV tokens" is not claimed: with them the pool is
     448,512 tokens, which says the placeholder facts are not clef-flash's.
 
-    Changed with issue 10: 454,336 before; the 0.35 GiB runtime of a TP=1 rank is now counted.
+    Changed when the runtime memory was counted: 454,336 before; the 0.35 GiB runtime of a TP=1 rank is now counted.
     The placeholder facts carry no linear-attention dimensions, so the slot floor is not computed
     (tests/test_capacity_public.py checks it with them)."""
     clef = ModelFacts(

@@ -1,4 +1,4 @@
-"""The capacity estimator against public vLLM startup logs (issue 10), within 5% each.
+"""The capacity estimator against public vLLM startup logs, within 5% each.
 
 Each test names its source in its docstring. The public figures check mechanisms, not fitted
 numbers: the forward's activation (the profiled tokens x hidden and MLP widths), the sampler
@@ -40,7 +40,7 @@ def within(value: float, figure: float, tolerance: float = 0.05) -> bool:
 # --- vllm-project/vllm #10517: RTX 3090, Llama-3.1-8B-Instruct, V0 ------------------------
 
 
-def issue_10517(max_model_len: int) -> capacity.Estimate:
+def vllm_10517(max_model_len: int) -> capacity.Estimate:
     return estimate_vllm(LLAMA_8B, RTX_3090, gpu_memory_utilization=0.90, max_model_len=max_model_len,
                          dtype="bfloat16", version=parse_image("vllm/vllm-openai:v0.6.4").version)
 
@@ -54,7 +54,7 @@ def test_10517_llama_8b_on_a_3090_at_20000_tokens():
     3 x 14336) x 2 bytes = 2.06 GiB, the MLP's gate/up, activation and output beside the
     residual. The 0.35 GiB non-torch figure is this log's (VLLM_RUNTIME_WITH_CONTEXT_GIB: before
     0.6.5 the profile counted the CUDA context), so it is not counted as reproduced."""
-    e = issue_10517(20_000)
+    e = vllm_10517(20_000)
     assert e.engine_version == (0, 6, 4) and e.card_memory_gib == pytest.approx(23.58, abs=0.005)
     assert within(e.weights_gib_per_card, 14.99)
     assert within(e.activation_gib, 2.07)
@@ -69,7 +69,7 @@ def test_10517_the_same_at_29000_tokens_loses_what_the_longer_profile_takes():
     """vllm-project/vllm #10517, the same server at max_model_len 29,000: KV cache 2.89 GiB =
     1,478 blocks. Nothing else changed: V0's profile grows with max_model_len (29,000 tokens:
     2.99 GiB of activations), which no V1 release does."""
-    e = issue_10517(29_000)
+    e = vllm_10517(29_000)
     assert within(e.activation_gib, 2.07 + 0.92)  # 2.07 GiB x 29,000 / 20,000
     assert within(e.kv_pool_gib, 2.89)
     assert within(e.kv_blocks, 1_478)
@@ -234,7 +234,7 @@ def test_runtime_is_what_the_weights_policy_adds():
     ("NVIDIA-A100-SXM4-80GB", 79.15), ("NVIDIA-A100-PCIE-40GB", 39.39), ("NVIDIA-L4", 22.05), ("Tesla-T4", 14.75),
 ])
 def test_catalog_knows_common_cards_by_product_name(name, gib):
-    """The CUDA-visible totals (issue 10: V100-32GB 31.74, H100-80GB 79.19, RTX 3090 23.58 GiB),
+    """The CUDA-visible totals (V100-32GB 31.74, H100-80GB 79.19, RTX 3090 23.58 GiB),
     under the device plugin's names and their usual spellings."""
     found = cards.lookup(name)
     assert found is not None and round(found.cuda_total_gib, 2) == gib
@@ -277,7 +277,7 @@ def test_gdn_state_slot_is_the_recurrent_and_conv_state_of_every_linear_layer():
 
 
 def test_candle_mamba_fraction_is_capped_at_0_3():
-    """candle-vllm plan_hybrid_mamba_cache_with_fraction (issue 10): --mamba-fraction above 0.3
+    """candle-vllm plan_hybrid_mamba_cache_with_fraction: --mamba-fraction above 0.3
     is taken as 0.3."""
     reserved, _, fraction = capacity.candle_mamba_reserve_mib(HYBRID, 10_000, mamba_fraction=0.5, max_num_seqs=4)
     assert fraction == 0.3 and reserved == 3_000

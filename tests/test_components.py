@@ -265,7 +265,7 @@ def test_resources_refuse_a_request_above_its_limit():
 
 
 def test_the_runtime_class_is_the_inventorys():
-    """Issue 12 kind 3: the GPU runtime class is a fact of the cluster's inventory. Prod's
+    """The GPU runtime class is a fact of the cluster's inventory. Prod's
     (nvidia, seeds 001, 003) is rendered; an inventory that names none (the GPU runtime is the
     default, as the GPU Operator makes it) renders no runtimeClassName rather than a wrong one."""
     import copy

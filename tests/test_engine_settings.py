@@ -1,4 +1,4 @@
-"""Issue 8: each engine flag is declared once (core/engines.py) and the stack file's workload,
+"""Each engine flag is declared once (core/engines.py) and the stack file's workload,
 the component args and the rendered argv all come from that one model; the model reads an argv
 back into the typed settings the capacity estimator takes (the inverse of ``argv()``), and the
 estimator runs once per server."""

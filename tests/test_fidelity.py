@@ -51,13 +51,13 @@ NODE = ("pinned to worker-1 with nodeSelector kubernetes.io/hostname, as coder.y
 STARTUP = "a startup probe whose budget exceeds the declared cold start (002, coder.yaml: 120 x 15 s)"
 LIVENESS = "a liveness probe behind the startup probe (spec: facts each component must carry)"
 SERVICE_LINKS = ("enableServiceLinks: false: a Service named like the engine (vllm) would inject VLLM_PORT=tcp://... "
-                 "and vLLM refuses to start (vllm-project/vllm #34199, issue 10)")
+                 "and vLLM refuses to start (vllm-project/vllm #34199)")
 
 
-#: Issue 9's pod security, added to every model server (core/facts.py, components/workload.py).
-SECURITY = "pod security (issue 9): Pod Security Standards restricted where a GPU server allows it"
-AS_ROOT = "runs as the image's user (root), with the reason written as the runs-as-root annotation (issue 9)"
-WAIVERS = "checkov's skip annotations: each check the Deployment cannot meet, with its reason (issue 9)"
+#: The pod security added to every model server (core/facts.py, components/workload.py).
+SECURITY = "pod security: Pod Security Standards restricted where a GPU server allows it"
+AS_ROOT = "runs as the image's user (root), with the reason written as the runs-as-root annotation"
+WAIVERS = "checkov's skip annotations: each check the Deployment cannot meet, with its reason"
 
 
 def _pod_security(pod: tuple, container: tuple, readiness: bool) -> list[Delta]:
@@ -66,7 +66,7 @@ def _pod_security(pod: tuple, container: tuple, readiness: bool) -> list[Delta]:
            Delta("added", container + ("securityContext",), SECURITY + ": no privilege escalation, drop ALL"),
            Delta("added", ("metadata", "annotations", facts.RUNS_AS_ROOT_ANNOTATION), AS_ROOT)]
     if readiness:
-        out.append(Delta("added", container + ("readinessProbe",), "a readiness probe on every model server (issue 9)"))
+        out.append(Delta("added", container + ("readinessProbe",), "a readiness probe on every model server"))
     if pod == POD:
         out += [Delta("added", ("metadata", "annotations", f"{facts.CHECKOV_SKIP_ANNOTATION}{i}"), WAIVERS)
                 for i in range(1, 5)]
@@ -114,7 +114,7 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
         Delta("added", ISVC_CONTAINER + ("livenessProbe",), LIVENESS),
         *_pod_security(PREDICTOR, ISVC_CONTAINER, readiness=False),
         Delta("added", ISVC_CONTAINER + ("volumeMounts", 0, "readOnly"),
-              "the models PVC read-only everywhere (issue 9); vLLM reads its Hugging Face cache on it offline"),
+              "the models PVC read-only everywhere (spec storage row); vLLM reads its Hugging Face cache on it offline"),
         Delta("added", ISVC_CONTAINER + ("env", 3), "HF_HUB_OFFLINE=1: the cache on the read-only PVC is read, never written"),
         Delta("added", PREDICTOR + ("enableServiceLinks",), SERVICE_LINKS),
     ]),

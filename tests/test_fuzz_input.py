@@ -1,4 +1,4 @@
-"""Issue 9, item 7: fuzzing the stack file and the manifests (hypothesis), bounded in time for a
+"""Fuzzing the stack file and the manifests (hypothesis), bounded in time for a
 2-core machine (about 20 s together; ``deadline=None`` because the first preview imports the
 program, the rest are counted by ``max_examples``).
 

@@ -201,7 +201,7 @@ def test_after_000_no_stack_policy_finds_anything():
         assert _messages(policy, resources) == [], policy.name
 
 
-# --- KServe's own names (issue 9) -------------------------------------------------------------
+# --- KServe's own names -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, flagged", [("002", True), ("001", True), ("003", True), ("000", False)])
 def test_the_stable_coder_predictor_beside_the_managed_coder_isvc_is_flagged(name, flagged):

@@ -1,4 +1,4 @@
-"""Issue 9, input: careless and hostile stack files, manifests, inventories, pack configs and
+"""Careless and hostile stack files, manifests, inventories, pack configs and
 output paths. Each kind of bad input gets exit 2 with the file, the key path (or document) and a
 fix, never a traceback, never exit 1 (a policy verdict), nothing written, and no hang.
 
@@ -60,7 +60,7 @@ def prod_with(tmp_path: Path, old: str, new: str, name: str = "Pulumi.try.yaml")
 # --- stack files ---------------------------------------------------------------------------------
 
 def test_a_workload_copied_under_the_same_name_is_refused_with_both_lines(tmp_path):
-    """The issue's worst case: "Adding a workload" followed by a copy of candle-vllm left under
+    """The worst case: "Adding a workload" followed by a copy of candle-vllm left under
     its name replaced prod's workload, and the preview said PASS."""
     copy = ("  llm-serving:services:",
             "    candle-vllm:\n      server: pytorch\n      image: x:1\n      node: worker-1\n      cards: 1\n"

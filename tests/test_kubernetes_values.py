@@ -1,4 +1,4 @@
-"""Issue 9, input item 4: values Kubernetes would refuse are refused at the stack file, at their
+"""Values Kubernetes would refuse are refused at the stack file, at their
 key path, by Kubernetes' own rules (core.kube: apimachinery's validation.go regexes and limits,
 the distribution reference grammar for images, int32 API fields), and counts are whole numbers
 written as numbers (``cards: true`` was 1 card).

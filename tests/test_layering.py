@@ -1,4 +1,4 @@
-"""Issue 8: the layering, enforced on the imports of every module.
+"""The layering, enforced on the imports of every module.
 
     core/        plain Python (pydantic, PyYAML, the kubernetes client's quantity parser):
                  imports nothing of the project but core, and no Pulumi

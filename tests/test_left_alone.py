@@ -1,4 +1,4 @@
-"""Issue 7, section 1: the coder InferenceService that prod no longer manages is left alone, and
+"""The coder InferenceService that prod no longer manages is left alone, and
 the preview says so (spec: "No longer managed: the coder InferenceService"; history row "after
 000: coder ISVC unmanaged").
 

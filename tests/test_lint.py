@@ -1,4 +1,4 @@
-"""Conventional tooling (issue 8): ruff and mypy (pydantic plugin) are clean, and the pins agree
+"""Conventional tooling: ruff and mypy (pydantic plugin) are clean, and the pins agree
 across pyproject.toml, requirements.txt, requirements.lock and policies/requirements.txt."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Property (issue 8): a stack file the loader accepts renders manifests the policy pack accepts.
+"""Property: a stack file the loader accepts renders manifests the policy pack accepts.
 
 Stack files are generated from prod by changing one workload's fields at a time over the
 values each field can take (dtypes, quantizations, cards, tensor and pipeline parallel sizes,

@@ -1,4 +1,4 @@
-"""Issue 8 item 6: one message form for every policy (``core.problems.Finding``), with the fix in
+"""One message form for every policy (``core.problems.Finding``), with the fix in
 the user's own terms: an object the program made from a stack file (it carries the component
 annotation) is told the stack-file key; the same object written by hand is told the manifest field."""
 

@@ -185,7 +185,7 @@ def test_the_callers_runtime_config_is_left_alone(tmp_path):
 
 
 def test_secrets_are_recorded_redacted(tmp_path):
-    """Issue 9: a secret never reaches a record, so no rendering, diff or report holds it."""
+    """A secret never reaches a record, so no rendering, diff or report holds it."""
     program = write(tmp_path, """
         import pulumi
         import pulumi_kubernetes as k8s

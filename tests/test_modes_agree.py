@@ -1,6 +1,6 @@
 """The policy pack gives the same verdicts on the same objects, from the program or as plain YAML.
 
-Issue 3: what only a component knows (a Service's clients, a parked workload, a cold start) is
+What only a component knows (a Service's clients, a parked workload, a cold start) is
 declared the same way in both modes (the annotations of ``core/facts.py``), so a team
 can check its hand-written YAML before migrating and get the verdicts the program will get.
 

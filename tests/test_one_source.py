@@ -1,4 +1,4 @@
-"""Issue 8: the program's stack-file validation and the policy pack agree, because both call one
+"""The program's stack-file validation and the policy pack agree, because both call one
 copy of each rule.
 
 1. ``dtype``: every dtype the stack-file model accepts on a V100 renders a manifest that
@@ -109,7 +109,7 @@ def test_candle_dtype_the_loader_accepts_the_pack_accepts(dtype):
 
 def test_capacity_the_pack_refuses_the_loader_refuses():
     """weights-fit-card / kv-cache-fits-max-model-len judge the estimate core.capacity.estimate
-    makes; the loader makes the same one from the workload's fields. (Issue 10: the pool went
+    makes; the loader makes the same one from the workload's fields. (The pool went
     from 129,984 to 124,400 tokens: runtime memory and the sampler's sort, tests/test_capacity.py.)"""
     _, problems = _load(_set("candle-vllm", kv_fraction=0.01))
     (p,) = problems
@@ -124,7 +124,7 @@ def test_capacity_the_pack_refuses_the_loader_refuses():
 
 
 def test_capacity_the_loader_takes_the_vllm_release_from_the_image_as_the_pack_does():
-    """Issue 10: the stack file's vLLM image names the release whose profile applies; v0.17.0's
+    """The stack file's vLLM image names the release whose profile applies; v0.17.0's
     sampler warm-up needs no sort, so the same server holds more tokens than on v0.11.0."""
     image = "vllm/vllm-openai:v0.17.0@sha256:" + "0" * 64
     yarn8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768}

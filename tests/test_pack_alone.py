@@ -1,4 +1,4 @@
-"""Issue 8: the pack runs from a copy of policies/ alone (what ``pulumi policy publish`` ships),
+"""The pack runs from a copy of policies/ alone (what ``pulumi policy publish`` ships),
 with only its own requirements installed: tools/pack_build.py writes the copy (core vendored),
 a virtualenv gets the copy's requirements.txt from the package index, and the pack process
 started there judges prod exactly as the pack in the repository does.

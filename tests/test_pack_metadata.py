@@ -54,7 +54,7 @@ def test_fixture_directories_belong_to_policies():
 
 
 def test_enforcement_levels_are_the_documented_decision():
-    """Mandatory where the mistake breaks serving; advisory where it is judgement (issue 3).
+    """Mandatory where the mistake breaks serving; advisory where it is judgement.
 
     Advisory: a served model name answered by two servers (seed 002 accepted it knowingly while
     moving clients) and an undeclared zero-replica InferenceService (misleading Ready=True,

@@ -1,4 +1,4 @@
-"""The real CLI's plan read back (``python3 dev.py plan``, :mod:`tools.plan`; issue 7, section 2).
+"""The real CLI's plan read back (``python3 dev.py plan``, :mod:`tools.plan`): cards per node at the update's peak.
 
 The fixtures are the real CLI's event streams (``pulumi preview --json`` with
 ``PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true``, this project's toolchain, the loopback cluster),

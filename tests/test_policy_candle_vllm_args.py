@@ -76,7 +76,7 @@ def test_dtype_rule_follows_the_node_card(monkeypatch):
         "product": "Tesla-P100", "memory_mib": 16384, "compute_capability": "6.0", "nvlink": False, "hbm_bandwidth_gb_s": 732}}]}
     monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps(p100))
     (v,) = run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16")))
-    # Issue 12 kind 7: the message states the card's own compute capability, not sm_70.
+    # The message states the card's own compute capability, not sm_70.
     assert "(Tesla-P100, sm_60)): --dtype bf16 needs compute capability 8.0; Tesla-P100 is sm_60" in v.message
     a100 = {"nodes": [{"name": "worker-1", "cards": 4, "allocatable_memory_mib": 63495, "card": {
         "product": "A100", "memory_mib": 81920, "compute_capability": "8.0", "nvlink": True, "hbm_bandwidth_gb_s": 2039}}]}

@@ -1,6 +1,6 @@
 """gpu-rollout-recreate: a GPU rollout's surge fits in free cards, else Recreate (seeds 001, 003,
-coder.yaml; issue 12: maxUnavailable read, percentages rounded as Kubernetes does, and the rule
-fires only when the surge does not fit, by the one allocation)."""
+coder.yaml): maxUnavailable read, percentages rounded as Kubernetes does, and the rule
+fires only when the surge does not fit, by the one allocation."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_surge_on_a_full_node_is_reported_with_the_value_as_written(strategy, sh
 
 
 def test_surge_that_fits_in_free_cards_passes():
-    # 1 card on a 4-card node: the surge pod takes a free card (issue 12: the old verdict was wrong).
+    # 1 card on a 4-card node: the surge pod takes a free card (an older verdict flagged it wrongly).
     assert _run(_deployment("", gpu=1)) == []
 
 

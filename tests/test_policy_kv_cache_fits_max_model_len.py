@@ -63,8 +63,8 @@ def run(text: str, config: dict | None = None) -> list[str]:
 
 def test_history_coder_262k_fits_at_tp2_and_not_at_tp1():
     """coder.yaml: 262,144 tokens do not fit one V100 (measured pool 132,672 tokens; the
-    estimate is 134,736) and fit at TP=2; the message names both numbers and the card. (Issue 10:
-    136,384 and 444,464 before; the runtime memory a rank holds is now counted.)"""
+    estimate is 134,736) and fit at TP=2; the message names both numbers and the card. (136,384
+    and 444,464 before the runtime memory a rank holds was counted.)"""
     assert run(vllm(coder_args(2), cards=2)) == []
     (message,) = run(vllm(coder_args(1), cards=1))
     assert message.startswith(

@@ -79,7 +79,7 @@ def test_only_the_model_server_container_is_judged():
 
 
 def test_an_adequate_probe_without_a_declared_cold_start_passes():
-    """Issue 10: coder.yaml's 120 x 15 s probe with no annotation is correct YAML, not a violation."""
+    """coder.yaml's 120 x 15 s probe with no annotation is correct YAML, not a violation."""
     probe = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 15, failureThreshold: 120}"
     assert _run(_server(None, probe)) == []
 
@@ -122,7 +122,7 @@ def test_no_startup_probe_still_fails_without_a_declaration():
         ("{httpGet: {path: /health, port: 8080}}",
          "its livenessProbe runs from the container's start (no initialDelaySeconds) and restarts the server if it "
          "is not answering 30 s in (3 x 10 s)"),
-        # Issue 12 kind 7: the message said "runs from the first second" even with initialDelaySeconds: 60.
+        # The message once said "runs from the first second" even with initialDelaySeconds: 60.
         ("{httpGet: {path: /health, port: 8080}, initialDelaySeconds: 60}",
          "its livenessProbe runs from initialDelaySeconds 60 and restarts the server if it is not answering 90 s in "
          "(3 x 10 s + 60 s initial delay)"),

@@ -60,7 +60,7 @@ spec:
 
 
 def test_vllm_replicates_kv_heads_when_tp_is_a_multiple_of_them():
-    """Issue 12: Qwen3-30B-A3B has 32 heads and 4 KV heads; vLLM at TP=8 holds 4 heads a rank and
+    """Qwen3-30B-A3B has 32 heads and 4 KV heads; vLLM at TP=8 holds 4 heads a rank and
     a replica of one KV head (QKVParallelLinear), and pads the vocabulary: it loads."""
     assert run(vllm("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8)) == []
 

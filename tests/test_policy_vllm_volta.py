@@ -122,7 +122,7 @@ def _sampler_case(image: str, env: str = "[]") -> list[str]:
 
 
 def test_sampler_rule_holds_for_the_releases_that_turn_it_on():
-    """Issue 12: the FlashInfer sampler is on by default from vLLM 0.8.0 (V1); before it, V0 used
+    """The FlashInfer sampler is on by default from vLLM 0.8.0 (V1); before it, V0 used
     it only when asked. The release comes from the image tag."""
     (message,) = _sampler_case("vllm/vllm-openai:v0.11.0")
     assert "is not set: FlashInfer's sampler raises on sm_70 (vLLM 0.11.0 samples with FlashInfer unless it is 0)" in message
@@ -149,7 +149,7 @@ def test_below_sm_80_vllm_ran_v0_until_0_10():
 
 
 def test_messages_state_the_cards_own_compute_capability(monkeypatch):
-    """Issue 12 kind 7: every number a message states is the object's: a P100 is sm_60, not sm_70."""
+    """Every number a message states is the object's: a P100 is sm_60, not sm_70."""
     p100 = {"product": "Tesla-P100-PCIE-16GB", "memory_mib": 16384, "compute_capability": "6.0", "nvlink": False,
             "hbm_bandwidth_gb_s": 732}
     set_key(monkeypatch, "llm-serving:cluster", _cluster(("worker-1", 4, p100)))
@@ -162,7 +162,7 @@ def test_messages_state_the_cards_own_compute_capability(monkeypatch):
 
 
 def test_auto_dtype_of_a_float16_checkpoint_is_a_house_convention(monkeypatch):
-    """Issue 12: the GPTQ checkpoint's torch_dtype is float16, so vLLM's auto takes float16, which
+    """The GPTQ checkpoint's torch_dtype is float16, so vLLM's auto takes float16, which
     sm_70 runs; an explicit --dtype is the user's convention (house_conventions), required there only."""
     text = _vllm("[--model=Qwen/Qwen3-30B-A3B-GPTQ-Int4]")
     assert any("no --dtype takes the checkpoint's dtype" in m for m in _run(text))
@@ -174,7 +174,7 @@ def test_auto_dtype_of_a_float16_checkpoint_is_a_house_convention(monkeypatch):
 
 
 def test_custom_all_reduce_flag_is_needed_at_tp2_only():
-    """Issue 12: above two PCIe-only cards vLLM disables its custom all-reduce itself; the
+    """Above two PCIe-only cards vLLM disables its custom all-reduce itself; the
     deadlock (coder.yaml) was the TP=2 pair."""
     two = _run(_vllm("[--model=m, --dtype=float16, -tp, '2']", cards=2, node="worker-1"))
     assert any("at tensor parallel 2 without NVLink (worker-1)" in m for m in two)

@@ -60,7 +60,7 @@ def test_vllm_budget_is_utilization_times_the_card():
     warm-up) and 0.15 GiB of runtime memory just fit 0.90 x 31.75 = 28.57 GiB (what is left for a
     KV cache kv-cache-fits-max-model-len judges); at 0.85 (26.99 GiB) the weights alone do not.
 
-    Changed with issue 10: with vLLM's default 256 rows the warm-up's sort now counts its
+    Changed when the sampler's sort was counted: with vLLM's default 256 rows the warm-up's sort now counts its
     buffers (1.40 GiB, tests/test_capacity.py), so at 0.90 the weights no longer fit with the
     defaults (before: 1.03 GiB, "just fit, leaving 144 tokens"); the test takes 16 rows for the
     fitting case and keeps the default case as refused."""

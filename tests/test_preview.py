@@ -134,7 +134,7 @@ def test_diff_against_an_earlier_rendering(tmp_path):
     proc = preview("--stack-file", str(stack_file(tmp_path, more_seqs)), "--out", str(out), "--base", str(out), "--no-policy")
     assert proc.returncode == 0, proc.stderr
     assert "diff: 1 to update\n~  apps/v1 Deployment llm-serving/candle-vllm (update in place)" in proc.stdout
-    # Issue 8: a changed argv is a list diff, one item a line, not one long line.
+    # A changed argv is a list diff, one item a line, not one long line.
     assert re.search(r"^      spec\.template\.spec\.containers\[name=\S+\]\.args: list changed\n"
                      r"            \"--max-num-seqs\"\n          - \"32\"\n          \+ \"16\"\n            \"--kv-fraction\"\n",
                      proc.stdout, re.M), proc.stdout
@@ -151,7 +151,7 @@ def test_moving_the_namespace_marks_every_object_replace(tmp_path):
         config["llm-serving:namespace"] = "llm-serving-2"
 
     proc = preview("--stack-file", str(stack_file(tmp_path, move)), "--out", str(tmp_path / "new"), "--base", str(base), "--no-policy")
-    # Issue 7: replacing the protected Services is refused in review (exit 1), each with its reason.
+    # Replacing the protected Services is refused in review (exit 1), each with its reason.
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.count("REFUSED: v1 Service llm-serving-2/") == 3, proc.stdout
     assert f"diff: {len(PROD_FILES)} to replace" in proc.stdout

@@ -76,7 +76,7 @@ def test_rolling_update_surge_and_reserved_cards_count_as_used():
 
 def test_workloads_off_the_inventory_are_listed_apart():
     """A pod pinned to a node the inventory lacks is listed apart; an unpinned one is packed
-    where gpu-card-allocation packs it (issue 8: it used to be listed apart as "not placed")."""
+    where gpu-card-allocation packs it (it used to be listed apart as "not placed")."""
     resources = [deployment("lost", 1, node="worker-9"), deployment("free", 2, node=None)]
     lines = cards_section(resources, inventory({"name": "worker-1", "cards": 4}))
     assert lines[0].endswith("3 / 4 in the cluster")

@@ -1,10 +1,10 @@
-"""Issue 12: the pack on other people's GPU serving YAML (shapes of public guides, written by us)
+"""The pack on other people's GPU serving YAML (shapes of public guides, written by us)
 with an inventory of the hardware they target, and what it says it did not judge.
 
 Every policy runs in-process on one small, consistent set (each object on its own node, so the
 allocation is the one the authors meant): no mandatory finding but the real problems the set
-carries on purpose. startup-probe-covers-cold-start (issue 10's, the cold-start annotation is a
-house rule) is left out here and named in the issue-12 note.
+carries on purpose. startup-probe-covers-cold-start (the cold-start annotation is a
+house rule) is left out here and named in the README's "Someone else's cluster" table.
 """
 
 from __future__ import annotations

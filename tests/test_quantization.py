@@ -1,4 +1,4 @@
-"""Quantization formats of current checkpoints (issue 12, kind 6): config.json's
+"""Quantization formats of current checkpoints: config.json's
 quantization_config read for the weights estimate and the per-card rules; an unknown method is
 a stack-file problem with its key path (exit 2), not three mandatory violations."""
 
@@ -113,7 +113,7 @@ def test_an_unknown_method_in_config_json_is_a_stack_file_problem(tmp_path):
 
 
 def test_the_gpt_oss_config_json_loads_in_a_stack_file():
-    """Issue 12: given as config_json, gpt-oss's config.json (quant_method mxfp4) is understood, not
+    """Given as config_json, gpt-oss's config.json (quant_method mxfp4) is understood, not
     three 'cannot judge' violations: the prod stack file with it added loads."""
     config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.prod.yaml"))
     config["llm-serving:models"]["gpt-oss"] = {"config_json": str(GPT_OSS), "hf_id": "openai/gpt-oss-120b"}
@@ -122,7 +122,7 @@ def test_the_gpt_oss_config_json_loads_in_a_stack_file():
 
 
 def test_analyze_refuses_an_inventory_with_an_unknown_quantization_with_its_key_path(tmp_path, capsys):
-    """Exit 2 with the key path, nothing judged (issue 12 kind 6)."""
+    """Exit 2 with the key path, nothing judged."""
     import yaml
 
     from tools import analyze

@@ -159,7 +159,7 @@ def test_config_and_pack_suggest_the_same_tp_sizes(workload, engine, model_arg, 
 
 
 def test_config_and_pack_agree_vllm_replicates_kv_heads_at_tp8():
-    """Issue 12: vLLM at TP 8 on 4 KV heads replicates them; neither side refuses the split."""
+    """vLLM at TP 8 on 4 KV heads replicates them; neither side refuses the split."""
     def change(config):
         config[W]["reasoning"]["cards"] = 8
 

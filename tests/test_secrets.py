@@ -1,4 +1,4 @@
-"""Issue 9, secrets: a stack config value marked secret (``secure:`` in the stack file, what
+"""Secrets: a stack config value marked secret (``secure:`` in the stack file, what
 ``pulumi config set --secret`` writes; decrypted by the CLI, which marks the key secret) is
 accepted where a secret belongs, ``secret_env`` of a workload: rendered as a Kubernetes Secret and
 a ``secretKeyRef``, never as plain text in the offline rendering, the diff, the summary, an error

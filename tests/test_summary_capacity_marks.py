@@ -78,7 +78,7 @@ def test_candle_vllm_kv_pool_tokens_and_concurrency_are_shown_as_upper_bounds(co
                      row_of(lines, "candle-vllm"))
     assert "<=" not in row_of(lines, "reasoning")
     assert lines[-1] == f"  {UPPER_BOUND_NOTE}"
-    # Issue 10: the runtime memory is now modelled from public figures; 21.5% -> 15.9% high.
+    # The runtime memory is now modelled from public figures; 21.5% -> 15.9% high.
     assert "15.9%" in UPPER_BOUND_NOTE and "not modelled" in UPPER_BOUND_NOTE
     assert not any("provisional" in x for x in lines)
 

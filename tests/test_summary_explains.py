@@ -1,4 +1,4 @@
-"""Issue 8: the preview summary explains its counts, marks a parked Service in the URL list, and
+"""The preview summary explains its counts, marks a parked Service in the URL list, and
 the diff shows a changed argv as a list diff."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Updates on a full node (issue 7, section 2), offline: the peak cards per node during an update,
+"""Updates on a full node, offline: the peak cards per node during an update,
 the plan refused when the peak does not fit, and the components' safe defaults.
 
 Renaming ``clef-candle`` to ``clef-flash`` on prod (worker-1 at 4 of 4): without ``former_names``

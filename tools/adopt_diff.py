@@ -1,5 +1,5 @@
 """What the first ``pulumi up`` with ``llm-serving:adopt`` will change on the live objects, field by
-field, before anything changes (issue 7, section 1 and its bad input).
+field, before anything changes.
 
 ``pulumi preview`` of a stack without state shows every live object as a ``create``: the engine
 has no old inputs to diff. The provider's create is a server-side apply of the manifest onto the

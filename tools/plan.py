@@ -1,5 +1,4 @@
-"""The real CLI's plan read back: cards per node at the update's peak, from ``pulumi preview --json``
-(issue 7, section 2).
+"""The real CLI's plan read back: cards per node at the update's peak, from ``pulumi preview --json``.
 
 The policy pack judges the new state only, so the real ``pulumi preview --policy-pack policies``
 cannot see that a rename on a full node needs a fifth card for a moment. The engine's plan can:

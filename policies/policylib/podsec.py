@@ -121,10 +121,9 @@ def report_breaches(args: Any, found: list[Check], report_violation: Any) -> Non
     """Report each ``(where, breach)`` as the breach's finding about ``where``, in the pack's message
     form (:func:`policylib.terms.message`: the stack-file fix for objects the program made).
 
-    Only where the inventory sets ``house_conventions`` (the user's cluster hardens every pod,
-    issue 9): elsewhere the namespace's Pod Security admission, not this pack, says which
+    Only where the inventory sets ``house_conventions`` (the user's cluster hardens every pod): elsewhere the namespace's Pod Security admission, not this pack, says which
     profile a pod must meet, and a public manifest without these fields is not wrong for its
-    cluster (issue 12: the team's rules do not block other teams' YAML)."""
+    cluster (the team's rules do not block other teams' YAML)."""
     from policylib.stackconfig import house_conventions
     from policylib.terms import message
 

@@ -1,5 +1,5 @@
-"""Before adoption, every field it will change, and exactly those (issue 7, section 1 and its bad
-input), on the loopback cluster.
+"""Before adoption, every field it will change, and exactly those, and its bad input, on the
+loopback cluster.
 
 The cluster is seeded as in ``tests/real/test_real_adoption.py`` (the user's ArgoCD-era objects
 and seed 002's NetworkPolicy, ``kubectl apply --server-side --field-manager argocd-controller``):

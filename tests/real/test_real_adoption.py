@@ -1,4 +1,4 @@
-"""Taking over ArgoCD's live objects with the first ``pulumi up`` (issue 7, section 1), on the
+"""Taking over ArgoCD's live objects with the first ``pulumi up``, on the
 loopback cluster with this provider build (pulumi-kubernetes f47bc2d6f199, plugin
 4.25.0-alpha.1768448096).
 
@@ -7,7 +7,7 @@ the candle-vllm and clef-candle Deployments, the coder-predictor and reasoning-l
 Services) the way ArgoCD applies them: ``kubectl apply --server-side --field-manager
 argocd-controller``. Then a fresh prod stack (no state) runs ``pulumi up`` without any import.
 
-The issue says creating an existing object fails with AlreadyExists "since 4.29" unless the
+Creating an existing object is reported to fail with AlreadyExists "since 4.29" unless the
 provider sets ``upsertExistingObjects``. This build predates that: it has no
 ``upsertExistingObjects`` option, and under server-side apply (its default) a create is an apply
 PATCH (``provider/pkg/await/await.go``: "we always send a PATCH request during creates with SSA

@@ -1,4 +1,4 @@
-"""Taking over what ArgoCD applied from the rendered directory: no pod restarts (issue 7, section 1).
+"""Taking over what ArgoCD applied from the rendered directory: no pod restarts.
 
 The README's two ways meet here: ArgoCD has been applying the rendered prod directory
 (``python3 dev.py preview --out ...``, played by ``kubectl apply --server-side --field-manager

@@ -1,4 +1,4 @@
-"""How long the real ``pulumi up`` waits, on the loopback cluster (issue 7, section 3).
+"""How long the real ``pulumi up`` waits, on the loopback cluster.
 
 A scaled-down stack: ``slow`` (one card, declared cold start 20 s, so
 ``pulumi.com/timeoutSeconds`` = ceil(1.5 x 20) + 60 = 90 s on its Deployment and on its Service)

@@ -1,5 +1,5 @@
 """The coder InferenceService that prod no longer manages is left alone, and the real
-``pulumi preview`` says so (issue 7, section 1; spec: "No longer managed: the coder
+``pulumi preview`` says so (spec: "No longer managed: the coder
 InferenceService"; history row "after 000: coder ISVC unmanaged").
 
 Seeded the way the cluster holds it after seed 000: ArgoCD applied ``coder.yaml`` (the user's

@@ -1,4 +1,4 @@
-"""ArgoCD keeps applying: the rendered directory in place of the hand-edited YAML (issue 7, section 1).
+"""ArgoCD keeps applying: the rendered directory in place of the hand-edited YAML.
 
 The cluster is seeded as ArgoCD left it (``tests/reference/`` and seed 002's NetworkPolicy,
 ``kubectl apply --server-side --field-manager argocd-controller``). Then ArgoCD's sync of the

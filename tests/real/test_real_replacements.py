@@ -1,4 +1,4 @@
-"""The offline diff's "forces replacement" marks against the real provider's diff (issue 7, section 4).
+"""The offline diff's "forces replacement" marks against the real provider's diff.
 
 A small program in the project copy registers three of prod's rendered objects as they are
 (clef-candle's Deployment, the clef-serve Service, protected as StablePredictorService makes it,

@@ -1,4 +1,4 @@
-"""A rename on a full node, with the real CLI and provider on the loopback cluster (issue 7, section 2).
+"""A rename on a full node, with the real CLI and provider on the loopback cluster.
 
 Scaled down: worker-1 (4 cards) runs ``big`` (3 cards) and ``clef-candle`` (1 card) behind the
 protected Service ``clef-serve``: 4 of 4. Declared cold starts of 10 s, so each await is
@@ -15,7 +15,7 @@ ceil(1.5 x 10) + 60 = 75 s; kwok makes pods Ready at once.
    before it creates ``clef-flash``. The update succeeds; the new pod is scheduled within one
    cold start of its creation; the Service kept its UID and ClusterIP throughout.
 
-Verified here, not taken from the issue: the provider deletes first on its own only when the name
+Verified here, not assumed: the provider deletes first on its own only when the name
 and namespace stay (``provider.go`` Diff ``deleteBeforeReplace``), so a rename is create-first
 (step 1) unless the resource sets ``deleteBeforeReplace`` (step 3). Measured on a run: step 1's
 engine steps were ``create clef-flash``, ``update clef-serve`` and no delete; it failed after 78 s

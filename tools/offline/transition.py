@@ -1,4 +1,4 @@
-"""What an update does while it runs: cards per node at its peak, and the plans to refuse (issue 7).
+"""What an update does while it runs: cards per node at its peak, and the plans to refuse.
 
 The end state of an update may fit its nodes while the update itself does not: Pulumi runs
 creates and updates first and deletes what the program no longer registers at the END of the
@@ -32,7 +32,7 @@ from policylib import terms
 
 #: How an old object still alive at the peak is named in the table.
 OLD = "{name} (old, deleted at the end of the update)"
-SOURCE = "issue 7 (renaming clef-candle on a full worker-1 left the new pod Pending); pulumi-kubernetes Diff's deleteBeforeReplace rule"
+SOURCE = "seeds 000 and 001 (on a full node a new pod waits Pending for a card the old pod holds); pulumi-kubernetes Diff's deleteBeforeReplace rule"
 
 
 @dataclass(frozen=True)

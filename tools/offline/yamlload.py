@@ -1,5 +1,5 @@
 """The one YAML loader of the project: stack files, manifests, the ``--inventory`` file and the
-``--base`` rendering are all read with :func:`load_documents` (issue 9).
+``--base`` rendering are all read with :func:`load_documents`.
 
 It accepts plain data only, what the Pulumi CLI and the Kubernetes API accept:
 

@@ -1,7 +1,7 @@
 """bench/genstack.py: the benchmark's large stack is a valid stack that fills its cards.
 
 The preview benchmark's ``large`` figure is only meaningful if the program accepts the stack
-and the stack is what the issue asks for: 100 nodes x 8 cards, 1,000 workloads (candle-vllm
+and the stack has the benchmark's sizes: 100 nodes x 8 cards, 1,000 workloads (candle-vllm
 and vLLM), 1,000 Services each selecting one workload, every card used and none over.
 """
 
@@ -24,7 +24,7 @@ def large(tmp_path_factory):
     return path, load_stack_config(load_stack_file(path), base_dir=path.parent)
 
 
-def test_the_issue_sizes(large):
+def test_the_large_stack_sizes(large):
     _, stack = large
     assert len(stack.cluster.nodes) == 100 and {n.cards for n in stack.cluster.nodes} == {8}
     assert len(stack.workloads) == 1000 and len(stack.services) == 1000

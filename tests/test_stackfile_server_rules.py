@@ -1,4 +1,5 @@
-"""Issue 10 on the stack-file side: the rules the loader shares with the pack (core/rules.py), what
+"""The model-server rules on the stack-file side (context window, service links, listen host,
+GPU memory utilization, memory requests): the rules the loader shares with the pack (core/rules.py), what
 the components render for them, and the capacity estimate that never rewards a utilization above
 the bound. The pack's side is in the per-policy tests and fixtures."""
 
@@ -116,7 +117,7 @@ def test_gpu_memory_declared():
 # --- the estimate never rewards a utilization above the bound ---------------------------------
 
 def test_the_estimate_credits_at_most_the_ceiling():
-    """Issue 10: the capacity table showed MORE room at 0.98 than at 0.95; it must not."""
+    """The capacity table once showed MORE room at 0.98 than at 0.95; it must not."""
     facts_ = CATALOG["Qwen/Qwen3-30B-A3B-GPTQ-Int4"]
     card = load_stack_config(PROD).cluster.nodes[0].card
     at = {u: capacity.estimate(facts_, card, ServerSettings("vllm", gpu_memory_utilization=u, max_model_len=65536)) for u in (0.95, 0.98, 1.0)}
@@ -135,7 +136,7 @@ def test_the_estimate_credits_at_most_the_ceiling():
 # --- the stack file -------------------------------------------------------------------------------
 
 def test_prod_reasoning_renders_the_qwen3_cards_yarn_as_hf_overrides():
-    """Issue 10: prod's reasoning asks 65,536 of a 40,960 window; the manifest carries what makes it start."""
+    """Prod's reasoning asks 65,536 of a 40,960 window; the manifest carries what makes it start."""
     c = _isvc_container(_manifest(PROD, "InferenceService", "reasoning"))
     (item,) = [a for a in c["args"] if a.startswith("--hf-overrides=")]
     assert json.loads(item.split("=", 1)[1]) == {"rope_scaling": YARN2}

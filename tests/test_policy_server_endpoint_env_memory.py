@@ -1,4 +1,4 @@
-"""The new kinds of issue 10 on edge cases the fixtures do not show: where a server listens
+"""Edge cases the fixtures do not show, of the policies on model servers: where a server listens
 (server-listen-endpoint, ingress-admits-server-port), service links (service-link-env-collision),
 --gpu-memory-utilization, the context window and GPU memory requests. Each message is in the
 pack's one form (core.problems.Finding) and states the value the object has."""
@@ -58,7 +58,7 @@ def test_the_hand_written_tp2_deployment_and_service_pass_every_policy_in_proces
 
 
 def test_the_hand_written_tp2_deployment_and_service_pass_the_cli_with_exit_0():
-    """Issue 10: the README's command for plain manifests, the pack as its own process over gRPC."""
+    """The README's command for plain manifests, the pack as its own process over gRPC."""
     proc = subprocess.run(
         [sys.executable, "-m", "tools.analyze", "--manifests", str(HAND_WRITTEN),
          "--inventory", str(ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml")],
@@ -96,7 +96,7 @@ def test_tcp_and_grpc_probes_are_judged_and_a_named_port_resolves():
 
 
 def test_a_server_wrapped_in_a_shell_is_read_as_it_will_run():
-    """The shell script is read as the server's argv (core.manifests.argv, issue 12 kind 2): its loopback
+    """The shell script is read as the server's argv (core.manifests.argv): its loopback
     host and its port are judged like a literal argv."""
     d = copy.deepcopy(DEP)
     c = _c(d)

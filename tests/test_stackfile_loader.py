@@ -132,7 +132,7 @@ def test_every_problem_is_reported_at_once_with_path_value_rule_and_fix():
 
 
 def test_an_invalid_cluster_does_not_hide_the_other_problems():
-    """Issue 2 item 7: every problem at once. A bad inventory skips only the checks that need
+    """Every problem at once. A bad inventory skips only the checks that need
     a node; the dangling Service selector and TP 3 are still reported."""
     config = prod()
     config["llm-serving:cluster"]["nodes"][0]["cards"] = -1

@@ -46,7 +46,7 @@ def test_prod_servers_give_one_row_each_with_their_numbers(config):
     """The three running servers of the intended prod state (spec), as the preview shows them;
     the parked PyTorch clef-serve runs no vLLM or candle-vllm and has no row.
 
-    Changed with issue 10 (runtime memory and the sampler's sort, tests/test_capacity.py says
+    Changed when the runtime memory and the sampler's sort were counted (tests/test_capacity.py says
     why): coder 150,848 -> 143,872 tokens, reasoning 129,984 / 1.98x -> 124,400 / 1.90x."""
     resources = [r for path in PROD_SERVERS for r in load_manifest_dir(path)] + manifests(PARKED_PYTORCH)
     rows = ch.capacity_rows(view(resources), *config)
@@ -112,7 +112,7 @@ def test_human_int_reads_vllm_spellings(text, value):
 
 
 def test_the_pack_takes_the_vllm_release_from_the_containers_image(config):
-    """Issue 10: the vLLM release comes from the image tag (core.images). The reasoning server
+    """The vLLM release comes from the image tag (core.images). The reasoning server
     of the prod fixture, on v0.6.4 (V0 on sm_70: the profile runs 2048 tokens, chunked prefill
     being on above 32,768, and the driver rank samples), on v0.17.0 (no sort in the sampler
     warm-up: less activation, a larger pool) and on v0.11.0 as in prod."""
