@@ -24,6 +24,7 @@ names the call and the pack's stderr tail).
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import subprocess
 import sys
@@ -33,12 +34,37 @@ import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
-import grpc
-from google.protobuf import empty_pb2, struct_pb2
-from pulumi.runtime.proto import analyzer_pb2 as pb
-from pulumi.runtime.proto import analyzer_pb2_grpc as pb_grpc
+
+class LazyModule(ModuleType):
+    """A module imported on first attribute use. The client starts the pack before it imports
+    grpc, protobuf and pulumi's stubs (about 0.2 s), so the two start-ups overlap."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self._target: Optional[ModuleType] = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if self._target is None:
+            self._target = importlib.import_module(self.__name__)
+        return getattr(self._target, attr)
+
+
+if TYPE_CHECKING:
+    import grpc
+    from google.protobuf import empty_pb2, struct_pb2
+    from pulumi.runtime.proto import analyzer_pb2 as pb
+    from pulumi.runtime.proto import analyzer_pb2_grpc as pb_grpc
+else:
+    grpc = LazyModule("grpc")
+    empty_pb2 = LazyModule("google.protobuf.empty_pb2")
+    struct_pb2 = LazyModule("google.protobuf.struct_pb2")
+    pb = LazyModule("pulumi.runtime.proto.analyzer_pb2")
+    pb_grpc = LazyModule("pulumi.runtime.proto.analyzer_pb2_grpc")
 
 #: How long the pack may take to print its port (seconds). Cold imports of pulumi, grpc and
 #: the policy modules take about 1 s here; 60 s leaves room for a loaded CI machine.
