@@ -18,7 +18,7 @@ vLLM InferenceServices, one Service per workload with a declared client, one Net
 (c) the policy logic alone: the same validate calls on arguments built once per resource
     (one copy + proxy shared by all policies), so (b) - (c) is the per-policy property cost.
 
-Targets: 10,000 resources in at most 2 s, and doubling the resources at most
+Targets (docs/benchmarks.md): 10,000 resources in at most 10 s, and doubling the resources at most
 doubles the time. The "x per 2x" column is t(n) / t(previous n) scaled to a doubling
 (t ratio ** (1 / log2(n ratio))); at most 2.0 meets the scaling target.
 """

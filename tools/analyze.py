@@ -46,26 +46,32 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
-import jsonschema
-from google.protobuf import json_format, struct_pb2
-from pulumi.runtime.proto import analyzer_pb2 as pb
-
-from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
-from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry
-from policylib import coverage
 from core.inputs import InputFileError, json_object, read_text
 from tools import cli
 from tools.offline import packproc
 from tools.offline.manifests import InputError, Resource, config_env, load_stack_file, read_manifests
 from tools.offline.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
+
+# grpc, protobuf, pulumi's stubs, jsonschema and pydantic's models load on first use, after the
+# pack process is spawned (``--manifests``: :func:`analyze_manifests`), so its start-up overlaps ours.
+if TYPE_CHECKING:
+    import jsonschema
+    from google.protobuf import json_format, struct_pb2
+    from pulumi.runtime.proto import analyzer_pb2 as pb
+else:
+    jsonschema = packproc.LazyModule("jsonschema")
+    json_format = packproc.LazyModule("google.protobuf.json_format")
+    struct_pb2 = packproc.struct_pb2
+    pb = packproc.pb
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK_DIR = ROOT / "policies"
@@ -75,13 +81,23 @@ NAMESPACE_KEY = f"{PROJECT}:namespace"
 #: The enforcement levels the CLI accepts (apitype.EnforcementLevel; injected into each
 #: policy's config schema by analyzer.GetAnalyzerInfo).
 LEVELS = ("advisory", "mandatory", "remediate", "disabled")
-_LEVEL_NAME = {pb.ADVISORY: ADVISORY, pb.MANDATORY: MANDATORY, pb.DISABLED: DISABLED, pb.REMEDIATE: REMEDIATE}
-_LEVEL_ENUM = {v: k for k, v in _LEVEL_NAME.items()}
-_SEVERITY = {
-    pb.POLICY_SEVERITY_UNSPECIFIED: "unspecified", pb.POLICY_SEVERITY_LOW: "low",
-    pb.POLICY_SEVERITY_MEDIUM: "medium", pb.POLICY_SEVERITY_HIGH: "high", pb.POLICY_SEVERITY_CRITICAL: "critical",
-}
-_POLICY_TYPE = {pb.POLICY_TYPE_RESOURCE: "resource", pb.POLICY_TYPE_STACK: "stack"}
+
+
+@functools.cache
+def _enum_names() -> SimpleNamespace:
+    """The analyzer protocol's enums (EnforcementLevel, PolicySeverity, PolicyType) and their
+    names in the report; built on first use, when pulumi's stubs are loaded."""
+    level_name = {pb.ADVISORY: ADVISORY, pb.MANDATORY: MANDATORY, pb.DISABLED: DISABLED, pb.REMEDIATE: REMEDIATE}
+    return SimpleNamespace(
+        level_name=level_name,
+        level_enum={v: k for k, v in level_name.items()},
+        severity={
+            pb.POLICY_SEVERITY_UNSPECIFIED: "unspecified", pb.POLICY_SEVERITY_LOW: "low",
+            pb.POLICY_SEVERITY_MEDIUM: "medium", pb.POLICY_SEVERITY_HIGH: "high",
+            pb.POLICY_SEVERITY_CRITICAL: "critical",
+        },
+        policy_type={pb.POLICY_TYPE_RESOURCE: "resource", pb.POLICY_TYPE_STACK: "stack"},
+    )
 
 
 class AnalyzeError(Exception):
@@ -141,10 +157,10 @@ def reconcile_policy_config(info: pb.AnalyzerInfo, given: Optional[dict[str, Any
     result: dict[str, dict[str, Any]] = {}
     for p in info.policies:
         defaults = {k: v["default"] for k, v in schemas[p.name]["properties"].items() if isinstance(v, dict) and "default" in v}
-        result[p.name] = {"enforcementLevel": _LEVEL_NAME[p.enforcementLevel], **defaults}
+        result[p.name] = {"enforcementLevel": _enum_names().level_name[p.enforcementLevel], **defaults}
     for name, cfg in info.initialConfig.items():
         if name in result:
-            _apply(result[name], {"enforcementLevel": _LEVEL_NAME[cfg.enforcementLevel], **json_format.MessageToDict(cfg.properties)})
+            _apply(result[name], {"enforcementLevel": _enum_names().level_name[cfg.enforcementLevel], **json_format.MessageToDict(cfg.properties)})
     problems: list[str] = []
     normalised = {k: _normalise_entry(k, v, problems) for k, v in given.items()}
     if "all" in normalised and normalised["all"] is not None:
@@ -226,7 +242,7 @@ def policy_configs(reconciled: dict[str, tuple[str, dict[str, Any]]]) -> dict[st
     for name, (level, props) in reconciled.items():
         s = struct_pb2.Struct()
         s.update(props)
-        out[name] = pb.PolicyConfig(enforcementLevel=_LEVEL_ENUM[level], properties=s)
+        out[name] = pb.PolicyConfig(enforcementLevel=_enum_names().level_enum[level], properties=s)
     return out
 
 
@@ -398,6 +414,10 @@ class _Clock:
 def not_judged(resources: Sequence[Resource], config: dict[str, Any]) -> list[str]:
     """What the pack did not judge in ``resources`` (``policylib.coverage``), with the inventory of
     the stack ``config`` (None when it has none or it is invalid: the policies report that)."""
+    from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+    from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry
+    from policylib import coverage
+
     raw = config.get(f"{PROJECT}:{CLUSTER_CONFIG_KEY}")
     try:
         inventory = ClusterInventory.model_validate(json.loads(raw) if isinstance(raw, str) else raw) if raw else None
@@ -475,11 +495,11 @@ def strip_description(message: str, description: str) -> str:
 def _finding(d: pb.AnalyzeDiagnostic, urn: str, objects: dict[str, Resource], stage: str,
              sources: Optional[dict[str, str]]) -> Finding:
     r = objects.get(urn)
-    level = _LEVEL_NAME.get(d.enforcementLevel, ADVISORY)
+    level = _enum_names().level_name.get(d.enforcementLevel, ADVISORY)
     return Finding(
         policy=d.policyName,
         level=MANDATORY if level == REMEDIATE else level,
-        severity=_SEVERITY.get(d.severity, "unspecified"),
+        severity=_enum_names().severity.get(d.severity, "unspecified"),
         message=strip_description(d.message, d.description),
         urn=urn,
         resource_type=r.type if r else "",
@@ -494,8 +514,8 @@ def _summary(p: pb.PolicyInfo, reconciled: tuple[str, dict[str, Any]]) -> Policy
     level, props = reconciled
     return PolicySummary(
         name=p.name, description=p.description, level=MANDATORY if level == REMEDIATE else level,
-        severity=_SEVERITY.get(p.severity, "unspecified"), remediation=p.remediation_steps,
-        policy_type=_POLICY_TYPE.get(p.policy_type, "unknown"), display_name=p.displayName,
+        severity=_enum_names().severity.get(p.severity, "unspecified"), remediation=p.remediation_steps,
+        policy_type=_enum_names().policy_type.get(p.policy_type, "unknown"), display_name=p.displayName,
         tags=tuple(p.tags), url=p.url, config=props,
     )
 
@@ -532,16 +552,22 @@ def load_inventory(path: Path) -> dict[str, Any]:
     program's own loader first, so a missing or invalid inventory is one error with its key
     path (exit 2), not a violation repeated by every policy. Raises :class:`AnalyzeError` or
     :class:`tools.offline.manifests.InputError`."""
+    config = load_stack_file(path, "inventory")
+    check_inventory(config, path)
+    return config
+
+
+def check_inventory(config: dict[str, Any], path: Path) -> None:
+    """Validate the stack config ``config`` read from ``path`` as :func:`load_inventory` does.
+    Raises :class:`AnalyzeError`."""
     from stackfile import ConfigError, load_stack_config
     from policylib.stackconfig import CONFIG_KEYS
 
-    config = load_stack_file(path, "inventory")
     read = {k: config[k] for k in (*CONFIG_KEYS, NAMESPACE_KEY) if k in config}
     try:
         load_stack_config(read, source=f"the inventory {path}")
     except ConfigError as err:
         raise AnalyzeError(err.render()) from None
-    return config
 
 
 def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Optional[dict[str, Any]] = None,
@@ -549,14 +575,28 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Opti
     """Judge a directory of plain manifests with the config of the stack-format file
     ``inventory`` (its ``llm-serving:cluster`` and ``llm-serving:models``, :func:`load_inventory`).
     Objects without a namespace are judged in the inventory's ``llm-serving:namespace``
-    (default llm-serving); that, and an object found twice, are the report's notes."""
-    config = load_inventory(inventory)
+    (default llm-serving); that, and an object found twice, are the report's notes.
+
+    The pack is spawned as soon as the stack file is read: the inventory's validation and the
+    manifests' reading run while it starts (an error there stops it; same message, same exit)."""
+    config = load_stack_file(inventory, "inventory")
     stack = stack_name_of(inventory)
-    found = read_manifests(directory, stack, str(config.get(NAMESPACE_KEY) or "llm-serving"))
-    if not found.resources:
-        raise AnalyzeError(f"cannot check {directory}: it holds no Kubernetes objects; "
-                           "fix: pass a directory of *.yaml / *.json manifests or a kustomize directory")
-    with start_pack(config, stack=stack, pack_dir=pack_dir, workers=workers) as pack:
+
+    def read_input() -> Any:
+        check_inventory(config, inventory)
+        found = read_manifests(directory, stack, str(config.get(NAMESPACE_KEY) or "llm-serving"))
+        if not found.resources:
+            raise AnalyzeError(f"cannot check {directory}: it holds no Kubernetes objects; "
+                               "fix: pass a directory of *.yaml / *.json manifests or a kustomize directory")
+        return found
+
+    try:
+        pack = start_pack(config, stack=stack, pack_dir=pack_dir, workers=workers)
+    except packproc.PackStartError:
+        read_input()  # an input error is reported before a pack that cannot start, as ever
+        raise
+    with pack:
+        found = read_input()
         report = pack.analyze(found.resources, policy_pack_config, found.sources)
     return dataclasses.replace(report, notes=(*report.notes, *found.notes))
 

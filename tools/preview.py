@@ -46,13 +46,23 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Optional, TextIO, cast
+from typing import TYPE_CHECKING, Optional, TextIO, cast
 
 from core import rules
 from tools import analyze, cli
-from tools.offline import mockrun, packproc, render, summary, transition
+from tools.offline import packproc
 from tools.offline.manifests import InputError, load_stack_file
 from tools.offline.report import FORMATS
+
+# The mock runtime (pulumi), the summary (the stack-file models) and the rendering load on first
+# use, after the pack process is spawned, so its start-up overlaps ours.
+if TYPE_CHECKING:
+    from tools.offline import mockrun, render, summary, transition
+else:
+    mockrun = packproc.LazyModule("tools.offline.mockrun")
+    render = packproc.LazyModule("tools.offline.render")
+    summary = packproc.LazyModule("tools.offline.summary")
+    transition = packproc.LazyModule("tools.offline.transition")
 
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_MANDATORY, EXIT_INPUT, EXIT_CRASH = cli.OK, cli.VERDICT, cli.BAD_INPUT, cli.CRASH

@@ -17,8 +17,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Optional
 
-import pulumi.runtime
-
 from core import rules
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, ModelFacts
@@ -65,6 +63,9 @@ _cache: dict[tuple[str, str], object] = {}
 
 
 def _raw(key: str) -> Optional[str]:
+    # Imported here: the offline runner's client reads CONFIG_KEYS without loading pulumi.
+    import pulumi.runtime
+
     return pulumi.runtime.get_config(f"{PROJECT}:{key}")
 
 

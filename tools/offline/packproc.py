@@ -24,6 +24,8 @@ names the call and the pack's stderr tail).
 from __future__ import annotations
 
 import errno
+import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -33,12 +35,62 @@ import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
-import grpc
-from google.protobuf import empty_pb2, struct_pb2
-from pulumi.runtime.proto import analyzer_pb2 as pb
-from pulumi.runtime.proto import analyzer_pb2_grpc as pb_grpc
+
+class LazyModule(ModuleType):
+    """A module imported on first attribute use (by ``load``, default ``importlib.import_module``).
+    The client starts the pack before it imports grpc, protobuf and pulumi's stubs, so the two
+    start-ups overlap."""
+
+    def __init__(self, name: str, load: Callable[[str], ModuleType] = importlib.import_module):
+        super().__init__(name)
+        self._load = load
+        self._target: Optional[ModuleType] = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if self._target is None:
+            self._target = self._load(self.__name__)
+        return getattr(self._target, attr)
+
+
+#: The package name pulumi's generated protobuf stubs are loaded under when pulumi itself is not.
+STUBS_PACKAGE = "_pulumi_proto_stubs"
+
+
+def proto_stubs(name: str) -> ModuleType:
+    """pulumi's generated module ``pulumi.runtime.proto.<last part of name>`` (``analyzer_pb2``,
+    ``analyzer_pb2_grpc``). When pulumi is not imported yet (``analyze --manifests``) the files are
+    loaded from pulumi's ``runtime/proto`` directory as the package :data:`STUBS_PACKAGE`, without
+    running pulumi's ``__init__`` (its runtime, automation and telemetry: about 0.13 s of CPU
+    here); they import nothing but protobuf, grpc and each other. The descriptors go to
+    protobuf's default pool, so a later ``import pulumi`` in the same process gets the same
+    descriptors and message classes."""
+    leaf = name.rsplit(".", 1)[-1]
+    spec = None if "pulumi" in sys.modules else importlib.util.find_spec("pulumi")
+    if spec is None or not spec.submodule_search_locations:
+        return importlib.import_module(f"pulumi.runtime.proto.{leaf}")
+    if STUBS_PACKAGE not in sys.modules:
+        package = ModuleType(STUBS_PACKAGE)
+        package.__path__ = [str(Path(next(iter(spec.submodule_search_locations))) / "runtime" / "proto")]
+        sys.modules[STUBS_PACKAGE] = package
+    return importlib.import_module(f"{STUBS_PACKAGE}.{leaf}")
+
+
+if TYPE_CHECKING:
+    import grpc
+    from google.protobuf import empty_pb2, struct_pb2
+    from pulumi.runtime.proto import analyzer_pb2 as pb
+    from pulumi.runtime.proto import analyzer_pb2_grpc as pb_grpc
+else:
+    grpc = LazyModule("grpc")
+    empty_pb2 = LazyModule("google.protobuf.empty_pb2")
+    struct_pb2 = LazyModule("google.protobuf.struct_pb2")
+    pb = LazyModule("pulumi.runtime.proto.analyzer_pb2", proto_stubs)
+    pb_grpc = LazyModule("pulumi.runtime.proto.analyzer_pb2_grpc", proto_stubs)
 
 #: How long the pack may take to print its port (seconds). Cold imports of pulumi, grpc and
 #: the policy modules take about 1 s here; 60 s leaves room for a loaded CI machine.
