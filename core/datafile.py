@@ -8,7 +8,7 @@ the same pydantic type that validates the file at load (an editor or ``check-jso
 use it); ``tests/test_catalog_data.py`` checks the committed schemas are what the types
 generate. Regenerate them after changing a type:
 
-    python -m core.datafile
+    python -m core.catalogs
 
 A file that does not validate raises :class:`core.problems.ConfigError` listing every problem
 as file, entry and key (``core/data/models.yaml, entry Qwen/Qwen3-14B, key
@@ -20,7 +20,6 @@ the project's strict loader (``tools.offline.yamlload``: each key once, plain ta
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,22 +111,3 @@ class Catalog:
     def schema_text(self) -> str:
         """:meth:`schema` as the committed file's text (two-space indent, a final newline)."""
         return json.dumps(self.schema(), indent=2, ensure_ascii=False) + "\n"
-
-
-def catalogs() -> tuple[Catalog, ...]:
-    """Every data file of core/data/: the model catalog, the card catalog."""
-    from core import cards, modelfacts
-
-    return (modelfacts.CATALOG_FILE, cards.CARDS_FILE)
-
-
-def main() -> int:
-    """Write every catalog's schema to ``core/data/``."""
-    for catalog in catalogs():
-        catalog.schema_path.write_text(catalog.schema_text(), encoding="utf-8")
-        print(f"wrote core/data/{catalog.schema_path.name}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

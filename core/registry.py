@@ -1,8 +1,8 @@
 """Every rule the stack file, the component args and the policy pack share, registered once.
 
 Shaped like kube-score's ``RegisterAllChecks``: one typed record a rule (:class:`Rule`: its id,
-title, source and judge), filed in one table by :func:`register_all`, which imports each rule
-family (:mod:`core.rulebook`). A judge is a predicate over plain values (it calls
+title, source and judge), filed in one table by :func:`core.rulebook.register_all`, which imports each
+rule family (:mod:`core.rulebook`). A judge is a predicate over plain values (it calls
 :mod:`core.rules`) that returns None or a :class:`Breach`: what is wrong and the fix, worded
 ONCE with :class:`Setting` references, and rendered in the user's own terms by
 :meth:`Breach.render`: the stack file's key (``max_model_len``) for a stack, the server flag or
@@ -184,10 +184,3 @@ def rule(id_: str, title: str, source: str, policy: Optional[str] = None) -> Cal
         return register(Rule(id_, title, source, judge, policy))
 
     return wrap
-
-
-def register_all() -> dict[str, Rule]:
-    """Every rule family, registered (idempotent): the one place that lists them."""
-    from core import rulebook  # noqa: F401,PLC0415 - registers on import
-
-    return RULES

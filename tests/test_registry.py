@@ -15,7 +15,7 @@ V100 = SimpleNamespace(sm=70, product="Tesla-V100-PCIE-32GB", nvlink=False)
 def test_every_rule_registered_once_with_source_and_title():
     from policylib.pack import policies  # noqa: PLC0415 - the pack's policies, for their names
 
-    rules = registry.register_all()
+    rules = rulebook.register_all()
     names = {p.name for p in policies()}
     assert len(rules) == 68
     assert len(rules) == len({r.judge for r in rules.values()}), "a judge filed under two ids"
@@ -92,7 +92,7 @@ def test_a_policy_is_judged_by_its_registered_rules(module):
     import importlib
 
     policy = importlib.import_module(module)
-    rules = [r for r in registry.register_all().values() if r.policy == policy.NAME]
+    rules = [r for r in rulebook.register_all().values() if r.policy == policy.NAME]
     assert rules, policy.NAME
     if module not in SEVERAL_SOURCES:
         assert policy.SOURCE == registry.RULES[policy.NAME].source

@@ -1,7 +1,7 @@
 """Every rule the stack file, the component args and the policy pack share, one module a family,
-each judge registered in :mod:`core.registry` when its family is imported (this package imports
-them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(...)`` /
-``rulebook.context_window(...)``.
+each judge registered in :mod:`core.registry` when its family is imported (:func:`register_all`
+imports them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(...)`` /
+``rulebook.capacity.kv_cache_fits(...)``.
 
 - :mod:`core.rulebook.settings`: the settings the rules name (stack-file key and manifest form);
 - :mod:`core.rulebook.servers`: a model server's rules (start-up, tensor parallel, the card's
@@ -27,6 +27,11 @@ them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(...)`` /
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
+from core.registry import RULES, Rule
+
 from core.rulebook.servers import (
     Found,
     candle_breaches,
@@ -48,19 +53,32 @@ from core.rulebook.servers import (
     vllm_kernels,
 )
 from core.rulebook.settings import S
-from core.rulebook import pod_security  # noqa: E402,F401 - registers the pod security rules
-from core.rulebook import services  # noqa: E402,F401 - registers the Service rules
-from core.rulebook import network  # noqa: E402,F401 - registers the NetworkPolicy rules
+
+#: The rule families beside :mod:`core.rulebook.servers`, imported on first use
+#: (``rulebook.capacity``) or all at once by :func:`register_all`. Not imported here, so the
+#: engine models (:mod:`core.engines`, which judge a served name) import no estimator through
+#: this package: no import cycle.
+FAMILIES = ("allocation", "candle", "capacity", "endpoints", "kserve", "network", "pod_security", "pods", "probes",
+            "served_names", "services", "volta")
 
 __all__ = [
-    "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
+    "FAMILIES", "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
     "gpu_memory_utilization", "half_dtype", "hybrid_on_volta_vllm", "hybrid_one_card", "kserve_label",
-    "memory_declared", "parallel_matches_cards", "startup_breaches", "startup_budget", "tp_divides",
+    "memory_declared", "parallel_matches_cards", "register_all", "startup_breaches", "startup_budget", "tp_divides",
     "vllm_breaches", "vllm_kernels",
 ]
 
-from core.rulebook import capacity  # noqa: E402,F401 - registers weights-fit-card, kv-cache-fits-max-model-len
-from core.rulebook import allocation  # noqa: E402,F401 - registers the node and rollout rules
-from core.rulebook import pods  # noqa: E402,F401 - registers the GPU pod rules
-from core.rulebook import kserve  # noqa: E402,F401 - registers the KServe rules
-from core.rulebook import candle, endpoints, probes, served_names, volta  # noqa: E402,F401 - registers the model-server policies' rules
+
+def __getattr__(name: str) -> ModuleType:
+    """``rulebook.<family>``: the family module, imported (and its rules registered) on first use."""
+    if name in FAMILIES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def register_all() -> dict[str, Rule]:
+    """Every rule family imported, so every rule is registered (idempotent): the one place that
+    lists them, as kube-score's ``RegisterAllChecks``. Returns :data:`core.registry.RULES`."""
+    for family in FAMILIES:
+        importlib.import_module(f"{__name__}.{family}")
+    return RULES
