@@ -158,3 +158,62 @@ def test_no_sys_path_edits():
                     and node.value.id == "sys"):
                 edits.append(str(path.relative_to(ROOT)))
     assert edits == []
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every project module (core, components, stackfile, policies, tools, testbed) and the project
+    modules it imports anywhere in its file (function-level imports too), by dotted name."""
+    import ast
+
+    files: dict[str, Path] = {}
+    for top in ("core", "components", "stackfile", "tools", "testbed"):
+        for path in (ROOT / top).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    for path in (ROOT / "policies").rglob("*.py"):
+        if "fixtures" in path.parts or "venv" in path.parts:
+            continue
+        parts = path.relative_to(ROOT / "policies").with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                # ``from pkg import module`` depends on the module; ``from pkg import name`` on pkg
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+            for target in targets:
+                while target and target not in files:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def test_no_import_cycle_among_the_projects_modules():
+    """A module never imports, directly or through others, a module that imports it (a package's
+    ``__init__`` counts as the package): each layer and each module can be read bottom-up."""
+    graph = _module_graph()
+    assert len(graph) > 100
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for nxt in sorted(graph[name]):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt] if nxt in path else [name, nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == [], cycles
