@@ -23,7 +23,7 @@ Facts it carries (sources in ``core/facts.py``):
   Hugging Face cache on the PVC is read, never written (coder.yaml mounted it writable and let
   vLLM download ``--model`` into it; model mounts are read-only everywhere). A new model is
   downloaded to the PVC beforehand;
-* the pod security of :mod:`components.workload` (seccomp RuntimeDefault, no privilege
+* the pod security of :mod:`components.pod` (seccomp RuntimeDefault, no privilege
   escalation, every capability dropped, no service account token; runs as root, the
   vllm/vllm-openai image's user, unless ``run_as_user`` is given).
 """

@@ -138,9 +138,6 @@ def product_memory_mib(product: str) -> Optional[int]:
     return int(m.group(1)) * 1024 if m else None
 
 
-def lowest_sm(sms: Sequence[int], default: int = SM_VOLTA) -> int:
-    """The lowest compute capability of the cards a pod may land on (``default`` when none known)."""
-    return min(sms, default=default)
 
 
 #: Minimum compute capability (x10) of vLLM quantization kernels, by a fragment of the method

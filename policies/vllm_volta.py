@@ -48,7 +48,6 @@ from policylib import resource_helpers as rh
 from policylib import stackconfig, terms, views
 
 NAME = "vllm-volta"
-CUSTOM_AR_FLAGS = (VllmConfig.FLAGS["disable_custom_all_reduce"], "--disable_custom_all_reduce")
 
 
 def breaches(c: manifests.Container, server: manifests.ServerArgs, model: Optional[ModelFacts], volta: list[Node],
@@ -71,7 +70,7 @@ def breaches(c: manifests.Container, server: manifests.ServerArgs, model: Option
     ]
     if no_nvlink:
         found.append(rulebook.custom_all_reduce(
-            no_nvlink[0].card, server.tensor_parallel, any(server.has(f) for f in CUSTOM_AR_FLAGS),
+            no_nvlink[0].card, server.tensor_parallel, server.has(VllmConfig.FLAGS["disable_custom_all_reduce"]),
             tuple(n.name for n in no_nvlink)))
     return [b for b in found if b]
 

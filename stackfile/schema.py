@@ -41,7 +41,7 @@ from pydantic import (
 )
 
 from core import allocation, facts, quantity, rules
-from core.engines import CandleConfig, ServedName, VllmConfig, rule_error
+from core.engines import CandleConfig, ServedName, VllmConfig
 from core.placement import (
     Placement,
     Parked,
@@ -54,8 +54,6 @@ from core.modelfacts import ModelEntry, ModelFacts
 
 from stackfile.objects import LeftAlone
 
-#: The stack-file error of a rule: the rule broken and the fix (:func:`core.engines.rule_error`).
-_custom = rule_error
 
 PROJECT = "llm-serving"
 PREFIX = PROJECT + ":"

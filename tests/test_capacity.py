@@ -191,14 +191,14 @@ def test_candle_kv_fraction_to_mb_states_where_the_code_and_the_figure_part():
     (src/main.rs, src/lib.rs): free after load x 0.85 - 256 MiB workspace reserve. A rank holds
     15.21 GiB of weights (the embedding and LM head whole, qwen.rs) and, from public figures,
     0.75 GiB of runtime (the CUDA context and kernels 0.35, vllm-project/vllm #10517; NCCL over
-    PCIe 0.4, #13061): free 15.79 GiB, budget 13,489 MB, 15.9% above the user's figure.
+    PCIe 0.4, vllm-project/vllm #13061): free 15.79 GiB, budget 13,489 MB, 15.9% above the user's figure.
 
     Changed when the runtime memory was counted: 14,142 MB (+21.5%) before, when nothing beside the weights was
     counted. The user's figure implies 13.66 GiB free, i.e. 2.9 GiB a rank besides the weights.
     Checked against independent figures, not fitted: about 2 GiB a rank at TP>=2 over NVLink
     (llm-d report; 1.79-3.58 GiB in vllm-project/vllm PR #10511) plus the context would bracket
     it (-7.9% .. +5.5%), but worker-1's V100s have no NVLink, and the one public TP=2 PCIe figure
-    (#13061) is 0.55 GiB in all. So 2.15 GiB a rank stays unexplained; the estimate remains an
+    (vllm-project/vllm #13061) is 0.55 GiB in all. So 2.15 GiB a rank stays unexplained; the estimate remains an
     upper bound and takes a measured ``runtime_reserve_mib``.
     """
     e = estimate_candle(CODER_14B, V100, tp=2, kv_fraction=0.85)

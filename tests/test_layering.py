@@ -2,15 +2,15 @@
 
     core/        plain Python (pydantic, PyYAML, the kubernetes client's quantity parser):
                  imports nothing of the project but core, and no Pulumi
-    components/  the program: may import core (and Pulumi)
+    components/  the program's ComponentResources: may import core (and Pulumi)
+    stackfile/   the stack file: may import components and core
     policies/    the pack: may import core (and pulumi_policy), never components or tools
     tools/       the commands a user runs (preview, analyze, plan, adopt-diff, rollout): may import
                  everything but the test bed
     tools/offline/  the offline twin of the Pulumi CLI the commands share: never the commands
     testbed/     the real suite's toolchain, loopback cluster and stand-ins: may import everything
 
-and the two splits: the facts, inventory, model facts, capacity and rules out of components/
-into core/, and stackfile/ (1,000 lines, six jobs) into schema, loader and checks.
+and no import cycle among the project's modules.
 """
 
 from __future__ import annotations
