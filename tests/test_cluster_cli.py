@@ -53,6 +53,8 @@ def alive(pid: int) -> bool:
 #   "fail"   prints kwokctl's JSON error record, exits 1 (after starting etcd)
 #   "sleep"  starts etcd and kube-apiserver (they sleep; no certificates), exits 0
 #   "dies"   as "sleep", but kube-apiserver prints an error line and exits after 0.5 s
+#   "race"   starts etcd, which finds its port taken and exits; then waits (as kwokctl waits for
+#            the apiserver) until it is killed
 FAKE_KWOKCTL = """\
 #!{python}
 import json, os, shutil, signal, subprocess, sys, time
@@ -70,7 +72,11 @@ def start(name, code):
         fh.write(str(p.pid))
 SLEEP = "import time; time.sleep(300)"
 DIES = "import sys, time; time.sleep(0.5); print('E1201 12:00:00.000000 1 run.go:72] error: boom: cannot load the world'); sys.exit(1)"
-if sys.argv[1:3] == ["create", "cluster"]:
+RACE = "print('{{\\"level\\":\\"fatal\\",\\"msg\\":\\"discovery failed\\",\\"error\\":\\"listen tcp 127.0.0.1:40123: bind: address already in use\\"}}')"
+if sys.argv[1:3] == ["create", "cluster"] and mode == "race":
+    start("etcd", RACE)
+    time.sleep(60)
+elif sys.argv[1:3] == ["create", "cluster"]:
     start("etcd", SLEEP)
     if mode == "fail":
         print(json.dumps({{"level": "ERROR", "msg": "Execute exit", "err": "failed to start cluster: boom"}}))
@@ -183,6 +189,39 @@ def test_component_that_exits_stops_everything(tmp_path):
     assert recorded(state) == []
 
 
+def test_port_taken_after_choice_tries_other_ports_then_says_run_up_again(tmp_path):
+    attempts = cmd.PORT_ATTEMPTS
+    bin_dir = make_bin(tmp_path)
+    state = tmp_path / "state"
+    t0 = time.monotonic()
+    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), fake="race")
+    assert time.monotonic() - t0 < 30  # seen while kwokctl still waits, not after its timeout
+    assert r.returncode == 2
+    line = one_line(r.stderr)
+    assert line == (f"cluster: etcd could not listen: a port on 127.0.0.1 was taken by another process after "
+                    f"`up` chose it; run `python3 dev.py cluster up` again (log: {state / 'logs' / 'etcd.log'}); "
+                    f"everything it had started was stopped")
+    assert calls(bin_dir) == [["create", "cluster"], ["delete", "cluster"]] * attempts
+    assert (state / "logs" / "up.log").read_text().count("again on other ports") == attempts - 1
+
+
+def test_port_taken_on_a_given_port_is_not_retried(tmp_path):
+    bin_dir = make_bin(tmp_path)
+    state = tmp_path / "state"
+    port = kwokctl.free_ports(1)[0]
+    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), "--apiserver-port", str(port), fake="race")
+    assert r.returncode == 2
+    assert one_line(r.stderr).startswith("cluster: etcd could not listen: a port on 127.0.0.1 was taken")
+    assert calls(bin_dir) == [["create", "cluster"], ["delete", "cluster"]]
+
+
+def test_ports_are_free_distinct_and_below_the_ephemeral_range():
+    ports = kwokctl.free_ports(50)
+    assert len(set(ports)) == 50
+    assert all(10000 <= p < kwokctl.ephemeral_low() for p in ports)
+    assert not any(kwokctl.port_in_use(p) for p in ports)
+
+
 def test_not_ready_in_time_is_stopped(tmp_path):
     bin_dir = make_bin(tmp_path)
     state = tmp_path / "state"
@@ -229,8 +268,10 @@ def _sleeper_state(state: Path, name: str = "etcd", start_offset: int = 0) -> su
     return p
 
 
-def test_down_runs_kwokctl_delete_keeps_the_logs_and_is_safe_to_repeat(tmp_path):
-    bin_dir = make_bin(tmp_path)
+@pytest.mark.parametrize("with_kwokctl", [True, False])
+def test_down_runs_kwokctl_delete_keeps_the_logs_and_is_safe_to_repeat(tmp_path, with_kwokctl):
+    """Without kwokctl (its bin dir gone) the recorded processes are stopped all the same."""
+    bin_dir = make_bin(tmp_path) if with_kwokctl else tmp_path / "bin"
     state = tmp_path / "state"
     p = _sleeper_state(state)
     try:
@@ -238,26 +279,12 @@ def test_down_runs_kwokctl_delete_keeps_the_logs_and_is_safe_to_repeat(tmp_path)
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == "cluster: stopped etcd"
         assert p.wait(timeout=5) == -9
-        assert calls(bin_dir) == [["delete", "cluster"]]
+        assert calls(bin_dir) == ([["delete", "cluster"]] if with_kwokctl else [])
         assert not (state / "state.json").exists()
         assert (state / "logs" / "etcd.log").read_text() == "its log\n"
         again = run("down", "--state-dir", str(state))
         assert again.returncode == 0
         assert again.stdout.strip() == f"cluster: nothing was running (state in {state})"
-    finally:
-        p.kill()
-        p.wait()
-
-
-def test_down_kills_what_kwokctl_left(tmp_path):
-    """No kwokctl (a bin dir gone): the recorded processes are stopped all the same."""
-    state = tmp_path / "state"
-    p = _sleeper_state(state)
-    try:
-        r = run("down", "--state-dir", str(state))
-        assert r.returncode == 0, r.stderr
-        assert r.stdout.strip() == "cluster: stopped etcd"
-        assert p.wait(timeout=5) == -9
     finally:
         p.kill()
         p.wait()

@@ -60,15 +60,22 @@ class Up:
     def check_running(self) -> None:
         for rec in self.state["processes"]:
             if not kwokctl.alive(rec):
-                raise ClusterError(self._died(rec["name"]))
+                self._died(rec["name"])
 
-    def _died(self, name: str) -> str:
+    def check_started(self) -> None:
+        """While kwokctl runs: has a process it started (a pid file) exited already?"""
+        for name in COMPONENTS:
+            with contextlib.suppress(OSError, ValueError):
+                if kwokctl.proc_start(int(self.lay.pid_file(name).read_text().strip())) is None:
+                    self._died(name)
+
+    def _died(self, name: str) -> None:
         log = self.lay.log(name)  # where teardown keeps it
         line = kwokctl.last_error_line(self.lay.live_log(name))
         if "already in use" in line.lower():
-            return (f"{name} could not listen: a port on {LOOPBACK} was taken by another process after "
-                    f"`up` chose it; run `{CLI} up` again (log: {log})")
-        return f"{name} exited before the cluster was ready{': ' + line if line else ''} (log: {log})"
+            raise PortTaken(f"{name} could not listen: a port on {LOOPBACK} was taken by another process after "
+                            f"`up` chose it; run `{CLI} up` again (log: {log})")
+        raise ClusterError(f"{name} exited before the cluster was ready{': ' + line if line else ''} (log: {log})")
 
     def wait(self, what: str, component: str, check: Callable[[], tuple[bool, str]]) -> None:
         while True:
@@ -166,60 +173,23 @@ def cmd_up(args: argparse.Namespace) -> int:
         if missing:
             raise ClusterError(f"missing {', '.join(missing)} in {bin_dir}; {TOOLCHAIN_HINT}. Nothing was started")
 
-        ports = _choose_ports(args)
         delay = args.pod_ready_delay or 0.0
         objects = load_objects()
-        for path in (lay.state, lay.kubeconfig):
-            path.unlink(missing_ok=True)
-        shutil.rmtree(lay.workdir, ignore_errors=True)
         lay.logs.mkdir(parents=True, exist_ok=True)
         for name in ("up", "kwokctl"):
             lay.log(name).write_text("")
-        for name in COMPONENTS:  # the last cluster's, kept by its teardown
-            lay.log(name).unlink(missing_ok=True)
-        kwokctl.write_config(bin_dir, lay, ports)
-        api = kwokctl.component_url("kube-apiserver", ports)
-        state = {"bin_dir": str(bin_dir), "apiserver": api, "ports": ports, "started_at": time.time(),
-                 "ready": False, "options": {"pod_ready_delay": delay}, "processes": []}
-        write_state(lay, state)
-        u = Up(lay, state, args.timeout)
-        try:
-            code, err = kwokctl.run(bin_dir, lay, "create", "cluster", "--config", str(lay.config),
-                                    "--kubeconfig", str(lay.kubeconfig), "--timeout", f"{args.timeout:g}s",
-                                    timeout=args.timeout + 15)
-            u.record()
-            if code != 0:
-                raise ClusterError(f"kwokctl create cluster failed: {err or f'exit {code}'} (log: {lay.log('kwokctl')})")
-            u.trace(f"kwokctl created the cluster ({', '.join(r['name'] for r in state['processes'])})")
-            u.wait(f"its certificates in {lay.pki}", "kwokctl", u.load_pki)
-            u.wait_healthy("kube-apiserver")
-            ctx = u.ctx
-            assert ctx is not None
-            u.wait(f"CRD {STAGE_CRD} Established", "kube-apiserver", lambda: check_crd(api, ctx, STAGE_CRD))
-            apply_stages(api, ctx, delay)
+        fixed = bool(args.apiserver_port or args.etcd_port)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            ports = _choose_ports(args)
             try:
-                apply_objects(api, ctx, objects)
-            except ClusterError as e:
-                raise ClusterError(f"{e} (log: {lay.log('kube-apiserver')})") from None
-            u.trace(f"applied kwok's Stages and {len(objects)} objects from {OBJECTS_FILE.name}")
-            for name in COMPONENTS[2:]:
-                u.wait_healthy(name)
-            u.wait(f"CRD {CRD_NAME} Established", "kube-apiserver", lambda: check_crd(api, ctx))
-            u.wait(f"node {NODE_NAME} Ready without taints", "kwok-controller", lambda: check_node(api, ctx))
-            u.wait(f"PVC {NAMESPACE}/{CLAIM} Bound", "kube-controller-manager", lambda: check_claim(api, ctx))
-            u.wait(f"ServiceAccount {NAMESPACE}/default", "kube-controller-manager",
-                   lambda: check_service_account(api, ctx))
-        except BaseException as e:
-            left = teardown(lay, bin_dir, state)
-            state["processes"] = [r for r in state["processes"] if r["name"] in left]
-            write_state(lay, state)
-            if isinstance(e, ClusterError):
-                tail = (f"; {', '.join(left)} would not stop: see {lay.state}" if left
-                        else "; everything it had started was stopped")
-                raise ClusterError(f"{e}{tail}") from None
-            raise
-        state["ready"] = True
-        write_state(lay, state)
+                started = start(lay, bin_dir, ports, delay, objects, args.timeout)
+                break
+            except PortTaken as e:
+                if fixed or attempt == PORT_ATTEMPTS:
+                    raise ClusterError(str(e)) from None
+                with open(lay.log("up"), "a") as fh:
+                    fh.write(f"attempt {attempt}: {e}; again on other ports\n")
+    api = started["apiserver"]
     took = time.monotonic() - t0
     node = next(o for o in objects if o["kind"] == "Node")
     alloc = node["status"]["allocatable"]
@@ -228,6 +198,69 @@ def cmd_up(args: argparse.Namespace) -> int:
           f"pod-ready delay {delay:g}s; logs in {lay.cluster / 'logs'} (kept in {lay.logs} by `down`)")
     print(f"export KUBECONFIG={shlex.quote(str(lay.kubeconfig))}")
     return EXIT_OK
+
+
+PORT_ATTEMPTS = 3
+
+
+class PortTaken(ClusterError):
+    """A component could not listen on a port ``up`` chose: taken since; ``up`` tries other ports."""
+
+
+def start(lay: Layout, bin_dir: Path, ports: dict[str, int], delay: float, objects: list[dict[str, Any]],
+          timeout: float) -> dict[str, Any]:
+    """One attempt at a fresh cluster on these ports: kwokctl, then our Stages and objects, then
+    the checks. On any failure it stops everything it started and raises."""
+    for path in (lay.state, lay.kubeconfig):
+        path.unlink(missing_ok=True)
+    shutil.rmtree(lay.workdir, ignore_errors=True)
+    for name in COMPONENTS:  # the last cluster's, kept by its teardown
+        lay.log(name).unlink(missing_ok=True)
+    kwokctl.write_config(bin_dir, lay, ports)
+    api = kwokctl.component_url("kube-apiserver", ports)
+    state: dict[str, Any] = {"bin_dir": str(bin_dir), "apiserver": api, "ports": ports, "started_at": time.time(),
+                             "ready": False, "options": {"pod_ready_delay": delay}, "processes": []}
+    write_state(lay, state)
+    u = Up(lay, state, timeout)
+    try:
+        code, err = kwokctl.run(bin_dir, lay, "create", "cluster", "--config", str(lay.config),
+                                "--kubeconfig", str(lay.kubeconfig), "--timeout", f"{timeout:g}s",
+                                timeout=timeout + 15, watch=u.check_started)
+        u.record()
+        if code != 0:
+            u.check_running()  # a component that died says more than kwokctl
+            raise ClusterError(f"kwokctl create cluster failed: {err or f'exit {code}'} (log: {lay.log('kwokctl')})")
+        u.trace(f"kwokctl created the cluster ({', '.join(r['name'] for r in state['processes'])})")
+        u.wait(f"its certificates in {lay.pki}", "kwokctl", u.load_pki)
+        u.wait_healthy("kube-apiserver")
+        ctx = u.ctx
+        assert ctx is not None
+        u.wait(f"CRD {STAGE_CRD} Established", "kube-apiserver", lambda: check_crd(api, ctx, STAGE_CRD))
+        apply_stages(api, ctx, delay)
+        try:
+            apply_objects(api, ctx, objects)
+        except ClusterError as e:
+            raise ClusterError(f"{e} (log: {lay.log('kube-apiserver')})") from None
+        u.trace(f"applied kwok's Stages and {len(objects)} objects from {OBJECTS_FILE.name}")
+        for name in COMPONENTS[2:]:
+            u.wait_healthy(name)
+        u.wait(f"CRD {CRD_NAME} Established", "kube-apiserver", lambda: check_crd(api, ctx))
+        u.wait(f"node {NODE_NAME} Ready without taints", "kwok-controller", lambda: check_node(api, ctx))
+        u.wait(f"PVC {NAMESPACE}/{CLAIM} Bound", "kube-controller-manager", lambda: check_claim(api, ctx))
+        u.wait(f"ServiceAccount {NAMESPACE}/default", "kube-controller-manager",
+               lambda: check_service_account(api, ctx))
+    except BaseException as e:
+        left = teardown(lay, bin_dir, state)
+        state["processes"] = [r for r in state["processes"] if r["name"] in left]
+        write_state(lay, state)
+        if isinstance(e, ClusterError):
+            tail = (f"; {', '.join(left)} would not stop: see {lay.state}" if left
+                    else "; everything it had started was stopped")
+            raise type(e)(f"{e}{tail}") from None
+        raise
+    state["ready"] = True
+    write_state(lay, state)
+    return state
 
 
 def _choose_ports(args: argparse.Namespace) -> dict[str, int]:

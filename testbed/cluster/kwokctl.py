@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -21,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from testbed.cluster.layout import (
     LOOPBACK, CLUSTER_NAME, COMPONENTS, KSERVE_STANDIN, BINARIES, Layout,
@@ -129,8 +130,10 @@ def _env(lay: Layout) -> dict[str, str]:
     return env
 
 
-def run(bin_dir: Path, lay: Layout, *args: str, timeout: float) -> tuple[int, str]:
+def run(bin_dir: Path, lay: Layout, *args: str, timeout: float,
+        watch: Callable[[], None] | None = None) -> tuple[int, str]:
     """Run ``kwokctl <args> --name llm-serving``; its output goes to ``logs/kwokctl.log``.
+    ``watch`` is called every 0.2 s while it runs; what it raises stops kwokctl and goes up.
     Returns (exit code, its last error message, or '')."""
     lay.logs.mkdir(parents=True, exist_ok=True)
     log = lay.log("kwokctl")
@@ -138,12 +141,23 @@ def run(bin_dir: Path, lay: Layout, *args: str, timeout: float) -> tuple[int, st
         fh.write(f"$ kwokctl {' '.join(args)} --name {CLUSTER_NAME}\n".encode())
         fh.flush()
         start = fh.tell()
+        proc = subprocess.Popen([str(bin_dir / "kwokctl"), *args, "--name", CLUSTER_NAME], stdin=subprocess.DEVNULL,
+                                stdout=fh, stderr=subprocess.STDOUT, env=_env(lay), cwd=str(lay.root))
+        deadline = time.monotonic() + timeout
         try:
-            code = subprocess.run([str(bin_dir / "kwokctl"), *args, "--name", CLUSTER_NAME], stdin=subprocess.DEVNULL,
-                                  stdout=fh, stderr=subprocess.STDOUT, env=_env(lay), cwd=str(lay.root),
-                                  timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            return -1, f"kwokctl {args[0]} took longer than {timeout:g}s"
+            while True:
+                try:
+                    code = proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if watch is not None:
+                        watch()
+                    if time.monotonic() > deadline:
+                        return -1, f"kwokctl {args[0]} took longer than {timeout:g}s"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     with open(log, "rb") as fh:
         fh.seek(start)
         return code, _error_message(fh.read().decode(errors="replace").splitlines())
@@ -210,7 +224,31 @@ def kill_left(records: list[dict[str, Any]], grace: float = 8.0) -> list[str]:
 # ports
 
 
+def ephemeral_low() -> int:
+    """The first port the kernel hands out for outgoing connections (Linux default 32768)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports on 127.0.0.1, drawn at random below the ephemeral range (as
+    kwokctl does, which counts down from 32767): there, no outgoing connection can take one
+    between the choice and the component's listen, and two ``up`` at once rarely draw the same."""
+    low, high = 10000, ephemeral_low() - 1
+    if high - low < 1000:  # an unusual ip_local_port_range: the kernel's choice, then
+        return _kernel_ports(n)
+    out: list[int] = []
+    rng = random.SystemRandom()
+    while len(out) < n:
+        port = rng.randint(low, high)
+        if port not in out and not port_in_use(port):
+            out.append(port)
+    return out
+
+
+def _kernel_ports(n: int) -> list[int]:
     socks = []
     try:
         for _ in range(n):
