@@ -316,7 +316,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     for rec in state["processes"]:
         alive = rec["name"] in running
         health = ""
-        if alive:
+        if alive and rec["name"] in HEALTH_PATH:  # a state.json of the launcher before kwokctl has "kwok"
             ok, why = healthy(rec["name"], rec["url"], ctx)
             health = f"{HEALTH_PATH[rec['name']]} ok" if ok else f"{HEALTH_PATH[rec['name']]} {why}"
         lines.append(f"  {rec['name']:<24} {'running' if alive else 'NOT RUNNING':<11} pid {rec['pid']:<8} "
