@@ -18,7 +18,8 @@ What it builds (versions pinned in ``testbed/toolchain/versions.json``, nowhere 
   ``PULUMI_HOME/plugins/resource-kubernetes-v<version>/`` so the CLI never downloads a plugin;
 * kube-apiserver, kube-controller-manager and kube-scheduler from ``k8s.io/kubernetes`` (the
   staging modules replaced by their published ``k8s.io/*`` versions), etcd
-  (``go.etcd.io/etcd/server/v3``) and kwok (``sigs.k8s.io/kwok``).
+  (``go.etcd.io/etcd/server/v3``), kwok and kwokctl (both ``sigs.k8s.io/kwok``, one version; kwokctl
+  runs the loopback cluster of ``testbed/cluster`` on these binaries).
 
 Layout of the cache (``$LLM_SERVING_CACHE``, default ``~/.cache/llm-serving``): ``src/<part>/``
 the scratch modules, ``bin/`` the binaries, ``pulumi-home/`` the CLI's home with the plugin,
@@ -324,6 +325,17 @@ def build_kwok(v: dict, cache: Path, out: Path) -> list[Path]:
     return [out / "kwok"]
 
 
+def build_kwokctl(v: dict, cache: Path, out: Path) -> list[Path]:
+    """kwokctl from kwok's module and version (``versions.json`` pins them once, under ``kwok``)."""
+    k, pkg = v["kwok"], v["kwokctl"]["package"]
+    src = _scratch(cache, "kwokctl", _gomod("kwokctl", {k["module"]: k["version"]}, {}), [pkg])
+    run_go(["mod", "tidy"], src, "kwokctl (go mod tidy)")
+    ldflags = f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={k['version']}"
+    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(src / "kwokctl"), pkg], src, "kwokctl")
+    _install(src / "kwokctl", out / "kwokctl")
+    return [out / "kwokctl"]
+
+
 #: (name, the versions.json keys it depends on, builder). Order: the CLI path first.
 PARTS: list[tuple[str, tuple[str, ...], Callable[[dict, Path, Path], list[Path]]]] = [
     ("pulumi", ("pulumi",), build_pulumi),
@@ -332,6 +344,7 @@ PARTS: list[tuple[str, tuple[str, ...], Callable[[dict, Path, Path], list[Path]]
     ("kubernetes", ("kubernetes",), build_kubernetes),
     ("etcd", ("etcd",), build_etcd),
     ("kwok", ("kwok",), build_kwok),
+    ("kwokctl", ("kwok", "kwokctl"), build_kwokctl),
 ]
 
 

@@ -1,9 +1,13 @@
 """testbed/cluster/ without the real binaries: the failure paths of `up` (each one line, exit 2,
-nothing left running), `down`/`status`/`env`, and the data it applies (testbed/cluster/cluster_objects.yaml,
-testbed/cluster/cluster_kwok_stages.yaml) against the stack's own facts.
+nothing left running), `down`/`status`/`env`, the kwokctl configuration it writes, and the data
+it applies (testbed/cluster/cluster_objects.yaml, testbed/cluster/cluster_kwok_stages.yaml)
+against the stack's own facts.
 
-The binaries are faked with small Python scripts in a temporary bin dir. The happy path (a real
-control plane) needs the toolchain and is checked by hand / in tests/real/.
+kwokctl is faked by a small Python script in a temporary bin dir (the other binaries by empty
+executables it never runs): ``create cluster`` starts the processes the test asks for and writes
+kwokctl's pid files and logs, ``delete cluster`` stops them and removes the cluster's directory,
+as kwokctl does; each call is recorded. The happy path (a real control plane) needs the
+toolchain and is checked in tests/real/.
 """
 
 from __future__ import annotations
@@ -12,12 +16,9 @@ import ipaddress
 import json
 import os
 import re
-import shutil
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -25,14 +26,14 @@ import pytest
 import yaml
 
 from core import facts
-from testbed.cluster import cmd, components, layout, runtime, setup
+from testbed.cluster import cmd, kwokctl, layout, setup
 
 ROOT = Path(__file__).resolve().parent.parent
-needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not installed")
 
 
-def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def run(*args: str, fake: str = "", timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "LLM_SERVING_CACHE"}
+    env["FAKE_KWOKCTL"] = fake
     return subprocess.run([sys.executable, "-m", "testbed.cluster", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -45,51 +46,67 @@ def one_line(text: str) -> str:
 
 
 def alive(pid: int) -> bool:
-    return runtime.proc_start(pid) is not None
+    return kwokctl.proc_start(pid) is not None
 
 
-# Fake binaries. Each records its pid in $FAKE_MARKS/<name>.pid when it runs.
-_PRELUDE = """\
+# The fake kwokctl. $FAKE_KWOKCTL says what `create cluster` does:
+#   "fail"   prints kwokctl's JSON error record, exits 1 (after starting etcd)
+#   "sleep"  starts etcd and kube-apiserver (they sleep; no certificates), exits 0
+#   "dies"   as "sleep", but kube-apiserver prints an error line and exits after 0.5 s
+#   "race"   starts etcd, which finds its port taken and exits; then waits (as kwokctl waits for
+#            the apiserver) until it is killed
+FAKE_KWOKCTL = """\
 #!{python}
-import os, sys, time
-name = os.path.basename(sys.argv[0])
-with open(os.path.join({marks!r}, name + ".pid"), "w") as fh:
-    fh.write(str(os.getpid()))
-"""
-SLEEP = "time.sleep(300)\n"
-FAIL = 'print("E1201 12:00:00.000000 1 run.go:72] error: boom: cannot load the world", flush=True)\nsys.exit(1)\n'
-PORT_RACE = ('print(\'{"level":"fatal","msg":"listen tcp 127.0.0.1:40123: bind: address already in use"}\', flush=True)\n'
-             "sys.exit(1)\n")
-ETCD_HEALTHY = """\
-import http.server
-url = [a for a in sys.argv if a.startswith("--listen-client-urls=")][0].split("=", 1)[1]
-port = int(url.rsplit(":", 1)[1])
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b'{"health":"true","reason":""}'
-        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+import json, os, shutil, signal, subprocess, sys, time
+calls = os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), "calls.jsonl")
+with open(calls, "a") as fh:
+    fh.write(json.dumps({{"argv": sys.argv[1:], "workdir": os.environ.get("KWOK_WORKDIR")}}) + "\\n")
+cluster = os.path.join(os.environ["KWOK_WORKDIR"], "clusters", sys.argv[sys.argv.index("--name") + 1])
+mode = os.environ.get("FAKE_KWOKCTL", "")
+def start(name, code):
+    for d in ("pids", "logs"):
+        os.makedirs(os.path.join(cluster, d), exist_ok=True)
+    log = open(os.path.join(cluster, "logs", name + ".log"), "w")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=log, start_new_session=True)
+    with open(os.path.join(cluster, "pids", name + ".pid"), "w") as fh:
+        fh.write(str(p.pid))
+SLEEP = "import time; time.sleep(300)"
+DIES = "import sys, time; time.sleep(0.5); print('E1201 12:00:00.000000 1 run.go:72] error: boom: cannot load the world'); sys.exit(1)"
+RACE = "print('{{\\"level\\":\\"fatal\\",\\"msg\\":\\"discovery failed\\",\\"error\\":\\"listen tcp 127.0.0.1:40123: bind: address already in use\\"}}')"
+if sys.argv[1:3] == ["create", "cluster"] and mode == "race":
+    start("etcd", RACE)
+    time.sleep(60)
+elif sys.argv[1:3] == ["create", "cluster"]:
+    start("etcd", SLEEP)
+    if mode == "fail":
+        print(json.dumps({{"level": "ERROR", "msg": "Execute exit", "err": "failed to start cluster: boom"}}))
+        sys.exit(1)
+    start("kube-apiserver", DIES if mode == "dies" else SLEEP)
+elif sys.argv[1:3] == ["delete", "cluster"]:
+    for f in os.listdir(os.path.join(cluster, "pids")) if os.path.isdir(cluster) else []:
+        try:
+            os.kill(int(open(os.path.join(cluster, "pids", f)).read()), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(cluster, ignore_errors=True)
 """
 
 
-def make_bin(tmp_path: Path, scripts: dict[str, str], *, skip: tuple[str, ...] = ()) -> tuple[Path, Path]:
-    bin_dir, marks = tmp_path / "bin", tmp_path / "marks"
+def make_bin(tmp_path: Path, *, skip: tuple[str, ...] = ()) -> Path:
+    bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    marks.mkdir()
-    for name in layout.COMPONENTS:
+    for name in layout.BINARIES:
         if name in skip:
             continue
         path = bin_dir / name
-        path.write_text(_PRELUDE.format(python=sys.executable, marks=str(marks)) + scripts.get(name, SLEEP))
+        path.write_text(FAKE_KWOKCTL.format(python=sys.executable) if name == "kwokctl" else "#!/bin/sh\nexit 3\n")
         path.chmod(0o755)
-    return bin_dir, marks
+    return bin_dir
 
 
-def started_pids(marks: Path) -> dict[str, int]:
-    return {p.stem: int(p.read_text()) for p in marks.glob("*.pid")}
+def calls(bin_dir: Path) -> list[list[str]]:
+    path = bin_dir / "calls.jsonl"
+    return [json.loads(ln)["argv"][:2] for ln in path.read_text().splitlines()] if path.exists() else []
 
 
 def recorded(state_dir: Path) -> list:
@@ -106,22 +123,22 @@ def test_missing_binaries_one_line_exit_2(tmp_path):
     assert r.returncode == 2
     assert r.stdout == ""
     line = one_line(r.stderr)
-    assert line == (f"cluster: missing etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok in "
-                    f"{tmp_path / 'nothing'}; run `python3 dev.py toolchain` to build them. Nothing was started")
+    assert line == (f"cluster: missing kwokctl, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, "
+                    f"kubectl in {tmp_path / 'nothing'}; run `python3 dev.py toolchain` to build them. Nothing was started")
 
 
 def test_one_missing_binary_is_named_and_nothing_runs(tmp_path):
-    bin_dir, marks = make_bin(tmp_path, {}, skip=("kwok",))
+    bin_dir = make_bin(tmp_path, skip=("kwok",))
     r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(tmp_path / "state"))
     assert r.returncode == 2
     line = one_line(r.stderr)
     assert line.startswith(f"cluster: missing kwok in {bin_dir}; run `python3 dev.py toolchain`")
-    assert started_pids(marks) == {}
+    assert calls(bin_dir) == []
 
 
 @pytest.mark.parametrize("flag,component", [("--apiserver-port", "kube-apiserver"), ("--etcd-port", "etcd")])
 def test_port_taken_one_line_exit_2_nothing_started(tmp_path, flag, component):
-    bin_dir, marks = make_bin(tmp_path, {})
+    bin_dir = make_bin(tmp_path)
     state = tmp_path / "state"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -131,115 +148,154 @@ def test_port_taken_one_line_exit_2_nothing_started(tmp_path, flag, component):
     assert r.returncode == 2
     assert r.stdout == ""
     line = one_line(r.stderr)
-    assert line.startswith(f"cluster: port {port} on 127.0.0.1 ({component}, {flag}) is already in use by pid {os.getpid()} (")
-    assert f"omit {flag} to use a free one" in line
-    assert line.endswith("Nothing was started")
-    assert started_pids(marks) == {}  # no fake binary ever ran
+    assert line == (f"cluster: port {port} on 127.0.0.1 ({component}, {flag}) is already in use; stop that process "
+                    f"or pick another port (omit {flag} to use a free one). Nothing was started")
+    assert calls(bin_dir) == []  # kwokctl never ran
     assert recorded(state) == []
 
 
-@needs_openssl
-def test_component_that_exits_stops_everything(tmp_path):
-    bin_dir, marks = make_bin(tmp_path, {"etcd": ETCD_HEALTHY, "kube-apiserver": FAIL})
+def _pids(state: Path) -> dict[str, int]:
+    """The pids the fake kwokctl started, from the fresh state.json the failing `up` left."""
+    return {r["name"]: r["pid"] for r in json.loads((state / "state.json").read_text()).get("processes", [])}
+
+
+def test_kwokctl_create_failure_is_one_line_and_deleted(tmp_path):
+    bin_dir = make_bin(tmp_path)
     state = tmp_path / "state"
-    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), "--timeout", "30")
+    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), fake="fail")
+    assert r.returncode == 2
+    assert r.stdout == ""
+    line = one_line(r.stderr)
+    assert line == (f"cluster: kwokctl create cluster failed: failed to start cluster: boom "
+                    f"(log: {state / 'logs' / 'kwokctl.log'}); everything it had started was stopped")
+    assert calls(bin_dir) == [["create", "cluster"], ["delete", "cluster"]]
+    assert recorded(state) == []
+    assert not (state / "kwokctl" / "clusters" / "llm-serving").exists()
+    assert (state / "logs" / "etcd.log").exists()  # kept
+
+
+def test_component_that_exits_stops_everything(tmp_path):
+    bin_dir = make_bin(tmp_path)
+    state = tmp_path / "state"
+    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), "--timeout", "30", fake="dies")
     assert r.returncode == 2, r.stderr
     line = one_line(r.stderr)
     log = state / "logs" / "kube-apiserver.log"
-    assert line == (f"cluster: kube-apiserver exited with code 1 before the cluster was ready: "
+    assert line == (f"cluster: kube-apiserver exited before the cluster was ready: "
                     f"E1201 12:00:00.000000 1 run.go:72] error: boom: cannot load the world (log: {log}); "
                     f"everything it had started was stopped")
-    pids = started_pids(marks)
-    assert set(pids) == {"etcd", "kube-apiserver"}  # the rest was never started
-    assert not alive(pids["etcd"])  # etcd was healthy and running: stopped
-    assert recorded(state) == []
-    assert (state / "logs" / "etcd.log").exists() and (state / "kubeconfig").exists()
-
-
-@needs_openssl
-def test_port_taken_after_choice_says_run_up_again(tmp_path):
-    bin_dir, marks = make_bin(tmp_path, {"etcd": PORT_RACE})
-    state = tmp_path / "state"
-    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), "--timeout", "30")
-    assert r.returncode == 2
-    line = one_line(r.stderr)
-    assert line == (f"cluster: etcd could not listen: port 40123 on 127.0.0.1 was taken by another process after "
-                    f"`up` chose it; run `python3 dev.py cluster up` again (log: {state / 'logs' / 'etcd.log'}); "
-                    f"everything it had started was stopped")
+    assert "boom" in log.read_text()  # kept where the line says
+    assert calls(bin_dir) == [["create", "cluster"], ["delete", "cluster"]]
     assert recorded(state) == []
 
 
-@needs_openssl
-def test_component_not_ready_in_time_is_stopped(tmp_path):
-    bin_dir, marks = make_bin(tmp_path, {})  # etcd sleeps, never answers /health
+def test_port_taken_after_choice_tries_other_ports_then_says_run_up_again(tmp_path):
+    attempts = cmd.PORT_ATTEMPTS
+    bin_dir = make_bin(tmp_path)
     state = tmp_path / "state"
     t0 = time.monotonic()
-    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), "--timeout", "1.5")
+    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), fake="race")
+    assert time.monotonic() - t0 < 30  # seen while kwokctl still waits, not after its timeout
+    assert r.returncode == 2
+    line = one_line(r.stderr)
+    assert line == (f"cluster: etcd could not listen: a port on 127.0.0.1 was taken by another process after "
+                    f"`up` chose it; run `python3 dev.py cluster up` again (log: {state / 'logs' / 'etcd.log'}); "
+                    f"everything it had started was stopped")
+    assert calls(bin_dir) == [["create", "cluster"], ["delete", "cluster"]] * attempts
+    assert (state / "logs" / "up.log").read_text().count("again on other ports") == attempts - 1
+
+
+def test_port_taken_on_a_given_port_is_not_retried(tmp_path):
+    bin_dir = make_bin(tmp_path)
+    state = tmp_path / "state"
+    port = kwokctl.free_ports(1)[0]
+    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), "--apiserver-port", str(port), fake="race")
+    assert r.returncode == 2
+    assert one_line(r.stderr).startswith("cluster: etcd could not listen: a port on 127.0.0.1 was taken")
+    assert calls(bin_dir) == [["create", "cluster"], ["delete", "cluster"]]
+
+
+def test_ports_are_free_distinct_and_below_the_ephemeral_range():
+    ports = kwokctl.free_ports(50)
+    assert len(set(ports)) == 50
+    assert all(10000 <= p < kwokctl.ephemeral_low() for p in ports)
+    assert not any(kwokctl.port_in_use(p) for p in ports)
+
+
+def test_not_ready_in_time_is_stopped(tmp_path):
+    bin_dir = make_bin(tmp_path)
+    state = tmp_path / "state"
+    t0 = time.monotonic()
+    r = run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), "--timeout", "1.5", fake="sleep")
     assert time.monotonic() - t0 < 20
     assert r.returncode == 2
     line = one_line(r.stderr)
-    assert line.startswith("cluster: etcd did not get to /health ok within the 1.5s --timeout (last: ")
-    assert line.endswith(f"(log: {state / 'logs' / 'etcd.log'}); everything it had started was stopped")
-    pids = started_pids(marks)
-    assert set(pids) == {"etcd"}
-    assert not alive(pids["etcd"])
+    pki = state / "kwokctl" / "clusters" / "llm-serving" / "pki"
+    assert line.startswith(f"cluster: kwokctl did not get to its certificates in {pki} within the 1.5s --timeout (last: ")
+    assert line.endswith(f"(log: {state / 'logs' / 'kwokctl.log'}); everything it had started was stopped")
+    assert calls(bin_dir) == [["create", "cluster"], ["delete", "cluster"]]
     assert recorded(state) == []
+
+
+def test_kwokctl_runs_with_its_workdir_in_the_state_dir(tmp_path):
+    bin_dir = make_bin(tmp_path)
+    state = tmp_path / "state"
+    run("up", "--bin-dir", str(bin_dir), "--state-dir", str(state), fake="fail")
+    first = json.loads((bin_dir / "calls.jsonl").read_text().splitlines()[0])
+    assert first["workdir"] == str(state / "kwokctl")  # ~/.kwok is neither read nor written
+    argv = first["argv"]
+    assert argv[argv.index("--config") + 1] == str(state / "kwokctl.yaml")
+    assert argv[argv.index("--kubeconfig") + 1] == str(state / "kubeconfig")
+    assert argv[argv.index("--name") + 1] == "llm-serving"
 
 
 # --------------------------------------------------------------------------------------------
 # down, status, env
 
 
-def _spawn_group() -> subprocess.Popen:
-    """A process group of two: a shell and its background child."""
-    return subprocess.Popen(["sh", "-c", "sleep 300 & wait"], start_new_session=True)
-
-
-def _write_state(state: Path, recs: list) -> None:
-    state.mkdir(parents=True, exist_ok=True)
+def _sleeper_state(state: Path, name: str = "etcd", start_offset: int = 0) -> subprocess.Popen:
+    """A sleeping process recorded in state.json and in kwokctl's pid file, as `up` leaves them."""
+    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    lay = layout.Layout(state)
+    lay.pid_file(name).parent.mkdir(parents=True)
+    lay.pid_file(name).write_text(str(p.pid))
+    lay.live_log(name).parent.mkdir(parents=True)
+    lay.live_log(name).write_text("its log\n")
+    rec = {"name": name, "pid": p.pid, "start": kwokctl.proc_start(p.pid) + start_offset,
+           "url": "http://127.0.0.1:1", "log": str(lay.live_log(name))}
     (state / "state.json").write_text(json.dumps({"apiserver": "https://127.0.0.1:1", "options": {},
-                                                  "processes": recs}))
+                                                  "bin_dir": str(state.parent / "bin"), "processes": [rec]}))
+    return p
 
 
-def _group_members(pgid: int) -> list[int]:
-    return runtime.group_pids({"pgid": pgid, "start": runtime.proc_start(pgid)})
-
-
-def test_down_stops_recorded_groups_and_is_safe_to_repeat(tmp_path):
+@pytest.mark.parametrize("with_kwokctl", [True, False])
+def test_down_runs_kwokctl_delete_keeps_the_logs_and_is_safe_to_repeat(tmp_path, with_kwokctl):
+    """Without kwokctl (its bin dir gone) the recorded processes are stopped all the same."""
+    bin_dir = make_bin(tmp_path) if with_kwokctl else tmp_path / "bin"
     state = tmp_path / "state"
-    p = _spawn_group()
+    p = _sleeper_state(state)
     try:
-        deadline = time.monotonic() + 5
-        while len(_group_members(p.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        members = _group_members(p.pid)
-        assert len(members) == 2
-        _write_state(state, [{"name": "kwok", "pid": p.pid, "pgid": p.pid, "start": runtime.proc_start(p.pid),
-                              "url": "http://127.0.0.1:1", "log": "x", "argv": []}])
-        threading.Thread(target=p.wait, daemon=True).start()  # reap it the way init would
         r = run("down", "--state-dir", str(state))
         assert r.returncode == 0, r.stderr
-        assert r.stdout.strip() == "cluster: stopped kwok"
-        p.wait(timeout=5)
-        assert not any(alive(m) for m in members if m != p.pid)  # the background child too
+        assert r.stdout.strip() == "cluster: stopped etcd"
+        assert p.wait(timeout=5) == -9
+        assert calls(bin_dir) == ([["delete", "cluster"]] if with_kwokctl else [])
         assert not (state / "state.json").exists()
+        assert (state / "logs" / "etcd.log").read_text() == "its log\n"
         again = run("down", "--state-dir", str(state))
         assert again.returncode == 0
         assert again.stdout.strip() == f"cluster: nothing was running (state in {state})"
     finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+        p.kill()
+        p.wait()
 
 
 def test_down_never_signals_a_recycled_pid(tmp_path):
     """A recorded pid whose start time differs is some other process now: left alone."""
     state = tmp_path / "state"
-    p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    p = _sleeper_state(state, start_offset=-1)
+    layout.Layout(state).pid_file("etcd").unlink()  # kwokctl's own record is gone with it
     try:
-        start = runtime.proc_start(p.pid)
-        _write_state(state, [{"name": "etcd", "pid": p.pid, "pgid": p.pid, "start": start - 1,
-                              "url": "http://127.0.0.1:1", "log": "x", "argv": []}])
         r = run("down", "--state-dir", str(state))
         assert r.returncode == 0
         assert r.stdout.strip() == f"cluster: nothing was running (state in {state})"
@@ -263,6 +319,19 @@ def test_status_when_not_running_exits_1(tmp_path):
                                 "start it with `python3 dev.py cluster up`")
 
 
+def test_status_names_a_dead_process_and_exits_1(tmp_path):
+    state = tmp_path / "state"
+    p = _sleeper_state(state)
+    p.kill()
+    p.wait()
+    r = run("status", "--state-dir", str(state))
+    assert r.returncode == 1
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("cluster: NOT HEALTHY (not running: etcd, kube-apiserver, kube-controller-manager, "
+                            "kube-scheduler, kwok-controller, kserve-standin); apiserver https://127.0.0.1:1 ready: no")
+    assert re.search(rf"^  etcd +NOT RUNNING +pid {p.pid} ", r.stdout, re.M)
+
+
 def test_env_prints_the_export_line(tmp_path):
     r = run("env", "--state-dir", str(tmp_path / "my state"))
     assert r.returncode == 0
@@ -280,37 +349,60 @@ def test_default_dirs_follow_llm_serving_cache(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------------------------
-# loopback only
+# kwokctl's configuration: the local binaries, loopback only
 
 
-def test_every_address_in_every_command_line_is_loopback(tmp_path):
-    lay = layout.Layout(tmp_path)
-    ports = dict(zip(("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
-                      layout.KSERVE_STANDIN), range(40001, 40008), strict=True))
-    ips = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?\b")
-    for name in layout.COMPONENTS:
-        argv = components.component_argv(name, tmp_path / "bin", lay, ports)
-        assert argv[0] == (str(tmp_path / "bin" / name) if name in layout.BINARIES else sys.executable)
-        found = [m for a in argv for m in ips.findall(a)]
-        assert found, name
-        for addr in found:
-            if "/" in addr:  # allocation ranges only: the apiserver's service IPs, kwok's fake pod IPs
-                assert addr in (components.SERVICE_CIDR, components.POD_CIDR), (name, addr)
-                assert ipaddress.ip_network(addr).is_private
-            else:
-                assert addr == "127.0.0.1", (name, addr)
-        for a in argv:
-            if a.startswith(("--bind-address=", "--advertise-address=", "--node-ip=")):
-                assert a.endswith("=127.0.0.1"), (name, a)
-            if "://" in a and not a.startswith("--service-account-issuer="):  # an identifier, never dialled
-                assert re.search(r"https?://127\.0\.0\.1:\d+", a), (name, a)
-    api = components.component_argv("kube-apiserver", tmp_path / "bin", lay, ports)
-    assert "--secure-port=40003" in api and "--etcd-servers=http://127.0.0.1:40001" in api
-    assert "--service-cluster-ip-range=10.96.0.0/16" in api
-    kwok = components.component_argv("kwok", tmp_path / "bin", lay, ports)
-    assert "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake" in kwok
-    assert f"--config={tmp_path / 'kwok' / 'stages.yaml'}" in kwok
-    assert "--server-address=127.0.0.1:40006" in kwok
+PORTS = dict(zip(kwokctl.PORT_NAMES, range(40001, 40008), strict=True))
+
+
+def test_kwokctl_config_runs_the_local_binaries_on_the_chosen_ports(tmp_path):
+    lay = layout.Layout(tmp_path / "state")
+    conf = kwokctl.config(tmp_path / "bin", lay, PORTS)
+    assert conf["kind"] == "KwokctlConfiguration" and conf["apiVersion"] == "config.kwok.x-k8s.io/v1alpha1"
+    opts = conf["options"]
+    assert opts["runtime"] == "binary" and opts["bindAddress"] == "127.0.0.1"
+    assert opts["enableCRDs"] == ["Stage"]  # up applies the Stages; a new pod-ready delay needs no restart
+    assert {k: v for k, v in opts.items() if k.endswith("Binary")} == {
+        "etcdBinary": str(tmp_path / "bin" / "etcd"), "kubeApiserverBinary": str(tmp_path / "bin" / "kube-apiserver"),
+        "kubeControllerManagerBinary": str(tmp_path / "bin" / "kube-controller-manager"),
+        "kubeSchedulerBinary": str(tmp_path / "bin" / "kube-scheduler"),
+        "kwokControllerBinary": str(tmp_path / "bin" / "kwok"), "kubectlBinary": str(tmp_path / "bin" / "kubectl")}
+    assert {k: v for k, v in opts.items() if k.endswith("Port")} == {
+        "etcdPort": 40001, "etcdPeerPort": 40002, "kubeApiserverPort": 40003, "kubeControllerManagerPort": 40004,
+        "kubeSchedulerPort": 40005, "kwokControllerPort": 40006}
+    patches = {p["name"]: {a["key"]: a["value"] for a in p["extraArgs"]} for p in conf["componentsPatches"]}
+    assert patches["kube-apiserver"]["service-cluster-ip-range"] == "10.96.0.0/16"
+    assert patches["kube-controller-manager"]["pvclaimbinder-sync-period"] == "1s"
+    assert patches["kube-controller-manager"]["flex-volume-plugin-dir"] == str(lay.cluster / "flexvolume")
+    assert patches["kwok-controller"]["manage-all-nodes"] == "false"
+    assert patches["kwok-controller"]["manage-nodes-with-annotation-selector"] == "kwok.x-k8s.io/node=fake"
+    (standin,) = conf["components"]
+    assert standin["name"] == "kserve-standin" and standin["binary"] == str(lay.root / "bin" / "kserve-standin")
+    assert standin["args"] == ["-m", "testbed.kserve_standin", f"--kubeconfig={lay.cluster / 'kubeconfig.yaml'}",
+                               f"--kubectl={tmp_path / 'bin' / 'kubectl'}", "--health-address=127.0.0.1:40007"]
+    assert standin["envs"] == [{"name": "PYTHONPATH", "value": str(ROOT)}]
+
+
+def test_every_address_in_the_kwokctl_config_is_loopback(tmp_path):
+    text = yaml.safe_dump(kwokctl.config(tmp_path / "bin", layout.Layout(tmp_path / "state"), PORTS))
+    found = re.findall(r"\b\d{1,3}(?:\.\d{1,3}){3}(?:/\d+)?\b", text)
+    assert sorted(set(found)) == ["10.244.0.0/24", "10.96.0.0/16", "127.0.0.1"]
+    for addr in found:
+        if "/" in addr:  # allocation ranges only: the apiserver's service IPs, kwok's fake pod IPs
+            assert ipaddress.ip_network(addr).is_private
+    assert re.findall(r"(?:address|ip|Address): (\S+)", text) == ["127.0.0.1"]  # bindAddress
+    patches = {p["name"]: {a["key"]: a["value"] for a in p["extraArgs"]} for p in
+               kwokctl.config(tmp_path / "bin", layout.Layout(tmp_path / "state"), PORTS)["componentsPatches"]}
+    assert patches["kube-apiserver"]["advertise-address"] == "127.0.0.1"
+    assert patches["kwok-controller"]["node-ip"] == "127.0.0.1"
+
+
+def test_write_config_links_the_standin_to_this_python(tmp_path):
+    lay = layout.Layout(tmp_path / "state")
+    lay.root.mkdir()
+    kwokctl.write_config(tmp_path / "bin", lay, PORTS)
+    assert os.readlink(lay.root / "bin" / "kserve-standin") == os.path.realpath(sys.executable)
+    assert yaml.safe_load(lay.config.read_text()) == kwokctl.config(tmp_path / "bin", lay, PORTS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -394,6 +486,7 @@ def test_every_object_has_a_rest_path():
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/inferenceservices.serving.kserve.io",
     ]
     assert setup.resource_path(_objects()[("Node", "worker-1")], "status") == "/api/v1/nodes/worker-1/status"
+    assert [setup.resource_path(s) for s in setup.stages(0)][3] == "/apis/kwok.x-k8s.io/v1alpha1/stages/pod-ready"
 
 
 # --------------------------------------------------------------------------------------------
@@ -401,7 +494,7 @@ def test_every_object_has_a_rest_path():
 
 
 def _stages(delay: float) -> dict[str, dict]:
-    return {s["metadata"]["name"]: s for s in yaml.safe_load_all(setup.render_stages(delay))}
+    return {s["metadata"]["name"]: s for s in setup.stages(delay)}
 
 
 def test_stages_cover_node_and_pod_lifecycle():

@@ -10,24 +10,30 @@ Common options: ``--bin-dir`` (default ``$LLM_SERVING_CACHE/bin``) and ``--state
 (default ``$LLM_SERVING_CACHE/cluster``), with ``LLM_SERVING_CACHE`` defaulting to
 ``~/.cache/llm-serving``.
 
-What ``up`` starts (envtest-style: plain processes, no containers, no root), every one of them
-listening on 127.0.0.1 only, on free ports chosen at start (or the ones given), each in its own
-process group:
+What ``up`` starts: ``kwokctl create cluster --runtime binary`` (kwokctl v0.8.0, the module and
+version of kwok) on the binaries of the bin dir, built from source by ``python3 dev.py
+toolchain``; plain processes, no containers, no root, every one listening on 127.0.0.1 only, on
+free ports ``up`` chooses (or the ones given) and writes into kwokctl's configuration:
 
   etcd                     v3.6.16   (go.etcd.io/etcd/server/v3), plain HTTP on loopback
   kube-apiserver           v1.34.2   (k8s.io/kubernetes), TLS, client-certificate auth, RBAC
   kube-controller-manager  v1.34.2   node lifecycle, PV binder, Deployments/ReplicaSets, SAs...
   kube-scheduler           v1.34.2   the real scheduler: the real "Insufficient nvidia.com/gpu"
-  kwok                     v0.8.0    (sigs.k8s.io/kwok) plays the kubelet of node worker-1
+  kwok-controller          v0.8.0    (sigs.k8s.io/kwok) plays the kubelet of node worker-1
+  kserve-standin                     testbed/kserve_standin.py, a component of kwokctl's too
 
-The binaries come from the bin dir, built from source by ``python3 dev.py toolchain``. Once
-the apiserver answers /readyz it server-side applies ``testbed/cluster/cluster_objects.yaml``: node
-``worker-1`` (4 ``nvidia.com/gpu``, 63495Mi allocatable memory, 32 cpu, no taints), RuntimeClass
-``nvidia``, namespace ``llm-serving``, PV + PVC ``llm-models`` (bound), and a stand-in for
-KServe's InferenceService CRD. ``up`` returns when all six processes are healthy, worker-1 is
-Ready and untainted, the claim is Bound, the CRD is Established and the namespace's default
-ServiceAccount exists: a pod applied right after ``up`` schedules. That takes about 5 s on two
-busy cores (3 s of it the apiserver's start); ``logs/up.log`` has the steps and their times.
+kwokctl makes the certificates and kubeconfig, starts, records and stops the processes. On top
+of its defaults (``kwokctl.config``): the apiserver's Service range 10.96.0.0/16 and advertise
+address 127.0.0.1, the claim binder's 1 s resync, kwok managing only annotated nodes with node
+IP 127.0.0.1 and pod IPs 10.244.0.0/24, and kwok's Stages read from the apiserver. Once kwokctl
+is done, ``up`` server-side applies ``testbed/cluster/cluster_kwok_stages.yaml`` (with the pod-ready
+delay), then ``testbed/cluster/cluster_objects.yaml``: node ``worker-1`` (4 ``nvidia.com/gpu``,
+63495Mi allocatable memory, 32 cpu, no taints), RuntimeClass ``nvidia``, namespace
+``llm-serving``, PV + PVC ``llm-models`` (bound), and a stand-in for KServe's InferenceService
+CRD. ``up`` returns when every process is healthy, worker-1 is Ready and untainted, the claim is
+Bound, the CRD is Established and the namespace's default ServiceAccount exists: a pod applied
+right after ``up`` schedules. That takes 5 to 10 s on two busy cores (kwokctl about 4 s of it);
+``logs/up.log`` has the steps and their times.
 
 ``--service-cluster-ip-range=10.96.0.0/16`` and kwok's pod IPs (10.244.0.0/24) are only
 allocation ranges: no route, proxy or CNI exists, so no traffic goes there or anywhere but
@@ -58,35 +64,34 @@ Stand-ins, and what they leave untested:
 
 State layout (``--state-dir``):
 
-  state.json         what runs: per process name, pid, process group, start time, argv, log,
-                     URL; the ports; the options. Written as each process starts, so ``down``
-                     finds even a half-started cluster.
-  kubeconfig         admin credentials (embedded) for https://127.0.0.1:<port>
-  pki/               CA, serving certificate (127.0.0.1, localhost, kubernetes.default...), admin
-                     client certificate, service-account key; EC P-256 via the openssl CLI,
-                     fresh on every ``up``
-  etcd/              etcd's data, wiped on every ``up``: each ``up`` starts an empty cluster
-  kwok/stages.yaml   the kwok Stage config with the pod-ready delay; kwok/home is kwok's HOME,
-                     so a ~/.kwok/kwok.yaml of the user's is not read
-  logs/<name>.log    each process's stdout and stderr; logs/up.log: what ``up`` did, when
-  flexvolume/        an empty directory kube-controller-manager insists on (its default is
-                     under /usr/libexec)
+  state.json         what runs: per process name, pid, start time, URL, log; the ports; the
+                     options; the bin dir. Written as soon as kwokctl returns, so ``down`` finds
+                     even a half-started cluster.
+  kubeconfig         admin credentials for https://127.0.0.1:<port> (written by kwokctl; the
+                     certificates it names are in kwokctl/clusters/llm-serving/pki/)
+  kwokctl.yaml       kwokctl's configuration (``kwokctl.config``); bin/kserve-standin links to
+                     this Python, so that kwokctl names the stand-in's log after it
+  kwokctl/           kwokctl's KWOK_WORKDIR (so ~/.kwok is neither read nor written); its cluster
+                     ``clusters/llm-serving/`` (pki, etcd data, pids, logs, kwok's config) is
+                     deleted by ``down`` and made afresh by every ``up``: an empty cluster
+  logs/up.log        what ``up`` did, when; logs/kwokctl.log: kwokctl's own output;
+                     logs/<name>.log: each process's log, kept there when the cluster stops
   .lock              held by ``up`` and ``down``
 
 ``up`` on a healthy cluster does nothing and says so (given another ``--pod-ready-delay``, it
-restarts kwok alone with it). ``up`` on a half-dead one stops what is left and starts afresh.
-``down`` stops every recorded process group (SIGTERM, then SIGKILL after 8 s) and is safe to
-repeat; ``--purge`` also deletes the state directory.
+applies kwok's pod-ready Stage with it: kwok takes it at once, nothing restarts). ``up`` on a
+half-dead one stops what is left and starts afresh. ``down`` runs ``kwokctl delete cluster``,
+then kills whatever recorded process is left (same pid and start time) and is safe to repeat;
+``--purge`` also deletes the state directory.
 
-Cut by job, as kwokctl is (``pkg/kwokctl/{pki,components,runtime,cmd}``): ``layout.py`` the
-names, errors, state file and lock every part shares; ``pki.py`` the certificates and kubeconfig;
-``components.py`` each process's argv, URL and health path; ``runtime.py`` starting, watching and
-stopping the processes; ``setup.py`` the objects applied and kwok's Stages; ``cmd.py`` ``up``,
+Cut by job: ``layout.py`` the names, errors, state file and lock every part shares;
+``kwokctl.py`` kwokctl's configuration, running it, its pid files, ports and HTTP to the
+components; ``setup.py`` the objects and Stages applied and their checks; ``cmd.py`` ``up``,
 ``down``, ``status``, ``env`` (``__main__.py`` runs it).
 
 Exit codes: 0 done (``status``: up and ready); 1 ``status`` only: not running, or not healthy;
-2 could not do it: a binary is missing, a port is taken, a component exited or was not ready
-in time, another ``up``/``down`` holds the lock, a process would not stop. Each of these prints
+2 could not do it: a binary is missing, a port is taken, kwokctl failed, a component exited or
+was not ready in time, another ``up``/``down`` holds the lock, a process would not stop. Each of these prints
 ONE line on stderr naming what, why and what to run, and leaves nothing it started running;
 130 interrupted (everything started was stopped).
 """

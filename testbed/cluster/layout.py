@@ -8,7 +8,6 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -18,13 +17,16 @@ NODE_NAME = "worker-1"
 NAMESPACE = "llm-serving"
 CLAIM = "llm-models"
 CRD_NAME = "inferenceservices.serving.kserve.io"
+#: kwokctl's name of the cluster (``kwokctl --name``); its files are ``kwokctl/clusters/<name>/``.
+CLUSTER_NAME = "llm-serving"
 
-# Start order; stopped in reverse.
-#: The stand-in for KServe's RawDeployment reconciler (testbed/kserve_standin.py), a Python process.
+#: The stand-in for KServe's RawDeployment reconciler (testbed/kserve_standin.py), run by kwokctl
+#: as a component of its own.
 KSERVE_STANDIN = "kserve-standin"
-#: The binaries from the bin dir, then the Python processes of this repository.
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-COMPONENTS = (*BINARIES, KSERVE_STANDIN)
+#: The processes, by kwokctl's component names, in start order.
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller", KSERVE_STANDIN)
+#: What the bin dir must hold: kwokctl, and the binaries it runs (``kwok`` as ``kwok-controller``).
+BINARIES = ("kwokctl", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl")
 TOOLCHAIN_HINT = "run `python3 dev.py toolchain` to build them"
 CLI = "python3 dev.py cluster"
 
@@ -39,35 +41,36 @@ class Interrupted(Exception):
     """SIGINT or SIGTERM while ``up`` was starting things."""
 
 
-# --------------------------------------------------------------------------------------------
-# paths
-
-
 def cache_dir() -> Path:
     return Path(os.path.expanduser(os.environ.get("LLM_SERVING_CACHE") or "~/.cache/llm-serving"))
 
 
 class Layout:
-    """Where a cluster's files live."""
+    """Where a cluster's files live: ours at the top, kwokctl's under ``kwokctl/``."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.state = root / "state.json"
         self.kubeconfig = root / "kubeconfig"
-        self.pki = root / "pki"
-        self.etcd = root / "etcd"
-        self.kwok = root / "kwok"
-        self.stages = root / "kwok" / "stages.yaml"
-        self.kwok_home = root / "kwok" / "home"
+        self.config = root / "kwokctl.yaml"
         self.logs = root / "logs"
         self.lock = root / ".lock"
+        #: kwokctl's KWOK_WORKDIR (so ~/.kwok is neither read nor written)
+        self.workdir = root / "kwokctl"
+        self.cluster = self.workdir / "clusters" / CLUSTER_NAME
+        self.pki = self.cluster / "pki"
 
     def log(self, name: str) -> Path:
+        """``logs/<name>.log``: ours (``up``, ``kwokctl``), or a component's, copied there from
+        kwokctl's (:meth:`live_log`) when the cluster is stopped (``kwokctl delete`` removes them)."""
         return self.logs / f"{name}.log"
 
+    def live_log(self, name: str) -> Path:
+        """A component's log while kwokctl's cluster exists."""
+        return self.cluster / "logs" / f"{name}.log"
 
-# --------------------------------------------------------------------------------------------
-# state file, lock
+    def pid_file(self, name: str) -> Path:
+        return self.cluster / "pids" / f"{name}.pid"
 
 
 def read_state(lay: Layout) -> dict[str, Any] | None:
@@ -92,14 +95,3 @@ def locked(lay: Layout) -> Iterator[None]:
         except BlockingIOError:
             raise ClusterError(f"another `{CLI} up` or `down` is running on {lay.root}; wait for it, then retry") from None
         yield
-
-
-def prepare_dirs(lay: Layout) -> None:
-    for d in (lay.pki, lay.etcd, lay.kwok):
-        shutil.rmtree(d, ignore_errors=True)
-    for p in (lay.kubeconfig, lay.state):
-        with contextlib.suppress(FileNotFoundError):
-            p.unlink()
-    for d in (lay.pki, lay.logs, lay.kwok_home):
-        d.mkdir(parents=True, exist_ok=True)
-    lay.etcd.mkdir(mode=0o700)

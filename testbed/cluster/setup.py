@@ -1,7 +1,7 @@
-"""What ``up`` puts into the loopback cluster (as kwokctl's ``cluster_setup``): the objects of
-``cluster_objects.yaml`` (node worker-1 with four cards, RuntimeClass, namespace, PV and PVC, the
-InferenceService CRD) applied server-side, kwok's Stages (``cluster_kwok_stages.yaml``) with the
-pod-ready delay, and the checks that each object is ready."""
+"""What ``up`` puts into the cluster kwokctl started: kwok's Stages (``cluster_kwok_stages.yaml``,
+with the pod-ready delay) and the objects of ``cluster_objects.yaml`` (node worker-1 with four
+cards, RuntimeClass, namespace, PV and PVC, the InferenceService CRD), applied server-side, and
+the checks that each object is ready."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.cluster.layout import NODE_NAME, NAMESPACE, CLAIM, CRD_NAME, ClusterError
-from testbed.cluster.runtime import http
+from testbed.cluster.kwokctl import http
 
 
 HERE = Path(__file__).resolve().parent
@@ -28,6 +28,7 @@ RESOURCES: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("v1", "PersistentVolume"): ("/api/v1", "persistentvolumes", False),
     ("v1", "PersistentVolumeClaim"): ("/api/v1", "persistentvolumeclaims", True),
     ("node.k8s.io/v1", "RuntimeClass"): ("/apis/node.k8s.io/v1", "runtimeclasses", False),
+    ("kwok.x-k8s.io/v1alpha1", "Stage"): ("/apis/kwok.x-k8s.io/v1alpha1", "stages", False),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): (
         "/apis/apiextensions.k8s.io/v1",
         "customresourcedefinitions",
@@ -52,34 +53,21 @@ def load_stages(path: Path = STAGES_FILE) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def render_stages(pod_ready_delay: float, path: Path = STAGES_FILE) -> str:
-    """The kwok Stage config with ``pod-ready``'s delay set to ``pod_ready_delay`` seconds."""
-    import yaml
-
-    stages = load_stages(path)
-    found = False
-    for stage in stages:
-        if stage.get("kind") == "Stage" and stage["metadata"]["name"] == POD_READY_STAGE:
-            stage["spec"].setdefault("delay", {})["durationMilliseconds"] = int(round(pod_ready_delay * 1000))
-            found = True
-    if not found:
+def stages(pod_ready_delay: float, path: Path = STAGES_FILE) -> list[dict[str, Any]]:
+    """kwok's Stages with ``pod-ready``'s delay set to ``pod_ready_delay`` seconds (kwok reads
+    them from the apiserver: applying them again with another delay takes effect at once)."""
+    out = load_stages(path)
+    ready = [s for s in out if s.get("kind") == "Stage" and s["metadata"]["name"] == POD_READY_STAGE]
+    if not ready:
         raise ClusterError(f"{path} has no Stage {POD_READY_STAGE!r}; it is part of this repository, restore it")
-
-    class _Dumper(yaml.SafeDumper):
-        pass
-
-    def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-        style = "|" if "\n" in value else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    _Dumper.add_representer(str, _str)
-    return yaml.dump_all(stages, Dumper=_Dumper, sort_keys=False, width=1000)
+    ready[0]["spec"].setdefault("delay", {})["durationMilliseconds"] = int(round(pod_ready_delay * 1000))
+    return out
 
 
 def resource_path(obj: dict[str, Any], subresource: str = "") -> str:
     key = (obj["apiVersion"], obj["kind"])
     if key not in RESOURCES:
-        raise ClusterError(f"{OBJECTS_FILE.name}: no REST path known for {key[1]} ({key[0]}); add it to RESOURCES in testbed/cluster/setup.py")
+        raise ClusterError(f"{OBJECTS_FILE.name} or {STAGES_FILE.name}: no REST path known for {key[1]} ({key[0]}); add it to RESOURCES in testbed/cluster/setup.py")
     prefix, plural, namespaced = RESOURCES[key]
     meta = obj["metadata"]
     ns = f"/namespaces/{meta['namespace']}" if namespaced else ""
@@ -102,7 +90,7 @@ def apply_objects(api: str, ctx: ssl.SSLContext, objects: list[dict[str, Any]]) 
                 with contextlib.suppress(ValueError, AttributeError):
                     msg = json.loads(text).get("message", text)
                 what = f"{obj['kind']} {obj['metadata']['name']}" + (f"/{sub}" if sub else "")
-                raise ClusterError(f"kube-apiserver refused {what} from {OBJECTS_FILE.name} "
+                raise ClusterError(f"kube-apiserver refused {what} "
                                    f"(HTTP {status}): {' '.join(str(msg).split())[:200]}")
 
 
@@ -142,8 +130,8 @@ def check_service_account(api: str, ctx: ssl.SSLContext) -> tuple[bool, str]:
     return sa is not None, err or ""
 
 
-def check_crd(api: str, ctx: ssl.SSLContext) -> tuple[bool, str]:
-    crd, err = get_json(api, ctx, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}")
+def check_crd(api: str, ctx: ssl.SSLContext, name: str = CRD_NAME) -> tuple[bool, str]:
+    crd, err = get_json(api, ctx, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
     if crd is None:
         return False, err
-    return conditions(crd).get("Established") == "True", f"CRD {CRD_NAME} not Established"
+    return conditions(crd).get("Established") == "True", f"CRD {name} not Established"

@@ -89,7 +89,8 @@ def _write(project: RealProject, env: dict[str, str], late: bool = False) -> Non
 
 
 def _pod_ready_delay(cluster, seconds: int) -> None:
-    """Restart kwok with another pod-ready delay (``testbed.cluster up`` on a running cluster)."""
+    """Another pod-ready delay for pods started from now on (``testbed.cluster up`` on a running
+    cluster applies kwok's pod-ready Stage again; nothing restarts)."""
     proc = subprocess.run([sys.executable, "-m", "testbed.cluster", "up", "--state-dir", str(cluster.parent),
                            "--pod-ready-delay", str(seconds)], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
