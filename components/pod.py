@@ -72,6 +72,20 @@ def shm_volume() -> dict[str, Any]:
     return {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": facts.SHM_SIZE_LIMIT}}
 
 
+def model_volumes(pvc: str, cards: int) -> list[dict[str, Any]]:
+    """A model server's volumes: the models PVC, and /dev/shm when the pod holds more than one card."""
+    return [models_volume(pvc)] + ([shm_volume()] if cards > 1 else [])
+
+
+def model_mounts(cards: int) -> list[dict[str, Any]]:
+    """The server container's mounts of :func:`model_volumes`: the models PVC read-only at
+    ``/mnt/models`` (model mounts are never written), /dev/shm when the pod holds more than one card."""
+    mounts: list[dict[str, Any]] = [{"name": "models", "mountPath": facts.MODELS_MOUNT_PATH, "readOnly": True}]
+    if cards > 1:
+        mounts.append({"name": "shm", "mountPath": facts.SHM_MOUNT_PATH})
+    return mounts
+
+
 def secret_env_entries(workload: str, names: list[str]) -> list[dict[str, Any]]:
     """Container ``env`` entries reading each of ``names`` from the workload's Secret
     (``valueFrom.secretKeyRef``): the value never appears in the pod spec."""

@@ -103,9 +103,6 @@ def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
 
 def vllm_container(args: VllmArgs) -> dict[str, Any]:
     """The ``kserve-container`` of the predictor."""
-    mounts = [{"mountPath": facts.MODELS_MOUNT_PATH, "name": "models", "readOnly": True}]
-    if args.placement.cards > 1:
-        mounts.append({"mountPath": facts.SHM_MOUNT_PATH, "name": "shm"})
     return {
         "name": "kserve-container",
         "image": args.image,
@@ -116,7 +113,7 @@ def vllm_container(args: VllmArgs) -> dict[str, Any]:
         "startupProbe": pod.startup_probe(VLLM_HEALTH_PATH, args.port, args.placement),
         "livenessProbe": pod.liveness_probe(VLLM_HEALTH_PATH, args.port),
         "resources": pod.container_resources(args.placement.resources, args.placement.cards),
-        "volumeMounts": mounts,
+        "volumeMounts": pod.model_mounts(args.placement.cards),
         "securityContext": pod.container_security_context(),
     }
 
@@ -150,9 +147,7 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
                    **pod.former_names_annotation(p.former_names)}
     if args.gpu_memory_utilization_override is not None:
         annotations[facts.GMU_OVERRIDE_ANNOTATION] = args.gpu_memory_utilization_override.reason
-    volumes = [pod.models_volume(args.placement.models_pvc)]
-    if args.placement.cards > 1:
-        volumes.append(pod.shm_volume())
+    volumes = pod.model_volumes(args.placement.models_pvc, args.placement.cards)
     return {
         "apiVersion": KSERVE_API_VERSION,
         "kind": "InferenceService",

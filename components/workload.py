@@ -50,12 +50,12 @@ from components.pod import (
     container_security_context,
     former_names_annotation,
     liveness_probe,
-    models_volume,
+    model_mounts,
+    model_volumes,
     pod_security_context,
     pull_policy,
     readiness_probe,
     secret_env_entries,
-    shm_volume,
     startup_probe,
     workload_annotations,
 )
@@ -179,13 +179,7 @@ def gpu_container(args: GpuDeploymentArgs) -> dict[str, Any]:
     c["readinessProbe"] = readiness_probe(args.health_path, args.port)
     c["securityContext"] = container_security_context()
     c["resources"] = container_resources(args.placement.resources, args.placement.cards)
-    mounts = []
-    if args.placement.models_pvc:
-        mounts.append({"name": "models", "mountPath": facts.MODELS_MOUNT_PATH, "readOnly": True})
-    if args.placement.cards > 1:
-        mounts.append({"name": "shm", "mountPath": facts.SHM_MOUNT_PATH})
-    if mounts:
-        c["volumeMounts"] = mounts
+    c["volumeMounts"] = model_mounts(args.placement.cards)
     return c
 
 
@@ -199,13 +193,7 @@ def gpu_pod_spec(args: GpuDeploymentArgs) -> dict[str, Any]:
         "enableServiceLinks": False,
         "containers": [gpu_container(args)],
     }
-    volumes = []
-    if args.placement.models_pvc:
-        volumes.append(models_volume(args.placement.models_pvc))
-    if args.placement.cards > 1:
-        volumes.append(shm_volume())
-    if volumes:
-        spec["volumes"] = volumes
+    spec["volumes"] = model_volumes(args.placement.models_pvc, args.placement.cards)
     return spec
 
 
