@@ -530,7 +530,7 @@ def estimate_vllm(
     *,
     tp: int = 1,
     pp: int = 1,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float = rules.GPU_MEMORY_UTILIZATION_DEFAULT,
     max_model_len: int,
     kv_cache_dtype: str = "auto",
     dtype: str = "float16",
@@ -819,7 +819,8 @@ def estimate(facts: ModelFacts, card: CardSpec, settings: ServerSettings) -> Est
     """
     if settings.engine == "vllm":
         vdtype = engine_dtype(settings.dtype, "float16")
-        util = 0.9 if settings.gpu_memory_utilization is None else settings.gpu_memory_utilization
+        util = (rules.GPU_MEMORY_UTILIZATION_DEFAULT if settings.gpu_memory_utilization is None
+                else settings.gpu_memory_utilization)
         # Never credit a utilization above the ceiling (core.rules, vllm-project/vllm #15598): the
         # table must not show more room for 0.98 than for 0.95. estimate_vllm stays the engine's formula.
         credited = rules.gpu_memory_utilization_credited(util) if 0 < util <= 1 else util

@@ -175,7 +175,7 @@ class VllmConfig(_Settings):
     tensor_parallel_size: Optional[Int] = Field(default=None, ge=1, description="--tensor-parallel-size; default: cards / pipeline_parallel_size.")
     pipeline_parallel_size: Int = Field(default=1, ge=1, description="--pipeline-parallel-size.")
     gpu_memory_utilization: Real = Field(
-        default=0.90, gt=0, le=1,
+        default=rules.GPU_MEMORY_UTILIZATION_DEFAULT, gt=0, le=1,
         description=("--gpu-memory-utilization (coder.yaml: 0.90); at most 0.95 (core.rules.GPU_MEMORY_UTILIZATION_CEILING, "
                      "vllm-project/vllm #15598) unless enforce_eager or gpu_memory_utilization_override."),
     )

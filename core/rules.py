@@ -228,6 +228,9 @@ def tp_sizes_that_divide(facts: "ModelFacts", max_cards: int = MAX_SUGGESTED_TP,
 #: or an explicit override (stack file ``gpu_memory_utilization_override``; manifests
 #: ``facts.GMU_OVERRIDE_ANNOTATION``).
 GPU_MEMORY_UTILIZATION_CEILING = 0.95
+#: vLLM's own ``--gpu-memory-utilization`` when the flag is absent (vllm/engine/arg_utils.py; coder.yaml
+#: writes it): the stack file's default, and what the estimate and the pack take for an argv without it.
+GPU_MEMORY_UTILIZATION_DEFAULT = 0.90
 
 
 def gpu_memory_utilization_ok(value: float, *, enforce_eager: bool = False, overridden: bool = False) -> bool:

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
-from core import facts, registry, rulebook
+from core import facts, registry, rulebook, rules
 from core.engines import VllmConfig
 from policylib import resource_helpers as rh
 from policylib import terms, views
 
 NAME = "vllm-gpu-memory-utilization"
 SOURCE = registry.RULES[NAME].source
-VLLM_DEFAULT = 0.90
+VLLM_DEFAULT = rules.GPU_MEMORY_UTILIZATION_DEFAULT
 
 
 def validate(args, report_violation) -> None:
