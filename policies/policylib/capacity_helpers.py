@@ -29,7 +29,7 @@ from core.modelfacts import ModelFacts
 from core.problems import Finding
 from core.registry import Breach
 from core import manifests
-from policylib import stackconfig, terms, views
+from policylib import decode_once, stackconfig, terms, views
 
 
 # --- the card a server runs on ------------------------------------------------------------
@@ -193,8 +193,19 @@ def server_estimate(
 
 
 def servers(w: manifests.Workload, inv: ClusterInventory, models: stackconfig.Models) -> list[ServerCapacity]:
-    """:func:`assess` for every vLLM / candle-vllm container of ``w`` (``[]`` for none)."""
-    return [assess(w, c, s, inv, models) for c, s in w.servers]
+    """:func:`assess` for every vLLM / candle-vllm container of ``w`` (``[]`` for none), once per
+    analyzer request for the same workload view, inventory and models (three resource policies
+    and the stack's capacity rows read it; :func:`policylib.decode_once.request_memo`)."""
+    memo = decode_once.request_memo()
+    if memo is None:
+        return [assess(w, c, s, inv, models) for c, s in w.servers]
+    key = ("servers", id(w), id(inv), id(models))
+    hit = memo.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], (w, inv, models), strict=True)):
+        return list(hit[1])
+    result = [assess(w, c, s, inv, models) for c, s in w.servers]
+    memo[key] = ((w, inv, models), tuple(result))
+    return result
 
 
 # --- the per-server policies ---------------------------------------------------------------

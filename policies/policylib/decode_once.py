@@ -57,7 +57,7 @@ def _memo(real: Callable[..., Any]) -> Callable[..., Any]:
         cache = getattr(_local, "cache", None)
         if cache is None:
             return real(value, *args, **kwargs)
-        key = (real.__name__, id(value), args, tuple(sorted(kwargs.items())))
+        key = (real.__name__, id(value), args, tuple(sorted(kwargs.items())) if kwargs else ())
         hit = cache.get(key)
         if hit is not None and hit[0] is value:
             return hit[1]

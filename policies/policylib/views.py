@@ -39,5 +39,18 @@ def of(args: Any) -> Optional[pods.Workload]:
 
 
 def stack_view(resources: Iterable[Any]) -> _stack.Stack:
-    """:func:`core.manifests.stack.stack_view` with :func:`workload`'s per-request memo."""
-    return _stack.stack_view(resources, workload)
+    """:func:`core.manifests.stack.stack_view` with :func:`workload`'s per-request memo, built once
+    per ``AnalyzeStack`` request: every stack policy of the request gets its own list of
+    ``PolicyResource`` objects, but over the same properties objects (:mod:`policylib.decode_once`),
+    so the view is keyed with the type, URN and ``id`` of each resource's properties, and holds them."""
+    memo = decode_once.request_memo()
+    if memo is None:
+        return _stack.stack_view(resources, workload)
+    resources = list(resources)
+    key = ("stack", tuple((r.resource_type, r.urn, id(r.props)) for r in resources))
+    hit = memo.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], (r.props for r in resources), strict=True)):
+        return hit[1]
+    view = _stack.stack_view(resources, workload)
+    memo[key] = ([r.props for r in resources], view)
+    return view
