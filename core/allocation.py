@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from core.inventory import ClusterInventory
 
@@ -345,3 +345,13 @@ def _pack(items: Sequence[tuple[float, bool, str, str, int, Demand]], nodes: dic
                 s.pods += n
             count -= n
             heapq.heappush(heap, (-(free - n * size), node))
+
+
+def demands(asking: Iterable[Any], per_pod: Callable[[Any], float]) -> list[Demand]:
+    """Each workload's :class:`Demand` (``asking``: :class:`core.manifests.Workload` views, typed
+    ``Any`` because core.manifests imports this module; ``per_pod(w)`` of one pod; its replicas,
+    RollingUpdate surge pods that need room beside the running ones, pinned node, URN and parked reason), with the workload as ``ref``."""
+    return [
+        Demand(w.name, per_pod(w), w.replicas, w.surge_needing_room, w.node, w.id, w.parked_reason, ref=w)
+        for w in asking
+    ]

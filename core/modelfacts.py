@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from core import datafile, inputs
 from core.values import Int, Real
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -401,3 +402,28 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
     if not (raw.get("num_parameters") or text.get("num_parameters")):
         built = built.model_copy(update={"parameters": float(built.structural_parameters())})
     return built
+
+
+@dataclass(frozen=True)
+class Models:
+    """The stack's model entries and their resolved facts, by model key."""
+
+    entries: dict[str, ModelEntry]
+    facts: dict[str, ModelFacts]
+    _by_arg: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for key, entry in self.entries.items():
+            for name in (entry.hf_id, entry.weights_path):
+                if name:
+                    self._by_arg.setdefault(name.rstrip("/"), key)
+
+    def find(self, model_arg: Optional[str]) -> Optional[tuple[str, ModelFacts]]:
+        """(key, facts) of the model a server argument (``--model`` / ``--w``) names, or None.
+
+        The first entry (in config order) whose ``hf_id`` or ``weights_path`` equals the argument
+        (trailing ``/`` ignored), as :meth:`ModelEntry.matches`; a dict lookup, not a scan."""
+        if not model_arg:
+            return None
+        key = self._by_arg.get(model_arg.rstrip("/"))
+        return (key, self.facts[key]) if key is not None else None

@@ -29,7 +29,8 @@ from core.engines import CandleConfig
 from core.registry import Breach
 from core.rulebook import candle
 from policylib import resource_helpers as rh
-from policylib import terms, views
+from core import terms
+from policylib import views
 
 NAME = "candle-vllm-args"
 SOURCE = registry.RULES[NAME].source

@@ -27,7 +27,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import registry, rulebook
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, views
+from core import terms
+from policylib import stackconfig, views
 
 NAME = "gpu-memory-request"
 SOURCE = registry.RULES[NAME].source

@@ -36,7 +36,8 @@ from core import registry
 from core.rulebook import pods as rules
 from policylib import resource_helpers as rh
 from policylib import views
-from policylib import stackconfig, terms
+from core import terms
+from policylib import stackconfig
 
 NAME = "gpu-runtime-class"
 SOURCE = registry.RULES[NAME].source

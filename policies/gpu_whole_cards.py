@@ -29,7 +29,7 @@ from core import facts, registry
 from core.rulebook import pods as rules
 from core import manifests
 from policylib import resource_helpers as rh
-from policylib import terms
+from core import terms
 
 NAME = "gpu-whole-cards"
 SOURCE = registry.RULES[NAME].source

@@ -31,7 +31,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from core import manifests, registry
 from core.rulebook import network
-from policylib import stack_helpers, terms, views
+from core import terms
+from policylib import stack_helpers, views
 
 NAME = "ingress-admits-server-port"
 SOURCE = registry.RULES[NAME].source

@@ -31,7 +31,7 @@ from core import facts, registry
 from core.rulebook import kserve as rules
 from core import manifests
 from policylib import resource_helpers as rh
-from policylib import terms
+from core import terms
 
 NAME = "isvc-not-parked-silently"
 SOURCE = registry.RULES[NAME].source

@@ -24,7 +24,7 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 from core import facts, registry
 from core.rulebook import kserve as rules
 from policylib import resource_helpers as rh
-from policylib.terms import message
+from core.terms import message
 
 NAME = "kserve-owned-names"
 SOURCE = registry.RULES[NAME].source

@@ -37,6 +37,7 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import capacity, registry
 from core.rulebook import capacity as rules
 from core.engines import CandleConfig
+from core import capacity_view as cv
 from policylib import capacity_helpers as ch
 from policylib import stackconfig
 
@@ -44,18 +45,18 @@ NAME = "kv-cache-fits-max-model-len"
 SOURCE = registry.RULES[NAME].source
 
 
-#: How the messages name a server (``policylib.capacity_helpers.server_label``).
-label = ch.server_label
+#: How the messages name a server (``core.capacity_view.server_label``).
+label = cv.server_label
 
 
-def larger_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[tuple[int, capacity.Estimate]]:
+def larger_tp_that_fits(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[tuple[int, capacity.Estimate]]:
     """The smallest TP above the current one (doubling, while TP x PP fits the node's cards
     and TP divides the model) at which the same vLLM settings fit, with its estimate."""
     assert sc.facts is not None and sc.card is not None
     tp = sc.server.tensor_parallel * 2
     while tp * sc.server.pipeline_parallel <= cards_on_node:
         if not sc.facts.tp_divisibility_problems(tp, sc.server.engine):
-            trial, _ = ch.vllm_estimate(sc.server, sc.facts, sc.card, tp=tp)
+            trial, _ = cv.vllm_estimate(sc.server, sc.facts, sc.card, tp=tp)
             if trial.fits_kv and trial.fits_weights:
                 return tp, trial
         tp *= 2
@@ -64,7 +65,7 @@ def larger_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[t
 
 
 
-def vllm_message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
+def vllm_message(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[str]:
     """The violation for a vLLM server, or None when it fits with an explicit max-model-len."""
     e = sc.estimate
     assert e is not None and sc.facts is not None
@@ -73,14 +74,14 @@ def vllm_message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
                                              stackconfig.house_conventions(), larger, searched=True))
 
 
-def candle_message(sc: ch.ServerCapacity) -> Optional[str]:
+def candle_message(sc: cv.ServerCapacity) -> Optional[str]:
     """The violation for a candle-vllm server whose pool is empty, else None."""
     assert sc.estimate is not None
     fraction = sc.server.get(CandleConfig.FLAGS["kv_fraction"]) or str(capacity.CANDLE_DEFAULT_KV_FRACTION)
     return ch.report(sc, rules.candle_kv_room(sc.estimate, fraction))
 
 
-def check(sc: ch.ServerCapacity, inv_cards: int) -> Optional[str]:
+def check(sc: cv.ServerCapacity, inv_cards: int) -> Optional[str]:
     """The violation message for one server, or None."""
     if sc.estimate is None:
         if sc.facts is None:

@@ -17,7 +17,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import registry
 from core.rulebook import probes
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, views
+from core import terms
+from policylib import stackconfig, views
 
 NAME = "model-server-readiness"
 SOURCE = registry.RULES[NAME].source

@@ -31,7 +31,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import registry
 from core.rulebook import pods as rules
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms
+from core import terms
+from policylib import stackconfig
 
 NAME = "moving-tag-pull-always"
 SOURCE = registry.RULES[NAME].source

@@ -49,7 +49,8 @@ from core.rulebook import pods as rules
 from core import manifests
 from policylib import resource_helpers as rh
 from policylib import views
-from policylib import stackconfig, terms
+from core import terms
+from policylib import stackconfig
 
 NAME = "multi-gpu-shm"
 DEFAULT_MIN_SIZE_MIB = 1024

@@ -54,7 +54,8 @@ from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackV
 from core import manifests, registry
 from core.rulebook import network
 from core.manifests.network_policies import IngressPolicy, parse_policy, ports_admit, ports_text
-from policylib import stack_helpers, terms, views
+from core import terms
+from policylib import stack_helpers, views
 from policylib.stack_helpers import PodIndex
 
 NAME = "network-ingress-for-clients"

@@ -40,7 +40,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from core import manifests, registry
 from core.rulebook import services
-from policylib import terms, views
+from core import terms
+from policylib import views
 
 NAME = "served-model-name-unique"
 SOURCE = registry.RULES[NAME].source

@@ -36,7 +36,8 @@ from core.registry import Breach
 from core.rulebook import endpoints
 from policylib import resource_helpers as rh
 from policylib import views
-from policylib import stackconfig, terms
+from core import terms
+from policylib import stackconfig
 
 NAME = "server-listen-endpoint"
 SOURCE = registry.RULES[NAME].source

@@ -35,7 +35,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from core import facts, manifests, registry, rules
 from core.rulebook import services as service_rules
-from policylib import terms, views
+from core import terms
+from policylib import views
 
 NAME = "service-link-env-collision"
 SOURCE = registry.RULES[NAME].source

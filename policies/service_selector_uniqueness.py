@@ -40,7 +40,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from core import manifests, registry
 from core.rulebook import services as service_rules
-from policylib import stack_helpers, stackconfig, terms
+from core import terms
+from policylib import stack_helpers, stackconfig
 from policylib.stack_helpers import PodIndex
 
 NAME = "service-selector-uniqueness"

@@ -40,7 +40,8 @@ from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
 from core import manifests, registry
 from core.rulebook import services as service_rules
-from policylib import stack_helpers, terms
+from core import terms
+from policylib import stack_helpers
 
 NAME = "service-target-port"
 

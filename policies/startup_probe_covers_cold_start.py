@@ -58,7 +58,8 @@ from core import facts, manifests, registry, rulebook, rules
 from core.registry import Breach
 from core.rulebook import probes
 from policylib import resource_helpers as rh
-from policylib import stack_helpers, stackconfig, terms, views
+from core import terms
+from policylib import stack_helpers, stackconfig, views
 
 NAME = "startup-probe-covers-cold-start"
 SOURCE = registry.RULES[NAME].source

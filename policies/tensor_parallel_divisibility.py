@@ -28,9 +28,10 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import registry, rulebook
 from core.registry import Breach
-from policylib import capacity_helpers as ch
+from core import capacity_view as cv
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, views
+from core import terms
+from policylib import stackconfig, views
 
 NAME = "tensor-parallel-divisibility"
 SOURCE = registry.RULES[NAME].source
@@ -58,7 +59,7 @@ def validate(args, report_violation) -> None:
         if found is None and not stackconfig.house_conventions():
             continue  # a model the stack does not list, on someone else's cluster: not judged (coverage)
         if found is None:
-            unknown, _, add = ch.unknown_model_message(s.model_arg, s.engine).partition("; ")
+            unknown, _, add = cv.unknown_model_message(s.model_arg, s.engine).partition("; ")
             unlisted = Breach(f"cannot check tensor parallel {s.tensor_parallel}: {unknown}",
                               add or f"add the model to {stackconfig.PROJECT}:models", INVENTORY)
             report_violation(terms.message(w.annotations, unlisted.finding(where)), args.urn)

@@ -31,8 +31,9 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import manifests, registry, rulebook, rules
 from core.engines import VllmConfig
+from core import capacity_view as cv
 from policylib import capacity_helpers as ch
-from policylib import terms
+from core import terms
 
 NAME = "vllm-context-window"
 SOURCE = registry.RULES[NAME].source
@@ -57,7 +58,7 @@ def rope_scaling_of(s: manifests.ServerArgs) -> Optional[Mapping[str, Any]]:
     return None
 
 
-def message(sc: ch.ServerCapacity, _cards: int) -> Optional[str]:
+def message(sc: cv.ServerCapacity, _cards: int) -> Optional[str]:
     if sc.server.engine != "vllm" or sc.facts is None or sc.settings.max_model_len is None:
         return None
     breach = rulebook.context_window(sc.model_key, sc.facts.max_position_embeddings, sc.settings.max_model_len,

@@ -25,7 +25,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import facts, registry, rulebook, rules
 from core.engines import VllmConfig
 from policylib import resource_helpers as rh
-from policylib import terms, views
+from core import terms
+from policylib import views
 
 NAME = "vllm-gpu-memory-utilization"
 SOURCE = registry.RULES[NAME].source

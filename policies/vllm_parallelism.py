@@ -23,7 +23,8 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 from core import manifests, registry, rulebook
 from core.engines import VllmConfig
 from policylib import resource_helpers as rh
-from policylib import terms, views
+from core import terms
+from policylib import views
 
 NAME = "vllm-parallelism"
 SOURCE = registry.RULES[NAME].source

@@ -25,7 +25,8 @@ from core import registry
 from core.registry import Breach
 from core.rulebook import served_names
 from policylib import resource_helpers as rh
-from policylib import terms, views
+from core import terms
+from policylib import views
 
 NAME = "vllm-served-model-names"
 SOURCE = registry.RULES[NAME].source

@@ -45,7 +45,8 @@ from core.modelfacts import ModelFacts
 from core.registry import Breach
 from core.rulebook import volta as volta_env
 from policylib import resource_helpers as rh
-from policylib import stackconfig, terms, views
+from core import terms
+from policylib import stackconfig, views
 
 NAME = "vllm-volta"
 

@@ -34,17 +34,18 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import capacity, registry
 from core.rulebook import capacity as rules
+from core import capacity_view as cv
 from policylib import capacity_helpers as ch
 
 NAME = "weights-fit-card"
 SOURCE = registry.RULES[NAME].source
 
 
-#: How the messages name a server (``policylib.capacity_helpers.server_label``).
-label = ch.server_label
+#: How the messages name a server (``core.capacity_view.server_label``).
+label = cv.server_label
 
 
-def smallest_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[int]:
+def smallest_tp_that_fits(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[int]:
     """The smallest TP (doubling from the current one, within the node's cards and dividing
     the model) at which the weights a card fit, else None."""
     assert sc.facts is not None and sc.card is not None and sc.estimate is not None
@@ -53,7 +54,7 @@ def smallest_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional
     while tp * e.pp <= cards_on_node:
         if not sc.facts.tp_divisibility_problems(tp, sc.server.engine):
             if e.engine == "vllm":
-                if ch.vllm_estimate(sc.server, sc.facts, sc.card, tp=tp, image=sc.container.image or None)[0].fits_weights:
+                if cv.vllm_estimate(sc.server, sc.facts, sc.card, tp=tp, image=sc.container.image or None)[0].fits_weights:
                     return tp
             elif (capacity.weights_per_card(sc.facts, tp, pp=e.pp, engine=e.engine)
                   + capacity.runtime_bytes(e.engine, tp, sc.card)) < e.card_memory_gib * capacity.GIB:
@@ -62,7 +63,7 @@ def smallest_tp_that_fits(sc: ch.ServerCapacity, cards_on_node: int) -> Optional
     return None
 
 
-def message(sc: ch.ServerCapacity, cards_on_node: int) -> Optional[str]:
+def message(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[str]:
     """The violation for one server, or None when its weights fit."""
     e = sc.estimate
     if e is None:

@@ -79,6 +79,24 @@ def test_offline_never_imports_the_commands():
     assert wrong == {}
 
 
+#: The tools that run or list the policy pack itself, and what of it they read: the analyzer
+#: (``policylib.coverage``, the stack config keys the pack reads), the preview (those keys, passed
+#: to the pack it starts) and the policy table (``policylib.pack.policies``).
+PACK_DRIVERS = {"tools/analyze.py", "tools/preview.py", "tools/offline/policy_table.py"}
+
+
+def test_tools_never_import_the_packs_internals():
+    """tools/ and tools/offline/ (the summary, the plan's transitions) read manifests, capacity and
+    the stack-file terms from core/, as the pack does; only the tools that run or list the pack
+    import policylib, and only what :data:`PACK_DRIVERS` says."""
+    importing = {str(p.relative_to(ROOT)) for p in _files("tools") if _imports(p) & {"policylib", "policies"}}
+    assert importing == PACK_DRIVERS
+    for rel in PACK_DRIVERS:
+        used = {m for m in _module_imports(ROOT / rel) if m.startswith("policylib.")}
+        assert used <= {"policylib.coverage", "policylib.stackconfig", "policylib.stackconfig.CONFIG_KEYS",
+                        "policylib.pack", "policylib.pack.policies"}, (rel, used)
+
+
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_imports_point_down(layer):
     wrong = {}

@@ -201,12 +201,11 @@ def _policy_used(resources, inv) -> dict[str, float]:
     """What gpu-card-allocation counts per node: the arguments its validate passes to
     stack_helpers.report_allocation, placed by core.allocation.allocate."""
     from core import allocation
-    from policylib import stack_helpers
 
     from tools.offline.summary import view_of
 
     gpu = [w for w in view_of(resources).workloads if w.is_gpu]
-    alloc = allocation.allocate(stack_helpers.demands(gpu, gpu_card_allocation._cards),
+    alloc = allocation.allocate(allocation.demands(gpu, gpu_card_allocation._cards),
                                 {n.name: n.cards for n in inv.nodes}, reserved=allocation.reservations(inv))
     return {name: use.used for name, use in alloc.nodes.items()}
 

@@ -1,4 +1,4 @@
-"""policylib.capacity_helpers: the glue the policies and the preview summary share."""
+"""core.capacity_view (through policylib.capacity_helpers in the pack): the capacity read model the policies and the preview summary share."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from core.engines import human_int
 from core.inventory import ClusterInventory
 import core.manifests
-from policylib import capacity_helpers as ch
+from core import capacity_view as ch
 from policylib import stackconfig
 from tests.policy_harness import FIXTURES, DEFAULT_STACK_FILE, manifests, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file

@@ -13,7 +13,7 @@ import pytest
 
 from core.modelfacts import ModelEntry
 from core import manifests
-from policylib import capacity_helpers as ch
+from core import capacity_view as ch
 from tests.policy_harness import FIXTURES
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 from tools.offline.summary import PROVISIONAL_NOTE, UPPER_BOUND_NOTE, capacity_section, inventory_of

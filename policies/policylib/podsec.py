@@ -119,13 +119,13 @@ def writable_model_mounts(spec: Mapping, containers: list[tuple[str, Mapping]]) 
 
 def report_breaches(args: Any, found: list[Check], report_violation: Any) -> None:
     """Report each ``(where, breach)`` as the breach's finding about ``where``, in the pack's message
-    form (:func:`policylib.terms.message`: the stack-file fix for objects the program made).
+    form (:func:`core.terms.message`: the stack-file fix for objects the program made).
 
     Only where the inventory sets ``house_conventions`` (the user's cluster hardens every pod): elsewhere the namespace's Pod Security admission, not this pack, says which
     profile a pod must meet, and a public manifest without these fields is not wrong for its
     cluster (the team's rules do not block other teams' YAML)."""
     from policylib.stackconfig import house_conventions
-    from policylib.terms import message
+    from core.terms import message
 
     if not found or not house_conventions():
         return

@@ -20,12 +20,13 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 from core import allocation
-from core.allocation import Demand, NodeUse
+from core.allocation import NodeUse
 from core.inventory import ClusterInventory
 from core.problems import Finding
 from core.registry import Breach
 from core import manifests
-from policylib import stackconfig, terms, views
+from core import terms
+from policylib import stackconfig, views
 
 # --- stack config and policy config -------------------------------------------------------
 
@@ -172,15 +173,6 @@ def port_names_of(w: manifests.Workload, port: int) -> frozenset[str]:
 # --- allocation of pods to nodes ----------------------------------------------------------
 
 
-def demands(asking: Iterable[manifests.Workload], per_pod: Callable[[manifests.Workload], float]) -> list[Demand]:
-    """Each workload's :class:`core.allocation.Demand` (``per_pod(w)`` of one pod; its replicas,
-    RollingUpdate surge pods that need room beside the running ones, pinned node, URN and parked reason), with the workload as ``ref``."""
-    return [
-        Demand(w.name, per_pod(w), w.replicas, w.surge_needing_room, w.node, w.id, w.parked_reason, ref=w)
-        for w in asking
-    ]
-
-
 def report_allocation(
     args: Any,
     report_violation: Callable[..., None],
@@ -210,7 +202,7 @@ def report_allocation(
         return
     count_surge = bool(config_value(args, config_properties, "countSurge"))
     alloc = allocation.allocate(
-        demands(asking, per_pod),
+        allocation.demands(asking, per_pod),
         {n.name: capacity_of(n) for n in inventory.nodes},
         count_surge=count_surge,
         reserved=reserved_of(inventory),

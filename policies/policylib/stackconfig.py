@@ -14,12 +14,11 @@ Parsed values are cached by their raw text, so 10,000 Analyze calls parse the in
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Optional
 
 from core import rules
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
-from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, ModelFacts
+from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, Models
 
 PROJECT = "llm-serving"
 #: Every stack config key the policies read; nothing else of the stack's config affects a verdict.
@@ -32,31 +31,6 @@ PROJECT_DIR = rules.PROJECT_DIR
 
 class StackConfigError(Exception):
     """The stack's inventory or models are missing or invalid (message says which key and why)."""
-
-
-@dataclass(frozen=True)
-class Models:
-    """The stack's model entries and their resolved facts, by model key."""
-
-    entries: dict[str, ModelEntry]
-    facts: dict[str, ModelFacts]
-    _by_arg: dict[str, str] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        for key, entry in self.entries.items():
-            for name in (entry.hf_id, entry.weights_path):
-                if name:
-                    self._by_arg.setdefault(name.rstrip("/"), key)
-
-    def find(self, model_arg: Optional[str]) -> Optional[tuple[str, ModelFacts]]:
-        """(key, facts) of the model a server argument (``--model`` / ``--w``) names, or None.
-
-        The first entry (in config order) whose ``hf_id`` or ``weights_path`` equals the argument
-        (trailing ``/`` ignored), as :meth:`ModelEntry.matches`; a dict lookup, not a scan."""
-        if not model_arg:
-            return None
-        key = self._by_arg.get(model_arg.rstrip("/"))
-        return (key, self.facts[key]) if key is not None else None
 
 
 _cache: dict[tuple[str, str], object] = {}

@@ -16,7 +16,7 @@ Five parts:
   reasoning 1, clef-serve 0 (parked)``;
 * **model servers**: per running vLLM / candle-vllm server, TP, weights a card (GiB), KV pool
   (GiB and tokens), max-model-len (tokens) and concurrency at max-model-len, from
-  ``core/capacity.py`` through ``policies/policylib/capacity_helpers.py`` (the same
+  ``core/capacity.py`` through ``core/capacity_view.py`` (the same
   figures the kv-cache and weights policies judge);
 * **service URLs**: the stack output ``services`` (each Service's in-cluster URLs);
 * **left alone**: the stack output ``left_alone`` (``llm-serving:left_alone``: live objects the
@@ -36,13 +36,11 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from stackfile.objects import left_alone_text
-from core import allocation, capacity, facts
+from core import allocation, capacity, capacity_view, facts
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core import manifests
 from tools.offline import render
 from tools.offline.manifests import PROJECT, Resource
-
-from policylib import stack_helpers
 
 
 def table(rows: Sequence[Sequence[str]], header: Optional[Sequence[str]] = None, indent: str = "  ") -> list[str]:
@@ -173,7 +171,7 @@ def card_allocation(view: manifests.Stack, inventory: ClusterInventory) -> alloc
     """The cards of the GPU workloads of ``view`` per node, by :func:`core.allocation.cards`
     (the allocation gpu-card-allocation judges and the stack output reports), surge counted."""
     gpu = [w for w in view.workloads if w.is_gpu]
-    return allocation.cards(stack_helpers.demands(gpu, lambda w: float(w.cards_per_pod)), inventory)
+    return allocation.cards(allocation.demands(gpu, lambda w: float(w.cards_per_pod)), inventory)
 
 
 def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
@@ -243,9 +241,8 @@ class View:
 
 
 def _models(config: dict[str, Any], base_dir: Optional[Path]):
-    """The stack's models as the policy pack resolves them (``policylib.stackconfig.Models``)."""
-    from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry  # noqa: PLC0415
-    from policylib.stackconfig import Models  # noqa: PLC0415
+    """The stack's models as the policy pack resolves them (:class:`core.modelfacts.Models`)."""
+    from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, Models  # noqa: PLC0415
 
     raw = config_value(config, f"{PROJECT}:{MODELS_CONFIG_KEY}") or {}
     if not isinstance(raw, dict):
@@ -278,7 +275,7 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
                      base_dir: Optional[Path] = None, view: Optional[manifests.Stack] = None) -> list[str]:
     """Per running model server: TP, weights a card (GiB), KV pool (GiB and tokens),
     max-model-len (tokens) and concurrency at max-model-len, from the estimator
-    (``core/capacity.py``) through the policy pack's glue (``policylib/capacity_helpers.py``),
+    (``core/capacity.py``) through ``core/capacity_view.py``, as the policy pack does,
     so the preview and the kv-cache / weights policies compute the same figures. [] when the
     stack runs no vLLM or candle-vllm server.
 
@@ -287,9 +284,7 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
     the pool); a row whose model has provisional facts
     (``Row.provisional``) names the model ``<key> (provisional facts)``; a footnote under the
     table explains each mark that appears."""
-    from policylib import capacity_helpers  # noqa: PLC0415 - imports the estimator
-
-    rows = capacity_helpers.capacity_rows(view or view_of(resources), inventory, _models(config, base_dir))
+    rows = capacity_view.capacity_rows(view or view_of(resources), inventory, _models(config, base_dir))
     rows = [r for r in rows if r.replicas > 0]
     if not rows:
         return []

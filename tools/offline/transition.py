@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
 from core.inventory import ClusterInventory
+from core import terms
 from core.problems import Finding
 from core import manifests
 from tools.offline import render, summary
 from tools.offline.manifests import Resource
 
-from policylib import terms
 
 #: How an old object still alive at the peak is named in the table.
 OLD = "{name} (old, deleted at the end of the update)"

@@ -1,5 +1,6 @@
-"""The fix in the user's own terms: a stack-file key for an object the program made from a stack
-file, the manifest field or annotation for hand-written YAML.
+"""The fix in the user's own terms (the policy pack's messages, the plan tool's transitions): a
+stack-file key for an object the program made from a stack file, the manifest field or
+annotation for hand-written YAML.
 
 An object the program rendered carries ``facts.COMPONENT_ANNOTATION`` (``<Class>/<name>``, set by
 every component), in the program's run and in the YAML the preview writes alike, so both modes

@@ -1,0 +1,258 @@
+"""A model server's capacity read from its manifest: the card it runs on, its estimate, and the
+preview's capacity table.
+
+:mod:`core.capacity` computes from model and card facts; this module finds those facts for one
+container of one workload: the model its ``--model`` / ``--w`` names in the stack's models
+(``llm-serving:models``, :class:`core.modelfacts.Models`), the card of the node it runs on
+(``llm-serving:cluster``), and the engine settings its argv gives
+(:meth:`core.manifests.servers.ServerArgs.settings`, read by the engine models of
+``core/engines.py``). Used by the policy pack (``policies/policylib/capacity_helpers.py``, which
+adds the per-request memo and the policies' messages) and by the offline summary
+(:func:`capacity_rows`).
+
+Which card: a pod pinned to a node (``nodeName`` or the ``kubernetes.io/hostname``
+nodeSelector) uses that node's card; an unpinned pod uses the smallest card (by memory)
+among the nodes with at least the pod's cards, so the verdict holds wherever the scheduler
+puts it.
+
+Pure functions, no Pulumi program code, no pulumi_kubernetes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
+
+from core import capacity
+from core.capacity import Estimate
+from core.engines import ServerSettings, VllmConfig
+from core.inventory import CardSpec, ClusterInventory
+from core.modelfacts import Models, ModelFacts
+from core import manifests
+
+
+# --- the card a server runs on ------------------------------------------------------------
+
+def card_for(w: manifests.Workload, inv: ClusterInventory) -> tuple[Optional[str], Optional[CardSpec], Optional[str]]:
+    """``(node, card, problem)`` for the pods of ``w``.
+
+    Pinned: the pinned node and its card. Unpinned: the node with the smallest card
+    (memory_mib, then name) among those with at least the pod's cards; ``node`` is that
+    node's name. ``problem`` (and no card) when the pinned node is not in the inventory, has
+    no card spec, or no node has enough cards.
+    """
+    cards = max(w.cards_per_pod, 1)
+    if w.node:
+        node = inv.node(w.node)
+        if node is None:
+            return w.node, None, f"node {w.node} is not in the stack's inventory (llm-serving:cluster)"
+        if node.card is None:
+            return node.name, None, f"node {node.name} has no card spec in the inventory"
+        return node.name, node.card, None
+    fitting = [n for n in inv.nodes if n.card is not None and n.cards >= cards]
+    if not fitting:
+        return None, None, f"no node in the inventory has {cards} card(s)"
+    best = min(fitting, key=lambda n: (n.card.memory_mib, n.name))  # type: ignore[union-attr]
+    return best.name, best.card, None
+
+
+# --- one server ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServerCapacity:
+    """What is known of one model server's capacity.
+
+    ``estimate`` is None when it cannot be computed; ``problem`` then says why (model not in
+    the stack's models, no card). ``explicit_max_model_len`` is False for a vLLM server
+    without ``--max-model-len`` (its estimate then uses the model's max_position_embeddings).
+    """
+
+    workload: manifests.Workload
+    container: manifests.Container
+    server: manifests.ServerArgs
+    model_arg: Optional[str]
+    model_key: Optional[str]
+    facts: Optional[ModelFacts]
+    node: Optional[str]
+    card: Optional[CardSpec]
+    explicit_max_model_len: bool
+    estimate: Optional[Estimate]
+    problem: Optional[str]
+    #: The typed settings its argv gives (:meth:`core.manifests.servers.ServerArgs.settings`), what was estimated.
+    settings: ServerSettings
+
+    @property
+    def tp(self) -> int:
+        """Tensor parallel size from the argv (vLLM ``--tensor-parallel-size``, candle-vllm ``--d``)."""
+        return self.server.tensor_parallel
+
+
+def server_label(sc: ServerCapacity) -> str:
+    """``"InferenceService coder"`` / ``"Deployment candle-vllm"`` as the capacity policies name a
+    server (with the container when a pod runs several servers)."""
+    w = sc.workload
+    extra = f", container {sc.container.name}" if len(w.servers) > 1 else ""
+    return f"{w.kind} {w.name}{extra}"
+
+
+def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
+    """Why a server's model has no facts, and how to add it."""
+    flag = "--model" if engine == "vllm" else "--w"
+    if not model_arg:
+        return f"the server names no model ({flag}), so its facts cannot be looked up"
+    key = "hf_id" if engine == "vllm" and not model_arg.startswith("/") else "weights_path"
+    return (
+        f"model {model_arg} ({flag}) is not in the stack's models (llm-serving:models); add an "
+        f"entry with {key}: {model_arg} and its facts (catalog: <a key of core.modelfacts.CATALOG>, "
+        "facts: {...} or config_json: <path to its config.json>)"
+    )
+
+
+def vllm_estimate(
+    s: manifests.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: Optional[int] = None,
+    image: Optional[str] = None,
+) -> tuple[Estimate, bool]:
+    """``(estimate, explicit)`` for a vLLM argv on ``card``; ``tp`` overrides
+    ``--tensor-parallel-size`` (to ask "would TP=2 fit?"); ``image`` (the container's) names the
+    vLLM release whose profile applies (None: the release the estimator assumes). ``explicit``
+    is False when the argv has no ``--max-model-len`` (the model's max_position_embeddings is
+    used). Raises ValueError for arguments the estimator refuses."""
+    settings = s.settings(image)
+    if tp:
+        settings = replace(settings, tp=tp)
+    est, problem = estimate_once(settings, facts, card)
+    if est is None:
+        raise ValueError(problem)
+    return est, settings.max_model_len is not None
+
+
+def estimate_once(settings: ServerSettings, facts: ModelFacts, card: CardSpec) -> tuple[Optional[Estimate], Optional[str]]:
+    """``(estimate, problem)`` of :func:`core.capacity.estimate`, ``problem`` the estimator's
+    refusal (a utilization above 1, a fraction of 0). The estimator caches on the typed settings,
+    so each server is estimated once however many policies ask (the pack is benchmarked at 10,000
+    resources)."""
+    try:
+        return capacity.estimate(facts, card, settings), None
+    except ValueError as err:
+        return None, str(err)
+
+
+def assess(
+    w: manifests.Workload,
+    c: manifests.Container,
+    s: manifests.ServerArgs,
+    inv: ClusterInventory,
+    models: Models,
+) -> ServerCapacity:
+    """The capacity of the server ``s`` that container ``c`` of workload ``w`` runs.
+
+    Never raises for bad input: an argument the estimator refuses (a utilization above 1,
+    a fraction of 0) becomes the ``problem``.
+    """
+    found = models.find(s.model_arg)
+    node, card, problem = card_for(w, inv)
+    key, facts = found if found else (None, None)
+    settings = s.settings(c.image or None)
+    explicit = s.engine != "vllm" or s.get(VllmConfig.FLAGS["max_model_len"]) is not None
+    est = None
+    if found is None:
+        problem = unknown_model_message(s.model_arg, s.engine)
+    elif card is not None:
+        est, problem = estimate_once(settings, facts, card)  # type: ignore[arg-type]
+        if est is not None and s.engine == "vllm":
+            explicit = settings.max_model_len is not None
+    return ServerCapacity(w, c, s, s.model_arg, key, facts, node, card, explicit, est, problem, settings)
+
+
+def server_estimate(
+    workload: manifests.Workload,
+    container: manifests.Container,
+    server_args: manifests.ServerArgs,
+    inventory: ClusterInventory,
+    models: Models,
+) -> Optional[Estimate]:
+    """The :class:`~core.capacity.Estimate` of one server, or None when its model is not
+    in the stack's models or no card is known (:func:`assess` says why)."""
+    return assess(workload, container, server_args, inventory, models).estimate
+
+
+def all_servers(w: manifests.Workload, inv: ClusterInventory, models: Models) -> list[ServerCapacity]:
+    """:func:`assess` for every vLLM / candle-vllm container of ``w`` (``[]`` for none)."""
+    return [assess(w, c, s, inv, models) for c, s in w.servers]
+
+
+# --- the preview summary ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the preview's capacity table (numbers None when ``problem`` is set).
+
+    ``cards`` is TP x PP (the cards one replica uses); GiB and tokens are per card, except
+    ``kv_tokens``, the pool in tokens, and ``concurrency``, requests of ``max_model_len``
+    tokens that fit at once. ``provisional``: the model's entry says its facts are not yet
+    confirmed (``ModelEntry.provisional``), so every figure is indicative. ``kv_upper_bound``:
+    the KV pool, its tokens and the concurrency are upper bounds (candle-vllm: the memory the
+    process holds beside the weights after load is not modelled; see the estimate's ``notes``).
+    """
+
+    server: str
+    container: str
+    engine: str
+    model: str
+    node: str
+    card: str
+    replicas: int
+    cards: int
+    weights_gib_per_card: Optional[float]
+    kv_pool_gib: Optional[float]
+    kv_tokens: Optional[int]
+    max_model_len: Optional[int]
+    concurrency: Optional[float]
+    fits: Optional[bool]
+    problem: Optional[str] = None
+    provisional: bool = False
+    kv_upper_bound: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def _row(sc: ServerCapacity, models: Models) -> Row:
+    e = sc.estimate
+    return Row(
+        server=sc.workload.name,
+        container=sc.container.name,
+        engine=sc.server.engine,
+        model=sc.model_key or (sc.model_arg or "?"),
+        node=sc.node or "",
+        card=sc.card.product if sc.card else "",
+        replicas=sc.workload.replicas,
+        cards=sc.server.tensor_parallel * sc.server.pipeline_parallel,
+        weights_gib_per_card=e.weights_gib_per_card if e else None,
+        kv_pool_gib=e.kv_pool_gib if e else None,
+        kv_tokens=e.kv_tokens if e else None,
+        max_model_len=e.max_model_len if e else None,
+        concurrency=e.concurrency if e else None,
+        fits=(e.fits_weights and e.fits_kv) if e else None,
+        problem=sc.problem,
+        provisional=bool(sc.model_key and models.entries[sc.model_key].provisional),
+        kv_upper_bound=e is not None and e.engine == "candle-vllm",
+        notes=e.notes if e else (),
+    )
+
+
+def capacity_rows(
+    stack_view: manifests.Stack,
+    inventory: ClusterInventory,
+    models: Models,
+    servers: Optional[Callable[[manifests.Workload, ClusterInventory, Models], list[ServerCapacity]]] = None,
+) -> list[Row]:
+    """One :class:`Row` per model server of the stack, in workload then container order.
+
+    Includes parked servers (``replicas`` 0) so a reviewer sees what unparking would give;
+    filter on ``replicas`` to show only running ones. ``servers`` lists a workload's servers
+    (default :func:`all_servers`; the policy pack passes its per-request memo).
+    """
+    each = servers or all_servers
+    rows: list[Row] = []
+    for w in stack_view.workloads:
+        rows.extend(_row(sc, models) for sc in each(w, inventory, models))
+    return rows
