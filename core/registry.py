@@ -53,7 +53,9 @@ class Setting:
     wrap: Optional[str] = None
 
     def __post_init__(self) -> None:
-        SETTINGS.setdefault(self.id, self)
+        known = SETTINGS.setdefault(self.id, self)
+        if known != self:  # a reference renders by id: two different settings under one id would mix
+            raise ValueError(f"setting {self.id} is declared twice, differently: {known} and {self}")
 
     def __str__(self) -> str:
         return f"\x1f{self.id}\x1f"
@@ -134,14 +136,20 @@ class Breach:
         return Finding(subject, wrong, fix, self.source,
                        stack_fix=stack_fix if "{key}" in stack_fix else stack_fix + " under {key}")
 
+    def _at(self, where: str) -> tuple[str, str]:
+        """``(wrong, fix)`` in stack-file terms, said at ``where`` (a key path or a workload):
+        the fix's ``{key}`` is ``where``, and " under {key}" goes (it would say where it is said)."""
+        wrong, fix = self.render(STACK)
+        return wrong, fix.replace(" under {key}", "").replace("{key}", where)
+
     def problem(self, path: str, value: Any) -> Problem:
         """The stack file's :class:`~core.problems.Problem` at key ``path`` (value ``value``)."""
-        wrong, fix = self.render(STACK)
-        return Problem(path, value, wrong, fix.replace(" under {key}", "").replace("{key}", path), self.source)
+        wrong, fix = self._at(path)
+        return Problem(path, value, wrong, fix, self.source)
 
     def error_text(self, subject: str) -> str:
         """One line for a component args error: ``<subject>: <wrong>; <fix>`` in stack-file terms."""
-        wrong, fix = self.render(STACK)
+        wrong, fix = self._at(subject)
         return f"{subject}: {wrong}; {fix}"
 
 
