@@ -155,7 +155,7 @@ class Breach:
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule: ``id`` (the pack's policy name where a policy judges it, else ``stack-<name>``),
+    """One rule: ``id`` (the pack's policy name where a policy judges it, else the rule's own name),
     ``title`` (one line), ``source`` (seeds, public reports), ``judge`` (plain values ->
     :class:`Breach` or None) and ``policy`` (the pack policy that judges manifests by it; None:
     the stack file only)."""
