@@ -185,6 +185,13 @@ class _SchemaDoc:
         lines = [f'<a id="{self.anchor(model)}"></a>', f"### {model.__name__}", "", f"{where} {_cell(doc)}", ""]
         if shared:
             lines += ["Also every key of " + ", ".join(f"[{s.__name__}](#{self.anchor(s)})" for s in shared) + ".", ""]
+        # A base not documented on its own (the engine settings a workload extends) says where its
+        # keys' defaults come from.
+        for base in model.__mro__[1:]:
+            if (isinstance(base, type) and issubclass(base, BaseModel) and base not in self.sections
+                    and base not in shared and base.__doc__
+                    and set(vars(base).get("__annotations__", {})) & set(model.model_fields)):
+                lines += [f"Its `{base.__name__}` keys: {_cell(base.__doc__.strip().split(chr(10) * 2)[0])}", ""]
         hints = typing.get_type_hints(model, include_extras=True)
         rows = ["| key | type | default | description |", "| --- | --- | --- | --- |"]
         for name, field in model.model_fields.items():
