@@ -50,7 +50,7 @@ candle-vllm (``src/main.rs``, ``src/lib.rs`` of EricLBuehler/candle-vllm)
 
 The card's total comes from the catalog (:mod:`core.cards`); the runtime from public figures,
 not from the card itself (candle-vllm's coder-14b rank on worker-1 holds about 2.15 GiB more
-than they explain: README "Capacity"). Not modelled: vLLM's state pages for linear-attention
+than they explain: docs/capacity-model.md). Not modelled: vLLM's state pages for linear-attention
 layers; candle-vllm's in-situ quantization (``--isq``) and its TurboQuant KV dtypes; a
 ``VLLM_USE_V1`` set against the release's default. Every estimate lists what it assumed or
 left out in ``notes``.

@@ -103,7 +103,7 @@ def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
     key = "hf_id" if engine == "vllm" and not model_arg.startswith("/") else "weights_path"
     return (
         f"model {model_arg} ({flag}) is not in the stack's models (llm-serving:models); add an "
-        f"entry with {key}: {model_arg} and its facts (catalog: <a key of core.modelfacts.CATALOG>, "
+        f"entry with {key}: {model_arg} and its facts (catalog: <a model of docs/catalog.md, from core/data/models.yaml>, "
         "facts: {...} or config_json: <path to its config.json>)"
     )
 

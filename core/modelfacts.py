@@ -316,7 +316,8 @@ class ModelEntry(_Strict):
             )
         if self.catalog is not None and self.catalog not in CATALOG:
             raise ValueError(
-                f"catalog {self.catalog!r} is not in the catalog; known: {', '.join(sorted(CATALOG))}"
+                f"catalog {self.catalog!r} is not in the catalog; known: {', '.join(sorted(CATALOG))} "
+                "(each with its facts: docs/catalog.md); a model not listed: give facts or config_json"
             )
         if self.hf_id is None and self.weights_path is None:
             raise ValueError("give hf_id or weights_path, so the model can be recognised in a server's arguments")

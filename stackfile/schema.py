@@ -177,7 +177,7 @@ class StackConfig(StrictModel):
         default=False,
         description=("Take live objects of another field manager (ArgoCD) over: every object gets "
                      "pulumi.com/patchForce, so the first pulumi up forces the fields whose live value "
-                     "differs. Set it for the takeover only (README runbook), then remove it."),
+                     "differs. Set it for the takeover only (docs/runbooks/argocd.md), then remove it."),
     )
     left_alone: list[LeftAlone] = Field(
         default_factory=list,

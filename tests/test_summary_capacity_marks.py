@@ -1,5 +1,5 @@
 """The capacity table says what its figures are worth: candle-vllm's KV figures are upper
-bounds (README "Capacity": the memory beside the weights after load is not modelled), and a
+bounds (docs/capacity-model.md: the memory beside the weights after load is not modelled), and a
 model whose facts are placeholders (``provisional: true``, clef-flash) is marked as such."""
 
 from __future__ import annotations
