@@ -23,9 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
-from core import capacity, measured
+from core import capacity, capacity_measured
 from core.capacity import Estimate
-from core.measured import Figure, Measured
+from core.capacity_measured import Figure
+from core.measured import Measured
 from core.engines import ServerSettings, VllmConfig
 from core.inventory import CardSpec, ClusterInventory
 from core.modelfacts import Models, ModelFacts
@@ -83,7 +84,7 @@ class ServerCapacity:
     settings: ServerSettings
     #: What was measured on the cluster for this server (the inventory's ``measured``), if anything.
     measured: Optional[Measured] = None
-    #: The estimate before the measurement replaced its KV pool (:func:`core.measured.judged`);
+    #: The estimate before the measurement replaced its KV pool (:func:`core.capacity_measured.judged`);
     #: ``estimate`` is what the rules judge.
     estimated: Optional[Estimate] = None
 
@@ -169,7 +170,7 @@ def assess(
             explicit = settings.max_model_len is not None
     seen = inv.measured.get(w.name)
     return ServerCapacity(w, c, s, s.model_arg, key, facts, node, card, explicit,
-                          measured.judged(est, seen) if est is not None else None, problem, settings, seen, est)
+                          capacity_measured.judged(est, seen) if est is not None else None, problem, settings, seen, est)
 
 
 def server_estimate(
@@ -224,7 +225,7 @@ class Row:
     #: What was measured (:class:`core.measured.Measured`) and each figure beside the estimate's.
     measured: Optional[Measured] = None
     comparison: tuple[Figure, ...] = ()
-    #: What the estimate assumed (:func:`core.measured.assumptions`), for a disagreement's report.
+    #: What the estimate assumed (:func:`core.capacity_measured.assumptions`), for a disagreement's report.
     assumed: str = ""
 
 
@@ -250,8 +251,8 @@ def _row(sc: ServerCapacity, models: Models) -> Row:
         kv_upper_bound=e is not None and e.engine == "candle-vllm",
         notes=e.notes if e else (),
         measured=sc.measured,
-        comparison=tuple(measured.compare(sc.measured, e)) if sc.measured and e else (),
-        assumed=measured.assumptions(e) if e else "",
+        comparison=tuple(capacity_measured.compare(sc.measured, e)) if sc.measured and e else (),
+        assumed=capacity_measured.assumptions(e) if e else "",
     )
 
 

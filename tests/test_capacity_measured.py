@@ -1,4 +1,4 @@
-"""Measured figures as input (core/measured.py), a card's measured CUDA total, and the
+"""Measured figures as input (core/measured.py, core/capacity_measured.py), a card's measured CUDA total, and the
 checkpoint's own rope_scaling in the window vLLM derives (vLLM v0.11.0 ``_get_and_verify_max_len``).
 
 Sources: seed 002 reasoning.yaml (15.55 GiB, 137k tokens, 2.09x), seed 000 clef-candle.yaml
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from core import capacity, measured, rulebook, rules
+from core import capacity, capacity_measured, rulebook, rules
 from core.engines import ServerSettings
 from core.inventory import CardSpec, ClusterInventory
 from core.measured import Measured
@@ -108,31 +108,31 @@ def test_a_measurement_gives_at_least_one_figure_and_a_source():
 def test_reasoning_measured_beside_the_estimate_at_vllms_defaults():
     """Seed 002: 137k tokens, 2.09x; the estimate at vLLM's defaults 124,400 and 1.90x (-9.2%), weights +0.6%."""
     e = capacity.estimate(REASONING, V100, REASONING_SETTINGS)
-    figures = {f.name: f for f in measured.compare(SEED_002, e)}
+    figures = {f.name: f for f in capacity_measured.compare(SEED_002, e)}
     assert figures["weights/card GiB"].estimated == pytest.approx(15.65, abs=0.01)
     assert not figures["weights/card GiB"].disagrees
     assert figures["KV tokens"].estimated == 124400 and figures["KV tokens"].disagrees
     assert round(figures["KV tokens"].delta, 3) == -0.092
     assert figures["concurrency"].disagrees
-    assert "vllm 0.11.0" in measured.assumptions(e) and "31.75 GiB" in measured.assumptions(e)
+    assert "vllm 0.11.0" in capacity_measured.assumptions(e) and "31.75 GiB" in capacity_measured.assumptions(e)
 
 
 def test_kv_gib_counts_in_whole_blocks():
     """Seed 001: 11635 MB a rank is 1,939 blocks of 64 tokens (4 KV heads a rank), 124,096 tokens."""
     e = capacity.estimate(CATALOG["Qwen/Qwen2.5-Coder-14B-Instruct"], V100,
                           ServerSettings(engine="candle-vllm", tp=2, kv_fraction=0.85, dtype="f16"))
-    assert measured.kv_tokens(Measured(kv_gib=11635 / 1024, source="001"), e) == 124096
+    assert capacity_measured.kv_tokens(Measured(kv_gib=11635 / 1024, source="001"), e) == 124096
 
 
 def test_vllm_is_judged_against_the_measured_pool():
     e = capacity.estimate(REASONING, V100, REASONING_SETTINGS)
-    low = measured.judged(e, Measured(kv_tokens=60000, source="a log"))
+    low = capacity_measured.judged(e, Measured(kv_tokens=60000, source="a log"))
     assert low.kv_tokens == 60000 and not low.fits_kv
     breach = rulebook.capacity.kv_cache_fits("qwen3", low)
     assert breach is not None and "about 60,000 tokens" in breach.wrong
-    high = measured.judged(e, SEED_002)
+    high = capacity_measured.judged(e, SEED_002)
     assert high.fits_kv and high.concurrency == pytest.approx(137000 / 65536, abs=0.01)
-    assert measured.judged(e, None) is e
+    assert capacity_measured.judged(e, None) is e
 
 
 def test_candle_clamps_clef_flash_to_the_measured_66_8k():
@@ -142,7 +142,7 @@ def test_candle_clamps_clef_flash_to_the_measured_66_8k():
     e = capacity.estimate(clef, V100, ServerSettings(engine="candle-vllm", tp=1, kv_fraction=0.3, dtype="f16",
                                                      max_num_seqs=4, prefill_chunk_size=1024))
     assert e.kv_tokens == 448512 and e.max_model_len == 262144
-    j = measured.judged(e, Measured(kv_tokens=66800, source="000", facts_confirmed=False))
+    j = capacity_measured.judged(e, Measured(kv_tokens=66800, source="000", facts_confirmed=False))
     assert j.max_model_len == 66800 and j.fits_kv
 
 
