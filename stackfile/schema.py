@@ -50,6 +50,7 @@ from core.placement import (
 from core.traffic import NetworkPolicyConfig, ServiceClient
 from core.values import Image, Int, ServiceName
 from core.inventory import ClusterInventory, Node
+from core.measured import Measured
 from core.modelfacts import ModelEntry, ModelFacts
 
 from stackfile.objects import LeftAlone
@@ -109,6 +110,7 @@ class CandleWorkload(CandleConfig, Placement):
     KIND: ClassVar[str] = "Deployment"  # the kind of the object its component makes
     server: Literal["candle-vllm"]
     model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
+    measured: Optional[Measured] = Field(default=None, description="What its own log gave on the cluster (core.measured).")
 
 
 class VllmWorkload(VllmConfig, Placement):
@@ -118,6 +120,7 @@ class VllmWorkload(VllmConfig, Placement):
     KIND: ClassVar[str] = "InferenceService"  # the kind of the object its component makes
     server: Literal["vllm"]
     model: str = Field(description="Key of llm-serving:models; its hf_id (else weights_path) becomes --model.")
+    measured: Optional[Measured] = Field(default=None, description="What its own log gave on the cluster (core.measured).")
 
     @property
     def tp(self) -> int:
