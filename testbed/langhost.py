@@ -54,7 +54,7 @@ import threading
 import venv
 from concurrent import futures
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Mapping, Optional
 
 import grpc
 from google.protobuf import empty_pb2, json_format
@@ -100,7 +100,7 @@ def _python(venv_dir: Optional[Path]) -> str:
     return os.environ.get("PULUMI_PYTHON_CMD", "python3")
 
 
-def _activated_env(base: dict, venv_dir: Optional[Path]) -> dict:
+def _activated_env(base: Mapping[str, str], venv_dir: Optional[Path]) -> dict:
     env = dict(base)
     if venv_dir is not None:
         env["VIRTUAL_ENV"] = str(venv_dir)
