@@ -5,27 +5,37 @@
     python3 dev.py test [PYTEST ARGS]  the fast suite, then the real suite (builds the toolchain when missing)
     python3 dev.py test --fast [...]   the fast suite only (mock runtime, pack over gRPC; no Go needed)
     python3 dev.py test --real [...]   the real suite only (real CLI, real pack, loopback cluster)
+    python3 dev.py lint [--fix-all]    ruff and mypy, as CI runs them (--fix-all: ruff's fixes, noqa for the rest)
     python3 dev.py analyze [ARGS...]   the policy pack on a stack or a manifest directory (tools.analyze)
     python3 dev.py plan PLAN.json      cards per node at the peak of a real `pulumi preview --json` (tools.plan)
     python3 dev.py adopt-diff [--stack prod]   what adopting the live objects changes, field by field (tools.adopt_diff)
     python3 dev.py rollout [--namespace NS]    after pulumi up: every Deployment rolled out within its await (tools.rollout)
+    python3 dev.py policies | catalog  the registry's rules; the model and card catalogs (tools.main)
     python3 dev.py toolchain [ARGS]    build the real toolchain from the Go module proxy (testbed.toolchain)
     python3 dev.py cluster up|down|status|env   the loopback test cluster (testbed.cluster)
     python3 dev.py bench [NAME]        the benchmarks (bench/)
     python3 dev.py docs [--check]      write the generated reference pages of docs/ (docs/gen.py)
+    python3 dev.py lock [--check]      re-lock (uv.lock) and export the requirements files from it
+    python3 dev.py pin NAME            the pinned version of NAME (pyproject.toml), without .venv
 
-The first call creates ``.venv`` and installs ``requirements.txt`` into it (pinned); later
-calls reuse it, reinstalling only when requirements.txt changed. The real suite needs Go (1.26
-or later) and the Go module proxy the first time, to build the toolchain into
+The first call creates ``.venv`` and installs ``requirements-dev.txt`` into it (the package itself
+editable, with every pin of ``uv.lock``), showing one line of progress; later calls reuse it,
+reinstalling only when requirements-dev.txt or pyproject.toml changed. The real suite needs Go
+(1.26 or later) and the Go module proxy the first time, to build the toolchain into
 ``~/.cache/llm-serving`` (``$LLM_SERVING_CACHE``); later runs reuse it.
+
+Exit codes: the command's own; 2 for a missing or unknown command, with one line naming them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
+import time
+import tomllib
 import venv
 from pathlib import Path
 
@@ -33,26 +43,101 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 STAMP = VENV / ".requirements.sha256"
+#: What .venv gets: the package editable and every pin of the lock, runtime and development.
+DEV_REQUIREMENTS = ROOT / "requirements-dev.txt"
+#: The files exported from uv.lock (``python3 dev.py lock``): file -> ``uv export`` arguments.
+#: requirements.txt is the program's environment (Pulumi.yaml: the CLI installs it into .venv),
+#: policies/requirements.txt the pack's (PulumiPolicy.yaml: into policies/venv), both runtime only.
+EXPORTS = {
+    "requirements.txt": ["--no-emit-project", "--only-group", "program"],
+    "policies/requirements.txt": ["--no-emit-project", "--only-group", "pack"],
+    "requirements-dev.txt": ["--group", "dev"],
+}
+EXPORT_HEADER = ("# Exported from uv.lock by `python3 dev.py lock` (uv export {args}); do not edit: change\n"
+                 "# pyproject.toml, then run `python3 dev.py lock` (tests/test_packaging.py checks this file is current).\n")
+
+
+def _venv_digest() -> str:
+    return hashlib.sha256(DEV_REQUIREMENTS.read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
 
 
 def ensure_venv() -> None:
-    """Create .venv and install the pinned requirements when missing or out of date."""
-    want = hashlib.sha256((ROOT / "requirements.txt").read_bytes()).hexdigest()
+    """Create .venv and install requirements-dev.txt when missing or out of date, in one line of
+    progress (pip's log is shown only when the install fails)."""
+    want = _venv_digest()
     if PY.exists() and STAMP.exists() and STAMP.read_text().strip() == want:
         return
+    started = time.monotonic()
     if not PY.exists():
-        print("dev.py: creating .venv", file=sys.stderr)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    print("dev.py: installing requirements.txt into .venv (about a minute the first time; pip's progress follows)",
-          file=sys.stderr)
-    # pip prints one line a package (Collecting / Downloading / Installing); run from the project
-    # directory, where the requirements' local paths (-e ./core, -e ./policies) are.
-    subprocess.run(
-        [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off",
-         "-r", str(ROOT / "requirements.txt")],
-        check=True, cwd=ROOT, stdout=sys.stderr,
+    count = sum(1 for line in DEV_REQUIREMENTS.read_text().splitlines() if re.match(r"^[A-Za-z0-9]", line))
+    print(f"dev.py: installing {count} pinned packages and this project into .venv (about a minute the first time) ...",
+          end="", file=sys.stderr, flush=True)
+    # From the project directory: requirements-dev.txt installs the package itself as `-e .`.
+    proc = subprocess.run(
+        [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off", "-q",
+         "-r", str(DEV_REQUIREMENTS)],
+        cwd=ROOT, capture_output=True, text=True,
     )
+    if proc.returncode != 0:
+        print(" failed", file=sys.stderr)
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        raise SystemExit(proc.returncode)
+    print(f" done in {time.monotonic() - started:.0f} s", file=sys.stderr)
     STAMP.write_text(want)
+
+
+def pin(name: str) -> str:
+    """The version ``name`` is pinned to (``name==VERSION``) in pyproject.toml's dependencies: the
+    one place of Pulumi's version (the toolchain, the workflows and the requirements read it)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for spec in project["dependencies"]:
+        found, _, version = spec.partition("==")
+        if found.strip().lower() == name.lower() and version:
+            return version.strip()
+    raise KeyError(f"{name} is not pinned with == in pyproject.toml's dependencies")
+
+
+def export(path: str, uv: list[str]) -> str:
+    """The text of the exported file ``path`` as uv.lock gives it (``uv export --frozen``)."""
+    args = ["export", "--frozen", "--no-hashes", "--no-header", *EXPORTS[path]]
+    proc = subprocess.run([*uv, *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return EXPORT_HEADER.format(args=" ".join(EXPORTS[path])) + proc.stdout
+
+
+def lock(args: list[str]) -> int:
+    """``uv lock`` (``--check``: no re-lock, only compare), then write or check every exported file."""
+    uv = [str(PY), "-m", "uv"]
+    check = "--check" in args
+    if not check and subprocess.call([*uv, "lock"], cwd=ROOT) != 0:
+        return 1
+    stale = []
+    for path in EXPORTS:
+        text = export(path, uv)
+        if (ROOT / path).read_text() != text:
+            if check:
+                stale.append(path)
+            else:
+                (ROOT / path).write_text(text)
+                print(f"dev.py: wrote {path}", file=sys.stderr)
+    if stale:
+        print(f"dev.py: {', '.join(stale)} differ from uv.lock; run `python3 dev.py lock`", file=sys.stderr)
+        return 1
+    return 0
+
+
+def lint(args: list[str]) -> int:
+    """ruff (the rule families of pyproject.toml's [tool.ruff.lint]) and mypy ([tool.mypy]) on the
+    project; the first failing exit code. ``--fix-all`` first applies ruff's fixes and marks what
+    has none with ``# noqa: <code>`` (``ruff check --fix``, then ``--add-noqa``): the one command
+    that brings new code under the rules (docs/development.md)."""
+    ruff = [str(PY), "-m", "ruff", "check"]
+    if "--fix-all" in args:
+        args = [a for a in args if a != "--fix-all"]
+        subprocess.call([*ruff, "--fix", "--exit-zero", "--quiet", "."], cwd=ROOT)
+        subprocess.call([*ruff, "--add-noqa", "."], cwd=ROOT)
+    code = subprocess.call([*ruff, *args, "."], cwd=ROOT)
+    return code or subprocess.call([str(PY), "-m", "mypy"], cwd=ROOT)
 
 
 COMMANDS = {
@@ -61,6 +146,8 @@ COMMANDS = {
     "plan": ["-m", "tools.plan"],
     "adopt-diff": ["-m", "tools.adopt_diff"],
     "rollout": ["-m", "tools.rollout"],
+    "policies": ["-m", "tools.main", "policies"],
+    "catalog": ["-m", "tools.main", "catalog"],
     "toolchain": ["-m", "testbed.toolchain"],
     "cluster": ["-m", "testbed.cluster"],
     "bench": ["-m", "bench"],
@@ -95,13 +182,30 @@ def test(args: list[str]) -> int:
     return _pytest("real", args)
 
 
+#: The commands dev.py runs itself (after .venv is ready), beside :data:`COMMANDS`.
+OWN = {"test": test, "lint": lint, "lock": lock}
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in (*COMMANDS, "test"):
-        print(__doc__.strip(), file=sys.stderr)
+    if argv and argv[0] in ("-h", "--help"):
+        print((__doc__ or "").strip())
+        return 0
+    if not argv:
+        print((__doc__ or "").strip(), file=sys.stderr)
+        return 2
+    if argv[0] == "pin":
+        if len(argv) != 2:
+            print("dev.py: pin takes one package name, e.g. `python3 dev.py pin pulumi`", file=sys.stderr)
+            return 2
+        print(pin(argv[1]))
+        return 0
+    if argv[0] not in (*COMMANDS, *OWN):
+        print(f"dev.py: unknown command {argv[0]!r}; the commands are: {', '.join([*COMMANDS, *OWN, 'pin'])} "
+              "(python3 dev.py --help)", file=sys.stderr)
         return 2
     ensure_venv()
-    if argv[0] == "test":
-        return test(argv[1:])
+    if argv[0] in OWN:
+        return OWN[argv[0]](argv[1:])
     cmd = [str(PY), *COMMANDS[argv[0]], *argv[1:]]
     return subprocess.call(cmd, cwd=ROOT)
 

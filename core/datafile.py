@@ -29,7 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from core.problems import ConfigError, Problem
 
-#: The directory of the data files (shipped with the package: core/pyproject.toml's package-data).
+#: The directory of the data files (shipped with the package: pyproject.toml's package-data).
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -83,7 +83,7 @@ def quantization_from_config(q: dict, where: str = "quantization_config") -> Qua
     if method in ("gptq", "awq", "marlin"):
         bits = _first_int(q, "bits", "w_bit", default=4)
         group = _first_int(q, "group_size", "q_group_size", default=128)
-        return Quantization(method=method, bits=bits, group_size=group)  # type: ignore[arg-type]
+        return Quantization(method=method, bits=bits, group_size=group)
     if method == "fp8":
         return Quantization(method="fp8", bits=8, group_size=-1)
     if method == "mxfp4":

@@ -22,7 +22,7 @@ Does not check: that TP divides the model's heads (TP divisibility policy); ``--
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import manifests, registry, rulebook
 from core.engines import CandleConfig
@@ -43,7 +43,7 @@ def device_breaches(server: manifests.ServerArgs, cards: int) -> list[Breach]:
     return [b for b in (candle.device_count(values, cards), candle.device_ordinals(values, cards)) if b]
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None:
         return

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import manifests
 from core import allocation
@@ -90,7 +90,7 @@ def oversized_message(w: manifests.Workload, node: Optional[str], cap: float) ->
     return stack_helpers.report(w, rules.pod_cards_fit(w.cards_per_pod, cap, node))
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     stack = views.stack_view(args.resources)
     gpu = [w for w in stack.workloads if w.is_gpu]
     if not gpu:

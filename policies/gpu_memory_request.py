@@ -23,7 +23,7 @@ and such house rules must not block other teams' YAML. Does not check: CPU, cont
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import registry, rulebook
 from policylib import resource_helpers as rh
@@ -34,7 +34,7 @@ NAME = "gpu-memory-request"
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or not stackconfig.house_conventions():
         return  # a convention of this cluster's inventory (house_conventions), not a fact of every cluster

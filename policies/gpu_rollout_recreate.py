@@ -29,7 +29,7 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import allocation, registry
 from core.rulebook import allocation as rules
@@ -60,7 +60,7 @@ def _shown(value: object) -> object:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     stack = views.stack_view(args.resources)
     gpu = [w for w in stack.workloads if w.is_gpu and w.kind != "StatefulSet"]
     rolling = [w for w in gpu if w.strategy_type == "RollingUpdate" and w.running]

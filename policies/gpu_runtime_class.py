@@ -28,9 +28,9 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import registry
 from core.rulebook import pods as rules
@@ -43,7 +43,7 @@ NAME = "gpu-runtime-class"
 SOURCE = registry.RULES[NAME].source
 
 
-def required_class(config: Optional[dict[str, Any]]) -> Optional[str]:
+def required_class(config: Optional[Mapping[str, Any]]) -> Optional[str]:
     """The RuntimeClass GPU pods must name: the ``runtimeClassName`` parameter, else the
     inventory's ``gpu_runtime_class``; None when neither says (or the inventory is unreadable,
     which the stack policies report): the policy does not run."""
@@ -56,7 +56,7 @@ def required_class(config: Optional[dict[str, Any]]) -> Optional[str]:
         return None
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or not w.is_gpu:
         return

@@ -23,7 +23,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Optional
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import facts, registry
 from core.rulebook import pods as rules
@@ -65,7 +65,7 @@ def container_problems(resources: Any) -> list[str]:
     return problems
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     if args.resource_type not in rh.CONTAINER_TYPES:
         return
     label = rh.object_label(args.props, args.resource_type)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import manifests, registry
 from core.rulebook import network
@@ -38,7 +38,7 @@ NAME = "ingress-admits-server-port"
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     stack = views.stack_view(args.resources)
     by_ns: dict[str, list[manifests.IngressPolicy]] = defaultdict(list)
     for urn, props in stack.network_policies:

@@ -25,7 +25,7 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import facts, registry
 from core.rulebook import kserve as rules
@@ -47,7 +47,7 @@ def zero_replicas(predictor) -> str | None:
     return None
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     if args.resource_type != manifests.ISVC_TYPE:
         return
     predictor = rh.mapping(rh.mapping(args.props.get("spec")).get("predictor"))

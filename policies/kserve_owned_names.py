@@ -19,7 +19,7 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import facts, registry
 from core.rulebook import kserve as rules
@@ -31,7 +31,7 @@ SOURCE = registry.RULES[NAME].source
 OWNED_KINDS = ("kubernetes:core/v1:Service", "kubernetes:apps/v1:Deployment")
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     taken: dict[tuple[str, str], str] = {}
     for r in args.resources:
         if r.resource_type == "kubernetes:serving.kserve.io/v1beta1:InferenceService":

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import capacity, registry
 from core.rulebook import capacity as rules
@@ -96,7 +96,7 @@ def check(sc: cv.ServerCapacity, inv_cards: int) -> Optional[str]:
     return candle_message(sc)
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     ch.validate_servers(args, report_violation, NAME, "its KV cache", check)
 
 

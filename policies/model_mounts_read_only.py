@@ -16,7 +16,7 @@ pods (:mod:`policylib.podsec`) and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import registry
 from policylib import podsec
@@ -25,7 +25,7 @@ NAME = "model-mounts-read-only"
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     checks = [c for _, spec, containers in podsec.pods(args.resource_type, args.props)
               for c in podsec.writable_model_mounts(spec, containers)]
     podsec.report_breaches(args, checks, report_violation)

@@ -12,7 +12,7 @@ three Deployments before the components added a readiness probe to every model s
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import registry
 from core.rulebook import probes
@@ -24,7 +24,7 @@ NAME = "model-server-readiness"
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or not stackconfig.house_conventions():
         return  # a convention of the user's cluster (house_conventions), as the pod security policies

@@ -26,7 +26,7 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import registry
 from core.rulebook import pods as rules
@@ -47,7 +47,7 @@ def tags_rebuilt() -> bool:
         return False
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     if args.resource_type not in rh.CONTAINER_TYPES:
         return
     rebuilt = tags_rebuilt()

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import facts, registry
 from core.quantity import QuantityError
@@ -97,7 +97,7 @@ def container_problems(w: manifests.Workload, c: manifests.Container, min_mib: f
     return [b for b in found if b]
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or w.cards_per_pod <= 1:
         return

@@ -49,7 +49,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import manifests, registry
 from core.rulebook import network
@@ -174,7 +174,7 @@ def check_service(svc: manifests.Service, index: PodIndex, ctx: _Context, trust:
     return out
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     stack = views.stack_view(args.resources)
     if not any(s.clients or s.clients_error for s in stack.services):
         return

@@ -15,7 +15,7 @@ pods (:mod:`policylib.podsec`) and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import registry
 from policylib import podsec
@@ -24,7 +24,7 @@ NAME = "no-service-account-token"
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     checks = [c for pod, spec, _ in podsec.pods(args.resource_type, args.props) for c in podsec.token_mounts(pod, spec)]
     podsec.report_breaches(args, checks, report_violation)
 

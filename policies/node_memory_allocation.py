@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import registry
 from core.rulebook import allocation as rules
@@ -94,11 +94,13 @@ def invalid_quantity_message(w: manifests.Workload, path: str, value: object) ->
     return stack_helpers.report(w, rules.memory_quantity(path, value))
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     stack = views.stack_view(args.resources)
     for w in stack.workloads:
         for path, value in w.invalid_quantities:
-            report_violation(invalid_quantity_message(w, path, value), w.urn)
+            message = invalid_quantity_message(w, path, value)
+            if message is not None:  # always: a refused quantity is a breach
+                report_violation(message, w.urn)
     asking = [w for w in stack.workloads if w.running and w.memory_request_mib > 0]
     if not asking:
         return

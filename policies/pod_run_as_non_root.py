@@ -18,7 +18,7 @@ pods (:mod:`policylib.podsec`) and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import facts, registry
 from policylib import podsec
@@ -28,7 +28,7 @@ NAME = "pod-run-as-non-root"
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     annotations = rh.mapping(rh.mapping(args.props.get("metadata")).get("annotations"))
     if str(annotations.get(facts.RUNS_AS_ROOT_ANNOTATION) or "").strip():
         return

@@ -17,14 +17,14 @@ this module walks the pods (:mod:`policylib.podsec`) and reports their breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from policylib import podsec
 
 NAME = "pod-security-baseline"
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     checks = [c for pod, spec, containers in podsec.pods(args.resource_type, args.props)
               for c in podsec.baseline(pod, spec, containers)]
     podsec.report_breaches(args, checks, report_violation)

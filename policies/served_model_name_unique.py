@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import manifests, registry
 from core.rulebook import services
@@ -58,7 +58,7 @@ def servers_by_name(all_workloads) -> dict[str, list[manifests.Workload]]:
     return out
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     stack = views.stack_view(args.resources)
     for name, answering in sorted(servers_by_name(stack.workloads).items()):
         ordered = sorted(answering, key=lambda w: (w.name, w.kind))

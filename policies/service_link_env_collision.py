@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import facts, manifests, registry, rules
 from core.rulebook import services as service_rules
@@ -49,7 +49,7 @@ def injected(svc: manifests.Service) -> list[str]:
     return rules.service_link_env_names(svc.name, [(p.name or None, p.port, p.protocol) for p in svc.ports])
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     stack = views.stack_view(args.resources)
     names_by_ns: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
     for svc in stack.services:

@@ -36,7 +36,7 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import manifests, registry
 from core.rulebook import services as service_rules
@@ -95,7 +95,7 @@ def check_service(svc: manifests.Service, index: PodIndex, house: bool = True):
     return None if breach is None else terms.message(svc.annotations, breach.finding(f"Service {svc.name}"))
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     services, index = stack_helpers.services_and_index(args)
     house = stackconfig.house_conventions()
     for svc in services:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
 from core import manifests, registry
 from core.rulebook import services as service_rules
@@ -69,7 +69,7 @@ def check_port(svc: manifests.Service, sp: manifests.ServicePort, w: manifests.W
     return None if breach is None else terms.message(svc.annotations, breach.finding(f"Service {svc.name} {_port_label(sp)}"))
 
 
-def validate(args, report_violation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     services, index = stack_helpers.services_and_index(args)
     for svc in services:
         if not svc.selector:

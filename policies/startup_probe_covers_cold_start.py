@@ -52,7 +52,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Optional
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import facts, manifests, registry, rulebook, rules
 from core.registry import Breach
@@ -135,7 +135,7 @@ def probe_breach(c: manifests.Container, cold: int, declared: bool, house: bool 
         rh.whole(probe.get("initialDelaySeconds")) or 0, assumed=None if declared else ASSUMED)
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None:
         return

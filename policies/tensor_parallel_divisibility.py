@@ -24,7 +24,7 @@ hybrid (GDN) model runs on one card (seed 003; the components refuse it); TP=1 s
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import registry, rulebook
 from core.registry import Breach
@@ -39,7 +39,7 @@ SOURCE = registry.RULES[NAME].source
 INVENTORY = "the pack's inventory (the stack config)"
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None:
         return

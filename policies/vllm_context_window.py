@@ -31,7 +31,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import manifests, registry, rulebook, rules
 from core.engines import VllmConfig
@@ -76,7 +76,7 @@ def message(sc: cv.ServerCapacity, _cards: int) -> Optional[str]:
     return terms.message(sc.workload.annotations, breach.finding(subject))
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     ch.validate_servers(args, report_violation, NAME, "the context window", message)
 
 

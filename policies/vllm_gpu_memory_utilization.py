@@ -20,7 +20,7 @@ is a share of the memory free after load, bounded by the estimator).
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import facts, registry, rulebook, rules
 from core.engines import VllmConfig
@@ -33,7 +33,7 @@ SOURCE = registry.RULES[NAME].source
 VLLM_DEFAULT = rules.GPU_MEMORY_UTILIZATION_DEFAULT
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None:
         return

@@ -18,7 +18,7 @@ are not nvidia.com/gpu (the analyze summary lists it as not judged).
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import manifests, registry, rulebook
 from core.engines import VllmConfig
@@ -35,7 +35,7 @@ def data_parallel(server: manifests.ServerArgs) -> int:
     return rh.whole(server.get(VllmConfig.FLAGS["data_parallel_size"]) or server.get("-dp")) or 1
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or (not w.is_gpu and w.other_accelerator):
         return  # another vendor's accelerator (amd.com/gpu, google.com/tpu): not modelled

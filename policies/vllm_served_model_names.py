@@ -19,7 +19,7 @@ which has no --served-model-name (it serves the basename of --w).
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import registry
 from core.registry import Breach
@@ -59,7 +59,7 @@ def argv_breaches(argv: tuple[str, ...]) -> list[Breach]:
     return [b for b in out if b]
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None:
         return

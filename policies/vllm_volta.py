@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import manifests, rulebook
 from core.engines import VllmConfig
@@ -81,7 +81,7 @@ def _model(server: manifests.ServerArgs, models: Any) -> Optional[ModelFacts]:
     return hit[1] if hit else None
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or not w.is_gpu:
         return

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import capacity, registry
 from core.rulebook import capacity as rules
@@ -76,7 +76,7 @@ def message(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[str]:
                                                    searched=True))
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     ch.validate_servers(args, report_violation, NAME, "its weights", message)
 
 

@@ -43,6 +43,7 @@ the port it listens on (127.0.0.1) and serves until the CLI closes it.
 from __future__ import annotations
 
 import errno
+import importlib.metadata
 import json
 import os
 import queue
@@ -53,7 +54,7 @@ import threading
 import venv
 from concurrent import futures
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Mapping, Optional
 
 import grpc
 from google.protobuf import empty_pb2, json_format
@@ -64,8 +65,9 @@ from pulumi.runtime.proto import language_pb2_grpc as lgrpc
 from pulumi.runtime.proto import plugin_pb2 as ppb
 
 #: The version this host reports; the toolchain build writes the pinned CLI version here via
-#: the environment of the wrapper script (``LLM_SERVING_LANGHOST_VERSION``).
-VERSION = os.environ.get("LLM_SERVING_LANGHOST_VERSION", "3.260.0")
+#: the environment of the wrapper script (``LLM_SERVING_LANGHOST_VERSION``); without it, the
+#: version of the pulumi SDK this host's environment has (installed at the same pin).
+VERSION = os.environ.get("LLM_SERVING_LANGHOST_VERSION") or importlib.metadata.version("pulumi")
 #: The exec shim the real host runs (``sdk/v3/python/cmd/pulumi-language-python-exec``).
 EXEC_SHIM = Path(os.environ.get("LLM_SERVING_LANGHOST_EXEC", Path(sys.argv[0]).resolve().parent / "pulumi-language-python-exec"))
 #: Exit code with which the exec shim says "an error was already shown to the user".
@@ -98,7 +100,7 @@ def _python(venv_dir: Optional[Path]) -> str:
     return os.environ.get("PULUMI_PYTHON_CMD", "python3")
 
 
-def _activated_env(base: dict, venv_dir: Optional[Path]) -> dict:
+def _activated_env(base: Mapping[str, str], venv_dir: Optional[Path]) -> dict:
     env = dict(base)
     if venv_dir is not None:
         env["VIRTUAL_ENV"] = str(venv_dir)

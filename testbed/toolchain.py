@@ -68,8 +68,29 @@ def cache_dir() -> Path:
     return Path(os.environ.get("LLM_SERVING_CACHE") or Path.home() / ".cache" / "llm-serving")
 
 
+def pinned(name: str, pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The version ``name`` is pinned to (``name==VERSION``) in pyproject.toml's dependencies.
+    Raises KeyError when it is not pinned with ``==``."""
+    import tomllib
+
+    for spec in tomllib.loads(pyproject.read_text())["project"]["dependencies"]:
+        found, _, version = spec.partition("==")
+        if found.strip().lower() == name.lower() and version:
+            return version.strip()
+    raise KeyError(f"{name} is not pinned with == in {pyproject.name}'s dependencies")
+
+
 def load_versions() -> dict:
-    return json.loads(VERSIONS_FILE.read_text())
+    """versions.json with the versions pyproject.toml pins filled in (written there only): the
+    Pulumi CLI, its exec shim and Python SDK at ``pulumi``'s pin; the kubernetes provider's Python
+    SDK at ``pulumi-kubernetes``'s and its plugin version, the same in semver form
+    (4.25.0a1768448096 -> 4.25.0-alpha.1768448096)."""
+    v = json.loads(VERSIONS_FILE.read_text())
+    sdk, k8s = pinned("pulumi"), pinned("pulumi-kubernetes")
+    v["pulumi"].update(version=f"v{sdk}", python_sdk=sdk)
+    v["language_host"]["exec_shim_version"] = f"v{sdk}"
+    v["kubernetes_provider"].update(python_sdk=k8s, plugin_version=k8s.replace("a", "-alpha."))
+    return v
 
 
 def plugin_dir(versions: dict, cache: Path) -> Path:
@@ -226,6 +247,12 @@ def build_pulumi(v: dict, cache: Path, out: Path) -> list[Path]:
     return [out / "pulumi"]
 
 
+def _langhost_pins() -> list[str]:
+    """The stand-in host's packages at the program's versions (requirements.txt, from uv.lock)."""
+    return [ln.strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()
+            if ln.strip().startswith(("pulumi==", "grpcio==", "protobuf=="))]
+
+
 def build_language_host(v: dict, cache: Path, out: Path) -> list[Path]:
     lh = v["language_host"]
     # The real exec shim, from the sdk/v3 module zip.
@@ -236,7 +263,7 @@ def build_language_host(v: dict, cache: Path, out: Path) -> list[Path]:
     hv = cache / "langhost-venv"
     if not (hv / "bin" / "python").exists():
         venv.EnvBuilder(with_pip=True, clear=True).create(hv)
-    pins = [ln.strip() for ln in (ROOT / "requirements.txt").read_text().splitlines() if ln.strip().startswith(("pulumi==", "grpcio==", "protobuf=="))]
+    pins = _langhost_pins()
     proc = subprocess.run([str(hv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins], capture_output=True, text=True)
     if proc.returncode != 0:
         raise ToolchainError(f"language host: pip install {' '.join(pins)} failed ({proc.stderr.strip()[-400:]}); check the package index and run again")
@@ -352,7 +379,7 @@ def _fingerprint(v: dict, keys: tuple[str, ...], name: str) -> str:
     blob = json.dumps({"recipe": RECIPE, **{k: v[k] for k in keys}}, sort_keys=True)
     if name == "language-host":
         blob += hashlib.sha256((ROOT / "testbed" / "langhost.py").read_bytes()).hexdigest()
-        blob += hashlib.sha256((ROOT / "requirements.txt").read_bytes()).hexdigest()
+        blob += json.dumps(_langhost_pins())
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -12,6 +12,7 @@ import importlib.util
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,7 @@ def test_pull_request_runs_tests_offline_checks_and_the_real_preview():
     assert "pull_request" in triggers(wf)
     lines = run_lines(wf)
     assert any(line.startswith("python3 dev.py test") for line in lines)
+    assert "python3 dev.py lint" in lines
     assert any("pulumi preview --stack prod --policy-pack policies --diff" in line for line in lines)
     analyze = [line for line in lines if "python3 dev.py analyze" in line]
     assert len(analyze) == 1
@@ -94,7 +96,7 @@ def test_the_offline_commands_in_the_workflows_exist_and_parse():
         for line in run_lines(wf):
             for cmd in line.split("python3 dev.py ")[1:]:
                 words = shlex.split(cmd.split(";")[0].split("&&")[0])
-                assert words[0] in (*dev.COMMANDS, "test"), words[0]
+                assert words[0] in (*dev.COMMANDS, *dev.OWN, "pin"), words[0]
                 if words[0] == "toolchain":
                     from testbed import toolchain
 
@@ -107,3 +109,16 @@ def test_the_offline_commands_in_the_workflows_exist_and_parse():
                     from tools import preview
 
                     assert preview._parser().parse_args(words[1:]).stack == "prod"
+
+
+def test_lint_and_types_are_their_own_step():
+    """ruff and mypy run before the tests in CI (.ci/run), from `make lint` and from pre-commit,
+    with pyproject.toml's configuration (no test runs them)."""
+    ci = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln and not ln.startswith("#")]
+    assert ci.index("python3 dev.py lint") < ci.index("exec python3 dev.py test -q")
+    hooks = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
+    assert [h["id"] for h in hooks] == ["ruff", "mypy", "lock"]
+    assert "lint:  ## ruff and mypy, as CI runs them\n\tpython3 dev.py lint\n" in (ROOT / "Makefile").read_text()
+    tools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
+    assert {"B", "UP", "SIM", "I", "N", "PTH", "PT", "D"} <= set(tools["ruff"]["lint"]["select"])
+    assert tools["mypy"]["check_untyped_defs"] is True and tools["mypy"]["plugins"] == ["pydantic.mypy"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import adopt_diff, analyze, cli, pack_build, plan, preview, rollout
+from tools import adopt_diff, analyze, cli, plan, preview, rollout
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Each command's main and the program name its --help shows.
@@ -19,7 +19,6 @@ COMMANDS = [
     (plan.main, "python3 dev.py plan"),
     (adopt_diff.main, "python3 dev.py adopt-diff"),
     (rollout.main, "python3 dev.py rollout"),
-    (pack_build.main, "python -m tools.pack_build"),
 ]
 
 

@@ -1,7 +1,7 @@
 """The command line every command of ``tools/`` shares: its parser, its exit codes, its one-line
 error and its interrupt.
 
-Exit codes (the same for preview, analyze, plan, adopt-diff, rollout and pack_build):
+Exit codes (the same for preview, analyze, plan, adopt-diff, rollout and the console script):
 
   0 :data:`OK`         done, nothing to report against (the Pulumi CLI's success)
   1 :data:`VERDICT`    done, and the answer is no: a mandatory policy violated, a refused plan, changes
@@ -20,12 +20,15 @@ from typing import Callable, NoReturn, TextIO
 
 OK, VERDICT, BAD_INPUT, CRASH = 0, 1, 2, 3
 INTERRUPTED = 130
+#: How the user called the command when not as its own ``prog``: ``llm-serving VERB`` (tools/main.py).
+invoked_as: str | None = None
 
 
 def parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
     """The command's parser: ``prog`` as the user types it, the first paragraph of its module
-    docstring ``doc`` as the ``--help`` description."""
-    return argparse.ArgumentParser(prog=prog, description=(doc or "").split("\n\n")[0])
+    docstring ``doc`` as the ``--help`` description; the console script's ``llm-serving VERB``
+    (:data:`invoked_as`) replaces ``prog`` when set."""
+    return argparse.ArgumentParser(prog=invoked_as or prog, description=(doc or "").split("\n\n")[0])
 
 
 def fail(name: str, message: object, stderr: TextIO | None = None, code: int = BAD_INPUT) -> int:

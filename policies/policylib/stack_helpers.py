@@ -17,7 +17,7 @@ Everything here is O(n) or O(n log n) in the number of resources:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, overload
 
 from core import allocation
 from core.allocation import NodeUse
@@ -51,6 +51,21 @@ def config_value(args: Any, schema_properties: Mapping[str, Mapping[str, Any]], 
     if key in config:
         return config[key]
     return schema_properties[key].get("default")
+
+
+@overload
+def report(w: manifests.Workload, breach: Breach) -> str:
+    ...
+
+
+@overload
+def report(w: manifests.Workload, breach: None) -> None:
+    ...
+
+
+@overload
+def report(w: manifests.Workload, breach: Optional[Breach]) -> Optional[str]:
+    ...
 
 
 def report(w: manifests.Workload, breach: Optional[Breach]) -> Optional[str]:

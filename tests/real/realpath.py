@@ -75,7 +75,7 @@ def pack_venv() -> Path:
     if not (target / ".complete").exists():
         shutil.rmtree(target, ignore_errors=True)
         venv.EnvBuilder(with_pip=True).create(target)
-        # From policies/, where its requirements' local path (-e ../core) is, as the user runs it.
+        # From policies/, as the user runs it (core is the pack's own: policies/core links to ../core).
         subprocess.run([str(target / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                         "-r", str(req)], check=True, cwd=req.parent)
         (target / ".complete").write_text(digest)

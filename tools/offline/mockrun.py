@@ -41,7 +41,7 @@ import runpy
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import pulumi
 import pulumi.runtime
@@ -137,12 +137,13 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             custom=request.custom or False,
         )
         id_, state = self.mocks.new_resource(args)
-        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
+        # The mocks may give no id (None): kept as given, as Pulumi's own MockMonitor does.
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, cast(str, id_), state)
         self._record(_resource(request, urn, inputs))
         if state is inputs:
-            return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=request.object)
+            return resource_pb2.RegisterResourceResponse(urn=urn, id=cast(str, id_), object=request.object)
         obj = pulumi_mocks._sync_await(rpc.serialize_properties(state, {}))
-        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj)
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=cast(str, id_), object=obj)
 
     def RegisterResourceOutputs(self, request):  # noqa: N802 - the gRPC method name
         if request.urn == self._stack_urn:

@@ -49,7 +49,7 @@ _TAG_WORDS = {_Y + "timestamp": "a date/time (YAML 1.1 timestamp)", _Y + "binary
               _Y + "set": "a set (!!set)", _Y + "omap": "an ordered map (!!omap)", _Y + "pairs": "pairs (!!pairs)"}
 
 
-class StrictLoader(_BASE):  # type: ignore[misc,valid-type]
+class StrictLoader(_BASE):
     """PyYAML's safe loader with the plain-data constructors only: a timestamp, binary, set,
     omap, pairs or local tag reaches ``construct_undefined`` and raises
     ``yaml.constructor.ConstructorError`` (:func:`load_documents` reports them earlier, with
