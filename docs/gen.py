@@ -381,7 +381,6 @@ def _commands() -> list[tuple[str, str]]:
         if name == "docs":
             continue
         out.append((f"python3 dev.py {name}", argv[argv.index("-m") + 1]))
-    out.append(("python -m tools.pack_build", "tools.pack_build"))
     return out
 
 

@@ -96,7 +96,7 @@ def test_dev_py_help_and_a_mistyped_command():
     assert bad.returncode == 2
     assert bad.stderr.splitlines() == [
         "dev.py: unknown command 'tset'; the commands are: preview, analyze, plan, adopt-diff, rollout, policies, "
-        "catalog, toolchain, cluster, bench, test, lint, lock, pin (python3 dev.py --help)"]
+        "catalog, toolchain, cluster, bench, docs, test, lint, lock, pin (python3 dev.py --help)"]
 
 
 @pytest.mark.parametrize("verb", cli_main.VERBS)
