@@ -45,7 +45,7 @@ def test_the_copy_has_no_path_into_the_repository(tmp_path):
     assert "../" not in text and "-e " not in text
     assert (dest / "core" / "rules.py").exists() and (dest / "PulumiPolicy.yaml").exists()
     assert {p.name for p in (dest / "core" / "data").iterdir()} == {
-        "models.yaml", "models.schema.json", "cards.yaml", "cards.schema.json"}
+        "models.yaml", "models.schema.json", "cards.yaml", "cards.schema.json", "images.yaml", "images.schema.json"}
     assert not list(dest.rglob("*.egg-info")) and not (dest / "pyproject.toml").exists()
 
 
