@@ -83,7 +83,11 @@ class ImageFacts(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    match: str = Field(min_length=1, description="A fragment of the repository that names the image (vllm-openai).")
+    match: str = Field(min_length=1, description="A fragment of the repository that names the image family (vllm-openai): "
+                       "images built from it keep its entrypoint.")
+    repositories: tuple[str, ...] = Field(
+        default=(), description="Repositories, registry host left out (vllm/vllm-openai), whose images run as user, uid "
+                                "and home below; an image built from them may set another USER, so only these are judged.")
     entrypoint: tuple[str, ...] = Field(min_length=1, description="ENTRYPOINT: what runs when a container omits command.")
     user: str = Field(min_length=1, description="USER the image runs as (root when the Dockerfile sets none).")
     uid: int = Field(strict=True, ge=0, description="That user's uid (root: 0).")
@@ -104,7 +108,23 @@ IMAGES: tuple[ImageFacts, ...] = IMAGES_FILE.load()
 
 
 def image_facts(image: str) -> Optional[ImageFacts]:
-    """The catalog entry of ``image`` (any registry, tag or digest), or None when the catalog does
-    not know it: then no rule may assume its user or entrypoint."""
+    """The catalog entry whose ``match`` the repository of ``image`` contains (any registry, tag or
+    digest): its entrypoint holds; or None when the catalog does not know the family."""
     repo = parse_image(image).repository.lower()
     return next((f for f in IMAGES if f.match in repo), None)
+
+
+def repository_path(image: str) -> str:
+    """The repository of ``image`` without its registry host: ``quay.io/org/x:1`` -> ``org/x``,
+    ``docker.io/vllm/vllm-openai`` and ``vllm/vllm-openai`` -> ``vllm/vllm-openai``."""
+    repo = parse_image(image).repository.lower()
+    head, _, rest = repo.partition("/")
+    return rest if rest and ("." in head or ":" in head or head == "localhost") else repo
+
+
+def image_user(image: str) -> Optional[ImageFacts]:
+    """The catalog entry that states the user ``image`` runs as: one whose ``repositories`` list
+    its repository (registry host left out); None for any other image, a derived one included
+    (quay.io/org/vllm-openai-ubi9 sets its own USER), so no rule assumes its user or HOME."""
+    path = repository_path(image)
+    return next((f for f in IMAGES if path in f.repositories), None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import registry
-from core.images import image_facts
+from core.images import image_user
 from core.manifests import filesystem as fs
 from core.rulebook import users
 from policylib import containers
@@ -26,7 +26,7 @@ SOURCE = registry.RULES[NAME].source
 
 def validate(args, report_violation) -> None:
     for w, c in containers.each(args):
-        known = image_facts(c.image)
+        known = image_user(c.image)
         uid = w.run_as(c)[1]
         if known is None or uid is None or (c.server is None and c.cards <= 0):
             continue

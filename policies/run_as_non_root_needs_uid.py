@@ -15,7 +15,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import registry
-from core.images import image_facts
+from core.images import image_user
 from core.rulebook import users
 from policylib import containers
 
@@ -25,7 +25,7 @@ SOURCE = registry.RULES[NAME].source
 
 def validate(args, report_violation) -> None:
     for w, c in containers.each(args):
-        known = image_facts(c.image)
+        known = image_user(c.image)
         if known is not None:
             non_root, uid = w.run_as(c)
             containers.report(args, report_violation, w, users.non_root_needs_uid(c.image, known.user, non_root, uid), c)

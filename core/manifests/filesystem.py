@@ -2,7 +2,7 @@
 it outlives the pod, the home directory and the Hugging Face cache a model server uses.
 
 Read from the container's env, volumeMounts, the pod's volumes, its user and the image catalog
-(:func:`core.images.image_facts`: the image's user and HOME). Kubernetes semantics: a path lands on
+(:func:`core.images.image_user`: the image's user and HOME). Kubernetes semantics: a path lands on
 the mount with the longest ``mountPath`` that contains it, else on the container's own filesystem
 (writable, gone at every restart); configMap, secret, downwardAPI and projected volumes are read-only;
 an emptyDir lives as long as the pod. Pure functions.
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
-from core.images import image_facts
+from core.images import image_user
 from core.manifests.pods import Container, Workload
 from core.manifests.read import as_map
 
@@ -76,19 +76,13 @@ def place(w: Workload, c: Container, path: str) -> Place:
     return Place(path, best, volume)
 
 
-def image_uid(c: Container) -> Optional[int]:
-    """The uid the image runs as (the image catalog), or None when the catalog does not know the image."""
-    known = image_facts(c.image)
-    return known.uid if known else None
-
-
 def home(w: Workload, c: Container) -> Optional[str]:
     """HOME in the container: its env's, else the image's user's home when it runs as that user, else
     ``/`` (a uid the image's /etc/passwd does not know has no home: the runtime sets HOME=/); None when
     the image is not in the catalog."""
     if c.env.get("HOME"):
         return c.env["HOME"]
-    known = image_facts(c.image)
+    known = image_user(c.image)
     if known is None:
         return None
     uid = w.run_as(c)[1]

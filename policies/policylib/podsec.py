@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Iterator, Optional
 
 from core import facts
-from core.images import image_facts
+from core.images import image_user
 from core.registry import Breach
 from core.rulebook import pod_security as ps
 from policylib import resource_helpers as rh
@@ -107,7 +107,7 @@ def root_containers(spec: Mapping, containers: list[tuple[str, Mapping]]) -> lis
 
 def _image_user(container: Mapping) -> Optional[str]:
     """The user the container's image runs as, from the image catalog (None: not known)."""
-    known = image_facts(str(container.get("image") or ""))
+    known = image_user(str(container.get("image") or ""))
     return known.user if known else None
 
 
