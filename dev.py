@@ -12,6 +12,7 @@
     python3 dev.py toolchain [ARGS]    build the real toolchain from the Go module proxy (testbed.toolchain)
     python3 dev.py cluster up|down|status|env   the loopback test cluster (testbed.cluster)
     python3 dev.py bench [NAME]        the benchmarks (bench/)
+    python3 dev.py docs [--check]      write the generated reference pages of docs/ (docs/gen.py)
 
 The first call creates ``.venv`` and installs ``requirements.txt`` into it (pinned); later
 calls reuse it, reinstalling only when requirements.txt changed. The real suite needs Go (1.26
@@ -63,6 +64,7 @@ COMMANDS = {
     "toolchain": ["-m", "testbed.toolchain"],
     "cluster": ["-m", "testbed.cluster"],
     "bench": ["-m", "bench"],
+    "docs": ["-m", "docs.gen"],
 }
 #: pytest's exit code when it collected no test: a failure for CI (it must run tests).
 PYTEST_NO_TESTS = 5

@@ -50,7 +50,7 @@ candle-vllm (``src/main.rs``, ``src/lib.rs`` of EricLBuehler/candle-vllm)
 
 The card's total comes from the catalog (:mod:`core.cards`); the runtime from public figures,
 not from the card itself (candle-vllm's coder-14b rank on worker-1 holds about 2.15 GiB more
-than they explain: README "Capacity"). Not modelled: vLLM's state pages for linear-attention
+than they explain: docs/capacity-model.md). Not modelled: vLLM's state pages for linear-attention
 layers; candle-vllm's in-situ quantization (``--isq``) and its TurboQuant KV dtypes; a
 ``VLLM_USE_V1`` set against the release's default. Every estimate lists what it assumed or
 left out in ``notes``.
@@ -93,6 +93,8 @@ def cuda_total_bytes(card: CardSpec) -> int:
 
 
 def _card_notes(card: CardSpec) -> list[str]:
+    if card.cuda_total_mib is not None:
+        return [f"card {card.product}: CUDA total {card.cuda_total_bytes / GIB:.2f} GiB as measured (the inventory's cuda_total_mib)"]
     known = card.catalog
     if known is None:
         return [f"card {card.product} is not in core.cards: its total is taken as memory_mib "
@@ -805,7 +807,8 @@ def estimate(facts: ModelFacts, card: CardSpec, settings: ServerSettings) -> Est
     rendered argv) both make, so they judge ``fits_weights`` / ``fits_kv`` on the same figures.
 
     ``settings.engine``: ``vllm`` (:func:`estimate_vllm`; dtype default float16, the KV cache the
-    dtype, utilization 0.9, ``max_model_len`` default the model's max_position_embeddings,
+    dtype, utilization 0.9, ``max_model_len`` default the window vLLM derives from the model's
+    max_position_embeddings and its config.json rope_scaling (:func:`core.rules.derived_max_model_len`),
     block size 16; a utilization above :data:`core.rules.GPU_MEMORY_UTILIZATION_CEILING` is
     credited at the ceiling, with a note, so the estimate never rewards it) or ``candle-vllm``
     (:func:`estimate_candle`; dtype f16, block size 64, ``kv_cache_dtype`` ``fp8`` for
@@ -830,7 +833,8 @@ def estimate(facts: ModelFacts, card: CardSpec, settings: ServerSettings) -> Est
             tp=settings.tp,
             pp=settings.pp,
             gpu_memory_utilization=credited,
-            max_model_len=settings.max_model_len or facts.max_position_embeddings,
+            max_model_len=settings.max_model_len or rules.derived_max_model_len(
+                facts.max_position_embeddings, facts.window_rope_scaling()),
             kv_cache_dtype=engine_dtype(settings.kv_cache_dtype, vdtype),
             dtype=vdtype,
             block_size=settings.block_size or VLLM_BLOCK_SIZE,

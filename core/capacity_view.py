@@ -23,8 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
-from core import capacity
+from core import capacity, capacity_measured
 from core.capacity import Estimate
+from core.capacity_measured import Figure
+from core.measured import Measured
 from core.engines import ServerSettings, VllmConfig
 from core.inventory import CardSpec, ClusterInventory
 from core.modelfacts import Models, ModelFacts
@@ -80,6 +82,11 @@ class ServerCapacity:
     problem: Optional[str]
     #: The typed settings its argv gives (:meth:`core.manifests.servers.ServerArgs.settings`), what was estimated.
     settings: ServerSettings
+    #: What was measured on the cluster for this server (the inventory's ``measured``), if anything.
+    measured: Optional[Measured] = None
+    #: The estimate before the measurement replaced its KV pool (:func:`core.capacity_measured.judged`);
+    #: ``estimate`` is what the rules judge.
+    estimated: Optional[Estimate] = None
 
     @property
     def tp(self) -> int:
@@ -103,7 +110,7 @@ def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
     key = "hf_id" if engine == "vllm" and not model_arg.startswith("/") else "weights_path"
     return (
         f"model {model_arg} ({flag}) is not in the stack's models (llm-serving:models); add an "
-        f"entry with {key}: {model_arg} and its facts (catalog: <a key of core.modelfacts.CATALOG>, "
+        f"entry with {key}: {model_arg} and its facts (catalog: <a model of docs/catalog.md, from core/data/models.yaml>, "
         "facts: {...} or config_json: <path to its config.json>)"
     )
 
@@ -161,7 +168,9 @@ def assess(
         est, problem = estimate_once(settings, facts, card)  # type: ignore[arg-type]
         if est is not None and s.engine == "vllm":
             explicit = settings.max_model_len is not None
-    return ServerCapacity(w, c, s, s.model_arg, key, facts, node, card, explicit, est, problem, settings)
+    seen = inv.measured.get(w.name)
+    return ServerCapacity(w, c, s, s.model_arg, key, facts, node, card, explicit,
+                          capacity_measured.judged(est, seen) if est is not None else None, problem, settings, seen, est)
 
 
 def server_estimate(
@@ -213,10 +222,15 @@ class Row:
     provisional: bool = False
     kv_upper_bound: bool = False
     notes: tuple[str, ...] = ()
+    #: What was measured (:class:`core.measured.Measured`) and each figure beside the estimate's.
+    measured: Optional[Measured] = None
+    comparison: tuple[Figure, ...] = ()
+    #: What the estimate assumed (:func:`core.capacity_measured.assumptions`), for a disagreement's report.
+    assumed: str = ""
 
 
 def _row(sc: ServerCapacity, models: Models) -> Row:
-    e = sc.estimate
+    e = sc.estimated or sc.estimate
     return Row(
         server=sc.workload.name,
         container=sc.container.name,
@@ -231,11 +245,14 @@ def _row(sc: ServerCapacity, models: Models) -> Row:
         kv_tokens=e.kv_tokens if e else None,
         max_model_len=e.max_model_len if e else None,
         concurrency=e.concurrency if e else None,
-        fits=(e.fits_weights and e.fits_kv) if e else None,
+        fits=(sc.estimate.fits_weights and sc.estimate.fits_kv) if sc.estimate else None,
         problem=sc.problem,
         provisional=bool(sc.model_key and models.entries[sc.model_key].provisional),
         kv_upper_bound=e is not None and e.engine == "candle-vllm",
         notes=e.notes if e else (),
+        measured=sc.measured,
+        comparison=tuple(capacity_measured.compare(sc.measured, e)) if sc.measured and e else (),
+        assumed=capacity_measured.assumptions(e) if e else "",
     )
 
 

@@ -11,12 +11,14 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional
+from collections.abc import Mapping
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core import cards
 from core import rules
+from core.measured import Measured, measurements
 from core.values import Int, NodeName, Real, Subdomain
 
 #: The config key (within the ``llm-serving`` namespace) that holds the inventory.
@@ -46,6 +48,11 @@ class CardSpec(_Strict):
     )
     hbm_bandwidth_gb_s: Real = Field(
         gt=0, description="HBM bandwidth in GB/s per card (V100: about 900). Source: 001 header."
+    )
+    cuda_total_mib: Optional[Real] = Field(
+        default=None, gt=0,
+        description=("The total CUDA reports on this node's card, measured (torch.cuda.mem_get_info()[1] / 2^20, or "
+                     "deviceQuery's MBytes; V100-PCIE-32GB: 32510): wins over the card catalog's figure."),
     )
 
     @field_validator("compute_capability", mode="before")
@@ -86,9 +93,12 @@ class CardSpec(_Strict):
 
     @property
     def cuda_total_bytes(self) -> int:
-        """Bytes CUDA reports as the card's total, which both engines budget from: the catalog's
-        figure for the product (V100-32GB: 34,089,730,048), else ``memory_mib`` MiB (which
-        overstates a card the driver reserves memory on, by 1-3%)."""
+        """Bytes CUDA reports as the card's total, which both engines budget from: the measured
+        ``cuda_total_mib`` when the inventory gives it, else the catalog's figure for the product
+        (V100-32GB: 34,089,730,048), else ``memory_mib`` MiB (which overstates a card the driver
+        reserves memory on, by 1-3%)."""
+        if self.cuda_total_mib is not None:
+            return round(self.cuda_total_mib * cards.MIB)
         known = self.catalog
         return known.cuda_total_bytes if known else self.memory_mib * cards.MIB
 
@@ -155,6 +165,11 @@ class ClusterInventory(_Strict):
             "gpu-runtime-class does not run."
         ),
     )
+    measured: dict[str, Measured] = Field(
+        default_factory=dict,
+        description=("What was measured on the cluster, by model server name (the Deployment or InferenceService): "
+                     "core.measured.Measured. For plain manifests; a stack-file workload carries its own measured:."),
+    )
     house_conventions: bool = Field(
         default=False,
         description=(
@@ -193,6 +208,14 @@ class ClusterInventory(_Strict):
                 raise ValueError(f"node {n.name} is listed twice")
             seen.add(n.name)
         return self
+
+    def with_workloads_measured(self, workloads: Mapping[str, Any]) -> "ClusterInventory":
+        """This inventory with the stack file's workloads' own ``measured`` figures added to
+        :attr:`measured` (a workload's win; :func:`core.measured.measurements`), so the preview and
+        the policy pack read every measurement from one place. ``workloads``: the raw
+        ``llm-serving:workloads`` map. Raises ValueError for an invalid ``measured``."""
+        merged = measurements(workloads, self.measured)
+        return self if merged == self.measured else self.model_copy(update={"measured": merged})
 
     def node(self, name: str) -> Optional[Node]:
         """The node called ``name``, or None."""

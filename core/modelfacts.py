@@ -20,7 +20,8 @@ from core import datafile, inputs
 from core.values import Int, Real
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional
+from collections.abc import Mapping
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -104,6 +105,36 @@ def quantization_from_config(q: dict, where: str = "quantization_config") -> Qua
     )
 
 
+class CheckpointRopeScaling(_Strict):
+    """The ``rope_scaling`` object of a checkpoint's config.json, as far as the context window
+    needs it: ``rope_type`` (older files say ``type``; vLLM's ``patch_rope_scaling`` reads both),
+    ``factor`` (absent for ``default``: 1.0) and, for YaRN, ``original_max_position_embeddings``.
+    Other keys (llama3's ``low_freq_factor``, longrope's ``long_factor``...) are not kept."""
+
+    rope_type: str = Field(min_length=1, description="linear, dynamic, yarn, llama3, longrope, su, default, mrope.")
+    factor: Optional[Real] = Field(default=None, gt=0, description="Context multiplier (None: 1.0).")
+    original_max_position_embeddings: Optional[Int] = Field(
+        default=None, gt=0, description="YaRN / longrope: the window the model was trained on.")
+
+    @classmethod
+    def from_config(cls, raw: object) -> Optional["CheckpointRopeScaling"]:
+        """From config.json's ``rope_scaling`` (None, or not an object: None). Raises
+        ValueError when it names no type."""
+        if not isinstance(raw, dict):
+            return None
+        rope_type = raw.get("rope_type") or raw.get("type")
+        if not rope_type:
+            raise ValueError("config.json rope_scaling has no rope_type (or type)")
+        factor = raw.get("factor")
+        original = raw.get("original_max_position_embeddings")
+        return cls(rope_type=str(rope_type), factor=factor if isinstance(factor, (int, float)) else None,
+                   original_max_position_embeddings=original if isinstance(original, int) else None)
+
+    def as_config(self) -> dict[str, object]:
+        """The config.json object (unset fields left out)."""
+        return self.model_dump(exclude_none=True)
+
+
 class ModelFacts(_Strict):
     """Architecture facts of one checkpoint, in the names of Hugging Face config.json.
 
@@ -122,6 +153,8 @@ class ModelFacts(_Strict):
     intermediate_size: Int = Field(gt=0, description="Dense MLP width (MoE: the shared/dense width).")
     vocab_size: Int = Field(gt=0)
     max_position_embeddings: Int = Field(gt=0, description="Native context window in tokens.")
+    rope_scaling: Optional[CheckpointRopeScaling] = Field(
+        default=None, description="config.json rope_scaling (None: null or absent); vLLM derives the window from it.")
     parameters: Real = Field(gt=0, description="Total parameter count (not billions), e.g. 14.77e9.")
     torch_dtype: Literal["float16", "bfloat16", "float32"] = Field(
         default="bfloat16", description="Dtype of the unquantized tensors in the checkpoint."
@@ -164,6 +197,24 @@ class ModelFacts(_Strict):
         nk, nv, dk, dv, kernel = (int(d) for d in dims)  # type: ignore[arg-type]
         per_layer = nv * dk * dv + (2 * nk * dk + nv * dv) * (kernel - 1)
         return (self.num_hidden_layers - self.kv_layers) * per_layer * dtype_bytes
+
+    @property
+    def rope_already_in_window(self) -> bool:
+        """True for Gemma 3 (``Gemma3ForCausalLM``, ``Gemma3ForConditionalGeneration``): its
+        ``max_position_embeddings`` (131,072) is already the scaled window, so vLLM v0.11.0's
+        ``_get_and_verify_max_len`` skips every rope_scaling of a ``gemma3`` model type."""
+        return self.architecture.startswith("Gemma3")
+
+    def window_rope_scaling(self, override: Optional[Mapping[str, Any]] = None) -> Optional[Mapping[str, Any]]:
+        """The rope_scaling vLLM derives the context window from: ``override`` (``--hf-overrides``
+        ``{"rope_scaling": ...}``, which replaces config.json's object whole) else the
+        checkpoint's :attr:`rope_scaling`; None when neither is set or for Gemma 3
+        (:attr:`rope_already_in_window`)."""
+        if self.rope_already_in_window:
+            return None
+        if override is not None:
+            return override
+        return self.rope_scaling.as_config() if self.rope_scaling is not None else None
 
     @property
     def is_hybrid(self) -> bool:
@@ -316,7 +367,8 @@ class ModelEntry(_Strict):
             )
         if self.catalog is not None and self.catalog not in CATALOG:
             raise ValueError(
-                f"catalog {self.catalog!r} is not in the catalog; known: {', '.join(sorted(CATALOG))}"
+                f"catalog {self.catalog!r} is not in the catalog; known: {', '.join(sorted(CATALOG))} "
+                "(each with its facts: docs/catalog.md); a model not listed: give facts or config_json"
             )
         if self.hf_id is None and self.weights_path is None:
             raise ValueError("give hf_id or weights_path, so the model can be recognised in a server's arguments")
@@ -382,6 +434,7 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
             intermediate_size=int(text["intermediate_size"]),
             vocab_size=int(text["vocab_size"]),
             max_position_embeddings=int(text["max_position_embeddings"]),
+            rope_scaling=CheckpointRopeScaling.from_config(text.get("rope_scaling")),
             parameters=float(raw.get("num_parameters") or text.get("num_parameters") or 1),
             torch_dtype=(
                 text.get("torch_dtype") or text.get("dtype") or raw.get("torch_dtype") or raw.get("dtype") or "bfloat16"

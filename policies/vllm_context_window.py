@@ -15,9 +15,13 @@ the user measured serving 64k: the Qwen3 model card's YaRN setting (``rope_type:
 ``original_max_position_embeddings: 32768``, factor 2.0 for about 65,536 tokens, 4.0 for 131,072)
 makes it start; coder.yaml ("Native window is 262144 and rope_scaling is null, so 256K needs no YaRN").
 
-Does not check: a rope_scaling already in the checkpoint's config.json (no model in the catalog has
-one; the stack's model facts do not carry it, so such a model is judged by its unscaled window),
-``--hf-overrides`` in dotted form, servers without ``--max-model-len`` (vLLM then uses the derived
+The checkpoint's own ``rope_scaling`` (the model facts' ``rope_scaling``, read from config.json)
+counts when the manifest gives none: linear and dynamic multiply ``max_position_embeddings`` by the
+factor, YaRN counts from ``original_max_position_embeddings``, llama3 / longrope / su leave it, and
+Gemma 3's window is already scaled (vLLM v0.11.0 ``_get_and_verify_max_len``); a manifest's
+rope_scaling replaces the checkpoint's whole (``--hf-overrides`` sets the config key).
+
+Does not check: ``--hf-overrides`` in dotted form, servers without ``--max-model-len`` (vLLM then uses the derived
 window itself), models not in the stack's models (kv-cache-fits-max-model-len reports those).
 """
 
@@ -61,8 +65,11 @@ def rope_scaling_of(s: manifests.ServerArgs) -> Optional[Mapping[str, Any]]:
 def message(sc: cv.ServerCapacity, _cards: int) -> Optional[str]:
     if sc.server.engine != "vllm" or sc.facts is None or sc.settings.max_model_len is None:
         return None
+    override = rope_scaling_of(sc.server)
+    rope = sc.facts.window_rope_scaling(override)
     breach = rulebook.context_window(sc.model_key, sc.facts.max_position_embeddings, sc.settings.max_model_len,
-                                     rope_scaling_of(sc.server), rules.env_flag_on(sc.container.env.get(ALLOW_LONG)))
+                                     rope, rules.env_flag_on(sc.container.env.get(ALLOW_LONG)),
+                                     from_checkpoint=override is None and rope is not None)
     if breach is None:
         return None
     subject = f"{sc.workload.kind} {sc.workload.name}, container {sc.container.name}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 
-from core import capacity, facts, kube, quantity, rulebook
+from core import capacity, capacity_measured, facts, kube, quantity, rulebook
 from core.rulebook import allocation as allocation_rules
 from core.rulebook import capacity as capacity_rules
 from core.rulebook import pods as pods_rules
@@ -182,6 +182,7 @@ def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: 
         est = capacity.estimate(facts_, card, settings)
     except ValueError as err:
         return _judged(at, [("", None, capacity_rules.estimable(str(err)))])
+    est = capacity_measured.judged(est, getattr(wl, "measured", None))  # the measured KV pool, where there is one
     tp_key = "tensor_parallel_size" if getattr(wl, "tensor_parallel_size", None) else "cards"
     if engine == "vllm":
         kv = ("max_model_len", est.max_model_len, capacity_rules.kv_cache_fits(wl.model, est))

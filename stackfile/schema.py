@@ -50,6 +50,7 @@ from core.placement import (
 from core.traffic import NetworkPolicyConfig, ServiceClient
 from core.values import Image, Int, ServiceName
 from core.inventory import ClusterInventory, Node
+from core.measured import Measured
 from core.modelfacts import ModelEntry, ModelFacts
 
 from stackfile.objects import LeftAlone
@@ -109,6 +110,7 @@ class CandleWorkload(CandleConfig, Placement):
     KIND: ClassVar[str] = "Deployment"  # the kind of the object its component makes
     server: Literal["candle-vllm"]
     model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
+    measured: Optional[Measured] = Field(default=None, description="What its own log gave on the cluster (core.measured).")
 
 
 class VllmWorkload(VllmConfig, Placement):
@@ -118,6 +120,7 @@ class VllmWorkload(VllmConfig, Placement):
     KIND: ClassVar[str] = "InferenceService"  # the kind of the object its component makes
     server: Literal["vllm"]
     model: str = Field(description="Key of llm-serving:models; its hf_id (else weights_path) becomes --model.")
+    measured: Optional[Measured] = Field(default=None, description="What its own log gave on the cluster (core.measured).")
 
     @property
     def tp(self) -> int:
@@ -177,7 +180,7 @@ class StackConfig(StrictModel):
         default=False,
         description=("Take live objects of another field manager (ArgoCD) over: every object gets "
                      "pulumi.com/patchForce, so the first pulumi up forces the fields whose live value "
-                     "differs. Set it for the takeover only (README runbook), then remove it."),
+                     "differs. Set it for the takeover only (docs/runbooks/argocd.md), then remove it."),
     )
     left_alone: list[LeftAlone] = Field(
         default_factory=list,

@@ -41,8 +41,9 @@ class Violation:
 
 
 def use_stack_config(config: dict[str, Any]) -> None:
-    """Load a stack file's ``config:`` map into the Pulumi runtime config (as PULUMI_CONFIG would)."""
-    for key, value in config.items():
+    """Load a stack file's ``config:`` map into the Pulumi runtime config (as PULUMI_CONFIG would).
+    A config without workloads clears the previous one's (the pack reads their measured figures)."""
+    for key, value in {"llm-serving:workloads": {}, **config}.items():
         pulumi.runtime.set_config(key, value if isinstance(value, str) else json.dumps(value))
 
 

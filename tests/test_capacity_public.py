@@ -113,6 +113,26 @@ def test_llm_d_qwen3_14b_on_an_h100_at_0_17():
     assert round(e.kv_pool_gib, 2) == 45.47
 
 
+# --- public logs not used for any constant ----------------------------------------------------
+
+
+def test_10511_llama3_8b_on_an_h100_at_tp1():
+    """https://github.com/vllm-project/vllm/pull/10511 (the sanity check of 2024-12-13, vLLM
+    0.6.5 dev, V0): ``vllm serve meta-llama/Meta-Llama-3-8B`` on an H100-80GB, TP=1, gmu 0.90,
+    max_model_len the model's 8,192: total_gpu_memory 79.22 GiB, weights 14.96 GiB, activation
+    peak 1.26 GiB, non_torch_memory 1.79 GiB, available_kv_cache_memory 53.29 GiB. Meta-Llama-3-8B
+    has Llama-3.1-8B's shapes. The estimate: weights 14.96 (exact), activation 1.22 (-3%), KV
+    54.94 GiB (+3.1%): within 5%, though it counts 0.15 GiB of runtime where this build logged 1.79
+    at TP=1 (the TP=2 figure of the same comment, 3.58, is a source of COMM_NVLINK_GIB and not
+    counted here)."""
+    e = estimate_vllm(LLAMA_8B, H100, gpu_memory_utilization=0.9, max_model_len=8192, dtype="bfloat16",
+                      version=(0, 6, 5))
+    assert within(e.weights_gib_per_card, 14.96, 0.005)
+    assert within(e.activation_gib, 1.26)
+    assert within(e.kv_pool_gib, 53.29)
+    assert round(e.kv_pool_gib, 2) == 54.94
+
+
 # --- vllm-project/vllm #13061: 2 x RTX 4090, TP=2, the smaller rank's pool ---------------------
 
 
@@ -231,7 +251,7 @@ def test_runtime_is_what_the_weights_policy_adds():
 @pytest.mark.parametrize("name, gib", [
     ("Tesla-V100-PCIE-32GB", 31.75), ("Tesla V100-SXM2-32GB", 31.75), ("NVIDIA-H100-80GB-HBM3", 79.19),
     ("NVIDIA GeForce RTX 3090", 23.58), ("nvidia-geforce-rtx-4090", 23.65), ("RTX-4090", 23.65),
-    ("NVIDIA-A100-SXM4-80GB", 79.15), ("NVIDIA-A100-PCIE-40GB", 39.39), ("NVIDIA-L4", 22.05), ("Tesla-T4", 14.75),
+    ("NVIDIA-A100-SXM4-80GB", 79.15), ("NVIDIA-A100-PCIE-40GB", 39.39), ("NVIDIA-L4", 22.05), ("Tesla-T4", 14.58),
 ])
 def test_catalog_knows_common_cards_by_product_name(name, gib):
     """The CUDA-visible totals (V100-32GB 31.74, H100-80GB 79.19, RTX 3090 23.58 GiB),

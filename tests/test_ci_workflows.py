@@ -3,7 +3,7 @@
 Lint: every workflow validates against the GitHub workflow schema that check-jsonschema
 ships (``--builtin-schema vendor.github-workflows``, offline). Without check-jsonschema the
 lint test skips with the reason. The structural tests check that the workflows run the
-commands the README names for CI, and that the offline commands they call parse with this repo's CLIs.
+commands the README's daily workflow names for CI, and that the offline commands they call parse with this repo's CLIs.
 """
 
 from __future__ import annotations

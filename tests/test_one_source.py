@@ -61,6 +61,8 @@ def _load(change) -> tuple[Any, list]:
 def _set(workload: str, **fields):
     def change(config):
         config[W][workload].update(fields)
+        # A measurement holds for the settings it was taken at (docs/capacity.md): changed settings drop it.
+        config[W][workload].pop("measured", None)
     return change
 
 

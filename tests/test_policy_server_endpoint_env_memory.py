@@ -58,7 +58,7 @@ def test_the_hand_written_tp2_deployment_and_service_pass_every_policy_in_proces
 
 
 def test_the_hand_written_tp2_deployment_and_service_pass_the_cli_with_exit_0():
-    """The README's command for plain manifests, the pack as its own process over gRPC."""
+    """docs/commands.md's command for plain manifests, the pack as its own process over gRPC."""
     proc = subprocess.run(
         [sys.executable, "-m", "tools.analyze", "--manifests", str(HAND_WRITTEN),
          "--inventory", str(ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml")],

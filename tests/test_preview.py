@@ -82,7 +82,7 @@ def test_prod_summary_shows_cards_components_and_servers(prod_run):
                          text, re.M)
     assert servers == [("candle-vllm", "candle-vllm", "2"), ("clef-candle", "candle-vllm", "1"), ("reasoning", "vllm", "1")]
     assert re.search(r"^  reasoning\s+vllm\s+qwen3-30b-a3b-gptq-int4\s+1\s+[\d.]+\s+[\d.]+\s+[\d,]+\s+65,536\s", text, re.M)
-    # candle-vllm's KV figures are upper bounds; clef-flash's facts are placeholders (README "Capacity").
+    # candle-vllm's KV figures are upper bounds; clef-flash's facts are placeholders (docs/capacity-model.md).
     assert re.search(r"^  candle-vllm\s+candle-vllm\s+coder-14b-fp16\s+2\s+15\.21\s+<= 13\.17\s+<= 143,872\s+32,768\s+<= 4\.39x\s+yes$",
                      text, re.M), text
     assert re.search(r"^  clef-candle\s+candle-vllm\s+clef-flash \(provisional facts\)\s+1\s", text, re.M), text

@@ -4,7 +4,7 @@ with an inventory of the hardware they target, and what it says it did not judge
 Every policy runs in-process on one small, consistent set (each object on its own node, so the
 allocation is the one the authors meant): no mandatory finding but the real problems the set
 carries on purpose. startup-probe-covers-cold-start (the cold-start annotation is a
-house rule) is left out here and named in the README's "Someone else's cluster" table.
+house rule) is left out here and named in docs/policy-pack.md's "Someone else's cluster" table.
 """
 
 from __future__ import annotations

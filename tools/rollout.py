@@ -1,5 +1,5 @@
 """After ``pulumi up``: wait until every Deployment of the stack has rolled out, each within its own
-await bound (README, Known gaps: the provider's Deployment await can end a Recreate rollout early).
+await bound (docs/known-gaps.md: the provider's Deployment await can end a Recreate rollout early).
 
 The kubernetes provider's await starts once ``status.observedGeneration`` reaches the new
 generation, but a Recreate rollout (every GPU workload's strategy) scales the old ReplicaSet down

@@ -231,14 +231,18 @@ def memory_declared(request_mib: Optional[float], limit_mib: Optional[float], ca
 @rule("vllm-context-window", "vLLM --max-model-len is within the model's window, or rope scaling stretches it.",
       "vLLM v0.11.0 _get_and_verify_max_len; the Qwen3 model card (YaRN)", policy="vllm-context-window")
 def context_window(model_key: str, max_position_embeddings: int, max_model_len: int,
-                   rope_scaling: Optional[Mapping[str, Any]], allow_long: bool) -> Optional[Breach]:
-    """:func:`core.rules.max_model_len_ok`; ``allow_long``: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is on."""
+                   rope_scaling: Optional[Mapping[str, Any]], allow_long: bool, *,
+                   from_checkpoint: bool = False) -> Optional[Breach]:
+    """:func:`core.rules.max_model_len_ok`; ``rope_scaling`` the one vLLM derives the window from
+    (:meth:`core.modelfacts.ModelFacts.window_rope_scaling`), ``from_checkpoint`` when it is the
+    checkpoint's config.json's, not the manifest's; ``allow_long``: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is on."""
     window = max_position_embeddings
     if rules.max_model_len_ok(max_model_len, window, rope_scaling, allow_long):
         return None
     derived = rules.derived_max_model_len(window, rope_scaling)
     factor = rules.yarn_factor_needed(max_model_len, window)
-    how = (f"its rope scaling {json.dumps(dict(rope_scaling), separators=(',', ':'))} stretches that to {derived:,}"
+    whose = "its config.json's rope scaling" if from_checkpoint else "its rope scaling"
+    how = (f"{whose} {json.dumps(dict(rope_scaling), separators=(',', ':'))} stretches that to {derived:,}"
            if rope_scaling else "no rope scaling is set")
     yarn = {"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": window}
     return Breach(
@@ -309,11 +313,13 @@ def vllm_breaches(settings: Any, *, cards: int, card: Optional["CardSpec"], mode
                                   settings.gpu_memory_utilization_override is not None)),
     )
     if model is not None:
-        rope = settings.rope_scaling.as_config() if settings.rope_scaling is not None else None
+        override = settings.rope_scaling.as_config() if settings.rope_scaling is not None else None
+        rope = model.window_rope_scaling(override)
         found += _found(
             ("max_model_len", settings.max_model_len,
              context_window(model_key, model.max_position_embeddings, settings.max_model_len, rope,
-                              rules.env_flag_on(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")))),
+                              rules.env_flag_on(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")),
+                              from_checkpoint=override is None and rope is not None)),
             (tp_key, tp, tp_divides(model_key, model, tp, "vllm")),
             ("model", model_key, hybrid_on_volta_vllm(model_key, model, card)),
         )

@@ -4,7 +4,8 @@ The Pulumi CLI starts a policy pack with the stack's configuration in ``PULUMI_C
 (JSON: ``{"llm-serving:cluster": "<json>", ...}``), and pulumi-policy loads it into the
 runtime config before every Analyze / AnalyzeStack call. The offline runner
 (``tools/analyze.py``) starts the pack the same way. This module reads the two keys the
-policies need, ``llm-serving:cluster`` and ``llm-serving:models``, and validates them with the
+policies need, ``llm-serving:cluster`` and ``llm-serving:models`` (and the ``measured`` figures of
+``llm-serving:workloads``, merged into the inventory), and validates them with the
 program's own models (:mod:`core.inventory`, :mod:`core.modelfacts`): one
 source of truth.
 
@@ -21,8 +22,10 @@ from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, Models
 
 PROJECT = "llm-serving"
+#: The stack file's workloads: the pack reads only their ``measured`` figures (core.measured).
+WORKLOADS_CONFIG_KEY = "workloads"
 #: Every stack config key the policies read; nothing else of the stack's config affects a verdict.
-CONFIG_KEYS = (f"{PROJECT}:{CLUSTER_CONFIG_KEY}", f"{PROJECT}:{MODELS_CONFIG_KEY}")
+CONFIG_KEYS = (f"{PROJECT}:{CLUSTER_CONFIG_KEY}", f"{PROJECT}:{MODELS_CONFIG_KEY}", f"{PROJECT}:{WORKLOADS_CONFIG_KEY}")
 #: Relative ``config_json`` paths resolve against the project directory (where the stack files
 #: are), as the program and the preview resolve them (``core.rules.PROJECT_DIR``); the
 #: pack's own working directory is ``policies/``.
@@ -51,13 +54,19 @@ def inventory() -> ClusterInventory:
             f"the stack config has no {PROJECT}:{CLUSTER_CONFIG_KEY}; the policy pack needs the "
             "cluster inventory (nodes, cards, memory) from the stack file"
         )
-    hit = _cache.get((CLUSTER_CONFIG_KEY, raw))
+    workloads = _raw(WORKLOADS_CONFIG_KEY) or "{}"
+    hit = _cache.get((CLUSTER_CONFIG_KEY, raw + workloads))
     if hit is None:
         try:
             hit = ClusterInventory.model_validate(json.loads(raw))
         except ValueError as err:
             raise StackConfigError(f"{PROJECT}:{CLUSTER_CONFIG_KEY} is invalid: {err}") from None
-        _cache[(CLUSTER_CONFIG_KEY, raw)] = hit
+        try:
+            loaded = json.loads(workloads)
+            hit = hit.with_workloads_measured(loaded if isinstance(loaded, dict) else {})
+        except ValueError as err:
+            raise StackConfigError(f"{PROJECT}:{WORKLOADS_CONFIG_KEY} has an invalid measured: {err}") from None
+        _cache[(CLUSTER_CONFIG_KEY, raw + workloads)] = hit
     return hit  # type: ignore[return-value]
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from stackfile.objects import left_alone_text
-from core import allocation, capacity, capacity_view, facts
+from core import allocation, capacity, capacity_view, facts, measured
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core import manifests
 from tools.offline import render
@@ -224,7 +224,9 @@ def inventory_of(config: dict[str, Any]) -> Optional[ClusterInventory]:
     """The stack's validated inventory, or None when the config has none (or an invalid one)."""
     raw = config_value(config, f"{PROJECT}:{CLUSTER_CONFIG_KEY}")
     try:
-        return ClusterInventory.model_validate(raw) if raw is not None else None
+        inv = ClusterInventory.model_validate(raw) if raw is not None else None
+        workloads = config_value(config, f"{PROJECT}:workloads")
+        return inv.with_workloads_measured(workloads) if inv is not None and isinstance(workloads, dict) else inv
     except ValueError:
         return None
 
@@ -303,7 +305,34 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
     notes = [note for flag, note in ((any(r.kv_upper_bound for r in rows), UPPER_BOUND_NOTE),
                                      (any(r.provisional for r in rows), PROVISIONAL_NOTE)) if flag]
     return ["model servers (per card; estimated by core/capacity.py)", *table(lines, header=header),
-            *(f"  {n}" for n in notes)]
+            *(f"  {n}" for n in notes), *measured_lines(rows)]
+
+
+def measured_lines(rows: Sequence[capacity_view.Row]) -> list[str]:
+    """One line per running server with a measurement (:mod:`core.measured`): each measured figure
+    beside the estimate's, and, for a disagreement beyond :data:`core.measured.DISAGREEMENT`, what
+    the estimate assumed and the measurement's own note. [] when nothing was measured."""
+    out = []
+    for r in rows:
+        m = r.measured
+        if m is None:
+            continue
+        when = ", ".join(x for x in (m.engine_version, m.date) if x)
+        figures = "; ".join(f.text(",.0f" if f.name == "KV tokens" else ".2f") for f in r.comparison)
+        out.append(f"  measured {r.server}{f' ({when})' if when else ''}: {figures or 'no figure the estimate gives'}"
+                   f" [{m.source}]")
+        off = [f.name for f in r.comparison if f.disagrees]
+        if off:
+            facts = "" if m.facts_confirmed else "; the model's facts are unconfirmed, so the gap may be theirs"
+            out.append(f"    {', '.join(off)} differ by more than {measured.DISAGREEMENT:.0%}: the estimate assumed "
+                       f"{r.assumed}{facts}; the policies judge the measured KV pool")
+        tokens = next((f.measured for f in r.comparison if f.name == "KV tokens"), None)
+        if r.engine == "candle-vllm" and tokens is not None and r.max_model_len and tokens < r.max_model_len:
+            out.append(f"    candle-vllm clamps the context to the measured pool: {tokens:,.0f} tokens, not "
+                       f"{r.max_model_len:,}; a longer request is refused")
+        if m.note:
+            out.append(f"    {m.note}")
+    return out
 
 
 def parked_services(resources: Iterable[Resource]) -> dict[str, str]:
