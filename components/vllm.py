@@ -46,7 +46,6 @@ from components import pod
 from components.workload import WorkloadArgs, WorkloadComponent, transition_options
 
 KSERVE_API_VERSION = "serving.kserve.io/v1beta1"
-KSERVE_DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
 #: vLLM's health route (coder.yaml; readiness every facts.READINESS_PERIOD_SECONDS).
 VLLM_HEALTH_PATH = "/health"
 
@@ -141,7 +140,7 @@ def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]
     annotation (an InferenceService at 0 still reports Ready, kustomization)."""
     replicas = 0 if args.placement.parked_reason else 1
     p = args.placement
-    annotations = {KSERVE_DEPLOYMENT_MODE: "RawDeployment",
+    annotations = {facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION: facts.KSERVE_RAW_MODE,
                    **pod.workload_annotations(component, p.cold_start_seconds, args.served_model_names, p.parked_reason,
                                               None if p.run_as_user else facts.ROOT_REASONS["vllm"]),
                    **pod.former_names_annotation(p.former_names)}

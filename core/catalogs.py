@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import sys
 
-from core import cards, modelfacts
+from core import cards, images, modelfacts
 from core.datafile import Catalog
 
 
 def catalogs() -> tuple[Catalog, ...]:
-    """Every data file of core/data/: the model catalog, the card catalog."""
-    return (modelfacts.CATALOG_FILE, cards.CARDS_FILE)
+    """Every data file of core/data/: the model catalog, the card catalog, the image catalog."""
+    return (modelfacts.CATALOG_FILE, cards.CARDS_FILE, images.IMAGES_FILE)
 
 
 def main() -> int:

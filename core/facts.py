@@ -37,6 +37,10 @@ KSERVE_PREDICTOR_COMPONENT = "predictor"
 #: (``constants.PredictorServiceName``) and labels its pods ``app: isvc.<isvc>-predictor``
 #: (reasoning-long-service.yaml: clients use ``reasoning-predictor``).
 KSERVE_PREDICTOR_SUFFIX = "-predictor"
+#: The annotation that picks an InferenceService's deployment mode, and the mode every
+#: InferenceService here uses (a plain Deployment; no Knative).
+KSERVE_DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+KSERVE_RAW_MODE = "RawDeployment"
 KSERVE_APP_LABEL_PREFIX = "isvc."
 
 # --- annotations: the component -> policy contract ----------------------------------------

@@ -1,8 +1,11 @@
-"""Container image references: one parser for the stack file, the components and the pack.
+"""Container image references and the facts of known images.
 
 ``parse_image`` splits a reference; :attr:`ImageRef.version` reads an engine's release from its
 tag (``vllm/vllm-openai:v0.11.0`` -> ``(0, 11, 0)``), for the rules and capacity figures that
-hold only for some releases (vLLM V0 / V1 profiling, samplers, defaults). Plain Python.
+hold only for some releases (vLLM V0 / V1 profiling, samplers, defaults). :func:`image_facts`
+gives what a known image runs as (user, home, entrypoint), from the image catalog
+``core/data/images.yaml`` (schema ``images.schema.json``, :data:`IMAGES_FILE`). Plain Python and
+pydantic.
 """
 
 from __future__ import annotations
@@ -10,6 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from core import datafile
 
 #: ``v0.11.0``, ``0.6.4``, ``v0.10.1.1``, ``v0.11.0-cu128``, ``0.9.2rc1``: a leading release number.
 _RELEASE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?=$|[-+._a-z])")
@@ -65,3 +72,59 @@ def parse_image(image: str) -> ImageRef:
     if colon > slash:
         return ImageRef(rest[:colon], rest[colon + 1:] or None, digest or None)
     return ImageRef(rest, None, digest or None)
+
+
+# --- the image catalog ---------------------------------------------------------------------------
+
+
+class ImageFacts(BaseModel):
+    """One image family of ``core/data/images.yaml``: what its containers run as unless the pod
+    says otherwise. Every field is read from the image's Dockerfile (``source``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    match: str = Field(min_length=1, description="A fragment of the repository that names the image family (vllm-openai): "
+                       "images built from it keep its entrypoint.")
+    repositories: tuple[str, ...] = Field(
+        default=(), description="Repositories, registry host left out (vllm/vllm-openai), whose images run as user, uid "
+                                "and home below; an image built from them may set another USER, so only these are judged.")
+    entrypoint: tuple[str, ...] = Field(min_length=1, description="ENTRYPOINT: what runs when a container omits command.")
+    user: str = Field(min_length=1, description="USER the image runs as (root when the Dockerfile sets none).")
+    uid: int = Field(strict=True, ge=0, description="That user's uid (root: 0).")
+    home: str = Field(pattern=r"^/", description="HOME of that user (root: /root); caches default under it.")
+    passwd_uids: tuple[int, ...] = Field(
+        description="The uids /etc/passwd of the image knows; another runAsUser has no name and no home (getpwuid fails).")
+    source: str = Field(min_length=1, description="Where these facts come from (the Dockerfile, a public report).")
+
+
+#: The image catalog's file, ``core/data/images.yaml`` (:mod:`core.datafile`).
+IMAGES_FILE = datafile.Catalog(
+    "images", TypeAdapter(tuple[ImageFacts, ...]), "The image catalog (core/data/images.yaml)",
+    "Public serving images by a fragment of their repository: entrypoint, user, home, known uids, source.",
+    name_key="match")
+
+#: The catalog, in the file's order (the first entry whose ``match`` the repository contains wins).
+IMAGES: tuple[ImageFacts, ...] = IMAGES_FILE.load()
+
+
+def image_facts(image: str) -> Optional[ImageFacts]:
+    """The catalog entry whose ``match`` the repository of ``image`` contains (any registry, tag or
+    digest): its entrypoint holds; or None when the catalog does not know the family."""
+    repo = parse_image(image).repository.lower()
+    return next((f for f in IMAGES if f.match in repo), None)
+
+
+def repository_path(image: str) -> str:
+    """The repository of ``image`` without its registry host: ``quay.io/org/x:1`` -> ``org/x``,
+    ``docker.io/vllm/vllm-openai`` and ``vllm/vllm-openai`` -> ``vllm/vllm-openai``."""
+    repo = parse_image(image).repository.lower()
+    head, _, rest = repo.partition("/")
+    return rest if rest and ("." in head or ":" in head or head == "localhost") else repo
+
+
+def image_user(image: str) -> Optional[ImageFacts]:
+    """The catalog entry that states the user ``image`` runs as: one whose ``repositories`` list
+    its repository (registry host left out); None for any other image, a derived one included
+    (quay.io/org/vllm-openai-ubi9 sets its own USER), so no rule assumes its user or HOME."""
+    path = repository_path(image)
+    return next((f for f in IMAGES if path in f.repositories), None)

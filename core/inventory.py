@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -129,6 +129,15 @@ class Node(_Strict):
     reserved: tuple[ReservedCards, ...] = Field(
         default=(), description="Cards held by workloads outside the stack; they count as used."
     )
+    extended_resources: Optional[tuple[str, ...]] = Field(
+        default=None,
+        description=(
+            "Extended resources the node advertises besides nvidia.com/gpu (its cards), as in the node's "
+            "status.allocatable (rdma/hca, nvidia.com/mig-1g.5gb); [] for none (worker-1: the device plugin "
+            "runs without time-slicing, so no nvidia.com/gpu.shared). Omitted: not recorded, and a request "
+            "for another extended resource is not judged."
+        ),
+    )
 
     @model_validator(mode="after")
     def _card_required(self) -> "Node":
@@ -178,6 +187,16 @@ class ClusterInventory(_Strict):
             ":sm70, seed 003), so every tag not pinned by digest is moving, release tags included. "
             "Default false: a tag naming a release (v0.11.0, core.images.ImageRef.version) is taken as "
             "fixed; other tags (latest, nightly, sm70) are moving everywhere."
+        ),
+    )
+
+    kserve_deployment_mode: Optional[Literal["RawDeployment", "Serverless", "NoKnative"]] = Field(
+        default=None,
+        description=(
+            "What an InferenceService without the serving.kserve.io/deploymentMode annotation becomes on this "
+            "cluster: RawDeployment (the inferenceservice-config's defaultDeploymentMode), Serverless (a Knative "
+            "Service), or NoKnative (the default is Serverless but Knative is not installed: never ready, "
+            "kserve #1768). Omitted: not recorded, and an InferenceService without the annotation is not judged."
         ),
     )
 

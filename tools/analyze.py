@@ -31,6 +31,7 @@ CLI (exit 0: no mandatory violation; 1: a mandatory policy is violated; 2: an er
 verdict -- bad input, bad policy pack config, the pack failed; the message says what to fix)::
 
     python -m tools.analyze (--stack prod | --stack-file F | --manifests DIR --inventory STACKFILE)
+        [--context-stack STACK | --context-namespace NS [--kubeconfig F]]
         [--policy-pack-config F] [--format table|json|sarif|junit|markdown] [--output F]
         [--also FORMAT=PATH ...] [--force] [--pack-dir DIR] [--workers N]
 
@@ -53,10 +54,11 @@ import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 from core.inputs import InputFileError, json_object, read_text
 from tools import cli
+from tools import context as running
 from tools.offline import packproc
 from tools.offline.manifests import InputError, Resource, config_env, load_stack_file, read_manifests
 from tools.offline.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
@@ -571,14 +573,17 @@ def check_inventory(config: dict[str, Any], path: Path) -> None:
 
 
 def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Optional[dict[str, Any]] = None,
-                      pack_dir: Path = PACK_DIR, workers: int = 1) -> Report:
+                      pack_dir: Path = PACK_DIR, workers: int = 1,
+                      context: Optional[Callable[[], list[Resource]]] = None, context_name: str = "") -> Report:
     """Judge a directory of plain manifests with the config of the stack-format file
     ``inventory`` (its ``llm-serving:cluster`` and ``llm-serving:models``, :func:`load_inventory`).
     Objects without a namespace are judged in the inventory's ``llm-serving:namespace``
     (default llm-serving); that, and an object found twice, are the report's notes.
 
     The pack is spawned as soon as the stack file is read: the inventory's validation and the
-    manifests' reading run while it starts (an error there stops it; same message, same exit)."""
+    manifests' reading run while it starts (an error there stops it; same message, same exit).
+    ``context`` gives what already runs (:mod:`tools.context`, named ``context_name``): the
+    manifests are judged beside it, and only findings about them (and the stack) are reported."""
     config = load_stack_file(inventory, "inventory")
     stack = stack_name_of(inventory)
 
@@ -597,8 +602,11 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Opti
         raise
     with pack:
         found = read_input()
-        report = pack.analyze(found.resources, policy_pack_config, found.sources)
-    return dataclasses.replace(report, notes=(*report.notes, *found.notes))
+        resources, beside = running.merge(found.resources, context() if context else [])
+        report = pack.analyze(resources, policy_pack_config, found.sources)
+    notes = (f"judged beside {len(beside)} object(s) of {context_name}; their own findings are left out",) if context else ()
+    return dataclasses.replace(report, findings=running.keep_file_findings(report.findings, beside),
+                               resources=len(found.resources), notes=(*report.notes, *found.notes, *notes))
 
 
 def analyze_program(stack_file: Path, policy_pack_config: Optional[dict[str, Any]] = None,
@@ -642,6 +650,12 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--stack-file", type=Path, help="the program under the mock runtime with this stack file")
     src.add_argument("--manifests", type=Path, help="a directory of plain manifests (or a kustomize directory)")
     ap.add_argument("--inventory", type=Path, help="with --manifests: a stack-format file holding llm-serving:cluster/models")
+    ctx = ap.add_mutually_exclusive_group()
+    ctx.add_argument("--context-stack", metavar="STACK",
+                     help="with --manifests: judge them beside the stack's offline rendering (default inventory: Pulumi.STACK.yaml)")
+    ctx.add_argument("--context-namespace", metavar="NS",
+                     help="with --manifests: judge them beside the live objects of namespace NS (kubectl)")
+    ap.add_argument("--kubeconfig", type=Path, help="with --context-namespace: kubectl's kubeconfig (default: kubectl's own)")
     ap.add_argument("--policy-pack-config", type=Path, help="JSON, as `pulumi preview --policy-pack-config`")
     ap.add_argument("--format", choices=FORMATS, default="table")
     ap.add_argument("--output", type=Path, help="write the report here (default: stdout)")
@@ -701,6 +715,16 @@ def _git_tracked(path: Path) -> bool:
     return proc.returncode == 0
 
 
+def _context(args: argparse.Namespace) -> tuple[Optional[Callable[[], list[Resource]]], str]:
+    """The ``--context-stack`` / ``--context-namespace`` source (None: none) and its name."""
+    if args.context_stack:
+        return (lambda: running.from_stack(args.context_stack, ROOT, program_resources)), f"stack {args.context_stack}"
+    if args.context_namespace:
+        return (lambda: running.from_namespace(args.context_namespace, args.kubeconfig)), \
+            f"namespace {args.context_namespace} (live)"
+    return None, ""
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -710,14 +734,18 @@ def main(argv: Optional[list[str]] = None) -> int:
                 check_output_path(path, args.force)
         ppc = load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
         if args.manifests is not None:
+            if args.inventory is None and args.context_stack:
+                args.inventory = ROOT / f"Pulumi.{args.context_stack}.yaml"
             if args.inventory is None:
                 raise AnalyzeError("--manifests needs --inventory STACKFILE (a stack-format file with "
                                    "llm-serving:cluster and llm-serving:models, e.g. policies/fixtures/Pulumi.fixture.yaml)")
-            report = analyze_manifests(args.manifests, args.inventory, ppc, args.pack_dir, args.workers)
+            context, context_name = _context(args)
+            report = analyze_manifests(args.manifests, args.inventory, ppc, args.pack_dir, args.workers, context, context_name)
         else:
             stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
             report = analyze_program(stack_file, ppc, args.pack_dir, workers=args.workers)
-    except (AnalyzeError, InputError, packproc.PackStartError, packproc.PackCallError) as err:
+    except (AnalyzeError, InputError, running.ContextError, packproc.PackStartError,
+            packproc.PackCallError) as err:
         return cli.fail("analyze", err)
     for fmt, path in [(args.format, args.output), *extra]:
         text = report.render(fmt)

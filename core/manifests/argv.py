@@ -23,6 +23,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
 
+from core.images import image_facts
+
 # --- Kubernetes $(VAR) expansion -------------------------------------------------------------
 
 
@@ -170,26 +172,12 @@ def _commands(script: str) -> list[list[str]]:
 
 # --- images whose entrypoint is known ------------------------------------------------------------
 
-#: Entrypoints of public serving images (their Dockerfiles), by a fragment of the repository:
-#: vllm/vllm-openai ``ENTRYPOINT ["vllm", "serve"]`` (older releases ran
-#: ``python3 -m vllm.entrypoints.openai.api_server``, which reads the same ``--model`` flags);
-#: huggingface/text-generation-inference ``ENTRYPOINT ["text-generation-launcher"]``. The user's
-#: candle-vllm images run the candle-vllm binary.
-IMAGE_ENTRYPOINTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("vllm-openai", ("vllm", "serve")),
-    ("vllm/vllm", ("vllm", "serve")),
-    ("text-generation-inference", ("text-generation-launcher",)),
-    ("candle-vllm", ("candle-vllm",)),
-)
-
-
 def image_entrypoint(image: str) -> Optional[tuple[str, ...]]:
-    """The entrypoint of a known serving image (:data:`IMAGE_ENTRYPOINTS`), else None."""
-    repo = image.split("@", 1)[0].lower()
-    for fragment, entry in IMAGE_ENTRYPOINTS:
-        if fragment in repo:
-            return entry
-    return None
+    """The entrypoint of a known serving image (the image catalog, :func:`core.images.image_facts`:
+    vllm/vllm-openai ``vllm serve``, text-generation-inference ``text-generation-launcher``, the
+    user's candle-vllm images ``candle-vllm``), else None."""
+    known = image_facts(image)
+    return known.entrypoint if known else None
 
 
 # --- the effective argv ------------------------------------------------------------------------

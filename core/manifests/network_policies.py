@@ -95,3 +95,31 @@ def admitting_any_source(policies: list[IngressPolicy], pod_port: int, names: fr
     """True when some ingress rule of ``policies`` admits TCP ``pod_port`` (known by ``names``
     too) from any source: without one, nothing reaches the port through these policies."""
     return any(ports_admit(rule.get("ports"), pod_port, names, "TCP") for p in policies for rule in p.rules)
+
+
+@dataclass(frozen=True)
+class EgressPolicy:
+    """A NetworkPolicy that isolates egress (``policyTypes`` lists ``Egress``, or it has ``egress``
+    rules and no ``policyTypes``): its namespace, pod selector and egress rules (plain data)."""
+
+    urn: str
+    name: str
+    namespace: str
+    pod_selector: Mapping
+    rules: tuple[Mapping, ...]
+
+    def admits(self, port: int, protocol: str) -> bool:
+        """Some egress rule admits ``protocol`` ``port`` to some destination."""
+        return any(ports_admit(rule.get("ports"), port, frozenset(), protocol) for rule in self.rules)
+
+
+def parse_egress(urn: str, props: Mapping) -> Optional[EgressPolicy]:
+    """The :class:`EgressPolicy` of a NetworkPolicy's properties; None when it does not isolate egress."""
+    props = plain(props)
+    meta = props.get("metadata") or {}
+    spec = props.get("spec") or {}
+    types = spec.get("policyTypes")
+    if not ("Egress" in types if isinstance(types, list) else "egress" in spec):
+        return None
+    return EgressPolicy(urn, str(meta.get("name", "")), str(meta.get("namespace", "default")),
+                        spec.get("podSelector") or {}, tuple(r for r in (spec.get("egress") or []) if isinstance(r, Mapping)))

@@ -11,7 +11,7 @@ violation; policies decide.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import cached_property
 from typing import Any, Optional
@@ -22,6 +22,7 @@ from core import quantity as _quantity
 from core.manifests import argv as _argv
 from core.manifests.read import (
     ISVC_TYPE, LWS_TYPE, NETWORK_POLICY_TYPE, SERVICE_TYPE, WORKLOAD_TYPES, as_map, as_seq, mib, plain, quantity, whole,
+    whole_number,
 )
 from core.manifests.servers import MODELLED_ENGINES, ServerArgs, parse_args
 
@@ -65,6 +66,10 @@ class Container:
     #: (key path from the object, value) of each ``resources`` memory quantity that is not a
     #: Kubernetes quantity, e.g. ``("spec.template.spec.containers[0].resources.requests.memory", "lots")``.
     invalid_quantities: tuple[tuple[str, Any], ...] = ()
+    #: The container's ``securityContext`` as written (plain; ``{}`` when absent).
+    security_context: Mapping = field(default_factory=dict)
+    #: Each resource the container asks for and the amount, as written (the limit where both are given).
+    resource_amounts: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def cards(self) -> int:
@@ -143,6 +148,8 @@ def _container(raw: Mapping, at: str = "") -> Container:
         env_list=tuple(plain(as_map(e)) for e in as_seq(raw.get("env"))),
         resource_names=tuple(sorted({str(k) for k in (*limits.keys(), *requests.keys())})),
         env_from=bool(as_seq(raw.get("envFrom"))),
+        security_context=plain(as_map(raw.get("securityContext"))),
+        resource_amounts={str(k): str(plain(v)) for k, v in (*requests.items(), *limits.items())},
         invalid_quantities=tuple(
             (f"{at}.resources.{field}.memory", plain(value))
             for field, value in (("requests", requests.get("memory")), ("limits", limits.get("memory")))
@@ -188,6 +195,20 @@ class Workload:
     enable_service_links: bool = True
     #: ``leader`` / ``worker`` for the two views of a LeaderWorkerSet, else ``""``.
     role: str = ""
+    #: The pod spec's ``securityContext`` as written (plain; ``{}`` when absent).
+    security_context: Mapping = field(default_factory=dict)
+
+    def run_as(self, c: Container) -> tuple[Any, Optional[int]]:
+        """``(runAsNonRoot, runAsUser)`` of container ``c``: each the container's, else the pod's
+        (None: unset; a runAsUser that is not a whole number reads as None)."""
+        non_root = c.security_context.get("runAsNonRoot", self.security_context.get("runAsNonRoot"))
+        uid = c.security_context.get("runAsUser", self.security_context.get("runAsUser"))
+        return non_root, whole_number(uid)
+
+    @property
+    def deployment_mode(self) -> Optional[str]:
+        """An InferenceService's ``serving.kserve.io/deploymentMode`` annotation (None: not written)."""
+        return self.annotations.get(facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION)
 
     @property
     def id(self) -> str:
@@ -370,6 +391,7 @@ def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
             init_containers=tuple(_container(as_map(c), f"{at}.spec.initContainers[{i}]")
                                   for i, c in enumerate(as_seq(pod_spec.get("initContainers")))),
             role=role,
+            security_context=plain(as_map(pod_spec.get("securityContext"))),
         ))
     return out
 
@@ -389,6 +411,8 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
         pod = as_map(spec.get("predictor"))
         min_r = whole(pod.get("minReplicas"), 1)
         max_r = pod.get("maxReplicas")
+        if min_r == 0 and whole(max_r, 1) != 0 and annotations.get(facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION) == facts.KSERVE_RAW_MODE:
+            min_r = 1  # RawDeployment: KServe's Deployment and HPA keep one pod at minReplicas 0 (kserve #3514)
         replicas = max(min_r, whole(max_r, min_r)) if max_r is not None else min_r
         pod_labels = dict(labels)
         pod_labels.update({str(k): str(v) for k, v in as_map(as_map(pod.get("labels"))).items()})
@@ -429,6 +453,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Work
             _container(as_map(c), f"{pod_at}.initContainers[{i}]") for i, c in enumerate(as_seq(pod_spec.get("initContainers")))
         ),
         enable_service_links=pod_spec.get("enableServiceLinks") is not False,
+        security_context=plain(as_map(pod_spec.get("securityContext"))),
     )
 
 

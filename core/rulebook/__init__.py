@@ -11,18 +11,24 @@ imports them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(.
   kv-cache-fits-max-model-len);
 - :mod:`core.rulebook.allocation`: cards and memory asked of a node, a GPU workload's rollout
   (gpu-card-allocation, node-memory-allocation, gpu-rollout-recreate);
-- :mod:`core.rulebook.pods`: whole cards, the GPU RuntimeClass, /dev/shm, a moving tag pulled Always;
-- :mod:`core.rulebook.kserve`: a parked InferenceService, KServe's predictor names;
+- :mod:`core.rulebook.pods`: whole cards, the GPU RuntimeClass (and a pod under it without cards), /dev/shm,
+  a moving tag pulled Always, extended resources the node offers;
+- :mod:`core.rulebook.kserve`: a parked InferenceService, KServe's predictor names, the deployment mode
+  (the cluster's default; minReplicas 0 in RawDeployment);
 - :mod:`core.rulebook.volta`: vLLM's environment below sm_75 (sampler, attention backend);
 - :mod:`core.rulebook.candle`: candle-vllm's ``--d`` device list;
 - :mod:`core.rulebook.served_names`: vLLM's served model names;
-- :mod:`core.rulebook.probes`: readiness and startup probes, the declared cold start;
+- :mod:`core.rulebook.probes`: readiness and startup probes, the declared cold start, probes past an API
+  key, the liveness probe's window;
 - :mod:`core.rulebook.endpoints`: where a server listens;
 - :mod:`core.rulebook.pod_security`: the Pod Security Standards' checks, one record a row, and
   the house's token and models-mount rules;
 - :mod:`core.rulebook.services`: a Service against its workloads (one running workload behind it,
   its targetPort, service links) and one served model name a server;
-- :mod:`core.rulebook.network`: the NetworkPolicies admit each declared client and each server's port.
+- :mod:`core.rulebook.network`: the NetworkPolicies admit each declared client and each server's port,
+  and let a server that fetches its model by hub id reach DNS and the hub;
+- :mod:`core.rulebook.users`: the user a container runs as, against its image (the image catalog);
+- :mod:`core.rulebook.model_cache`: the Hugging Face cache of a server that fetches by hub id.
 """
 
 from __future__ import annotations
@@ -58,8 +64,8 @@ from core.rulebook.settings import S
 #: (``rulebook.capacity``) or all at once by :func:`register_all`. Not imported here, so the
 #: engine models (:mod:`core.engines`, which judge a served name) import no estimator through
 #: this package: no import cycle.
-FAMILIES = ("allocation", "candle", "capacity", "endpoints", "kserve", "network", "pod_security", "pods", "probes",
-            "served_names", "services", "volta")
+FAMILIES = ("allocation", "candle", "capacity", "endpoints", "kserve", "model_cache", "network", "pod_security", "pods",
+            "probes", "served_names", "services", "users", "volta")
 
 __all__ = [
     "FAMILIES", "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",

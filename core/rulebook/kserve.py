@@ -47,3 +47,43 @@ def predictor_name_free(kind: str, name: str, isvc: Optional[str]) -> Optional[B
         + f", or stop managing InferenceService {isvc}"
         + only(STACK, f" (remove or rename workload {isvc})"),
     )
+
+
+@rule("isvc-raw-min-replicas", "A RawDeployment InferenceService is not scaled to zero by minReplicas 0.",
+      "kserve #3514 (RawDeployment: minReplicas 0 gives no error and runs one replica)",
+      policy="isvc-raw-min-replicas")
+def raw_min_replicas(mode: Optional[str], min_replicas: Optional[int], max_replicas: Optional[int],
+                     cards: int) -> Optional[Breach]:
+    """``mode``: the InferenceService's deployment mode (annotation); the predictor's ``minReplicas``
+    and ``maxReplicas`` (None: unset); ``cards``: what one pod holds. Min and max both 0 parks it
+    (isvc-not-parked-silently)."""
+    if mode != facts.KSERVE_RAW_MODE or min_replicas != 0 or max_replicas == 0:
+        return None
+    held = f", which holds {cards} card(s) of {facts.GPU_RESOURCE}" if cards else ""
+    return Breach(f"predictor has minReplicas 0 in {facts.KSERVE_RAW_MODE} mode: that is not scale-to-zero (KServe's "
+                  f"Deployment and HPA keep one pod{held}); the allocation counts that pod",
+                  "set minReplicas: 1 to say what runs; to park it, set minReplicas and maxReplicas to 0 with "
+                  f"annotation {facts.PARKED_ANNOTATION}: <reason>; for scale-to-zero use Serverless mode")
+
+
+@rule("kserve-deployment-mode", "An InferenceService runs in a deployment mode the cluster serves.",
+      "kserve #1768 (no Knative: never ready); a Knative revision surges a second GPU pod at every update",
+      policy="kserve-deployment-mode")
+def deployment_mode(written: Optional[str], cluster_default: str, cards: int) -> Optional[Breach]:
+    """``written``: the annotation's mode (None: unset, so ``cluster_default``, the inventory's
+    ``kserve_deployment_mode``); ``cards``: what one predictor pod holds."""
+    mode = written or cluster_default
+    if mode == facts.KSERVE_RAW_MODE:
+        return None
+    shown = f"annotation {facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION} {written}" if written else (
+        f"no annotation {facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION}, so the cluster's default "
+        f"({cluster_default} in the inventory)")
+    if cluster_default == "NoKnative":
+        effect = "this cluster has no Knative, so the Knative Service is never created and it is never ready"
+    elif cards:
+        effect = (f"it becomes a Knative revision, and each update starts a new revision's pod beside the old one, "
+                  f"asking {cards} more card(s) of a node that has none free")
+    else:
+        return None
+    return Breach(f"has {shown}: {effect}",
+                  f"set annotation {facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION}: {facts.KSERVE_RAW_MODE}")

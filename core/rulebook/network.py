@@ -78,3 +78,19 @@ def server_port_admitted(engine: str, port: int, port_text: str, policies: Seque
                   only(MANIFEST, f"add port {port} to an ingress rule of {which}, or make the server listen on an "
                                  "admitted port")
                   + only(STACK, f"add {port} to the ports of {NETWORK_POLICY_KEY} (gateway / clients) for the workload"))
+
+
+@rule("network-egress-for-hub", "A NetworkPolicy that isolates the egress of a server fetching its model by hub id "
+      "admits DNS and HTTPS.", "aws-network-policy-agent #230 (Egress listed with no DNS rule: name resolution "
+      "fails at start)", policy="network-egress-for-hub")
+def egress_for_hub(model: str, policies: Sequence[str], dns: bool, https: bool) -> Optional[Breach]:
+    """``policies``: the NetworkPolicies that isolate the pods' egress; ``dns`` / ``https``: some
+    egress rule of theirs admits UDP 53 / TCP 443."""
+    if not policies or (dns and https):
+        return None
+    missing = " and ".join(w for w, ok in (("DNS (UDP 53)", dns), ("HTTPS (TCP 443)", https)) if not ok)
+    which = ", ".join(sorted(policies))
+    return Breach(f"it fetches model {model} by hub id, but NetworkPolicy {which} isolates its egress with no rule "
+                  f"for {missing}: resolving and downloading the model fail at start",
+                  f"add egress rules to {which} for DNS (UDP and TCP 53 to kube-dns) and TCP 443 to the hub, or "
+                  "serve the model from a volume with HF_HUB_OFFLINE=1")

@@ -177,15 +177,20 @@ def restricted_capabilities(added: Sequence[str]) -> Optional[Breach]:
 @rule("pod-run-as-non-root", "Containers run as non-root, or the workload says why not.",
       "Kubernetes Pod Security Standards, Restricted (\"Running as Non-root\")",
       policy="pod-run-as-non-root")
-def runs_as_non_root(run_as_non_root: Any, run_as_user: Optional[int]) -> Optional[Breach]:
-    """The container's ``runAsNonRoot`` and ``runAsUser`` (each the container's, else the pod's)."""
+def runs_as_non_root(run_as_non_root: Any, run_as_user: Optional[int], image_user: Optional[str] = None) -> Optional[Breach]:
+    """The container's ``runAsNonRoot`` and ``runAsUser`` (each the container's, else the pod's);
+    ``image_user``: the user its image runs as (the image catalog, ``core/data/images.yaml``; None:
+    not known). The fix always names both fields: ``runAsNonRoot`` alone on an image whose user is
+    root is refused by the kubelet (run-as-non-root-needs-uid)."""
     if run_as_user == 0:
         wrong = "runAsUser is 0 (root)"
         fix = f"set {RUN_AS_USER} to a non-zero UID the image allows"
     elif run_as_non_root is not True:
-        wrong = (f"runAsNonRoot is {shown(run_as_non_root)}, so it runs as the image's user (root unless the "
-                 "image sets USER)")
-        fix = f"set {RUN_AS_NON_ROOT.to(True)} and {RUN_AS_USER}: <uid> the image allows"
+        user = (f"its image's user, {image_user}" if image_user else
+                "the image's user (root unless the image sets USER)")
+        wrong = f"runAsNonRoot is {shown(run_as_non_root)}, so it runs as {user}"
+        fix = (f"set {RUN_AS_USER}: <non-zero uid> together with {RUN_AS_NON_ROOT.to(True)} (on an image whose user "
+               "is root, runAsNonRoot alone is refused by the kubelet), with env HOME on a writable volume")
     else:
         return None
     return Breach(wrong, only(MANIFEST, f"{fix}, or declare why it cannot: annotation "

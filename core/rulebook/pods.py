@@ -82,3 +82,34 @@ def pull_always(image: str, tag: str, moves: bool, policy: str, defaulted: bool)
     return Breach(f"image {image} has moving tag {tag} and {PULL_POLICY} {shown}, so a rebuilt image never "
                   "reaches the pod",
                   f"pin {S.image} by @sha256 digest" + only(MANIFEST, f", or set {PULL_POLICY.to(facts.MOVING_TAG_PULL_POLICY)}"))
+
+
+@rule("gpu-runtime-class-without-cards", "A pod under the GPU RuntimeClass that holds no card sees none.",
+      "NVIDIA/k8s-device-plugin #61, #87 (the nvidia runtime exposes every card to a pod that requests none)",
+      policy="gpu-runtime-class-without-cards")
+def runtime_class_without_cards(runtime_class: str, visible: Optional[str]) -> Optional[Breach]:
+    """A pod under ``runtime_class`` (the cluster's GPU class) that requests no card; ``visible``:
+    its NVIDIA_VISIBLE_DEVICES (None: unset, so the image's, ``all`` on CUDA images)."""
+    if visible is not None and visible.strip().lower() in ("void", "none", ""):
+        return None
+    shown = f"NVIDIA_VISIBLE_DEVICES={visible}" if visible is not None else "no NVIDIA_VISIBLE_DEVICES (CUDA images set all)"
+    return Breach(f"{RUNTIME_CLASS} is {runtime_class} but it requests no {facts.GPU_RESOURCE}, with {shown}: the "
+                  "nvidia runtime exposes every card of the node to it, beside the servers that hold them",
+                  f"drop {RUNTIME_CLASS} (it needs no card), request the cards it uses, or set env "
+                  "NVIDIA_VISIBLE_DEVICES=void")
+
+
+@rule("node-offers-resources", "Pods request only extended resources their node offers.",
+      "NVIDIA/k8s-device-plugin #929 (nvidia.com/gpu.shared on a node without time-slicing: Pending; shared "
+      "slices cannot back tensor parallel)", policy="node-offers-resources")
+def node_offers(resource: str, amount: str, node: str, offered: Sequence[str], tp: int) -> Optional[Breach]:
+    """``resource``: an extended resource a container requests (``amount``); ``node``: the node
+    (or nodes) it may land on; ``offered``: the extended resources they advertise beside their cards."""
+    if resource in offered:
+        return None
+    shared = (f"; and a time-sliced slice is a share of one card, so it cannot back tensor parallel size {tp}"
+              if resource.endswith(".shared") and tp > 1 else "")
+    return Breach(f"it requests {resource}: {amount}, which is not offered on {node} (offered: "
+                  f"{', '.join([facts.GPU_RESOURCE, *offered])}): the pod stays Pending forever{shared}",
+                  f"request whole cards as {facts.GPU_RESOURCE} (one per tensor-parallel rank), or record the "
+                  "resource in the node's extended_resources once the node offers it")

@@ -54,3 +54,51 @@ def cold_start_declared(raw: str, seconds: Optional[int]) -> Optional[Breach]:
         return None
     return Breach(f"annotation {facts.COLD_START_ANNOTATION} is {raw!r}, not whole seconds above 0",
                   f'declare {S.cold_start} as whole seconds above 0, e.g. "600"')
+
+
+API_KEY_SOURCE = ("vllm-project/production-stack #150: with --api-key every /v1 path answers 401 without the bearer "
+                  "token, so probes on /v1/models never pass; vLLM's /health needs none")
+
+
+@rule("probes-skip-api-key", "A server that requires an API key is probed on a route that needs none.",
+      API_KEY_SOURCE, policy="probes-skip-api-key")
+def probe_needs_no_key(probe: str, path: str, key_from: str) -> Optional[Breach]:
+    """``probe``: startupProbe / readinessProbe / livenessProbe; ``path``: its httpGet path (one under
+    /v1 without an Authorization header); ``key_from``: how the key is given (``env VLLM_API_KEY``)."""
+    if not path.startswith("/v1"):
+        return None
+    return Breach(f"the server requires an API key ({key_from}) and its {probe} gets {path}, which answers 401 "
+                  "without the bearer token, so the probe never passes",
+                  f"probe /health instead (it needs no key), or send the token in the {probe}'s httpGet.httpHeaders")
+
+
+#: A liveness probe's least timeout and failure window on a model server, seconds: a server busy
+#: with long prompts answers /health late; the components render 10 s and 4 x 30 s (prod).
+LIVENESS_MIN_TIMEOUT_SECONDS = 5
+LIVENESS_MIN_WINDOW_SECONDS = 60
+LIVENESS_SOURCE = ("scaleapi/llm-engine PR #255, llm-d-benchmark PR #1734 (a saturated server restarted by its "
+                   "liveness probe, each restart a cold start); kube-score 'Pod Probes Identical'")
+
+
+@rule("liveness-probe-window", "A model server's liveness probe has a failure window of 60 s or more and fails later "
+      "than readiness.",
+      LIVENESS_SOURCE, policy="liveness-probe-window")
+def liveness_window(timeout: int, period: int, threshold: int, same_as_readiness: bool) -> Optional[Breach]:
+    """The liveness probe's ``timeoutSeconds`` (default 1), ``periodSeconds`` (default 10) and
+    ``failureThreshold`` (default 3); ``same_as_readiness``: the readiness probe checks the same
+    route and fails no later (so a busy server is restarted when it should only leave the Service)."""
+    window = period * threshold
+    if window >= LIVENESS_MIN_WINDOW_SECONDS and not same_as_readiness:
+        return None  # a long window rides out slow answers, even at the 1 s default timeout
+    problems = []
+    if window < LIVENESS_MIN_WINDOW_SECONDS:
+        problems.append(f"a failure window of {period} s x {threshold} = {window} s (below {LIVENESS_MIN_WINDOW_SECONDS} s)")
+    if timeout < LIVENESS_MIN_TIMEOUT_SECONDS:
+        problems.append(f"timeoutSeconds {timeout} (below {LIVENESS_MIN_TIMEOUT_SECONDS} s)")
+    if same_as_readiness:
+        problems.append("the same route and timing as the readiness probe, so it fails as soon as readiness does")
+    return Breach("its livenessProbe has " + "; ".join(problems) + ": a server saturated by long requests answers "
+                  "late and is restarted, each restart a full cold start",
+                  f"give the livenessProbe timeoutSeconds of {LIVENESS_MIN_TIMEOUT_SECONDS * 2} or more and "
+                  f"periodSeconds x failureThreshold of {LIVENESS_MIN_WINDOW_SECONDS * 2} s or more (the components: "
+                  "10 s, 30 s x 4), longer than the readiness probe's")

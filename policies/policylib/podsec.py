@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Iterator, Optional
 
 from core import facts
+from core.images import image_user
 from core.registry import Breach
 from core.rulebook import pod_security as ps
 from policylib import resource_helpers as rh
@@ -99,8 +100,15 @@ def root_containers(spec: Mapping, containers: list[tuple[str, Mapping]]) -> lis
     ``runAsUser: 0`` (Restricted: "Running as Non-root", "Running as Non-root user")."""
     psc = _sc(spec)
     return _found(*((where, ps.runs_as_non_root(_sc(c).get("runAsNonRoot", psc.get("runAsNonRoot")),
-                                                rh.whole(_sc(c).get("runAsUser", psc.get("runAsUser")))))
+                                                rh.whole(_sc(c).get("runAsUser", psc.get("runAsUser"))),
+                                                _image_user(c)))
                     for where, c in containers))
+
+
+def _image_user(container: Mapping) -> Optional[str]:
+    """The user the container's image runs as, from the image catalog (None: not known)."""
+    known = image_user(str(container.get("image") or ""))
+    return known.user if known else None
 
 
 def token_mounts(pod: str, spec: Mapping) -> list[Check]:

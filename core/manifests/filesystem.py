@@ -1,0 +1,117 @@
+"""Where a container's files go: which volume a path lands on, whether it can be written and whether
+it outlives the pod, the home directory and the Hugging Face cache a model server uses.
+
+Read from the container's env, volumeMounts, the pod's volumes, its user and the image catalog
+(:func:`core.images.image_user`: the image's user and HOME). Kubernetes semantics: a path lands on
+the mount with the longest ``mountPath`` that contains it, else on the container's own filesystem
+(writable, gone at every restart); configMap, secret, downwardAPI and projected volumes are read-only;
+an emptyDir lives as long as the pod. Pure functions.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Optional
+
+from core.images import image_user
+from core.manifests.pods import Container, Workload
+from core.manifests.read import as_map
+
+#: Volume types the kubelet always mounts read-only.
+READ_ONLY_TYPES = ("configMap", "secret", "downwardAPI", "projected")
+#: Env that makes the Hugging Face client read its cache only (huggingface_hub ``constants``).
+OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+_TRUE = ("1", "ON", "YES", "TRUE")
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where ``path`` lands: ``mount`` (the volumeMount, None: the container's own filesystem) and
+    ``volume`` (the pod's volume of that mount, ``{}`` when not found)."""
+
+    path: str
+    mount: Optional[Mapping]
+    volume: Mapping
+
+    @property
+    def where(self) -> str:
+        """How a message names it: ``volume cache (emptyDir) at /root/.cache`` or ``the container's own filesystem``."""
+        if self.mount is None:
+            return "the container's own filesystem"
+        kind = next((k for k in self.volume if k != "name"), "unknown volume")
+        return f"volume {self.mount.get('name', '')} ({kind}) mounted at {self.mount.get('mountPath', '')}"
+
+    @property
+    def writable(self) -> bool:
+        """False on a ``readOnly`` mount or a read-only volume type; the own filesystem is writable."""
+        if self.mount is None:
+            return True
+        return self.mount.get("readOnly") is not True and not any(k in self.volume for k in READ_ONLY_TYPES)
+
+    @property
+    def persistent(self) -> bool:
+        """True on a volume that outlives the pod (a persistentVolumeClaim, hostPath, csi, nfs, ...):
+        not the own filesystem, an emptyDir, an ephemeral volume or a read-only type."""
+        if self.mount is None:
+            return False
+        return not any(k in self.volume for k in ("emptyDir", "ephemeral", *READ_ONLY_TYPES))
+
+    @property
+    def size_limit(self) -> Optional[str]:
+        """An emptyDir's ``sizeLimit`` as written, else None."""
+        return as_map(self.volume.get("emptyDir")).get("sizeLimit") if "emptyDir" in self.volume else None
+
+
+def place(w: Workload, c: Container, path: str) -> Place:
+    """The mount of ``c`` that holds ``path`` (longest mountPath containing it)."""
+    path = posixpath.normpath(path)
+    best: Optional[Mapping] = None
+    for m in c.volume_mounts:
+        mp = posixpath.normpath(str(m.get("mountPath") or "/"))
+        if (path == mp or path.startswith(mp.rstrip("/") + "/")) and (best is None or len(mp) > len(str(best.get("mountPath")))):
+            best = m
+    volume = (w.volume(str(best.get("name"))) or {}) if best is not None else {}
+    return Place(path, best, volume)
+
+
+def home(w: Workload, c: Container) -> Optional[str]:
+    """HOME in the container: its env's, else the image's user's home when it runs as that user, else
+    ``/`` (a uid the image's /etc/passwd does not know has no home: the runtime sets HOME=/); None when
+    the image is not in the catalog."""
+    if c.env.get("HOME"):
+        return c.env["HOME"]
+    known = image_user(c.image)
+    if known is None:
+        return None
+    uid = w.run_as(c)[1]
+    return known.home if uid is None or uid == known.uid else ("/" if uid not in known.passwd_uids else None)
+
+
+def hub_cache(w: Workload, c: Container, download_dir: Optional[str] = None) -> Optional[str]:
+    """The directory a Hugging Face download goes to: ``download_dir`` (vLLM ``--download-dir``), else
+    ``HF_HUB_CACHE``, else ``HF_HOME``/hub, else ``XDG_CACHE_HOME``/huggingface/hub, else
+    HOME/.cache/huggingface/hub (huggingface_hub ``constants``); None when HOME is not known."""
+    if download_dir:
+        return download_dir
+    env = c.env
+    if env.get("HF_HUB_CACHE"):
+        return env["HF_HUB_CACHE"]
+    if env.get("HF_HOME"):
+        return posixpath.join(env["HF_HOME"], "hub")
+    if env.get("XDG_CACHE_HOME"):
+        return posixpath.join(env["XDG_CACHE_HOME"], "huggingface", "hub")
+    h = home(w, c)
+    return posixpath.join(h, ".cache", "huggingface", "hub") if h else None
+
+
+def offline(c: Container) -> bool:
+    """True when the container's env makes the Hugging Face client use its cache only."""
+    return any(c.env.get(k, "").strip().upper() in _TRUE for k in OFFLINE_ENV)
+
+
+def is_hub_id(model: Optional[str]) -> bool:
+    """True when a server's model argument is a Hugging Face hub id (``Qwen/Qwen3-8B``), not a path
+    (``/mnt/models/x``, ``./x``) or a URI (``s3://``, ``pvc://``)."""
+    return model is not None and model != "" and not model.startswith(("/", ".", "~")) and "://" not in model

@@ -1,0 +1,72 @@
+"""model-cache-usable: a server that fetches its model by hub id has a Hugging Face cache it can use.
+
+Rule, per vLLM container whose model is a hub id (``Qwen/Qwen3-8B``, not a path or a URI), with its
+cache directory (``--download-dir``, ``HF_HUB_CACHE``, ``HF_HOME``/hub, else HOME/.cache/huggingface/hub,
+HOME from the env or the image catalog) and the volume that directory lands on
+(:mod:`core.manifests.filesystem`):
+
+- offline (``HF_HUB_OFFLINE=1``): the cache is on a volume that outlives the pod (not an emptyDir or
+  the container's own filesystem, which are empty at every start);
+- online: the cache is writable (not a ``readOnly`` mount, not a configMap or secret);
+- online on an emptyDir with a ``sizeLimit``: the limit holds the checkpoint's weights
+  (:func:`core.capacity.weights_per_card` at one card, for a model in the stack's models).
+
+Not judged: a container whose HOME is not known (an image outside the catalog, with no cache env), a
+uid the image does not know (arbitrary-uid-has-home), a cache on the own filesystem when online.
+Source: kserve #3562, #3792; llm-d-modelservice #243; huggingface_hub #2797; vllm-project/vllm #1986.
+Judged and worded once, in :mod:`core.rulebook.model_cache`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from core import capacity, quantity, registry
+from core.manifests import filesystem as fs
+from core.rulebook import model_cache
+from policylib import capacity_helpers, containers, stackconfig
+
+NAME = "model-cache-usable"
+SOURCE = registry.RULES[NAME].source
+
+
+def checkpoint_bytes(w, c) -> Optional[int]:
+    """The weights of ``c``'s model at one card, when the stack's models know it; else None."""
+    try:
+        found = [sc for sc in capacity_helpers.servers(w, stackconfig.inventory(), stackconfig.models()) if sc.container is c]
+    except stackconfig.StackConfigError:
+        return None
+    facts = found[0].facts if found else None
+    return capacity.weights_per_card(facts, 1) if facts is not None else None
+
+
+def validate(args, report_violation) -> None:
+    for w, c in containers.each(args):
+        server = c.server
+        if server is None or server.engine != "vllm" or not fs.is_hub_id(server.model_arg):
+            continue
+        cache = fs.hub_cache(w, c, server.get("--download-dir"))
+        if cache is None:
+            continue
+        at = fs.place(w, c, cache)
+        limit = quantity.parse_or_none(at.size_limit) if at.size_limit is not None else None
+        offline = fs.offline(c)
+        need = checkpoint_bytes(w, c) if limit is not None and not offline else None
+        breach = model_cache.cache_usable(str(server.model_arg), cache, at.where, at.writable, at.persistent, offline,
+                                          at.size_limit, int(limit) if limit is not None else None, need)
+        containers.report(args, report_violation, w, breach, c)
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="A server fetching its model by hub id has a usable cache: writable unless offline, persistent when offline, large enough on an emptyDir.",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Put HF_HOME on a persistentVolumeClaim: writable when the server downloads, or pre-filled and read with "
+        "HF_HUB_OFFLINE=1; an emptyDir cache needs a sizeLimit above the checkpoint and is never offline."
+    ),
+)

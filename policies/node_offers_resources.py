@@ -1,0 +1,57 @@
+"""node-offers-resources: pods request only extended resources their node offers.
+
+Rule: every extended resource a container asks for (a name with a ``/``, other than ``nvidia.com/gpu``,
+which the inventory's ``cards`` count) is in the ``extended_resources`` of the node the pods are pinned
+to, else of some node of the inventory. A resource no node offers leaves the pod Pending forever; a
+time-sliced ``nvidia.com/gpu.shared`` slice, even where offered, is a share of one card and cannot
+back tensor parallel. Not judged where a candidate node does not record its extended resources.
+
+Source: NVIDIA/k8s-device-plugin #929. Judged and worded once, in :mod:`core.rulebook.pods`.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+
+from core import facts, registry
+from core.rulebook import pods as rules
+from policylib import containers, stackconfig, views
+
+NAME = "node-offers-resources"
+SOURCE = registry.RULES[NAME].source
+#: Resource names that are not extended resources of a device plugin.
+NATIVE_PREFIXES = ("hugepages-", "kubernetes.io/", "requests.")
+
+
+def validate(args, report_violation) -> None:
+    w = views.of(args)
+    if w is None or not w.running:
+        return
+    try:
+        inv = stackconfig.inventory()
+    except stackconfig.StackConfigError:
+        return
+    pinned = inv.node(w.node) if w.node else None
+    nodes = [pinned] if pinned is not None else list(inv.nodes)
+    if not nodes or any(n.extended_resources is None for n in nodes):
+        return
+    offered = sorted({r for n in nodes for r in (n.extended_resources or ())})
+    where = f"node {pinned.name}" if pinned is not None else "any node of the inventory"
+    for c in (*w.init_containers, *w.containers):
+        tp = c.server.tensor_parallel if c.server is not None else 1
+        for name, amount in c.resource_amounts.items():
+            if "/" in name and name != facts.GPU_RESOURCE and not name.startswith(NATIVE_PREFIXES):
+                containers.report(args, report_violation, w, rules.node_offers(name, amount, where, offered, tp), c)
+
+
+POLICY = ResourceValidationPolicy(
+    name=NAME,
+    description="Pods request only extended resources their node offers (the inventory's extended_resources).",
+    validate=validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    remediation_steps=(
+        "Request whole cards as nvidia.com/gpu (one per tensor-parallel rank); record in the node's "
+        "extended_resources (llm-serving:cluster) what its device plugins advertise."
+    ),
+)
