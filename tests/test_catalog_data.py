@@ -37,7 +37,7 @@ def test_every_entry_validates_against_the_schema(name):
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(data)
     entries = data.values() if isinstance(data, dict) else data
-    assert len(entries) == (7 if name == "models" else 13)
+    assert len(entries) == (7 if name == "models" else 15)
     assert all(e["source"].strip() for e in entries)
 
 
