@@ -123,7 +123,10 @@ CANDLE_RUNTIME_GIB = VLLM_RUNTIME_WITH_CONTEXT_GIB
 #: GiB more a rank holds at TP>=2 when the cards are linked by NVLink: NCCL's P2P / NVLS
 #: buffers and vLLM's custom all-reduce (IPC buffers, registered CUDA-graph buffers). About 2
 #: GiB a card in all at TP>=2 (llm-d planner accuracy report); vllm-project/vllm PR #10511
-#: measured 1.79-3.58 GiB.
+#: measured 1.79-3.58 GiB (v0.6.5). The same report's vLLM v0.19.0 logs (H100-80GB,
+#: llm-d-incubation/llm-d-planner accuracy/results/v0.19.0) log 2.06-2.11 GiB of non-torch
+#: memory at TP=2 and 2.13-2.21 at TP=4 against 0.24-0.27 at TP=1: 1.8-2.0 GiB for the
+#: all-reduce, as in 0.6.5 and 0.15-0.17, so the figure is not split by release.
 COMM_NVLINK_GIB = 1.85
 #: GiB more a rank holds at TP>=2 over PCIe without NVLink (NCCL moves the data through host
 #: shared memory, /dev/shm; vLLM turns custom all-reduce off without P2P): NCCL's kernels and
@@ -138,7 +141,10 @@ def runtime_bytes(engine: str, tp: int, card: CardSpec, *, counts_context: bool 
     (``counts_context``: vLLM before 0.6.5) or :data:`CANDLE_RUNTIME_GIB` (``engine``
     ``candle-vllm``) at TP=1, plus at ``tp`` >= 2 the communication buffers:
     :data:`COMM_NVLINK_GIB` when ``card.nvlink``, else :data:`COMM_PCIE_GIB`. ``tp`` is the
-    ranks that talk (TP x PP)."""
+    tensor-parallel group the all-reduce spans; pipeline stages add none: vLLM v0.19.0 logs
+    0.07 GiB of non-torch memory a rank for Llama-3.1-8B at PP=2 and PP=4 (H100-80GB,
+    llm-d-incubation/llm-d-planner accuracy/results/v0.19.0), the stages' send/receive buffers
+    being allocated after the profile."""
     if engine == "candle-vllm":
         base = CANDLE_RUNTIME_GIB
     else:
@@ -565,7 +571,7 @@ def estimate_vllm(
     total = cuda_total_bytes(card)
     requested = gpu_memory_utilization * total
     weights = weights_per_card(facts, tp, pp=pp, engine="vllm", dtype=dtype)
-    runtime = runtime_bytes("vllm", tp * pp, card, counts_context=prof.version < VLLM_BASELINE_PROFILING_FROM)
+    runtime = runtime_bytes("vllm", tp, card, counts_context=prof.version < VLLM_BASELINE_PROFILING_FROM)
     kv_bytes = kv_bytes_per_token(facts, tp, pp=pp, kv_dtype_bytes=dtype_bytes(kv_cache_dtype, dtype))
     page = kv_bytes * block_size
 
@@ -599,7 +605,7 @@ def estimate_vllm(
         )
     if facts.is_hybrid:
         notes.append("linear-attention (GDN) state pages are not modelled; only full-attention layers hold KV")
-    notes.append(_runtime_note("vllm", world, card, runtime))
+    notes.append(_runtime_note("vllm", tp, card, runtime))
     return Estimate(
         engine="vllm",
         card=card.product,
