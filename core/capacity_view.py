@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 from core import capacity
 from core.capacity import Estimate
-from core.engines import ServerSettings, VllmConfig
+from core.engines import CandleConfig, ServerSettings, VllmConfig
 from core.inventory import CardSpec, ClusterInventory
 from core.modelfacts import Models, ModelFacts
 from core import manifests
@@ -97,7 +97,7 @@ def server_label(sc: ServerCapacity) -> str:
 
 def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
     """Why a server's model has no facts, and how to add it."""
-    flag = "--model" if engine == "vllm" else "--w"
+    flag = VllmConfig.FLAGS["model"] if engine == "vllm" else CandleConfig.FLAGS["weights_path"]
     if not model_arg:
         return f"the server names no model ({flag}), so its facts cannot be looked up"
     key = "hf_id" if engine == "vllm" and not model_arg.startswith("/") else "weights_path"

@@ -21,7 +21,6 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
 
 from core import manifests, registry, rulebook
-from core.engines import VllmConfig
 from policylib import resource_helpers as rh
 from core import terms
 from policylib import views
@@ -32,7 +31,7 @@ SOURCE = registry.RULES[NAME].source
 
 def data_parallel(server: manifests.ServerArgs) -> int:
     """``--data-parallel-size`` (``-dp``), default 1."""
-    return rh.whole(server.get(VllmConfig.FLAGS["data_parallel_size"]) or server.get("-dp")) or 1
+    return rh.whole(server.setting("data_parallel_size")) or 1
 
 
 def validate(args, report_violation) -> None:

@@ -58,7 +58,7 @@ def breaches(c: manifests.Container, server: manifests.ServerArgs, model: Option
     the Volta nodes it can land on, judged by the lowest card; ``house``: the inventory's
     ``house_conventions`` (without it ``auto`` passes on a float16 checkpoint)."""
     card = min((n.card for n in volta if n.card), key=lambda k: k.sm)
-    written = server.get(VllmConfig.FLAGS["quantization"]) or server.get("-q")
+    written = server.setting("quantization")
     method = written or (model.quantization.method if model and model.quantization else None)
     no_nvlink = [n for n in volta if n.card and not n.card.nvlink]
     dtype = (server.get(VllmConfig.FLAGS["dtype"]) or "").lower() or None

@@ -18,7 +18,8 @@ from stackfile import build as stack
 from stackfile.build import render_manifests
 from components.vllm import VllmArgs, vllm_argv
 from components.workload import CandleDeploymentArgs, candle_argv
-from core import capacity
+from core import capacity, rulebook
+from core.registry import SETTINGS
 from core.engines import CandleConfig, ServerSettings, VllmConfig
 from policylib import capacity_helpers as ch
 from policylib import stackconfig
@@ -88,6 +89,27 @@ def test_prod_servers_read_back_to_the_stack_files_settings():
     reasoning = read[("reasoning", "vllm")]
     assert (reasoning.max_model_len, reasoning.gpu_memory_utilization, reasoning.dtype, reasoning.tp) == (65536, 0.9, "float16", 1)
     assert sorted(read) == [("candle-vllm", "candle-vllm"), ("clef-candle", "candle-vllm"), ("reasoning", "vllm")]
+
+
+def test_the_rules_name_each_flag_as_the_engine_models_declare_it():
+    """Every flag a rule's wording names is a value of VllmConfig.FLAGS or CandleConfig.FLAGS
+    (core/flags.py), never spelt again in the rulebook."""
+    rulebook.register_all()
+    declared = set(VllmConfig.FLAGS.values()) | set(CandleConfig.FLAGS.values())
+    named = {s.id: s.manifest for s in SETTINGS.values() if s.flag}
+    assert named["max_model_len"] == VllmConfig.FLAGS["max_model_len"] == "--max-model-len"
+    assert named["kv_fraction"] == CandleConfig.FLAGS["kv_fraction"] == "--kv-fraction"
+    assert named["candle_devices"] == CandleConfig.FLAGS["devices"] == "--d"
+    assert {i: m for i, m in named.items() if m not in declared} == {}
+
+
+def test_vllms_short_spellings_read_as_the_long_flags():
+    s = core.manifests.parse_args("vllm", ["--model=m", "-tp", "2", "-pp", "2", "-dp", "3", "-q", "gptq"])
+    assert (s.tensor_parallel, s.pipeline_parallel, s.setting("data_parallel_size"), s.setting("quantization")) == (
+        2, 2, "3", "gptq")
+    long = core.manifests.parse_args("vllm", ["--model=m", "--tensor-parallel-size=4", "-tp", "2"])
+    assert long.tensor_parallel == 4  # the flag first, as before
+    assert core.manifests.parse_args("candle-vllm", ["--m", "Qwen/Qwen3-8B"]).model_arg == "Qwen/Qwen3-8B"
 
 
 def test_an_unknown_or_unreadable_flag_is_the_engines_default():

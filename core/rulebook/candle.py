@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
-from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
-from core.rulebook.settings import S
+from core import facts, flags
+from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.rulebook.settings import S, flag_setting
 
 #: candle-vllm's device list; the stack file has no key for it (the component writes it from cards).
-DEVICES = Setting("candle_devices", None, "--d", flag=True)
+DEVICES = flag_setting("devices", flags.CANDLE, id_="candle_devices", in_stack_file=False)
 
 _SOURCE = "seeds 001 and 003 (candle-vllm.yaml, clef-candle.yaml: --d lists the pod's cards)"
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
-from core.rulebook.settings import S
+from core import facts, flags
+from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.rulebook.settings import S, flag_setting
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.capacity import Estimate
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 CAPACITY_SOURCE = "spec, the user's measured figures (README Capacity); core/capacity.py"
 
 #: candle-vllm's share of the free card memory for the KV cache.
-KV_FRACTION = Setting("kv_fraction", "kv_fraction", "--kv-fraction", flag=True)
+KV_FRACTION = flag_setting("kv_fraction", flags.CANDLE)
 
 
 def ranks(e: "Estimate") -> str:

@@ -14,8 +14,9 @@ from typing import Optional
 
 from core import rules
 from core.registry import Breach, Setting, rule
+from core.rulebook.settings import flag_setting
 
-HOST = Setting("host", None, "--host", flag=True)
+HOST = flag_setting("host", in_stack_file=False)
 CONTAINER_PORT = Setting("container_port", None, "containerPort")
 _SOURCE = "coder.yaml (--host=0.0.0.0 --port=8080, probes on 8080)"
 

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from typing import Optional
 
 from core import rules
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.rulebook.settings import S
 
 #: The served model names: a list in the stack file, the flag followed by each name in a manifest.
-SERVED = Setting("served_model_names", "served_model_names", "--served-model-name", flag=True)
+SERVED = S.served_model_names
 FLAG = SERVED.manifest
 _SOURCE = "seed 002 (reasoning.yaml: one comma-joined served model name)"
 

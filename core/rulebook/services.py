@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Optional
 
 from core import facts
 from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.rulebook.settings import S
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.manifests.servers import Endpoint
 
 #: vLLM's ``--served-model-name`` (candle-vllm answers the basename of ``--w``).
-SERVED_MODEL_NAMES = Setting("served_model_names", "served_model_names", "--served-model-name", flag=True)
+SERVED_MODEL_NAMES = S.served_model_names
 SELECTS = Setting("selects", "selects", "the selector")
 ENABLE_SERVICE_LINKS = Setting("enable_service_links", None, "enableServiceLinks")
 
