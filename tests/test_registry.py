@@ -17,7 +17,7 @@ def test_every_rule_registered_once_with_source_and_title():
 
     rules = rulebook.register_all()
     names = {p.name for p in policies()}
-    assert len(rules) == 68
+    assert len(rules) == 70
     assert len(rules) == len({r.judge for r in rules.values()}), "a judge filed under two ids"
     for rule in rules.values():
         assert rule.title and rule.source, rule.id

@@ -22,7 +22,9 @@ imports them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(.
   the house's token and models-mount rules;
 - :mod:`core.rulebook.services`: a Service against its workloads (one running workload behind it,
   its targetPort, service links) and one served model name a server;
-- :mod:`core.rulebook.network`: the NetworkPolicies admit each declared client and each server's port.
+- :mod:`core.rulebook.network`: the NetworkPolicies admit each declared client and each server's port;
+- :mod:`core.rulebook.stack_config`: the pack can read the stack's inventory and models, and a
+  server's model is one they list.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from core.rulebook.settings import S
 #: engine models (:mod:`core.engines`, which judge a served name) import no estimator through
 #: this package: no import cycle.
 FAMILIES = ("allocation", "candle", "capacity", "endpoints", "kserve", "network", "pod_security", "pods", "probes",
-            "served_names", "services", "volta")
+            "served_names", "services", "stack_config", "volta")
 
 __all__ = [
     "FAMILIES", "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
