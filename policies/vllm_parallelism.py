@@ -26,6 +26,7 @@ from core import terms
 from policylib import views
 
 NAME = "vllm-parallelism"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -48,12 +49,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="vLLM tensor parallel x pipeline parallel size equals the container's nvidia.com/gpu cards.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Set resources.limits and requests nvidia.com/gpu to --tensor-parallel-size x "
-        "--pipeline-parallel-size (x --data-parallel-size), or change the sizes to the cards you have."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from core.registry import RULES, Rule
+from core.registry import POLICY_TEXTS, RULES, PolicyText, Rule
 
 from core.rulebook.servers import (
     Found,
@@ -66,7 +66,7 @@ FAMILIES = ("allocation", "candle", "capacity", "endpoints", "kserve", "network"
 __all__ = [
     "FAMILIES", "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
     "gpu_memory_utilization", "half_dtype", "hybrid_on_volta_vllm", "hybrid_one_card", "kserve_label",
-    "memory_declared", "parallel_matches_cards", "register_all", "startup_breaches", "startup_budget", "tp_divides",
+    "memory_declared", "parallel_matches_cards", "policy_text", "register_all", "startup_breaches", "startup_budget", "tp_divides",
     "vllm_breaches", "vllm_kernels",
 ]
 
@@ -84,3 +84,10 @@ def register_all() -> dict[str, Rule]:
     for family in FAMILIES:
         importlib.import_module(f"{__name__}.{family}")
     return RULES
+
+
+def policy_text(name: str) -> PolicyText:
+    """The description and remediation of pack policy ``name``, as its rule family files them
+    (:func:`core.registry.describe_policy`). KeyError: no family describes it."""
+    register_all()
+    return POLICY_TEXTS[name]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from core import facts
-from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
 
 OWNED_SOURCE = ("KServe RawDeployment names its predictor Service and Deployment <isvc>-predictor; seed 001 "
                 "(coder-service.yaml beside the still-managed coder InferenceService)")
@@ -47,3 +47,26 @@ def predictor_name_free(kind: str, name: str, isvc: Optional[str]) -> Optional[B
         + f", or stop managing InferenceService {isvc}"
         + only(STACK, f" (remove or rename workload {isvc})"),
     )
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "isvc-not-parked-silently",
+    "An InferenceService at zero replicas is declared parked (it still reports Ready=True).",
+    (
+        "Either give the predictor minReplicas/maxReplicas of 1 or more, or annotate the InferenceService with "
+        "llm-serving.riotpiao.com/parked: '<why it is parked>' (the components write it for a parked workload), or delete the "
+        "InferenceService."
+    ),
+)
+
+describe_policy(
+    "kserve-owned-names",
+    "No Service or Deployment is named <isvc>-predictor beside InferenceService <isvc>: KServe owns that name.",
+    (
+        "Give the stable Service its own name (reasoning-long-predictor beside KServe's reasoning-predictor), or stop managing "
+        "the InferenceService whose predictor name it takes (seed 000 removed the coder InferenceService, freeing "
+        "coder-predictor)."
+    ),
+)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
-from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
 
 CLIENTS_SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
 #: The stack file's NetworkPolicy section, where its admitted ports are written.
@@ -78,3 +78,25 @@ def server_port_admitted(engine: str, port: int, port_text: str, policies: Seque
                   only(MANIFEST, f"add port {port} to an ingress rule of {which}, or make the server listen on an "
                                  "admitted port")
                   + only(STACK, f"add {port} to the ports of {NETWORK_POLICY_KEY} (gateway / clients) for the workload"))
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "ingress-admits-server-port",
+    "A NetworkPolicy that isolates a model server's pods admits the port the server listens on.",
+    (
+        "Admit the server's listen port (vLLM --port, candle-vllm --p; 8080 for every server in llm-serving) in an ingress rule "
+        "of the NetworkPolicy that selects its pods; in the stack file, llm-serving:network_policy gateway/clients ports."
+    ),
+)
+
+describe_policy(
+    "network-ingress-for-clients",
+    "Each declared client of a Service is admitted, on the pod's port, by a NetworkPolicy that selects the backend pods.",
+    (
+        "Add an ingress rule to the NetworkPolicy that selects the backend pods: from the client's namespace (namespaceSelector "
+        "kubernetes.io/metadata.name: <namespace>) on the POD's port, i.e. the Service's targetPort (8080 for every server in "
+        "llm-serving), not the Service port. In the stack file: llm-serving:network_policy gateway/clients ports."
+    ),
+)

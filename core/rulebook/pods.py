@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, Setting, only, rule
 from core.rulebook.settings import S
 
 RUNTIME_CLASS = Setting("runtime_class", None, "runtimeClassName")
@@ -82,3 +82,43 @@ def pull_always(image: str, tag: str, moves: bool, policy: str, defaulted: bool)
     return Breach(f"image {image} has moving tag {tag} and {PULL_POLICY} {shown}, so a rebuilt image never "
                   "reaches the pod",
                   f"pin {S.image} by @sha256 digest" + only(MANIFEST, f", or set {PULL_POLICY.to(facts.MOVING_TAG_PULL_POLICY)}"))
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "gpu-runtime-class",
+    "GPU pods (nvidia.com/gpu > 0) set the runtimeClassName the inventory names (nvidia on worker-1), so libcuda.so is injected.",
+    (
+        "Set runtimeClassName: nvidia in the pod spec (Deployment spec.template.spec, InferenceService spec.predictor). The "
+        "components set it for every workload with cards. On a cluster whose default runtime injects the driver, leave "
+        "gpu_runtime_class out of llm-serving:cluster."
+    ),
+)
+
+describe_policy(
+    "gpu-whole-cards",
+    "nvidia.com/gpu requests equal limits and are whole numbers of cards.",
+    (
+        "Give nvidia.com/gpu as a whole number under resources.limits, and under resources.requests either the same number or "
+        "nothing (it then defaults to the limit)."
+    ),
+)
+
+describe_policy(
+    "moving-tag-pull-always",
+    "An image not pinned by @sha256 digest has imagePullPolicy Always, so a rebuilt tag reaches the pod.",
+    (
+        "Set imagePullPolicy: Always on the container, or pin the image by digest (repository:tag@sha256:<digest>, as the vLLM "
+        "image is in facts.VLLM_IMAGE)."
+    ),
+)
+
+describe_policy(
+    "multi-gpu-shm",
+    "Pods with more than one card mount a Memory-backed /dev/shm emptyDir with a sizeLimit the memory limit covers.",
+    (
+        "Add a pod volume {name: shm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}, mount it at /dev/shm in the server container,"
+        " and keep resources.limits.memory above 8Gi."
+    ),
+)

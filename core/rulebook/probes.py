@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from core import facts
-from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
 from core.rulebook.settings import S
 
 
@@ -54,3 +54,15 @@ def cold_start_declared(raw: str, seconds: Optional[int]) -> Optional[Breach]:
         return None
     return Breach(f"annotation {facts.COLD_START_ANNOTATION} is {raw!r}, not whole seconds above 0",
                   f'declare {S.cold_start} as whole seconds above 0, e.g. "600"')
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "model-server-readiness",
+    "Every model server container (vLLM, candle-vllm, or holding cards) has a readinessProbe.",
+    (
+        "Add a readinessProbe on the server's health route (candle-vllm: GET /v1/models; vLLM: GET /health) every 10 s; the "
+        "components add it with the startup and liveness probes."
+    ),
+)
