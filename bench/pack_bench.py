@@ -28,6 +28,8 @@ from __future__ import annotations
 import argparse
 import copy
 import math
+import os
+import resource
 import statistics
 import sys
 import time
@@ -221,12 +223,26 @@ def generate(n: int, nodes: int = NODES) -> tuple[list[Resource], dict[str, Any]
     return resources_from_documents(docs, stack="bench"), config
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its waited-for children (the pack processes)."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+#: The CPU seconds (client and pack processes) of each run of the last :func:`median_of`.
+LAST_CPU: list[float] = []
+
+
 def median_of(runs: int, fn: Callable[[], Any]) -> tuple[float, float, float, Any]:
+    """``(median, min, max)`` wall seconds of ``runs`` calls of ``fn``, and its last result; each
+    run's CPU seconds in :data:`LAST_CPU` (on a shared machine the steadier figure)."""
     times, last = [], None
+    LAST_CPU.clear()
     for _ in range(runs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu_seconds()
         last = fn()
         times.append(time.perf_counter() - t)
+        LAST_CPU.append(cpu_seconds() - c)
     return statistics.median(times), min(times), max(times), last
 
 
@@ -295,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-in-process", action="store_true")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"pack {args.pack_dir}; median of {args.runs} runs; times in seconds")
+    print(f"pack {args.pack_dir}; median of {args.runs} runs; times in seconds (cpu: user + system of the "
+          f"client and the pack processes); load average {os.getloadavg()[0]:.2f}")
     print(f"{'resources':>9}  {'path':<11} {'median':>7} {'min':>7} {'max':>7} {'x per 2x':>8}  detail")
     workers = [int(w) for w in args.workers.split(",")]
     prev_g: dict[int, tuple[int, float]] = {}
@@ -308,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             c = report.counts()
             path = "(a) gRPC" if w == 1 else f"(a) gRPC x{w}"
             print(f"{n:>9}  {path:<11} {med:>7.2f} {lo:>7.2f} {hi:>7.2f} {_scaling(prev_g.get(w), n, med):>8}  "
-                  f"{detail}; {c['mandatory']} mandatory, {c['advisory']} advisory")
+                  f"cpu {statistics.median(LAST_CPU):.2f}; {detail}; {c['mandatory']} mandatory, {c['advisory']} advisory")
             prev_g[w] = (n, med)
         if not args.skip_in_process:
             med, lo, hi, per = median_of(args.runs, lambda resources=resources, config=config: in_process(resources, config))
@@ -324,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                   + ", ".join(f"{k} {v:.2f}" for k, v in slow))
             prev_c = (n, med)
         sys.stdout.flush()
+    print(f"load average {os.getloadavg()[0]:.2f}")
     return 0
 
 

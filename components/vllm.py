@@ -34,13 +34,14 @@ import posixpath
 from typing import Any, Literal, Optional
 
 import pulumi
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from core import facts, rules
 from core.engines import VllmConfig
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 from core import rulebook
+from core.values import judged
 
 from components import pod
 from components.workload import WorkloadArgs, WorkloadComponent, transition_options
@@ -73,7 +74,9 @@ class VllmArgs(VllmConfig, WorkloadArgs):
         return self.tp_for(self.placement.cards)
 
     @model_validator(mode="after")
-    def _facts(self) -> "VllmArgs":
+    def _facts(self, info: ValidationInfo) -> "VllmArgs":
+        if judged(info):
+            return self
         error = rulebook.first_error(self.name, rulebook.vllm_breaches(
             self, cards=self.placement.cards, card=self.card, model_key=self.model_key or self.model,
             model=self.model_facts, env=self.placement.env))

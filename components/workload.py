@@ -34,7 +34,7 @@ import posixpath
 from typing import Any, Optional
 
 import pulumi
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, model_validator
 
 from core import facts
 from core.engines import CandleConfig
@@ -42,7 +42,7 @@ from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
 from core.placement import Placement, secret_name, startup_threshold
 from core import rulebook
-from core.values import REDACTED
+from core.values import JUDGED, REDACTED, judged
 
 from components.pod import (
     checkov_waivers,
@@ -81,7 +81,8 @@ class WorkloadArgs(ComponentArgs):
     runtime class, and whether a replacement deletes the old object first (a renamed workload
     must not hold its cards twice on a full node).
 
-    Errors (ValueError): a startup budget that does not exceed the declared cold start.
+    Errors (ValueError): a startup budget that does not exceed the declared cold start (not
+    judged again under ``context=core.values.JUDGED``: args from a stack file the loader judged).
     """
 
     name: str = Field(description="Object name, e.g. candle-vllm or reasoning.")
@@ -98,7 +99,9 @@ class WorkloadArgs(ComponentArgs):
     )
 
     @model_validator(mode="after")
-    def _startup_budget(self) -> "WorkloadArgs":
+    def _startup_budget(self, info: ValidationInfo) -> "WorkloadArgs":
+        if judged(info):
+            return self
         p = self.placement
         error = rulebook.first_error(self.name, rulebook.startup_breaches(
             p.cold_start_seconds, p.startup_probe.period_seconds, startup_threshold(p.cold_start_seconds, p.startup_probe)))
@@ -318,7 +321,9 @@ class CandleDeploymentArgs(CandleConfig, WorkloadArgs):
     card: Optional[CardSpec] = Field(default=None, description="The node's card, checked for dtype support.")
 
     @model_validator(mode="after")
-    def _facts(self) -> "CandleDeploymentArgs":
+    def _facts(self, info: ValidationInfo) -> "CandleDeploymentArgs":
+        if judged(info):
+            return self
         key = self.model_key or posixpath.basename(self.weights_path.rstrip("/"))
         error = rulebook.first_error(self.name, rulebook.candle_breaches(
             self, cards=self.placement.cards, card=self.card, model_key=key, model=self.model_facts))
@@ -339,12 +344,13 @@ def candle_served_name(weights_path: str) -> str:
 
 def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
     """The generic Deployment args of a candle-vllm server (container ``candle``, health
-    route ``/v1/models``, models PVC read-only)."""
-    return GpuDeploymentArgs(
+    route ``/v1/models``, models PVC read-only). Not judged again: ``args`` were, on the same
+    placement."""
+    return GpuDeploymentArgs.model_validate(dict(
         **args.workload_fields(), image=args.image, command=list(args.command), args=candle_argv(args),
         port=args.port, container_name="candle", health_path=CANDLE_HEALTH_PATH,
         served_model_names=[candle_served_name(args.weights_path)], root_reason=facts.ROOT_REASONS["candle-vllm"],
-    )
+    ), context=JUDGED)
 
 
 class CandleDeployment(GpuDeployment):

@@ -27,7 +27,9 @@ from core import capacity, capacity_measured
 from core.capacity import Estimate
 from core.capacity_measured import Figure
 from core.measured import Measured
-from core.engines import ServerSettings, VllmConfig
+from core.engines import CandleConfig, ServerSettings, VllmConfig
+from core.registry import MANIFEST
+from core.rulebook import stack_config
 from core.inventory import CardSpec, ClusterInventory
 from core.modelfacts import Models, ModelFacts
 from core import manifests
@@ -103,16 +105,14 @@ def server_label(sc: ServerCapacity) -> str:
 
 
 def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
-    """Why a server's model has no facts, and how to add it."""
-    flag = "--model" if engine == "vllm" else "--w"
-    if not model_arg:
-        return f"the server names no model ({flag}), so its facts cannot be looked up"
-    key = "hf_id" if engine == "vllm" and not model_arg.startswith("/") else "weights_path"
-    return (
-        f"model {model_arg} ({flag}) is not in the stack's models (llm-serving:models); add an "
-        f"entry with {key}: {model_arg} and its facts (catalog: <a model of docs/catalog.md, from core/data/models.yaml>, "
-        "facts: {...} or config_json: <path to its config.json>)"
-    )
+    """Why a server's model has no facts, and how to add it (``<wrong>; <fix>``, in manifest
+    terms): :func:`core.rulebook.stack_config.model_listed`'s wording."""
+    flag = VllmConfig.FLAGS["model"] if engine == "vllm" else CandleConfig.FLAGS["weights_path"]
+    key = "hf_id" if engine == "vllm" and model_arg and not model_arg.startswith("/") else "weights_path"
+    breach = stack_config.model_listed(model_arg, (), flag, key)
+    assert breach is not None
+    wrong, fix = breach.render(MANIFEST)
+    return f"{wrong}; {fix}" if model_arg else wrong  # no model named: its readers add the fix
 
 
 def vllm_estimate(

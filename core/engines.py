@@ -1,6 +1,6 @@
 """The model servers' settings, one model per engine: :class:`VllmConfig` and :class:`CandleConfig`.
 
-Each flag is declared once, here (``FLAGS``): the stack file's workload (``stackfile/schema.py``
+Each flag is declared once, in :mod:`core.flags`, and carried here as ``FLAGS``: the stack file's workload (``stackfile/schema.py``
 ``VllmWorkload`` / ``CandleWorkload``, whose keys stay flat in the stack file, as production-stack
 keeps them under one ``vllmConfig``), the component args (``components/vllm.py`` ``VllmArgs``,
 ``components/workload.py`` ``CandleDeploymentArgs``) and the rendered argv
@@ -20,12 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Optional, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-from core import facts, rules
+from core import facts, flags, rules
 from core.registry import STACK
 from core.rulebook import served_names
-from core.values import Image, Int, Real, rule_error
+from core.values import Image, Int, Real, judged, rule_error
 
 #: The candle-vllm binary in the image (coder-14b-fp16.yaml ``command``).
 CANDLE_BINARY = "/usr/local/bin/candle-vllm"
@@ -45,7 +45,13 @@ def check_served_name(value: str) -> str:
     return value
 
 
-ServedName = Annotated[str, AfterValidator(check_served_name)]
+def _served_name_field(value: str, info: ValidationInfo) -> str:
+    """:func:`check_served_name` as a field validator: skipped for values judged already
+    (:data:`core.values.JUDGED`)."""
+    return value if judged(info) else check_served_name(value)
+
+
+ServedName = Annotated[str, AfterValidator(_served_name_field)]
 
 
 _HUMAN_INT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kKmMgG]?)$")
@@ -140,22 +146,9 @@ class VllmConfig(_Settings):
     """vLLM's server settings (v0.11.0): its argv flags and ``HF_HOME``. Defaults as coder.yaml
     writes them; Errors: ``enable_auto_tool_choice`` without ``tool_call_parser``."""
 
-    #: Each setting's flag, declared once: :meth:`argv` renders them, :meth:`read` reads them back
-    #: (``block_size`` and ``data_parallel_size`` are read only: the stack file leaves vLLM's
-    #: defaults, 16 and 1).
-    FLAGS: ClassVar[dict[str, str]] = {
-        "model": "--model", "served_model_names": "--served-model-name", "quantization": "--quantization",
-        "dtype": "--dtype", "kv_cache_dtype": "--kv-cache-dtype", "max_model_len": "--max-model-len",
-        "hf_overrides": "--hf-overrides", "tensor_parallel_size": "--tensor-parallel-size",
-        "pipeline_parallel_size": "--pipeline-parallel-size", "gpu_memory_utilization": "--gpu-memory-utilization",
-        "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
-        "long_prefill_token_threshold": "--long-prefill-token-threshold",
-        "enable_chunked_prefill": "--enable-chunked-prefill", "enable_prefix_caching": "--enable-prefix-caching",
-        "disable_custom_all_reduce": "--disable-custom-all-reduce", "enforce_eager": "--enforce-eager",
-        "reasoning_parser": "--reasoning-parser", "enable_auto_tool_choice": "--enable-auto-tool-choice",
-        "tool_call_parser": "--tool-call-parser", "host": "--host", "port": "--port", "block_size": "--block-size",
-        "data_parallel_size": "--data-parallel-size",
-    }
+    #: Each setting's flag (:data:`core.flags.VLLM`): :meth:`argv` renders them, :meth:`read`
+    #: reads them back (some are read only, as that table says).
+    FLAGS: ClassVar[dict[str, str]] = flags.VLLM
 
     image: Image = Field(
         default=facts.VLLM_IMAGE,
@@ -299,15 +292,9 @@ class CandleConfig(_Settings):
     """candle-vllm's server settings: its binary, image and argv flags. TP is the pod's cards
     (``--d 0,1,...``). Defaults: candle-vllm's own (src/main.rs) or the references'."""
 
-    #: Each setting's flag, declared once: :meth:`argv` renders them, :meth:`read` reads them back
-    #: (``mem_mib``, ``kv_cache_dtype``, ``fp8_kvcache``, ``block_size`` and ``mamba_fraction`` are
-    #: read only: the stack file leaves candle-vllm's defaults, src/main.rs).
-    FLAGS: ClassVar[dict[str, str]] = {
-        "weights_path": "--w", "devices": "--d", "dtype": "--dtype", "port": "--p", "max_num_seqs": "--max-num-seqs",
-        "kv_fraction": "--kv-fraction", "prefill_chunk_size": "--prefill-chunk-size", "mem_mib": "--mem",
-        "kv_cache_dtype": "--kvcache-dtype", "fp8_kvcache": "--fp8-kvcache", "block_size": "--block-size",
-        "mamba_fraction": "--mamba-fraction",
-    }
+    #: Each setting's flag (:data:`core.flags.CANDLE`): :meth:`argv` renders them, :meth:`read`
+    #: reads them back (some are read only, as that table says).
+    FLAGS: ClassVar[dict[str, str]] = flags.CANDLE
 
     image: Image = Field(min_length=1, description="Image, e.g. forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70.")
     command: list[str] = Field(

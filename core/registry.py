@@ -177,6 +177,29 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
+@dataclass(frozen=True)
+class PolicyText:
+    """What a pack policy says of itself, worded once beside its rules: ``name`` (the policy's),
+    ``description`` (one line: what it holds the manifests to) and ``remediation`` (what to
+    change). The policy module reads both from here (``description=``, ``remediation_steps=``)."""
+
+    name: str
+    description: str
+    remediation: str
+
+
+#: Every policy's text by policy name (filled as the rule families are imported).
+POLICY_TEXTS: dict[str, PolicyText] = {}
+
+
+def describe_policy(name: str, description: str, remediation: str) -> PolicyText:
+    """File the text of pack policy ``name``; a policy described twice is a programming error."""
+    text = PolicyText(name, description, remediation)
+    if POLICY_TEXTS.setdefault(name, text) != text:
+        raise ValueError(f"policy {name} is described twice")
+    return text
+
+
 def register(rule: Rule) -> Rule:
     """File ``rule`` under its id; an id registered twice is a programming error."""
     if rule.id in RULES and RULES[rule.id] is not rule:

@@ -12,19 +12,20 @@ Source: kserve #5666, llm-d-benchmark PR #1573. Judged and worded once, in :mod:
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import registry
+from core import registry, rulebook
 from core.images import image_user
 from core.manifests import filesystem as fs
 from core.rulebook import users
 from policylib import containers
 
 NAME = "arbitrary-uid-has-home"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     for w, c in containers.each(args):
         known = image_user(c.image)
         uid = w.run_as(c)[1]
@@ -41,12 +42,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="A model server's runAsUser that its image does not know comes with env HOME on a writable volume and USER.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "Set env HOME to the mountPath of a writable emptyDir (e.g. /home/server) and USER to a name, or run as a "
-        "uid the image's /etc/passwd knows (vllm/vllm-openai: root only)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

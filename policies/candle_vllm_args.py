@@ -33,6 +33,7 @@ from core import terms
 from policylib import views
 
 NAME = "candle-vllm-args"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -72,12 +73,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="candle-vllm runs --dtype f16 on sm_70 and lists one --d device per card, 0..n-1.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Pass --dtype f16 on V100 nodes and --d 0,1,...,n-1 with n = the container's "
-        "nvidia.com/gpu (--d 0 for one card, --d 0,1 for TP=2); CandleDeployment derives --d from cards."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -52,6 +52,8 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import manifests
 from core import allocation
 from core import registry
@@ -60,6 +62,7 @@ from core.rulebook import allocation as rules
 from policylib import stack_helpers, views
 
 NAME = "gpu-card-allocation"
+TEXT = rulebook.policy_text(NAME)
 
 CONFIG_PROPERTIES = {
     "countSurge": {
@@ -112,17 +115,10 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="Per node, the cards of running pods, RollingUpdate surge and reserved cards fit the node's nvidia.com/gpu cards.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
-    remediation_steps=(
-        "Bring the node's total within its cards: park a workload (stack file: parked: {reason: ...} "
-        "on it under llm-serving:workloads; plain YAML: replicas 0 with the "
-        "llm-serving.riotpiao.com/parked annotation), stop managing one that never became Ready, "
-        "lower a pod's cards (tensor parallel size), or set strategy Recreate so a rollout needs "
-        "no surge card. Pin pods with nodeSelector kubernetes.io/hostname to a node the "
-        "inventory (llm-serving:cluster) lists."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -31,6 +31,7 @@ from core import terms
 from policylib import stackconfig, views
 
 NAME = "gpu-memory-request"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -47,12 +48,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Containers holding cards declare a memory request and limit, so no GPU pod counts as 0 MiB.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Give every container that requests nvidia.com/gpu a resources.requests.memory and "
-        "resources.limits.memory (coder.yaml: 12Gi / 40Gi); in the stack file, resources on the workload."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -31,12 +31,15 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import allocation, registry
 from core.rulebook import allocation as rules
 from core import manifests
 from policylib import stack_helpers, views
 
 NAME = "gpu-rollout-recreate"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -92,16 +95,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description=(
-        "A GPU workload's RollingUpdate surge (no old pod removed first) fits in free cards; "
-        "otherwise it rolls out with Recreate."
-    ),
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Set spec.strategy.type: Recreate on the Deployment, or "
-        "spec.predictor.deploymentStrategy.type: Recreate on the InferenceService "
-        "(RollingUpdate with rollingUpdate.maxSurge: 0, or maxUnavailable: 1 so an old pod goes first, also works)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -32,6 +32,8 @@ from typing import Any, Mapping, Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import registry
 from core.rulebook import pods as rules
 from policylib import resource_helpers as rh
@@ -40,6 +42,7 @@ from core import terms
 from policylib import stackconfig
 
 NAME = "gpu-runtime-class"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -67,18 +70,11 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description=(
-        "GPU pods (nvidia.com/gpu > 0) set the runtimeClassName the inventory names (nvidia on worker-1), "
-        "so libcuda.so is injected."
-    ),
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Set runtimeClassName: nvidia in the pod spec (Deployment spec.template.spec, "
-        "InferenceService spec.predictor). The components set it for every workload with cards. "
-        "On a cluster whose default runtime injects the driver, leave gpu_runtime_class out of llm-serving:cluster."
-    ),
+    remediation_steps=TEXT.remediation,
     config_schema=PolicyConfigSchema(
         properties={
             "runtimeClassName": {

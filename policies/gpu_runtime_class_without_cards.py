@@ -11,19 +11,20 @@ Source: NVIDIA/k8s-device-plugin #61, #87. Judged and worded once, in :mod:`core
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import registry
+from core import registry, rulebook
 from core.rulebook import pods as rules
 from policylib import containers, stackconfig, views
 
 NAME = "gpu-runtime-class-without-cards"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 #: The class judged when the inventory names none (the NVIDIA GPU Operator's).
 DEFAULT_CLASS = "nvidia"
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or w.is_gpu or not w.running:
         return
@@ -39,12 +40,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="A pod under the GPU RuntimeClass that requests no nvidia.com/gpu sets NVIDIA_VISIBLE_DEVICES=void.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "Drop runtimeClassName from a pod that needs no card, request the cards it uses, or set env "
-        "NVIDIA_VISIBLE_DEVICES=void in its containers."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -25,6 +25,8 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import facts, registry
 from core.rulebook import pods as rules
 from core import manifests
@@ -32,6 +34,7 @@ from policylib import resource_helpers as rh
 from core import terms
 
 NAME = "gpu-whole-cards"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -80,12 +83,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="nvidia.com/gpu requests equal limits and are whole numbers of cards.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Give nvidia.com/gpu as a whole number under resources.limits, and under "
-        "resources.requests either the same number or nothing (it then defaults to the limit)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -29,12 +29,15 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import manifests, registry
 from core.rulebook import network
 from core import terms
 from policylib import stack_helpers, views
 
 NAME = "ingress-admits-server-port"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -67,13 +70,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="A NetworkPolicy that isolates a model server's pods admits the port the server listens on.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Admit the server's listen port (vLLM --port, candle-vllm --p; 8080 for every server in "
-        "llm-serving) in an ingress rule of the NetworkPolicy that selects its pods; in the stack file, "
-        "llm-serving:network_policy gateway/clients ports."
-    ),
+    remediation_steps=TEXT.remediation,
 )

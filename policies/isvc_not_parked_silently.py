@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import facts, registry
 from core.rulebook import kserve as rules
 from core import manifests
@@ -34,6 +36,7 @@ from policylib import resource_helpers as rh
 from core import terms
 
 NAME = "isvc-not-parked-silently"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -62,13 +65,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="An InferenceService at zero replicas is declared parked (it still reports Ready=True).",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "Either give the predictor minReplicas/maxReplicas of 1 or more, or annotate the "
-        "InferenceService with llm-serving.riotpiao.com/parked: '<why it is parked>' "
-        "(the components write it for a parked workload), or delete the InferenceService."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -11,18 +11,20 @@ Source: kserve #3514. Judged and worded once, in :mod:`core.rulebook.kserve`.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
 from core import manifests, registry
 from core.manifests.read import as_map, whole_number
 from core.rulebook import kserve
 from policylib import containers, views
 
 NAME = "isvc-raw-min-replicas"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or args.resource_type != manifests.ISVC_TYPE:
         return
@@ -34,12 +36,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="A RawDeployment InferenceService does not rely on minReplicas 0 to scale to zero (KServe keeps one pod).",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "Set minReplicas: 1; to park the predictor set minReplicas and maxReplicas to 0 with the parked "
-        "annotation; for scale-to-zero use KServe's Serverless mode."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -11,17 +11,19 @@ Source: kserve #1768. Judged and worded once, in :mod:`core.rulebook.kserve`.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
 from core import manifests, registry
 from core.rulebook import kserve
 from policylib import containers, stackconfig, views
 
 NAME = "kserve-deployment-mode"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or args.resource_type != manifests.ISVC_TYPE or not w.running:
         return
@@ -35,12 +37,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="An InferenceService names deploymentMode RawDeployment where the cluster's default would not serve it.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Annotate the InferenceService serving.kserve.io/deploymentMode: RawDeployment (the components do), and "
-        "record the cluster's default in the inventory (llm-serving:cluster kserve_deployment_mode)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import facts, registry
 from core.rulebook import kserve as rules
 from policylib import resource_helpers as rh
 from core.terms import message
 
 NAME = "kserve-owned-names"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 OWNED_KINDS = ("kubernetes:core/v1:Service", "kubernetes:apps/v1:Deployment")
 
@@ -50,13 +53,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="No Service or Deployment is named <isvc>-predictor beside InferenceService <isvc>: KServe owns that name.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Give the stable Service its own name (reasoning-long-predictor beside KServe's reasoning-predictor), "
-        "or stop managing the InferenceService whose predictor name it takes (seed 000 removed the coder "
-        "InferenceService, freeing coder-predictor)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -34,6 +34,8 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import capacity, registry
 from core.rulebook import capacity as rules
 from core.engines import CandleConfig
@@ -42,6 +44,7 @@ from policylib import capacity_helpers as ch
 from policylib import stackconfig
 
 NAME = "kv-cache-fits-max-model-len"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -102,14 +105,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="A model server's KV cache holds one request of its max-model-len; vLLM sets --max-model-len explicitly.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Set vLLM's --max-model-len explicitly and no larger than the KV pool the message names; or raise "
-        "--tensor-parallel-size together with the pod's nvidia.com/gpu (KV heads and weights split across "
-        "cards); or raise --gpu-memory-utilization. For candle-vllm raise --kv-fraction. Add a model the "
-        "stack does not know to llm-serving:models (catalog, facts or config_json)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

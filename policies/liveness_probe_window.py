@@ -18,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import registry
+from core import registry, rulebook
 from core.manifests.read import whole
 from core.rulebook import probes
 from policylib import containers
 
 NAME = "liveness-probe-window"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -39,7 +40,7 @@ def handler(probe: Mapping) -> Any:
     return next(((k, dict(probe[k])) for k in ("httpGet", "tcpSocket", "exec", "grpc") if isinstance(probe.get(k), Mapping)), None)
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     for w, c in containers.each(args):
         live = c.liveness_probe
         if not isinstance(live, Mapping) or (c.server is None and c.cards <= 0):
@@ -55,12 +56,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="A model server's liveness probe has a failure window of 60 s or more and fails later than readiness.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "Give the livenessProbe timeoutSeconds: 10, periodSeconds: 30 and failureThreshold: 4 (the components' "
-        "values), longer than the readiness probe's, so a busy server leaves the Service before it is restarted."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
 from core import capacity, quantity, registry
 from core.manifests import filesystem as fs
 from core.rulebook import model_cache
 from policylib import capacity_helpers, containers, stackconfig
 
 NAME = "model-cache-usable"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -42,7 +44,7 @@ def checkpoint_bytes(w, c) -> Optional[int]:
     return capacity.weights_per_card(facts, 1) if facts is not None else None
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     for w, c in containers.each(args):
         server = c.server
         if server is None or server.engine != "vllm" or not fs.is_hub_id(server.model_arg):
@@ -61,12 +63,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="A server fetching its model by hub id has a usable cache: writable unless offline, persistent when offline, large enough on an emptyDir.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Put HF_HOME on a persistentVolumeClaim: writable when the server downloads, or pre-filled and read with "
-        "HF_HUB_OFFLINE=1; an emptyDir cache needs a sizeLimit above the checkpoint and is never offline."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import registry
 from policylib import podsec
 
 NAME = "model-mounts-read-only"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -33,12 +36,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="The models PVC (llm-models at /mnt/models) is mounted readOnly in every container.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Set readOnly: true on every volumeMount of the llm-models PVC (/mnt/models). vLLM reads its Hugging "
-        "Face cache there with HF_HUB_OFFLINE=1; download a new model to the PVC beforehand."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import registry
 from core.rulebook import probes
 from policylib import resource_helpers as rh
@@ -21,6 +23,7 @@ from core import terms
 from policylib import stackconfig, views
 
 NAME = "model-server-readiness"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -39,12 +42,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Every model server container (vLLM, candle-vllm, or holding cards) has a readinessProbe.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "Add a readinessProbe on the server's health route (candle-vllm: GET /v1/models; vLLM: GET /health) "
-        "every 10 s; the components add it with the startup and liveness probes."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import registry
 from core.rulebook import pods as rules
 from policylib import resource_helpers as rh
@@ -35,6 +37,7 @@ from core import terms
 from policylib import stackconfig
 
 NAME = "moving-tag-pull-always"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -69,12 +72,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="An image not pinned by @sha256 digest has imagePullPolicy Always, so a rebuilt tag reaches the pod.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "Set imagePullPolicy: Always on the container, or pin the image by digest "
-        "(repository:tag@sha256:<digest>, as the vLLM image is in facts.VLLM_IMAGE)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

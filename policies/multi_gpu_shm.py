@@ -42,6 +42,8 @@ from collections.abc import Mapping
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import facts, registry
 from core.quantity import QuantityError
 from core.registry import Breach
@@ -53,6 +55,7 @@ from core import terms
 from policylib import stackconfig
 
 NAME = "multi-gpu-shm"
+TEXT = rulebook.policy_text(NAME)
 DEFAULT_MIN_SIZE_MIB = 1024
 SOURCE = registry.RULES[NAME].source
 
@@ -113,14 +116,11 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Pods with more than one card mount a Memory-backed /dev/shm emptyDir with a sizeLimit the memory limit covers.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Add a pod volume {name: shm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}, mount it at "
-        "/dev/shm in the server container, and keep resources.limits.memory above 8Gi."
-    ),
+    remediation_steps=TEXT.remediation,
     config_schema=PolicyConfigSchema(
         properties={
             "minSizeLimitMiB": {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
 
+from core import rulebook
 from core import manifests, registry
 from core.manifests import filesystem as fs
 from core.manifests.network_policies import parse_egress
@@ -19,10 +20,11 @@ from core.rulebook import network
 from policylib import containers, views
 
 NAME = "network-egress-for-hub"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     stack = views.stack_view(args.resources)
     egress = [p for urn, props in stack.network_policies if (p := parse_egress(urn, props)) is not None]
     if not egress:
@@ -45,12 +47,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="A NetworkPolicy isolating the egress of a server that fetches its model by hub id admits DNS and HTTPS.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Add egress rules for DNS (UDP and TCP 53 to kube-dns) and TCP 443 to the Hugging Face hub, or serve "
-        "the model from a volume with HF_HUB_OFFLINE=1."
-    ),
+    remediation_steps=TEXT.remediation,
 )

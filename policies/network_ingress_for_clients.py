@@ -51,6 +51,8 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import manifests, registry
 from core.rulebook import network
 from core.manifests.network_policies import IngressPolicy, parse_policy, ports_admit, ports_text
@@ -59,6 +61,7 @@ from policylib import stack_helpers, views
 from policylib.stack_helpers import PodIndex
 
 NAME = "network-ingress-for-clients"
+TEXT = rulebook.policy_text(NAME)
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 CONFIG_PROPERTIES = {
@@ -188,15 +191,10 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="Each declared client of a Service is admitted, on the pod's port, by a NetworkPolicy that selects the backend pods.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
-    remediation_steps=(
-        "Add an ingress rule to the NetworkPolicy that selects the backend pods: from the client's "
-        "namespace (namespaceSelector kubernetes.io/metadata.name: <namespace>) on the POD's port, "
-        "i.e. the Service's targetPort (8080 for every server in llm-serving), not the Service port. "
-        "In the stack file: llm-serving:network_policy gateway/clients ports."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import registry
 from policylib import podsec
 
 NAME = "no-service-account-token"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -31,9 +34,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Pod templates set automountServiceAccountToken false: the servers call no Kubernetes API.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.MEDIUM,
-    remediation_steps="Set automountServiceAccountToken: false in the pod spec (Deployment spec.template.spec, InferenceService spec.predictor).",
+    remediation_steps=TEXT.remediation,
 )

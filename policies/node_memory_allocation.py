@@ -45,6 +45,8 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import registry
 from core.rulebook import allocation as rules
 from core import manifests
@@ -52,6 +54,7 @@ from core.allocation import NodeUse
 from policylib import stack_helpers, views
 
 NAME = "node-memory-allocation"
+TEXT = rulebook.policy_text(NAME)
 HEADROOM_SHARE = "headroomMiB"
 HEADROOM_REASON = "kept free by the policy parameter"
 
@@ -126,16 +129,10 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="Per node, the memory requests of running pods and RollingUpdate surge fit the node's allocatable memory.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
-    remediation_steps=(
-        "Lower resources.requests.memory (GPU servers keep weights on the card; coder.yaml keeps "
-        "a 12Gi request with a higher limit for bursts; stack file: resources.requests.memory of the "
-        "workload), park a workload (stack file: parked: {reason: ...} on it; plain YAML: replicas 0 "
-        "with the llm-serving.riotpiao.com/parked annotation), or use strategy Recreate so a rollout "
-        "needs no second pod's memory."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -11,19 +11,21 @@ Source: NVIDIA/k8s-device-plugin #929. Judged and worded once, in :mod:`core.rul
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
 from core import facts, registry
 from core.rulebook import pods as rules
 from policylib import containers, stackconfig, views
 
 NAME = "node-offers-resources"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 #: Resource names that are not extended resources of a device plugin.
 NATIVE_PREFIXES = ("hugepages-", "kubernetes.io/", "requests.")
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None or not w.running:
         return
@@ -46,12 +48,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Pods request only extended resources their node offers (the inventory's extended_resources).",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Request whole cards as nvidia.com/gpu (one per tensor-parallel rank); record in the node's "
-        "extended_resources (llm-serving:cluster) what its device plugins advertise."
-    ),
+    remediation_steps=TEXT.remediation,
 )

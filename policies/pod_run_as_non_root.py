@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import facts, registry
 from policylib import podsec
 from policylib import resource_helpers as rh
 
 NAME = "pod-run-as-non-root"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -39,14 +42,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Containers run with runAsNonRoot true, or the workload declares why it runs as root (annotation runs-as-root).",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "Set securityContext.runAsUser: <non-zero uid> together with runAsNonRoot: true where the image can start "
-        "as that user, with env HOME on a writable volume (stack file: run_as_user on the workload); runAsNonRoot "
-        "alone on an image whose user is root is refused by the kubelet. Where it cannot (the vllm/vllm-openai image runs as root), "
-        "say why in the annotation llm-serving.riotpiao.com/runs-as-root; the components write it by default."
-    ),
+    remediation_steps=TEXT.remediation,
 )

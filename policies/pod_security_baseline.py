@@ -19,9 +19,12 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from policylib import podsec
 
 NAME = "pod-security-baseline"
+TEXT = rulebook.policy_text(NAME)
 
 
 def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -32,14 +35,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Pods meet the Pod Security Standards' Baseline: no host namespaces, hostPath, privileged containers, added capabilities or host ports.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Remove hostNetwork / hostPID / hostIPC, hostPath volumes (use the models PVC), privileged: true, "
-        "capabilities beyond the Baseline set, hostPort (reach pods through a Service), Unconfined seccomp or "
-        "AppArmor profiles, SELinux users and roles, procMount and unsafe sysctls. GPU access comes from "
-        "runtimeClassName: nvidia and nvidia.com/gpu, none of these."
-    ),
+    remediation_steps=TEXT.remediation,
 )

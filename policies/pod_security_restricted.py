@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from policylib import podsec
 
 NAME = "pod-security-restricted"
+TEXT = rulebook.policy_text(NAME)
 
 
 def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -34,14 +37,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Containers set allowPrivilegeEscalation false, drop ALL capabilities and run under a RuntimeDefault seccomp profile; volumes are of the restricted types.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "On every container: securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}. "
-        "On the pod: securityContext: {seccompProfile: {type: RuntimeDefault}}. Use persistentVolumeClaim, "
-        "emptyDir, configMap, secret, projected, downwardAPI, csi or ephemeral volumes. The stack file's "
-        "components write all of it."
-    ),
+    remediation_steps=TEXT.remediation,
 )

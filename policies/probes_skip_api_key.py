@@ -10,19 +10,20 @@ Source: vllm-project/production-stack #150. Judged and worded once, in :mod:`cor
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import registry
+from core import registry, rulebook
 from core.manifests.read import as_map, as_seq
 from core.rulebook import probes
 from policylib import containers
 
 NAME = "probes-skip-api-key"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 PROBES = (("startupProbe", "startup_probe"), ("readinessProbe", "readiness_probe"), ("livenessProbe", "liveness_probe"))
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     for w, c in containers.each(args):
         server = c.server
         if server is None or server.engine != "vllm":
@@ -39,12 +40,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="A vLLM server given an API key is not probed under /v1 without the bearer token.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Probe GET /health (vLLM answers it without a key), or send the token in the probe's "
-        "httpGet.httpHeaders (Authorization: Bearer <key>)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -12,18 +12,19 @@ The rule is judged and worded once, in :mod:`core.rulebook.users`.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import registry
+from core import registry, rulebook
 from core.images import image_user
 from core.rulebook import users
 from policylib import containers
 
 NAME = "run-as-non-root-needs-uid"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args, report_violation) -> None:
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     for w, c in containers.each(args):
         known = image_user(c.image)
         if known is not None:
@@ -33,13 +34,9 @@ def validate(args, report_violation) -> None:
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="runAsNonRoot true on an image whose user is root comes with a non-zero runAsUser.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Add securityContext.runAsUser: <non-zero uid> beside runAsNonRoot: true, with env HOME on a writable "
-        "volume and USER set (arbitrary-uid-has-home); or remove runAsNonRoot and declare why the server runs as "
-        "root in the annotation llm-serving.riotpiao.com/runs-as-root."
-    ),
+    remediation_steps=TEXT.remediation,
 )

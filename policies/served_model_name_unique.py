@@ -38,12 +38,15 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import manifests, registry
 from core.rulebook import services
 from core import terms
 from policylib import views
 
 NAME = "served-model-name-unique"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -70,13 +73,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="Each served model name is answered by one running model server only.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.MEDIUM,
-    remediation_steps=(
-        "Remove the name from all but one server's --served-model-name list (vLLM) or rename the "
-        "weights directory given to --w (candle-vllm); move clients that send the old name to the "
-        "server that keeps it, as seed 002 planned ('resolve it by moving the client host')."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -31,6 +31,8 @@ from typing import Any, Optional
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import manifests, registry
 from core.registry import Breach
 from core.rulebook import endpoints
@@ -40,6 +42,7 @@ from core import terms
 from policylib import stackconfig
 
 NAME = "server-listen-endpoint"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 PROBES = (("startupProbe", "startup_probe"), ("livenessProbe", "liveness_probe"), ("readinessProbe", "readiness_probe"))
 
@@ -98,13 +101,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Model servers listen on a pod-reachable host, on the port their probes and containerPorts name.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Run the server with --host=0.0.0.0 (or no --host) and one port: vLLM --port, candle-vllm --p "
-        "(8080 for every server in llm-serving); declare it as the containerPort and point the startup, "
-        "liveness and readiness probes at it. The components render exactly that."
-    ),
+    remediation_steps=TEXT.remediation,
 )

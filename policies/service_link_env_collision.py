@@ -33,12 +33,15 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import facts, manifests, registry, rules
 from core.rulebook import services as service_rules
 from core import terms
 from policylib import views
 
 NAME = "service-link-env-collision"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -76,14 +79,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="No Service of the namespace injects service-link variables into a model server's own env prefix (VLLM_).",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Set enableServiceLinks: false in the model server's pod spec (Deployment spec.template.spec, "
-        "InferenceService spec.predictor); the servers here find each other through DNS, not service-link "
-        "variables. Or rename the Service so its upper-cased name does not start with the engine's prefix "
-        "(VLLM_). The components set enableServiceLinks: false."
-    ),
+    remediation_steps=TEXT.remediation,
 )

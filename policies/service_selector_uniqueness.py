@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import manifests, registry
 from core.rulebook import services as service_rules
 from core import terms
@@ -45,6 +47,7 @@ from policylib import stack_helpers, stackconfig
 from policylib.stack_helpers import PodIndex
 
 NAME = "service-selector-uniqueness"
+TEXT = rulebook.policy_text(NAME)
 
 
 def _describe(selected) -> str:
@@ -106,15 +109,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="Each Service's selector matches the pods of exactly one running workload (none only when the Service is declared parked).",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Two or more: give the one workload the Service should reach a label the others do not "
-        "carry and select it, or park the others (replicas 0). None: fix the selector to the "
-        "serving workload's pod labels (stack file: selects: <workload> under llm-serving:services), "
-        "start the workload, or declare the Service parked (stack file: parked: {reason: ...} on the "
-        "Service; plain YAML: the llm-serving.riotpiao.com/parked annotation and a reason)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -38,12 +38,15 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
+from core import rulebook
+
 from core import manifests, registry
 from core.rulebook import services as service_rules
 from core import terms
 from policylib import stack_helpers
 
 NAME = "service-target-port"
+TEXT = rulebook.policy_text(NAME)
 
 
 def listen_port(server: manifests.ServerArgs) -> Optional[int]:
@@ -83,13 +86,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 POLICY = StackValidationPolicy(
     name=NAME,
-    description="Each Service targetPort resolves to a containerPort the selected pods declare and their server listens on.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Set the Service port's targetPort to the server's listen port (8080 for every server in "
-        "llm-serving: vLLM --port=8080, candle-vllm --p 8080), declare it as a containerPort, and "
-        "name the containerPort when the targetPort is a name."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -62,6 +62,7 @@ from core import terms
 from policylib import stack_helpers, stackconfig, views
 
 NAME = "startup-probe-covers-cold-start"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 #: The cold start assumed for a model server that declares none, seconds: coder.yaml's ~10 min.
 ASSUMED_COLD_START_SECONDS = 600
@@ -158,17 +159,10 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description=("Model servers have a startupProbe whose period x failure threshold exceeds the declared cold "
-                 "start (600 s assumed when none is declared)."),
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
-    remediation_steps=(
-        "Give the server container a startupProbe on its health endpoint with periodSeconds x failureThreshold "
-        "above the cold start (coder.yaml: 15 s x 120 for about 10 minutes); keep any livenessProbe, it starts "
-        "only after the startup probe succeeds. Declare the measured cold start (stack file: cold_start_seconds "
-        "on the workload; plain YAML: annotation llm-serving.riotpiao.com/cold-start-seconds); without it 600 s "
-        "is assumed (parameter assumedColdStartSeconds)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -34,6 +34,7 @@ from core import terms
 from policylib import stackconfig, views
 
 NAME = "tensor-parallel-divisibility"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 #: Where the model facts come from, for a server whose model the stack does not list.
 INVENTORY = "the pack's inventory (the stack config)"
@@ -72,13 +73,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="Tensor parallel size divides the model's attention heads, KV heads, intermediate size and vocabulary.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Choose a tensor parallel size (vLLM --tensor-parallel-size, candle-vllm --d device list) that divides "
-        "num_attention_heads, num_key_value_heads, intermediate_size (and moe_intermediate_size) and vocab_size "
-        "of the model, and give the pod that many nvidia.com/gpu cards."
-    ),
+    remediation_steps=TEXT.remediation,
 )

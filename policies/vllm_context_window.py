@@ -40,6 +40,7 @@ from policylib import capacity_helpers as ch
 from core import terms
 
 NAME = "vllm-context-window"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
@@ -82,13 +83,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="vLLM --max-model-len is within the model's window, stretched only by rope scaling or VLLM_ALLOW_LONG_MAX_MODEL_LEN.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Keep --max-model-len within the model's max_position_embeddings, or pass the model card's rope "
-        "scaling (YaRN for Qwen3: --hf-overrides with rope_scaling; stack file: rope_scaling on the "
-        "workload). VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 also lets vLLM start, at the risk of wrong outputs."
-    ),
+    remediation_steps=TEXT.remediation,
 )

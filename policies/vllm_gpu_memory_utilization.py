@@ -29,6 +29,7 @@ from core import terms
 from policylib import views
 
 NAME = "vllm-gpu-memory-utilization"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 VLLM_DEFAULT = rules.GPU_MEMORY_UTILIZATION_DEFAULT
 
@@ -54,13 +55,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="vLLM --gpu-memory-utilization is at most 0.95, unless --enforce-eager or a declared override.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Keep --gpu-memory-utilization at or below 0.95 (coder.yaml: 0.90). Above it, run with --enforce-eager "
-        "or declare the measured exception (stack file: gpu_memory_utilization_override: {reason: ...}; "
-        "plain YAML: annotation llm-serving.riotpiao.com/gpu-memory-utilization-override)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

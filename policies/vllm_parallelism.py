@@ -23,19 +23,19 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import manifests, registry, rulebook
-from core.engines import VllmConfig
 from core.images import image_user
 from policylib import resource_helpers as rh
 from core import terms
 from policylib import views
 
 NAME = "vllm-parallelism"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
 def data_parallel(server: manifests.ServerArgs) -> int:
     """``--data-parallel-size`` (``-dp``), default 1."""
-    return rh.whole(server.get(VllmConfig.FLAGS["data_parallel_size"]) or server.get("-dp")) or 1
+    return rh.whole(server.setting("data_parallel_size")) or 1
 
 
 def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -54,12 +54,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="vLLM tensor parallel x pipeline parallel size equals the container's nvidia.com/gpu cards.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Set resources.limits and requests nvidia.com/gpu to --tensor-parallel-size x "
-        "--pipeline-parallel-size (x --data-parallel-size), or change the sizes to the cards you have."
-    ),
+    remediation_steps=TEXT.remediation,
 )

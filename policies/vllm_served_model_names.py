@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import registry
 from core.registry import Breach
 from core.rulebook import served_names
@@ -29,6 +31,7 @@ from core import terms
 from policylib import views
 
 NAME = "vllm-served-model-names"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 FLAG = served_names.FLAG
 
@@ -71,12 +74,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="vLLM served model names are separate argv items with no comma or space, given once.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
-    remediation_steps=(
-        "Write the flag once and each name as its own list item: args: [--served-model-name, "
-        "reasoning, reasoning-long]; never 'reasoning,reasoning-long' or --served-model-name=a,b."
-    ),
+    remediation_steps=TEXT.remediation,
 )

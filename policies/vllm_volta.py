@@ -49,6 +49,7 @@ from core import terms
 from policylib import stackconfig, views
 
 NAME = "vllm-volta"
+TEXT = rulebook.policy_text(NAME)
 
 
 def breaches(c: manifests.Container, server: manifests.ServerArgs, model: Optional[ModelFacts], volta: list[Node],
@@ -58,7 +59,7 @@ def breaches(c: manifests.Container, server: manifests.ServerArgs, model: Option
     the Volta nodes it can land on, judged by the lowest card; ``house``: the inventory's
     ``house_conventions`` (without it ``auto`` passes on a float16 checkpoint)."""
     card = min((n.card for n in volta if n.card), key=lambda k: k.sm)
-    written = server.get(VllmConfig.FLAGS["quantization"]) or server.get("-q")
+    written = server.setting("quantization")
     method = written or (model.quantization.method if model and model.quantization else None)
     no_nvlink = [n for n in volta if n.card and not n.card.nvlink]
     dtype = (server.get(VllmConfig.FLAGS["dtype"]) or "").lower() or None
@@ -109,13 +110,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="vLLM on sm_70 cards: explicit float16, no bf16/fp8/awq/marlin, sampler and attention env, no custom all-reduce over PCIe.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.CRITICAL,
-    remediation_steps=(
-        "On V100 (sm_70): pass --dtype float16, use gptq or float16 weights, --kv-cache-dtype auto, "
-        "set env VLLM_USE_FLASHINFER_SAMPLER=0 and VLLM_ATTENTION_BACKEND=TRITON_ATTN, and with "
-        "TP 2 over PCIe add --disable-custom-all-reduce (the VllmInferenceService component does all of it)."
-    ),
+    remediation_steps=TEXT.remediation,
 )

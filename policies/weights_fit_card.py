@@ -32,12 +32,15 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
+from core import rulebook
+
 from core import capacity, registry
 from core.rulebook import capacity as rules
 from core import capacity_view as cv
 from policylib import capacity_helpers as ch
 
 NAME = "weights-fit-card"
+TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -82,13 +85,9 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 POLICY = ResourceValidationPolicy(
     name=NAME,
-    description="A model server's weights a card (after quantization and tensor parallel split) fit the card with room for a KV cache.",
+    description=TEXT.description,
     validate=validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.CRITICAL,
-    remediation_steps=(
-        "Split the model over more cards (vLLM --tensor-parallel-size, candle-vllm --d, with the pod's "
-        "nvidia.com/gpu to match), use a quantized checkpoint that the card supports (GPTQ on sm_70), or "
-        "move the server to a node with larger cards. Add a model the stack does not know to llm-serving:models."
-    ),
+    remediation_steps=TEXT.remediation,
 )

@@ -118,11 +118,11 @@ def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDep
     """The component args of a ``server: candle-vllm`` workload: its server settings
     (:class:`core.engines.CandleConfig`) and its placement, each handed over whole, with the
     weights path from its model entry and the node's card."""
-    return CandleDeploymentArgs(
+    return CandleDeploymentArgs.model_validate(dict(
         **settings_of(CandleConfig, wl), **_workload_args(name, wl, config),
         weights_path=config.models[wl.model].weights_path or "",
         model_key=wl.model, model_facts=config.model_facts(wl.model), card=config.node(wl.node).card,
-    )
+    ), context=config.judged)
 
 
 def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
@@ -130,21 +130,21 @@ def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
     (:class:`core.engines.VllmConfig`) and its placement, each handed over whole, with
     --model = the model entry's hf_id, else its path, and the node's card."""
     entry = config.models[wl.model]
-    return VllmArgs(
+    return VllmArgs.model_validate(dict(
         **settings_of(VllmConfig, wl), **_workload_args(name, wl, config),
         model=entry.hf_id or entry.weights_path or "", card=config.node(wl.node).card,
         model_key=wl.model, model_facts=config.model_facts(wl.model),
-    )
+    ), context=config.judged)
 
 
 def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeploymentArgs:
     """The component args of a ``server: pytorch`` workload (the generic GPU Deployment): its
     placement handed over whole and its container."""
-    return GpuDeploymentArgs(
+    return GpuDeploymentArgs.model_validate(dict(
         **_workload_args(name, wl, config), image=wl.image, command=list(wl.command), args=list(wl.args),
         port=wl.port, health_path=wl.health_path, served_model_names=list(wl.served_model_names),
         root_reason=facts.ROOT_REASONS["pytorch"],
-    )
+    ), context=config.judged)
 
 
 def build_workload(name: str, wl: Any, config: StackConfig, opts: Optional[pulumi.ResourceOptions]) -> WorkloadComponent:

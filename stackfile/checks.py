@@ -20,6 +20,7 @@ from core.rulebook import allocation as allocation_rules
 from core.rulebook import capacity as capacity_rules
 from core.rulebook import pods as pods_rules
 from core.rulebook import services as service_rules
+from core.rulebook import stack_config as stack_config_rules
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
 from core.engines import ServerSettings
@@ -122,9 +123,8 @@ def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models
     out += _found(at, [("resources", wl.resources.model_dump(exclude_none=True), b) for b in [rulebook.memory_declared(
         mib(wl.resources.requests.memory), mib(wl.resources.limits.memory), wl.cards)] if b])
     model_key = getattr(wl, "model", None)
-    if model_key is not None and model_key not in models and model_key not in invalid:
-        out.append(Problem(f"{PREFIX}{at}.model", model_key, f"model {model_key} is not in {PREFIX}models",
-                           f"use one of {', '.join(models) or '(none declared)'}, or add it under {PREFIX}models"))
+    if model_key is not None and model_key not in invalid:
+        out += _judged(at, [("model", model_key, stack_config_rules.model_listed(model_key, list(models)))])
     facts_ = model_facts.get(model_key) if model_key is not None else None
     if isinstance(wl, CandleWorkload):
         out.extend(_check_candle(at, wl, card, models.get(wl.model), facts_))

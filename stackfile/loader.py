@@ -82,6 +82,7 @@ def load_stack_config(config: dict[str, Any], base_dir: Optional[Path] = None, s
         raise ConfigError(problems, source)
     stack = StackConfig.model_construct(**parts)
     stack._facts = model_facts
+    stack._judged = True
     return stack
 
 

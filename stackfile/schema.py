@@ -48,7 +48,7 @@ from core.placement import (
     StrictModel,
 )
 from core.traffic import NetworkPolicyConfig, ServiceClient
-from core.values import Image, Int, ServiceName
+from core.values import JUDGED, Image, Int, ServiceName
 from core.inventory import ClusterInventory, Node
 from core.measured import Measured
 from core.modelfacts import ModelEntry, ModelFacts
@@ -189,7 +189,16 @@ class StackConfig(StrictModel):
     )
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
+    #: The loader judged this config (every rule of :mod:`stackfile.checks`): the component args
+    #: built from it are not judged again (:data:`core.values.JUDGED`).
+    _judged: bool = PrivateAttr(default=False)
     _card_allocation: Optional[allocation.Allocation] = PrivateAttr(default=None)
+
+    @property
+    def judged(self) -> Optional[dict[str, bool]]:
+        """The validation context for the component args built from this config:
+        :data:`core.values.JUDGED` when :func:`load_stack_config` judged it, else None."""
+        return JUDGED if self._judged else None
 
     def model_facts(self, key: str) -> ModelFacts:
         """The resolved facts of model ``key`` (KeyError if unknown)."""

@@ -4,6 +4,8 @@ test), and no policy writes into the properties it is given (what sharing the pr
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from pulumi_policy import proxy
 
@@ -80,3 +82,81 @@ def test_a_workload_view_is_built_once_per_request_and_props_object():
     # Outside a request nothing is shared (each call builds its own view).
     assert views.workload(t, props) is not views.workload(t, props)
     assert views.workload(t, props) == a
+
+
+def test_the_runtime_settings_are_applied_once_per_thread_and_environment(monkeypatch):
+    """pulumi-policy applies PULUMI_CONFIG and the stack's identity at every request; they are
+    context variables, so they are applied again on another thread or when the environment changed."""
+    import threading
+
+    from pulumi.runtime import settings
+
+    applied: list[str] = []
+
+    class Servicer:
+        def _configure_runtime_settings(self):
+            applied.append(threading.current_thread().name)
+            settings.SETTINGS.project, settings.SETTINGS.stack = "llm-serving", os.environ["PULUMI_STACK"]
+            settings.SETTINGS.dry_run = True
+
+    configure = decode_once._runtime_once(Servicer._configure_runtime_settings)
+    monkeypatch.setenv("PULUMI_CONFIG", '{"llm-serving:namespace": "llm-serving"}')
+    monkeypatch.setenv("PULUMI_PROJECT", "llm-serving")
+    monkeypatch.setenv("PULUMI_STACK", "prod")
+    monkeypatch.setenv("PULUMI_DRY_RUN", "true")
+    monkeypatch.setattr(decode_once, "_local", threading.local())
+    for name in ("project", "stack", "dry_run"):  # restored when the test ends
+        monkeypatch.setattr(settings.SETTINGS, name, getattr(settings.SETTINGS, name))
+    servicer = Servicer()
+    for _ in range(3):
+        configure(servicer)
+    assert applied == ["MainThread"]
+    monkeypatch.setenv("PULUMI_STACK", "dev")
+    configure(servicer)
+    configure(servicer)
+    assert len(applied) == 2
+    settings.SETTINGS.stack = "elsewhere"  # the settings no longer read back: applied again
+    configure(servicer)
+    assert len(applied) == 3
+    other = threading.Thread(target=configure, args=(servicer,), name="grpc-worker")
+    other.start()
+    other.join()
+    assert applied[-1] == "grpc-worker" and len(applied) == 4
+
+
+def test_the_stack_request_reads_what_the_resource_requests_decoded():
+    """Equal properties (same bytes, another message object) decode to the same dict across the
+    Analyze calls and AnalyzeStack of one run; the run's cache is empty once AnalyzeStack returns."""
+    from google.protobuf import json_format, struct_pb2
+
+    calls: list[object] = []
+
+    def decode(message):
+        calls.append(message)
+        return json_format.MessageToDict(message)
+
+    to_dict = decode_once._message_to_dict(decode)
+
+    def struct(props):
+        s = struct_pb2.Struct()
+        s.update(props)
+        return s
+
+    class Servicer:
+        def Analyze(self, request, context):
+            return [to_dict(request) for _ in range(23)]
+
+        def AnalyzeStack(self, request, context):
+            return [to_dict(r) for r in request]
+
+    Servicer.Analyze = decode_once._scoped(Servicer.Analyze)  # type: ignore[method-assign]
+    Servicer.AnalyzeStack = decode_once._scoped(Servicer.AnalyzeStack, ends_run=True)  # type: ignore[method-assign]
+    a, b = {"kind": "Service", "metadata": {"name": "a"}}, {"kind": "Service", "metadata": {"name": "b"}}
+    first = Servicer().Analyze(struct(a), None)
+    second = Servicer().Analyze(struct(b), None)
+    assert all(d is first[0] for d in first) and first[0] == a and len(calls) == 2
+    stack = Servicer().AnalyzeStack([struct(a), struct(b)], None)
+    assert stack[0] is first[0] and stack[1] is second[0] and len(calls) == 2
+    assert decode_once._run == {}
+    assert Servicer().Analyze(struct(a), None)[0] is not first[0] and len(calls) == 3
+    decode_once._run.clear()

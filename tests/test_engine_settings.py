@@ -18,7 +18,8 @@ from stackfile import build as stack
 from stackfile.build import render_manifests
 from components.vllm import VllmArgs, vllm_argv
 from components.workload import CandleDeploymentArgs, candle_argv
-from core import capacity
+from core import capacity, rulebook
+from core.registry import SETTINGS
 from core.engines import CandleConfig, ServerSettings, VllmConfig
 from policylib import capacity_helpers as ch
 from policylib import stackconfig
@@ -90,6 +91,27 @@ def test_prod_servers_read_back_to_the_stack_files_settings():
     assert sorted(read) == [("candle-vllm", "candle-vllm"), ("clef-candle", "candle-vllm"), ("reasoning", "vllm")]
 
 
+def test_the_rules_name_each_flag_as_the_engine_models_declare_it():
+    """Every flag a rule's wording names is a value of VllmConfig.FLAGS or CandleConfig.FLAGS
+    (core/flags.py), never spelt again in the rulebook."""
+    rulebook.register_all()
+    declared = set(VllmConfig.FLAGS.values()) | set(CandleConfig.FLAGS.values())
+    named = {s.id: s.manifest for s in SETTINGS.values() if s.flag}
+    assert named["max_model_len"] == VllmConfig.FLAGS["max_model_len"] == "--max-model-len"
+    assert named["kv_fraction"] == CandleConfig.FLAGS["kv_fraction"] == "--kv-fraction"
+    assert named["candle_devices"] == CandleConfig.FLAGS["devices"] == "--d"
+    assert {i: m for i, m in named.items() if m not in declared} == {}
+
+
+def test_vllms_short_spellings_read_as_the_long_flags():
+    s = core.manifests.parse_args("vllm", ["--model=m", "-tp", "2", "-pp", "2", "-dp", "3", "-q", "gptq"])
+    assert (s.tensor_parallel, s.pipeline_parallel, s.setting("data_parallel_size"), s.setting("quantization")) == (
+        2, 2, "3", "gptq")
+    long = core.manifests.parse_args("vllm", ["--model=m", "--tensor-parallel-size=4", "-tp", "2"])
+    assert long.tensor_parallel == 4  # the flag first, as before
+    assert core.manifests.parse_args("candle-vllm", ["--m", "Qwen/Qwen3-8B"]).model_arg == "Qwen/Qwen3-8B"
+
+
 def test_an_unknown_or_unreadable_flag_is_the_engines_default():
     s = core.manifests.parse_args("vllm", ["--model=m", "--max-model-len=lots", "--frobnicate", "--block_size", "32",
                                            "--gpu_memory_utilization=0.8", "-tp", "2"])
@@ -124,3 +146,78 @@ def test_prod_estimates_each_server_once():
         use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
     assert len(rows) == 3
     assert (after_checks, capacity.estimate.cache_info().misses) == (3, 3)
+
+
+def _route_of(value: int, run) -> list[str]:
+    """Every call into the project's code (``file:function``, tests left out) that is handed
+    ``value`` as ``max_model_len``: the int itself, an argv item ``--max-model-len=<value>``, an
+    argv holding it, a flags map or config dict holding it, or an object whose ``max_model_len``
+    it is. In call order, repeats kept (``sys.setprofile``)."""
+    import sys
+    from collections.abc import Mapping
+
+    root = str(Path(__file__).resolve().parent.parent) + "/"
+    item = f"--max-model-len={value}"
+
+    def carries(v, top=True) -> bool:
+        if isinstance(v, bool):
+            return False
+        if isinstance(v, (int, str)):
+            return v == value or v == item
+        if isinstance(v, (list, tuple)):
+            return top and any(carries(x, False) for x in v[:64])
+        if isinstance(v, Mapping):
+            return v.get("max_model_len") == value or list(v.get("--max-model-len") or [None])[-1] == str(value)
+        return getattr(v, "max_model_len", None) == value
+
+    route: list[str] = []
+
+    def profile(frame, event, arg):
+        path = frame.f_code.co_filename or ""
+        if event != "call" or not path.startswith(root) or path.startswith((root + "tests/", root + ".venv/")):
+            return
+        code = frame.f_code
+        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        if any(carries(frame.f_locals.get(n)) for n in names):
+            route.append(f"{path[len(root):]}:{code.co_qualname}")
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return route
+
+
+def test_max_model_len_reaches_the_verdicts_and_the_capacity_table_in_six_hops():
+    """``llm-serving:workloads.reasoning.max_model_len`` (65536) followed through one process:
+    typed by the loader, judged, estimated (once), rendered into the argv, read back from it,
+    then judged by the pack and printed in the capacity table (docs/architecture.md lists the hops).
+    The context window is judged once for the stack file and once for the pack's manifest."""
+    from tools.offline import summary
+
+    capacity.estimate.cache_clear()
+
+    def run():
+        config = load_stack_config(PROD_FILE)
+        resources = resources_from_documents(render_manifests(config), stack="prod")
+        use_stack_config(PROD_FILE)
+        try:
+            for policy in policies():
+                if policy.name in ("vllm-context-window", "kv-cache-fits-max-model-len"):
+                    run_policy(policy, resources)
+            table = summary.capacity_section(resources, PROD_FILE, stackconfig.inventory())
+        finally:
+            use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+        assert any("65,536" in line for line in table)
+
+    route = _route_of(65536, run)
+    first = ["stackfile/loader.py:_validate", "core/rulebook/servers.py:context_window", "core/capacity.py:estimate",
+             "core/engines.py:VllmConfig.argv", "core/engines.py:VllmConfig.read"]
+    at = [route.index(h) for h in first]
+    assert at == sorted(at), route
+    window = [i for i, h in enumerate(route) if h == "core/rulebook/servers.py:context_window"]
+    assert window[-1] > at[-1] and route.index("tools/offline/summary.py:_num") > at[-1]  # the pack's verdict, the table
+    assert route.count("core/rulebook/servers.py:context_window") == 2  # the stack file, the pack
+    assert route.count("core/capacity.py:estimate") == 1  # cached on its inputs: once per server and process
+    assert route.count("core/rulebook/capacity.py:kv_cache_fits") == 2  # the stack file, the pack

@@ -208,7 +208,7 @@ def test_missing_inventory_is_one_violation_naming_the_key():
     finally:
         runtime_config.set_all_config(saved)
     assert len(found) == 1
-    assert "llm-serving:cluster" in found[0].message and "add llm-serving:cluster" in found[0].message
+    assert "llm-serving:cluster" in found[0].message and "give the stack file's config the llm-serving:cluster" in found[0].message
 
 
 def test_invalid_inventory_is_one_violation():

@@ -157,7 +157,7 @@ def test_invalid_stack_config_gives_one_violation_naming_the_key():
     pulumi.runtime.set_config("llm-serving:cluster", json.dumps({"nodes": []}))
     (message,) = run(vllm(coder_args(1)))
     assert message.startswith("Deployment coder: kv-cache-fits-max-model-len cannot check its KV cache: llm-serving:cluster is invalid")
-    assert "Fix: give the stack config llm-serving:cluster" in message
+    assert "Fix: give the stack file's config the llm-serving:cluster inventory" in message
 
 
 def test_other_resource_types_are_not_read():

@@ -128,7 +128,8 @@ def test_missing_inventory_is_one_violation():
         runtime_config.set_all_config(saved)
     assert [v.message for v in found] == [
         "policy node-memory-allocation: cannot judge the stack: the stack config has no llm-serving:cluster; the "
-        "policy pack needs the cluster inventory (nodes, cards, memory) from the stack file. Fix: add "
-        "llm-serving:cluster (nodes, cards, allocatable_memory_mib) to the stack file, in the format of "
-        "Pulumi.prod.yaml. Source: the pack's inventory (the stack config)."
+        "policy pack needs the cluster inventory (nodes, cards, memory) from the stack file. Fix: give the stack "
+        "file's config the llm-serving:cluster inventory (nodes, cards, allocatable_memory_mib) and llm-serving:models "
+        "in the format of Pulumi.prod.yaml; the pack receives it in PULUMI_CONFIG. Source: the pack's inventory "
+        "(the stack config)."
     ]

@@ -17,7 +17,7 @@ def test_every_rule_registered_once_with_source_and_title():
 
     rules = rulebook.register_all()
     names = {p.name for p in policies()}
-    assert len(rules) == 78
+    assert len(rules) == 80
     assert len(rules) == len({r.judge for r in rules.values()}), "a judge filed under two ids"
     for rule in rules.values():
         assert rule.title and rule.source, rule.id
@@ -165,3 +165,20 @@ def test_the_stack_file_and_the_pack_judge_by_one_rule(monkeypatch, family, judg
         use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
     assert breaches, fixture
     assert any(b.finding("").wrong in m for b in breaches for m in messages), messages
+
+
+def test_each_policy_says_what_its_registered_text_says():
+    """A policy's description and remediation are its rule family's record (worded once, beside
+    its rules), and every record describes a policy of the pack."""
+    from policylib.pack import policies  # noqa: PLC0415 - the pack's policies
+
+    rulebook.register_all()
+    pack = {p.name: p for p in policies()}
+    assert set(registry.POLICY_TEXTS) == set(pack) and len(pack) == 33
+    for name, policy in pack.items():
+        text = registry.POLICY_TEXTS[name]
+        assert (policy.description, policy.remediation_steps) == (text.description, text.remediation), name
+        assert text.description and text.remediation, name
+    assert registry.POLICY_TEXTS["vllm-context-window"].description.startswith("vLLM --max-model-len is within")
+    with pytest.raises(ValueError, match="described twice"):
+        registry.describe_policy("vllm-context-window", "another", "wording")

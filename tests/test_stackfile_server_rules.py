@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from stackfile import ConfigError, load_stack_config
-from stackfile.build import render_manifests
+from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
+from stackfile.build import render_manifests, vllm_args
+from components.vllm import VllmArgs
+from core.registry import Rule
 from core import capacity, facts, rules
 from core.modelfacts import CATALOG
 from core.engines import ServerSettings
@@ -201,3 +204,50 @@ def test_every_rendered_pod_has_service_links_off():
         elif m["kind"] == "InferenceService":
             pods.append(m["spec"]["predictor"])
     assert len(pods) == 4 and all(p["enableServiceLinks"] is False for p in pods)
+
+
+def _counting(monkeypatch) -> Counter:
+    """Every rule judged from now on, counted by id (Rule.__call__, which every judge goes through)."""
+    calls: Counter = Counter()
+    judge = Rule.__call__
+
+    def counted(rule: Rule, *args, **kwargs):
+        calls[rule.id] += 1
+        return judge(rule, *args, **kwargs)
+
+    monkeypatch.setattr(Rule, "__call__", counted)
+    return calls
+
+
+def test_one_run_judges_each_rule_once(monkeypatch):
+    """The loader judges prod's workloads; building their components' args (the program's
+    run, here without the engine) judges nothing again: one judgement per rule and workload.
+    (Before, building the args judged 21 rules again: the startup budget 6 times, twice for each
+    candle-vllm server, whose generic Deployment args judged it a third time.)"""
+    calls = _counting(monkeypatch)
+    config = load_stack_config(PROD)
+    by_loader = Counter(calls)
+    render_manifests(config)
+    assert calls == by_loader
+    vllm = [n for n, wl in config.workloads.items() if isinstance(wl, VllmWorkload)]
+    candle = [n for n, wl in config.workloads.items() if isinstance(wl, CandleWorkload)]
+    assert (len(vllm), len(candle), len(config.workloads)) == (1, 2, 4)
+    assert by_loader["startup-probe-covers-cold-start"] == 4  # every workload kind, pytorch too
+    assert by_loader["vllm-context-window"] == by_loader["vllm-digest-pinned"] == by_loader["vllm-parallelism"] == 1
+    assert by_loader["half-dtype"] == 3  # each server's dtype on its card
+    assert by_loader["tensor-parallel-divisibility"] == 3
+
+
+def test_component_args_used_directly_still_judge(monkeypatch):
+    """Args not built from a judged stack file (a component used on its own) judge every rule
+    of their server, and raise the first breach."""
+    config = load_stack_config(PROD)
+    unjudged = config.model_copy()
+    unjudged._judged = False
+    calls = _counting(monkeypatch)
+    args = vllm_args("reasoning", config.workloads["reasoning"], unjudged)
+    assert calls["vllm-context-window"] == calls["startup-probe-covers-cold-start"] == 1
+    fields = {name: getattr(args, name) for name in type(args).model_fields}
+    with pytest.raises(ValueError, match="max_model_len"):
+        VllmArgs(**{**fields, "max_model_len": 10 ** 7})
+    assert calls["vllm-context-window"] == 2

@@ -52,6 +52,7 @@ import json
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
@@ -325,16 +326,21 @@ class PackProcess:
         clock.lap("analyze")
         stack = [packproc.analyzer_resource(r, s) for r, s in zip(resources, structs, strict=True)]
         root = root_stack_urn(self.env.stack, self.env.project)
-        for d in self._analyze_stack(stack, info, reconciled):
-            findings.append(_finding(d, d.urn if d.urn in objects else root, objects, "stack", sources))
-        clock.lap("analyze_stack")
+        # What the pack does not judge is the client's own work: done while AnalyzeStack, the
+        # longest single call, holds the pack (this thread waits in gRPC, without the GIL).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            unjudged = pool.submit(not_judged, resources, self._config)
+            for d in self._analyze_stack(stack, info, reconciled):
+                findings.append(_finding(d, d.urn if d.urn in objects else root, objects, "stack", sources))
+            clock.lap("analyze_stack")
+            notes_not_judged = tuple(unjudged.result())
         self.timings = clock.laps
         return Report(
             pack=info.name, pack_version=_pack_version(self.conn.pack_dir) or info.version,
             project=self.env.project, stack=self.env.stack, resources=len(resources),
             policies=tuple(_summary(p, reconciled[p.name]) for p in info.policies),
             findings=tuple(findings), plugin_version=self._plugin_version, notes=tuple(notes),
-            not_judged=tuple(not_judged(resources, self._config)),
+            not_judged=notes_not_judged,
         )
 
     def _sharded(self, method: str, requests: list[Any]) -> list[Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from core import facts
+from core.flags import spellings
 from core.engines import CandleConfig, ServerSettings, VllmConfig
 from core.manifests.read import whole
 
@@ -42,12 +43,21 @@ class ServerArgs:
     def values(self, flag: str) -> tuple[str, ...]:
         return self.flags.get(flag, ())
 
+    def setting(self, name: str) -> Optional[str]:
+        """vLLM setting ``name`` as written under the first of its spellings that has a value
+        (:func:`core.flags.spellings`: ``--tensor-parallel-size``, then ``-tp``), or None."""
+        for flag in spellings(name):
+            value = self.get(flag)
+            if value:
+                return value
+        return None
+
     @property
     def model_arg(self) -> Optional[str]:
         """vLLM ``--model`` (or the positional of ``vllm serve``); candle-vllm ``--w`` (or ``--m``)."""
         if self.engine == "vllm":
             return self.get(VllmConfig.FLAGS["model"]) or (self.positional[0] if self.positional else None)
-        return self.get(CandleConfig.FLAGS["weights_path"]) or self.get("--m")
+        return self.get(CandleConfig.FLAGS["weights_path"]) or self.get(CandleConfig.FLAGS["model_id"])
 
     @property
     def served_model_names(self) -> tuple[str, ...]:
@@ -64,14 +74,14 @@ class ServerArgs:
         w = self.get(CandleConfig.FLAGS["weights_path"])
         if w:
             return (posixpath.basename(w.rstrip("/")),)
-        m = self.get("--m")
+        m = self.get(CandleConfig.FLAGS["model_id"])
         return (m,) if m else ()
 
     @property
     def tensor_parallel(self) -> int:
         """vLLM ``--tensor-parallel-size`` (default 1); candle-vllm: the count of ``--d`` devices."""
         if self.engine == "vllm":
-            return whole(self.get(VllmConfig.FLAGS["tensor_parallel_size"]) or self.get("-tp"), 1)
+            return whole(self.setting("tensor_parallel_size"), 1)
         devices = self.get(CandleConfig.FLAGS["devices"])
         return len([d for d in devices.split(",") if d.strip()]) if devices else 1
 
@@ -87,7 +97,7 @@ class ServerArgs:
     def pipeline_parallel(self) -> int:
         """vLLM ``--pipeline-parallel-size`` (default 1); candle-vllm has none (1)."""
         if self.engine == "vllm":
-            return whole(self.get(VllmConfig.FLAGS["pipeline_parallel_size"]) or self.get("-pp"), 1)
+            return whole(self.setting("pipeline_parallel_size"), 1)
         return 1
 
 

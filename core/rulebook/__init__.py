@@ -29,6 +29,8 @@ imports them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(.
   and let a server that fetches its model by hub id reach DNS and the hub;
 - :mod:`core.rulebook.users`: the user a container runs as, against its image (the image catalog);
 - :mod:`core.rulebook.model_cache`: the Hugging Face cache of a server that fetches by hub id.
+- :mod:`core.rulebook.stack_config`: the pack can read the stack's inventory and models, and a
+  server's model is one they list.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from core.registry import RULES, Rule
+from core.registry import POLICY_TEXTS, RULES, PolicyText, Rule
 
 from core.rulebook.servers import (
     Found,
@@ -65,12 +67,12 @@ from core.rulebook.settings import S
 #: engine models (:mod:`core.engines`, which judge a served name) import no estimator through
 #: this package: no import cycle.
 FAMILIES = ("allocation", "candle", "capacity", "endpoints", "kserve", "model_cache", "network", "pod_security", "pods",
-            "probes", "served_names", "services", "users", "volta")
+            "probes", "served_names", "services", "stack_config", "users", "volta")
 
 __all__ = [
     "FAMILIES", "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
     "gpu_memory_utilization", "half_dtype", "hybrid_on_volta_vllm", "hybrid_one_card", "kserve_label",
-    "memory_declared", "parallel_matches_cards", "register_all", "startup_breaches", "startup_budget", "tp_divides",
+    "memory_declared", "parallel_matches_cards", "policy_text", "register_all", "startup_breaches", "startup_budget", "tp_divides",
     "vllm_breaches", "vllm_kernels",
 ]
 
@@ -88,3 +90,10 @@ def register_all() -> dict[str, Rule]:
     for family in FAMILIES:
         importlib.import_module(f"{__name__}.{family}")
     return RULES
+
+
+def policy_text(name: str) -> PolicyText:
+    """The description and remediation of pack policy ``name``, as its rule family files them
+    (:func:`core.registry.describe_policy`). KeyError: no family describes it."""
+    register_all()
+    return POLICY_TEXTS[name]

@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 from core import facts
 from core.allocation import NodeUse, amount
 from core.quantity import QuantityError
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, Setting, only, rule
 from core.rulebook.settings import S
 
 #: The node a workload is pinned to.
@@ -145,3 +145,38 @@ def rollout_room(strategy_at: str, written: str, cards_per_pod: int, surge_pods:
         f"({amount(use.used)} with it): the surge pod waits Pending forever and the rollout never completes",
         f"set {strategy_at}.type: {facts.GPU_ROLLOUT_STRATEGY} (or rollingUpdate maxSurge: 0, or maxUnavailable: 1)",
     )
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "gpu-card-allocation",
+    "Per node, the cards of running pods, RollingUpdate surge and reserved cards fit the node's nvidia.com/gpu cards.",
+    (
+        "Bring the node's total within its cards: park a workload (stack file: parked: {reason: ...} on it under "
+        "llm-serving:workloads; plain YAML: replicas 0 with the llm-serving.riotpiao.com/parked annotation), stop managing one "
+        "that never became Ready, lower a pod's cards (tensor parallel size), or set strategy Recreate so a rollout needs no "
+        "surge card. Pin pods with nodeSelector kubernetes.io/hostname to a node the inventory (llm-serving:cluster) lists."
+    ),
+)
+
+describe_policy(
+    "gpu-rollout-recreate",
+    "A GPU workload's RollingUpdate surge (no old pod removed first) fits in free cards; otherwise it rolls out with Recreate.",
+    (
+        "Set spec.strategy.type: Recreate on the Deployment, or spec.predictor.deploymentStrategy.type: Recreate on the "
+        "InferenceService (RollingUpdate with rollingUpdate.maxSurge: 0, or maxUnavailable: 1 so an old pod goes first, also "
+        "works)."
+    ),
+)
+
+describe_policy(
+    "node-memory-allocation",
+    "Per node, the memory requests of running pods and RollingUpdate surge fit the node's allocatable memory.",
+    (
+        "Lower resources.requests.memory (GPU servers keep weights on the card; coder.yaml keeps a 12Gi request with a higher "
+        "limit for bursts; stack file: resources.requests.memory of the workload), park a workload (stack file: parked: {reason:"
+        " ...} on it; plain YAML: replicas 0 with the llm-serving.riotpiao.com/parked annotation), or use strategy Recreate so a"
+        " rollout needs no second pod's memory."
+    ),
+)

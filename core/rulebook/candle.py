@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
-from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
-from core.rulebook.settings import S
+from core import facts, flags
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.rulebook.settings import S, flag_setting
 
 #: candle-vllm's device list; the stack file has no key for it (the component writes it from cards).
-DEVICES = Setting("candle_devices", None, "--d", flag=True)
+DEVICES = flag_setting("devices", flags.CANDLE, id_="candle_devices", in_stack_file=False)
 
 _SOURCE = "seeds 001 and 003 (candle-vllm.yaml, clef-candle.yaml: --d lists the pod's cards)"
 
@@ -72,3 +72,15 @@ def device_ordinals(values: Sequence[str], cards: int) -> Optional[Breach]:
         return None
     return Breach(f"{shown} is not distinct devices 0..n-1: the pod's cards are numbered from 0 inside the "
                   "container", _fix(_want(len(set(ordinals)))))
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "candle-vllm-args",
+    "candle-vllm runs --dtype f16 on sm_70 and lists one --d device per card, 0..n-1.",
+    (
+        "Pass --dtype f16 on V100 nodes and --d 0,1,...,n-1 with n = the container's nvidia.com/gpu (--d 0 for one card, --d 0,1"
+        " for TP=2); CandleDeployment derives --d from cards."
+    ),
+)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
-from core.rulebook.settings import S
+from core import facts, flags
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.rulebook.settings import S, flag_setting
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.capacity import Estimate
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 CAPACITY_SOURCE = "spec, the user's measured figures (README Capacity); core/capacity.py"
 
 #: candle-vllm's share of the free card memory for the KV cache.
-KV_FRACTION = Setting("kv_fraction", "kv_fraction", "--kv-fraction", flag=True)
+KV_FRACTION = flag_setting("kv_fraction", flags.CANDLE)
 
 
 def ranks(e: "Estimate") -> str:
@@ -118,3 +118,27 @@ def estimable(refusal: Optional[str]) -> Optional[Breach]:
         return None
     return Breach(f"the capacity estimator refuses the settings, so the KV cache cannot be estimated: {refusal}",
                   "correct the setting it names")
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "kv-cache-fits-max-model-len",
+    "A model server's KV cache holds one request of its max-model-len; vLLM sets --max-model-len explicitly.",
+    (
+        "Set vLLM's --max-model-len explicitly and no larger than the KV pool the message names; or raise --tensor-parallel-size"
+        " together with the pod's nvidia.com/gpu (KV heads and weights split across cards); or raise --gpu-memory-utilization. "
+        "For candle-vllm raise --kv-fraction. Add a model the stack does not know to llm-serving:models (catalog, facts or "
+        "config_json)."
+    ),
+)
+
+describe_policy(
+    "weights-fit-card",
+    "A model server's weights a card (after quantization and tensor parallel split) fit the card with room for a KV cache.",
+    (
+        "Split the model over more cards (vLLM --tensor-parallel-size, candle-vllm --d, with the pod's nvidia.com/gpu to match),"
+        " use a quantized checkpoint that the card supports (GPTQ on sm_70), or move the server to a node with larger cards. Add"
+        " a model the stack does not know to llm-serving:models."
+    ),
+)

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Optional
 
 from core import rules
-from core.registry import Breach, Setting, rule
+from core.registry import describe_policy, Breach, Setting, rule
+from core.rulebook.settings import flag_setting
 
-HOST = Setting("host", None, "--host", flag=True)
+HOST = flag_setting("host", in_stack_file=False)
 CONTAINER_PORT = Setting("container_port", None, "containerPort")
 _SOURCE = "coder.yaml (--host=0.0.0.0 --port=8080, probes on 8080)"
 
@@ -52,3 +53,16 @@ def container_port(ports: tuple[int, ...], engine: str, listen: int, listen_text
         return None
     return Breach(f"declares containerPort {', '.join(str(p) for p in ports)}, but {engine} listens on {listen_text}",
                   f"declare {CONTAINER_PORT} {listen}, or set the server's port flag to the declared port")
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "server-listen-endpoint",
+    "Model servers listen on a pod-reachable host, on the port their probes and containerPorts name.",
+    (
+        "Run the server with --host=0.0.0.0 (or no --host) and one port: vLLM --port, candle-vllm --p (8080 for every server in "
+        "llm-serving); declare it as the containerPort and point the startup, liveness and readiness probes at it. The "
+        "components render exactly that."
+    ),
+)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from core import facts
-from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
 
 OWNED_SOURCE = ("KServe RawDeployment names its predictor Service and Deployment <isvc>-predictor; seed 001 "
                 "(coder-service.yaml beside the still-managed coder InferenceService)")
@@ -87,3 +87,46 @@ def deployment_mode(written: Optional[str], cluster_default: str, cards: int) ->
         return None
     return Breach(f"has {shown}: {effect}",
                   f"set annotation {facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION}: {facts.KSERVE_RAW_MODE}")
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "isvc-not-parked-silently",
+    "An InferenceService at zero replicas is declared parked (it still reports Ready=True).",
+    (
+        "Either give the predictor minReplicas/maxReplicas of 1 or more, or annotate the InferenceService with "
+        "llm-serving.riotpiao.com/parked: '<why it is parked>' (the components write it for a parked workload), or delete the "
+        "InferenceService."
+    ),
+)
+
+describe_policy(
+    "kserve-owned-names",
+    "No Service or Deployment is named <isvc>-predictor beside InferenceService <isvc>: KServe owns that name.",
+    (
+        "Give the stable Service its own name (reasoning-long-predictor beside KServe's reasoning-predictor), or stop managing "
+        "the InferenceService whose predictor name it takes (seed 000 removed the coder InferenceService, freeing "
+        "coder-predictor)."
+    ),
+)
+
+
+describe_policy(
+    'isvc-raw-min-replicas',
+    'A RawDeployment InferenceService does not rely on minReplicas 0 to scale to zero (KServe keeps one pod).',
+    (
+        'Set minReplicas: 1; to park the predictor set minReplicas and maxReplicas to 0 with the parked annot'
+        "ation; for scale-to-zero use KServe's Serverless mode."
+    ),
+)
+
+
+describe_policy(
+    'kserve-deployment-mode',
+    "An InferenceService names deploymentMode RawDeployment where the cluster's default would not serve it.",
+    (
+        'Annotate the InferenceService serving.kserve.io/deploymentMode: RawDeployment (the components do), a'
+        "nd record the cluster's default in the inventory (llm-serving:cluster kserve_deployment_mode)."
+    ),
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from core.registry import Breach, rule
+from core.registry import Breach, rule, describe_policy
 
 SOURCE = ("kserve #3562, llm-d-modelservice #243, huggingface_hub #2797 (read-only cache); vllm-project/vllm #1986 "
           "(offline with an empty cache); kserve #3792 (emptyDir sizeLimit below the checkpoint)")
@@ -41,3 +41,17 @@ def cache_usable(model: str, cache: str, where: str, writable: bool, persistent:
                       f"raise the emptyDir sizeLimit above {checkpoint_bytes / 2**30:.0f} GiB plus headroom, or put the "
                       "cache on a persistentVolumeClaim")
     return None
+
+
+describe_policy(
+    "model-cache-usable",
+    (
+        "A server fetching its model by hub id has a usable cache: writable unless offline, persistent when "
+        "offline, large enough on an emptyDir."
+    ),
+    (
+        "Put HF_HOME on a persistentVolumeClaim: writable when the server downloads, or pre-filled and read "
+        "with HF_HUB_OFFLINE=1; an emptyDir cache needs a sizeLimit above the checkpoint and is never "
+        "offline."
+    ),
+)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
-from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
 
 CLIENTS_SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
 #: The stack file's NetworkPolicy section, where its admitted ports are written.
@@ -94,3 +94,35 @@ def egress_for_hub(model: str, policies: Sequence[str], dns: bool, https: bool) 
                   f"for {missing}: resolving and downloading the model fail at start",
                   f"add egress rules to {which} for DNS (UDP and TCP 53 to kube-dns) and TCP 443 to the hub, or "
                   "serve the model from a volume with HF_HUB_OFFLINE=1")
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "ingress-admits-server-port",
+    "A NetworkPolicy that isolates a model server's pods admits the port the server listens on.",
+    (
+        "Admit the server's listen port (vLLM --port, candle-vllm --p; 8080 for every server in llm-serving) in an ingress rule "
+        "of the NetworkPolicy that selects its pods; in the stack file, llm-serving:network_policy gateway/clients ports."
+    ),
+)
+
+describe_policy(
+    "network-ingress-for-clients",
+    "Each declared client of a Service is admitted, on the pod's port, by a NetworkPolicy that selects the backend pods.",
+    (
+        "Add an ingress rule to the NetworkPolicy that selects the backend pods: from the client's namespace (namespaceSelector "
+        "kubernetes.io/metadata.name: <namespace>) on the POD's port, i.e. the Service's targetPort (8080 for every server in "
+        "llm-serving), not the Service port. In the stack file: llm-serving:network_policy gateway/clients ports."
+    ),
+)
+
+
+describe_policy(
+    "network-egress-for-hub",
+    "A NetworkPolicy isolating the egress of a server that fetches its model by hub id admits DNS and HTTPS.",
+    (
+        "Add egress rules for DNS (UDP and TCP 53 to kube-dns) and TCP 443 to the Hugging Face hub, or serve "
+        "the model from a volume with HF_HUB_OFFLINE=1."
+    ),
+)

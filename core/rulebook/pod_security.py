@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, Setting, only, rule
 
 SOURCE_BASELINE = ("Kubernetes Pod Security Standards, Baseline profile "
                    "(kubernetes.io/docs/concepts/security/pod-security-standards)")
@@ -219,3 +219,57 @@ def models_read_only(name: str, path: str, read_only: Any, models_volume: bool) 
         return None
     return Breach(f"mounts {name} ({facts.MODELS_PVC}) at {path} writable (readOnly {shown(read_only)})",
                   f"set {READ_ONLY.to(True)} on the volumeMount at {path}" + _WRITTEN)
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "model-mounts-read-only",
+    "The models PVC (llm-models at /mnt/models) is mounted readOnly in every container.",
+    (
+        "Set readOnly: true on every volumeMount of the llm-models PVC (/mnt/models). vLLM reads its Hugging Face cache there "
+        "with HF_HUB_OFFLINE=1; download a new model to the PVC beforehand."
+    ),
+)
+
+describe_policy(
+    "no-service-account-token",
+    "Pod templates set automountServiceAccountToken false: the servers call no Kubernetes API.",
+    (
+        "Set automountServiceAccountToken: false in the pod spec (Deployment spec.template.spec, InferenceService "
+        "spec.predictor)."
+    ),
+)
+
+describe_policy(
+    "pod-run-as-non-root",
+    "Containers run with runAsNonRoot true, or the workload declares why it runs as root (annotation runs-as-root).",
+    (
+        "Set securityContext.runAsUser: <non-zero uid> together with runAsNonRoot: true where the image can start "
+        "as that user, with env HOME on a writable volume (stack file: run_as_user on the workload); runAsNonRoot "
+        "alone on an image whose user is root is refused by the kubelet. Where it cannot (the vllm/vllm-openai image runs as root), "
+        "say why in the annotation llm-serving.riotpiao.com/runs-as-root; the components write it by default."
+    ),
+)
+
+describe_policy(
+    "pod-security-baseline",
+    "Pods meet the Pod Security Standards' Baseline: no host namespaces, hostPath, privileged containers, added capabilities or "
+    "host ports.",
+    (
+        "Remove hostNetwork / hostPID / hostIPC, hostPath volumes (use the models PVC), privileged: true, capabilities beyond "
+        "the Baseline set, hostPort (reach pods through a Service), Unconfined seccomp or AppArmor profiles, SELinux users and "
+        "roles, procMount and unsafe sysctls. GPU access comes from runtimeClassName: nvidia and nvidia.com/gpu, none of these."
+    ),
+)
+
+describe_policy(
+    "pod-security-restricted",
+    "Containers set allowPrivilegeEscalation false, drop ALL capabilities and run under a RuntimeDefault seccomp profile; "
+    "volumes are of the restricted types.",
+    (
+        "On every container: securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}. On the pod: "
+        "securityContext: {seccompProfile: {type: RuntimeDefault}}. Use persistentVolumeClaim, emptyDir, configMap, secret, "
+        "projected, downwardAPI, csi or ephemeral volumes. The stack file's components write all of it."
+    ),
+)

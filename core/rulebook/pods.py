@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, Setting, only, rule
 from core.rulebook.settings import S
 
 RUNTIME_CLASS = Setting("runtime_class", None, "runtimeClassName")
@@ -113,3 +113,63 @@ def node_offers(resource: str, amount: str, node: str, offered: Sequence[str], t
                   f"{', '.join([facts.GPU_RESOURCE, *offered])}): the pod stays Pending forever{shared}",
                   f"request whole cards as {facts.GPU_RESOURCE} (one per tensor-parallel rank), or record the "
                   "resource in the node's extended_resources once the node offers it")
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "gpu-runtime-class",
+    "GPU pods (nvidia.com/gpu > 0) set the runtimeClassName the inventory names (nvidia on worker-1), so libcuda.so is injected.",
+    (
+        "Set runtimeClassName: nvidia in the pod spec (Deployment spec.template.spec, InferenceService spec.predictor). The "
+        "components set it for every workload with cards. On a cluster whose default runtime injects the driver, leave "
+        "gpu_runtime_class out of llm-serving:cluster."
+    ),
+)
+
+describe_policy(
+    "gpu-whole-cards",
+    "nvidia.com/gpu requests equal limits and are whole numbers of cards.",
+    (
+        "Give nvidia.com/gpu as a whole number under resources.limits, and under resources.requests either the same number or "
+        "nothing (it then defaults to the limit)."
+    ),
+)
+
+describe_policy(
+    "moving-tag-pull-always",
+    "An image not pinned by @sha256 digest has imagePullPolicy Always, so a rebuilt tag reaches the pod.",
+    (
+        "Set imagePullPolicy: Always on the container, or pin the image by digest (repository:tag@sha256:<digest>, as the vLLM "
+        "image is in facts.VLLM_IMAGE)."
+    ),
+)
+
+describe_policy(
+    "multi-gpu-shm",
+    "Pods with more than one card mount a Memory-backed /dev/shm emptyDir with a sizeLimit the memory limit covers.",
+    (
+        "Add a pod volume {name: shm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}, mount it at /dev/shm in the server container,"
+        " and keep resources.limits.memory above 8Gi."
+    ),
+)
+
+
+describe_policy(
+    "gpu-runtime-class-without-cards",
+    "A pod under the GPU RuntimeClass that requests no nvidia.com/gpu sets NVIDIA_VISIBLE_DEVICES=void.",
+    (
+        "Drop runtimeClassName from a pod that needs no card, request the cards it uses, or set env "
+        "NVIDIA_VISIBLE_DEVICES=void in its containers."
+    ),
+)
+
+
+describe_policy(
+    'node-offers-resources',
+    "Pods request only extended resources their node offers (the inventory's extended_resources).",
+    (
+        "Request whole cards as nvidia.com/gpu (one per tensor-parallel rank); record in the node's extended_"
+        'resources (llm-serving:cluster) what its device plugins advertise.'
+    ),
+)

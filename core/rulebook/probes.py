@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional
 
 from core import facts
-from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
 from core.rulebook.settings import S
 
 
@@ -102,3 +102,36 @@ def liveness_window(timeout: int, period: int, threshold: int, same_as_readiness
                   f"give the livenessProbe timeoutSeconds of {LIVENESS_MIN_TIMEOUT_SECONDS * 2} or more and "
                   f"periodSeconds x failureThreshold of {LIVENESS_MIN_WINDOW_SECONDS * 2} s or more (the components: "
                   "10 s, 30 s x 4), longer than the readiness probe's")
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "model-server-readiness",
+    "Every model server container (vLLM, candle-vllm, or holding cards) has a readinessProbe.",
+    (
+        "Add a readinessProbe on the server's health route (candle-vllm: GET /v1/models; vLLM: GET /health) every 10 s; the "
+        "components add it with the startup and liveness probes."
+    ),
+)
+
+
+describe_policy(
+    'probes-skip-api-key',
+    'A vLLM server given an API key is not probed under /v1 without the bearer token.',
+    (
+        "Probe GET /health (vLLM answers it without a key), or send the token in the probe's httpGet.httpHead"
+        'ers (Authorization: Bearer <key>).'
+    ),
+)
+
+
+describe_policy(
+    'liveness-probe-window',
+    "A model server's liveness probe has a failure window of 60 s or more and fails later than readiness.",
+    (
+        'Give the livenessProbe timeoutSeconds: 10, periodSeconds: 30 and failureThreshold: 4 (the components'
+        "' values), longer than the readiness probe's, so a busy server leaves the Service before it is resta"
+        'rted.'
+    ),
+)

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from typing import Optional
 
 from core import rules
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.rulebook.settings import S
 
 #: The served model names: a list in the stack file, the flag followed by each name in a manifest.
-SERVED = Setting("served_model_names", "served_model_names", "--served-model-name", flag=True)
+SERVED = S.served_model_names
 FLAG = SERVED.manifest
 _SOURCE = "seed 002 (reasoning.yaml: one comma-joined served model name)"
 
@@ -50,3 +51,15 @@ def flag_once(found: Sequence[tuple[str, Sequence[str]]]) -> Optional[Breach]:
     dropped = [n for _, names in found[:-1] for n in names]
     return Breach(f"{FLAG} is given {len(found)} times; vLLM keeps only the last "
                   f"({', '.join(found[-1][1]) or 'empty'}) and drops {', '.join(dropped) or 'the others'}", _EACH)
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "vllm-served-model-names",
+    "vLLM served model names are separate argv items with no comma or space, given once.",
+    (
+        "Write the flag once and each name as its own list item: args: [--served-model-name, reasoning, reasoning-long]; never "
+        "'reasoning,reasoning-long' or --served-model-name=a,b."
+    ),
+)

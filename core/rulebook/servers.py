@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from core import facts, kube, rules
-from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
 from core.facts import STARTUP_HEADROOM
 from core.rulebook.settings import S
 
@@ -330,3 +330,65 @@ def first_error(subject: str, found: list[Found]) -> Optional[str]:
     """The component args' error for the first breach (``<subject>: <wrong>; <fix>``), or None."""
     return found[0][2].error_text(subject) if found else None
 
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "gpu-memory-request",
+    "Containers holding cards declare a memory request and limit, so no GPU pod counts as 0 MiB.",
+    (
+        "Give every container that requests nvidia.com/gpu a resources.requests.memory and resources.limits.memory (coder.yaml: "
+        "12Gi / 40Gi); in the stack file, resources on the workload."
+    ),
+)
+
+describe_policy(
+    "startup-probe-covers-cold-start",
+    "Model servers have a startupProbe whose period x failure threshold exceeds the declared cold start (600 s assumed when none"
+    " is declared).",
+    (
+        "Give the server container a startupProbe on its health endpoint with periodSeconds x failureThreshold above the cold "
+        "start (coder.yaml: 15 s x 120 for about 10 minutes); keep any livenessProbe, it starts only after the startup probe "
+        "succeeds. Declare the measured cold start (stack file: cold_start_seconds on the workload; plain YAML: annotation "
+        "llm-serving.riotpiao.com/cold-start-seconds); without it 600 s is assumed (parameter assumedColdStartSeconds)."
+    ),
+)
+
+describe_policy(
+    "tensor-parallel-divisibility",
+    "Tensor parallel size divides the model's attention heads, KV heads, intermediate size and vocabulary.",
+    (
+        "Choose a tensor parallel size (vLLM --tensor-parallel-size, candle-vllm --d device list) that divides "
+        "num_attention_heads, num_key_value_heads, intermediate_size (and moe_intermediate_size) and vocab_size of the model, "
+        "and give the pod that many nvidia.com/gpu cards."
+    ),
+)
+
+describe_policy(
+    "vllm-context-window",
+    "vLLM --max-model-len is within the model's window, stretched only by rope scaling or VLLM_ALLOW_LONG_MAX_MODEL_LEN.",
+    (
+        "Keep --max-model-len within the model's max_position_embeddings, or pass the model card's rope scaling (YaRN for Qwen3:"
+        " --hf-overrides with rope_scaling; stack file: rope_scaling on the workload). VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 also lets"
+        " vLLM start, at the risk of wrong outputs."
+    ),
+)
+
+describe_policy(
+    "vllm-gpu-memory-utilization",
+    "vLLM --gpu-memory-utilization is at most 0.95, unless --enforce-eager or a declared override.",
+    (
+        "Keep --gpu-memory-utilization at or below 0.95 (coder.yaml: 0.90). Above it, run with --enforce-eager or declare the "
+        "measured exception (stack file: gpu_memory_utilization_override: {reason: ...}; plain YAML: annotation "
+        "llm-serving.riotpiao.com/gpu-memory-utilization-override)."
+    ),
+)
+
+describe_policy(
+    "vllm-parallelism",
+    "vLLM tensor parallel x pipeline parallel size equals the container's nvidia.com/gpu cards.",
+    (
+        "Set resources.limits and requests nvidia.com/gpu to --tensor-parallel-size x --pipeline-parallel-size (x "
+        "--data-parallel-size), or change the sizes to the cards you have."
+    ),
+)

@@ -14,13 +14,14 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Optional
 
 from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, Setting, only, rule
+from core.rulebook.settings import S
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.manifests.servers import Endpoint
 
 #: vLLM's ``--served-model-name`` (candle-vllm answers the basename of ``--w``).
-SERVED_MODEL_NAMES = Setting("served_model_names", "served_model_names", "--served-model-name", flag=True)
+SERVED_MODEL_NAMES = S.served_model_names
 SELECTS = Setting("selects", "selects", "the selector")
 ENABLE_SERVICE_LINKS = Setting("enable_service_links", None, "enableServiceLinks")
 
@@ -128,3 +129,46 @@ def service_links(service: str, engine: str, prefix: str, hits: Sequence[str]) -
         f"set {ENABLE_SERVICE_LINKS.to(False)} in the pod spec, or rename Service {service}"
         + only(STACK, " (the components set it on every pod: preview again from the workload)"),
     )
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "served-model-name-unique",
+    "Each served model name is answered by one running model server only.",
+    (
+        "Remove the name from all but one server's --served-model-name list (vLLM) or rename the weights directory given to --w "
+        "(candle-vllm); move clients that send the old name to the server that keeps it, as seed 002 planned ('resolve it by "
+        "moving the client host')."
+    ),
+)
+
+describe_policy(
+    "service-link-env-collision",
+    "No Service of the namespace injects service-link variables into a model server's own env prefix (VLLM_).",
+    (
+        "Set enableServiceLinks: false in the model server's pod spec (Deployment spec.template.spec, InferenceService "
+        "spec.predictor); the servers here find each other through DNS, not service-link variables. Or rename the Service so its"
+        " upper-cased name does not start with the engine's prefix (VLLM_). The components set enableServiceLinks: false."
+    ),
+)
+
+describe_policy(
+    "service-selector-uniqueness",
+    "Each Service's selector matches the pods of exactly one running workload (none only when the Service is declared parked).",
+    (
+        "Two or more: give the one workload the Service should reach a label the others do not carry and select it, or park the "
+        "others (replicas 0). None: fix the selector to the serving workload's pod labels (stack file: selects: <workload> under"
+        " llm-serving:services), start the workload, or declare the Service parked (stack file: parked: {reason: ...} on the "
+        "Service; plain YAML: the llm-serving.riotpiao.com/parked annotation and a reason)."
+    ),
+)
+
+describe_policy(
+    "service-target-port",
+    "Each Service targetPort resolves to a containerPort the selected pods declare and their server listens on.",
+    (
+        "Set the Service port's targetPort to the server's listen port (8080 for every server in llm-serving: vLLM --port=8080, "
+        "candle-vllm --p 8080), declare it as a containerPort, and name the containerPort when the targetPort is a name."
+    ),
+)

@@ -1,35 +1,46 @@
 """The settings the rules name, each as the stack file names it and as a manifest does
 (:class:`core.registry.Setting`). A rule family's own settings may live beside its judges;
-the ones several families share are here.
+the ones several families share are here. A server flag's manifest form is the engine model's
+flag (:mod:`core.flags`, the tables ``VllmConfig.FLAGS`` / ``CandleConfig.FLAGS`` carry), never
+spelt again here (:func:`flag_setting`).
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from core import facts
+from core import facts, flags
 from core.registry import Setting
+
+
+def flag_setting(field: str, table: dict[str, str] = flags.VLLM, *, id_: str = "", in_stack_file: bool = True) -> Setting:
+    """The setting of engine field ``field``, rendered in a manifest as the engine's flag for it
+    (``table``: :data:`core.flags.VLLM`, default, or :data:`core.flags.CANDLE`); its stack-file key
+    is ``field`` (None when not ``in_stack_file``: the component writes the flag); ``id_``: the
+    setting's id, default ``field``."""
+    return Setting(id_ or field, field if in_stack_file else None, table[field], flag=True)
+
 
 #: The settings the shared rules name, by their stack-file key and their manifest form.
 S = SimpleNamespace(
     cards=Setting("cards", "cards", f"the container's {facts.GPU_RESOURCE} (requests = limits)"),
-    model=Setting("model", "model", "--model", flag=True),
+    model=flag_setting("model"),
     image=Setting("image", "image", "image"),
     server=Setting("server", "server", "the container's server"),
-    dtype=Setting("dtype", "dtype", "--dtype", flag=True),
-    quantization=Setting("quantization", "quantization", "--quantization", flag=True),
-    kv_cache_dtype=Setting("kv_cache_dtype", "kv_cache_dtype", "--kv-cache-dtype", flag=True),
-    tp=Setting("tensor_parallel_size", "tensor_parallel_size", "--tensor-parallel-size", flag=True),
-    pp=Setting("pipeline_parallel_size", "pipeline_parallel_size", "--pipeline-parallel-size", flag=True),
-    disable_custom_all_reduce=Setting("disable_custom_all_reduce", "disable_custom_all_reduce",
-                                      "--disable-custom-all-reduce", flag=True),
-    gmu=Setting("gpu_memory_utilization", "gpu_memory_utilization", "--gpu-memory-utilization", flag=True),
-    enforce_eager=Setting("enforce_eager", "enforce_eager", "--enforce-eager", flag=True),
+    dtype=flag_setting("dtype"),
+    quantization=flag_setting("quantization"),
+    kv_cache_dtype=flag_setting("kv_cache_dtype"),
+    tp=flag_setting("tensor_parallel_size"),
+    pp=flag_setting("pipeline_parallel_size"),
+    disable_custom_all_reduce=flag_setting("disable_custom_all_reduce"),
+    gmu=flag_setting("gpu_memory_utilization"),
+    enforce_eager=flag_setting("enforce_eager"),
     gmu_override=Setting("gpu_memory_utilization_override", "gpu_memory_utilization_override",
                          f"annotation {facts.GMU_OVERRIDE_ANNOTATION}"),
-    max_model_len=Setting("max_model_len", "max_model_len", "--max-model-len", flag=True),
+    max_model_len=flag_setting("max_model_len"),
+    served_model_names=flag_setting("served_model_names"),
     # vLLM v0.11.0 reads --hf-overrides={"rope_scaling": ...}; --rope-scaling is deprecated there.
-    rope_scaling=Setting("rope_scaling", "rope_scaling", "--hf-overrides", flag=True, wrap="rope_scaling"),
+    rope_scaling=Setting("rope_scaling", "rope_scaling", flags.VLLM["hf_overrides"], flag=True, wrap="rope_scaling"),
     memory_request=Setting("memory_request", "resources.requests.memory", "resources.requests.memory"),
     memory_limit=Setting("memory_limit", "resources.limits.memory", "resources.limits.memory"),
     failure_threshold=Setting("startup_failure_threshold", "startup_probe.failure_threshold",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from core.registry import Breach, rule
+from core.registry import Breach, rule, describe_policy
 from core.rulebook.pod_security import RUN_AS_NON_ROOT, RUN_AS_USER
 
 NEEDS_UID_SOURCE = ("kubelet: 'container has runAsNonRoot and image will run as root' (llm-d/llm-d #12, "
@@ -49,3 +49,24 @@ def uid_has_home(image: str, uid: int, known: Sequence[int], home: str, missing:
         "under HOME (Hugging Face, torch compile, Triton) cannot be written",
         "set env HOME to a writable emptyDir mount (e.g. /home/server) and USER to a name, or run as a uid the image knows",
     )
+
+
+describe_policy(
+    'arbitrary-uid-has-home',
+    "A model server's runAsUser that its image does not know comes with env HOME on a writable volume and USER.",
+    (
+        'Set env HOME to the mountPath of a writable emptyDir (e.g. /home/server) and USER to a name, or run '
+        "as a uid the image's /etc/passwd knows (vllm/vllm-openai: root only)."
+    ),
+)
+
+
+describe_policy(
+    "run-as-non-root-needs-uid",
+    "runAsNonRoot true on an image whose user is root comes with a non-zero runAsUser.",
+    (
+        "Add securityContext.runAsUser: <non-zero uid> beside runAsNonRoot: true, with env HOME on a writable"
+        " volume and USER set (arbitrary-uid-has-home); or remove runAsNonRoot and declare why the server "
+        "runs as root in the annotation llm-serving.riotpiao.com/runs-as-root."
+    ),
+)

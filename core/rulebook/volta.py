@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Optional
 
 from core import facts, images, rules
-from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
 
 SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
@@ -66,3 +66,16 @@ def attention_backend(env: Mapping[str, str], sm: int = rules.SM_VOLTA) -> Optio
         return None
     return Breach(f"env {BACKEND_ENV}={backend}: FlashAttention-2 and FlashInfer need sm_75, the card is sm_{sm}",
                   _env_fix(BACKEND_ENV, facts.VLLM_VOLTA_ENV[BACKEND_ENV]))
+
+
+# --- the pack policies' own text -----------------------------------------------------------------
+
+describe_policy(
+    "vllm-volta",
+    "vLLM on sm_70 cards: explicit float16, no bf16/fp8/awq/marlin, sampler and attention env, no custom all-reduce over PCIe.",
+    (
+        "On V100 (sm_70): pass --dtype float16, use gptq or float16 weights, --kv-cache-dtype auto, set env "
+        "VLLM_USE_FLASHINFER_SAMPLER=0 and VLLM_ATTENTION_BACKEND=TRITON_ATTN, and with TP 2 over PCIe add "
+        "--disable-custom-all-reduce (the VllmInferenceService component does all of it)."
+    ),
+)

@@ -13,11 +13,11 @@ from core import capacity_view
 from core.capacity_view import ServerCapacity, server_label
 from core.inventory import ClusterInventory
 from core.modelfacts import Models
-from core.problems import Finding
 from core.registry import Breach
 from core import manifests
 from core import terms
 from policylib import decode_once, stackconfig, views
+from policylib import resource_helpers as rh
 
 
 #: Where a capacity finding's facts come from.
@@ -75,11 +75,8 @@ def validate_servers(
     try:
         inv, models = stackconfig.inventory(), stackconfig.models()
     except stackconfig.StackConfigError as err:
-        report_violation(terms.message(w.annotations, Finding(
-            f"{w.kind} {w.name}", f"{policy_name} cannot check {checking}: {err}",
-            f"give the stack config {stackconfig.PROJECT}:cluster and {stackconfig.PROJECT}:models in "
-            "the format of Pulumi.prod.yaml", INVENTORY_SOURCE,
-        )), args.urn)
+        report_violation(terms.message(w.annotations, rh.config_unreadable(
+            f"{w.kind} {w.name}", err, f"check {checking}", who=policy_name)), args.urn)
         return
     if not models.entries:
         return  # the stack describes no model: not judged (policylib.coverage says so)

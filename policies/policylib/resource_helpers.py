@@ -18,6 +18,8 @@ from typing import Any, Callable, Optional
 
 from core import images, rules
 from core.problems import Finding
+from core.registry import MANIFEST
+from core.rulebook import stack_config
 from core.inventory import ClusterInventory, Node
 from core import manifests
 from policylib import stackconfig
@@ -174,14 +176,19 @@ def probe_budget(probe: Mapping) -> tuple[int, str]:
 # --- stack config ------------------------------------------------------------------------
 
 
+def config_unreadable(subject: str, err: Exception, cannot: str, who: str = "") -> Finding:
+    """The finding about ``subject`` when the stack's inventory or models cannot be read
+    (``err``): the registered wording (:func:`core.rulebook.stack_config.config_readable`);
+    ``cannot``: what the policy therefore cannot do; ``who``: the policy, when ``subject`` is the object."""
+    breach = stack_config.config_readable(str(err), cannot, who)
+    assert breach is not None
+    wrong, fix = breach.render(MANIFEST)
+    return Finding(subject, wrong, fix, breach.source)
+
+
 def config_error(policy_name: str, err: stackconfig.StackConfigError) -> str:
-    """The one message a policy reports when the inventory or models cannot be read."""
-    return Finding(
-        f"policy {policy_name}", f"cannot judge this resource: {err}",
-        f"give the stack file's config the {stackconfig.PROJECT}:cluster inventory (and "
-        f"{stackconfig.PROJECT}:models) in the format of Pulumi.prod.yaml; the pack receives it in PULUMI_CONFIG",
-        "the pack's inventory (the stack config)",
-    ).render()
+    """The one message a resource policy reports when the inventory or models cannot be read."""
+    return config_unreadable(f"policy {policy_name}", err, "judge this resource").render()
 
 
 def with_inventory(

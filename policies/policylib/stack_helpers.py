@@ -22,10 +22,10 @@ from typing import Any, Callable, Iterable, Mapping, Optional, overload
 from core import allocation
 from core.allocation import NodeUse
 from core.inventory import ClusterInventory
-from core.problems import Finding
 from core.registry import Breach
 from core import manifests
 from core import terms
+from policylib import resource_helpers as rh
 from policylib import stackconfig, views
 
 # --- stack config and policy config -------------------------------------------------------
@@ -37,11 +37,7 @@ def read_inventory(report_violation: Callable[..., None], policy_name: str) -> O
     try:
         return stackconfig.inventory()
     except stackconfig.StackConfigError as err:
-        report_violation(Finding(
-            f"policy {policy_name}", f"cannot judge the stack: {err}",
-            "add llm-serving:cluster (nodes, cards, allocatable_memory_mib) to the stack file, in the "
-            "format of Pulumi.prod.yaml", "the pack's inventory (the stack config)",
-        ).render())
+        report_violation(rh.config_unreadable(f"policy {policy_name}", err, "judge the stack").render())
         return None
 
 
