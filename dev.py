@@ -28,6 +28,8 @@ import sys
 import venv
 from pathlib import Path
 
+from tools import cli  # the exit-code contract every command shares (standard library only)
+
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
@@ -46,12 +48,19 @@ def ensure_venv() -> None:
           file=sys.stderr)
     # pip prints one line a package (Collecting / Downloading / Installing); run from the project
     # directory, where the requirements' local paths (-e ./core, -e ./policies) are.
-    subprocess.run(
+    code = cli.call(
         [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off",
          "-r", str(ROOT / "requirements.txt")],
-        check=True, cwd=ROOT, stdout=sys.stderr,
+        cwd=str(ROOT), stdout=sys.stderr,
     )
+    if code != 0:
+        raise VenvError(f"pip could not install requirements.txt into .venv (exit {code}; its message is above); "
+                        "fix: check the network or the package index (pip config list), then run again")
     STAMP.write_text(want)
+
+
+class VenvError(Exception):
+    """.venv cannot be set up; the message says why and the fix."""
 
 
 COMMANDS = {
@@ -69,7 +78,7 @@ PYTEST_NO_TESTS = 5
 
 
 def _pytest(marker: str, args: list[str]) -> int:
-    code = subprocess.call([str(PY), "-m", "pytest", "-m", marker, *args], cwd=ROOT)
+    code = cli.call([str(PY), "-m", "pytest", "-m", marker, *args], cwd=str(ROOT))
     if code == PYTEST_NO_TESTS:
         print(f"dev.py: pytest -m '{marker}' collected no test", file=sys.stderr)
         return 1
@@ -87,22 +96,29 @@ def test(args: list[str]) -> int:
         if code != 0 or fast_only:
             return code
     print("dev.py: the real suite: building the toolchain if missing (python3 dev.py toolchain)", file=sys.stderr, flush=True)
-    code = subprocess.call([str(PY), "-m", "testbed.toolchain"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    code = cli.call([str(PY), "-m", "testbed.toolchain"], cwd=str(ROOT), stdout=subprocess.DEVNULL)
     if code != 0:
         return code
     return _pytest("real", args)
 
 
 def main(argv: list[str]) -> int:
+    """Run the command ``argv[0]`` with the rest of ``argv``; its exit code is the command's
+    (``tools/cli.py``'s contract). An unknown command prints this help and is 2."""
     if not argv or argv[0] not in (*COMMANDS, "test"):
         print(__doc__.strip(), file=sys.stderr)
-        return 2
-    ensure_venv()
+        return cli.BAD_INPUT
+    try:
+        ensure_venv()
+    except (VenvError, OSError) as err:
+        return cli.fail("dev.py", err)
     if argv[0] == "test":
         return test(argv[1:])
-    cmd = [str(PY), *COMMANDS[argv[0]], *argv[1:]]
-    return subprocess.call(cmd, cwd=ROOT)
+    # Run in the caller's directory, so paths on the command line mean what they mean to the
+    # caller's shell; the project is found through PYTHONPATH.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return cli.call([str(PY), *COMMANDS[argv[0]], *argv[1:]], env=env)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    cli.run(lambda: main(sys.argv[1:]), "dev.py")

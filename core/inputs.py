@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any, Union
 
@@ -95,6 +96,10 @@ def json_object(text: str, where: str) -> dict[str, Any]:
         raise InputFileError(f"{where}: {err}") from None
     except ValueError as err:
         raise InputFileError(f"{where}: not valid JSON ({err}); fix: correct the JSON") from None
+    except RecursionError:
+        raise InputFileError(f"{where}: the JSON nests deeper than Python's reader goes (about "
+                             f"{sys.getrecursionlimit():,} levels); fix: check it for runaway nesting "
+                             "([[[[...]]]]); no config nests this deep") from None
     if not isinstance(data, dict):
         kind = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
         raise InputFileError(f"{where}: the top level is a JSON {kind.get(type(data), type(data).__name__)}, not an "

@@ -100,7 +100,7 @@ def live(obj: dict[str, Any], kubeconfig: Optional[Path]) -> Optional[dict[str, 
             return None
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise AdoptDiffError(f"kubectl get {kind} {meta['name']} failed: {last}")
-    return json.loads(proc.stdout)
+    return kubectl.json_object(proc, f"get {kind} {meta['name']}")
 
 
 def planned(obj: dict[str, Any], kubeconfig: Optional[Path]) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def planned(obj: dict[str, Any], kubeconfig: Optional[Path]) -> dict[str, Any]:
     if proc.returncode != 0:
         raise AdoptDiffError(f"the API server refuses {render.render_path(obj)} (kubectl apply --server-side "
                              f"--dry-run=server): {proc.stderr.strip()}; pulumi up would fail on it the same way")
-    return json.loads(proc.stdout)
+    return kubectl.json_object(proc, f"apply --dry-run=server ({render.render_path(obj)})")
 
 
 def live_tree(objects: list[dict[str, Any]], kubeconfig: Optional[Path]) -> dict[str, dict[str, Any]]:
@@ -152,7 +152,7 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
     try:
         objects = stack_objects(stack_file)
         diff = adoption_diff(objects, args.kubeconfig)
-    except (ConfigError, InputError, AdoptDiffError) as err:
+    except (ConfigError, InputError, AdoptDiffError, kubectl.KubectlOutputError) as err:
         return cli.fail("adopt-diff", err, stderr)
     stdout.write(f"what the first `pulumi up` with llm-serving:adopt changes on the live objects of {stack_file.name} "
                  f"({len(objects)} objects; from a server-side dry run, nothing changed):\n")

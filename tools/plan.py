@@ -97,7 +97,7 @@ def read_events(text: str) -> tuple[dict, ...]:
             break
         try:
             value, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             nl = text.find("\n", i)
             i = len(text) if nl < 0 else nl + 1
             continue
@@ -120,6 +120,9 @@ def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
         doc = json.loads(text)
     except json.JSONDecodeError:
         doc = None
+    except RecursionError:
+        raise PlanError("the plan document nests deeper than Python's JSON reader goes (a `pulumi preview --json` "
+                        f"document nests about 15 levels); fix: run `{PREVIEW}` again and pass its whole output") from None
     if isinstance(doc, dict) and isinstance(doc.get("steps"), list):
         if not isinstance(doc.get("changeSummary"), dict):
             raise PlanError("the plan document has no changeSummary (a `pulumi preview --json` document always ends with "

@@ -185,7 +185,9 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     except (InputError, mockrun.ProgramError, render.RenderError, analyze.AnalyzeError,
             packproc.PackStartError, packproc.PackCallError) as err:
         return cli.fail("preview", err, stderr)
-    except Exception:  # noqa: BLE001 - not the input's fault: show where
+    except Exception as err:  # noqa: BLE001 - not the input's fault: show where
+        if cli.environment_error(err) is not None:  # a full disk, runaway nesting: exit 2 with the fix
+            return cli.fail("preview", cli.environment_error(err), stderr)
         stderr.write("preview: internal error (a bug in the preview or the policy runner, not in the input)\n")
         stderr.write(traceback.format_exc())
         return EXIT_CRASH

@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -74,10 +75,32 @@ class Layout:
 
 
 def read_state(lay: Layout) -> dict[str, Any] | None:
+    """The recorded state of the cluster (``state.json``: apiserver URL, ports, options, one
+    record per process), or None when there is none or it is damaged (cut short by a full disk,
+    edited by hand): ``status`` then says not running, ``down`` stops what kwokctl's own pid files
+    name, and the next ``up`` writes it anew. A damaged file is said once on stderr."""
     try:
-        return json.loads(lay.state.read_text())
-    except (OSError, ValueError):
+        data = json.loads(lay.state.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError, RecursionError):
+        data = None
+    if _state_shape(data):
+        return data  # type: ignore[return-value]
+    print(f"{CLI}: {lay.state} is damaged and was ignored; fix: `{CLI} down`, then `{CLI} up`", file=sys.stderr)
+    return None
+
+
+def _state_shape(data: object) -> bool:
+    """``data`` has the keys and types :func:`write_state`'s callers write and later read."""
+    if not isinstance(data, dict):
+        return False
+    procs = data.get("processes", [])
+    return (isinstance(procs, list)
+            and all(isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("pid"), int)
+                    for r in procs)
+            and isinstance(data.get("apiserver", ""), str) and isinstance(data.get("options", {}), dict)
+            and isinstance(data.get("ports", {}), dict))
 
 
 def write_state(lay: Layout, state: dict[str, Any]) -> None:

@@ -71,7 +71,7 @@ CLUSTER_SCOPED = frozenset({
 })
 
 
-def _object_problem(doc: Any) -> Optional[str]:
+def object_problem(doc: Any) -> Optional[str]:
     """Why ``doc`` is not a Kubernetes object (the rule and the fix), or None."""
     if not isinstance(doc, dict):
         return f"it is a {type(doc).__name__}, not a map with apiVersion, kind and metadata; fix: write one object per document"
@@ -85,6 +85,12 @@ def _object_problem(doc: Any) -> Optional[str]:
         return f"metadata.name is {json.dumps(meta.get('name'), default=str)[:60]}, not a non-empty string; fix: name the object"
     if "namespace" in meta and not isinstance(meta["namespace"], str):
         return f"metadata.namespace is {json.dumps(meta['namespace'], default=str)[:60]}, not a string; fix: give the namespace's name"
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is not None and (not isinstance(value, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+            return (f"metadata.{key} is {json.dumps(value, default=str)[:60]}, not a map of text to text (the API "
+                    f"server's type is map[string]string); fix: quote each value, e.g. \"5\" rather than 5")
     return None
 
 
@@ -112,7 +118,7 @@ def resources_from_documents(docs: Iterable[Any], stack: str = "manifests", wher
                 raise InputError(f"{at}: {doc['kind']}.items is not a list; fix: list the objects under items:")
             out.extend(resources_from_documents(items, stack, f"{at}, {doc['kind']} item"))
             continue
-        problem = _object_problem(doc)
+        problem = object_problem(doc)
         if problem is not None:
             raise InputError(f"{at}: not a Kubernetes object: {problem}")
         meta = doc["metadata"]

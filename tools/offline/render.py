@@ -45,7 +45,7 @@ import yaml
 
 from core import facts
 from core.problems import ConfigError
-from tools.offline.manifests import InputError, Resource, read_input
+from tools.offline.manifests import InputError, Resource, object_problem, read_input
 from tools.offline.yamlload import load_documents
 
 CRD_DIR = "0-crd"
@@ -202,8 +202,12 @@ def load_tree(directory: Path) -> dict[str, dict[str, Any]]:
             "fix: pass a directory an earlier preview wrote with --out"
         )
     out: dict[str, dict[str, Any]] = {}
+    inside = directory.resolve()
     for sub in subs:
         for f in sorted(sub.glob("*.yaml")):
+            if f.is_symlink() or not f.resolve().is_relative_to(inside):
+                raise InputError(f"--base {f}: a symbolic link (to {os.path.realpath(f)}), not a file a preview wrote; "
+                                 "fix: pass the directory an earlier preview wrote with --out, without links")
             try:
                 docs = load_documents(read_input(f, "rendered manifest"), f"--base {f}", numbered=False)
             except ConfigError as err:
@@ -212,7 +216,11 @@ def load_tree(directory: Path) -> dict[str, dict[str, Any]]:
                 raise InputError(f"--base {f}: not valid YAML: {err}") from None
             obj = docs[0] if len(docs) == 1 else None
             if not isinstance(obj, dict):
-                raise InputError(f"--base {f}: not one Kubernetes object")
+                raise InputError(f"--base {f}: not one Kubernetes object; fix: pass a directory an earlier preview "
+                                 "wrote with --out, unedited")
+            problem = object_problem(obj)
+            if problem is not None:
+                raise InputError(f"--base {f}: not a Kubernetes object: {problem}")
             out[f"{sub.name}/{f.name}"] = obj
     return out
 
