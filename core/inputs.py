@@ -14,6 +14,7 @@ Plain Python.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -41,7 +42,9 @@ def read_text(path: Union[str, Path], what: str = "input file", limit: int = MAX
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
-        raise InputFileError(f"{path}: cannot read the {what}: {err.strerror}") from None
+        fix = (f"name an existing file (a relative path is read from {os.getcwd()})" if err.errno == errno.ENOENT
+               else "make it readable (check its permissions), or name another file")
+        raise InputFileError(f"{path}: cannot read the {what}: {err.strerror}; fix: {fix}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

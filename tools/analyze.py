@@ -125,7 +125,7 @@ def load_policy_pack_config(path: Path) -> dict[str, Any]:
     except InputFileError as err:
         hint = (" (inline JSON is not accepted: like `pulumi preview --policy-pack-config`, this option takes a file path)"
                 if str(path).lstrip().startswith("{") else "")
-        raise PolicyConfigError([f"{err}{hint}; fix: pass an existing JSON file"]) from None
+        raise PolicyConfigError([f"{err}{hint}"]) from None
     if not text.strip():
         return {}
     try:
