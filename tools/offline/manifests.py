@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-import yaml
-
 from core.inputs import InputFileError, json_object, read_text
 from core.problems import ConfigError, Problem
-from tools.offline.yamlload import load_documents
+from tools.offline import apischema
+from tools.offline.yamlload import YAMLError, load_documents
 
 PROJECT = "llm-serving"
 
@@ -166,10 +165,13 @@ def read_manifests(path: Path, stack: str = "manifests", namespace: Optional[str
     if is_kustomize_dir(path):
         kubectl = shutil.which("kubectl")
         if kubectl is None:
-            raise InputError(f"{path} is a kustomize directory and kubectl is not on PATH; install kubectl or pass the built YAML")
+            raise InputError(f"{path} is a kustomize directory and kubectl is not on PATH; fix: install kubectl, or pass the "
+                             "built YAML")
         proc = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True)
         if proc.returncode != 0:
-            raise InputError(f"kubectl kustomize {path} failed: {proc.stderr.strip()}")
+            raise InputError(f"kubectl kustomize {path} failed: {' '.join(proc.stderr.split())[:300]}; fix: correct "
+                             f"{path}/kustomization.yaml (run `kubectl kustomize {path}` to see the error in full), or "
+                             "pass the built YAML")
         parsed = [(f"kubectl kustomize {path}", "", _documents(proc.stdout, f"kubectl kustomize {path}", ".yaml"))]
     else:
         files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES)
@@ -179,8 +181,13 @@ def read_manifests(path: Path, stack: str = "manifests", namespace: Optional[str
             parsed.append((shown, shown, _documents(read_input(f, "manifest"), shown, f.suffix)))
     out = ManifestSet([], {}, [])
     seen: dict[tuple[str, str, str, str], tuple[str, dict]] = {}
+    refused: list[str] = []
     for shown, source, docs in parsed:
         for r in resources_from_documents(docs, stack, shown):
+            problems = apischema.refusals([(shown, r.props)])
+            if problems:
+                refused += problems
+                continue
             meta = r.props["metadata"]
             kind = r.props["kind"]
             if namespace and not meta.get("namespace") and kind not in CLUSTER_SCOPED:
@@ -199,6 +206,8 @@ def read_manifests(path: Path, stack: str = "manifests", namespace: Optional[str
             out.resources.append(r)
             if source:
                 out.sources[r.urn] = source
+    if refused:
+        raise InputError("the API server would refuse these objects (nothing was judged):\n" + "\n".join(refused))
     return out
 
 
@@ -231,7 +240,7 @@ def _documents(text: str, where: str, suffix: str) -> list[Any]:
         raise InputError(err.render()) from None
     except InputFileError as err:
         raise InputError(str(err)) from None
-    except yaml.YAMLError as err:
+    except YAMLError as err:
         raise InputError(f"{where}: not valid YAML: {err}") from None
 
 
@@ -259,7 +268,7 @@ def load_stack_file(path: Path, what: str = "stack file") -> dict[str, Any]:
         docs = load_documents(text, str(path), strip=("config",), numbered=False)
     except ConfigError as err:
         raise InputError(err.render()) from None
-    except yaml.YAMLError as err:
+    except YAMLError as err:
         raise InputError(f"{path}: not valid YAML: {err}") from None
     data = docs[0] if len(docs) == 1 else None
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):

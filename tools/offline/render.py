@@ -45,8 +45,9 @@ import yaml
 
 from core import facts
 from core.problems import ConfigError
+from tools.offline import apischema
 from tools.offline.manifests import InputError, Resource, object_problem, read_input
-from tools.offline.yamlload import load_documents
+from tools.offline.yamlload import YAMLError, load_documents
 
 CRD_DIR = "0-crd"
 MANIFEST_DIR = "1-manifest"
@@ -212,7 +213,7 @@ def load_tree(directory: Path) -> dict[str, dict[str, Any]]:
                 docs = load_documents(read_input(f, "rendered manifest"), f"--base {f}", numbered=False)
             except ConfigError as err:
                 raise InputError(err.render()) from None
-            except yaml.YAMLError as err:
+            except YAMLError as err:
                 raise InputError(f"--base {f}: not valid YAML: {err}") from None
             obj = docs[0] if len(docs) == 1 else None
             if not isinstance(obj, dict):
@@ -221,6 +222,9 @@ def load_tree(directory: Path) -> dict[str, dict[str, Any]]:
             problem = object_problem(obj)
             if problem is not None:
                 raise InputError(f"--base {f}: not a Kubernetes object: {problem}")
+            refused = apischema.refusals([(f"--base {f}", obj)])
+            if refused:
+                raise InputError("\n".join(refused))
             out[f"{sub.name}/{f.name}"] = obj
     return out
 
