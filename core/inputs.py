@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 import sys
@@ -89,12 +90,20 @@ def _no_constant(name: str) -> Any:
                          "fix: give a finite number")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InputFileError(f"{text} is beyond a 64-bit float (it reads as infinity, which JSON cannot write back, so "
+                             "the Pulumi CLI and the pack would fail on it later); fix: give a finite number")
+    return value
+
+
 def json_object(text: str, where: str) -> dict[str, Any]:
     """The JSON object in ``text`` (``where`` names its file in messages). Raises
     :class:`InputFileError` for invalid JSON, a duplicate key, or a top level that is not an
     object (a list, a string, a number)."""
     try:
-        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
+        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant, parse_float=_finite)
     except InputFileError as err:
         raise InputFileError(f"{where}: {err}") from None
     except ValueError as err:

@@ -171,7 +171,7 @@ def test_a_policy_pack_config_nested_past_pythons_limit_is_exit_2(tmp_path, caps
     ppc = tmp_path / "ppc.json"
     ppc.write_text('{"a":' * 50_000 + "1" + "}" * 50_000)
     out = tmp_path / "out"
-    code, err = _preview(["--no-policy", "--policy-pack-config", str(ppc), "--out", str(out)])
+    code, err = _preview(["--policy-pack-config", str(ppc), "--out", str(out)])
     assert code == cli.BAD_INPUT
     assert f"{ppc}: the JSON nests deeper" in err and "fix: check it for runaway nesting" in err
     assert not out.exists()

@@ -48,6 +48,7 @@ import argparse
 import dataclasses
 import functools
 import json
+import os
 import sys
 import threading
 import time
@@ -650,9 +651,25 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--force", action="store_true",
                     help="let --output / --also write outside out/ or over a file git tracks")
     ap.add_argument("--pack-dir", type=Path, default=PACK_DIR, help="the policy pack directory (default: policies/)")
-    ap.add_argument("--workers", type=int, default=1,
-                    help="pack processes (default 1, as the CLI); more split the work, same report")
+    ap.add_argument("--workers", type=_workers, default=1,
+                    help=f"pack processes, 1 to {MAX_WORKERS} (default 1, as the CLI); more split the work, same report")
     return ap
+
+
+#: The most pack processes ``--workers`` starts: each is a Python process of about 100 MB, and more
+#: than the machine's cores only queue (argparse refuses 0, negatives and more, exit 2).
+MAX_WORKERS = 16
+
+
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; fix: give 1 to {MAX_WORKERS}") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{n} is outside 1 to {MAX_WORKERS}; fix: give 1 to {MAX_WORKERS} (at most "
+                                         f"this machine's {os.cpu_count() or 1} cores helps)")
+    return n
 
 
 def _extra_outputs(specs: Iterable[str]) -> list[tuple[str, Path]]:
@@ -705,9 +722,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         extra = _extra_outputs(args.also)
+        targets = [path.absolute() for _, path in [(args.format, args.output), *extra] if path is not None]
+        twice = sorted({str(p) for p in targets if targets.count(p) > 1})
+        if twice:
+            raise AnalyzeError(f"two reports would be written to {twice[0]} (--output and --also, or two --also); the "
+                               "second would replace the first; fix: give each report its own path")
         for _, path in [(args.format, args.output), *extra]:
             if path is not None:
                 check_output_path(path, args.force)
+        if args.inventory is not None and args.manifests is None:
+            raise AnalyzeError("--inventory is read with --manifests only (a stack file holds its own inventory); "
+                               "fix: drop --inventory, or pass --manifests DIR")
         ppc = load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
         if args.manifests is not None:
             if args.inventory is None:

@@ -1,0 +1,111 @@
+"""Paths, options and signals: an --out that cannot be written is exit 2 before any work, an option
+that would do nothing or the wrong thing is refused, and a preview ended by a signal leaves the
+old rendering in place."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tools import analyze, cli, preview
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _preview(args: list[str]) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return preview.main(args, stdout=out, stderr=err), err.getvalue()
+
+
+def _file_as_parent(t: Path) -> Path:
+    (t / "file").write_text("x")
+    return t / "file" / "out"
+
+
+def _link(t: Path) -> Path:
+    (t / "real").mkdir()
+    (t / "link").symlink_to(t / "real")
+    return t / "link"
+
+
+def _strangers(t: Path) -> Path:
+    (t / "mine").mkdir()
+    (t / "mine" / "notes.txt").write_text("x")
+    return t / "mine"
+
+
+@pytest.mark.parametrize(("make", "words"), [
+    (lambda t: Path("/dev/null/out"), "under a kernel file system"),
+    (lambda t: Path("/proc/self/out"), "under a kernel file system"),
+    (_file_as_parent, "is a file, not a directory"),
+    (lambda t: t / ("n" * 256), "over the 255-byte limit"),
+    (_link, "is a symbolic link"),
+    (_strangers, "not an earlier rendering"),
+], ids=["dev-null", "proc", "file-as-parent", "long-name", "symlink", "not-a-rendering"])
+def test_an_out_that_cannot_be_written_is_exit_2_before_any_work(tmp_path, make, words):
+    out = make(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, err = _preview(["--no-policy", "--out", str(out)])
+    assert code == cli.BAD_INPUT, err
+    assert words in err and "fix:" in err and "Traceback" not in err
+    assert "wrote" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, no temporary left
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--workers", "0"], "outside 1 to 16"),
+    (["--workers", "100000"], "outside 1 to 16"),
+    (["--workers", "x"], "not a whole number"),
+    (["--inventory", "policies/fixtures/Pulumi.fixture.yaml"], "--inventory is read with --manifests only"),
+    (["--also", "sarif=out/x.sarif", "--also", "json=out/x.sarif"], "two reports would be written to"),
+    (["--output", "out/r.json", "--format", "json", "--also", "sarif=out/r.json"], "two reports would be written to"),
+])
+def test_an_option_that_would_do_nothing_or_the_wrong_thing_is_exit_2(args, words, capsys):
+    code = cli.outcome(lambda: analyze.main(["--stack", "prod", *args]), "analyze")
+    err = capsys.readouterr().err
+    assert code == cli.BAD_INPUT, err
+    assert words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("extra", [["--format", "sarif"], ["--policy-pack-config", "x.json"]])
+def test_no_policy_with_a_policy_option_is_a_usage_error(extra, tmp_path, capsys):
+    code = cli.outcome(lambda: preview.main(["--no-policy", *extra, "--out", str(tmp_path / "o")]), "preview")
+    err = capsys.readouterr().err
+    assert code == cli.BAD_INPUT and "--no-policy runs no policy" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_pack_config_value_json_cannot_carry_is_exit_2_before_anything_is_written(tmp_path):
+    ppc = tmp_path / "ppc.json"
+    ppc.write_text('{"vllm-volta": {"enforcementLevel": "mandatory", "x": 1e309}}')
+    code, err = _preview(["--policy-pack-config", str(ppc), "--out", str(tmp_path / "o")])
+    assert code == cli.BAD_INPUT
+    assert "1e309 is beyond a 64-bit float" in err and "fix: give a finite number" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_sigterm_ends_a_preview_with_143_leaving_the_old_rendering(tmp_path):
+    out = tmp_path / "out"
+    first = subprocess.run([sys.executable, "-m", "tools.preview", "--no-policy", "--out", str(out)], cwd=ROOT,
+                           capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    proc = subprocess.Popen([sys.executable, "-m", "tools.preview", "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the preview finished before the signal")
+    assert proc.returncode == cli.TERMINATED, err
+    assert err.strip().splitlines()[-1] == "preview: terminated (SIGTERM)" and "Traceback" not in err
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staged directory left behind
+    assert not os.path.exists(out.with_name(".out.lock"))
