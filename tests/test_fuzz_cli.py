@@ -15,6 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,37 +77,33 @@ def _check(main, args: list[str], name: str, tmp: Path) -> None:
         assert sorted(p.name for p in tmp.iterdir()) == before, args  # nothing written on exit 2
 
 
+#: name -> (the command, run as main(args, stdout, stderr); its options taking a value; its flags;
+#: the arguments always given first, from the temporary directory).
+COMMANDS = {
+    "preview": (lambda a, o, e: preview.main(a, stdout=o, stderr=e),
+                ["--stack", "--stack-file", "--out", "--base", "--policy-pack-config"], [],
+                lambda tmp: ["--no-policy", "--out", str(tmp / "o")]),
+    "analyze": (lambda a, o, e: analyze.main(a),  # the checks before the pack (the pack is its own tests')
+                ["--manifests", "--inventory", "--policy-pack-config", "--workers", "--also", "--output"], [],
+                lambda tmp: ["--stack-file", str(tmp / "missing.yaml")]),
+    "plan": (lambda a, o, e: plan.main(a, stdout=o, stderr=e), [], [], lambda tmp: []),
+}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
 @FUZZ
 @given(data=st.data())
-def test_preview_command_line(data):
+def test_a_command_line_ends_in_the_contract(name, data):
+    main, options, flags, first = COMMANDS[name]
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        args = data.draw(argv(["--stack", "--stack-file", "--out", "--base", "--policy-pack-config", "--format"],
-                              [], tmp))
-        _check(lambda a, o, e: preview.main(a, stdout=o, stderr=e), ["--no-policy", "--out", str(tmp / "o"), *[a for a in args if a != "--format"]], "preview", tmp)
-
-
-@FUZZ
-@given(data=st.data())
-def test_plan_command_line(data):
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        plan_file = tmp / "plan.json"
-        plan_file.write_text(data.draw(FILE_TEXT))
-        args = data.draw(st.one_of(st.just([str(plan_file)]), HOSTILE_TEXT.filter(lambda t: t != "-").map(lambda t: [t])))
-        _check(lambda a, o, e: plan.main(a, stdout=o, stderr=e), args, "plan", tmp)
-
-
-@FUZZ
-@given(data=st.data())
-def test_analyze_command_line_before_the_pack(data):
-    """analyze's argument and input checks (the pack itself is the pack's tests')."""
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        args = data.draw(argv(["--manifests", "--inventory", "--policy-pack-config", "--workers", "--also", "--output"],
-                              ["--force"], tmp))
-        args = [a for a in args if a != "--force"]
-        _check(lambda a, o, e: analyze.main(a), ["--stack-file", str(tmp / "missing.yaml"), *args], "analyze", tmp)
+        if name == "plan":  # one positional: a plan file with hostile content, or a hostile path
+            (tmp / "plan.json").write_text(data.draw(FILE_TEXT))
+            args = data.draw(st.one_of(st.just([str(tmp / "plan.json")]),
+                                       HOSTILE_TEXT.filter(lambda t: t != "-").map(lambda t: [t])))
+        else:
+            args = data.draw(argv(options, flags, tmp))
+        _check(main, [*first(tmp), *args], name, tmp)
 
 
 @FUZZ

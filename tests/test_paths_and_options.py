@@ -5,6 +5,7 @@ old rendering in place."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -109,3 +110,26 @@ def test_sigterm_ends_a_preview_with_143_leaving_the_old_rendering(tmp_path):
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staged directory left behind
     assert not os.path.exists(out.with_name(".out.lock"))
+
+
+@pytest.mark.parametrize("stack", ["", ".", "..", "a/b", "x y", "prod\x1b[2J", "p" * 101])
+def test_an_odd_stack_name_is_a_usage_error_naming_the_fix(stack, capsys):
+    for main in (preview.main, analyze.main):
+        code = cli.outcome(lambda main=main: main(["--stack", stack]), "cmd")
+        err = capsys.readouterr().err
+        assert code == cli.BAD_INPUT and "is not a stack name" in err and "fix: name a stack" in err
+        assert "\x1b" not in err
+
+
+@pytest.mark.parametrize("directory", ["/", "/etc", "../elsewhere", "a/../../b", " ", "a\nb"])
+def test_render_yaml_to_directory_outside_the_project_is_refused(directory, tmp_path):
+    text = (ROOT / "Pulumi.prod.yaml").read_text().replace(
+        "# llm-serving:render_yaml_to_directory: rendered", f"llm-serving:render_yaml_to_directory: {json.dumps(directory)}", 1)
+    assert f"llm-serving:render_yaml_to_directory: {json.dumps(directory)}" in text
+    stack = tmp_path / "Pulumi.x.yaml"
+    stack.write_text(text)
+    code, err = _preview(["--no-policy", "--stack-file", str(stack), "--out", str(tmp_path / "o")])
+    assert code == cli.BAD_INPUT, err
+    assert "llm-serving:render_yaml_to_directory" in err and "is not a directory inside the project" in err
+    assert "fix:   name a directory inside the project" in err
+    assert not (tmp_path / "o").exists()

@@ -144,7 +144,7 @@ def stack_objects(stack_file: Path) -> list[dict[str, Any]]:
 def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     ap = cli.parser("python3 dev.py adopt-diff", __doc__)
     src = ap.add_mutually_exclusive_group()
-    src.add_argument("--stack", default=None, help="Pulumi.<STACK>.yaml (default: prod)")
+    src.add_argument("--stack", default=None, type=cli.stack_name, help="Pulumi.<STACK>.yaml (default: prod)")
     src.add_argument("--stack-file", type=Path, help="this stack file")
     ap.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG or ~/.kube/config, as kubectl")
     args = ap.parse_args(argv)

@@ -639,7 +639,7 @@ def program_resources(config: dict[str, Any], stack: str, program: Optional[Path
 def _parser() -> argparse.ArgumentParser:
     ap = cli.parser("python -m tools.analyze", __doc__)
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--stack", help="the program under the mock runtime with Pulumi.<STACK>.yaml")
+    src.add_argument("--stack", type=cli.stack_name, help="the program under the mock runtime with Pulumi.<STACK>.yaml")
     src.add_argument("--stack-file", type=Path, help="the program under the mock runtime with this stack file")
     src.add_argument("--manifests", type=Path, help="a directory of plain manifests (or a kustomize directory)")
     ap.add_argument("--inventory", type=Path, help="with --manifests: a stack-format file holding llm-serving:cluster/models")

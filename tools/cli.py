@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -67,6 +68,21 @@ def parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
     """The command's parser: ``prog`` as the user types it, the first paragraph of its module
     docstring ``doc`` as the ``--help`` description."""
     return argparse.ArgumentParser(prog=prog, description=(doc or "").split("\n\n")[0])
+
+
+#: A stack name as the Pulumi CLI takes it (``pulumi stack init``: letters, digits, '-', '_', '.').
+_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
+def stack_name(text: str) -> str:
+    """``--stack``'s type: ``text`` when it is a stack name the Pulumi CLI takes (not empty, not
+    ``.`` or ``..``, no '/' or space: it becomes part of a file name, ``Pulumi.<stack>.yaml``);
+    otherwise argparse's usage error (exit 2) with the fix."""
+    if not _STACK_NAME.fullmatch(text) or text in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{printable(repr(text))} is not a stack name (letters, digits, '-', '_' "
+                                         "and '.', 1 to 100 of them, as `pulumi stack init` takes); fix: name a "
+                                         "stack, e.g. prod, or pass --stack-file")
+    return text
 
 
 def fail(name: str, message: object, stderr: TextIO | None = None, code: int = BAD_INPUT) -> int:

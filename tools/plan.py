@@ -40,6 +40,7 @@ one line.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,7 +244,7 @@ def left_alone_deleted(steps: Iterable[Step], config: dict[str, Any]) -> list[st
                 str(ref),
                 f"the plan deletes it ({s.op}), but llm-serving:left_alone lists it (\"{why[ref]}\"): the stack's state "
                 "still holds it from an earlier update, so registering nothing for it makes Pulumi delete the live object",
-                f"to keep the live object, drop it from the state first with `pulumi state delete '{s.old.urn}'` (Pulumi "
+                f"to keep the live object, drop it from the state first with `pulumi state delete {shlex.quote(s.old.urn)}` (Pulumi "
                 "forgets it and the object stays), then preview again; or remove its left_alone entry to delete it on purpose",
                 LEFT_ALONE_SOURCE).render())
     return out

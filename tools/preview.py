@@ -91,7 +91,7 @@ class PreviewError(Exception):
 def _parser() -> argparse.ArgumentParser:
     ap = cli.parser("python -m tools.preview", __doc__)
     src = ap.add_mutually_exclusive_group()
-    src.add_argument("--stack", default=None, help="preview Pulumi.<STACK>.yaml (default: prod)")
+    src.add_argument("--stack", default=None, type=cli.stack_name, help="preview Pulumi.<STACK>.yaml (default: prod)")
     src.add_argument("--stack-file", type=Path, help="preview this stack file")
     ap.add_argument("--out", type=Path, help="write the manifests here (default: out/<stack>/); replaced atomically")
     ap.add_argument("--base", type=Path, help="an earlier --out directory: print a field-level diff against it")
@@ -109,7 +109,7 @@ def _stack_file_and_name(args: argparse.Namespace) -> tuple[Path, str]:
         # tests/stacks/after-001.yaml previews as stack after-001 into out/after-001/ and
         # never overwrites out/prod/.
         return args.stack_file, analyze.stack_name_of(args.stack_file, default=args.stack_file.stem)
-    stack = args.stack or "prod"
+    stack = "prod" if args.stack is None else args.stack
     return ROOT / f"Pulumi.{stack}.yaml", stack
 
 
