@@ -54,6 +54,7 @@ import venv
 from pathlib import Path
 from typing import Callable, Optional
 
+from core.inputs import read_text
 from tools import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -363,10 +364,10 @@ def _stamp(path: Path) -> Optional[dict]:
     """A part's stamp (``stamps/<part>.json``: fingerprint, outputs, seconds), or None when it is
     missing or damaged (not UTF-8 JSON holding an object, e.g. cut short by a full disk): the part
     then counts as not built, and building it writes the stamp anew."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return None
+    try:  # a regular file only (core.inputs): a FIFO in its place is damaged, not waited on
+        data = json.loads(read_text(path, "toolchain stamp"))
     except (OSError, ValueError, RecursionError):
         _say(f"{path}: damaged stamp, ignored (the part is built again)")
         return None

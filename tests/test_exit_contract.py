@@ -236,3 +236,26 @@ def test_dev_py_runs_commands_in_the_callers_directory(tmp_path):
                           capture_output=True, text=True)
     assert "cannot read" not in proc.stderr and "no such file" not in proc.stderr.lower(), proc.stderr
     assert proc.returncode == cli.BAD_INPUT and "changeSummary" in proc.stderr
+
+
+# --- FIFOs where a file is read: no wait for a writer ----------------------------------------------
+
+def test_a_fifo_kubeconfig_is_exit_2_without_running_kubectl(tmp_path):
+    fifo = tmp_path / "kubeconfig"
+    os.mkfifo(fifo)
+    out, err = io.StringIO(), io.StringIO()
+    started = time.monotonic()
+    assert rollout.main(["--kubeconfig", str(fifo)], stdout=out, stderr=err) == cli.BAD_INPUT
+    assert time.monotonic() - started < 10
+    assert "the kubeconfig is a FIFO (named pipe), not a regular file; fix: name a regular file" in err.getvalue()
+
+
+def test_a_fifo_cluster_state_or_toolchain_stamp_is_damaged_not_waited_on(tmp_path, capsys):
+    lay = layout.Layout(tmp_path)
+    lay.state.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(lay.state)
+    assert layout.read_state(lay) is None
+    (tmp_path / "stamps").mkdir()
+    for name, _, _ in toolchain.PARTS:
+        os.mkfifo(tmp_path / "stamps" / f"{name}.json")
+    assert set(toolchain.status(toolchain.load_versions(), tmp_path).values()) == {False}

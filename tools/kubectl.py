@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Optional
 
+from core.inputs import InputFileError, read_text
+
 #: How long one kubectl call may take by default (seconds).
 TIMEOUT_S = 120
 
@@ -21,10 +23,23 @@ class KubectlOutputError(RuntimeError):
 def run(kubeconfig: Optional[Path], *args: str, stdin: Optional[str] = None,
         timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
     """``kubectl [--kubeconfig FILE] ARGS`` with its output captured as text. Raises
+    :class:`KubectlOutputError` for a kubeconfig that is no regular file (:func:`check_kubeconfig`),
     :class:`FileNotFoundError` when kubectl is not on PATH and :class:`subprocess.TimeoutExpired`
     after ``timeout`` seconds; a non-zero exit is the caller's to read."""
+    if kubeconfig is not None:
+        check_kubeconfig(kubeconfig)
     cmd = ["kubectl", *(["--kubeconfig", str(kubeconfig)] if kubeconfig else []), *args]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+def check_kubeconfig(path: Path) -> None:
+    """Refuse a ``--kubeconfig`` that is not a readable regular file of at most 16 MiB, before
+    kubectl is run: a FIFO would hold kubectl until its timeout, a directory or a device is no
+    kubeconfig. Raises :class:`KubectlOutputError` with the fix."""
+    try:
+        read_text(path, "kubeconfig")
+    except InputFileError as err:
+        raise KubectlOutputError(f"{err}; kubectl was not run") from None
 
 
 def json_object(proc: subprocess.CompletedProcess, what: str, list_of_items: bool = False) -> dict[str, Any]:

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
+from core.inputs import read_text
+
 
 LOOPBACK = "127.0.0.1"
 NODE_NAME = "worker-1"
@@ -79,11 +81,11 @@ def read_state(lay: Layout) -> dict[str, Any] | None:
     record per process), or None when there is none or it is damaged (cut short by a full disk,
     edited by hand): ``status`` then says not running, ``down`` stops what kwokctl's own pid files
     name, and the next ``up`` writes it anew. A damaged file is said once on stderr."""
-    try:
-        data = json.loads(lay.state.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not lay.state.exists() and not lay.state.is_symlink():
         return None
-    except (OSError, ValueError, RecursionError):
+    try:  # a regular file only: a FIFO left in its place must not hold `status` forever
+        data = json.loads(read_text(lay.state, "cluster state"))
+    except (OSError, ValueError, RecursionError):  # InputFileError is a ValueError
         data = None
     if _state_shape(data):
         return data  # type: ignore[return-value]
