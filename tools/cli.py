@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import traceback
+import unicodedata
 from typing import Callable, NoReturn, Optional, Sequence, TextIO
 
 OK, VERDICT, BAD_INPUT, CRASH = 0, 1, 2, 3
@@ -96,11 +97,19 @@ def fail(name: str, message: object, stderr: TextIO | None = None, code: int = B
     return code
 
 
+#: Unicode categories written as escapes: controls, format characters (zero-width, bidi
+#: overrides), line and paragraph separators, surrogates and unassigned code points.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Cn"})
+
+
 def printable(text: str) -> str:
-    """``text`` with every control character but newline and tab written as Python writes it in
-    a literal (``\\x1b``, ``\\x00``, ``\\u202e``): a message quoting the input cannot move the
-    cursor, clear the screen or reverse the line."""
-    return "".join(c if c in "\n\t" or c.isprintable() else repr(c)[1:-1] for c in text)
+    """``text`` with every control or format character but newline and tab written as Python
+    writes it in a literal (``\\x1b``, ``\\x00``, ``\\u202e``): a message or report quoting the
+    input cannot move the cursor, clear the screen or reverse the line, and stays valid XML."""
+    if text.isprintable():
+        return text
+    return "".join(c if c in "\n\t" or unicodedata.category(c) not in _UNSAFE_CATEGORIES
+                   else repr(c)[1:-1] for c in text)
 
 
 def _terminate(signum: int, frame: object) -> None:
