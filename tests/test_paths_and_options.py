@@ -133,3 +133,19 @@ def test_render_yaml_to_directory_outside_the_project_is_refused(directory, tmp_
     assert "llm-serving:render_yaml_to_directory" in err and "is not a directory inside the project" in err
     assert "fix:   name a directory inside the project" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_second_preview_into_the_same_out_is_refused_while_the_first_runs(tmp_path):
+    from tools.offline import render
+
+    out = tmp_path / "out"
+    release = render.lock_out_dir(out)
+    try:
+        code, err = _preview(["--no-policy", "--out", str(out)])
+        assert code == cli.BAD_INPUT
+        assert f"another preview is writing {out} now" in err and "fix: wait for it to end, or pass another --out" in err
+        assert not out.exists()
+    finally:
+        release()
+    assert _preview(["--no-policy", "--out", str(out)])[0] == cli.OK
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # the lock file is gone

@@ -46,7 +46,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, TextIO, cast
+from typing import TYPE_CHECKING, Callable, Optional, TextIO, cast
 
 from core import rules
 from tools import analyze, cli
@@ -143,6 +143,7 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     clock = _Clock(stderr if args.timings else None)
     pack: Optional[analyze.PackProcess] = None
     staged: Optional[Path] = None
+    release: Optional[Callable[[], None]] = None
     try:
         stack_file, stack = _stack_file_and_name(args)
         config = load_stack_file(stack_file)
@@ -153,6 +154,7 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             clock.lap("start the policy pack")
         out_dir = args.out or ROOT / "out" / stack
         render.check_out_dir(out_dir)  # before any work: a --out that cannot be written is exit 2
+        release = render.lock_out_dir(out_dir)  # a second preview into it is refused meanwhile
         try:
             run = mockrun.run_program(config, program=args.program, stack=stack)
         except mockrun.ProgramError:
@@ -210,6 +212,8 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     finally:
         if staged is not None:
             render.discard_tree(staged)  # interrupted, or refused before the verdict: the old --out stays
+        if release is not None:
+            release()
         if pack is not None:
             pack.close()
             clock.lap("stop the policy pack")

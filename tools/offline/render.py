@@ -33,13 +33,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import difflib
+import fcntl
 import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 
@@ -173,6 +174,32 @@ def discard_tree(staged: Path) -> None:
     """Remove a staged directory (after the swap it holds the old rendering)."""
     if staged.exists():
         shutil.rmtree(staged, ignore_errors=True)
+
+
+def lock_out_dir(out_dir: Path) -> Callable[[], None]:
+    """Hold ``out_dir`` for one preview: an exclusive lock on ``.<name>.lock`` beside it, so a second
+    preview into the same ``--out`` is refused (:class:`RenderError`) instead of one rendering
+    silently replacing the other's. Returns the release (which removes the lock file). Without
+    the parent directory there is nothing to hold yet: nothing is created then."""
+    out_dir = Path(os.path.abspath(out_dir))
+    if not out_dir.parent.is_dir():
+        return lambda: None
+    lock = out_dir.parent / f".{out_dir.name}.lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return lambda: None  # an unwritable parent is refused when the rendering is staged
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RenderError(f"another preview is writing {out_dir} now (it holds {lock}); fix: wait for it to end, or "
+                          "pass another --out") from None
+
+    def release() -> None:
+        lock.unlink(missing_ok=True)
+        os.close(fd)
+    return release
 
 
 #: Where no rendering may go: kernel file systems.
