@@ -93,3 +93,16 @@ def test_analyze_refuses_a_manifest_the_api_server_refuses_with_exit_2(tmp_path,
     assert code == cli.BAD_INPUT, text
     assert "Service 'web': spec.ports = \"80\": the API server's schema wants a list here" in text
     assert "fix:" in text and "Traceback" not in text
+
+
+VLLM = _with(DEPLOYMENT, f"{C0}.args", ["--max-model-len=0", "--gpu-memory-utilization", "1.5", "--max-num-seqs=lots"])
+VLLM["spec"]["template"]["spec"]["containers"][0]["command"] = ["vllm", "serve", "/mnt/models/coder"]
+
+
+def test_engine_nonsense_is_judged_by_the_engines_argument_rules():
+    problems = {p.value: p for p in apischema.object_problems(VLLM)}
+    assert set(problems) == {"--max-model-len=0", "--gpu-memory-utilization=1.5", "--max-num-seqs=lots"}
+    assert "vllm's --max-model-len must be greater than 0" in problems["--max-model-len=0"].rule
+    assert "must be less than or equal to 1" in problems["--gpu-memory-utilization=1.5"].rule
+    assert "cannot read 'lots'" in problems["--max-num-seqs=lots"].rule
+    assert all(p.path == "spec.template.spec.containers[0].args" and p.fix for p in problems.values())

@@ -27,13 +27,18 @@ import difflib
 import json
 import re
 from functools import lru_cache
-from typing import Any, Iterable, Optional
+from typing import Annotated, Any, Iterable, Optional
 
 import importlib_resources
 import jsonschema
 from referencing import Registry, Resource
 
+from pydantic import TypeAdapter, ValidationError
+
 from core import kube
+from core.engines import CandleConfig, VllmConfig, human_int, number
+from core.manifests.argv import server_of
+from core.manifests.servers import parse_args
 from core.problems import Problem
 from core import quantity
 
@@ -71,6 +76,9 @@ def _registry() -> Registry:
 def _validator(kind: str, api_version: str) -> Optional[jsonschema.protocols.Validator]:
     """The strict validator of ``kind`` in ``api_version``, None when the schema has no such kind
     (a custom resource). The file name is kubernetes-validate's: ``<kind>-<group>-<version>.json``."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,62}", kind) or not re.fullmatch(r"([a-z0-9.-]{1,253}/)?v[0-9a-z]{1,20}",
+                                                                                 api_version):
+        return None  # no such kind in any schema (the name check still runs)
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     schema = _schema_file(f"{kind.lower()}-{group_version}.json")
     if schema is None:
@@ -147,6 +155,44 @@ def _pod_problems(spec: Any, at: tuple[Any, ...]) -> list[Problem]:
         for i, c in enumerate(spec.get(field) or []):
             if isinstance(c, dict):
                 out += _quantity_problems(c.get("resources"), (*at, field, i, "resources"))
+                out += _engine_problems(c, (*at, field, i))
+    return out
+
+
+#: The engine settings whose flag takes a number with bounds (core.engines' field constraints).
+_BOUNDED = ("gt", "ge", "lt", "le")
+
+
+def _engine_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Problem]:
+    """A model server's numeric flags judged by the engine's own argument rules, the constraints of
+    :class:`core.engines.VllmConfig` / :class:`core.engines.CandleConfig` the stack file is held
+    to (``--max-model-len=0``: "must be greater than 0"); a flag the engine would not parse as
+    a number is one problem too."""
+    parts = [container.get("command"), container.get("args")]
+    argv = [str(a) for part in parts if isinstance(part, list) for a in part if isinstance(a, (str, int, float))]
+    call = server_of(argv)
+    engines: dict[str, type[VllmConfig] | type[CandleConfig]] = {"vllm": VllmConfig, "candle-vllm": CandleConfig}
+    model = engines.get(call.engine if call else "")
+    if call is None or model is None:
+        return []
+    parsed = parse_args(call.engine, call.args)
+    out = []
+    for name, flag in model.FLAGS.items():
+        field = model.model_fields.get(name)
+        text = parsed.get(flag)
+        if field is None or text is None or not any(hasattr(m, b) for m in field.metadata for b in _BOUNDED):
+            continue
+        value: Optional[float] = human_int(text) if "int" in str(field.annotation) else number(text)
+        if value is None:
+            out.append(Problem(_path((*at, "args")), f"{flag}={text}", f"{call.engine} cannot read {text!r} as the "
+                               f"number {flag} takes", f"give {flag} a number"))
+            continue
+        try:
+            TypeAdapter(Annotated[float, *field.metadata]).validate_python(value)
+        except ValidationError as err:
+            out.append(Problem(_path((*at, "args")), f"{flag}={text}",
+                               f"{call.engine}'s {flag} {err.errors()[0]['msg'].replace('Input should be', 'must be')} (core/engines.py: "
+                               f"{field.description or name})", f"give {flag} a value within its bounds"))
     return out
 
 
