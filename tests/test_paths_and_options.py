@@ -98,13 +98,15 @@ def test_sigterm_ends_a_preview_with_143_leaving_the_old_rendering(tmp_path):
                            capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    proc = subprocess.Popen([sys.executable, "-m", "tools.preview", "--out", str(out)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    slow = tmp_path.parent / f"{tmp_path.name}-slow.py"  # a program that is still running at the signal
+    slow.write_text("import time\nopen(__file__ + '.started', 'w').close()\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "tools.preview", "--out", str(out), "--program", str(slow)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not Path(f"{slow}.started").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
-    if proc.returncode == 0:
-        pytest.skip("the preview finished before the signal")
     assert proc.returncode == cli.TERMINATED, err
     assert err.strip().splitlines()[-1] == "preview: terminated (SIGTERM)" and "Traceback" not in err
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
