@@ -39,6 +39,8 @@ import tomllib
 import venv
 from pathlib import Path
 
+from tools import cli  # the exit-code contract every command shares (standard library only)
+
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
@@ -82,7 +84,8 @@ def ensure_venv() -> None:
     if proc.returncode != 0:
         print(" failed", file=sys.stderr)
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-        raise SystemExit(proc.returncode)
+        raise VenvError(f"pip could not install requirements-dev.txt into .venv (exit {proc.returncode}; its message is "
+                        "above); fix: check the network or the package index (pip config list), then run again")
     print(f" done in {time.monotonic() - started:.0f} s", file=sys.stderr)
     STAMP.write_text(want)
 
@@ -140,6 +143,10 @@ def lint(args: list[str]) -> int:
     return code or subprocess.call([str(PY), "-m", "mypy"], cwd=ROOT)
 
 
+class VenvError(Exception):
+    """.venv cannot be set up; the message says why and the fix."""
+
+
 COMMANDS = {
     "preview": ["-m", "tools.preview"],
     "analyze": ["-m", "tools.analyze"],
@@ -158,7 +165,7 @@ PYTEST_NO_TESTS = 5
 
 
 def _pytest(marker: str, args: list[str]) -> int:
-    code = subprocess.call([str(PY), "-m", "pytest", "-m", marker, *args], cwd=ROOT)
+    code = cli.call([str(PY), "-m", "pytest", "-m", marker, *args], cwd=str(ROOT))
     if code == PYTEST_NO_TESTS:
         print(f"dev.py: pytest -m '{marker}' collected no test", file=sys.stderr)
         return 1
@@ -176,7 +183,7 @@ def test(args: list[str]) -> int:
         if code != 0 or fast_only:
             return code
     print("dev.py: the real suite: building the toolchain if missing (python3 dev.py toolchain)", file=sys.stderr, flush=True)
-    code = subprocess.call([str(PY), "-m", "testbed.toolchain"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    code = cli.call([str(PY), "-m", "testbed.toolchain"], cwd=str(ROOT), stdout=subprocess.DEVNULL)
     if code != 0:
         return code
     return _pytest("real", args)
@@ -187,28 +194,35 @@ OWN = {"test": test, "lint": lint, "lock": lock}
 
 
 def main(argv: list[str]) -> int:
+    """Run the command ``argv[0]`` with the rest of ``argv``; its exit code is the command's
+    (``tools/cli.py``'s contract). ``--help`` is 0; a missing or unknown command is 2, with one line."""
     if argv and argv[0] in ("-h", "--help"):
         print((__doc__ or "").strip())
         return 0
     if not argv:
         print((__doc__ or "").strip(), file=sys.stderr)
-        return 2
+        return cli.BAD_INPUT
     if argv[0] == "pin":
         if len(argv) != 2:
             print("dev.py: pin takes one package name, e.g. `python3 dev.py pin pulumi`", file=sys.stderr)
-            return 2
+            return cli.BAD_INPUT
         print(pin(argv[1]))
         return 0
     if argv[0] not in (*COMMANDS, *OWN):
         print(f"dev.py: unknown command {argv[0]!r}; the commands are: {', '.join([*COMMANDS, *OWN, 'pin'])} "
               "(python3 dev.py --help)", file=sys.stderr)
-        return 2
-    ensure_venv()
+        return cli.BAD_INPUT
+    try:
+        ensure_venv()
+    except (VenvError, OSError) as err:
+        return cli.fail("dev.py", err)
     if argv[0] in OWN:
         return OWN[argv[0]](argv[1:])
-    cmd = [str(PY), *COMMANDS[argv[0]], *argv[1:]]
-    return subprocess.call(cmd, cwd=ROOT)
+    # Run in the caller's directory, so paths on the command line mean what they mean to the
+    # caller's shell; the project is found through PYTHONPATH.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return cli.call([str(PY), *COMMANDS[argv[0]], *argv[1:]], env=env)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    cli.run(lambda: main(sys.argv[1:]), "dev.py")

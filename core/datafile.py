@@ -13,8 +13,9 @@ generate. Regenerate them after changing a type:
 A file that does not validate raises :class:`core.problems.ConfigError` listing every problem
 as file, entry and key (``core/data/models.yaml, entry Qwen/Qwen3-14B, key
 num_hidden_layers``), the value found there, and pydantic's rule. The files are plain data
-(PyYAML's safe loader, libyaml's parser where the wheel has it); the tests read them again with
-the project's strict loader (``tools.offline.yamlload``: each key once, plain tags only).
+read as the Pulumi CLI reads YAML (YAML 1.2, :class:`core.yaml12.Yaml12Loader`); the tests read
+them again with the project's strict loader (``tools.offline.yamlload``: each key once, plain
+tags only).
 """
 
 from __future__ import annotations
@@ -28,11 +29,10 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from core.problems import ConfigError, Problem
+from core.yaml12 import Yaml12Loader
 
 #: The directory of the data files (shipped with the package: pyproject.toml's package-data).
 DATA_DIR = Path(__file__).resolve().parent / "data"
-
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _where(name: str) -> str:
@@ -94,7 +94,7 @@ class Catalog:
         entry, key and value of every problem (for a file that is not YAML: PyYAML's line)."""
         where = _where(self.name)
         try:
-            raw = yaml.load(self.path.read_text(encoding="utf-8"), Loader=_LOADER)
+            raw = yaml.load(self.path.read_text(encoding="utf-8"), Loader=Yaml12Loader)
         except yaml.YAMLError as err:
             raise ConfigError([Problem(where, None, f"not YAML: {err}", "correct the file")], where) from None
         try:

@@ -14,9 +14,12 @@ Plain Python.
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any, Union
 
@@ -40,7 +43,9 @@ def read_text(path: Union[str, Path], what: str = "input file", limit: int = MAX
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
-        raise InputFileError(f"{path}: cannot read the {what}: {err.strerror}") from None
+        fix = (f"name an existing file (a relative path is read from {os.getcwd()})" if err.errno == errno.ENOENT
+               else "make it readable (check its permissions), or name another file")
+        raise InputFileError(f"{path}: cannot read the {what}: {err.strerror}; fix: {fix}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -85,16 +90,28 @@ def _no_constant(name: str) -> Any:
                          "fix: give a finite number")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InputFileError(f"{text} is beyond a 64-bit float (it reads as infinity, which JSON cannot write back, so "
+                             "the Pulumi CLI and the pack would fail on it later); fix: give a finite number")
+    return value
+
+
 def json_object(text: str, where: str) -> dict[str, Any]:
     """The JSON object in ``text`` (``where`` names its file in messages). Raises
     :class:`InputFileError` for invalid JSON, a duplicate key, or a top level that is not an
     object (a list, a string, a number)."""
     try:
-        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
+        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant, parse_float=_finite)
     except InputFileError as err:
         raise InputFileError(f"{where}: {err}") from None
     except ValueError as err:
         raise InputFileError(f"{where}: not valid JSON ({err}); fix: correct the JSON") from None
+    except RecursionError:
+        raise InputFileError(f"{where}: the JSON nests deeper than Python's reader goes (about "
+                             f"{sys.getrecursionlimit():,} levels); fix: check it for runaway nesting "
+                             "([[[[...]]]]); no config nests this deep") from None
     if not isinstance(data, dict):
         kind = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
         raise InputFileError(f"{where}: the top level is a JSON {kind.get(type(data), type(data).__name__)}, not an "

@@ -111,3 +111,17 @@ Secret = Annotated[SecretStr, BeforeValidator(_secret)]
 Image = Annotated[str, _named(kube.image_problems, "image",
                               lambda v: "write registry/path/name:tag or name@sha256:<digest>, e.g. "
                                         "forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70")]
+
+
+def _inside_project(value: str) -> str:
+    parts = value.replace("\\", "/").split("/")
+    if not value.strip() or value.startswith("/") or ".." in parts or any(c < " " for c in value):
+        raise rule_error(f"{value!r} is not a directory inside the project: the kubernetes provider writes (and "
+                         "replaces) YAML files under it, so it must be a relative path that stays in the project "
+                         "(not empty, not /, not absolute, no .., no control characters)",
+                         "name a directory inside the project, e.g. rendered")
+    return value
+
+
+#: ``llm-serving:render_yaml_to_directory``: a relative directory inside the project.
+ProjectDirectory = Annotated[str, AfterValidator(_inside_project)]

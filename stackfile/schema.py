@@ -48,7 +48,7 @@ from core.placement import (
     StrictModel,
 )
 from core.traffic import NetworkPolicyConfig, ServiceClient
-from core.values import JUDGED, Image, Int, ServiceName
+from core.values import JUDGED, Image, Int, ProjectDirectory, ServiceName
 from core.inventory import ClusterInventory, Node
 from core.measured import Measured
 from core.modelfacts import ModelEntry, ModelFacts
@@ -168,7 +168,7 @@ class StackConfig(StrictModel):
     """The validated ``llm-serving:*`` map. Build it with :func:`load_stack_config`."""
 
     namespace: Name = Field(default="llm-serving", description="Namespace of every object (all seeds).")
-    render_yaml_to_directory: Optional[str] = Field(
+    render_yaml_to_directory: Optional[ProjectDirectory] = Field(
         default=None, description="Directory the kubernetes provider writes YAML to instead of applying (ArgoCD)."
     )
     cluster: ClusterInventory = Field(description="Nodes, cards and memory (core/inventory.py).")
@@ -264,7 +264,7 @@ TOP_LEVEL_KEYS = tuple(StackConfig.model_fields)
 STRING_KEYS = {"namespace", "render_yaml_to_directory"}
 _SINGLE_SECTIONS: dict[str, Any] = {
     "namespace": Name,
-    "render_yaml_to_directory": Optional[str],
+    "render_yaml_to_directory": Optional[ProjectDirectory],
     "cluster": ClusterInventory,
     "network_policy": Optional[NetworkPolicyConfig],
     "adopt": bool,

@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -52,6 +53,9 @@ import time
 import venv
 from pathlib import Path
 from typing import Callable, Optional
+
+from core.inputs import read_text
+from tools import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS_FILE = Path(__file__).resolve().parent / "toolchain" / "versions.json"
@@ -383,14 +387,30 @@ def _fingerprint(v: dict, keys: tuple[str, ...], name: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def _stamp(path: Path) -> Optional[dict]:
+    """A part's stamp (``stamps/<part>.json``: fingerprint, outputs, seconds), or None when it is
+    missing or damaged (not UTF-8 JSON holding an object, e.g. cut short by a full disk): the part
+    then counts as not built, and building it writes the stamp anew."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:  # a regular file only (core.inputs): a FIFO in its place is damaged, not waited on
+        data = json.loads(read_text(path, "toolchain stamp"))
+    except (OSError, ValueError, RecursionError):
+        _say(f"{path}: damaged stamp, ignored (the part is built again)")
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def status(v: dict, cache: Path) -> dict[str, bool]:
     out = {}
     for name, keys, _ in PARTS:
         stamp = cache / "stamps" / f"{name}.json"
         ok = False
-        if stamp.exists():
-            data = json.loads(stamp.read_text())
-            ok = data.get("fingerprint") == _fingerprint(v, keys, name) and all(Path(p).exists() for p in data.get("outputs", []))
+        data = _stamp(stamp)
+        if data is not None:
+            outputs = data.get("outputs")
+            ok = (data.get("fingerprint") == _fingerprint(v, keys, name) and isinstance(outputs, list)
+                  and all(isinstance(p, str) and Path(p).exists() for p in outputs))
         out[name] = ok
     return out
 
@@ -433,15 +453,15 @@ def main(argv: list[str]) -> int:
         if not args.env:
             build(args.only)
         for key, value in environment().items():
-            print(f"export {key}={value!r}" if args.env else "", end="\n" if args.env else "")
+            print(f"export {key}={shlex.quote(value)}" if args.env else "", end="\n" if args.env else "")
         return 0
     except ToolchainError as exc:
         print(f"toolchain: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, cli.Terminated) as exc:
         print("toolchain: interrupted; run `python3 dev.py toolchain` again to finish (finished parts are kept)", file=sys.stderr)
-        return 2
+        return cli.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else cli.TERMINATED
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    cli.run(lambda: main(sys.argv[1:]), "toolchain")

@@ -203,3 +203,15 @@ def test_table_gives_each_violated_policys_fix_once_and_names_disabled_policies(
     assert "how to fix gpu-card-allocation:" in lines
     assert not any(line.startswith("how to fix served-model-name-unique") for line in lines)  # not violated
     assert "disabled by the policy pack config: served-model-name-unique" in lines
+
+
+def test_a_finding_quoting_control_characters_stays_valid_junit_and_escaped_text():
+    hostile = Finding("moving-tag-pull-always", "mandatory", "high", "image x:\x00\x1b[2J\u202elatest\x07 is moving",
+                      TAG.urn, TAG.resource_type, TAG.resource_name, TAG.object)
+    r = report(hostile)
+    root = ET.fromstring(r.render("junit"))  # raises on a raw NUL or BEL: not XML 1.0
+    text = "".join(root.itertext())
+    assert "\\x00\\x1b[2J\\u202elatest\\x07" in text
+    for fmt in ("table", "markdown", "junit"):
+        assert not {"\x00", "\x1b", "\u202e", "\x07"} & set(r.render(fmt))
+    assert json.loads(r.render("json"))["findings"][0]["message"] == hostile.message  # JSON escapes it itself

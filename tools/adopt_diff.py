@@ -100,7 +100,7 @@ def live(obj: dict[str, Any], kubeconfig: Optional[Path]) -> Optional[dict[str, 
             return None
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise AdoptDiffError(f"kubectl get {kind} {meta['name']} failed: {last}")
-    return json.loads(proc.stdout)
+    return kubectl.json_object(proc, f"get {kind} {meta['name']}")
 
 
 def planned(obj: dict[str, Any], kubeconfig: Optional[Path]) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def planned(obj: dict[str, Any], kubeconfig: Optional[Path]) -> dict[str, Any]:
     if proc.returncode != 0:
         raise AdoptDiffError(f"the API server refuses {render.render_path(obj)} (kubectl apply --server-side "
                              f"--dry-run=server): {proc.stderr.strip()}; pulumi up would fail on it the same way")
-    return json.loads(proc.stdout)
+    return kubectl.json_object(proc, f"apply --dry-run=server ({render.render_path(obj)})")
 
 
 def live_tree(objects: list[dict[str, Any]], kubeconfig: Optional[Path]) -> dict[str, dict[str, Any]]:
@@ -144,7 +144,7 @@ def stack_objects(stack_file: Path) -> list[dict[str, Any]]:
 def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     ap = cli.parser("python3 dev.py adopt-diff", __doc__)
     src = ap.add_mutually_exclusive_group()
-    src.add_argument("--stack", default=None, help="Pulumi.<STACK>.yaml (default: prod)")
+    src.add_argument("--stack", default=None, type=cli.stack_name, help="Pulumi.<STACK>.yaml (default: prod)")
     src.add_argument("--stack-file", type=Path, help="this stack file")
     ap.add_argument("--kubeconfig", type=Path, default=None, help="default: $KUBECONFIG or ~/.kube/config, as kubectl")
     args = ap.parse_args(argv)
@@ -152,7 +152,7 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
     try:
         objects = stack_objects(stack_file)
         diff = adoption_diff(objects, args.kubeconfig)
-    except (ConfigError, InputError, AdoptDiffError) as err:
+    except (ConfigError, InputError, AdoptDiffError, kubectl.KubectlOutputError) as err:
         return cli.fail("adopt-diff", err, stderr)
     stdout.write(f"what the first `pulumi up` with llm-serving:adopt changes on the live objects of {stack_file.name} "
                  f"({len(objects)} objects; from a server-side dry run, nothing changed):\n")

@@ -49,6 +49,7 @@ import argparse
 import dataclasses
 import functools
 import json
+import os
 import sys
 import threading
 import time
@@ -128,7 +129,7 @@ def load_policy_pack_config(path: Path) -> dict[str, Any]:
     except InputFileError as err:
         hint = (" (inline JSON is not accepted: like `pulumi preview --policy-pack-config`, this option takes a file path)"
                 if str(path).lstrip().startswith("{") else "")
-        raise PolicyConfigError([f"{err}{hint}; fix: pass an existing JSON file"]) from None
+        raise PolicyConfigError([f"{err}{hint}"]) from None
     if not text.strip():
         return {}
     try:
@@ -652,7 +653,7 @@ def program_resources(config: dict[str, Any], stack: str, program: Optional[Path
 def _parser() -> argparse.ArgumentParser:
     ap = cli.parser("python -m tools.analyze", __doc__)
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--stack", help="the program under the mock runtime with Pulumi.<STACK>.yaml")
+    src.add_argument("--stack", type=cli.stack_name, help="the program under the mock runtime with Pulumi.<STACK>.yaml")
     src.add_argument("--stack-file", type=Path, help="the program under the mock runtime with this stack file")
     src.add_argument("--manifests", type=Path, help="a directory of plain manifests (or a kustomize directory)")
     ap.add_argument("--inventory", type=Path, help="with --manifests: a stack-format file holding llm-serving:cluster/models")
@@ -670,9 +671,25 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--force", action="store_true",
                     help="let --output / --also write outside out/ or over a file git tracks")
     ap.add_argument("--pack-dir", type=Path, default=PACK_DIR, help="the policy pack directory (default: policies/)")
-    ap.add_argument("--workers", type=int, default=1,
-                    help="pack processes (default 1, as the CLI); more split the work, same report")
+    ap.add_argument("--workers", type=_workers, default=1,
+                    help=f"pack processes, 1 to {MAX_WORKERS} (default 1, as the CLI); more split the work, same report")
     return ap
+
+
+#: The most pack processes ``--workers`` starts: each is a Python process of about 100 MB, and more
+#: than the machine's cores only queue (argparse refuses 0, negatives and more, exit 2).
+MAX_WORKERS = 16
+
+
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; fix: give 1 to {MAX_WORKERS}") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{n} is outside 1 to {MAX_WORKERS}; fix: give 1 to {MAX_WORKERS} (at most "
+                                         f"this machine's {os.cpu_count() or 1} cores helps)")
+    return n
 
 
 def _extra_outputs(specs: Iterable[str]) -> list[tuple[str, Path]]:
@@ -735,9 +752,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
         extra = _extra_outputs(args.also)
+        targets = [path.absolute() for _, path in [(args.format, args.output), *extra] if path is not None]
+        twice = sorted({str(p) for p in targets if targets.count(p) > 1})
+        if twice:
+            raise AnalyzeError(f"two reports would be written to {twice[0]} (--output and --also, or two --also); the "
+                               "second would replace the first; fix: give each report its own path")
         for _, path in [(args.format, args.output), *extra]:
             if path is not None:
                 check_output_path(path, args.force)
+        if args.inventory is not None and args.manifests is None:
+            raise AnalyzeError("--inventory is read with --manifests only (a stack file holds its own inventory); "
+                               "fix: drop --inventory, or pass --manifests DIR")
         ppc = load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
         if args.manifests is not None:
             if args.inventory is None and args.context_stack:

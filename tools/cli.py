@@ -1,27 +1,70 @@
-"""The command line every command of ``tools/`` shares: its parser, its exit codes, its one-line
-error and its interrupt.
+"""The command line every command shares: its parser, its exit codes, its one-line error, its
+interrupt and its child processes.
 
-Exit codes (the same for preview, analyze, plan, adopt-diff, rollout and the console script):
+One exit-code contract for every command (preview, analyze, plan, adopt-diff, rollout, the
+``llm-serving`` console script, ``dev.py toolchain``, ``dev.py cluster`` and ``dev.py`` itself),
+stated once in :data:`EXIT_CODES`:
 
-  0 :data:`OK`         done, nothing to report against (the Pulumi CLI's success)
-  1 :data:`VERDICT`    done, and the answer is no: a mandatory policy violated, a refused plan, changes
-                       on adoption, a Deployment not rolled out (each command names its own)
-  2 :data:`BAD_INPUT`  nothing judged: the input or the environment is wrong; one line on stderr says
-                       what, why and what to do (argparse's usage errors are 2 as well)
-  3 :data:`CRASH`      a bug in the program or the tool, with its traceback
-  130 :data:`INTERRUPTED`  Ctrl-C: one line, no traceback (128 + SIGINT, as a shell reports it)
+  ====  ===============  =================================================================================
+  code  name             meaning
+  ====  ===============  =================================================================================
+  0     :data:`OK`       done, nothing to report against (the Pulumi CLI's success)
+  1     :data:`VERDICT`  done, and the answer is no: a mandatory policy violated, a refused plan, changes
+                         on adoption, a Deployment not rolled out, a cluster not running, a toolchain not
+                         built (each command names its own)
+  2     :data:`BAD_INPUT`  nothing judged: the input or the environment is wrong (a file, a value, a path,
+                         a full disk); one line on stderr says what, why and what to do (argparse's usage
+                         errors are 2 as well)
+  3     :data:`CRASH`    a bug in the program or the tool, with its traceback
+  130   :data:`INTERRUPTED`  Ctrl-C (SIGINT): one line, no traceback
+  141   :data:`BROKEN_PIPE`  the reader of stdout went away (``... | head -1``, SIGPIPE): nothing more said
+  143   :data:`TERMINATED`  SIGTERM: one line, no traceback
+  ====  ===============  =================================================================================
+
+130, 141 and 143 are 128 + the signal's number, as a shell reports a process the signal ended
+(POSIX ``sh``, "Exit Status for Commands"; bash's manual, "Exit Status").
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import re
+import signal
+import subprocess
 import sys
-from typing import Callable, NoReturn, TextIO
+import traceback
+import unicodedata
+from typing import Callable, NoReturn, Optional, Sequence, TextIO
 
 OK, VERDICT, BAD_INPUT, CRASH = 0, 1, 2, 3
-INTERRUPTED = 130
+INTERRUPTED = 128 + signal.SIGINT
+BROKEN_PIPE = 128 + signal.SIGPIPE
+TERMINATED = 128 + signal.SIGTERM
 #: How the user called the command when not as its own ``prog``: ``llm-serving VERB`` (tools/main.py).
 invoked_as: str | None = None
+
+#: The contract, code -> (name, meaning); the module docstring's table says the same at length.
+EXIT_CODES: dict[int, tuple[str, str]] = {
+    OK: ("OK", "done, nothing to report against"),
+    VERDICT: ("VERDICT", "done, and the answer is no (a violation, a refused plan, changes, not rolled out)"),
+    BAD_INPUT: ("BAD_INPUT", "nothing judged: the input or the environment is wrong; one line says what and the fix"),
+    CRASH: ("CRASH", "a bug in the program or the tool, with its traceback"),
+    INTERRUPTED: ("INTERRUPTED", "Ctrl-C (SIGINT): one line, no traceback"),
+    BROKEN_PIPE: ("BROKEN_PIPE", "the reader of stdout went away (SIGPIPE)"),
+    TERMINATED: ("TERMINATED", "SIGTERM: one line, no traceback"),
+}
+
+#: An OS error on writing that is the environment's fault, not the program's: exit 2.
+_ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
+#: Seconds a child gets to end after its parent passed it SIGTERM, before SIGKILL.
+CHILD_GRACE_S = 10.0
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread by :func:`run`'s handler (a ``BaseException``, like
+    ``KeyboardInterrupt``, so no ``except Exception`` swallows it)."""
 
 
 def parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
@@ -31,18 +74,149 @@ def parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=invoked_as or prog, description=(doc or "").split("\n\n")[0])
 
 
+#: A stack name as the Pulumi CLI takes it (``pulumi stack init``: letters, digits, '-', '_', '.').
+_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
+def stack_name(text: str) -> str:
+    """``--stack``'s type: ``text`` when it is a stack name the Pulumi CLI takes (not empty, not
+    ``.`` or ``..``, no '/' or space: it becomes part of a file name, ``Pulumi.<stack>.yaml``);
+    otherwise argparse's usage error (exit 2) with the fix."""
+    if not _STACK_NAME.fullmatch(text) or text in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{printable(repr(text))} is not a stack name (letters, digits, '-', '_' "
+                                         "and '.', 1 to 100 of them, as `pulumi stack init` takes); fix: name a "
+                                         "stack, e.g. prod, or pass --stack-file")
+    return text
+
+
 def fail(name: str, message: object, stderr: TextIO | None = None, code: int = BAD_INPUT) -> int:
     """Write ``<name>: <message>`` as one line on ``stderr`` (default: the process's) and return
-    ``code`` (default :data:`BAD_INPUT`)."""
-    (stderr or sys.stderr).write(f"{name}: {message}\n")
+    ``code`` (default :data:`BAD_INPUT`). Control characters in ``message`` are escaped
+    (:func:`printable`), so no raw escape sequence reaches the terminal."""
+    try:
+        (stderr or sys.stderr).write(f"{name}: {printable(str(message))}\n")
+    except (OSError, ValueError):
+        pass  # stderr closed or full: the exit code still says it
     return code
 
 
-def run(main: Callable[[], int], name: str) -> NoReturn:
-    """A command's ``if __name__ == "__main__"``: leave with ``main()``'s code; on Ctrl-C, one line
-    ``<name>: interrupted`` and :data:`INTERRUPTED`."""
+#: Unicode categories written as escapes: controls, format characters (zero-width, bidi
+#: overrides), line and paragraph separators, surrogates and unassigned code points.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Cn"})
+
+
+def printable(text: str) -> str:
+    """``text`` with every control or format character but newline and tab written as Python
+    writes it in a literal (``\\x1b``, ``\\x00``, ``\\u202e``): a message or report quoting the
+    input cannot move the cursor, clear the screen or reverse the line, and stays valid XML."""
+    if text.isprintable():
+        return text
+    return "".join(c if c in "\n\t" or unicodedata.category(c) not in _UNSAFE_CATEGORIES
+                   else repr(c)[1:-1] for c in text)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _quiet_stdout() -> None:
+    """Point fd 1 at /dev/null, so the interpreter's last flush of a closed or full stdout
+    neither prints "Exception ignored" nor turns the exit code into 120 (the Python docs'
+    recipe, signal module, "Note on SIGPIPE")."""
     try:
-        code = main()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def outcome(main: Callable[[], int], name: str) -> int:
+    """``main()``'s exit code, or the contract's code for what ended it: Ctrl-C
+    :data:`INTERRUPTED`, SIGTERM :data:`TERMINATED` (each one line), a closed stdout
+    :data:`BROKEN_PIPE` (silent), a full disk or read-only file system :data:`BAD_INPUT` (one
+    line with the fix), input nested past Python's recursion limit :data:`BAD_INPUT`, any other
+    exception :data:`CRASH` with its traceback. Output is flushed inside, so a full or closed
+    stdout is caught here too. SIGTERM raises :class:`Terminated` in the main thread meanwhile."""
+    old = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
+    try:
+        try:
+            code = main()
+        except SystemExit as exit_:  # argparse's --help (0) and usage errors (2)
+            code = exit_.code if isinstance(exit_.code, int) else (BAD_INPUT if exit_.code else OK)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return code
     except KeyboardInterrupt:
-        code = fail(name, "interrupted", code=INTERRUPTED)
-    sys.exit(code)
+        return fail(name, "interrupted", code=INTERRUPTED)
+    except Terminated:
+        return fail(name, "terminated (SIGTERM)", code=TERMINATED)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return BROKEN_PIPE
+    except RecursionError as err:
+        return fail(name, environment_error(err))
+    except OSError as err:
+        message = environment_error(err)
+        if message is None:
+            return _crash(name)
+        _quiet_stdout()
+        return fail(name, message)
+    except Exception:  # noqa: BLE001 - a bug: say so, with where
+        return _crash(name)
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+
+
+def environment_error(err: BaseException) -> Optional[str]:
+    """The one line (what, and the fix) for an error that is the environment's, not the program's:
+    a full disk, a quota, a read-only file system, an I/O error, input nested past Python's
+    recursion limit. None for any other error (a bug: :data:`CRASH`)."""
+    if isinstance(err, RecursionError):
+        return ("an input nests too deeply to read (deeper than any stack file, manifest or plan); "
+                "fix: check the file for runaway nesting, e.g. [[[[...]]]]")
+    if isinstance(err, OSError) and err.errno in _ENVIRONMENT_ERRNOS:
+        where = f" {err.filename}" if err.filename else ""
+        return (f"cannot write{where}: {err.strerror or err}; fix: free space on the disk, or write elsewhere "
+                "(a writable directory)")
+    return None
+
+
+def _crash(name: str) -> int:
+    try:
+        sys.stderr.write(f"{name}: internal error (a bug in {name}, not in the input); the traceback follows\n")
+        sys.stderr.write(traceback.format_exc())
+    except (OSError, ValueError):
+        pass
+    return CRASH
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def run(main: Callable[[], int], name: str) -> NoReturn:
+    """A command's ``if __name__ == "__main__"``: leave with :func:`outcome`'s code."""
+    sys.exit(outcome(main, name))
+
+
+def call(cmd: Sequence[str], cwd: Optional[str] = None, **kwargs: object) -> int:
+    """Run the child ``cmd`` and return its exit code; if this process is interrupted or
+    terminated meanwhile, the child is passed SIGTERM (after Ctrl-C it has SIGINT already, from
+    the terminal), given :data:`CHILD_GRACE_S` to end, then killed, and the interrupt raised
+    again: no child outlives its parent."""
+    proc = subprocess.Popen(list(cmd), cwd=cwd, **kwargs)  # type: ignore[call-overload]
+    try:
+        return int(proc.wait())
+    except BaseException:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(CHILD_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        raise

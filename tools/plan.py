@@ -40,6 +40,7 @@ one line.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,7 +98,7 @@ def read_events(text: str) -> tuple[dict, ...]:
             break
         try:
             value, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             nl = text.find("\n", i)
             i = len(text) if nl < 0 else nl + 1
             continue
@@ -120,6 +121,9 @@ def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
         doc = json.loads(text)
     except json.JSONDecodeError:
         doc = None
+    except RecursionError:
+        raise PlanError("the plan document nests deeper than Python's JSON reader goes (a `pulumi preview --json` "
+                        f"document nests about 15 levels); fix: run `{PREVIEW}` again and pass its whole output") from None
     if isinstance(doc, dict) and isinstance(doc.get("steps"), list):
         if not isinstance(doc.get("changeSummary"), dict):
             raise PlanError("the plan document has no changeSummary (a `pulumi preview --json` document always ends with "
@@ -240,7 +244,7 @@ def left_alone_deleted(steps: Iterable[Step], config: dict[str, Any]) -> list[st
                 str(ref),
                 f"the plan deletes it ({s.op}), but llm-serving:left_alone lists it (\"{why[ref]}\"): the stack's state "
                 "still holds it from an earlier update, so registering nothing for it makes Pulumi delete the live object",
-                f"to keep the live object, drop it from the state first with `pulumi state delete '{s.old.urn}'` (Pulumi "
+                f"to keep the live object, drop it from the state first with `pulumi state delete {shlex.quote(s.old.urn)}` (Pulumi "
                 "forgets it and the object stays), then preview again; or remove its left_alone entry to delete it on purpose",
                 LEFT_ALONE_SOURCE).render())
     return out

@@ -46,7 +46,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, TextIO, cast
+from typing import TYPE_CHECKING, Callable, Optional, TextIO, cast
 
 from core import rules
 from tools import analyze, cli
@@ -57,8 +57,9 @@ from tools.offline.report import FORMATS
 # The mock runtime (pulumi), the summary (the stack-file models) and the rendering load on first
 # use, after the pack process is spawned, so its start-up overlaps ours.
 if TYPE_CHECKING:
-    from tools.offline import mockrun, render, summary, transition
+    from tools.offline import apischema, mockrun, render, summary, transition
 else:
+    apischema = packproc.LazyModule("tools.offline.apischema")
     mockrun = packproc.LazyModule("tools.offline.mockrun")
     render = packproc.LazyModule("tools.offline.render")
     summary = packproc.LazyModule("tools.offline.summary")
@@ -90,7 +91,7 @@ class PreviewError(Exception):
 def _parser() -> argparse.ArgumentParser:
     ap = cli.parser("python -m tools.preview", __doc__)
     src = ap.add_mutually_exclusive_group()
-    src.add_argument("--stack", default=None, help="preview Pulumi.<STACK>.yaml (default: prod)")
+    src.add_argument("--stack", default=None, type=cli.stack_name, help="preview Pulumi.<STACK>.yaml (default: prod)")
     src.add_argument("--stack-file", type=Path, help="preview this stack file")
     ap.add_argument("--out", type=Path, help="write the manifests here (default: out/<stack>/); replaced atomically")
     ap.add_argument("--base", type=Path, help="an earlier --out directory: print a field-level diff against it")
@@ -108,7 +109,7 @@ def _stack_file_and_name(args: argparse.Namespace) -> tuple[Path, str]:
         # tests/stacks/after-001.yaml previews as stack after-001 into out/after-001/ and
         # never overwrites out/prod/.
         return args.stack_file, analyze.stack_name_of(args.stack_file, default=args.stack_file.stem)
-    stack = args.stack or "prod"
+    stack = "prod" if args.stack is None else args.stack
     return ROOT / f"Pulumi.{stack}.yaml", stack
 
 
@@ -119,7 +120,12 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
     ``exit_process`` (the command line): leave the process with :func:`_exit` instead of
     returning, before the collector is switched back on.
     """
-    args = _parser().parse_args(argv)
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if args.no_policy and (args.format != "table" or args.policy_pack_config is not None):
+        given = "--format " + args.format if args.format != "table" else "--policy-pack-config"
+        ap.error(f"{given} is about the policy findings, and --no-policy runs no policy (the report would be "
+                 f"empty); fix: drop one of them")
     collecting = gc.isenabled()
     gc.disable()  # a short-lived process: collections over the program's heap only cost time
     try:
@@ -136,6 +142,8 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """The steps of the module docstring, with the collector off (:func:`main`)."""
     clock = _Clock(stderr if args.timings else None)
     pack: Optional[analyze.PackProcess] = None
+    staged: Optional[Path] = None
+    release: Optional[Callable[[], None]] = None
     try:
         stack_file, stack = _stack_file_and_name(args)
         config = load_stack_file(stack_file)
@@ -144,6 +152,9 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         if not args.no_policy:
             pack = analyze.start_pack(pack_config(config), stack=stack)
             clock.lap("start the policy pack")
+        out_dir = args.out or ROOT / "out" / stack
+        render.check_out_dir(out_dir)  # before any work: a --out that cannot be written is exit 2
+        release = render.lock_out_dir(out_dir)  # a second preview into it is refused meanwhile
         try:
             run = mockrun.run_program(config, program=args.program, stack=stack)
         except mockrun.ProgramError:
@@ -158,11 +169,14 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             clock.lap("policy pack ready, its config checked")
             verdicts = _Background(pack.analyze, run.resources, ppc)  # the pack judges while we render
         files, objects = _render(run)
+        refused_by_api = apischema.refusals(objects.items())
+        if refused_by_api:
+            raise InputError("the API server would refuse the rendering (nothing was written; a value the stack file "
+                             "loader let through, or a fault of the program):\n" + "\n".join(refused_by_api))
         base = render.load_tree(args.base) if args.base is not None else None  # read before --out is replaced
         diff = render.diff_trees(base, objects) if base is not None else None
         clock.lap(f"render {len(files)} manifests" + (" and diff" if diff is not None else ""))
-        out_dir = args.out or ROOT / "out" / stack
-        render.write_tree(files, out_dir)
+        staged = render.stage_tree(files, out_dir)  # moved in place once the verdict is in
         clock.lap("write")
         side = stdout if args.format == "table" else stderr
         side.write(summary.summary(run.resources, config, stack, run.outputs, base_dir=rules.PROJECT_DIR))
@@ -173,23 +187,33 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             refused = _transition(base, objects, diff, run, config, side)
         clock.lap("summary")
         if pack is None:
+            render.commit_tree(staged, out_dir)
             return EXIT_MANDATORY if refused else EXIT_OK
         report = verdicts.result()
         clock.lap("policy pack verdicts (after the summary)")
+        render.commit_tree(staged, out_dir)  # the rendering lands with its verdict, never unjudged
         if args.format == "table":
             stdout.write("\n")
         stdout.write(report.render(args.format))
         if args.format != "table":
             stderr.write(report.headline() + "\n")
         return max(report.exit_code(), EXIT_MANDATORY if refused else EXIT_OK)
+    except (KeyboardInterrupt, cli.Terminated):
+        raise  # first: the clauses below load modules on first use, which an interrupt must not start
     except (InputError, mockrun.ProgramError, render.RenderError, analyze.AnalyzeError,
             packproc.PackStartError, packproc.PackCallError) as err:
         return cli.fail("preview", err, stderr)
-    except Exception:  # noqa: BLE001 - not the input's fault: show where
+    except Exception as err:  # noqa: BLE001 - not the input's fault: show where
+        if cli.environment_error(err) is not None:  # a full disk, runaway nesting: exit 2 with the fix
+            return cli.fail("preview", cli.environment_error(err), stderr)
         stderr.write("preview: internal error (a bug in the preview or the policy runner, not in the input)\n")
         stderr.write(traceback.format_exc())
         return EXIT_CRASH
     finally:
+        if staged is not None:
+            render.discard_tree(staged)  # interrupted, or refused before the verdict: the old --out stays
+        if release is not None:
+            release()
         if pack is not None:
             pack.close()
             clock.lap("stop the policy pack")

@@ -20,7 +20,7 @@ missing or the cluster unreachable.
 
 from __future__ import annotations
 
-import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,10 +42,20 @@ def deployments(namespace: str, kubeconfig: Optional[Path]) -> dict[str, int]:
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip() or "kubectl get deployments failed")
     out = {}
-    for d in json.loads(proc.stdout)["items"]:
-        raw = (d["metadata"].get("annotations") or {}).get(facts.AWAIT_TIMEOUT_ANNOTATION, "")
-        out[d["metadata"]["name"]] = int(raw) if raw.isdigit() else DEFAULT_TIMEOUT_S
+    for d in kubectl.json_object(proc, "get deployments", list_of_items=True)["items"]:
+        out[str(d["metadata"].get("name"))] = await_bound(d["metadata"].get("annotations"))
     return out
+
+
+def await_bound(annotations: object) -> int:
+    """The await bound in seconds a Deployment's ``annotations`` declare
+    (``pulumi.com/timeoutSeconds``, ASCII digits, as the provider parses it with Go's
+    ``strconv.Atoi``), or :data:`DEFAULT_TIMEOUT_S` when it declares none or no such number
+    (``"²"`` is a digit to Python's ``str.isdigit``, not to Go)."""
+    raw = annotations.get(facts.AWAIT_TIMEOUT_ANNOTATION) if isinstance(annotations, dict) else None
+    if isinstance(raw, str) and re.fullmatch(r"[0-9]{1,9}", raw):
+        return int(raw)
+    return DEFAULT_TIMEOUT_S
 
 
 def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
@@ -56,7 +66,7 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
     args = ap.parse_args(argv)
     try:
         bounds = deployments(args.namespace, args.kubeconfig)
-    except (FileNotFoundError, RuntimeError, subprocess.TimeoutExpired) as err:
+    except (FileNotFoundError, RuntimeError, subprocess.TimeoutExpired) as err:  # KubectlOutputError too
         return cli.fail("rollout", f"cannot list the Deployments of {args.namespace} ({err}); fix: check that kubectl is "
                         "installed and the kubeconfig's cluster is reachable (kubectl get nodes)", stderr)
     failed = []

@@ -1,7 +1,6 @@
 """``python -m testbed.cluster``: :func:`testbed.cluster.cmd.main`."""
 
-import sys
-
 from testbed.cluster.cmd import main
+from tools import cli
 
-sys.exit(main())
+cli.run(main, "cluster")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from testbed.cluster import kwokctl
+from tools import cli
 from testbed.cluster.layout import (
     LOOPBACK, NODE_NAME, NAMESPACE, CLAIM, CRD_NAME, COMPONENTS, TOOLCHAIN_HINT, CLI, DEFAULT_TIMEOUT,
     ClusterError, Interrupted, cache_dir, Layout, read_state, write_state, locked,
@@ -30,7 +31,7 @@ from testbed.cluster.setup import (
 )
 
 
-EXIT_OK, EXIT_NOT_RUNNING, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_NOT_RUNNING, EXIT_FAILED, EXIT_INTERRUPTED = cli.OK, cli.VERDICT, cli.BAD_INPUT, cli.INTERRUPTED
 STAGE_CRD = "stages.kwok.x-k8s.io"
 
 
@@ -418,12 +419,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     except BrokenPipeError:  # stdout closed early (`... | head -1`)
         return EXIT_OK
-    except (KeyboardInterrupt, Interrupted):
+    except (KeyboardInterrupt, Interrupted, cli.Terminated) as e:
         print("cluster: interrupted; everything it had started was stopped", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED if isinstance(e, KeyboardInterrupt) else cli.TERMINATED
     finally:
         signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main, "cluster")

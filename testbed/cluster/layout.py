@@ -8,8 +8,11 @@ import contextlib
 import fcntl
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterator
+
+from core.inputs import read_text
 
 
 LOOPBACK = "127.0.0.1"
@@ -74,10 +77,32 @@ class Layout:
 
 
 def read_state(lay: Layout) -> dict[str, Any] | None:
-    try:
-        return json.loads(lay.state.read_text())
-    except (OSError, ValueError):
+    """The recorded state of the cluster (``state.json``: apiserver URL, ports, options, one
+    record per process), or None when there is none or it is damaged (cut short by a full disk,
+    edited by hand): ``status`` then says not running, ``down`` stops what kwokctl's own pid files
+    name, and the next ``up`` writes it anew. A damaged file is said once on stderr."""
+    if not lay.state.exists() and not lay.state.is_symlink():
         return None
+    try:  # a regular file only: a FIFO left in its place must not hold `status` forever
+        data = json.loads(read_text(lay.state, "cluster state"))
+    except (OSError, ValueError, RecursionError):  # InputFileError is a ValueError
+        data = None
+    if _state_shape(data):
+        return data  # type: ignore[return-value]
+    print(f"{CLI}: {lay.state} is damaged and was ignored; fix: `{CLI} down`, then `{CLI} up`", file=sys.stderr)
+    return None
+
+
+def _state_shape(data: object) -> bool:
+    """``data`` has the keys and types :func:`write_state`'s callers write and later read."""
+    if not isinstance(data, dict):
+        return False
+    procs = data.get("processes", [])
+    return (isinstance(procs, list)
+            and all(isinstance(r, dict) and isinstance(r.get("name"), str) and isinstance(r.get("pid"), int)
+                    for r in procs)
+            and isinstance(data.get("apiserver", ""), str) and isinstance(data.get("options", {}), dict)
+            and isinstance(data.get("ports", {}), dict))
 
 
 def write_state(lay: Layout, state: dict[str, Any]) -> None:

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-import yaml
-
 from core.inputs import InputFileError, json_object, read_text
 from core.problems import ConfigError, Problem
-from tools.offline.yamlload import load_documents
+from tools.offline import apischema
+from tools.offline.yamlload import YAMLError, load_documents
 
 PROJECT = "llm-serving"
 
@@ -71,7 +70,7 @@ CLUSTER_SCOPED = frozenset({
 })
 
 
-def _object_problem(doc: Any) -> Optional[str]:
+def object_problem(doc: Any) -> Optional[str]:
     """Why ``doc`` is not a Kubernetes object (the rule and the fix), or None."""
     if not isinstance(doc, dict):
         return f"it is a {type(doc).__name__}, not a map with apiVersion, kind and metadata; fix: write one object per document"
@@ -85,6 +84,12 @@ def _object_problem(doc: Any) -> Optional[str]:
         return f"metadata.name is {json.dumps(meta.get('name'), default=str)[:60]}, not a non-empty string; fix: name the object"
     if "namespace" in meta and not isinstance(meta["namespace"], str):
         return f"metadata.namespace is {json.dumps(meta['namespace'], default=str)[:60]}, not a string; fix: give the namespace's name"
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is not None and (not isinstance(value, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+            return (f"metadata.{key} is {json.dumps(value, default=str)[:60]}, not a map of text to text (the API "
+                    f"server's type is map[string]string); fix: quote each value, e.g. \"5\" rather than 5")
     return None
 
 
@@ -112,7 +117,7 @@ def resources_from_documents(docs: Iterable[Any], stack: str = "manifests", wher
                 raise InputError(f"{at}: {doc['kind']}.items is not a list; fix: list the objects under items:")
             out.extend(resources_from_documents(items, stack, f"{at}, {doc['kind']} item"))
             continue
-        problem = _object_problem(doc)
+        problem = object_problem(doc)
         if problem is not None:
             raise InputError(f"{at}: not a Kubernetes object: {problem}")
         meta = doc["metadata"]
@@ -160,10 +165,13 @@ def read_manifests(path: Path, stack: str = "manifests", namespace: Optional[str
     if is_kustomize_dir(path):
         kubectl = shutil.which("kubectl")
         if kubectl is None:
-            raise InputError(f"{path} is a kustomize directory and kubectl is not on PATH; install kubectl or pass the built YAML")
+            raise InputError(f"{path} is a kustomize directory and kubectl is not on PATH; fix: install kubectl, or pass the "
+                             "built YAML")
         proc = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True)
         if proc.returncode != 0:
-            raise InputError(f"kubectl kustomize {path} failed: {proc.stderr.strip()}")
+            raise InputError(f"kubectl kustomize {path} failed: {' '.join(proc.stderr.split())[:300]}; fix: correct "
+                             f"{path}/kustomization.yaml (run `kubectl kustomize {path}` to see the error in full), or "
+                             "pass the built YAML")
         parsed = [(f"kubectl kustomize {path}", "", _documents(proc.stdout, f"kubectl kustomize {path}", ".yaml"))]
     else:
         files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES)
@@ -173,8 +181,13 @@ def read_manifests(path: Path, stack: str = "manifests", namespace: Optional[str
             parsed.append((shown, shown, _documents(read_input(f, "manifest"), shown, f.suffix)))
     out = ManifestSet([], {}, [])
     seen: dict[tuple[str, str, str, str], tuple[str, dict]] = {}
+    refused: list[str] = []
     for shown, source, docs in parsed:
         for r in resources_from_documents(docs, stack, shown):
+            problems = apischema.refusals([(shown, r.props)])
+            if problems:
+                refused += problems
+                continue
             meta = r.props["metadata"]
             kind = r.props["kind"]
             if namespace and not meta.get("namespace") and kind not in CLUSTER_SCOPED:
@@ -193,6 +206,8 @@ def read_manifests(path: Path, stack: str = "manifests", namespace: Optional[str
             out.resources.append(r)
             if source:
                 out.sources[r.urn] = source
+    if refused:
+        raise InputError("the API server would refuse these objects (nothing was judged):\n" + "\n".join(refused))
     return out
 
 
@@ -225,7 +240,7 @@ def _documents(text: str, where: str, suffix: str) -> list[Any]:
         raise InputError(err.render()) from None
     except InputFileError as err:
         raise InputError(str(err)) from None
-    except yaml.YAMLError as err:
+    except YAMLError as err:
         raise InputError(f"{where}: not valid YAML: {err}") from None
 
 
@@ -253,7 +268,7 @@ def load_stack_file(path: Path, what: str = "stack file") -> dict[str, Any]:
         docs = load_documents(text, str(path), strip=("config",), numbered=False)
     except ConfigError as err:
         raise InputError(err.render()) from None
-    except yaml.YAMLError as err:
+    except YAMLError as err:
         raise InputError(f"{path}: not valid YAML: {err}") from None
     data = docs[0] if len(docs) == 1 else None
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):

@@ -33,20 +33,22 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import difflib
+import fcntl
 import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 
 from core import facts
 from core.problems import ConfigError
-from tools.offline.manifests import InputError, Resource, read_input
-from tools.offline.yamlload import load_documents
+from tools.offline import apischema
+from tools.offline.manifests import InputError, Resource, object_problem, read_input
+from tools.offline.yamlload import YAMLError, load_documents
 
 CRD_DIR = "0-crd"
 MANIFEST_DIR = "1-manifest"
@@ -117,28 +119,123 @@ def render(objects: Iterable[dict[str, Any]]) -> dict[str, str]:
 # --- atomic write ----------------------------------------------------------------------------------
 
 def write_tree(files: dict[str, str], out_dir: Path) -> None:
-    """Replace ``out_dir`` with exactly ``files`` (relative path -> text), atomically.
+    """Replace ``out_dir`` with exactly ``files`` (relative path -> text), atomically:
+    :func:`stage_tree`, then :func:`commit_tree`.
 
     ``out_dir`` may be missing, or an earlier rendering (only ``0-crd/`` and ``1-manifest/``
     in it); any other existing directory is refused, so a wrong ``--out`` cannot delete a
     user's files. Raises :class:`RenderError`; on any error the old ``out_dir`` is unchanged and
     no temporary directory is left behind.
     """
+    commit_tree(stage_tree(files, out_dir), out_dir)
+
+
+def stage_tree(files: dict[str, str], out_dir: Path) -> Path:
+    """Write ``files`` aside, into a new temporary directory beside ``out_dir``, and return it:
+    :func:`commit_tree` moves it in place (the preview does once the verdict is in), or
+    :func:`discard_tree` removes it. Raises :class:`RenderError` (nothing left behind)."""
     out_dir = Path(out_dir).absolute()
-    _check_replaceable(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    check_out_dir(out_dir)
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    except OSError as err:
+        raise RenderError(f"cannot write {out_dir}: {err.strerror}; fix: check the directory's permissions and free "
+                          "space") from None
     try:
         for sub in (CRD_DIR, MANIFEST_DIR):
             (tmp / sub).mkdir()
         for rel, text in files.items():
             (tmp / rel).write_text(text)
-        _swap_in(tmp, out_dir)
+    except BaseException as err:
+        discard_tree(tmp)
+        if isinstance(err, OSError):
+            raise RenderError(f"cannot write {out_dir}: {err.strerror}; fix: check the directory's permissions and "
+                              "free space") from None
+        raise
+    return tmp
+
+
+def commit_tree(staged: Path, out_dir: Path) -> None:
+    """Move the :func:`stage_tree` directory ``staged`` in place of ``out_dir`` (one atomic
+    exchange where the C library has it); the old rendering is removed. Raises
+    :class:`RenderError` when ``out_dir`` changed meanwhile into something not replaceable."""
+    out_dir = Path(out_dir).absolute()
+    try:
+        _check_replaceable(out_dir)
+        _swap_in(staged, out_dir)
     except OSError as err:
         raise RenderError(f"cannot write {out_dir}: {err}; fix: check the directory's permissions and free space") from None
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        discard_tree(staged)
+
+
+def discard_tree(staged: Path) -> None:
+    """Remove a staged directory (after the swap it holds the old rendering)."""
+    if staged.exists():
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def lock_out_dir(out_dir: Path) -> Callable[[], None]:
+    """Hold ``out_dir`` for one preview: an exclusive lock on ``.<name>.lock`` beside it, so a second
+    preview into the same ``--out`` is refused (:class:`RenderError`) instead of one rendering
+    silently replacing the other's. Returns the release (which removes the lock file). Without
+    the parent directory there is nothing to hold yet: nothing is created then."""
+    out_dir = Path(os.path.abspath(out_dir))
+    if not out_dir.parent.is_dir():
+        return lambda: None
+    lock = out_dir.parent / f".{out_dir.name}.lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return lambda: None  # an unwritable parent is refused when the rendering is staged
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RenderError(f"another preview is writing {out_dir} now (it holds {lock}); fix: wait for it to end, or "
+                          "pass another --out") from None
+
+    def release() -> None:
+        lock.unlink(missing_ok=True)
+        os.close(fd)
+    return release
+
+
+#: Where no rendering may go: kernel file systems.
+_SYSTEM_ROOTS = (Path("/dev"), Path("/proc"), Path("/sys"))
+#: The longest file name Linux file systems take (NAME_MAX), in bytes.
+NAME_MAX = 255
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an ``--out`` the rendering cannot go to, before any work: under ``/dev``, ``/proc``
+    or ``/sys``; a symbolic link (replacing it would replace the link, not write where it
+    points); a path through a file; a name over :data:`NAME_MAX` bytes; a directory that
+    cannot be written; an existing directory that is not an earlier rendering. Raises
+    :class:`RenderError` with the fix."""
+    out_dir = Path(os.path.abspath(out_dir))
+    fix = "fix: pass --out a new or earlier-rendered directory in a writable place (default: out/<stack>/)"
+    if any(out_dir == r or r in out_dir.parents for r in _SYSTEM_ROOTS):
+        raise RenderError(f"cannot write {out_dir}: it is under a kernel file system (/dev, /proc, /sys); {fix}")
+    long = [part for part in out_dir.parts if len(os.fsencode(part)) > NAME_MAX]
+    if long:
+        raise RenderError(f"cannot write {out_dir}: the name {long[0][:40]}... is {len(os.fsencode(long[0]))} bytes, over "
+                          f"the {NAME_MAX}-byte limit of a file name; {fix}")
+    if out_dir.is_symlink():
+        raise RenderError(f"cannot write {out_dir}: it is a symbolic link (to {os.readlink(out_dir)}), which would be "
+                          f"replaced, not written through; {fix}")
+    existing = out_dir
+    while not existing.exists():
+        if existing.is_symlink():  # a dangling link on the way
+            raise RenderError(f"cannot write {out_dir}: {existing} is a dangling symbolic link; {fix}")
+        existing = existing.parent
+    if existing != out_dir and not existing.is_dir():
+        raise RenderError(f"cannot write {out_dir}: {existing} is a file, not a directory; {fix}")
+    writable = existing.parent if existing == out_dir else existing
+    if not os.access(writable, os.W_OK | os.X_OK):
+        raise RenderError(f"cannot write {out_dir}: {writable} is not writable (read-only, or another owner); {fix}")
+    _check_replaceable(out_dir)
 
 
 def _check_replaceable(out_dir: Path) -> None:
@@ -202,17 +299,28 @@ def load_tree(directory: Path) -> dict[str, dict[str, Any]]:
             "fix: pass a directory an earlier preview wrote with --out"
         )
     out: dict[str, dict[str, Any]] = {}
+    inside = directory.resolve()
     for sub in subs:
         for f in sorted(sub.glob("*.yaml")):
+            if f.is_symlink() or not f.resolve().is_relative_to(inside):
+                raise InputError(f"--base {f}: a symbolic link (to {os.path.realpath(f)}), not a file a preview wrote; "
+                                 "fix: pass the directory an earlier preview wrote with --out, without links")
             try:
                 docs = load_documents(read_input(f, "rendered manifest"), f"--base {f}", numbered=False)
             except ConfigError as err:
                 raise InputError(err.render()) from None
-            except yaml.YAMLError as err:
+            except YAMLError as err:
                 raise InputError(f"--base {f}: not valid YAML: {err}") from None
             obj = docs[0] if len(docs) == 1 else None
             if not isinstance(obj, dict):
-                raise InputError(f"--base {f}: not one Kubernetes object")
+                raise InputError(f"--base {f}: not one Kubernetes object; fix: pass a directory an earlier preview "
+                                 "wrote with --out, unedited")
+            problem = object_problem(obj)
+            if problem is not None:
+                raise InputError(f"--base {f}: not a Kubernetes object: {problem}")
+            refused = apischema.refusals([(f"--base {f}", obj)])
+            if refused:
+                raise InputError("\n".join(refused))
             out[f"{sub.name}/{f.name}"] = obj
     return out
 

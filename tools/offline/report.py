@@ -27,6 +27,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+from tools.cli import printable
+
 MANDATORY, ADVISORY, DISABLED, REMEDIATE = "mandatory", "advisory", "disabled", "remediate"
 LEVEL_ORDER = {MANDATORY: 0, ADVISORY: 1, DISABLED: 2}
 #: SARIF ``level`` of a finding / a rule's default configuration.
@@ -168,7 +170,10 @@ class Report:
         }
         if fmt not in renderers:
             raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
-        return renderers[fmt]()
+        text = renderers[fmt]()
+        # JSON and SARIF escape control characters themselves; the others are read by a terminal or
+        # an XML parser (JUnit): a finding quoting a hostile value is escaped there.
+        return text if fmt in ("json", "sarif") else printable(text)
 
     def headline(self) -> str:
         c = self.counts()

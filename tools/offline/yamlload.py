@@ -10,7 +10,7 @@ It accepts plain data only, what the Pulumi CLI and the Kubernetes API accept:
   replaced prod's workload and the preview said PASS. The Pulumi CLI's parser (yaml.v3)
   refuses the file too ("mapping key ... already defined at line N");
 - **plain tags only**: strings, numbers, booleans, null, maps, lists and the ``<<`` merge key.
-  A date (``2024-01-01`` resolves to a YAML 1.1 timestamp), ``!!binary``, ``!!set``,
+  A date (``2024-01-01`` resolves to a YAML timestamp), ``!!binary``, ``!!set``,
   ``!!omap``, ``!!pairs`` and any local tag (``!foo``) are refused with the key path: JSON, and
   so ``PULUMI_CONFIG`` and the Kubernetes API, have no such values; nor ``.inf`` / ``.nan``;
 - **bounded aliases**: a document may grow through aliases by at most as many nodes as it has
@@ -18,25 +18,36 @@ It accepts plain data only, what the Pulumi CLI and the Kubernetes API accept:
   it, so a "billion laughs" file is refused in milliseconds; a recursive alias is refused;
 - **bounded depth**: at most :data:`MAX_DEPTH` levels of nesting.
 
-The loader (:class:`StrictLoader`) is PyYAML's safe loader (libyaml's parser where the wheel
-has it) with only the plain-data constructors registered; :func:`load_documents` checks each
-composed node graph (:func:`node_problems`) before constructing it, so every problem of a
-document is listed at once, as :class:`core.problems.Problem` (key path, value, rule, fix),
-in a :class:`core.problems.ConfigError`.
+It reads YAML as the Pulumi CLI does (Go's ``gopkg.in/yaml.v3``, YAML 1.2's core schema): ``5:00``
+is the text "5:00" (YAML 1.1 read it as 300, base 60), ``yes`` / ``no`` / ``on`` / ``off`` are
+text, ``0o17`` is 15 and ``0x1F`` 31. A plain ``0777`` is refused as ambiguous: YAML 1.2 reads
+777, yaml.v3 keeps YAML 1.1's octal 511 ("Octals from the 1.1 spec, spelled as 0777, are still
+decoded by default in v3", its ``resolve.go``).
+
+The base is :class:`core.yaml12.Yaml12Loader` (PyYAML's libyaml parser with ruamel.yaml's YAML 1.2
+resolution); :class:`StrictLoader` keeps only its plain-data constructors. :func:`load_documents`
+composes each document, checks its node graph (:func:`node_problems`) before constructing it,
+so every problem of a document is listed at once, as :class:`core.problems.Problem` (key path,
+value, rule, fix), in a :class:`core.problems.ConfigError`; text that is not YAML is one such
+problem too, with its line, column and a fix (:func:`syntax_problem`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 from typing import Any, Optional, Union
 
-import yaml
+from yaml import YAMLError
+from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from core.problems import ConfigError, Problem
+from core.yaml12 import Yaml12Loader
 
-_BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+__all__ = ["NotYaml", "YAMLError", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
+
 _Y = "tag:yaml.org,2002:"
 PLAIN_TAGS = frozenset(_Y + t for t in ("str", "int", "float", "bool", "null"))
 MAP_TAG, SEQ_TAG, MERGE_TAG = _Y + "map", _Y + "seq", _Y + "merge"
@@ -45,20 +56,22 @@ MAX_DEPTH = 100
 #: Nodes aliases may add to any document, whatever its size (a document of N nodes may add N).
 MIN_ALIAS_BUDGET = 10_000
 #: What the common tags mean to a reader, for the rule text.
-_TAG_WORDS = {_Y + "timestamp": "a date/time (YAML 1.1 timestamp)", _Y + "binary": "binary data (!!binary)",
+_TAG_WORDS = {_Y + "timestamp": "a date/time (YAML timestamp)", _Y + "binary": "binary data (!!binary)",
               _Y + "set": "a set (!!set)", _Y + "omap": "an ordered map (!!omap)", _Y + "pairs": "pairs (!!pairs)"}
+#: A plain integer with a leading zero: YAML 1.2 reads it in base 10, yaml.v3 in base 8.
+_LEGACY_OCTAL = re.compile(r"[-+]?0[0-9_]+")
 
 
-class StrictLoader(_BASE):
-    """PyYAML's safe loader with the plain-data constructors only: a timestamp, binary, set,
+class StrictLoader(Yaml12Loader):
+    """The YAML 1.2 loader with the plain-data constructors only: a timestamp, binary, set,
     omap, pairs or local tag reaches ``construct_undefined`` and raises
     ``yaml.constructor.ConstructorError`` (:func:`load_documents` reports them earlier, with
     the key path)."""
 
     yaml_constructors = {
-        tag: fn for tag, fn in _BASE.yaml_constructors.items() if tag in PLAIN_TAGS | {MAP_TAG, SEQ_TAG}
+        tag: fn for tag, fn in Yaml12Loader.yaml_constructors.items() if tag in PLAIN_TAGS | {MAP_TAG, SEQ_TAG}
     }
-    yaml_constructors[None] = _BASE.yaml_constructors[None]  # construct_undefined
+    yaml_constructors[None] = Yaml12Loader.yaml_constructors[None]  # construct_undefined
 
 
 PathPart = Union[str, int]
@@ -101,8 +114,7 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]
             continue  # an alias: its node is checked where it is anchored
         seen.add(id(node))
         if len(path) > MAX_DEPTH:
-            problems.append(Problem(at(path[:MAX_DEPTH]), None, f"nested more than {MAX_DEPTH} levels deep",
-                                    "flatten the data; no stack file or manifest nests this deep"))
+            problems.append(_too_deep(at(path[:MAX_DEPTH])))
             continue
         expected = MAP_TAG if isinstance(node, MappingNode) else SEQ_TAG if isinstance(node, SequenceNode) else None
         if (node.tag != expected) if expected else (node.tag not in PLAIN_TAGS):
@@ -112,6 +124,12 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]
                                     "Kubernetes API have no such value)",
                                     (f"quote it to keep it as text ({_quoted(node)}), or " if isinstance(node, ScalarNode)
                                      else "") + "write a plain string, number, list or map"))
+        if isinstance(node, ScalarNode) and node.tag == _Y + "int" and _LEGACY_OCTAL.fullmatch(node.value) \
+                and not node.style:
+            problems.append(Problem(at(path), node.value, f"line {_line(node)}: {node.value} has a leading zero: YAML 1.2 "
+                                    f"reads it in base 10, the Pulumi CLI (yaml.v3) in base 8",
+                                    f"write 0o{node.value.lstrip('+-0') or '0'} for the octal number, "
+                                    f"{node.value.lstrip('+-0') or '0'} for the decimal one, or quote it for text"))
         if isinstance(node, ScalarNode) and node.tag == _Y + "float" and _not_finite(node.value):
             problems.append(Problem(at(path), node.value, f"line {_line(node)}: {node.value} is not a finite number "
                                     "(JSON, Pulumi config and the Kubernetes API have no infinity or NaN)",
@@ -149,7 +167,8 @@ def _mapping_children(node: MappingNode, path: tuple[PathPart, ...], at: Any,
             continue
         if not isinstance(key, ScalarNode):
             problems.append(Problem(at(path), None, f"line {_line(key)}: a key is a list or a map, not text",
-                                    "write the key as plain text"))
+                                    "write the key as plain text (a {{ ... }} there is a Helm or Jinja template: "
+                                    "render it first, e.g. helm template NAME CHART, and pass the rendered file)"))
             continue
         ident = (key.tag, key.value)
         if ident in first:
@@ -215,18 +234,78 @@ def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numb
     """The documents of ``text`` as plain data (``where`` names the file in messages; key paths
     lose the leading ``strip``). Raises :class:`core.problems.ConfigError` listing every
     problem of the first bad document (source ``<where>, document N``, or ``<where>`` alone
-    when not ``numbered``: a stack file), and ``yaml.YAMLError`` for text that is not YAML."""
+    when not ``numbered``: a stack file), text that is not YAML included (its line, column,
+    rule and fix: :func:`syntax_problem`)."""
     loader = StrictLoader(text)
     docs: list[Any] = []
     try:
-        while loader.check_node():
-            node: Optional[Node] = loader.get_node()
+        while True:
+            source = f"{where}, document {len(docs) + 1}" if numbered else where
+            try:
+                if not loader.check_node():
+                    break
+                node: Optional[Node] = loader.get_node()
+            except YAMLError as err:
+                raise NotYaml([syntax_problem(err, text)], where) from None
+            except RecursionError:  # PyYAML's pure-Python composer, where the wheel has no libyaml
+                raise ConfigError([_too_deep("(document root)")], source) from None
             if node is None:
                 continue
             problems = node_problems(node, strip)
             if problems:
-                raise ConfigError(problems, f"{where}, document {len(docs) + 1}" if numbered else where)
+                raise ConfigError(problems, source)
             docs.append(loader.construct_document(node))
     finally:
         loader.dispose()
     return docs
+
+
+class NotYaml(ConfigError):
+    """The text is not YAML: one problem (:func:`syntax_problem`), rendered as one line
+    ``<file>: not valid YAML at line L, column C (<parser's words>): <cause>; fix: <fix>``."""
+
+    def render(self) -> str:
+        p = self.problems[0]
+        return f"{self.source}: {p.rule.replace('not valid YAML', f'not valid YAML at {p.path}', 1)}; fix: {p.fix}"
+
+
+def _too_deep(at: str) -> Problem:
+    return Problem(at, None, f"nested more than {MAX_DEPTH} levels deep",
+                   "flatten the data; no stack file or manifest nests this deep")
+
+
+#: The common causes of text that is not YAML: (pattern on the parser's message, pattern on the
+#: line it stopped at, the cause, the fix). The first that matches either explains the error.
+_SYNTAX_CAUSES: tuple[tuple[str, str, str, str], ...] = (
+    (r"^$", r"\{\{|\{%", "a template ({{ ... }}: Helm or Jinja), not YAML yet",
+     "render it first (helm template NAME CHART > out.yaml, or kustomize build DIR) and pass the rendered file"),
+    (r"'\\t'|\btab", r"^ *\t", "a tab character indents this line; YAML indents with spaces only",
+     "replace the tabs with spaces (two per level)"),
+    (r"mapping values are not allowed", r"^$", "a colon and a space inside a plain value",
+     "quote the value (\"a: b\"), or put the key on its own line"),
+    (r"could not find expected ':'|expected <block end>|did not find expected key", r"^$",
+     "the indentation does not line up: a key is indented unlike its siblings",
+     "indent each key of a map by the same number of spaces"),
+    (r"exceeded maximum nesting depth", r"^$", f"nested deeper than the parser goes (more than {MAX_DEPTH} levels are "
+     "refused anyway)", "flatten the data; no stack file or manifest nests this deep"),
+    (r"found undefined alias|found unknown anchor", r"^$", "an alias (*name) refers to no anchor (&name) above it",
+     "define the anchor first, or write the value out"),
+)
+
+
+def syntax_problem(err: YAMLError, text: str) -> Problem:
+    """The :class:`core.problems.Problem` for text that is not YAML: the line and column where
+    the parser stopped (its path), the line's text (its value), what the parser found and why
+    (its rule: a template, tabs, an unquoted colon, uneven indentation, an undefined alias),
+    and the fix."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+    said = " ".join(str(x) for x in (err.context, err.problem) if x) if isinstance(err, MarkedYAMLError) else str(err)
+    lines = text.splitlines()
+    source_line = lines[line - 1] if 0 < line <= len(lines) else ""
+    rule, fix = f"not valid YAML: {said}", "correct the YAML at that line (a YAML linter, e.g. yamllint, shows where)"
+    for on_message, on_line, why, how in _SYNTAX_CAUSES:
+        if re.search(on_line, source_line) and on_line != r"^$" or on_message != r"^$" and re.search(on_message, said):
+            rule, fix = f"not valid YAML ({said}): {why}", how
+            break
+    return Problem(f"line {line}, column {column}" if line else "(document)", source_line.strip()[:80] or None, rule, fix)
