@@ -417,13 +417,13 @@ def cli_page() -> str:
     import dev
     from tools import cli
 
-    doc = cli.__doc__ or ""
-    codes = doc[doc.index("Exit codes"):].strip()
+    codes = "\n".join(f"{code:>3}  {name:<12} {meaning}" for code, (name, meaning) in cli.EXIT_CODES.items())
     lines = [_banner("dev.py, the argparse parsers of tools/, testbed/ and bench/, and tools/cli.py"),
              "# The command line", "",
              "Every command runs through `dev.py`, which creates `.venv` on first use and reuses it. `dev.py` itself:", "",
              "```", (dev.__doc__ or "").strip(), "```", "",
-             "## Exit codes", "", "From `tools/cli.py`, shared by every command of `tools/`:", "", "```", codes, "```", ""]
+             "## Exit codes", "", "From `tools/cli.py` (`EXIT_CODES`), one contract for every command, `dev.py` included:", "",
+             "```", codes, "```", ""]
     for command, module in _commands():
         argv = ["--help"]
         text = _help(module, argv)

@@ -40,7 +40,7 @@ def test_the_reference_covers_every_policy_key_and_command(pages):
     assert "| `cold_start_seconds` | integer, > 0 | required |" in stack_file
     assert '| `models_pvc` | name (DNS-1123 subdomain) | `"llm-models"` |' in stack_file
     cli = pages[gen.DOCS / "cli.md"]
-    assert "usage: python -m tools.preview" in cli and "130 :data:`INTERRUPTED`" in cli
+    assert "usage: python -m tools.preview" in cli and "130  INTERRUPTED" in cli and "143  TERMINATED" in cli
     catalog = pages[gen.DOCS / "catalog.md"]
     assert "`Qwen/Qwen3-30B-A3B-GPTQ-Int4`" in catalog and "`Tesla-V100-PCIE-32GB`" in catalog
 
