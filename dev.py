@@ -9,6 +9,8 @@
     python3 dev.py plan PLAN.json      cards per node at the peak of a real `pulumi preview --json` (tools.plan)
     python3 dev.py adopt-diff [--stack prod]   what adopting the live objects changes, field by field (tools.adopt_diff)
     python3 dev.py rollout [--namespace NS]    after pulumi up: every Deployment rolled out within its await (tools.rollout)
+    python3 dev.py review-comment DIR [--check]   CI: the PR comment from the review job's outputs (tools.review_comment)
+    python3 dev.py deploy-guard STATE.json ...    CI: refuse an unreviewed first adoption before pulumi up (tools.deploy_guard)
     python3 dev.py toolchain [ARGS]    build the real toolchain from the Go module proxy (testbed.toolchain)
     python3 dev.py cluster up|down|status|env   the loopback test cluster (testbed.cluster)
     python3 dev.py bench [NAME]        the benchmarks (bench/)
@@ -60,6 +62,8 @@ COMMANDS = {
     "plan": ["-m", "tools.plan"],
     "adopt-diff": ["-m", "tools.adopt_diff"],
     "rollout": ["-m", "tools.rollout"],
+    "review-comment": ["-m", "tools.review_comment"],
+    "deploy-guard": ["-m", "tools.deploy_guard"],
     "toolchain": ["-m", "testbed.toolchain"],
     "cluster": ["-m", "testbed.cluster"],
     "bench": ["-m", "bench"],
