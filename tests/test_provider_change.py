@@ -53,12 +53,12 @@ def test_the_unchanged_provider_is_not_refused(tmp_path):
 def test_render_mode_switched_on_an_applied_stack_is_refused_with_the_safe_path(tmp_path):
     doc = _document(render=True)
     moved = provider_change.moved(plan.read_plan(json.dumps(doc))[1])
-    assert moved == {("default_4_25_0_alpha_1768448096", "render-yaml"): 4}
+    assert moved == {("default_4_25_0_alpha_1768448096", "render-yaml"): 3}
     code, text = _run(doc, tmp_path)
     assert code == plan.EXIT_REFUSED, text
     [line] = [ln for ln in text.splitlines() if ln.startswith("REFUSED: provider")]
     assert line.startswith(
-        "REFUSED: provider default_4_25_0_alpha_1768448096 -> render-yaml: the plan moves 4 Kubernetes object(s) from "
+        "REFUSED: provider default_4_25_0_alpha_1768448096 -> render-yaml: the plan moves 3 Kubernetes object(s) from "
         "provider default_4_25_0_alpha_1768448096 (applying to the cluster) to render-yaml (render mode "
         "(renderYamlToDirectory)), and the engine replaces every object whose provider changes")
     assert "Fix: keep this stack's mode" in line and "`pulumi stack init <stack>-render`" in line

@@ -51,14 +51,14 @@ def moved(steps: Iterable[Any]) -> Counter[tuple[str, str]]:
     """(old provider, new provider) -> how many Kubernetes objects the plan moves between them;
     ``steps`` are :class:`tools.plan.Step` (``op``, ``old`` and ``new`` with ``type``, ``urn``,
     ``inputs``, ``provider``)."""
-    out: Counter[tuple[str, str]] = Counter()
+    seen: dict[str, tuple[str, str]] = {}  # a replacement's replace and create-replacement steps are one object
     for s in steps:
         if s.old is None or s.new is None or not s.new.type.startswith("kubernetes:"):
             continue
         before, after = provider_urn(s.old.provider), provider_urn(s.new.provider)
         if before and after and before != after:
-            out[(provider_name(before), provider_name(after))] += 1
-    return out
+            seen[s.new.urn] = (provider_name(before), provider_name(after))
+    return Counter(seen.values())
 
 
 def _render_mode(name: str) -> str:
