@@ -11,6 +11,8 @@
     python3 dev.py adopt-diff [--stack prod]   what adopting the live objects changes, field by field (tools.adopt_diff)
     python3 dev.py rollout [--namespace NS]    after pulumi up: every Deployment rolled out within its await (tools.rollout)
     python3 dev.py policies | catalog  the registry's rules; the model and card catalogs (tools.main)
+    python3 dev.py review-comment DIR [--check]   CI: the PR comment from the review job's outputs (tools.review_comment)
+    python3 dev.py deploy-guard STATE.json ...    CI: refuse an unreviewed first adoption before pulumi up (tools.deploy_guard)
     python3 dev.py toolchain [ARGS]    build the real toolchain from the Go module proxy (testbed.toolchain)
     python3 dev.py cluster up|down|status|env   the loopback test cluster (testbed.cluster)
     python3 dev.py bench [NAME]        the benchmarks (bench/)
@@ -155,6 +157,8 @@ COMMANDS = {
     "rollout": ["-m", "tools.rollout"],
     "policies": ["-m", "tools.main", "policies"],
     "catalog": ["-m", "tools.main", "catalog"],
+    "review-comment": ["-m", "tools.review_comment"],
+    "deploy-guard": ["-m", "tools.deploy_guard"],
     "toolchain": ["-m", "testbed.toolchain"],
     "cluster": ["-m", "testbed.cluster"],
     "bench": ["-m", "bench"],
@@ -212,6 +216,8 @@ def main(argv: list[str]) -> int:
         print(f"dev.py: unknown command {argv[0]!r}; the commands are: {', '.join([*COMMANDS, *OWN, 'pin'])} "
               "(python3 dev.py --help)", file=sys.stderr)
         return cli.BAD_INPUT
+    if argv[0] == "lock" and PY.exists():
+        return lock(argv[1:])  # re-locking after a pin changed: .venv is out of date until then
     try:
         ensure_venv()
     except (VenvError, OSError) as err:

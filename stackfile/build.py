@@ -34,6 +34,7 @@ from stackfile import (
     VllmWorkload,
     STRING_KEYS,
 )
+from stackfile.loader import is_secret_value
 from stackfile.objects import left_alone_outputs, left_alone_text
 from stackfile.schema import config_keys_read
 from core import facts
@@ -54,12 +55,14 @@ from components.workload import (
 )
 
 
-def config_from_pulumi() -> dict[str, Any]:
+def config_from_pulumi(written: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
     """Every ``llm-serving:*`` key of the running stack, as ``{"llm-serving:<key>": value}``.
 
     Keys come from the engine's config (``pulumi.runtime.config``) and ``PULUMI_CONFIG``;
     values of structured keys are decoded with ``pulumi.Config.get_object`` (plain text is
     kept as text when it is not JSON, so :func:`load_stack_config` reports the type).
+    ``written``: the stack file's ``config:`` map as written (``secure:`` leaves still
+    encrypted), which says where in a secret key each secret value sits (:func:`_secret_values`).
     """
     from pulumi.runtime import config as runtime_config
 
@@ -69,10 +72,12 @@ def config_from_pulumi() -> dict[str, Any]:
     for key in config_keys_read(keys):
         if not key.startswith(PREFIX):
             out[key] = runtime_config.get_config(key)  # refused by the loader (a misspelt namespace, a provider key)
+            if runtime_config.is_config_secret(key):
+                out[key] = _secret_values(out[key], (written or {}).get(key))
             continue
         name = key[len(PREFIX):]
         if runtime_config.is_config_secret(key):
-            out[key] = _secret_values(runtime_config.get_config(key))
+            out[key] = _secret_values(runtime_config.get_config(key), (written or {}).get(key))
             continue
         if name in STRING_KEYS:
             out[key] = cfg.get(name)
@@ -84,20 +89,44 @@ def config_from_pulumi() -> dict[str, Any]:
     return out
 
 
-def _secret_values(raw: Any) -> Any:
+def _secret_values(raw: Any, written: Any = None) -> Any:
     """A config key the CLI marks secret (it holds a ``secure:`` value, decrypted here): JSON
-    decoded, with each ``workloads.<w>.secret_env`` value wrapped in ``pydantic.SecretStr`` so
-    the loader accepts it as a secret and no message shows it (read without
-    ``Config.get_object``, which warns that the key is secret)."""
+    decoded, with each value the stack file stores as ``secure:`` (``written``, the key as
+    written) wrapped in ``pydantic.SecretStr``, so the loader accepts it where a secret belongs
+    (``secret_env``), refuses it anywhere else, and no message shows it (read without
+    ``Config.get_object``, which warns that the key is secret). When ``written`` holds no
+    ``secure:`` value (a stack file that cannot be read, or config that came from elsewhere),
+    every ``workloads.<w>.secret_env`` value is taken as secret."""
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
-        return raw
+        value = raw
+    if _holds_secure(written):
+        return _mark_secrets(value, written)
     if isinstance(value, dict):
         for wl in value.values():
             env = wl.get("secret_env") if isinstance(wl, dict) else None
             if isinstance(env, dict):
                 wl["secret_env"] = {k: SecretStr(v) if isinstance(v, str) else v for k, v in env.items()}
+    return value
+
+
+def _holds_secure(written: Any) -> bool:
+    if is_secret_value(written):
+        return True
+    if isinstance(written, dict):
+        return any(_holds_secure(v) for v in written.values())
+    return isinstance(written, list) and any(_holds_secure(v) for v in written)
+
+
+def _mark_secrets(value: Any, written: Any) -> Any:
+    """``value`` with every part that ``written`` stores as ``secure:`` wrapped in ``SecretStr``."""
+    if is_secret_value(written):
+        return SecretStr(value if isinstance(value, str) else json.dumps(value))
+    if isinstance(value, dict) and isinstance(written, dict):
+        return {k: _mark_secrets(v, written.get(k)) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(written, list):
+        return [_mark_secrets(v, written[i] if i < len(written) else None) for i, v in enumerate(value)]
     return value
 
 
@@ -215,6 +244,22 @@ def build_stack(config: StackConfig, opts: Optional[pulumi.ResourceOptions] = No
             opts,
         )
     return StackResources(workloads, services, netpol)
+
+
+SECRET_TYPE = "kubernetes:core/v1:Secret"
+
+
+def secrets_to(provider: pulumi.ProviderResource) -> pulumi.ResourceOptions:
+    """Options that send every ``kubernetes:core/v1:Secret`` of the components to ``provider``
+    (a transformation the components' children inherit), whatever provider the rest uses: in
+    render mode the Secrets are applied to the cluster and never written to the directory
+    (docs/secrets.md)."""
+    def to_provider(args: pulumi.ResourceTransformationArgs) -> Optional[pulumi.ResourceTransformationResult]:
+        if args.type_ != SECRET_TYPE:
+            return None
+        return pulumi.ResourceTransformationResult(args.props, pulumi.ResourceOptions.merge(
+            args.opts, pulumi.ResourceOptions(provider=provider)))
+    return pulumi.ResourceOptions(transformations=[to_provider])
 
 
 def report_left_alone(config: StackConfig) -> list[str]:

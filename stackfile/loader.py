@@ -16,6 +16,7 @@ from typing import Annotated, Any, Optional, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
+    SecretStr,
     TypeAdapter,
     ValidationError,
 )
@@ -55,6 +56,9 @@ def load_stack_config(config: dict[str, Any], base_dir: Optional[Path] = None, s
     hybrid models on one card, vLLM pinned by digest, sm_70 dtypes and kernels, memory fits
     the node, Service targets exist and are not parked, startup budget above the cold start).
     """
+    misplaced = misplaced_secrets(config)
+    if misplaced:  # stop here: a field's error would show the value
+        raise ConfigError(misplaced, source)
     problems: list[Problem] = []
     raw = _known_sections(config, problems)
     parts: dict[str, Any] = {}
@@ -87,6 +91,49 @@ def load_stack_config(config: dict[str, Any], base_dir: Optional[Path] = None, s
 
 
 _INVALID = object()
+
+#: Where a secret value belongs: ``llm-serving:workloads.<workload>.secret_env.<NAME>``.
+SECRET_PATH = f"{PREFIX}workloads.<workload>.secret_env.<NAME>"
+
+
+def is_secret_value(value: Any) -> bool:
+    """A value stored encrypted: ``{secure: <ciphertext>}`` as the stack file holds it, or a
+    :class:`pydantic.SecretStr` (the program's wrapping of a value the CLI decrypted)."""
+    return isinstance(value, SecretStr) or (
+        isinstance(value, dict) and set(value) == {"secure"} and isinstance(value["secure"], str))
+
+
+def misplaced_secrets(config: dict[str, Any]) -> list[Problem]:
+    """One problem per secret value (:func:`is_secret_value`) anywhere but a workload's
+    ``secret_env`` (a label, an env value, an argument, a whole key): the program would put it in
+    plain text into the object, the rendered manifests and the state's inputs. The value is never
+    shown (neither plaintext nor ciphertext)."""
+    out: list[Problem] = []
+
+    def walk(value: Any, path: tuple[str, ...]) -> None:
+        if is_secret_value(value):
+            if not (len(path) == 4 and path[0] == PREFIX + "workloads" and path[2] == "secret_env"):
+                dotted = ".".join(path)
+                out.append(Problem(
+                    dotted, REDACTED,
+                    f"a secret value (secure:, set by pulumi config set --secret) is accepted only under {SECRET_PATH}: "
+                    "here the program would write it in plain text into the object, the rendered manifests and the "
+                    "state",
+                    f"move it: pulumi config rm --path '{dotted}', then pulumi config set --secret --path "
+                    f"'{SECRET_PATH}' (the workload's container reads it from its Secret); or, if it is not secret, "
+                    f"pulumi config set --path '{dotted}' <value> without --secret",
+                    "pulumi-kubernetes PR #936 (renderYamlToDirectory writes secret values in plain text); docs/secrets.md"))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, path + (str(k),))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, path + (str(i),))
+
+    for key, value in config.items():
+        if key.startswith(PREFIX) or misspelt_namespace(key):
+            walk(value, (key,))
+    return out
 
 
 def _sort_key(path: str) -> tuple[int, str]:

@@ -15,7 +15,7 @@ What it does, over the CLI's ``LanguageRuntime`` gRPC protocol with pulumi's gen
 
 * ``Handshake``, ``GetPluginInfo``;
 * ``GetRequiredPackages`` / ``GetRequiredPlugins``: the ``pulumi-plugin.json`` of every
-  package installed in the program's virtualenv (``kubernetes 4.25.0-alpha...`` here), so the
+  package installed in the program's virtualenv (``kubernetes 4.25.0`` here), so the
   CLI loads the provider installed under ``PULUMI_HOME/plugins``;
 * ``InstallDependencies``: creates the virtualenv named by the runtime option ``virtualenv``
   and ``pip install -r requirements.txt`` into it, streaming pip's output;

@@ -1,4 +1,5 @@
-"""The CI workflows (.gitea/workflows/, GitHub Actions syntax as Gitea Actions runs it).
+"""The CI workflows (.gitea/workflows/, GitHub Actions syntax as Gitea Actions runs it; the same
+files in .github/workflows/ for GitHub) and their runbook, docs/runbooks/ci.md.
 
 Lint: every workflow validates against the GitHub workflow schema that check-jsonschema
 ships (``--builtin-schema vendor.github-workflows``, offline). Without check-jsonschema the
@@ -9,6 +10,8 @@ commands the README's daily workflow names for CI, and that the offline commands
 from __future__ import annotations
 
 import importlib.util
+import io
+import re
 import shlex
 import subprocess
 import sys
@@ -19,6 +22,7 @@ import pytest
 import yaml
 
 import dev
+from testbed import toolchain
 from tools.analyze import _parser as analyze_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +82,7 @@ def test_pull_request_runs_tests_offline_checks_and_the_real_preview():
     lines = run_lines(wf)
     assert any(line.startswith("python3 dev.py test") for line in lines)
     assert "python3 dev.py lint" in lines
-    assert any("pulumi preview --stack prod --policy-pack policies --diff" in line for line in lines)
+    assert any("pulumi preview --refresh --stack prod --policy-pack policies --diff" in line for line in lines)
     analyze = [line for line in lines if "python3 dev.py analyze" in line]
     assert len(analyze) == 1
     assert "sarif=" in analyze[0] and "markdown=" in analyze[0]
@@ -91,11 +95,91 @@ def test_merge_to_main_runs_pulumi_up_with_the_policy_pack():
     assert wf["concurrency"]["cancel-in-progress"] is False
 
 
+def test_the_github_workflows_are_the_gitea_ones():
+    """Gitea runs GitHub Actions syntax: one text for both forges (the comment step posts through
+    ``github.api_url``, which is each forge's own API)."""
+    github = sorted((ROOT / ".github" / "workflows").glob("*.yaml"))
+    assert [p.name for p in github] == [p.name for p in WORKFLOWS]
+    for ours, theirs in zip(WORKFLOWS, github, strict=True):
+        assert ours.read_text() == theirs.read_text(), ours.name
+
+
+def _uses(step: dict) -> str:
+    return str(step.get("uses", "")).split("@")[0]
+
+
+@pytest.mark.parametrize("name", ["pull-request.yaml", "deploy.yaml"])
+def test_no_job_but_the_tests_builds_go(name):
+    """Only the test job sets up Go (the real suite builds its toolchain); the review and deploy
+    jobs install the official CLI (pulumi/actions) and the plugin (`pulumi plugin install`)."""
+    wf = load(name)
+    go_jobs = {job for job, spec in wf["jobs"].items()
+               if any(_uses(s) == "actions/setup-go" or "dev.py toolchain" in s.get("run", "") or
+                      re.search(r"(^|\s)go (build|install|run)\b", s.get("run", "")) for s in spec["steps"])}
+    assert go_jobs == {"test"}
+    assert [s["run"] for s in wf["jobs"]["test"]["steps"] if "run" in s][-1] == "python3 dev.py test -q"
+    for job, spec in wf["jobs"].items():
+        if job == "test":
+            continue
+        uses = [_uses(s) for s in spec["steps"] if "uses" in s]
+        assert "pulumi/actions" in uses, job
+        assert [s["with"]["pulumi-version"] for s in spec["steps"] if _uses(s) == "pulumi/actions"] == ["${{ env.PULUMI_VERSION }}"]
+        assert any('pulumi plugin install resource kubernetes "v$KUBERNETES_PLUGIN_VERSION"' in s.get("run", "")
+                   for s in spec["steps"]), job
+        # The versions come from their pins in pyproject.toml (one place), through $GITHUB_ENV.
+        pins = [s["run"] for s in spec["steps"] if "GITHUB_ENV" in s.get("run", "")]
+        assert pins == ['echo "PULUMI_VERSION=$(python3 dev.py pin pulumi)" >> "$GITHUB_ENV"\n'
+                        'echo "KUBERNETES_PLUGIN_VERSION=$(python3 dev.py pin pulumi-kubernetes)" >> "$GITHUB_ENV"\n'], job
+    assert "PULUMI_VERSION" not in wf["env"] and "KUBERNETES_PLUGIN_VERSION" not in wf["env"]
+    assert dev.pin("pulumi-kubernetes") == toolchain.load_versions()["kubernetes_provider"]["plugin_version"]
+
+
+def test_the_review_comment_does_not_wait_for_the_tests_and_previews_with_refresh():
+    wf = load("pull-request.yaml")
+    review = wf["jobs"]["review"]
+    assert "needs" not in review and review["timeout-minutes"] <= 30
+    previews = [line for line in run_lines({"jobs": {"review": review}}) if line.startswith("pulumi preview")]
+    assert len(previews) == 2 and all("--refresh" in line for line in previews)
+    names = [s.get("name", s.get("uses")) for s in review["steps"]]
+    assert names.index("Compose the comment") < names.index("Post the comment on the pull request") < len(names) - 1
+    assert review["steps"][-1]["run"] == "python3 dev.py review-comment out/review --check"
+
+
+def test_the_deploy_job_guards_adoption_and_rechecks_the_plan_before_up():
+    wf = load("deploy.yaml")
+    lines = run_lines({"jobs": {"up": wf["jobs"]["up"]}})
+    order = [next(i for i, line in enumerate(lines) if needle in line) for needle in (
+        "python3 dev.py deploy-guard", "pulumi preview --refresh --stack prod --json", "python3 dev.py plan out/plan.json",
+        "pulumi up --yes --stack prod --policy-pack policies")]
+    assert order == sorted(order)
+    assert "adopt_commit" in triggers(wf)["workflow_dispatch"]["inputs"]
+
+
+RUNBOOK = ROOT / "docs" / "runbooks" / "ci.md"
+
+
+def test_the_runbook_matches_the_workflows():
+    """docs/runbooks/ci.md names every secret the workflows read and no other, every job, the
+    versions the jobs install, and each workflow file."""
+    text = RUNBOOK.read_text()
+    used = set()
+    for wf in WORKFLOWS:
+        used |= set(re.findall(r"secrets\.([A-Z_]+)", wf.read_text()))
+        assert f".gitea/workflows/{wf.name}" in text and f".github/workflows/{wf.name}" in text
+        for job in load(wf.name)["jobs"]:
+            assert f"`{job}`" in text, job
+    documented = set(re.findall(r"^\| `([A-Z_]+)` \|", text, re.M))
+    assert documented == used
+    for key, value in load("pull-request.yaml")["env"].items():
+        assert f"{key}={value}" in text, key
+
+
 def test_the_offline_commands_in_the_workflows_exist_and_parse():
     for wf in (load("pull-request.yaml"), load("deploy.yaml")):
         for line in run_lines(wf):
             for cmd in line.split("python3 dev.py ")[1:]:
                 words = shlex.split(cmd.split(";")[0].split("&&")[0])
+                words = words[:next((i for i, w in enumerate(words) if re.match(r"\d?>", w)), len(words))]  # redirections
                 assert words[0] in (*dev.COMMANDS, *dev.OWN, "pin"), words[0]
                 if words[0] == "toolchain":
                     from testbed import toolchain
@@ -109,6 +193,12 @@ def test_the_offline_commands_in_the_workflows_exist_and_parse():
                     from tools import preview
 
                     assert preview._parser().parse_args(words[1:]).stack == "prod"
+                if words[0] in ("review-comment", "deploy-guard", "plan"):
+                    from tools import deploy_guard, plan, review_comment
+
+                    module = {"review-comment": review_comment, "deploy-guard": deploy_guard, "plan": plan}[words[0]]
+                    # argparse refuses unknown flags with SystemExit; the missing files are a returned 2.
+                    assert module.main(words[1:], stdout=io.StringIO(), stderr=io.StringIO()) in (0, 1, 2)
 
 
 def test_lint_and_types_are_their_own_step():

@@ -1,8 +1,10 @@
 """Secrets: a stack config value marked secret (``secure:`` in the stack file, what
 ``pulumi config set --secret`` writes; decrypted by the CLI, which marks the key secret) is
-accepted where a secret belongs, ``secret_env`` of a workload: rendered as a Kubernetes Secret and
-a ``secretKeyRef``, never as plain text in the offline rendering, the diff, the summary, an error
-message or a policy report. A planted token is looked for in every output.
+accepted where a secret belongs, ``secret_env`` of a workload, and refused anywhere else. The
+workload's Secret stays with Pulumi (registered, applied by ``pulumi up``, encrypted in the state)
+and is never rendered: the rendering ArgoCD applies holds only the ``secretKeyRef`` that names it
+(docs/secrets.md). A planted token, and the placeholder ``[secret]``, are looked for in every
+output; the real CLI's side is ``tests/real/test_real_secrets_render.py``.
 """
 
 from __future__ import annotations
@@ -41,11 +43,14 @@ def decrypted_run():
     return config, mockrun.run_program(config, secret_keys=[W])
 
 
-def test_a_secret_renders_as_a_secret_and_secret_key_refs(decrypted_run):
+def test_a_secret_is_registered_with_pulumi_and_only_its_secret_key_refs_are_rendered(decrypted_run):
     _, run = decrypted_run
     objs = {(o["kind"], o["metadata"]["name"]): o for o in render.manifests(run.resources)}
-    assert objs[("Secret", "reasoning-env")]["stringData"] == {"HF_TOKEN": "[secret]"}
-    assert objs[("Secret", "candle-vllm-env")]["stringData"] == {"API_KEY": "[secret]"}
+    assert not [key for key in objs if key[0] == "Secret"]
+    registered = {r.name: r.props for r in run.resources if r.type == "kubernetes:core/v1:Secret"}
+    assert registered["reasoning-env"]["stringData"] == {"HF_TOKEN": "[secret]"}  # the mock's view of Output.secret
+    assert registered["candle-vllm-env"]["stringData"] == {"API_KEY": "[secret]"}
+    assert render.kept_by_pulumi(run.resources) == ["Secret llm-serving/candle-vllm-env", "Secret llm-serving/reasoning-env"]
     isvc_env = objs[("InferenceService", "reasoning")]["spec"]["predictor"]["containers"][0]["env"]
     assert isvc_env[-1] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "reasoning-env", "key": "HF_TOKEN"}}}
     pod = objs[("Deployment", "candle-vllm")]["spec"]["template"]["spec"]
@@ -71,8 +76,9 @@ def test_the_planted_token_is_in_no_output(decrypted_run, tmp_path):
         "outputs": repr(run.outputs),
         **{f"report {fmt}": report.render(fmt) for fmt in FORMATS},
     }
-    assert "reasoning-env" in diff.render()
+    assert "reasoning-env" in diff.render()  # the secretKeyRef that names it
     assert {name: TOKEN in text for name, text in texts.items()} == {name: False for name in texts}
+    assert "[secret]" not in texts["rendering"] + texts["diff"]
     assert report.exit_code() == 0, report.render("table")
 
 
@@ -85,10 +91,15 @@ def test_a_secure_value_in_the_stack_file_previews_with_nothing_decrypted(tmp_pa
     out, err = io.StringIO(), io.StringIO()
     code = preview.main(["--stack-file", str(stack), "--out", str(tmp_path / "out")], stdout=out, stderr=err)
     assert code == 0, out.getvalue() + err.getvalue()
-    secret = yaml.safe_load((tmp_path / "out" / "1-manifest" / "v1-secret-llm-serving-reasoning-env.yaml").read_text())
-    assert secret["stringData"] == {"HF_TOKEN": "[secret]"}
+    assert not (tmp_path / "out" / "1-manifest" / "v1-secret-llm-serving-reasoning-env.yaml").exists()
+    assert ("not rendered: Secret llm-serving/reasoning-env, applied by pulumi up only (Secrets stay with Pulumi; "
+            "docs/secrets.md)") in out.getvalue()
     rendered = "".join(p.read_text() for p in (tmp_path / "out").rglob("*.yaml"))
+    isvc = yaml.safe_load((tmp_path / "out" / "1-manifest" / "serving.kserve.io_v1beta1-inferenceservice-llm-serving-reasoning.yaml").read_text())
+    assert isvc["spec"]["predictor"]["containers"][0]["env"][-1] == {
+        "name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "reasoning-env", "key": "HF_TOKEN"}}}
     assert "c2VjcmV0Y2lwaGVy" not in rendered + out.getvalue() + err.getvalue()
+    assert "[secret]" not in rendered
 
 
 @pytest.mark.parametrize("value", [TOKEN, {"plain": TOKEN}, [TOKEN]])
@@ -132,3 +143,43 @@ def test_a_name_in_env_and_secret_env_is_refused():
     config[W]["reasoning"]["env"] = {"HF_TOKEN": "x"}
     with pytest.raises(ConfigError, match="HF_TOKEN is in both env and secret_env"):
         load_stack_config(config)
+
+
+SECURE = {"secure": "v1:c2VjcmV0Y2lwaGVy"}
+
+
+@pytest.mark.parametrize("where, path", [
+    (lambda c: c[W]["reasoning"].setdefault("env", {}).update(HF_HOME=SECURE), f"{W}.reasoning.env.HF_HOME"),
+    (lambda c: c[W]["reasoning"].setdefault("labels", {}).update(team=SECURE), f"{W}.reasoning.labels.team"),
+    (lambda c: c[W]["candle-vllm"].update(image=SECURE), f"{W}.candle-vllm.image"),
+    (lambda c: c.update({"llm-serving:namespace": SECURE}), "llm-serving:namespace"),
+    (lambda c: c[W]["reasoning"].update(args=[SecretStr(TOKEN)]), f"{W}.reasoning.args.0"),
+])
+def test_a_secure_value_outside_secret_env_is_refused_without_showing_it(where, path):
+    """On the offline path the value is ``{secure: ...}``; on the real path the program wraps the
+    decrypted value in SecretStr where the stack file stores it as secure (config_from_pulumi)."""
+    config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+    where(config)
+    with pytest.raises(ConfigError) as err:
+        load_stack_config(config)
+    [p] = err.value.problems
+    assert (p.path, p.value) == (path, "[secret]")
+    assert p.rule.startswith("a secret value (secure:, set by pulumi config set --secret) is accepted only under "
+                             "llm-serving:workloads.<workload>.secret_env.<NAME>")
+    assert p.fix.startswith(f"move it: pulumi config rm --path '{path}'")
+    text = err.value.render()
+    assert TOKEN not in text and "c2VjcmV0Y2lwaGVy" not in text
+
+
+def test_the_program_marks_secret_values_where_the_stack_file_stores_them():
+    """``config_from_pulumi``'s wrapping: a decrypted key is SecretStr exactly at the stack file's
+    secure: leaves, so a secure env value is refused and a secure secret_env value accepted."""
+    from stackfile.build import _secret_values
+
+    written = {"reasoning": {"env": {"X": SECURE, "Y": "plain"}, "secret_env": {"HF_TOKEN": SECURE}}}
+    decrypted = '{"reasoning": {"env": {"X": "%s", "Y": "plain"}, "secret_env": {"HF_TOKEN": "%s"}}}' % (TOKEN, TOKEN)
+    value = _secret_values(decrypted, written)
+    assert isinstance(value["reasoning"]["env"]["X"], SecretStr) and value["reasoning"]["env"]["Y"] == "plain"
+    assert value["reasoning"]["secret_env"]["HF_TOKEN"].get_secret_value() == TOKEN
+    unknown = _secret_values(decrypted)  # no stack file to read: secret_env values are taken as secret
+    assert isinstance(unknown["reasoning"]["secret_env"]["HF_TOKEN"], SecretStr) and unknown["reasoning"]["env"]["X"] == TOKEN

@@ -34,14 +34,27 @@ def test_python_pins_name_the_toolchains_versions():
     pack = _pins(ROOT / "policies" / "requirements.txt")
     assert req["pulumi"] == pack["pulumi"] == v["pulumi"]["python_sdk"] == v["pulumi"]["version"].lstrip("v")
     assert req["pulumi-kubernetes"] == v["kubernetes_provider"]["python_sdk"]
-    # The provider's plugin version is the SDK's, in semver form (4.25.0a1768448096 -> 4.25.0-alpha.1768448096).
-    assert v["kubernetes_provider"]["plugin_version"] == v["kubernetes_provider"]["python_sdk"].replace("a", "-alpha.")
-    # And the pseudo-version's timestamp is the alpha's number (the commit's Unix time).
+
+
+def test_the_provider_is_the_stable_release_built_at_its_tag():
+    """requirements.txt pins a stable pulumi-kubernetes (no pre-release), and the toolchain builds
+    the provider at that release's tag: the plugin version is the tag's, and the module's
+    pseudo-version names the tag's commit and that commit's time. The tag's commit was read from
+    pulumi/pulumi-kubernetes (``git rev-parse v4.25.0^{commit}`` = f47bc2d6f199..., committed
+    2026-01-14T19:34:56-08:00), the commit PyPI's alpha 4.25.0a1768448096 was also built from."""
     import datetime
 
-    stamp = v["kubernetes_provider"]["version"].split("-")[1]
+    k = toolchain.load_versions()["kubernetes_provider"]
+    pin = _pins(ROOT / "requirements.txt")["pulumi-kubernetes"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", pin), pin  # stable: no a/b/rc/dev part
+    assert pin == k["python_sdk"] == k["plugin_version"] == k["tag"].removeprefix("v") == "4.25.0"
+    _, stamp, commit = k["version"].rsplit("-", 2)
+    assert k["tag_commit"].startswith(commit) and len(k["tag_commit"]) == 40
     when = datetime.datetime.strptime(stamp, "%Y%m%d%H%M%S").replace(tzinfo=datetime.timezone.utc)
-    assert str(int(when.timestamp())) == v["kubernetes_provider"]["plugin_version"].rsplit(".", 1)[1]
+    assert when == datetime.datetime(2026, 1, 15, 3, 34, 56, tzinfo=datetime.timezone.utc)
+    # The alpha the project pinned before was numbered by that same commit's Unix time.
+    assert int(when.timestamp()) == 1768448096
+    assert toolchain.plugin_dir(toolchain.load_versions(), Path("/c")).name == "resource-kubernetes-v4.25.0"
 
 
 def test_the_users_workflows_install_the_same_cli_version():

@@ -31,8 +31,9 @@ too: the program registers nothing for it, but the stack's state still held it (
 created or adopted it), so Pulumi would delete the live object the entry says it leaves alone.
 
 Exit codes: 0 the peak fits every node; 1 refused: a node over its cards at the peak (the message
-names the old objects holding them and the rename or the cards to free first), or a left-alone
-object deleted; 2 bad input (not a preview's JSON, a document missing steps or its changeSummary, an event stream
+names the old objects holding them and the rename or the cards to free first), a left-alone
+object deleted, or a provider change (render mode switched on a stack with state, server-side
+apply off: :mod:`tools.provider_change`); 2 bad input (not a preview's JSON, a document missing steps or its changeSummary, an event stream
 without its summary or with two preludes, a step without an operation, no inventory in its config),
 one line.
 """
@@ -52,7 +53,7 @@ from stackfile.objects import LeftAlone, ObjectRef
 from stackfile.schema import StackConfig
 from core.inventory import ClusterInventory
 from core.problems import Finding
-from tools import cli
+from tools import cli, provider_change
 from tools.offline import render, summary, transition
 from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
 
@@ -69,11 +70,12 @@ class PlanError(Exception):
 
 @dataclass(frozen=True)
 class State:
-    """One side of a step: the resource's URN, type token and inputs."""
+    """One side of a step: the resource's URN, type token, inputs and provider reference."""
 
     urn: str
     type: str
     inputs: dict[str, Any]
+    provider: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,8 @@ def _state(raw: Any) -> Optional[State]:
     if not isinstance(raw, dict) or not raw.get("urn"):
         return None
     inputs = raw.get("inputs")
-    return State(str(raw["urn"]), str(raw.get("type", "")), inputs if isinstance(inputs, dict) else {})
+    return State(str(raw["urn"]), str(raw.get("type", "")), inputs if isinstance(inputs, dict) else {},
+                 str(raw.get("provider") or ""))
 
 
 def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
@@ -273,7 +276,7 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
         return cli.fail("plan", err, stderr)
     counted = count(steps, inventory)
     stdout.write("\n".join(counted.peak.render()) + "\n")
-    refused = counted.refusals() + deleted
+    refused = counted.refusals() + deleted + provider_change.refusals(steps)
     for reason in refused:
         stdout.write(f"REFUSED: {reason}\n")
     return EXIT_REFUSED if refused else EXIT_OK

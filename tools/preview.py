@@ -181,6 +181,8 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         side = stdout if args.format == "table" else stderr
         side.write(summary.summary(run.resources, config, stack, run.outputs, base_dir=rules.PROJECT_DIR))
         side.write(f"\nwrote {len(files)} manifests to {_display(out_dir)}\n")
+        for kept in render.kept_by_pulumi(run.resources):
+            side.write(f"not rendered: {kept}, applied by pulumi up only (Secrets stay with Pulumi; docs/secrets.md)\n")
         refused: list[str] = []
         if diff is not None and base is not None:
             side.write("\n" + diff.render())

@@ -43,7 +43,7 @@ PASSPHRASE = "llm-serving-real-suite"
 #: What the copy leaves out: git, environments, outputs, and the parts of the repo the CLI
 #: does not use.
 IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "out", "rendered", "__pycache__", ".pytest_cache",
-                                "tests", "bench", ".gitea", ".ci", "*.pyc")
+                                "tests", "bench", ".gitea", ".github", ".ci", "*.pyc")
 #: Generous bounds for one CLI command on a loaded 2-core machine (seconds).
 CLI_TIMEOUT_S = 900
 

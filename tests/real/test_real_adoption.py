@@ -1,6 +1,6 @@
 """Taking over ArgoCD's live objects with the first ``pulumi up``, on the
 loopback cluster with this provider build (pulumi-kubernetes f47bc2d6f199, plugin
-4.25.0-alpha.1768448096).
+4.25.0, the v4.25.0 tag).
 
 The cluster is seeded with the user's ArgoCD-era objects that prod keeps (``tests/reference/``:
 the candle-vllm and clef-candle Deployments, the coder-predictor and reasoning-long-predictor

@@ -30,7 +30,7 @@ Deployment at 48 s and its Service at 58 s (10 s of Endpoints settle after the p
 (2) the update failed at 93 s with "'slow' timed out waiting to be Ready" (then a template change
 of ``slow``; now the creation of ``late``).
 
-Found on this provider (pulumi-kubernetes f47bc2d6f199, plugin 4.25.0-alpha.1768448096), read in
+Found on this provider (pulumi-kubernetes f47bc2d6f199, plugin 4.25.0, the v4.25.0 tag), read in
 ``provider/pkg/await/service.go`` and checked here: a Service with a selector is ready once its
 Endpoints have settled (10 s after the last Endpoints event) with no not-ready address, so it
 waits for its workload's pods to become Ready: the Service needs the workload's timeout too.

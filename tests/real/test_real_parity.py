@@ -6,7 +6,7 @@
    stack file under the same stack name.
 2. Manifests: the kubernetes provider's ``renderYamlToDirectory`` output equals the offline
    preview's files (``tools.preview``), name for name and field for field. This provider version
-   (4.25.0-alpha.1768448096) has no ``alwaysRender`` option; it writes every object it creates,
+   (4.25.0, the v4.25.0 tag) has no ``alwaysRender`` option; it writes every object it creates,
    so each rendering is the first ``pulumi up`` of a fresh stack, which creates every object.
 """
 

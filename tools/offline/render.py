@@ -64,14 +64,27 @@ class RenderError(Exception):
 
 # --- objects and file names --------------------------------------------------------------------
 
+#: Objects never rendered: a workload's Secret stays with Pulumi (applied by ``pulumi up``,
+#: encrypted in the state), and the rendered objects reference it by name (docs/secrets.md).
+KEPT_BY_PULUMI = frozenset({"kubernetes:core/v1:Secret"})
+
+
 def manifests(resources: Iterable[Resource]) -> list[dict[str, Any]]:
-    """The Kubernetes objects among ``resources``: custom resources of the kubernetes provider
-    whose inputs carry ``apiVersion`` and ``kind`` (providers and components are skipped)."""
+    """The Kubernetes objects among ``resources`` that a rendering holds: custom resources of the
+    kubernetes provider whose inputs carry ``apiVersion`` and ``kind`` (providers and components
+    are skipped, and so are Secrets: :data:`KEPT_BY_PULUMI`)."""
     out = []
     for r in resources:
-        if r.custom and r.type.startswith("kubernetes:") and "apiVersion" in r.props and "kind" in r.props:
+        if r.custom and r.type.startswith("kubernetes:") and "apiVersion" in r.props and "kind" in r.props \
+                and r.type not in KEPT_BY_PULUMI:
             out.append(r.props)
     return out
+
+
+def kept_by_pulumi(resources: Iterable[Resource]) -> list[str]:
+    """``Secret <namespace>/<name>`` of each object :func:`manifests` leaves out of a rendering."""
+    return [f"{r.props.get('kind')} {(r.props.get('metadata') or {}).get('namespace')}/"
+            f"{(r.props.get('metadata') or {}).get('name')}" for r in resources if r.custom and r.type in KEPT_BY_PULUMI]
 
 
 def render_path(obj: dict[str, Any]) -> str:
