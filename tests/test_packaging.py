@@ -81,12 +81,13 @@ def test_pulumis_version_is_written_once():
                and (ROOT / f).is_file() and re.search(rf"(?<![\d.]){re.escape(sdk)}(?![\d])", (ROOT / f).read_text(errors="replace"))]
     assert written == ["testbed/toolchain/versions.json"], written  # its comment says why that version
     wf = (ROOT / ".gitea" / "workflows" / "deploy.yaml").read_text()
-    assert 'pulumi_version=$(python3 dev.py pin pulumi)' in wf and '--version "$pulumi_version"' in wf
+    assert 'echo "PULUMI_VERSION=$(python3 dev.py pin pulumi)" >> "$GITHUB_ENV"' in wf
+    assert "pulumi-version: ${{ env.PULUMI_VERSION }}" in wf
 
 
 def test_dev_py_pin_reads_pyproject():
     out = subprocess.run([sys.executable, "dev.py", "pin", "pulumi-kubernetes"], cwd=ROOT, capture_output=True, text=True)
-    assert (out.returncode, out.stdout) == (0, "4.25.0a1768448096\n")
+    assert (out.returncode, out.stdout) == (0, "4.25.0\n")
 
 
 def test_dev_py_help_and_a_mistyped_command():
@@ -96,7 +97,7 @@ def test_dev_py_help_and_a_mistyped_command():
     assert bad.returncode == 2
     assert bad.stderr.splitlines() == [
         "dev.py: unknown command 'tset'; the commands are: preview, analyze, plan, adopt-diff, rollout, policies, "
-        "catalog, toolchain, cluster, bench, docs, test, lint, lock, pin (python3 dev.py --help)"]
+        "catalog, review-comment, deploy-guard, toolchain, cluster, bench, docs, test, lint, lock, pin (python3 dev.py --help)"]
 
 
 @pytest.mark.parametrize("verb", cli_main.VERBS)
