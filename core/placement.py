@@ -20,7 +20,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from core import facts, quantity
 from core.facts import STARTUP_HEADROOM
-from core.values import EnvName, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain, rule_error
+from core.values import EnvName, EnvValue, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain, rule_error
 
 #: Startup probe period in seconds (coder.yaml: ``periodSeconds: 15``).
 STARTUP_PERIOD_SECONDS = 15
@@ -42,8 +42,18 @@ def _quantity(value: str) -> str:
     return value
 
 
+def _positive(value: str) -> str:
+    if quantity.parse(value) <= 0:
+        raise rule_error(f"a model server's cpu or memory must be above zero, not {value} (a memory limit of 0 "
+                         "kills the container at once; a request of 0 says nothing)",
+                         "give an amount, e.g. memory: 12Gi or cpu: \"4\", or omit the key to leave it unset")
+    return value
+
+
 #: A Kubernetes quantity ("12Gi", "500m"; a bare number is read as its text).
 Quantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_quantity)]
+#: A quantity above zero (cpu and memory of a server's requests and limits).
+PositiveQuantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_quantity), AfterValidator(_positive)]
 
 
 class StrictModel(BaseModel):
@@ -55,8 +65,8 @@ class StrictModel(BaseModel):
 class ResourceAmounts(StrictModel):
     """CPU and memory of a container's requests or limits (cards come from ``cards``)."""
 
-    cpu: Optional[Quantity] = Field(default=None, description='CPU cores, e.g. "4" or "500m".')
-    memory: Optional[Quantity] = Field(default=None, description='Memory, e.g. "12Gi" (binary units).')
+    cpu: Optional[PositiveQuantity] = Field(default=None, description='CPU cores above zero, e.g. "4" or "500m".')
+    memory: Optional[PositiveQuantity] = Field(default=None, description='Memory above zero, e.g. "12Gi" (binary units).')
 
 
 class Resources(StrictModel):
@@ -128,7 +138,7 @@ class Placement(StrictModel):
         default_factory=dict,
         description="Extra pod labels, e.g. app.kubernetes.io/name: llm-reasoning (reasoning-long-service.yaml).",
     )
-    env: dict[EnvName, str] = Field(default_factory=dict, description="Extra environment variables of the server (names: C identifiers).")
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict, description="Extra environment variables of the server (names: C identifiers; values without NUL).")
     secret_env: dict[EnvName, Secret] = Field(
         default_factory=dict,
         description=(

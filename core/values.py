@@ -105,6 +105,16 @@ LabelValue = Annotated[str, _named(kube.label_value_problems, "label value",
                                        re.sub(r"[^A-Za-z0-9_.-]+", "-", v).strip("-_.")[:63]))]
 EnvName = Annotated[str, _named(kube.env_name_problems, "environment variable name",
                                 lambda v: "rename it, e.g. " + repr(re.sub(r"\W", "_", v).lstrip("0123456789") or "NAME"))]
+def _env_value(value: str) -> str:
+    if "\x00" in value:
+        raise rule_error("an environment variable's value cannot hold a NUL character (the kernel's execve ends the "
+                         "string there, so the server would see a different value)",
+                         "remove the NUL (\\0) from the value")
+    return value
+
+
+#: An environment variable's value: any text but a NUL (execve(2) takes NUL-terminated strings).
+EnvValue = Annotated[str, AfterValidator(_env_value)]
 #: A secret value (``secure:`` in the stack file, ``pulumi config set --secret``): a SecretStr,
 #: shown as ``**********``; the components put it in a Kubernetes Secret only.
 Secret = Annotated[SecretStr, BeforeValidator(_secret)]

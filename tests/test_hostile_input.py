@@ -327,3 +327,22 @@ spec:
     assert "Traceback" not in text and "UNKNOWN" not in text and "Exception calling application" not in text, text
     assert code == 1, text
     assert "vllm-context-window" in text
+
+
+# --- values a server cannot start with ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ['"0"', "0Gi", '"-1"'])
+def test_a_zero_or_negative_memory_or_cpu_is_refused(tmp_path, value):
+    stack = prod_with(tmp_path, 'limits: {cpu: "8", memory: 36Gi}', f'limits: {{cpu: "8", memory: {value}}}')
+    code, text, out = run_preview(tmp_path, "--stack-file", str(stack))
+    assert_input_error(code, text, "resources.limits.memory", "above zero", "omit the key")
+    assert not out.exists()
+
+
+def test_a_nul_in_an_env_value_is_refused(tmp_path):
+    stack = prod_with(tmp_path, 'limits: {cpu: "8", memory: 36Gi}',
+                      'limits: {cpu: "8", memory: 36Gi}\n      env: {HF_HUB_OFFLINE: "1\\0"}')
+    code, text, out = run_preview(tmp_path, "--stack-file", str(stack))
+    assert_input_error(code, text, "env.HF_HUB_OFFLINE", "NUL", "remove the NUL")
+    assert not out.exists()
