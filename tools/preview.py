@@ -274,7 +274,8 @@ def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.Tr
     if inventory is None:
         return []
     peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
-    refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources))
+    refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources),
+                                  transition.retire_of(config))
     out.write("\n" + "\n".join(peak.render()) + "\n")
     for reason in refused:
         out.write(f"REFUSED: {reason}\n")
