@@ -163,25 +163,29 @@ def reconcile_once(kubeconfig: str, applied: dict[str, str]) -> int:
         key = f"{dep['metadata']['namespace']}/{dep['metadata']['name']}"
         if is_stopped(isvc):
             if applied.get(key) != _STOPPED:
-                res = _kubectl(kubeconfig, "delete", "deployment", dep["metadata"]["name"], "-n",
-                               dep["metadata"]["namespace"], "--ignore-not-found", "--wait=false")
-                if res.returncode == 0:
-                    applied[key] = _STOPPED
-                    n += 1
-                else:
-                    print(f"kserve-standin: delete {key} failed: {res.stderr.strip()}", file=sys.stderr, flush=True)
+                n += _record(applied, key, _STOPPED, "delete", _kubectl(
+                    kubeconfig, "delete", "deployment", dep["metadata"]["name"], "-n", dep["metadata"]["namespace"],
+                    "--ignore-not-found", "--wait=false"))
             continue
         text = json.dumps(dep, sort_keys=True)
         if applied.get(key) != text:
-            res = _kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "-f", "-", stdin=text)
-            if res.returncode == 0:
-                applied[key] = text
-                n += 1
-            else:
-                print(f"kserve-standin: apply {key} failed: {res.stderr.strip()}", file=sys.stderr, flush=True)
+            done = _record(applied, key, text, "apply", _kubectl(
+                kubeconfig, "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "-f", "-",
+                stdin=text))
+            n += done
+            if not done:
                 continue
         _write_status(kubeconfig, isvc, dep)
     return n
+
+
+def _record(applied: dict[str, str], key: str, value: str, what: str, res: subprocess.CompletedProcess) -> int:
+    """1 when the kubectl run ``res`` succeeded (``applied[key] = value``); else 0, its error printed."""
+    if res.returncode == 0:
+        applied[key] = value
+        return 1
+    print(f"kserve-standin: {what} {key} failed: {res.stderr.strip()}", file=sys.stderr, flush=True)
+    return 0
 
 
 def _write_status(kubeconfig: str, isvc: dict[str, Any], dep: dict[str, Any]) -> None:

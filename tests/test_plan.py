@@ -145,16 +145,22 @@ def _config(events_file: Path) -> dict:
     return {k: json.loads(v) if k != "llm-serving:namespace" else v for k, v in config.items()}
 
 
-@pytest.mark.parametrize("fixture", ["rename-plain.jsonl", "rename-former.jsonl"])
-def test_the_offline_base_preview_counts_the_same_peak_as_the_real_plan(fixture):
-    """One counter: the offline ``--base`` transition of the same two stack files gives the real
-    plan's rows (the old stack file is the new one with clef-candle back under its name)."""
+def _before_after(fixture: str) -> tuple[dict, dict[str, dict], dict[str, dict]]:
+    """(the plan's stack config, the old and the new rendering): the old stack file is the new one
+    with clef-candle back under its name."""
     new_cfg = _config(PLANS / fixture)
     old_cfg = json.loads(json.dumps(new_cfg))
     old_cfg["llm-serving:workloads"]["clef-candle"] = old_cfg["llm-serving:workloads"].pop("clef-flash")
     old_cfg["llm-serving:workloads"]["clef-candle"].pop("former_names", None)
     old_cfg["llm-serving:services"]["clef-serve"]["selects"] = "clef-candle"
-    old, new = _tree(old_cfg), _tree(new_cfg)
+    return new_cfg, _tree(old_cfg), _tree(new_cfg)
+
+
+@pytest.mark.parametrize("fixture", ["rename-plain.jsonl", "rename-former.jsonl"])
+def test_the_offline_base_preview_counts_the_same_peak_as_the_real_plan(fixture):
+    """One counter: the offline ``--base`` transition of the same two stack files gives the real
+    plan's rows (the old stack file is the new one with clef-candle back under its name)."""
+    new_cfg, old, new = _before_after(fixture)
     diff = render.diff_trees(old, new)
     inventory = summary.inventory_of(new_cfg)
     assert inventory is not None
@@ -241,12 +247,7 @@ def test_the_offline_base_preview_costs_and_refuses_as_the_real_plan(fixture):
     same deletions, as the real plan."""
     from core import transition_cost
 
-    new_cfg = _config(PLANS / fixture)
-    old_cfg = json.loads(json.dumps(new_cfg))
-    old_cfg["llm-serving:workloads"]["clef-candle"] = old_cfg["llm-serving:workloads"].pop("clef-flash")
-    old_cfg["llm-serving:workloads"]["clef-candle"].pop("former_names", None)
-    old_cfg["llm-serving:services"]["clef-serve"]["selects"] = "clef-candle"
-    old, new = _tree(old_cfg), _tree(new_cfg)
+    _, old, new = _before_after(fixture)
     diff = render.diff_trees(old, new)
     config, steps = plan.read_plan((PLANS / fixture).read_text())
     real = plan.costs(steps)

@@ -6,20 +6,17 @@ on the loopback cluster, ``tests/real/test_real_update_cost.py``."""
 from __future__ import annotations
 
 import copy
-import io
-from pathlib import Path
 
 import pytest
-import yaml
 
 from core import transition_cost
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
-from tools import preview
 from tools.offline import render
 from tools.offline.manifests import load_stack_file
 
 from tests.paths import ROOT
+from tests.test_transitions import run_preview, write_stack
 
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
 ISVC = "1-manifest/serving.kserve.io_v1beta1-inferenceservice-llm-serving-reasoning.yaml"
@@ -31,24 +28,7 @@ def _tree(config: dict) -> dict[str, dict]:
     return {render.render_path(m): m for m in render_manifests(load_stack_config(config))}
 
 
-def _write(tmp_path: Path, name: str, config: dict) -> Path:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
-    return path
-
-
-def _preview(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    code = preview.main([*argv, "--no-policy"], stdout=out, stderr=out)
-    return code, out.getvalue()
-
-
-@pytest.fixture(scope="module")
-def prod_base(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("base") / "prod"
-    code, text = _preview("--stack", "prod", "--out", str(base))
-    assert code == 0, text
-    return base
+_write, _preview = write_stack, run_preview
 
 
 def test_reasonings_shorter_context_restarts_it_for_its_cold_start(prod_base, tmp_path):
