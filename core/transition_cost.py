@@ -160,6 +160,11 @@ def object_cost(action: str, old: Optional[Mapping[str, Any]], new: Optional[Map
     ``remove``; ``old`` / ``new`` the object before and after (None when absent); ``paths`` the
     changed field paths of an update or replacement."""
     paths = list(paths)
+    if action in ("update", "replace") and new is not None and _kind(new) == "Secret":
+        # pulumi-kubernetes 4.x replaces a Secret whose data changes (``enableSecretMutable`` off,
+        # its default); either way the running pods keep the values they started with.
+        return ObjectCost(notes=("a Secret's new value reaches no running pod (environment variables are read at start); "
+                                 "it takes effect when the pods reading it next restart",))
     if action == "remove" and old is not None:
         s = _server(old, "is deleted", "the update removes it")
         return ObjectCost((s,) if s else ())
@@ -172,10 +177,6 @@ def object_cost(action: str, old: Optional[Mapping[str, Any]], new: Optional[Map
             s = _server(old, "restarts", _why(new, causes))
             if s is not None:
                 return ObjectCost((s,))
-        if _kind(new) == "Secret" and any(p.startswith(("data", "stringData")) for p in paths) or (
-                _kind(new) == "Secret" and not paths):
-            return ObjectCost(notes=("a Secret's new value reaches no running pod (environment variables are read at start); "
-                                     "it takes effect when the pods reading it next restart",))
     return ObjectCost()
 
 
