@@ -26,13 +26,19 @@ checked against its ``changeSummary``), and a replacement's ``create-replacement
 object is alive at the peak; checked: a ``replace`` step without its ``create-replacement``); a
 document missing either is refused as input.
 
+Before the peak, each Kubernetes object the plan changes is listed with its cost
+(:func:`costs`, the offline ``--base`` diff's model, :mod:`core.transition_cost`): the model
+servers it restarts and for how long ("update in place" only when none restarts), what it deletes
+or replaces. A plan that deletes a workload or a Service the stack file's ``llm-serving:retire``
+does not list is refused (the offline ``--base`` preview refuses the same deletion).
+
 A plan that deletes an object the stack file lists under ``llm-serving:left_alone`` is refused
 too: the program registers nothing for it, but the stack's state still held it (an earlier update
 created or adopted it), so Pulumi would delete the live object the entry says it leaves alone.
 
 Exit codes: 0 the peak fits every node; 1 refused: a node over its cards at the peak (the message
-names the old objects holding them and the rename or the cards to free first), or a left-alone
-object deleted; 2 bad input (not a preview's JSON, a document missing steps or its changeSummary, an event stream
+names the old objects holding them and the rename or the cards to free first), a left-alone
+object deleted, or a workload or Service deleted without ``llm-serving:retire``; 2 bad input (not a preview's JSON, a document missing steps or its changeSummary, an event stream
 without its summary or with two preludes, a step without an operation, no inventory in its config),
 one line.
 """
