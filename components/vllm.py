@@ -140,12 +140,14 @@ def predictor_pod_labels(args: VllmArgs) -> dict[str, str]:
 
 def inference_service_manifest(args: VllmArgs, component: str) -> dict[str, Any]:
     """The InferenceService as a manifest dict. Parked: min/maxReplicas 0 and the parked
-    annotation (an InferenceService at 0 still reports Ready, kustomization)."""
+    annotation (an InferenceService at 0 still reports Ready, kustomization). ``pulumi up`` awaits
+    its ``Ready`` condition (``facts.WAIT_FOR_ANNOTATION``), bounded by ``pulumi.com/timeoutSeconds``."""
     replicas = 0 if args.placement.parked_reason else 1
     p = args.placement
     annotations = {facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION: facts.KSERVE_RAW_MODE,
                    **pod.workload_annotations(component, p.cold_start_seconds, args.served_model_names, p.parked_reason,
                                               None if p.run_as_user else facts.ROOT_REASONS["vllm"]),
+                   facts.WAIT_FOR_ANNOTATION: facts.ISVC_WAIT_FOR,
                    **pod.former_names_annotation(p.former_names)}
     if args.gpu_memory_utilization_override is not None:
         annotations[facts.GMU_OVERRIDE_ANNOTATION] = args.gpu_memory_utilization_override.reason

@@ -190,6 +190,15 @@ VLLM_READ_ONLY_CACHE_ENV = {"HF_HUB_OFFLINE": "1"}
 #: The value comes from the declared cold start (:func:`core.rules.await_timeout_seconds`).
 AWAIT_TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 
+#: On an InferenceService: what ``pulumi up`` awaits (pulumi-kubernetes v4.25.0
+#: ``metadata.AnnotationWaitFor``, read by ``metadata.ReadyCondition`` in
+#: ``provider/pkg/metadata/overrides.go``): without it the provider does not await a custom
+#: resource at all (unless ``PULUMI_K8S_AWAIT_ALL=true``), so ``pulumi.com/timeoutSeconds`` bounded
+#: nothing. ``condition=Ready``: KServe's Ready condition, set once the predictor is ready.
+#: KServe copies it into the predictor's pod template like every annotation (core/transition_cost.py).
+WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
+ISVC_WAIT_FOR = "condition=Ready"
+
 #: On a Service whose workload is parked: ``"true"`` makes the provider skip its endpoint await
 #: (``metadata.AnnotationSkipAwait``); a parked workload's Service has no endpoints on purpose.
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"

@@ -201,7 +201,17 @@ class StackResources:
 def adopt_object(obj: Mapping[str, Any]) -> dict[str, Any]:
     """``obj`` (a manifest or a resource's inputs) with ``facts.PATCH_FORCE_ANNOTATION: "true"``
     added to its ``metadata.annotations``: the stack file's ``adopt`` mode, for the program
-    (a transformation of every Kubernetes resource) and :func:`render_manifests` alike."""
+    (a transformation of every Kubernetes resource) and :func:`render_manifests` alike.
+
+    An InferenceService is left as it is: KServe copies its annotations into the predictor's pod
+    template (``core.transition_cost``; kserve #2743, #3710), so the annotation would roll the
+    predictor once when added and again when removed. Its takeover is an unforced server-side
+    apply: fields of equal value become shared; a field whose live value differs fails with a
+    field conflict that names it, and ``PULUMI_K8S_ENABLE_PATCH_FORCE=true pulumi up`` forces that
+    one run without an annotation (pulumi-kubernetes v4.25.0 ``await.go`` ``patchForce``;
+    docs/update-cost.md)."""
+    if obj.get("kind") == "InferenceService":
+        return dict(obj)
     meta = dict(obj.get("metadata") or {})
     meta["annotations"] = {**(meta.get("annotations") or {}), facts.PATCH_FORCE_ANNOTATION: "true"}
     return {**obj, "metadata": meta}

@@ -56,6 +56,26 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
         if svc.selects not in invalid:
             out.extend(_check_service(name, svc, workloads, declared))
     out.extend(_check_left_alone(parts))
+    out.extend(_check_retire(parts))
+    return out
+
+
+def _check_retire(parts: dict[str, Any]) -> list[Problem]:
+    """Each ``llm-serving:retire`` name is one its section no longer declares (retiring a current
+    workload or Service would let a later deletion of it pass unrefused), named once."""
+    retire = parts.get("retire")
+    out: list[Problem] = []
+    for section in ("workloads", "services"):
+        seen: set[str] = set()
+        for i, name in enumerate(getattr(retire, section, None) or []):
+            at = f"{PREFIX}retire.{section}[{i}]"
+            if name in parts[section]:
+                out.append(Problem(at, name, f"{name} is still in {PREFIX}{section}, so it is not retired",
+                                   f"remove {name} from {PREFIX}retire.{section}, or remove it from {PREFIX}{section} "
+                                   "to delete it"))
+            elif name in seen:
+                out.append(Problem(at, name, f"{name} is listed twice", "list each retired name once"))
+            seen.add(name)
     return out
 
 

@@ -15,6 +15,8 @@ are ignored):
 ``llm-serving:adopt``                            bool, default false: force the takeover
 ``llm-serving:left_alone``                       list of :class:`stackfile.objects.LeftAlone`:
                                                  live objects left alone, each with why
+``llm-serving:retire``                           :class:`Retire`: workloads and Services this
+                                                 update deletes on purpose
 ===============================================  ============================================
 
 The keys every workload shares, whatever its ``server`` (node, cards, labels, env, resources,
@@ -162,6 +164,15 @@ class ServiceConfig(StrictModel):
     parked: Optional[Parked] = Field(default=None, description="Set when it is meant to have no endpoints.")
 
 
+class Retire(StrictModel):
+    """``llm-serving:retire``: names the next update deletes on purpose, by section (a workload and
+    a Service may share a name: prod's clef-serve). Anything else deleted is refused in review
+    (:func:`core.transition_cost.unintended_deletions`)."""
+
+    workloads: list[Name] = Field(default_factory=list, description="Workloads removed from llm-serving:workloads.")
+    services: list[Name] = Field(default_factory=list, description="Services removed from llm-serving:services.")
+
+
 # --- the whole config -----------------------------------------------------------------------
 
 class StackConfig(StrictModel):
@@ -186,6 +197,13 @@ class StackConfig(StrictModel):
         default_factory=list,
         description=("Live objects this stack leaves alone (kind, name, namespace, why): registered never, named in "
                      "the preview; dev.py plan refuses deleting one. Prod: the coder InferenceService (seed 000)."),
+    )
+
+    retire: Retire = Field(
+        default_factory=lambda: Retire(),
+        description=("Workloads and Services the next update deletes on purpose: the preview's --base diff and "
+                     "dev.py plan refuse deleting any other (a key dropped or misspelt would delete it). Remove the "
+                     "entries once the update ran."),
     )
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
@@ -269,6 +287,7 @@ _SINGLE_SECTIONS: dict[str, Any] = {
     "network_policy": Optional[NetworkPolicyConfig],
     "adopt": bool,
     "left_alone": list[LeftAlone],
+    "retire": Retire,
 }
 
 

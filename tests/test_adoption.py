@@ -1,6 +1,8 @@
 """The stack file's adoption mode, offline: ``llm-serving:adopt: true`` puts
-``pulumi.com/patchForce: "true"`` on every object, in the program (a transformation of every
-Kubernetes resource) and in the pure rendering alike; off by default, so prod is unchanged.
+``pulumi.com/patchForce: "true"`` on every object but the InferenceService (KServe copies its
+annotations into the predictor's pod template: the annotation would roll it), in the program (a
+transformation of every Kubernetes resource) and in the pure rendering alike; off by default, so
+prod is unchanged.
 What the provider does with it over ArgoCD's live objects is ``tests/real/test_real_adoption.py``."""
 
 from __future__ import annotations
@@ -32,7 +34,24 @@ def test_adopt_forces_every_object_in_the_program_and_the_rendering():
                 for m in render_manifests(load_stack_config(_adopting()))}
     assert set(registered) == set(rendered) and len(rendered) == 8
     for key in rendered:
+        if key[0] == "InferenceService":
+            continue
         assert registered[key][facts.PATCH_FORCE_ANNOTATION] == rendered[key][facts.PATCH_FORCE_ANNOTATION] == "true", key
+    # reasoning's predictor does not roll on adoption: its InferenceService is not annotated.
+    assert facts.PATCH_FORCE_ANNOTATION not in registered[("InferenceService", "reasoning")]
+    assert facts.PATCH_FORCE_ANNOTATION not in rendered[("InferenceService", "reasoning")]
+
+
+def test_adoption_restarts_no_server_in_the_diff_against_the_plain_rendering():
+    """The --base diff from prod to prod adopting: every object but the InferenceService gains the
+    annotation, and no model server restarts (a Deployment's own annotations reach no pod)."""
+    from tools.offline import render
+
+    plain = {render.render_path(m): m for m in render_manifests(load_stack_config(PROD))}
+    adopting = {render.render_path(m): m for m in render_manifests(load_stack_config(_adopting()))}
+    diff = render.diff_trees(plain, adopting)
+    assert len(diff.objects) == 7 and all(o.action == "update" and not o.cost.restarts for o in diff.objects)
+    assert "update cost: no model server restarts" in diff.render()
 
 
 def test_without_adopt_no_object_is_forced():

@@ -111,6 +111,9 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
     ]),
     "coder.yaml": ("tests/stacks/after-002.yaml", "InferenceService", "coder", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
+        Delta("added", ("metadata", "annotations", facts.WAIT_FOR_ANNOTATION),
+              "pulumi up awaits the InferenceService's Ready condition (pulumi-kubernetes awaits a custom resource "
+              "only with pulumi.com/waitFor), bounded by its timeoutSeconds"),
         Delta("added", ISVC_CONTAINER + ("livenessProbe",), LIVENESS),
         *_pod_security(PREDICTOR, ISVC_CONTAINER, readiness=False),
         Delta("added", ISVC_CONTAINER + ("volumeMounts", 0, "readOnly"),

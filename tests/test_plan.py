@@ -59,7 +59,11 @@ def test_a_delete_first_replacement_keeps_the_node_at_4_of_4():
     code, text = _run(PLANS / "rename-former.jsonl")
     assert code == plan.EXIT_OK, text
     assert "worker-1  4 / 4            big 3, clef-flash 1" in text
-    assert "clef-candle" not in text and "REFUSED" not in text
+    peak = text[text.index("cards per node during the update"):]
+    assert "clef-candle" not in peak and "REFUSED" not in text
+    # The cost: the replacement stops clef-candle for its declared cold start (10 s here).
+    assert "apps/v1 Deployment llm-serving/clef-flash (REPLACE)" in text
+    assert "cost: clef-candle is replaced (1 card(s) on worker-1): down about 10 s" in text
 
 
 def test_the_step_order_decides_whether_the_old_side_is_alive():
@@ -141,16 +145,22 @@ def _config(events_file: Path) -> dict:
     return {k: json.loads(v) if k != "llm-serving:namespace" else v for k, v in config.items()}
 
 
-@pytest.mark.parametrize("fixture", ["rename-plain.jsonl", "rename-former.jsonl"])
-def test_the_offline_base_preview_counts_the_same_peak_as_the_real_plan(fixture):
-    """One counter: the offline ``--base`` transition of the same two stack files gives the real
-    plan's rows (the old stack file is the new one with clef-candle back under its name)."""
+def _before_after(fixture: str) -> tuple[dict, dict[str, dict], dict[str, dict]]:
+    """(the plan's stack config, the old and the new rendering): the old stack file is the new one
+    with clef-candle back under its name."""
     new_cfg = _config(PLANS / fixture)
     old_cfg = json.loads(json.dumps(new_cfg))
     old_cfg["llm-serving:workloads"]["clef-candle"] = old_cfg["llm-serving:workloads"].pop("clef-flash")
     old_cfg["llm-serving:workloads"]["clef-candle"].pop("former_names", None)
     old_cfg["llm-serving:services"]["clef-serve"]["selects"] = "clef-candle"
-    old, new = _tree(old_cfg), _tree(new_cfg)
+    return new_cfg, _tree(old_cfg), _tree(new_cfg)
+
+
+@pytest.mark.parametrize("fixture", ["rename-plain.jsonl", "rename-former.jsonl"])
+def test_the_offline_base_preview_counts_the_same_peak_as_the_real_plan(fixture):
+    """One counter: the offline ``--base`` transition of the same two stack files gives the real
+    plan's rows (the old stack file is the new one with clef-candle back under its name)."""
+    new_cfg, old, new = _before_after(fixture)
     diff = render.diff_trees(old, new)
     inventory = summary.inventory_of(new_cfg)
     assert inventory is not None
@@ -201,3 +211,48 @@ def test_a_document_without_its_change_summary_is_refused_as_input(tmp_path):
     path.write_text(json.dumps(doc))
     code, text = _run(path)
     assert code == plan.EXIT_INPUT and "has no changeSummary" in text, text
+
+
+def _with_config(stream: Path, tmp_path: Path, **extra: str) -> Path:
+    """``stream`` with ``extra`` added to its prelude's config (the CLI's form: JSON text values)."""
+    lines = []
+    for line in stream.read_text().splitlines():
+        event = json.loads(line) if line.strip() else None
+        if isinstance(event, dict) and "preludeEvent" in event:
+            event["preludeEvent"]["config"].update(extra)
+            line = json.dumps(event)
+        lines.append(line)
+    out = tmp_path / stream.name
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_a_plan_that_deletes_a_workload_is_refused_unless_the_stack_file_retires_it(tmp_path):
+    code, text = _run(PLANS / "rename-plain.jsonl")
+    assert code == plan.EXIT_REFUSED
+    assert ("REFUSED: Deployment llm-serving/clef-candle: the update deletes it, and the stack file does not say that is "
+            "intended") in text
+    assert "Fix: if it should go, add it to the stack file: llm-serving:retire: {workloads: [clef-candle]}" in text
+    assert "apps/v1 Deployment llm-serving/clef-candle (remove)" in text
+    assert "cost: clef-candle is deleted (1 card(s) on worker-1): down for good" in text
+    code, text = _run(_with_config(PLANS / "rename-plain.jsonl", tmp_path, **{"llm-serving:retire": '{"workloads": ["clef-candle"]}'}))
+    assert code == plan.EXIT_REFUSED  # still over its cards at the peak, but the deletion is intended
+    assert "REFUSED: Deployment" not in text and "REFUSED: node worker-1" in text
+
+
+@pytest.mark.parametrize("fixture", ["rename-plain.jsonl", "rename-former.jsonl"])
+def test_the_offline_base_preview_costs_and_refuses_as_the_real_plan(fixture):
+    """One cost model and one deletion refusal (core.transition_cost), on both paths: the offline
+    ``--base`` diff of the same two stack files stops the same servers for as long, and refuses the
+    same deletions, as the real plan."""
+    from core import transition_cost
+
+    _, old, new = _before_after(fixture)
+    diff = render.diff_trees(old, new)
+    config, steps = plan.read_plan((PLANS / fixture).read_text())
+    real = plan.costs(steps)
+    assert transition_cost.summary(diff.costs) == transition_cost.summary(c for _, _, c in real)
+    assert sorted(s.line() for c in diff.costs for s in c.servers) == sorted(s.line() for _, _, c in real for s in c.servers)
+    removed = [old[o.old_path] for o in diff.objects if o.action == "remove"]
+    assert transition_cost.unintended_deletions(removed, transition_cost.Retired()) == plan.unintended_deletions(steps, config)
+    assert bool(removed) == (fixture == "rename-plain.jsonl")

@@ -133,7 +133,9 @@ def test_diff_against_an_earlier_rendering(tmp_path):
 
     proc = preview("--stack-file", str(stack_file(tmp_path, more_seqs)), "--out", str(out), "--base", str(out), "--no-policy")
     assert proc.returncode == 0, proc.stderr
-    assert "diff: 1 to update\n~  apps/v1 Deployment llm-serving/candle-vllm (update in place)" in proc.stdout
+    # An argument is in the pod template: the server restarts, and the diff says so (never "update in place").
+    assert "diff: 1 to update\n~  apps/v1 Deployment llm-serving/candle-vllm (update, RESTARTS candle-vllm)" in proc.stdout
+    assert "cost: candle-vllm restarts (2 card(s) on worker-1): down about 300 s" in proc.stdout
     # A changed argv is a list diff, one item a line, not one long line.
     assert re.search(r"^      spec\.template\.spec\.containers\[name=\S+\]\.args: list changed\n"
                      r"            \"--max-num-seqs\"\n          - \"32\"\n          \+ \"16\"\n            \"--kv-fraction\"\n",

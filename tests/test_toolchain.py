@@ -157,6 +157,32 @@ def test_the_kserve_standin_creates_the_predictor_the_stable_service_selects():
     assert kserve_standin.predictor_deployment(isvc)["spec"]["replicas"] == 0
 
 
+def test_the_kserve_standin_copies_what_kserve_copies_into_the_pod_template():
+    """KServe's buildObjectMeta: the InferenceService's labels and annotations (less its disallowed
+    list) and the predictor's own reach the predictor's pod template, so changing one rolls it."""
+    isvc = _isvc("reasoning")
+    isvc["metadata"]["labels"] = {"team": "a"}
+    isvc["metadata"]["annotations"] = {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/patchForce": "true",
+                                       "kubectl.kubernetes.io/last-applied-configuration": "{}"}
+    isvc["spec"]["predictor"]["annotations"] = {"x/y": "1"}
+    template = kserve_standin.predictor_deployment(isvc)["spec"]["template"]["metadata"]
+    assert template["annotations"] == {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/patchForce": "true", "x/y": "1"}
+    assert template["labels"]["team"] == "a"
+
+
+@pytest.mark.parametrize("status, ready", [
+    ({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1}, "True"),
+    ({"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1}, "False"),  # not observed yet
+    ({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1}, "False"),  # the pod is not Ready
+    ({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "readyReplicas": 1}, "False"),  # old pod still there
+])
+def test_the_kserve_standin_reports_ready_once_its_predictor_is(status, ready):
+    dep = {"metadata": {"generation": 2}, "spec": {"replicas": 1}, "status": status}
+    out = kserve_standin.ready_status({"metadata": {"generation": 5}}, dep)
+    assert out == {"observedGeneration": 5, "conditions": [{"type": "Ready", "status": ready}]}
+    assert kserve_standin.ready_status({"metadata": {"generation": 5}}, None)["conditions"][0]["status"] == "False"
+
+
 def _isvc(name: str, stop: str | None = None) -> dict:
     annotations = {kserve_standin.STOP_ANNOTATION: stop} if stop is not None else {}
     return {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
@@ -171,12 +197,18 @@ def test_the_kserve_standin_keeps_no_predictor_for_a_stopped_inference_service(m
     assert not kserve_standin.is_stopped(_isvc("coder", "false")) and not kserve_standin.is_stopped(_isvc("coder"))
     items: list[dict] = []
     calls: list[tuple[str, ...]] = []
+    statuses: list[tuple[str, str]] = []
 
     def kubectl(kubeconfig: str, *args: str, stdin: str | None = None):
         import subprocess
 
+        if args[:2] == ("get", "deployment"):  # the predictor's live state: not created (a fake apply)
+            return subprocess.CompletedProcess(args, 1, "", "NotFound")
         if args[0] == "get":
             return subprocess.CompletedProcess(args, 0, json.dumps({"items": items}), "")
+        if args[0] == "patch":
+            statuses.append((args[2], json.loads(args[-1])["status"]["conditions"][0]["status"]))
+            return subprocess.CompletedProcess(args, 0, "", "")
         calls.append(args[:3] if args[0] == "delete" else (args[0], json.loads(stdin or "{}")["metadata"]["name"]))
         return subprocess.CompletedProcess(args, 0, "", "")
 
@@ -185,6 +217,9 @@ def test_the_kserve_standin_keeps_no_predictor_for_a_stopped_inference_service(m
     items[:] = [_isvc("coder", "true"), _isvc("reasoning")]
     assert kserve_standin.reconcile_once("kc", applied) == 2
     assert calls == [("delete", "deployment", "coder-predictor"), ("apply", "reasoning-predictor")]
+    # The applied predictor is not Ready yet: the InferenceService's Ready condition says False; the
+    # stopped one's status is left alone.
+    assert statuses == [("reasoning", "False")]
     calls.clear()
     assert kserve_standin.reconcile_once("kc", applied) == 0 and calls == []  # nothing changed: nothing done
     items[:] = [_isvc("coder", "false"), _isvc("reasoning")]

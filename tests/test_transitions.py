@@ -52,14 +52,6 @@ def run_preview(*argv: str) -> tuple[int, str]:
     return code, out.getvalue() + err.getvalue()
 
 
-@pytest.fixture(scope="module")
-def prod_base(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("base") / "prod"
-    code, text = run_preview("--stack", "prod", "--out", str(base))
-    assert code == 0, text
-    return base
-
-
 def test_a_plain_rename_on_a_full_node_is_refused_with_the_peak(prod_base, tmp_path):
     stack = write_stack(tmp_path, "rename-plain", renamed(former=False))
     code, text = run_preview("--stack-file", str(stack), "--base", str(prod_base), "--out", str(tmp_path / "out"))

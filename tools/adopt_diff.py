@@ -3,11 +3,13 @@ field, before anything changes.
 
 ``pulumi preview`` of a stack without state shows every live object as a ``create``: the engine
 has no old inputs to diff. The provider's create is a server-side apply of the manifest onto the
-live object (forced under adopt: ``pulumi.com/patchForce``), so the API server can say what it will
-do: for each object of the stack's rendering (:func:`stackfile.build.render_manifests`, with
-``adopt`` on, as Pulumi will send it), this runs ``kubectl apply --server-side --dry-run=server
---force-conflicts`` and diffs the result against the live object (``kubectl get``), with the
-preview's field diff (:func:`tools.offline.render.diff_trees`). Under server-side apply this provider adds
+live object (forced under adopt: ``pulumi.com/patchForce``, on every object but an
+InferenceService), so the API server can say what it will do: for each object of the stack's
+rendering (:func:`stackfile.build.render_manifests`, with ``adopt`` on, as Pulumi will send it),
+this runs ``kubectl apply --server-side --dry-run=server`` (``--force-conflicts`` where the object
+is forced) and diffs the result against the live object (``kubectl get``), with the preview's
+field diff (:func:`tools.offline.render.diff_trees`), whose cost lines say which server restarts
+(a changed InferenceService label or annotation rolls its predictor: ``core.transition_cost``). Under server-side apply this provider adds
 no label of its own (``provider.go`` sets ``app.kubernetes.io/managed-by`` for client-side apply
 only), so the dry run is what the provider applies; ``tests/real/test_real_adopt_diff.py`` checks
 on the loopback cluster that the listed fields are exactly the fields ``pulumi up`` then changed.
@@ -38,6 +40,7 @@ from typing import Any, Optional, TextIO
 
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
+from core import facts
 from core.problems import ConfigError
 from tools import cli, kubectl
 from tools.offline import render
@@ -104,12 +107,17 @@ def live(obj: dict[str, Any], kubeconfig: Optional[Path]) -> Optional[dict[str, 
 
 
 def planned(obj: dict[str, Any], kubeconfig: Optional[Path]) -> dict[str, Any]:
-    """What a forced server-side apply of ``obj`` would leave (``--dry-run=server``)."""
-    proc = _kubectl(kubeconfig, "apply", "--server-side", "--dry-run=server", "--force-conflicts",
+    """What the server-side apply of ``obj`` would leave (``--dry-run=server``): forced when ``obj``
+    carries ``pulumi.com/patchForce`` (every adopted object but an InferenceService, whose takeover
+    is unforced: :func:`stackfile.build.adopt_object`), as the provider applies it."""
+    forced = ((obj.get("metadata") or {}).get("annotations") or {}).get(facts.PATCH_FORCE_ANNOTATION) == "true"
+    proc = _kubectl(kubeconfig, "apply", "--server-side", "--dry-run=server", *(["--force-conflicts"] if forced else []),
                     "--field-manager", "llm-serving-adopt-diff", "-o", "json", "-f", "-", stdin=json.dumps(obj))
     if proc.returncode != 0:
+        fix = "" if forced else ("; to force it, run that one `pulumi up` with PULUMI_K8S_ENABLE_PATCH_FORCE=true "
+                                 "(the diff then lists what it changes, and whether the predictor rolls)")
         raise AdoptDiffError(f"the API server refuses {render.render_path(obj)} (kubectl apply --server-side "
-                             f"--dry-run=server): {proc.stderr.strip()}; pulumi up would fail on it the same way")
+                             f"--dry-run=server): {proc.stderr.strip()}; pulumi up would fail on it the same way{fix}")
     return kubectl.json_object(proc, f"apply --dry-run=server ({render.render_path(obj)})")
 
 

@@ -26,14 +26,21 @@ checked against its ``changeSummary``), and a replacement's ``create-replacement
 object is alive at the peak; checked: a ``replace`` step without its ``create-replacement``); a
 document missing either is refused as input.
 
+Before the peak, each Kubernetes object the plan changes is listed with its cost
+(:func:`costs`, the offline ``--base`` diff's model, :mod:`core.transition_cost`): the model
+servers it restarts and for how long ("update in place" only when none restarts), what it deletes
+or replaces. A plan that deletes a workload or a Service the stack file's ``llm-serving:retire``
+does not list is refused (the offline ``--base`` preview refuses the same deletion).
+
 A plan that deletes an object the stack file lists under ``llm-serving:left_alone`` is refused
 too: the program registers nothing for it, but the stack's state still held it (an earlier update
 created or adopted it), so Pulumi would delete the live object the entry says it leaves alone.
 
 Exit codes: 0 the peak fits every node; 1 refused: a node over its cards at the peak (the message
 names the old objects holding them and the rename or the cards to free first), a left-alone
-object deleted, or a provider change (render mode switched on a stack with state, server-side
-apply off: :mod:`tools.provider_change`); 2 bad input (not a preview's JSON, a document missing steps or its changeSummary, an event stream
+object deleted, a workload or Service deleted without ``llm-serving:retire``, or a provider change
+(render mode switched on a stack with state, server-side apply off: :mod:`tools.provider_change`);
+2 bad input (not a preview's JSON, a document missing steps or its changeSummary, an event stream
 without its summary or with two preludes, a step without an operation, no inventory in its config),
 one line.
 """
@@ -51,6 +58,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from stackfile.objects import LeftAlone, ObjectRef
 from stackfile.schema import StackConfig
+from core import transition_cost
 from core.inventory import ClusterInventory
 from core.problems import Finding
 from tools import cli, provider_change
@@ -253,6 +261,46 @@ def left_alone_deleted(steps: Iterable[Step], config: dict[str, Any]) -> list[st
     return out
 
 
+#: Plan operation -> the diff's action (:func:`core.transition_cost.object_cost`); the
+#: ``create-replacement`` / ``delete-replaced`` halves of a replacement are its ``replace`` step.
+ACTIONS = {"create": "add", "update": "update", "replace": "replace", "delete": "remove"}
+
+
+def costs(steps: Iterable[Step]) -> list[tuple[str, str, transition_cost.ObjectCost]]:
+    """(title, action, cost) of each Kubernetes object the plan changes, in plan order: the one
+    cost model of the offline ``--base`` diff (:func:`core.transition_cost.object_cost`), on the
+    field paths that differ between the step's old and new inputs (:func:`tools.offline.render.field_changes`)."""
+    out = []
+    for s in steps:
+        action = ACTIONS.get(s.op)
+        if action is None or not (_is_object(s.old) or _is_object(s.new)):
+            continue
+        old = s.old.inputs if s.old is not None and _is_object(s.old) else None
+        new = s.new.inputs if s.new is not None and _is_object(s.new) else None
+        paths = [c.path for c in render.field_changes(old, new)] if old is not None and new is not None else []
+        obj = new if new is not None else old
+        assert obj is not None
+        out.append((render.title(obj), action, transition_cost.object_cost(action, old, new, paths)))
+    return out
+
+
+def render_costs(costed: list[tuple[str, str, transition_cost.ObjectCost]]) -> list[str]:
+    """The plan's objects as the offline diff labels them ("update in place" only when no server
+    restarts), each with its cost lines, then the update's one-line cost summary."""
+    lines = []
+    for title, action, cost in costed:
+        lines.append(f"{title} ({transition_cost.label(action, cost)})")
+        lines.extend(f"      {line}" for line in cost.lines())
+    return lines + transition_cost.summary(c for _, _, c in costed)
+
+
+def unintended_deletions(steps: Iterable[Step], config: dict[str, Any]) -> list[str]:
+    """:func:`core.transition_cost.unintended_deletions` of the plan's ``delete`` steps, against the
+    plan's ``llm-serving:retire``."""
+    deleted = [s.old.inputs for s in steps if s.op == "delete" and s.old is not None and _is_object(s.old)]
+    return transition_cost.unintended_deletions(deleted, transition_cost.retired(summary.config_value(config, "llm-serving:retire")))
+
+
 def _stdin() -> str:
     text = sys.stdin.read(MAX_INPUT_BYTES + 1)
     if len(text) > MAX_INPUT_BYTES:
@@ -275,8 +323,9 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
     except (PlanError, InputFileError) as err:
         return cli.fail("plan", err, stderr)
     counted = count(steps, inventory)
+    stdout.write("\n".join(render_costs(costs(steps))) + "\n\n")
     stdout.write("\n".join(counted.peak.render()) + "\n")
-    refused = counted.refusals() + deleted + provider_change.refusals(steps)
+    refused = counted.refusals() + deleted + unintended_deletions(steps, config) + provider_change.refusals(steps)
     for reason in refused:
         stdout.write(f"REFUSED: {reason}\n")
     return EXIT_REFUSED if refused else EXIT_OK

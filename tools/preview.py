@@ -15,7 +15,8 @@ Steps:
 4. render every Kubernetes object in the kubernetes provider's ``renderYamlToDirectory``
    layout (:mod:`tools.offline.render`), with ``--base`` diff against that earlier rendering, and
    replace ``--out`` (default ``out/<stack>/``) atomically;
-5. print the summary (:mod:`tools.offline.summary`), the diff and, with ``--base``, the cards per node at
+5. print the summary (:mod:`tools.offline.summary`), the diff (each object with its cost: the servers
+   it restarts and for how long, :mod:`core.transition_cost`) and, with ``--base``, the cards per node at
    the update's peak (old and new objects alive at once, :mod:`tools.offline.transition`), then the pack's
    findings in ``--format``.
 
@@ -28,8 +29,8 @@ With ``--format table`` everything goes to stdout; with another format the repor
 to stdout (machine-readable) and the summary and diff to stderr.
 
 Exit codes: 0 no mandatory policy violated (advisory findings allowed); 1 a mandatory policy
-is violated, or (``--base``) the plan is refused: a node over its cards at the update's peak, or a
-protected Service replaced; 2 bad input (stack file, stack config, policy pack config, ``--base``, ``--out``)
+is violated, or (``--base``) the plan is refused: a node over its cards at the update's peak, a
+protected Service replaced, or a workload or Service deleted that ``llm-serving:retire`` does not list; 2 bad input (stack file, stack config, policy pack config, ``--base``, ``--out``)
 or the pack failed -- the message names the key path, the value, the rule and the fix, there
 is no traceback and nothing is written; 3 a crash: the program raised something other than
 its config errors (a bug in the program), or the preview itself failed; the traceback is
@@ -300,7 +301,8 @@ def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.Tr
     if inventory is None:
         return []
     peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
-    refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources))
+    refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources),
+                                  transition.retire_of(config))
     out.write("\n" + "\n".join(peak.render()) + "\n")
     for reason in refused:
         out.write(f"REFUSED: {reason}\n")

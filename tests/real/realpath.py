@@ -223,6 +223,21 @@ class RealProject:
         return self.run(*args, events=True)
 
 
+def up_timed(project: "RealProject", stack: str) -> tuple["CliResult", float]:
+    """``pulumi up`` of ``stack`` without the pack: (its result, seconds it took)."""
+    started = time.monotonic()
+    res = project.up(stack, policy_pack=False)
+    return res, time.monotonic() - started
+
+
+def pod_ready_delay(cluster: Path, seconds: int) -> None:
+    """Another pod-ready delay for pods started from now on (``testbed.cluster up`` on a running
+    cluster applies kwok's pod-ready Stage again; nothing restarts): a server's cold start."""
+    proc = subprocess.run([sys.executable, "-m", "testbed.cluster", "up", "--state-dir", str(cluster.parent),
+                           "--pod-ready-delay", str(seconds)], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
 def wait_for(predicate, timeout_s: float, interval_s: float = 1.0, what: str = "condition"):
     """Poll ``predicate`` until it returns a truthy value; return it, or raise AssertionError."""
     deadline = time.monotonic() + timeout_s

@@ -21,8 +21,8 @@ applies onto them in place: the same UIDs and ClusterIPs, ``argocd-controller`` 
 per-resource ``pulumi-kubernetes-<hash>`` manager both ``Apply`` owners, fields of equal value
 shared. Only a field whose live value differs fails: seed 002's NetworkPolicy (gateway ports 80
 and 8000, ArgoCD's) against prod's 80, 8000, 8080 is "Server-Side Apply field conflict", and
-nothing else stops. ``llm-serving:adopt: true`` (``pulumi.com/patchForce`` on every object) forces
-it: the NetworkPolicy keeps its UID, gets 8080, and ``spec.ingress`` moves to Pulumi's manager.
+nothing else stops. ``llm-serving:adopt: true`` (``pulumi.com/patchForce`` on every object but the
+InferenceService) forces it: the NetworkPolicy keeps its UID, gets 8080, and ``spec.ingress`` moves to Pulumi's manager.
 
 Bad input: before the first ``up``, ``pulumi up`` without ``--yes`` (no terminal, as in CI)
 stops with "must be passed in to proceed when running in non-interactive mode" and no seeded

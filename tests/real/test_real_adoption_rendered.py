@@ -8,19 +8,18 @@ applied, so nothing may restart:
 
 - before: ``kubectl diff --server-side --force-conflicts`` of the directory finds no difference;
 - after ``pulumi up``: every Deployment (prod's and the predictor Deployment the KServe stand-in
-  made for ``reasoning``) keeps its pod template and ReplicaSet (its ``metadata.generation`` does
-  move: the API server bumps a Deployment's generation on an annotation change, and adoption adds
-  ``pulumi.com/patchForce``), every pod keeps its UID, every Service its UID and ClusterIP, and Pulumi's manager now owns fields of
-  each object.
+  made for ``reasoning``) keeps its pod template and ReplicaSet (a Deployment's ``metadata.generation``
+  does move: the API server bumps it on an annotation change, and adoption adds
+  ``pulumi.com/patchForce`` to the Deployment's own metadata, which reaches no pod), every pod keeps
+  its UID, every Service its UID and ClusterIP, and Pulumi's manager now owns fields of each object.
 
 ``tests/real/test_real_adoption.py`` is the other case: objects that differ (the hand-edited YAML)
 are changed, and their Deployments roll, as the preview and ``kubectl diff`` said.
 
-Not covered: a real KServe controller copies an InferenceService's annotations into its
-predictor's pod template (KServe's ``ServiceAnnotationDisallowedList`` names the ones it does not
-copy), so the ``pulumi.com/patchForce`` annotation adoption adds to ``reasoning`` may roll its
-predictor there; the stand-in (``testbed/kserve_standin.py``) does not copy them (README, Findings to
-confirm on the cluster).
+KServe copies an InferenceService's annotations into its predictor's pod template (less its
+``ServiceAnnotationDisallowedList``), and so does the stand-in (``testbed/kserve_standin.py``): adoption
+therefore leaves ``pulumi.com/patchForce`` off ``reasoning`` (``stackfile.build.adopt_object``), and its
+predictor keeps its pod template here (docs/update-cost.md).
 """
 
 from __future__ import annotations

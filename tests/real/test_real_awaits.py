@@ -38,21 +38,21 @@ waits for its workload's pods to become Ready: the Service needs the workload's 
 source, not reproduced here (the components always give a parked Service skipAwait): behind a
 parked workload the Endpoints stay empty and the Service await succeeds after the 10 s settle,
 or only at its timeout if no Endpoints event arrives; skipAwait removes both waits. Custom
-resources (the InferenceService) are not awaited at all unless ``PULUMI_K8S_AWAIT_ALL=true``
-(``metadata.ReadyCondition``); its annotation only bounds that opt-in wait.
+resources are not awaited at all unless ``pulumi.com/waitFor`` says what for (or
+``PULUMI_K8S_AWAIT_ALL=true``; ``metadata.ReadyCondition``): the InferenceService carries
+``pulumi.com/waitFor: condition=Ready``, bounded by its ``pulumi.com/timeoutSeconds``
+(``tests/real/test_real_update_cost.py``).
 """
 
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 import time
 
 import pytest
 import yaml
 
-from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl_json
+from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl_json, pod_ready_delay
 from tools import rollout
 from tools.offline.manifests import load_stack_file
 
@@ -88,14 +88,6 @@ def _write(project: RealProject, env: dict[str, str], late: bool = False) -> Non
     (project.dir / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump(_stack(env, late), sort_keys=False))
 
 
-def _pod_ready_delay(cluster, seconds: int) -> None:
-    """Another pod-ready delay for pods started from now on (``testbed.cluster up`` on a running
-    cluster applies kwok's pod-ready Stage again; nothing restarts)."""
-    proc = subprocess.run([sys.executable, "-m", "testbed.cluster", "up", "--state-dir", str(cluster.parent),
-                           "--pod-ready-delay", str(seconds)], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-
-
 def _finished(res) -> dict[str, float]:
     """Resource name -> seconds from the first event to its resOutputsEvent (the engine's timestamps)."""
     start = min(e["timestamp"] for e in res.events if "timestamp" in e)
@@ -109,7 +101,7 @@ def _finished(res) -> dict[str, float]:
 
 def test_the_rendered_awaits_reach_the_objects(project: RealProject, cluster):
     """The annotations are applied as the program renders them (not stripped by the provider)."""
-    _pod_ready_delay(cluster, 45)
+    pod_ready_delay(cluster, 45)
     _write(project, {"REV": "1"})
     project.stack_init(STACK)
     started = time.monotonic()
@@ -137,7 +129,7 @@ def test_the_rendered_awaits_reach_the_objects(project: RealProject, cluster):
 
 
 def test_a_pod_that_is_not_ready_in_time_fails_the_update_at_its_await_not_the_default(project: RealProject, cluster):
-    _pod_ready_delay(cluster, 400)
+    pod_ready_delay(cluster, 400)
     # A new workload whose pod stays not Ready (`slow` unchanged). Not a new pod template of
     # `slow`: see the module docstring for the provider's early success on a Recreate rollout.
     _write(project, {"REV": "1"}, late=True)

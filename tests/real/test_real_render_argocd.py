@@ -31,6 +31,8 @@ NS = "llm-serving"
 REFERENCE = ("coder-14b-fp16.yaml", "clef-candle.yaml", "coder-service.yaml", "reasoning-long-service.yaml")
 SEED_002_NETPOL = ROOT / "policies" / "fixtures" / "network-ingress-for-clients" / "disallowed" / "seed-002-gateway-ports.yaml"
 KINDS = ("deployments", "services", "networkpolicies", "inferenceservices.serving.kserve.io")
+#: Kinds whose controller writes their status (moving the resourceVersion without a change of spec).
+STATUS_WRITTEN = ("Deployment", "InferenceService")
 
 
 def _argocd_apply(cluster, path) -> None:
@@ -63,9 +65,9 @@ def test_argocd_applying_the_rendered_directory_keeps_the_objects_and_then_does_
     assert proc.returncode == 1, proc.stderr  # 1: differences found
     assert "+    pulumi.com/timeoutSeconds: \"510\"" in proc.stdout, proc.stdout
     assert "+    - port: 8080" in proc.stdout or "+      port: 8080" in proc.stdout, proc.stdout
-    after_diff = _objects(cluster)  # a diff changes nothing (Deployments: their controller may write status)
+    after_diff = _objects(cluster)  # a diff changes nothing (Deployments, InferenceServices: their controller writes status)
     assert all(after_diff[k]["metadata"]["resourceVersion"] == v["metadata"]["resourceVersion"]
-               for k, v in seeded.items() if k[0] != "Deployment")
+               for k, v in seeded.items() if k[0] not in STATUS_WRITTEN)
 
     _argocd_apply(cluster, rendered / "1-manifest")
     first = _objects(cluster)
@@ -83,10 +85,11 @@ def test_argocd_applying_the_rendered_directory_keeps_the_objects_and_then_does_
     moved = {key: (first[key]["metadata"]["resourceVersion"], obj["metadata"]["resourceVersion"])
              for key, obj in second.items()
              if key in first and obj["metadata"]["resourceVersion"] != first[key]["metadata"]["resourceVersion"]
-             and key[0] != "Deployment"}
+             and key[0] not in STATUS_WRITTEN}
     assert moved == {}, moved
-    # Deployments: the spec ArgoCD applies is unchanged (same generation); only the controller's
-    # status may move their resourceVersion.
+    # Deployments and InferenceServices: the spec ArgoCD applies is unchanged (same generation); only
+    # the controller's status (the Deployment controller's; KServe's Ready, the stand-in's here) may
+    # move their resourceVersion.
     for key, obj in second.items():
-        if key[0] == "Deployment" and key in first:
+        if key[0] in STATUS_WRITTEN and key in first:
             assert obj["metadata"]["generation"] == first[key]["metadata"]["generation"], key

@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from core import facts
+from core import facts, transition_cost
 from core.problems import ConfigError
 from tools.offline import apischema
 from tools.offline.manifests import InputError, Resource, object_problem, read_input
@@ -365,6 +365,8 @@ class ObjectDiff:
     new_path: str = ""
     changes: tuple[FieldChange, ...] = ()
     warning: str = ""
+    #: What the change costs while the update runs (:func:`core.transition_cost.object_cost`).
+    cost: transition_cost.ObjectCost = field(default_factory=transition_cost.ObjectCost)
 
     @property
     def replace_reasons(self) -> list[str]:
@@ -382,6 +384,10 @@ class TreeDiff:
     objects: tuple[ObjectDiff, ...] = field(default_factory=tuple)
 
     @property
+    def costs(self) -> list[transition_cost.ObjectCost]:
+        return [o.cost for o in self.objects]
+
+    @property
     def replacements(self) -> list[ObjectDiff]:
         return [o for o in self.objects if o.action == "replace"]
 
@@ -394,6 +400,7 @@ class TreeDiff:
         lines = [head]
         for o in self.objects:
             lines.extend(_render_object(o))
+        lines.extend(transition_cost.summary(self.costs))
         return "\n".join(lines) + "\n"
 
 
@@ -401,8 +408,7 @@ _MARK = {"add": "+ ", "remove": "- ", "update": "~ ", "replace": "+-"}
 
 
 def _render_object(o: ObjectDiff) -> list[str]:
-    label = {"add": "add", "remove": "remove", "update": "update in place", "replace": "REPLACE"}[o.action]
-    lines = [f"{_MARK[o.action]} {o.title} ({label})"]
+    lines = [f"{_MARK[o.action]} {o.title} ({transition_cost.label(o.action, o.cost)})"]
     for c in o.changes:
         tag = "   [forces replacement]" if c.replace_reason else ""
         if _scalars(c.old) and _scalars(c.new):
@@ -414,6 +420,7 @@ def _render_object(o: ObjectDiff) -> list[str]:
         lines.append(f"      replace: {reason}")
     if o.warning:
         lines.append(f"      warning: {o.warning}")
+    lines.extend(f"      {line}" for line in o.cost.lines())
     return lines
 
 
@@ -454,7 +461,7 @@ SERVICE_REMOVAL_WARNING = (
 
 def _removal(obj: dict[str, Any], path: str) -> ObjectDiff:
     warning = SERVICE_REMOVAL_WARNING if obj.get("kind") == "Service" else ""
-    return ObjectDiff("remove", title(obj), old_path=path, warning=warning)
+    return ObjectDiff("remove", title(obj), old_path=path, warning=warning, cost=transition_cost.object_cost("remove", obj, None))
 
 
 def _show(value: Any) -> str:
@@ -485,7 +492,8 @@ def diff_trees(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -
         if not changes:
             continue
         action = "replace" if any(c.replace_reason for c in changes) else "update"
-        out.append(ObjectDiff(action, title(new[n]), o, n, changes))
+        cost = transition_cost.object_cost(action, old[o], new[n], [c.path for c in changes])
+        out.append(ObjectDiff(action, title(new[n]), o, n, changes, cost=cost))
     out.extend(_removal(old[p], p) for p in removed)
     out.extend(ObjectDiff("add", title(new[p]), new_path=p) for p in added)
     return TreeDiff(tuple(sorted(out, key=lambda d: (d.title, d.action))))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
 from core.inventory import ClusterInventory
-from core import terms
+from core import terms, transition_cost
 from core.problems import Finding
 from core import manifests
 from tools.offline import render, summary
@@ -114,12 +114,21 @@ def _node_of(obj: dict) -> Optional[str]:
     return view.node if view is not None and view.is_gpu and view.running else None
 
 
+def retire_of(config: Mapping[str, Any]) -> transition_cost.Retired:
+    """The names the stack config's ``llm-serving:retire`` lists (either config form)."""
+    return transition_cost.retired(summary.config_value(dict(config), "llm-serving:retire"))
+
+
 def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.TreeDiff, pk: Peak,
-             protected: set[str]) -> list[str]:
+             protected: set[str], retire: Optional[transition_cost.Retired] = None) -> list[str]:
     """The reasons to refuse the plan, one message each: a node over its cards at the peak
-    (with the renames that would avoid it), and a replacement of a protected Service."""
+    (with the renames that would avoid it), a replacement of a protected Service, and a workload
+    or Service deleted without ``retire`` (the stack file's ``llm-serving:retire``) naming it
+    (:func:`core.transition_cost.unintended_deletions`, as :mod:`tools.plan` on the real plan)."""
     added = {o.new_path: new[o.new_path] for o in diff.objects if o.action == "add"}
-    return over_capacity(pk, added) + protected_replacements(old, new, diff, protected)
+    removed = [old[o.old_path] for o in diff.objects if o.action == "remove"]
+    return (over_capacity(pk, added) + protected_replacements(old, new, diff, protected)
+            + transition_cost.unintended_deletions(removed, retire or transition_cost.Retired()))
 
 
 def over_capacity(pk: Peak, added: Mapping[str, dict]) -> list[str]:
