@@ -47,7 +47,7 @@ def _run(doc: dict, tmp_path: Path) -> tuple[int, str]:
 def test_the_unchanged_provider_is_not_refused(tmp_path):
     code, text = _run(_document(), tmp_path)
     assert code == plan.EXIT_OK, text
-    assert "provider" not in text
+    assert "REFUSED" not in text and "SAFE" not in text and "render-only stack" not in text
 
 
 def test_render_mode_switched_on_an_applied_stack_is_refused_with_the_safe_path(tmp_path):
