@@ -19,6 +19,7 @@ from core import rules
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import build_stack, config_from_pulumi, secrets_to, stack_outputs
 
+
 def _written() -> "dict | None":
     """The stack file's config as written (``secure:`` still encrypted): where each secret sits."""
     from tools.offline.manifests import InputError, load_stack_file

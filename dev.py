@@ -132,7 +132,7 @@ def lock(args: list[str]) -> int:
 
 
 def lint(args: list[str]) -> int:
-    """ruff (the rule families of pyproject.toml's [tool.ruff.lint]) and mypy ([tool.mypy]) on the
+    """Ruff (the rule families of pyproject.toml's [tool.ruff.lint]) and mypy ([tool.mypy]) on the
     project; the first failing exit code. ``--fix-all`` first applies ruff's fixes and marks what
     has none with ``# noqa: <code>`` (``ruff check --fix``, then ``--add-noqa``): the one command
     that brings new code under the rules (docs/development.md)."""

@@ -37,7 +37,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from bench.preview_bench import ROOT, Run, timed
 
@@ -51,7 +50,7 @@ INSTALL = {
 }
 
 
-def find_peer(name: str) -> Optional[str]:
+def find_peer(name: str) -> str | None:
     """The peer's executable: under :data:`PEERS` (``checkov/bin/checkov``, ``bin/kube-score``),
     else on PATH; None when neither has it."""
     local = PEERS / ("checkov/bin/checkov" if name == "checkov" else f"bin/{name}")
@@ -73,7 +72,7 @@ def version(name: str, exe: str) -> str:
     return "?"
 
 
-def commands(manifests: Path, inventory: Path, out: Optional[Path]) -> dict[str, list[str]]:
+def commands(manifests: Path, inventory: Path, out: Path | None) -> dict[str, list[str]]:
     """Each row's command; a peer that is not installed is left out with a note on stderr."""
     cmds = {"analyze": [sys.executable, "-m", "tools.analyze", "--manifests", str(manifests),
                         "--inventory", str(inventory)]}

@@ -37,8 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from bench import genstack  # noqa: E402
-from tests.real.realpath import RealProject, loopback_cluster  # noqa: E402
 from testbed import toolchain  # noqa: E402
+from tests.real.realpath import RealProject, loopback_cluster  # noqa: E402
 
 ENV_VALUE_LIMIT = 131072
 

@@ -11,14 +11,14 @@ the client calls.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 from pydantic import Field
 
+from components.workload import ComponentArgs
 from core import facts
 from core.traffic import IngressRule, NetworkPolicyConfig
-from components.workload import ComponentArgs
 
 #: The label every namespace carries with its own name (Kubernetes 1.22+).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -72,7 +72,7 @@ class NamespaceNetworkPolicy(pulumi.ComponentResource):
 
     TYPE = "llm-serving:index:NamespaceNetworkPolicy"
 
-    def __init__(self, name: str, args: NamespaceNetworkPolicyArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: NamespaceNetworkPolicyArgs, opts: pulumi.ResourceOptions | None = None):
         from pulumi_kubernetes.networking.v1 import NetworkPolicy
 
         super().__init__(self.TYPE, name, None, opts)

@@ -8,7 +8,7 @@ Pure functions returning manifest fragments in the manifest's own shape (camelCa
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 from core import facts, rules
 from core.images import parse_image
@@ -27,7 +27,7 @@ def former_names_annotation(former_names: list[str]) -> dict[str, str]:
     return {facts.FORMER_NAMES_ANNOTATION: json.dumps(list(former_names))} if former_names else {}
 
 
-def pull_policy(image: str) -> Optional[str]:
+def pull_policy(image: str) -> str | None:
     """``"Always"`` for an image not pinned by digest (003), else None (the default applies)."""
     return None if is_digest_pinned(image) else facts.MOVING_TAG_PULL_POLICY
 
@@ -93,7 +93,7 @@ def secret_env_entries(workload: str, names: list[str]) -> list[dict[str, Any]]:
 
 
 def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
-                         parked_reason: Optional[str], root_reason: Optional[str] = None) -> dict[str, str]:
+                         parked_reason: str | None, root_reason: str | None = None) -> dict[str, str]:
     """The component -> policy annotations of a model server (core/facts.py), and how long
     ``pulumi up`` waits for it (``pulumi.com/timeoutSeconds``: :func:`core.rules.await_timeout_seconds`
     of the cold start; reasoning's 600 s would otherwise hit the provider's 10-minute default);
@@ -111,7 +111,7 @@ def workload_annotations(component: str, cold_start_seconds: int, served_names: 
     return out
 
 
-def checkov_waivers(image: str, root_reason: Optional[str]) -> dict[str, str]:
+def checkov_waivers(image: str, root_reason: str | None) -> dict[str, str]:
     """``checkov.io/skip<N>`` annotations of a Deployment: each check it cannot meet with the
     reason (:data:`core.facts.CHECKOV_WAIVER_REASONS`; root: ``root_reason``); a check that
     does not apply (a digest-pinned image, a non-root user) is not waived."""
@@ -127,7 +127,7 @@ def checkov_waivers(image: str, root_reason: Optional[str]) -> dict[str, str]:
             for i, (check, reason) in enumerate(sorted(waived.items()), 1)}
 
 
-def pod_security_context(run_as_user: Optional[int]) -> dict[str, Any]:
+def pod_security_context(run_as_user: int | None) -> dict[str, Any]:
     """The pod ``securityContext``: the RuntimeDefault seccomp profile, and ``runAsNonRoot`` /
     ``runAsUser`` when a non-root UID is given (the Pod Security Standards' restricted profile)."""
     out: dict[str, Any] = {"seccompProfile": dict(facts.SECCOMP_PROFILE)}

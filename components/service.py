@@ -10,14 +10,14 @@ Service, never a pod or an InferenceService, so a hand-off between servers is a 
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 from pydantic import ConfigDict, Field
 
+from components.workload import ComponentArgs, WorkloadComponent
 from core import facts, rules
 from core.traffic import ServiceClient
-from components.workload import ComponentArgs, WorkloadComponent
 
 
 class StablePredictorServiceArgs(ComponentArgs):
@@ -30,7 +30,7 @@ class StablePredictorServiceArgs(ComponentArgs):
     namespace: str = Field(description="Namespace (llm-serving).")
     selects: WorkloadComponent = Field(description="The workload component (CandleDeployment, VllmInferenceService, ...).")
     clients: list[ServiceClient] = Field(default_factory=list, description="Declared clients (name, namespace, port).")
-    parked_reason: Optional[str] = Field(default=None, description="Set when it is meant to have no endpoints.")
+    parked_reason: str | None = Field(default=None, description="Set when it is meant to have no endpoints.")
 
 
 def service_urls(name: str, namespace: str) -> dict[str, str]:
@@ -38,7 +38,7 @@ def service_urls(name: str, namespace: str) -> dict[str, str]:
     return {port_name: f"http://{name}.{namespace}.svc.cluster.local:{port}" for port, port_name in facts.SERVICE_PORTS}
 
 
-def service_await(parked_reason: Optional[str], workload_parked_reason: Optional[str],
+def service_await(parked_reason: str | None, workload_parked_reason: str | None,
                   workload_cold_start_seconds: int) -> dict[str, str]:
     """The await annotation of a Service: ``{"pulumi.com/skipAwait": "true"}`` when the Service
     or the workload it selects is parked (no endpoints, on purpose: nothing to wait for), else
@@ -58,8 +58,8 @@ def service_await(parked_reason: Optional[str], workload_parked_reason: Optional
 
 
 def service_manifest(name: str, namespace: str, selector: dict[str, str], target_port: int,
-                     clients: list[ServiceClient], parked_reason: Optional[str], component: str,
-                     awaits: Optional[dict[str, str]] = None) -> dict[str, Any]:
+                     clients: list[ServiceClient], parked_reason: str | None, component: str,
+                     awaits: dict[str, str] | None = None) -> dict[str, Any]:
     """The Service as a manifest dict (v1). Annotations: the component, the clients as JSON
     (``[{"name", "namespace", "port"}]``), when parked the reason, and ``awaits``
     (:func:`service_await`)."""
@@ -114,7 +114,7 @@ class StablePredictorService(pulumi.ComponentResource):
 
     TYPE = "llm-serving:index:StablePredictorService"
 
-    def __init__(self, name: str, args: StablePredictorServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: StablePredictorServiceArgs, opts: pulumi.ResourceOptions | None = None):
         from pulumi_kubernetes.core.v1 import Service
 
         super().__init__(self.TYPE, name, None, opts)

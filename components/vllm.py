@@ -31,20 +31,18 @@ Facts it carries (sources in ``core/facts.py``):
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import pulumi
 from pydantic import Field, ValidationInfo, model_validator
 
-from core import facts, rules
+from components import pod
+from components.workload import WorkloadArgs, WorkloadComponent, transition_options
+from core import facts, rulebook, rules
 from core.engines import VllmConfig
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
-from core import rulebook
 from core.values import judged
-
-from components import pod
-from components.workload import WorkloadArgs, WorkloadComponent, transition_options
 
 KSERVE_API_VERSION = "serving.kserve.io/v1beta1"
 #: vLLM's health route (coder.yaml; readiness every facts.READINESS_PERIOD_SECONDS).
@@ -65,7 +63,7 @@ class VllmArgs(VllmConfig, WorkloadArgs):
     model: str = Field(min_length=1, description="--model: the Hugging Face id (or a path on the PVC).")
     card: CardSpec = Field(description="The node's card: sm_70 env and the NVLink default come from it.")
     model_key: str = Field(default="", description="Model key, for messages.")
-    model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
+    model_facts: ModelFacts | None = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
     port: Literal[8080] = Field(default=8080, description="--port (8080, facts.CONTAINER_PORT).")
 
     @property
@@ -74,7 +72,7 @@ class VllmArgs(VllmConfig, WorkloadArgs):
         return self.tp_for(self.placement.cards)
 
     @model_validator(mode="after")
-    def _facts(self, info: ValidationInfo) -> "VllmArgs":
+    def _facts(self, info: ValidationInfo) -> VllmArgs:
         if judged(info):
             return self
         error = rulebook.first_error(self.name, rulebook.vllm_breaches(
@@ -86,7 +84,7 @@ class VllmArgs(VllmConfig, WorkloadArgs):
 
 
 def vllm_argv(args: VllmArgs) -> list[str]:
-    """vLLM's argv (:meth:`core.engines.VllmConfig.argv`, coder.yaml's order and form)."""
+    """VLLM's argv (:meth:`core.engines.VllmConfig.argv`, coder.yaml's order and form)."""
     return args.argv(args.model, tp=args.tp, nvlink=args.card.nvlink, port=args.port)
 
 
@@ -183,7 +181,7 @@ class VllmInferenceService(WorkloadComponent):
 
     TYPE = "llm-serving:index:VllmInferenceService"
 
-    def __init__(self, name: str, args: VllmArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: VllmArgs, opts: pulumi.ResourceOptions | None = None):
         from pulumi_kubernetes.apiextensions import CustomResource
 
         super().__init__(self.TYPE, name, None, opts)

@@ -31,18 +31,10 @@ runs as one value (:class:`core.placement.Placement`).
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, model_validator
-
-from core import facts
-from core.engines import CandleConfig
-from core.inventory import CardSpec
-from core.modelfacts import ModelFacts
-from core.placement import Placement, secret_name, startup_threshold
-from core import rulebook
-from core.values import JUDGED, REDACTED, judged
 
 from components.pod import (
     checkov_waivers,
@@ -59,6 +51,12 @@ from components.pod import (
     startup_probe,
     workload_annotations,
 )
+from core import facts, rulebook
+from core.engines import CandleConfig
+from core.inventory import CardSpec
+from core.modelfacts import ModelFacts
+from core.placement import Placement, secret_name, startup_threshold
+from core.values import JUDGED, REDACTED, judged
 
 #: candle-vllm's health route. Its router (src/main.rs) serves only ``GET /v1/models``,
 #: ``POST /v1/chat/completions`` and ``POST /v1/embeddings``, and binds the listener only after
@@ -88,7 +86,7 @@ class WorkloadArgs(ComponentArgs):
     name: str = Field(description="Object name, e.g. candle-vllm or reasoning.")
     namespace: str = Field(description="Namespace (llm-serving).")
     placement: Placement = Field(description="Where and how it runs (the stack file's workload keys).")
-    runtime_class: Optional[str] = Field(
+    runtime_class: str | None = Field(
         default=facts.GPU_RUNTIME_CLASS,
         description="The pods' runtimeClassName: the inventory's gpu_runtime_class (worker-1: nvidia, seeds 001, 003); None: the cluster's default runtime injects the driver.")
     delete_before_replace: bool = Field(
@@ -99,7 +97,7 @@ class WorkloadArgs(ComponentArgs):
     )
 
     @model_validator(mode="after")
-    def _startup_budget(self, info: ValidationInfo) -> "WorkloadArgs":
+    def _startup_budget(self, info: ValidationInfo) -> WorkloadArgs:
         if judged(info):
             return self
         p = self.placement
@@ -149,7 +147,7 @@ class GpuDeploymentArgs(WorkloadArgs):
     container_name: str = Field(default="server", description="Container name (candle-vllm: candle).")
     health_path: str = Field(default="/health", description="HTTP route of the startup and liveness probes.")
     served_model_names: list[str] = Field(default_factory=list, description="Names it answers (annotation).")
-    root_reason: Optional[str] = Field(default=None, description="Why it runs as root (annotation), when run_as_user is None.")
+    root_reason: str | None = Field(default=None, description="Why it runs as root (annotation), when run_as_user is None.")
 
 
 def app_labels(name: str) -> dict[str, str]:
@@ -243,7 +241,7 @@ class WorkloadComponent(pulumi.ComponentResource):
     port: int
     node: str
     cards: int
-    parked_reason: Optional[str]
+    parked_reason: str | None
     served_model_names: list[str]
     cold_start_seconds: int
 
@@ -283,10 +281,10 @@ class GpuDeployment(WorkloadComponent):
 
     TYPE = "llm-serving:index:GpuDeployment"
 
-    def __init__(self, name: str, args: GpuDeploymentArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: GpuDeploymentArgs, opts: pulumi.ResourceOptions | None = None):
         self._create(name, args, opts)
 
-    def _create(self, name: str, args: GpuDeploymentArgs, opts: Optional[pulumi.ResourceOptions]) -> None:
+    def _create(self, name: str, args: GpuDeploymentArgs, opts: pulumi.ResourceOptions | None) -> None:
         from pulumi_kubernetes.apps.v1 import Deployment
 
         super().__init__(self.TYPE, name, None, opts)
@@ -317,11 +315,11 @@ class CandleDeploymentArgs(CandleConfig, WorkloadArgs):
 
     weights_path: str = Field(min_length=1, description="--w, e.g. /mnt/models/coder-14b-fp16 (from the model entry).")
     model_key: str = Field(default="", description="Model key, for messages.")
-    model_facts: Optional[ModelFacts] = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
-    card: Optional[CardSpec] = Field(default=None, description="The node's card, checked for dtype support.")
+    model_facts: ModelFacts | None = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
+    card: CardSpec | None = Field(default=None, description="The node's card, checked for dtype support.")
 
     @model_validator(mode="after")
-    def _facts(self, info: ValidationInfo) -> "CandleDeploymentArgs":
+    def _facts(self, info: ValidationInfo) -> CandleDeploymentArgs:
         if judged(info):
             return self
         key = self.model_key or posixpath.basename(self.weights_path.rstrip("/"))
@@ -361,6 +359,6 @@ class CandleDeployment(GpuDeployment):
 
     TYPE = "llm-serving:index:CandleDeployment"
 
-    def __init__(self, name: str, args: CandleDeploymentArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: CandleDeploymentArgs, opts: pulumi.ResourceOptions | None = None):
         self.candle_args = args
         self._create(name, candle_gpu_args(args), opts)

@@ -16,8 +16,9 @@ into :class:`Demand` values (the pack from manifests, the program from the stack
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 from core.inventory import ClusterInventory
 
@@ -38,9 +39,9 @@ class Demand:
     per_pod: float
     pods: int = 1
     surge_pods: int = 0
-    node: Optional[str] = None
+    node: str | None = None
     key: str = ""
-    parked: Optional[str] = None
+    parked: str | None = None
     ref: Any = None
 
     @property
@@ -79,7 +80,7 @@ class Rollout:
         return self.surge_pods if self.unavailable_pods == 0 else 0
 
 
-def _scaled(value: Any, replicas: int, round_up: bool) -> Optional[int]:
+def _scaled(value: Any, replicas: int, round_up: bool) -> int | None:
     """An IntOrString of a rollout as pods: a whole number is itself; ``"25%"`` is 25% of
     ``replicas``, rounded up (surge) or down (unavailability), as Kubernetes'
     ``intstr.GetScaledValueFromIntOrPercent``. None when it is neither."""
@@ -150,7 +151,7 @@ class Share:
     surge_pods: int = 0
     unpinned: bool = False
     overflow: bool = False
-    reserved_reason: Optional[str] = None
+    reserved_reason: str | None = None
     ref: Any = None
 
     @property
@@ -217,7 +218,7 @@ class NodeUse:
         verb = "fits" if len(names) == 1 else "fit"
         return f"; unpinned {', '.join(names)} {verb} on no node (counted on the node with the most free {unit})"
 
-    def share_of(self, key: str) -> Optional[Share]:
+    def share_of(self, key: str) -> Share | None:
         """The share of the workload whose :attr:`Demand.id` is ``key`` here, or None."""
         for s in self.shares:
             if s.ref is not None and getattr(s.ref, "id", None) == key:
@@ -236,7 +237,7 @@ class Allocation:
     """
 
     nodes: dict[str, NodeUse]
-    oversized: list[tuple[Demand, Optional[str], float]]
+    oversized: list[tuple[Demand, str | None, float]]
     unknown_node: list[Demand]
 
 
@@ -244,7 +245,7 @@ def allocate(
     demands: Iterable[Demand],
     capacity: Mapping[str, float],
     count_surge: bool = True,
-    reserved: Optional[Mapping[str, Iterable[tuple[str, float, str]]]] = None,
+    reserved: Mapping[str, Iterable[tuple[str, float, str]]] | None = None,
 ) -> Allocation:
     """Place ``demands`` on the nodes of ``capacity``.
 
@@ -264,7 +265,7 @@ def allocate(
     """
     nodes = {name: NodeUse(name, float(cap)) for name, cap in capacity.items()}
     largest = max(capacity.values(), default=0.0)
-    oversized: list[tuple[Demand, Optional[str], float]] = []
+    oversized: list[tuple[Demand, str | None, float]] = []
     unknown: list[Demand] = []
     for node, held in (reserved or {}).items():
         if node in nodes:

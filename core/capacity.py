@@ -64,7 +64,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Optional
 
 from core import cards, rules
 from core.engines import CandleConfig, ServerSettings
@@ -170,7 +169,7 @@ _DTYPE_BYTES = {
 }
 
 
-def dtype_bytes(name: Optional[str], default: str = "float16") -> int:
+def dtype_bytes(name: str | None, default: str = "float16") -> int:
     """Bytes per element of a dtype as the engines spell it (``float16``, ``half``, ``f16``,
     ``bf16``, ``float32``, ``fp8``...). ``None`` or ``auto`` use ``default``. Raises
     ValueError for an unknown name."""
@@ -256,7 +255,7 @@ def _mlp_layer_bytes(facts: ModelFacts, tp: int, dt: int) -> int:
 def _vocab_bytes(facts: ModelFacts, tp: int, dt: int, engine: str) -> tuple[int, int]:
     """(embedding, LM head) bytes one rank holds. vLLM splits the padded vocabulary across
     ranks; candle-vllm keeps both whole on every rank. A tied LM head adds nothing."""
-    if engine == "vllm":
+    if engine == "vllm":  # noqa: SIM108
         rows = math.ceil(facts.vocab_size / VLLM_VOCAB_PADDING) * VLLM_VOCAB_PADDING // tp
     else:
         rows = facts.vocab_size
@@ -340,8 +339,8 @@ class Estimate:
     fits_kv: bool
     notes: tuple[str, ...] = ()
     runtime_gib: float = 0.0
-    engine_version: Optional[tuple[int, ...]] = None
-    ranks: tuple["RankMemory", ...] = ()
+    engine_version: tuple[int, ...] | None = None
+    ranks: tuple[RankMemory, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -427,9 +426,9 @@ def vllm_profile(
     card: CardSpec,
     *,
     max_model_len: int,
-    version: Optional[tuple[int, ...]] = None,
-    max_num_batched_tokens: Optional[int] = None,
-    max_num_seqs: Optional[int] = None,
+    version: tuple[int, ...] | None = None,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
 ) -> VllmProfile:
     """The profile of vLLM ``version`` (a tuple from :attr:`core.images.ImageRef.version`;
     None: :data:`VLLM_ASSUMED_VERSION`) on ``card``, with the scheduler limits given or the
@@ -543,9 +542,9 @@ def estimate_vllm(
     kv_cache_dtype: str = "auto",
     dtype: str = "float16",
     block_size: int = VLLM_BLOCK_SIZE,
-    max_num_batched_tokens: Optional[int] = None,
-    max_num_seqs: Optional[int] = None,
-    version: Optional[tuple[int, ...]] = None,
+    max_num_batched_tokens: int | None = None,
+    max_num_seqs: int | None = None,
+    version: tuple[int, ...] | None = None,
 ) -> Estimate:
     """Estimate vLLM's KV cache on each rank of a server on ``card`` (see the module docstring).
 
@@ -658,9 +657,9 @@ CANDLE_DEFAULT_MAX_NUM_SEQS: int = CandleConfig.model_fields["max_num_seqs"].def
 
 
 def candle_mamba_reserve_mib(
-    facts: ModelFacts, budget_mib: int, *, mamba_fraction: Optional[float] = None,
-    max_num_seqs: Optional[int] = None, dtype: str = "f16",
-) -> tuple[int, Optional[int], float]:
+    facts: ModelFacts, budget_mib: int, *, mamba_fraction: float | None = None,
+    max_num_seqs: int | None = None, dtype: str = "f16",
+) -> tuple[int, int | None, float]:
     """``(reserved MiB, slot floor MiB or None, fraction used)``: what candle-vllm's
     ``plan_hybrid_mamba_cache_with_fraction`` gives a hybrid model's GDN state out of a
     ``budget_mib`` cache budget. The fraction (``--mamba-fraction``, default 0.15) is capped at
@@ -709,15 +708,15 @@ def estimate_candle(
     card: CardSpec,
     *,
     tp: int = 1,
-    kv_fraction: Optional[float] = None,
-    mem_mib: Optional[int] = None,
+    kv_fraction: float | None = None,
+    mem_mib: int | None = None,
     dtype: str = "f16",
     kv_cache_dtype: str = "auto",
     block_size: int = CANDLE_BLOCK_SIZE,
-    prefill_chunk_size: Optional[int] = None,
-    mamba_fraction: Optional[float] = None,
-    runtime_reserve_mib: Optional[int] = None,
-    max_num_seqs: Optional[int] = None,
+    prefill_chunk_size: int | None = None,
+    mamba_fraction: float | None = None,
+    runtime_reserve_mib: int | None = None,
+    max_num_seqs: int | None = None,
 ) -> Estimate:
     """Estimate candle-vllm's KV cache on one rank (see the module docstring).
 
@@ -793,7 +792,7 @@ def estimate_candle(
 
 # --- one entry point for both sides -----------------------------------------------------
 
-def engine_dtype(value: Optional[str], default: str) -> str:
+def engine_dtype(value: str | None, default: str) -> str:
     """A dtype name the estimator knows, else ``default`` (None and ``auto`` -> ``default``)."""
     if value is None or value.lower() == "auto":
         return default

@@ -9,13 +9,12 @@ Plain Python, no Pulumi import.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional
 
 from core.capacity import GIB, Estimate
 from core.measured import DISAGREEMENT, Measured
 
 
-def kv_tokens(m: Measured, e: Estimate) -> Optional[int]:
+def kv_tokens(m: Measured, e: Estimate) -> int | None:
     """The measured KV pool in tokens: ``kv_tokens``, else ``kv_gib`` over the estimate's bytes a
     token (whole blocks), else None."""
     if m.kv_tokens is not None:
@@ -71,7 +70,7 @@ def assumptions(e: Estimate) -> str:
             f"activation/workspace {e.activation_gib:.2f} GiB a rank")
 
 
-def judged(e: Estimate, m: Optional[Measured]) -> Estimate:
+def judged(e: Estimate, m: Measured | None) -> Estimate:
     """The estimate the capacity rules judge: ``e`` with its KV pool replaced by the measured one
     (:func:`kv_tokens`) when ``m`` gives it, so the policies and the stack-file checks judge
     against the measurement. vLLM: ``fits_kv`` is whether the measured pool holds one request of

@@ -20,24 +20,22 @@ Pure functions, no Pulumi program code, no pulumi_kubernetes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable, Optional
 
-from core import capacity, capacity_measured
+from core import capacity, capacity_measured, manifests
 from core.capacity import Estimate
 from core.capacity_measured import Figure
-from core.measured import Measured
 from core.engines import CandleConfig, ServerSettings, VllmConfig
+from core.inventory import CardSpec, ClusterInventory
+from core.measured import Measured
+from core.modelfacts import ModelFacts, Models
 from core.registry import MANIFEST
 from core.rulebook import stack_config
-from core.inventory import CardSpec, ClusterInventory
-from core.modelfacts import Models, ModelFacts
-from core import manifests
-
 
 # --- the card a server runs on ------------------------------------------------------------
 
-def card_for(w: manifests.Workload, inv: ClusterInventory) -> tuple[Optional[str], Optional[CardSpec], Optional[str]]:
+def card_for(w: manifests.Workload, inv: ClusterInventory) -> tuple[str | None, CardSpec | None, str | None]:
     """``(node, card, problem)`` for the pods of ``w``.
 
     Pinned: the pinned node and its card. Unpinned: the node with the smallest card
@@ -74,21 +72,21 @@ class ServerCapacity:
     workload: manifests.Workload
     container: manifests.Container
     server: manifests.ServerArgs
-    model_arg: Optional[str]
-    model_key: Optional[str]
-    facts: Optional[ModelFacts]
-    node: Optional[str]
-    card: Optional[CardSpec]
+    model_arg: str | None
+    model_key: str | None
+    facts: ModelFacts | None
+    node: str | None
+    card: CardSpec | None
     explicit_max_model_len: bool
-    estimate: Optional[Estimate]
-    problem: Optional[str]
+    estimate: Estimate | None
+    problem: str | None
     #: The typed settings its argv gives (:meth:`core.manifests.servers.ServerArgs.settings`), what was estimated.
     settings: ServerSettings
     #: What was measured on the cluster for this server (the inventory's ``measured``), if anything.
-    measured: Optional[Measured] = None
+    measured: Measured | None = None
     #: The estimate before the measurement replaced its KV pool (:func:`core.capacity_measured.judged`);
     #: ``estimate`` is what the rules judge.
-    estimated: Optional[Estimate] = None
+    estimated: Estimate | None = None
 
     @property
     def tp(self) -> int:
@@ -104,7 +102,7 @@ def server_label(sc: ServerCapacity) -> str:
     return f"{w.kind} {w.name}{extra}"
 
 
-def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
+def unknown_model_message(model_arg: str | None, engine: str) -> str:
     """Why a server's model has no facts, and how to add it (``<wrong>; <fix>``, in manifest
     terms): :func:`core.rulebook.stack_config.model_listed`'s wording."""
     flag = VllmConfig.FLAGS["model"] if engine == "vllm" else CandleConfig.FLAGS["weights_path"]
@@ -116,8 +114,8 @@ def unknown_model_message(model_arg: Optional[str], engine: str) -> str:
 
 
 def vllm_estimate(
-    s: manifests.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: Optional[int] = None,
-    image: Optional[str] = None,
+    s: manifests.ServerArgs, facts: ModelFacts, card: CardSpec, *, tp: int | None = None,
+    image: str | None = None,
 ) -> tuple[Estimate, bool]:
     """``(estimate, explicit)`` for a vLLM argv on ``card``; ``tp`` overrides
     ``--tensor-parallel-size`` (to ask "would TP=2 fit?"); ``image`` (the container's) names the
@@ -133,7 +131,7 @@ def vllm_estimate(
     return est, settings.max_model_len is not None
 
 
-def estimate_once(settings: ServerSettings, facts: ModelFacts, card: CardSpec) -> tuple[Optional[Estimate], Optional[str]]:
+def estimate_once(settings: ServerSettings, facts: ModelFacts, card: CardSpec) -> tuple[Estimate | None, str | None]:
     """``(estimate, problem)`` of :func:`core.capacity.estimate`, ``problem`` the estimator's
     refusal (a utilization above 1, a fraction of 0). The estimator caches on the typed settings,
     so each server is estimated once however many policies ask (the pack is benchmarked at 10,000
@@ -179,7 +177,7 @@ def server_estimate(
     server_args: manifests.ServerArgs,
     inventory: ClusterInventory,
     models: Models,
-) -> Optional[Estimate]:
+) -> Estimate | None:
     """The :class:`~core.capacity.Estimate` of one server, or None when its model is not
     in the stack's models or no card is known (:func:`assess` says why)."""
     return assess(workload, container, server_args, inventory, models).estimate
@@ -212,18 +210,18 @@ class Row:
     card: str
     replicas: int
     cards: int
-    weights_gib_per_card: Optional[float]
-    kv_pool_gib: Optional[float]
-    kv_tokens: Optional[int]
-    max_model_len: Optional[int]
-    concurrency: Optional[float]
-    fits: Optional[bool]
-    problem: Optional[str] = None
+    weights_gib_per_card: float | None
+    kv_pool_gib: float | None
+    kv_tokens: int | None
+    max_model_len: int | None
+    concurrency: float | None
+    fits: bool | None
+    problem: str | None = None
     provisional: bool = False
     kv_upper_bound: bool = False
     notes: tuple[str, ...] = ()
     #: What was measured (:class:`core.measured.Measured`) and each figure beside the estimate's.
-    measured: Optional[Measured] = None
+    measured: Measured | None = None
     comparison: tuple[Figure, ...] = ()
     #: What the estimate assumed (:func:`core.capacity_measured.assumptions`), for a disagreement's report.
     assumed: str = ""
@@ -260,7 +258,7 @@ def capacity_rows(
     stack_view: manifests.Stack,
     inventory: ClusterInventory,
     models: Models,
-    servers: Optional[Callable[[manifests.Workload, ClusterInventory, Models], list[ServerCapacity]]] = None,
+    servers: Callable[[manifests.Workload, ClusterInventory, Models], list[ServerCapacity]] | None = None,
 ) -> list[Row]:
     """One :class:`Row` per model server of the stack, in workload then container order.
 

@@ -25,7 +25,6 @@ at import by :class:`CardModel` (:mod:`core.datafile`; its schema: ``core/data/c
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -105,7 +104,7 @@ def _by_key(cards: tuple[CardModel, ...]) -> dict[str, CardModel]:
 _BY_KEY = _by_key(CARDS)
 
 
-def lookup(product: str) -> Optional[CardModel]:
+def lookup(product: str) -> CardModel | None:
     """The catalog entry for a product name (device-plugin spelling, spaces, any case, with or
     without the NVIDIA / Tesla / GeForce prefix), or None when the catalog does not know it."""
     return _BY_KEY.get(_key(product))

@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, Optional, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
@@ -58,7 +58,7 @@ _HUMAN_INT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kKmMgG]?)$")
 _MULT = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
 
 
-def human_int(value: Optional[str]) -> Optional[int]:
+def human_int(value: str | None) -> int | None:
     """An integer as vLLM's ``human_readable_int`` reads it (vllm/engine/arg_utils.py):
     ``"65536"`` -> 65536, ``"64k"`` -> 64,000, ``"64K"`` -> 65,536. None when absent or unparsable."""
     if value is None:
@@ -69,7 +69,7 @@ def human_int(value: Optional[str]) -> Optional[int]:
     return int(float(match.group(1)) * _MULT[match.group(2)])
 
 
-def number(value: Optional[str]) -> Optional[float]:
+def number(value: str | None) -> float | None:
     """A float argument (``"0.90"`` -> 0.9); None when absent or not a number."""
     try:
         return float(value) if value is not None else None
@@ -81,7 +81,7 @@ def number(value: Optional[str]) -> Optional[float]:
 Flags = Mapping[str, Sequence[str]]
 
 
-def _last(flags: Flags, flag: str) -> Optional[str]:
+def _last(flags: Flags, flag: str) -> str | None:
     values = flags.get(flag)
     return values[-1] if values else None
 
@@ -99,18 +99,18 @@ class ServerSettings:
     engine: Literal["vllm", "candle-vllm"]
     tp: int = 1
     pp: int = 1
-    dtype: Optional[str] = None
-    kv_cache_dtype: Optional[str] = None
-    gpu_memory_utilization: Optional[float] = None
-    max_model_len: Optional[int] = None
-    max_num_batched_tokens: Optional[int] = None
-    max_num_seqs: Optional[int] = None
-    block_size: Optional[int] = None
-    kv_fraction: Optional[float] = None
-    mem_mib: Optional[int] = None
-    prefill_chunk_size: Optional[int] = None
-    mamba_fraction: Optional[float] = None
-    image: Optional[str] = None
+    dtype: str | None = None
+    kv_cache_dtype: str | None = None
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    block_size: int | None = None
+    kv_fraction: float | None = None
+    mem_mib: int | None = None
+    prefill_chunk_size: int | None = None
+    mamba_fraction: float | None = None
+    image: str | None = None
 
 
 class _Settings(BaseModel):
@@ -127,7 +127,7 @@ class RopeScaling(_Settings):
 
     rope_type: Literal["yarn", "linear", "dynamic"] = Field(description="RoPE scaling type (yarn for Qwen3).")
     factor: Real = Field(gt=1, description="Context multiplier (Qwen3 card: 4.0 for 131,072; 2.0 for 65,536).")
-    original_max_position_embeddings: Optional[Int] = Field(
+    original_max_position_embeddings: Int | None = Field(
         default=None, gt=0, description="YaRN: the window the model was trained on (Qwen3: 32768)."
     )
 
@@ -155,7 +155,7 @@ class VllmConfig(_Settings):
         description="Pinned by digest; v0.15.0 failed on worker-1 (coder.yaml). Default: v0.11.0 by digest.",
     )
     served_model_names: list[ServedName] = Field(min_length=1, description="--served-model-name, each its own argv item (002).")
-    quantization: Optional[Literal["gptq", "awq", "fp8", "marlin", "awq_marlin", "gptq_marlin", "compressed-tensors", "bitsandbytes"]] = Field(
+    quantization: Literal["gptq", "awq", "fp8", "marlin", "awq_marlin", "gptq_marlin", "compressed-tensors", "bitsandbytes"] | None = Field(
         default=None, description="--quantization (gptq for the GPTQ checkpoints here)."
     )
     dtype: Literal["auto", "half", "float16", "bfloat16", "float", "float32"] = Field(
@@ -165,38 +165,38 @@ class VllmConfig(_Settings):
         default="auto", description="--kv-cache-dtype (coder.yaml: auto; sm_70 has no FP8)."
     )
     max_model_len: Int = Field(gt=0, description="--max-model-len in tokens (reasoning: 65536; coder.yaml: 262144).")
-    tensor_parallel_size: Optional[Int] = Field(default=None, ge=1, description="--tensor-parallel-size; default: cards / pipeline_parallel_size.")
+    tensor_parallel_size: Int | None = Field(default=None, ge=1, description="--tensor-parallel-size; default: cards / pipeline_parallel_size.")
     pipeline_parallel_size: Int = Field(default=1, ge=1, description="--pipeline-parallel-size.")
     gpu_memory_utilization: Real = Field(
         default=rules.GPU_MEMORY_UTILIZATION_DEFAULT, gt=0, le=1,
         description=("--gpu-memory-utilization (coder.yaml: 0.90); at most 0.95 (core.rules.GPU_MEMORY_UTILIZATION_CEILING, "
                      "vllm-project/vllm #15598) unless enforce_eager or gpu_memory_utilization_override."),
     )
-    gpu_memory_utilization_override: Optional[Override] = Field(
+    gpu_memory_utilization_override: Override | None = Field(
         default=None,
         description="Lifts the 0.95 ceiling of gpu_memory_utilization, with the reason (written as an annotation for the pack).",
     )
     enforce_eager: bool = Field(default=False, description="--enforce-eager: no CUDA graphs (lifts the utilization ceiling).")
-    rope_scaling: Optional[RopeScaling] = Field(
+    rope_scaling: RopeScaling | None = Field(
         default=None,
         description="RoPE scaling (YaRN) for a max_model_len above the model's max_position_embeddings; --hf-overrides.",
     )
-    max_num_seqs: Optional[Int] = Field(default=None, ge=1, description="--max-num-seqs.")
-    max_num_batched_tokens: Optional[Int] = Field(default=None, ge=1, description="--max-num-batched-tokens.")
-    long_prefill_token_threshold: Optional[Int] = Field(default=None, ge=1, description="--long-prefill-token-threshold.")
+    max_num_seqs: Int | None = Field(default=None, ge=1, description="--max-num-seqs.")
+    max_num_batched_tokens: Int | None = Field(default=None, ge=1, description="--max-num-batched-tokens.")
+    long_prefill_token_threshold: Int | None = Field(default=None, ge=1, description="--long-prefill-token-threshold.")
     enable_chunked_prefill: bool = Field(default=False, description="--enable-chunked-prefill.")
     enable_prefix_caching: bool = Field(default=False, description="--enable-prefix-caching.")
-    disable_custom_all_reduce: Optional[bool] = Field(
+    disable_custom_all_reduce: bool | None = Field(
         default=None,
         description="--disable-custom-all-reduce; default on when TP >= 2 without NVLink (coder.yaml: deadlock after graph capture).",
     )
-    reasoning_parser: Optional[str] = Field(default=None, description="--reasoning-parser, e.g. qwen3.")
+    reasoning_parser: str | None = Field(default=None, description="--reasoning-parser, e.g. qwen3.")
     enable_auto_tool_choice: bool = Field(default=False, description="--enable-auto-tool-choice (needs tool_call_parser).")
-    tool_call_parser: Optional[str] = Field(default=None, description="--tool-call-parser, e.g. hermes.")
+    tool_call_parser: str | None = Field(default=None, description="--tool-call-parser, e.g. hermes.")
     hf_home: str = Field(default=facts.MODELS_MOUNT_PATH, description="HF_HOME (coder.yaml: /mnt/models).")
 
     @model_validator(mode="after")
-    def _tool_parser(self) -> "VllmConfig":
+    def _tool_parser(self) -> VllmConfig:
         if self.enable_auto_tool_choice and not self.tool_call_parser:
             raise rule_error(
                 "enable_auto_tool_choice needs tool_call_parser (vLLM refuses to start without it)",
@@ -220,7 +220,7 @@ class VllmConfig(_Settings):
         return json.dumps({"rope_scaling": self.rope_scaling.as_config()}, separators=(",", ":"))
 
     def argv(self, model: str, *, tp: int, nvlink: bool, port: int) -> list[str]:
-        """vLLM's argv in coder.yaml's order and form (``--flag=value``; served names as
+        """VLLM's argv in coder.yaml's order and form (``--flag=value``; served names as
         separate items after ``--served-model-name``; boolean flags bare; optional ones only
         when set). ``model``: ``--model`` (the Hugging Face id or a path on the PVC); ``tp``:
         the resolved tensor parallel size; ``nvlink``: the cards' NVLink, for the all-reduce
@@ -268,7 +268,7 @@ class VllmConfig(_Settings):
         )
 
     @classmethod
-    def read(cls, flags: Flags, *, tp: int, pp: int, image: Optional[str] = None) -> ServerSettings:
+    def read(cls, flags: Flags, *, tp: int, pp: int, image: str | None = None) -> ServerSettings:
         """The inverse of :meth:`argv` for what the estimator takes, tolerant: a flag that is
         absent or unreadable (``--max-model-len=lots``) is None, the engine's default; flags this
         model does not know are ignored. ``flags``: the argv read back, ``_`` already read as ``-``
@@ -277,7 +277,7 @@ class VllmConfig(_Settings):
         ``human_readable_int`` (:func:`human_int`)."""
         f = cls.FLAGS
 
-        def get(name: str) -> Optional[str]:
+        def get(name: str) -> str | None:
             return _last(flags, f[name])
 
         return ServerSettings(
@@ -306,7 +306,7 @@ class CandleConfig(_Settings):
     port: Int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="--p, the container port (8080).")
     max_num_seqs: Int = Field(default=16, ge=1, description="--max-num-seqs (default 16, candle-vllm's own, src/main.rs).")
     kv_fraction: Real = Field(gt=0, le=1, description="--kv-fraction of free card memory for the KV cache (0.85, 0.30).")
-    prefill_chunk_size: Optional[Int] = Field(
+    prefill_chunk_size: Int | None = Field(
         default=None, ge=1024, multiple_of=1024,
         description="--prefill-chunk-size in tokens; candle-vllm asserts a multiple of 1024 (src/main.rs).",
     )
@@ -342,7 +342,7 @@ class CandleConfig(_Settings):
         ignored). ``tp``: the devices ``--d`` names; ``--fp8-kvcache`` reads as ``kv_cache_dtype`` fp8."""
         f = cls.FLAGS
 
-        def get(name: str) -> Optional[str]:
+        def get(name: str) -> str | None:
             return _last(flags, f[name])
 
         return ServerSettings(

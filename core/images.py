@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -31,8 +30,8 @@ class ImageRef:
     """
 
     repository: str
-    tag: Optional[str]
-    digest: Optional[str]
+    tag: str | None
+    digest: str | None
 
     @property
     def pinned(self) -> bool:
@@ -45,7 +44,7 @@ class ImageRef:
         return f":{self.tag}" if self.tag else ":latest (no tag)"
 
     @property
-    def version(self) -> Optional[tuple[int, ...]]:
+    def version(self) -> tuple[int, ...] | None:
         """The release the tag names, as a tuple of ints (``v0.11.0`` -> ``(0, 11, 0)``), or None
         when the tag names none (``latest``, ``sm70``, ``nightly``, no tag): then version-bound
         rules must say the version is unknown rather than guess."""
@@ -107,7 +106,7 @@ IMAGES_FILE = datafile.Catalog(
 IMAGES: tuple[ImageFacts, ...] = IMAGES_FILE.load()
 
 
-def image_facts(image: str) -> Optional[ImageFacts]:
+def image_facts(image: str) -> ImageFacts | None:
     """The catalog entry whose ``match`` the repository of ``image`` contains (any registry, tag or
     digest): its entrypoint holds; or None when the catalog does not know the family."""
     repo = parse_image(image).repository.lower()
@@ -122,7 +121,7 @@ def repository_path(image: str) -> str:
     return rest if rest and ("." in head or ":" in head or head == "localhost") else repo
 
 
-def image_user(image: str) -> Optional[ImageFacts]:
+def image_user(image: str) -> ImageFacts | None:
     """The catalog entry that states the user ``image`` runs as: one whose ``repositories`` list
     its repository (registry host left out); None for any other image, a derived one included
     (quay.io/org/vllm-openai-ubi9 sets its own USER), so no rule assumes its user or HOME."""

@@ -21,7 +21,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 #: The largest input file read, in bytes (16 MiB). The largest stack file measured, the
 #: 100-node benchmark stack (bench/genstack.py), is about 1 MiB; a Hugging Face config.json
@@ -33,7 +33,7 @@ class InputFileError(ValueError):
     """A named input file cannot be used; the message names the file, why, and the fix."""
 
 
-def read_text(path: Union[str, Path], what: str = "input file", limit: int = MAX_INPUT_BYTES) -> str:
+def read_text(path: str | Path, what: str = "input file", limit: int = MAX_INPUT_BYTES) -> str:
     """The UTF-8 text of the regular file ``path`` (``what`` names it in messages, e.g.
     ``stack file``). Raises :class:`InputFileError` when it is missing or unreadable, not a
     regular file (a directory, FIFO, socket or device such as ``/dev/zero``), larger than
@@ -43,7 +43,7 @@ def read_text(path: Union[str, Path], what: str = "input file", limit: int = MAX
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
-        fix = (f"name an existing file (a relative path is read from {os.getcwd()})" if err.errno == errno.ENOENT
+        fix = (f"name an existing file (a relative path is read from {os.getcwd()})" if err.errno == errno.ENOENT  # noqa: PTH109
                else "make it readable (check its permissions), or name another file")
         raise InputFileError(f"{path}: cannot read the {what}: {err.strerror}; fix: {fix}") from None
     try:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core import cards
-from core import rules
+from core import cards, rules
 from core.measured import Measured, measurements
 from core.values import Int, NodeName, Real, Subdomain
 
@@ -49,7 +48,7 @@ class CardSpec(_Strict):
     hbm_bandwidth_gb_s: Real = Field(
         gt=0, description="HBM bandwidth in GB/s per card (V100: about 900). Source: 001 header."
     )
-    cuda_total_mib: Optional[Real] = Field(
+    cuda_total_mib: Real | None = Field(
         default=None, gt=0,
         description=("The total CUDA reports on this node's card, measured (torch.cuda.mem_get_info()[1] / 2^20, or "
                      "deviceQuery's MBytes; V100-PCIE-32GB: 32510): wins over the card catalog's figure."),
@@ -65,7 +64,7 @@ class CardSpec(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _memory_matches_product(self) -> "CardSpec":
+    def _memory_matches_product(self) -> CardSpec:
         known = cards.lookup(self.product)  # the card catalog first; else the size the name states
         stated = known.memory_mib if known else rules.product_memory_mib(self.product)
         # Either figure names the card within 5%: the nameplate (L4: 24 GB) or what the driver
@@ -87,7 +86,7 @@ class CardSpec(_Strict):
         return int(major) * 10 + int(minor)
 
     @property
-    def catalog(self) -> Optional[cards.CardModel]:
+    def catalog(self) -> cards.CardModel | None:
         """The catalog entry of this product (:func:`core.cards.lookup`), or None when unknown."""
         return cards.lookup(self.product)
 
@@ -116,7 +115,7 @@ class Node(_Strict):
 
     name: NodeName = Field(description="Node name = its kubernetes.io/hostname label, e.g. worker-1 (a DNS-1123 subdomain and a label value).")
     cards: Int = Field(ge=0, description="Allocatable nvidia.com/gpu cards on the node (worker-1: 4).")
-    card: Optional[CardSpec] = Field(
+    card: CardSpec | None = Field(
         default=None, description="The card model; required when cards > 0."
     )
     allocatable_memory_mib: Int = Field(
@@ -129,7 +128,7 @@ class Node(_Strict):
     reserved: tuple[ReservedCards, ...] = Field(
         default=(), description="Cards held by workloads outside the stack; they count as used."
     )
-    extended_resources: Optional[tuple[str, ...]] = Field(
+    extended_resources: tuple[str, ...] | None = Field(
         default=None,
         description=(
             "Extended resources the node advertises besides nvidia.com/gpu (its cards), as in the node's "
@@ -140,7 +139,7 @@ class Node(_Strict):
     )
 
     @model_validator(mode="after")
-    def _card_required(self) -> "Node":
+    def _card_required(self) -> Node:
         if self.cards > 0 and self.card is None:
             raise ValueError(f"node {self.name} has {self.cards} cards but no card spec; add card:")
         held = sum(r.cards for r in self.reserved)
@@ -155,7 +154,7 @@ class ClusterInventory(_Strict):
     """The nodes of the cluster that workloads of this stack may land on."""
 
     nodes: tuple[Node, ...] = Field(min_length=1, description="The nodes, each named once.")
-    gpu_runtime_class: Optional[Subdomain] = Field(
+    gpu_runtime_class: Subdomain | None = Field(
         default=None,
         description=(
             "The RuntimeClass every GPU pod must name so the NVIDIA driver libraries are injected "
@@ -190,7 +189,7 @@ class ClusterInventory(_Strict):
         ),
     )
 
-    kserve_deployment_mode: Optional[Literal["RawDeployment", "Serverless", "NoKnative"]] = Field(
+    kserve_deployment_mode: Literal["RawDeployment", "Serverless", "NoKnative"] | None = Field(
         default=None,
         description=(
             "What an InferenceService without the serving.kserve.io/deploymentMode annotation becomes on this "
@@ -201,7 +200,7 @@ class ClusterInventory(_Strict):
     )
 
     @model_validator(mode="after")
-    def _unique_names(self) -> "ClusterInventory":
+    def _unique_names(self) -> ClusterInventory:
         seen: set[str] = set()
         for n in self.nodes:
             if n.name in seen:
@@ -209,15 +208,15 @@ class ClusterInventory(_Strict):
             seen.add(n.name)
         return self
 
-    def with_workloads_measured(self, workloads: Mapping[str, Any]) -> "ClusterInventory":
+    def with_workloads_measured(self, workloads: Mapping[str, Any]) -> ClusterInventory:
         """This inventory with the stack file's workloads' own ``measured`` figures added to
         :attr:`measured` (a workload's win; :func:`core.measured.measurements`), so the preview and
         the policy pack read every measurement from one place. ``workloads``: the raw
-        ``llm-serving:workloads`` map. Raises ValueError for an invalid ``measured``."""
+        ``llm-serving:workloads`` map. Raises ValueError for an invalid ``measured``."""  # noqa: D404
         merged = measurements(workloads, self.measured)
         return self if merged == self.measured else self.model_copy(update={"measured": merged})
 
-    def node(self, name: str) -> Optional[Node]:
+    def node(self, name: str) -> Node | None:
         """The node called ``name``, or None."""
         for n in self.nodes:
             if n.name == name:

@@ -14,7 +14,7 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -33,19 +33,19 @@ class Measured(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kv_tokens: Optional[Int] = Field(default=None, gt=0, description="KV cache in tokens (vLLM: 'GPU KV cache size: N tokens').")
-    kv_gib: Optional[Real] = Field(default=None, gt=0, description="KV cache a rank in GiB (vLLM: 'Available KV cache memory').")
-    weights_gib: Optional[Real] = Field(default=None, gt=0, description="Weights a card in GiB ('Model loading took N GiB').")
-    concurrency: Optional[Real] = Field(default=None, gt=0, description="Requests of max-model-len that fit at once ('Maximum concurrency').")
-    engine_version: Optional[str] = Field(default=None, min_length=1, description="The engine release measured, e.g. v0.11.0.")
-    date: Optional[str] = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="Day of the measurement, YYYY-MM-DD.")
+    kv_tokens: Int | None = Field(default=None, gt=0, description="KV cache in tokens (vLLM: 'GPU KV cache size: N tokens').")
+    kv_gib: Real | None = Field(default=None, gt=0, description="KV cache a rank in GiB (vLLM: 'Available KV cache memory').")
+    weights_gib: Real | None = Field(default=None, gt=0, description="Weights a card in GiB ('Model loading took N GiB').")
+    concurrency: Real | None = Field(default=None, gt=0, description="Requests of max-model-len that fit at once ('Maximum concurrency').")
+    engine_version: str | None = Field(default=None, min_length=1, description="The engine release measured, e.g. v0.11.0.")
+    date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="Day of the measurement, YYYY-MM-DD.")
     source: str = Field(min_length=1, description="Where the figures were read: the seed and manifest, or the log.")
     facts_confirmed: bool = Field(
         default=True, description="False when the model's facts are not confirmed from its config.json.")
     note: str = Field(default="", description="What a reader needs beside the figures (flags not known...).")
 
     @model_validator(mode="after")
-    def _some_figure(self) -> "Measured":
+    def _some_figure(self) -> Measured:
         if self.kv_tokens is None and self.kv_gib is None and self.weights_gib is None:
             raise ValueError("a measurement gives at least one of kv_tokens, kv_gib and weights_gib")
         return self

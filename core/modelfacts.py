@@ -16,14 +16,15 @@ Plain pydantic, no Pulumi import; the program, the policy pack and the capacity 
 
 from __future__ import annotations
 
-from core import datafile, inputs
-from core.values import Int, Real
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from core import datafile, inputs
+from core.values import Int, Real
 
 #: The config key (within the ``llm-serving`` namespace) that holds the model entries.
 MODELS_CONFIG_KEY = "models"
@@ -112,12 +113,12 @@ class CheckpointRopeScaling(_Strict):
     Other keys (llama3's ``low_freq_factor``, longrope's ``long_factor``...) are not kept."""
 
     rope_type: str = Field(min_length=1, description="linear, dynamic, yarn, llama3, longrope, su, default, mrope.")
-    factor: Optional[Real] = Field(default=None, gt=0, description="Context multiplier (None: 1.0).")
-    original_max_position_embeddings: Optional[Int] = Field(
+    factor: Real | None = Field(default=None, gt=0, description="Context multiplier (None: 1.0).")
+    original_max_position_embeddings: Int | None = Field(
         default=None, gt=0, description="YaRN / longrope: the window the model was trained on.")
 
     @classmethod
-    def from_config(cls, raw: object) -> Optional["CheckpointRopeScaling"]:
+    def from_config(cls, raw: object) -> CheckpointRopeScaling | None:
         """From config.json's ``rope_scaling`` (None, or not an object: None). Raises
         ValueError when it names no type."""
         if not isinstance(raw, dict):
@@ -153,29 +154,29 @@ class ModelFacts(_Strict):
     intermediate_size: Int = Field(gt=0, description="Dense MLP width (MoE: the shared/dense width).")
     vocab_size: Int = Field(gt=0)
     max_position_embeddings: Int = Field(gt=0, description="Native context window in tokens.")
-    rope_scaling: Optional[CheckpointRopeScaling] = Field(
+    rope_scaling: CheckpointRopeScaling | None = Field(
         default=None, description="config.json rope_scaling (None: null or absent); vLLM derives the window from it.")
     parameters: Real = Field(gt=0, description="Total parameter count (not billions), e.g. 14.77e9.")
     torch_dtype: Literal["float16", "bfloat16", "float32"] = Field(
         default="bfloat16", description="Dtype of the unquantized tensors in the checkpoint."
     )
-    quantization: Optional[Quantization] = Field(default=None, description="None for a dense checkpoint.")
-    full_attention_layers: Optional[Int] = Field(
+    quantization: Quantization | None = Field(default=None, description="None for a dense checkpoint.")
+    full_attention_layers: Int | None = Field(
         default=None, gt=0, description="Hybrid models: layers with a KV cache. None: every layer."
     )
-    num_experts: Optional[Int] = Field(default=None, gt=0, description="MoE: routed experts a layer.")
-    num_experts_per_tok: Optional[Int] = Field(default=None, gt=0, description="MoE: experts a token.")
-    moe_intermediate_size: Optional[Int] = Field(default=None, gt=0, description="MoE: expert MLP width.")
+    num_experts: Int | None = Field(default=None, gt=0, description="MoE: routed experts a layer.")
+    num_experts_per_tok: Int | None = Field(default=None, gt=0, description="MoE: experts a token.")
+    moe_intermediate_size: Int | None = Field(default=None, gt=0, description="MoE: expert MLP width.")
     tie_word_embeddings: bool = Field(default=False)
-    linear_num_key_heads: Optional[int] = Field(
+    linear_num_key_heads: int | None = Field(
         default=None, gt=0, description="Hybrid (GDN) models: key heads of a linear-attention layer."
     )
-    linear_num_value_heads: Optional[int] = Field(
+    linear_num_value_heads: int | None = Field(
         default=None, gt=0, description="Hybrid (GDN) models: value heads of a linear-attention layer."
     )
-    linear_key_head_dim: Optional[int] = Field(default=None, gt=0, description="Hybrid (GDN) models: key head dim.")
-    linear_value_head_dim: Optional[int] = Field(default=None, gt=0, description="Hybrid (GDN) models: value head dim.")
-    linear_conv_kernel_dim: Optional[int] = Field(
+    linear_key_head_dim: int | None = Field(default=None, gt=0, description="Hybrid (GDN) models: key head dim.")
+    linear_value_head_dim: int | None = Field(default=None, gt=0, description="Hybrid (GDN) models: value head dim.")
+    linear_conv_kernel_dim: int | None = Field(
         default=None, gt=0, description="Hybrid (GDN) models: the short convolution's kernel width (Qwen3-Next: 4)."
     )
 
@@ -184,7 +185,7 @@ class ModelFacts(_Strict):
         """Layers that hold a KV cache (all, unless the model is hybrid)."""
         return self.full_attention_layers or self.num_hidden_layers
 
-    def linear_state_bytes(self, dtype_bytes: int = 2) -> Optional[int]:
+    def linear_state_bytes(self, dtype_bytes: int = 2) -> int | None:
         """Bytes of one sequence's recurrent state over every linear-attention (GDN) layer:
         per layer the delta-rule state (value heads x key dim x value dim) and the short
         convolution's state ((2 x key heads x key dim + value heads x value dim) x (kernel - 1)),
@@ -205,7 +206,7 @@ class ModelFacts(_Strict):
         ``_get_and_verify_max_len`` skips every rope_scaling of a ``gemma3`` model type."""
         return self.architecture.startswith("Gemma3")
 
-    def window_rope_scaling(self, override: Optional[Mapping[str, Any]] = None) -> Optional[Mapping[str, Any]]:
+    def window_rope_scaling(self, override: Mapping[str, Any] | None = None) -> Mapping[str, Any] | None:
         """The rope_scaling vLLM derives the context window from: ``override`` (``--hf-overrides``
         ``{"rope_scaling": ...}``, which replaces config.json's object whole) else the
         checkpoint's :attr:`rope_scaling`; None when neither is set or for Gemma 3
@@ -222,7 +223,7 @@ class ModelFacts(_Strict):
         return self.full_attention_layers is not None and self.full_attention_layers < self.num_hidden_layers
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ModelFacts":
+    def _consistent(self) -> ModelFacts:
         if self.num_attention_heads % self.num_key_value_heads:
             raise ValueError(
                 f"num_attention_heads {self.num_attention_heads} is not a multiple of "
@@ -338,15 +339,15 @@ class ModelEntry(_Strict):
     Exactly one of ``catalog``, ``facts`` and ``config_json`` is given.
     """
 
-    hf_id: Optional[str] = Field(
+    hf_id: str | None = Field(
         default=None, description="Hugging Face id as vLLM's --model names it, e.g. Qwen/Qwen3-30B-A3B-GPTQ-Int4."
     )
-    weights_path: Optional[str] = Field(
+    weights_path: str | None = Field(
         default=None, description="Path of the weights on the models PVC, e.g. /mnt/models/coder-14b-fp16."
     )
-    catalog: Optional[str] = Field(default=None, description="A key of the built-in catalog.")
-    facts: Optional[ModelFacts] = Field(default=None, description="Facts given inline (clef-flash).")
-    config_json: Optional[str] = Field(
+    catalog: str | None = Field(default=None, description="A key of the built-in catalog.")
+    facts: ModelFacts | None = Field(default=None, description="Facts given inline (clef-flash).")
+    config_json: str | None = Field(
         default=None, description="Path to a Hugging Face config.json, relative to the project directory (where Pulumi.yaml is)."
     )
     provisional: bool = Field(
@@ -358,7 +359,7 @@ class ModelEntry(_Strict):
     )
 
     @model_validator(mode="after")
-    def _one_source(self) -> "ModelEntry":
+    def _one_source(self) -> ModelEntry:
         given = [k for k in ("catalog", "facts", "config_json") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
@@ -374,7 +375,7 @@ class ModelEntry(_Strict):
             raise ValueError("give hf_id or weights_path, so the model can be recognised in a server's arguments")
         return self
 
-    def resolve(self, base_dir: Optional[Path] = None) -> ModelFacts:
+    def resolve(self, base_dir: Path | None = None) -> ModelFacts:
         """The model's facts. Raises ValueError when config_json cannot be read (not a regular
         file of at most :data:`core.inputs.MAX_INPUT_BYTES`, not UTF-8) or is not one JSON
         object with each key once (:mod:`core.inputs`)."""
@@ -471,7 +472,7 @@ class Models:
                 if name:
                     self._by_arg.setdefault(name.rstrip("/"), key)
 
-    def find(self, model_arg: Optional[str]) -> Optional[tuple[str, ModelFacts]]:
+    def find(self, model_arg: str | None) -> tuple[str, ModelFacts] | None:
         """(key, facts) of the model a server argument (``--model`` / ``--w``) names, or None.
 
         The first entry (in config order) whose ``hf_id`` or ``weights_path`` equals the argument

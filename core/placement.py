@@ -14,7 +14,7 @@ secret_env). Plain pydantic.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -65,8 +65,8 @@ class StrictModel(BaseModel):
 class ResourceAmounts(StrictModel):
     """CPU and memory of a container's requests or limits (cards come from ``cards``)."""
 
-    cpu: Optional[PositiveQuantity] = Field(default=None, description='CPU cores above zero, e.g. "4" or "500m".')
-    memory: Optional[PositiveQuantity] = Field(default=None, description='Memory above zero, e.g. "12Gi" (binary units).')
+    cpu: PositiveQuantity | None = Field(default=None, description='CPU cores above zero, e.g. "4" or "500m".')
+    memory: PositiveQuantity | None = Field(default=None, description='Memory above zero, e.g. "12Gi" (binary units).')
 
 
 class Resources(StrictModel):
@@ -80,7 +80,7 @@ class Resources(StrictModel):
     limits: ResourceAmounts = Field(default_factory=ResourceAmounts, description="Limits (burst).")
 
     @model_validator(mode="after")
-    def _request_within_limit(self) -> "Resources":
+    def _request_within_limit(self) -> Resources:
         for field in ("memory", "cpu"):
             req, lim = getattr(self.requests, field), getattr(self.limits, field)
             if req is not None and lim is not None and quantity.parse(req) > quantity.parse(lim):
@@ -104,7 +104,7 @@ class StartupProbe(StrictModel):
     10 minutes of start-up). Errors: a budget (period x threshold) not above the cold start."""
 
     period_seconds: Int = Field(default=STARTUP_PERIOD_SECONDS, ge=1, le=300, description="Seconds between probes.")
-    failure_threshold: Optional[Int32] = Field(
+    failure_threshold: Int32 | None = Field(
         default=None, ge=1, description="Failed probes before the pod restarts; default from the cold start."
     )
 
@@ -156,8 +156,8 @@ class Placement(StrictModel):
     )
     startup_probe: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     resources: Resources = Field(default_factory=Resources, description="CPU and memory (cards come from cards).")
-    parked: Optional[Parked] = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
-    run_as_user: Optional[Int] = Field(
+    parked: Parked | None = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
+    run_as_user: Int | None = Field(
         default=None, ge=1,
         description=(
             "Run the containers as this non-root UID (runAsNonRoot: true), when the image allows it; "
@@ -177,7 +177,7 @@ class Placement(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _labels_reserved(self) -> "Placement":
+    def _labels_reserved(self) -> Placement:
         both = sorted(set(self.env) & set(self.secret_env))
         if both:
             raise rule_error(f"{both[0]} is in both env and secret_env", f"keep {both[0]} in secret_env only")
@@ -190,12 +190,12 @@ class Placement(StrictModel):
         return self
 
     @property
-    def parked_reason(self) -> Optional[str]:
+    def parked_reason(self) -> str | None:
         """Why it is parked, or None when it runs."""
         return self.parked.reason if self.parked else None
 
     @classmethod
-    def of(cls, workload: "Placement") -> "Placement":
+    def of(cls, workload: Placement) -> Placement:
         """The placement of ``workload`` (a stack-file workload, which extends it) as one value,
         without its server settings: what the composition hands to the workload's component."""
         return cls.model_validate({name: getattr(workload, name) for name in cls.model_fields})

@@ -27,9 +27,10 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 #: The Kubernetes quantity grammar (Kubernetes API reference, "Quantity").
 GRAMMAR = re.compile(
@@ -71,7 +72,7 @@ def parse(value: Any) -> Decimal:
     return Decimal(_client_parse_quantity()(value))
 
 
-_PARSE_QUANTITY: Optional[Callable[[Any], Decimal]] = None
+_PARSE_QUANTITY: Callable[[Any], Decimal] | None = None
 
 
 def _client_parse_quantity() -> Callable[[Any], Decimal]:
@@ -99,7 +100,7 @@ def _client_parse_quantity() -> Callable[[Any], Decimal]:
     return _PARSE_QUANTITY
 
 
-def parse_or_none(value: Any) -> Optional[Decimal]:
+def parse_or_none(value: Any) -> Decimal | None:
     """:func:`parse`, or None for a missing (None) or invalid value."""
     if value is None:
         return None
@@ -109,7 +110,7 @@ def parse_or_none(value: Any) -> Optional[Decimal]:
         return None
 
 
-def mib(value: Any) -> Optional[float]:
+def mib(value: Any) -> float | None:
     """A memory quantity in MiB (``"12Gi"`` -> 12288.0, ``"1Pi"`` -> 1073741824.0); None for
     None. Raises :class:`QuantityError` for an invalid one."""
     if value is None:

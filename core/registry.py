@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Literal
 
 from core.problems import Finding, Problem
 
@@ -47,10 +48,10 @@ class Setting:
     :meth:`to` references the setting with a value (``dtype: f16`` / ``--dtype=f16``)."""
 
     id: str
-    key: Optional[str]
+    key: str | None
     manifest: str
     flag: bool = False
-    wrap: Optional[str] = None
+    wrap: str | None = None
 
     def __post_init__(self) -> None:
         known = SETTINGS.setdefault(self.id, self)
@@ -163,10 +164,10 @@ class Rule:
     id: str
     title: str
     source: str
-    judge: Callable[..., Optional[Breach]]
-    policy: Optional[str] = None
+    judge: Callable[..., Breach | None]
+    policy: str | None = None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Optional[Breach]:
+    def __call__(self, *args: Any, **kwargs: Any) -> Breach | None:
         breach = self.judge(*args, **kwargs)
         if breach is not None and not breach.source:
             breach = Breach(breach.wrong, breach.fix, self.source)
@@ -208,10 +209,10 @@ def register(rule: Rule) -> Rule:
     return rule
 
 
-def rule(id_: str, title: str, source: str, policy: Optional[str] = None) -> Callable[[Callable[..., Optional[Breach]]], Rule]:
+def rule(id_: str, title: str, source: str, policy: str | None = None) -> Callable[[Callable[..., Breach | None]], Rule]:
     """Decorator: register the judge below it as :class:`Rule` ``id_``."""
 
-    def wrap(judge: Callable[..., Optional[Breach]]) -> Rule:
+    def wrap(judge: Callable[..., Breach | None]) -> Rule:
         return register(Rule(id_, title, source, judge, policy))
 
     return wrap

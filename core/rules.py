@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.modelfacts import ModelFacts
@@ -71,7 +72,7 @@ def needs_volta_path(sm: int) -> bool:
     return sm < SM_TURING
 
 
-def dtype_runs_on(engine: str, dtype: Optional[str], sm: int) -> bool:
+def dtype_runs_on(engine: str, dtype: str | None, sm: int) -> bool:
     """True when ``dtype`` (as written; None or ``auto``: the checkpoint's, bf16 for most)
     runs on compute capability ``sm``: any from sm_80, an explicit half dtype of ``engine``
     (:data:`HALF_DTYPES`) below it."""
@@ -85,13 +86,13 @@ def half_dtype(engine: str) -> str:
     return HALF_DTYPES[engine][0]
 
 
-def kv_cache_dtype_runs_on(kv_cache_dtype: Optional[str], sm: int) -> bool:
+def kv_cache_dtype_runs_on(kv_cache_dtype: str | None, sm: int) -> bool:
     """An FP8 KV cache (``fp8``, ``fp8_e4m3``, ``fp8_e5m2``) needs sm_80; anything else runs."""
     return not (kv_cache_dtype or "").lower().startswith("fp8") or sm >= SM_AMPERE
 
 
 def custom_all_reduce_must_be_disabled(tp: int, nvlink: bool) -> bool:
-    """vLLM's custom all-reduce deadlocked after CUDA graph capture at TP = 2 over PCIe
+    """VLLM's custom all-reduce deadlocked after CUDA graph capture at TP = 2 over PCIe
     (coder.yaml): it must be disabled when TP is 2 and the cards have no NVLink. Above two
     PCIe-only cards vLLM turns it off itself ("Custom allreduce is disabled because it's not
     supported on more than two PCIe-only GPUs", vllm/distributed/device_communicators/
@@ -100,12 +101,12 @@ def custom_all_reduce_must_be_disabled(tp: int, nvlink: bool) -> bool:
 
 
 def gdn_runs_on_vllm(is_hybrid: bool, sm: int) -> bool:
-    """vLLM's GatedDeltaNet kernels (hybrid models) need sm_75 and the fla module (coder.yaml)."""
+    """VLLM's GatedDeltaNet kernels (hybrid models) need sm_75 and the fla module (coder.yaml)."""
     return not is_hybrid or sm >= SM_TURING
 
 
 def parallel_matches_cards(tp: int, pp: int, cards: int, dp: int = 1) -> bool:
-    """vLLM starts TP x PP x DP ranks, one a card: they must equal the pod's cards."""
+    """VLLM starts TP x PP x DP ranks, one a card: they must equal the pod's cards."""
     return tp * pp * dp == cards
 
 
@@ -131,7 +132,7 @@ def is_digest_pinned(image: str) -> bool:
 _PRODUCT_MEMORY = re.compile(r"(?:^|[-_ ])(\d+)\s?GB(?:$|[-_ ])", re.IGNORECASE)
 
 
-def product_memory_mib(product: str) -> Optional[int]:
+def product_memory_mib(product: str) -> int | None:
     """The card memory in MiB the product name states (``Tesla-V100-PCIE-32GB`` -> 32768), or
     None when it names no size (``Tesla-T4``). Source: the inventory's own V100 entry (32768)."""
     m = _PRODUCT_MEMORY.search(product)
@@ -158,7 +159,7 @@ QUANT_MIN_SM: dict[str, int] = {
 }
 
 
-def quantization_min_sm(method: Optional[str]) -> Optional[int]:
+def quantization_min_sm(method: str | None) -> int | None:
     """The minimum compute capability (x10) of quantization ``method``; None: no known minimum
     above sm_70 (gptq, bitsandbytes, unquantized)."""
     if not method:
@@ -168,7 +169,7 @@ def quantization_min_sm(method: Optional[str]) -> Optional[int]:
     return max(needs) if needs else None
 
 
-def quantization_runs_on(method: Optional[str], sm: int) -> bool:
+def quantization_runs_on(method: str | None, sm: int) -> bool:
     """True when ``method`` has kernels for compute capability ``sm`` (x10, e.g. 70)."""
     need = quantization_min_sm(method)
     return need is None or sm >= need
@@ -212,7 +213,7 @@ def await_timeout_seconds(cold_start_s: int) -> int:
 MAX_SUGGESTED_TP = 8
 
 
-def tp_sizes_that_divide(facts: "ModelFacts", max_cards: int = MAX_SUGGESTED_TP, engine: str = "candle-vllm") -> list[int]:
+def tp_sizes_that_divide(facts: ModelFacts, max_cards: int = MAX_SUGGESTED_TP, engine: str = "candle-vllm") -> list[int]:
     """Tensor parallel sizes 1 .. ``max_cards`` that divide every dimension ``engine`` shards
     (:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`; candle-vllm's rule, the
     stricter, by default)."""
@@ -252,7 +253,7 @@ def gpu_memory_utilization_credited(value: float) -> float:
 ROPE_TYPES_NOT_SCALING_WINDOW = ("su", "longrope", "llama3")
 
 
-def derived_max_model_len(max_position_embeddings: int, rope_scaling: Optional[Mapping[str, Any]] = None) -> int:
+def derived_max_model_len(max_position_embeddings: int, rope_scaling: Mapping[str, Any] | None = None) -> int:
     """The longest ``--max-model-len`` vLLM accepts without ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``, in
     tokens, as vLLM v0.11.0 derives it (``_get_and_verify_max_len``): the model's
     ``max_position_embeddings``; with ``rope_scaling`` (config.json's, or ``--hf-overrides``
@@ -281,14 +282,14 @@ def yarn_factor_needed(max_model_len: int, window: int) -> float:
 
 
 def max_model_len_ok(max_model_len: int, max_position_embeddings: int,
-                     rope_scaling: Optional[Mapping[str, Any]] = None, allow_long: bool = False) -> bool:
-    """vLLM starts with ``max_model_len`` (tokens) only when it is at most
+                     rope_scaling: Mapping[str, Any] | None = None, allow_long: bool = False) -> bool:
+    """VLLM starts with ``max_model_len`` (tokens) only when it is at most
     :func:`derived_max_model_len`, or when ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set (vLLM then
     warns that outputs may be wrong or the kernels may fail)."""
     return allow_long or max_model_len <= derived_max_model_len(max_position_embeddings, rope_scaling)
 
 
-def env_flag_on(value: Optional[str]) -> bool:
+def env_flag_on(value: str | None) -> bool:
     """How vLLM's envs.py reads a boolean variable such as ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``:
     ``"1"`` or ``"true"`` (any case) is on; unset or anything else is off."""
     return (value or "").strip().lower() in ("1", "true")
@@ -297,7 +298,7 @@ def env_flag_on(value: Optional[str]) -> bool:
 # --- Kubernetes service links -----------------------------------------------------------------
 
 
-def service_link_env_names(service: str, ports: Sequence[tuple[Optional[str], int, str]]) -> list[str]:
+def service_link_env_names(service: str, ports: Sequence[tuple[str | None, int, str]]) -> list[str]:
     """The variables the kubelet injects into every pod of the namespace with service links on
     (``enableServiceLinks`` unset or true) for Service ``service``, docker-links style
     (kubernetes pkg/kubelet/envvars ``FromServices``): the name upper-cased with ``-`` as ``_``,
@@ -324,7 +325,7 @@ def env_collisions(names: Sequence[str], prefix: str) -> list[str]:
 # --- where a server listens -------------------------------------------------------------------
 
 
-def loopback_host(host: Optional[str]) -> bool:
+def loopback_host(host: str | None) -> bool:
     """True for a listen address only the pod itself reaches (``127.0.0.0/8``, ``localhost``,
     ``::1``): the Service's endpoints and the kubelet's probes connect to the pod IP, so a
     server bound there is unreachable. None (the engine's default: every interface) is False."""
@@ -337,7 +338,7 @@ def loopback_host(host: Optional[str]) -> bool:
 # --- host memory of a GPU workload ------------------------------------------------------------
 
 
-def gpu_memory_declared(request_mib: Optional[float], limit_mib: Optional[float]) -> bool:
+def gpu_memory_declared(request_mib: float | None, limit_mib: float | None) -> bool:
     """A container holding cards declares a memory request and a memory limit (MiB; None: not
     declared). A limit alone counts as both: the API server copies it into the missing request.
     Without either the scheduler and node-memory-allocation count the pod as 0 MiB; without a
@@ -363,8 +364,8 @@ def vllm_v1_by_default(version: tuple[int, ...], sm: int) -> bool:
 #: release images ship it) and ``VLLM_USE_FLASHINFER_SAMPLER`` is not ``0``
 #: (vllm/v1/sample/ops/topk_topp_sampler.py); the V0 sampler used them only when the variable
 #: was ``1``. Source: coder.yaml (v0.11.0 on sm_70: FlashInfer's check_cuda_arch raises).
-def flashinfer_sampler_on_by_default(version: Optional[tuple[int, ...]], sm: int = SM_AMPERE,
-                                     v1_disabled: bool = False) -> Optional[bool]:
+def flashinfer_sampler_on_by_default(version: tuple[int, ...] | None, sm: int = SM_AMPERE,
+                                     v1_disabled: bool = False) -> bool | None:
     """Whether vLLM ``version`` samples with FlashInfer unless told not to on a card of compute
     capability ``sm``: when it runs V1 by default there (:func:`vllm_v1_by_default`) and
     ``VLLM_USE_V1=0`` does not select V0; None when the version is unknown (a tag naming no

@@ -12,7 +12,6 @@ renders to.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Optional
 
 from core import facts
 from core.problems import Finding
@@ -20,7 +19,7 @@ from core.problems import Finding
 PREFIX = "llm-serving:"
 
 
-def stack_file_key(annotations: Mapping[str, str]) -> Optional[str]:
+def stack_file_key(annotations: Mapping[str, str]) -> str | None:
     """``llm-serving:workloads.candle-vllm`` for an object the program made (from its component
     annotation), else None (hand-written YAML)."""
     component = annotations.get(facts.COMPONENT_ANNOTATION)
@@ -33,7 +32,7 @@ def stack_file_key(annotations: Mapping[str, str]) -> Optional[str]:
     return f"{PREFIX}{section}" if section == "network_policy" else f"{PREFIX}{section}.{name}"
 
 
-def stack_file_keys(annotation_maps: Iterable[Mapping[str, str]]) -> Optional[str]:
+def stack_file_keys(annotation_maps: Iterable[Mapping[str, str]]) -> str | None:
     """The stack-file keys of several objects, comma-joined in the order given (``llm-serving:
     workloads.candle-vllm, llm-serving:workloads.coder``), for a finding that names them all;
     None when none was made from a stack file."""

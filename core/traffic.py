@@ -6,7 +6,7 @@ Plain pydantic.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -33,6 +33,6 @@ class NetworkPolicyConfig(StrictModel):
     """The namespace's ingress NetworkPolicy (002 networkpolicy.yaml)."""
 
     name: ServiceName = Field(default="llm-serving-ingress", description="NetworkPolicy name (002).")
-    gateway: Optional[IngressRule] = Field(default=None, description="The gateway's namespace and ports (002: 80, 8000).")
+    gateway: IngressRule | None = Field(default=None, description="The gateway's namespace and ports (002: 80, 8000).")
     clients: list[IngressRule] = Field(default_factory=list, description="Client namespaces and their ports (002: poimen 8080).")
     same_namespace: bool = Field(default=True, description="Admit pods of the same namespace (002).")

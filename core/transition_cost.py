@@ -33,8 +33,9 @@ paths compute those with the same field diff.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 from core.manifests import type_token, workload
 from core.problems import Finding
@@ -104,9 +105,9 @@ class ServerCost:
 
     server: str
     effect: str
-    node: Optional[str]
+    node: str | None
     cards: int
-    down_seconds: Optional[int]
+    down_seconds: int | None
     why: str
 
     def line(self) -> str:
@@ -139,7 +140,7 @@ class ObjectCost:
         return [f"cost: {s.line()}" for s in self.servers] + [f"cost: {n}" for n in self.notes]
 
 
-def _server(obj: Mapping[str, Any], effect: str, why: str) -> Optional[ServerCost]:
+def _server(obj: Mapping[str, Any], effect: str, why: str) -> ServerCost | None:
     view = workload(type_token(str(obj.get("apiVersion")), _kind(obj)), obj)
     if view is None or not view.running:
         return None
@@ -154,7 +155,7 @@ def _why(obj: Mapping[str, Any], causes: list[str]) -> str:
     return f"{shown} changes the pod template"
 
 
-def object_cost(action: str, old: Optional[Mapping[str, Any]], new: Optional[Mapping[str, Any]],
+def object_cost(action: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
                 paths: Iterable[str] = ()) -> ObjectCost:
     """The cost of one object's change. ``action``: ``add``, ``update``, ``replace`` or
     ``remove``; ``old`` / ``new`` the object before and after (None when absent); ``paths`` the

@@ -17,7 +17,8 @@ fix, which the stack-file loader shows under the key path. Plain pydantic.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, Strict, ValidationInfo
 from pydantic_core import PydanticCustomError

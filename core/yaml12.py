@@ -29,7 +29,7 @@ INT_TAG = "tag:yaml.org,2002:int"
 VERSION = (1, 2)
 
 
-class Yaml12Loader(_BASE):  # type: ignore[misc,valid-type]
+class Yaml12Loader(_BASE):
     """PyYAML's safe loader resolving plain scalars by YAML 1.2's core schema (see the module
     docstring); maps, lists, anchors and quoted scalars as PyYAML reads them."""
 

@@ -167,7 +167,7 @@ class _SchemaDoc:
     def default_text(field: FieldInfo) -> str:
         if field.is_required():
             return "required"
-        if field.default_factory is not None:
+        if field.default_factory is not None:  # noqa: SIM108
             value = field.default_factory()  # type: ignore[call-arg]
         else:
             value = field.default
@@ -398,7 +398,7 @@ def _help(module: str, argv: list[str]) -> str:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # runpy: the module is imported already
-            try:
+            try:  # noqa: SIM105
                 runpy.run_module(module, run_name="__main__", alter_sys=False)
             except SystemExit:
                 pass
@@ -498,7 +498,7 @@ def stale(written: dict[Path, str]) -> list[Path]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: D103
     ap = argparse.ArgumentParser(prog="python3 dev.py docs", description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each page that differs")
     args = ap.parse_args(argv)

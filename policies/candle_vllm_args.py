@@ -24,12 +24,11 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import manifests, registry, rulebook
+from core import manifests, registry, rulebook, terms
 from core.engines import CandleConfig
 from core.registry import Breach
 from core.rulebook import candle
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import views
 
 NAME = "candle-vllm-args"

@@ -48,15 +48,16 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from typing import Optional
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
-
-from core import rulebook
-
-from core import manifests
-from core import allocation
-from core import registry
+from core import allocation, manifests, registry, rulebook
 from core.allocation import NodeUse
 from core.rulebook import allocation as rules
 from policylib import stack_helpers, views
@@ -85,11 +86,11 @@ def node_message(use: NodeUse) -> str:
     return stack_helpers.report_node(use, rules.card_allocation(use))
 
 
-def unknown_node_message(w: manifests.Workload, known: list[str]) -> Optional[str]:
+def unknown_node_message(w: manifests.Workload, known: list[str]) -> str | None:
     return stack_helpers.report(w, rules.node_listed(w.node or "", known, w.cards_per_pod))
 
 
-def oversized_message(w: manifests.Workload, node: Optional[str], cap: float) -> Optional[str]:
+def oversized_message(w: manifests.Workload, node: str | None, cap: float) -> str | None:
     return stack_helpers.report(w, rules.pod_cards_fit(w.cards_per_pod, cap, node))
 
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import registry, rulebook
+from core import registry, rulebook, terms
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import stackconfig, views
 
 NAME = "gpu-memory-request"

@@ -31,11 +31,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
-from core import rulebook
-
-from core import allocation, registry
+from core import allocation, manifests, registry, rulebook
 from core.rulebook import allocation as rules
-from core import manifests
 from policylib import stack_helpers, views
 
 NAME = "gpu-rollout-recreate"

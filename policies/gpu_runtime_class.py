@@ -28,25 +28,29 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+)
 
-from core import rulebook
-
-from core import registry
+from core import registry, rulebook, terms
 from core.rulebook import pods as rules
 from policylib import resource_helpers as rh
-from policylib import views
-from core import terms
-from policylib import stackconfig
+from policylib import stackconfig, views
 
 NAME = "gpu-runtime-class"
 TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
-def required_class(config: Optional[Mapping[str, Any]]) -> Optional[str]:
+def required_class(config: Mapping[str, Any] | None) -> str | None:
     """The RuntimeClass GPU pods must name: the ``runtimeClassName`` parameter, else the
     inventory's ``gpu_runtime_class``; None when neither says (or the inventory is unreadable,
     which the stack policies report): the policy does not run."""

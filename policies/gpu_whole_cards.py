@@ -21,17 +21,13 @@ and reports its breaches.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Optional
+from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import facts, registry
+from core import facts, manifests, registry, rulebook, terms
 from core.rulebook import pods as rules
-from core import manifests
 from policylib import resource_helpers as rh
-from core import terms
 
 NAME = "gpu-whole-cards"
 TEXT = rulebook.policy_text(NAME)
@@ -42,7 +38,7 @@ def _shown(raw: Any) -> str:
     return f'"{raw}"' if isinstance(raw, str) else str(raw)
 
 
-def _whole_cards(raw: Any) -> Optional[Decimal]:
+def _whole_cards(raw: Any) -> Decimal | None:
     """The quantity as a Decimal when it is a whole, non-negative number of cards, else None."""
     q = manifests.quantity(raw)
     if q is None or q < 0 or q != q.to_integral_value():

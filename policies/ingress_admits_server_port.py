@@ -29,11 +29,8 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
-from core import rulebook
-
-from core import manifests, registry
+from core import manifests, registry, rulebook, terms
 from core.rulebook import network
-from core import terms
 from policylib import stack_helpers, views
 
 NAME = "ingress-admits-server-port"

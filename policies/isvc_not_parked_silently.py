@@ -27,13 +27,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import facts, registry
+from core import facts, manifests, registry, rulebook, terms
 from core.rulebook import kserve as rules
-from core import manifests
 from policylib import resource_helpers as rh
-from core import terms
 
 NAME = "isvc-not-parked-silently"
 TEXT = rulebook.policy_text(NAME)

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-from core import manifests, registry
+from core import manifests, registry, rulebook
 from core.manifests.read import as_map, whole_number
 from core.rulebook import kserve
 from policylib import containers, views

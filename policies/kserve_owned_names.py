@@ -21,12 +21,10 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
-from core import rulebook
-
-from core import facts, registry
+from core import facts, registry, rulebook
 from core.rulebook import kserve as rules
-from policylib import resource_helpers as rh
 from core.terms import message
+from policylib import resource_helpers as rh
 
 NAME = "kserve-owned-names"
 TEXT = rulebook.policy_text(NAME)

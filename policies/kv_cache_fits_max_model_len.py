@@ -30,16 +30,12 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import capacity, registry
-from core.rulebook import capacity as rules
-from core.engines import CandleConfig
+from core import capacity, registry, rulebook
 from core import capacity_view as cv
+from core.engines import CandleConfig
+from core.rulebook import capacity as rules
 from policylib import capacity_helpers as ch
 from policylib import stackconfig
 
@@ -52,7 +48,7 @@ SOURCE = registry.RULES[NAME].source
 label = cv.server_label
 
 
-def larger_tp_that_fits(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[tuple[int, capacity.Estimate]]:
+def larger_tp_that_fits(sc: cv.ServerCapacity, cards_on_node: int) -> tuple[int, capacity.Estimate] | None:
     """The smallest TP above the current one (doubling, while TP x PP fits the node's cards
     and TP divides the model) at which the same vLLM settings fit, with its estimate."""
     assert sc.facts is not None and sc.card is not None
@@ -68,7 +64,7 @@ def larger_tp_that_fits(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[t
 
 
 
-def vllm_message(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[str]:
+def vllm_message(sc: cv.ServerCapacity, cards_on_node: int) -> str | None:
     """The violation for a vLLM server, or None when it fits with an explicit max-model-len."""
     e = sc.estimate
     assert e is not None and sc.facts is not None
@@ -77,14 +73,14 @@ def vllm_message(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[str]:
                                              stackconfig.house_conventions(), larger, searched=True))
 
 
-def candle_message(sc: cv.ServerCapacity) -> Optional[str]:
+def candle_message(sc: cv.ServerCapacity) -> str | None:
     """The violation for a candle-vllm server whose pool is empty, else None."""
     assert sc.estimate is not None
     fraction = sc.server.get(CandleConfig.FLAGS["kv_fraction"]) or str(capacity.CANDLE_DEFAULT_KV_FRACTION)
     return ch.report(sc, rules.candle_kv_room(sc.estimate, fraction))
 
 
-def check(sc: cv.ServerCapacity, inv_cards: int) -> Optional[str]:
+def check(sc: cv.ServerCapacity, inv_cards: int) -> str | None:
     """The violation message for one server, or None."""
     if sc.estimate is None:
         if sc.facts is None:

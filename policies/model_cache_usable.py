@@ -19,12 +19,9 @@ Judged and worded once, in :mod:`core.rulebook.model_cache`.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-from core import capacity, quantity, registry
+from core import capacity, quantity, registry, rulebook
 from core.manifests import filesystem as fs
 from core.rulebook import model_cache
 from policylib import capacity_helpers, containers, stackconfig
@@ -34,7 +31,7 @@ TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
-def checkpoint_bytes(w, c) -> Optional[int]:
+def checkpoint_bytes(w, c) -> int | None:
     """The weights of ``c``'s model at one card, when the stack's models know it; else None."""
     try:
         found = [sc for sc in capacity_helpers.servers(w, stackconfig.inventory(), stackconfig.models()) if sc.container is c]

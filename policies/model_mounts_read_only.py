@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import registry
+from core import registry, rulebook
 from policylib import podsec
 
 NAME = "model-mounts-read-only"

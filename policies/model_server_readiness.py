@@ -14,12 +14,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import registry
+from core import registry, rulebook, terms
 from core.rulebook import probes
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import stackconfig, views
 
 NAME = "model-server-readiness"

@@ -28,12 +28,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import registry
+from core import registry, rulebook, terms
 from core.rulebook import pods as rules
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import stackconfig
 
 NAME = "moving-tag-pull-always"

@@ -40,19 +40,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+)
 
-from core import rulebook
-
-from core import facts, registry
+from core import facts, manifests, registry, rulebook, terms
 from core.quantity import QuantityError
 from core.registry import Breach
 from core.rulebook import pods as rules
-from core import manifests
 from policylib import resource_helpers as rh
-from policylib import views
-from core import terms
-from policylib import stackconfig
+from policylib import stackconfig, views
 
 NAME = "multi-gpu-shm"
 TEXT = rulebook.policy_text(NAME)

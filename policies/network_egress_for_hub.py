@@ -10,10 +10,9 @@ Source: aws-network-policy-agent #230. Judged and worded once, in :mod:`core.rul
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, Severity, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
-from core import rulebook
-from core import manifests, registry
+from core import manifests, registry, rulebook
 from core.manifests import filesystem as fs
 from core.manifests.network_policies import parse_egress
 from core.rulebook import network
@@ -24,7 +23,7 @@ TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
-def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:  # noqa: F821
     stack = views.stack_view(args.resources)
     egress = [p for urn, props in stack.network_policies if (p := parse_egress(urn, props)) is not None]
     if not egress:

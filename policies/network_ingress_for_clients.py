@@ -47,16 +47,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 
-from core import rulebook
-
-from core import manifests, registry
-from core.rulebook import network
+from core import manifests, registry, rulebook, terms
 from core.manifests.network_policies import IngressPolicy, parse_policy, ports_admit, ports_text
-from core import terms
+from core.rulebook import network
 from policylib import stack_helpers, views
 from policylib.stack_helpers import PodIndex
 
@@ -106,7 +110,7 @@ def _sort_ports(texts: set[str]) -> list[str]:
     return sorted(texts, key=lambda t: (0, int(t.split("-")[0])) if t.split("-")[0].isdigit() else (1, t))
 
 
-def judge_client(client, pod_port: int, names, protocol: str, policies, trust: bool) -> Optional[str]:
+def judge_client(client, pod_port: int, names, protocol: str, policies, trust: bool) -> str | None:
     """None when some rule of ``policies`` admits the client on ``pod_port``; else what they do admit."""
     seen: set[str] = set()
     for pol in policies:

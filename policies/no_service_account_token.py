@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import registry
+from core import registry, rulebook
 from policylib import podsec
 
 NAME = "no-service-account-token"

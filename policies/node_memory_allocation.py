@@ -41,16 +41,18 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from typing import Optional
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
-
-from core import rulebook
-
-from core import registry
-from core.rulebook import allocation as rules
-from core import manifests
+from core import manifests, registry, rulebook
 from core.allocation import NodeUse
+from core.rulebook import allocation as rules
 from policylib import stack_helpers, views
 
 NAME = "node-memory-allocation"
@@ -81,17 +83,17 @@ def node_message(use: NodeUse) -> str:
     return stack_helpers.report_node(use, rules.memory_allocation(use))
 
 
-def unknown_node_message(w: manifests.Workload, known: list[str]) -> Optional[str]:
+def unknown_node_message(w: manifests.Workload, known: list[str]) -> str | None:
     if w.is_gpu:
         return None  # gpu-card-allocation reports it
     return stack_helpers.report(w, rules.node_listed(w.node or "", known))
 
 
-def oversized_message(w: manifests.Workload, node: Optional[str], cap: float) -> Optional[str]:
+def oversized_message(w: manifests.Workload, node: str | None, cap: float) -> str | None:
     return stack_helpers.report(w, rules.pod_memory_fits(w.memory_request_mib, cap, node))
 
 
-def invalid_quantity_message(w: manifests.Workload, path: str, value: object) -> Optional[str]:
+def invalid_quantity_message(w: manifests.Workload, path: str, value: object) -> str | None:
     """``Deployment m: spec.template.spec.containers[0].resources.requests.memory: 'lots' is not a
     Kubernetes quantity ...``: the rule and the fix of :class:`core.quantity.QuantityError`."""
     return stack_helpers.report(w, rules.memory_quantity(path, value))

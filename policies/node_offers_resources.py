@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-from core import facts, registry
+from core import facts, registry, rulebook
 from core.rulebook import pods as rules
 from policylib import containers, stackconfig, views
 

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import facts, registry
+from core import facts, registry, rulebook
 from policylib import podsec
 from policylib import resource_helpers as rh
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
 from core import rulebook
-
 from policylib import podsec
 
 NAME = "pod-security-baseline"

@@ -38,11 +38,8 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
-from core import rulebook
-
-from core import manifests, registry
+from core import manifests, registry, rulebook, terms
 from core.rulebook import services
-from core import terms
 from policylib import views
 
 NAME = "served-model-name-unique"

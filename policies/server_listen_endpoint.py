@@ -27,19 +27,15 @@ vLLM or candle-vllm, the NetworkPolicy side (ingress-admits-server-port).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import manifests, registry
+from core import manifests, registry, rulebook, terms
 from core.registry import Breach
 from core.rulebook import endpoints
 from policylib import resource_helpers as rh
-from policylib import views
-from core import terms
-from policylib import stackconfig
+from policylib import stackconfig, views
 
 NAME = "server-listen-endpoint"
 TEXT = rulebook.policy_text(NAME)
@@ -47,7 +43,7 @@ SOURCE = registry.RULES[NAME].source
 PROBES = (("startupProbe", "startup_probe"), ("livenessProbe", "liveness_probe"), ("readinessProbe", "readiness_probe"))
 
 
-def probe_port(probe: Mapping, c: manifests.Container) -> tuple[Optional[int], Any]:
+def probe_port(probe: Mapping, c: manifests.Container) -> tuple[int | None, Any]:
     """``(port number, port as written)`` of a probe's ``httpGet`` / ``tcpSocket`` / ``grpc``
     handler; the number is None for a port name the container does not declare, and both are
     None for a probe without a port (``exec``)."""

@@ -33,11 +33,8 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
-from core import rulebook
-
-from core import facts, manifests, registry, rules
+from core import facts, manifests, registry, rulebook, rules, terms
 from core.rulebook import services as service_rules
-from core import terms
 from policylib import views
 
 NAME = "service-link-env-collision"

@@ -38,11 +38,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
-from core import rulebook
-
-from core import manifests, registry
+from core import manifests, registry, rulebook, terms
 from core.rulebook import services as service_rules
-from core import terms
 from policylib import stack_helpers, stackconfig
 from policylib.stack_helpers import PodIndex
 

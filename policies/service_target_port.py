@@ -34,22 +34,17 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
 
-from core import rulebook
-
-from core import manifests, registry
+from core import manifests, registry, rulebook, terms
 from core.rulebook import services as service_rules
-from core import terms
 from policylib import stack_helpers
 
 NAME = "service-target-port"
 TEXT = rulebook.policy_text(NAME)
 
 
-def listen_port(server: manifests.ServerArgs) -> Optional[int]:
+def listen_port(server: manifests.ServerArgs) -> int | None:
     """The port a vLLM or candle-vllm server listens on (:func:`core.manifests.servers.endpoint`:
     the port flag, else the engine's default), or None when its argv cannot be read literally."""
     ep = manifests.endpoint(server)
@@ -63,7 +58,7 @@ def _port_label(sp: manifests.ServicePort) -> str:
 SOURCE = registry.RULES[NAME].source
 
 
-def check_port(svc: manifests.Service, sp: manifests.ServicePort, w: manifests.Workload) -> Optional[str]:
+def check_port(svc: manifests.Service, sp: manifests.ServicePort, w: manifests.Workload) -> str | None:
     """The violation message for one Service port against one selected workload, or None."""
     breach = service_rules.target_port(
         sp.target_port, stack_helpers.target_port_number(sp.target_port, w), f"{w.name} ({w.kind})",

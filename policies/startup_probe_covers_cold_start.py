@@ -50,15 +50,20 @@ parked workloads are judged too (unparking is one replicas change).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Optional
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+)
 
-from core import facts, manifests, registry, rulebook, rules
+from core import facts, manifests, registry, rulebook, rules, terms
 from core.registry import Breach
 from core.rulebook import probes
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import stack_helpers, stackconfig, views
 
 NAME = "startup-probe-covers-cold-start"
@@ -88,7 +93,7 @@ def judged_containers(w: manifests.Workload) -> list[manifests.Container]:
     return servers or rh.gpu_containers(w) or list(w.containers)
 
 
-def declared_cold_start(w: manifests.Workload) -> tuple[Optional[int], Optional[Breach]]:
+def declared_cold_start(w: manifests.Workload) -> tuple[int | None, Breach | None]:
     """``(seconds, breach)``: the declared cold start (None when not declared), or what is wrong
     with its declaration (:func:`core.rulebook.probes.cold_start_declared`)."""
     raw = w.annotations.get(facts.COLD_START_ANNOTATION)
@@ -108,7 +113,7 @@ def liveness_text(probe: Mapping) -> str:
             f"{budget} s in ({formula}), while it may still be loading")
 
 
-def probe_breach(c: manifests.Container, cold: int, declared: bool, house: bool = True) -> Optional[Breach]:
+def probe_breach(c: manifests.Container, cold: int, declared: bool, house: bool = True) -> Breach | None:
     """The start-up breach of one container against cold start ``cold`` seconds, or None.
 
     ``house``: the inventory's ``house_conventions`` (the user's cluster: every model server has

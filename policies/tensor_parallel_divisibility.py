@@ -26,11 +26,10 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import registry, rulebook
-from core.registry import Breach
 from core import capacity_view as cv
+from core import registry, rulebook, terms
+from core.registry import Breach
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import stackconfig, views
 
 NAME = "tensor-parallel-divisibility"

@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import manifests, registry, rulebook, rules
-from core.engines import VllmConfig
 from core import capacity_view as cv
+from core import manifests, registry, rulebook, rules, terms
+from core.engines import VllmConfig
 from policylib import capacity_helpers as ch
-from core import terms
 
 NAME = "vllm-context-window"
 TEXT = rulebook.policy_text(NAME)
@@ -45,7 +44,7 @@ SOURCE = registry.RULES[NAME].source
 ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
 
-def rope_scaling_of(s: manifests.ServerArgs) -> Optional[Mapping[str, Any]]:
+def rope_scaling_of(s: manifests.ServerArgs) -> Mapping[str, Any] | None:
     """The rope_scaling a vLLM argv gives: ``--hf-overrides`` JSON's ``rope_scaling``, else
     ``--rope-scaling`` JSON; None when absent or not JSON of that shape."""
     for flag, key in ((VllmConfig.FLAGS["hf_overrides"], "rope_scaling"), ("--rope-scaling", None)):
@@ -63,7 +62,7 @@ def rope_scaling_of(s: manifests.ServerArgs) -> Optional[Mapping[str, Any]]:
     return None
 
 
-def message(sc: cv.ServerCapacity, _cards: int) -> Optional[str]:
+def message(sc: cv.ServerCapacity, _cards: int) -> str | None:
     if sc.server.engine != "vllm" or sc.facts is None or sc.settings.max_model_len is None:
         return None
     override = rope_scaling_of(sc.server)

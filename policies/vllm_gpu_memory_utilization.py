@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import facts, registry, rulebook, rules
+from core import facts, registry, rulebook, rules, terms
 from core.engines import VllmConfig
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import views
 
 NAME = "vllm-gpu-memory-utilization"

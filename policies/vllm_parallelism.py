@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import manifests, registry, rulebook
+from core import manifests, registry, rulebook, terms
 from core.images import image_user
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import views
 
 NAME = "vllm-parallelism"

@@ -21,13 +21,10 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import registry
+from core import registry, rulebook, terms
 from core.registry import Breach
 from core.rulebook import served_names
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import views
 
 NAME = "vllm-served-model-names"

@@ -34,25 +34,24 @@ node affinity and node labels other than the hostname; GatedDeltaNet (fla) model
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import manifests, rulebook
+from core import manifests, rulebook, terms
 from core.engines import VllmConfig
 from core.inventory import Node
 from core.modelfacts import ModelFacts
 from core.registry import Breach
 from core.rulebook import volta as volta_env
 from policylib import resource_helpers as rh
-from core import terms
 from policylib import stackconfig, views
 
 NAME = "vllm-volta"
 TEXT = rulebook.policy_text(NAME)
 
 
-def breaches(c: manifests.Container, server: manifests.ServerArgs, model: Optional[ModelFacts], volta: list[Node],
+def breaches(c: manifests.Container, server: manifests.ServerArgs, model: ModelFacts | None, volta: list[Node],
              house: bool = True) -> list[Breach]:
     """Every sm_70 breach of one vLLM container, by the shared server rules
     (:mod:`core.rulebook.servers`) and the env rules (:mod:`core.rulebook.volta`); ``volta`` is
@@ -77,7 +76,7 @@ def breaches(c: manifests.Container, server: manifests.ServerArgs, model: Option
     return [b for b in found if b]
 
 
-def _model(server: manifests.ServerArgs, models: Any) -> Optional[ModelFacts]:
+def _model(server: manifests.ServerArgs, models: Any) -> ModelFacts | None:
     hit = models.find(server.model_arg) if models else None
     return hit[1] if hit else None
 

@@ -28,15 +28,11 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
 
-from core import rulebook
-
-from core import capacity, registry
-from core.rulebook import capacity as rules
+from core import capacity, registry, rulebook
 from core import capacity_view as cv
+from core.rulebook import capacity as rules
 from policylib import capacity_helpers as ch
 
 NAME = "weights-fit-card"
@@ -48,7 +44,7 @@ SOURCE = registry.RULES[NAME].source
 label = cv.server_label
 
 
-def smallest_tp_that_fits(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[int]:
+def smallest_tp_that_fits(sc: cv.ServerCapacity, cards_on_node: int) -> int | None:
     """The smallest TP (doubling from the current one, within the node's cards and dividing
     the model) at which the weights a card fit, else None."""
     assert sc.facts is not None and sc.card is not None and sc.estimate is not None
@@ -66,7 +62,7 @@ def smallest_tp_that_fits(sc: cv.ServerCapacity, cards_on_node: int) -> Optional
     return None
 
 
-def message(sc: cv.ServerCapacity, cards_on_node: int) -> Optional[str]:
+def message(sc: cv.ServerCapacity, cards_on_node: int) -> str | None:
     """The violation for one server, or None when its weights fit."""
     e = sc.estimate
     if e is None:

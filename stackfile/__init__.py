@@ -25,7 +25,7 @@ components never import it. This ``__init__`` itself is plain pydantic, no Pulum
 
 from __future__ import annotations
 
-from stackfile.loader import load_stack_config
+from core.engines import CANDLE_BINARY, ServedName, check_served_name, fraction_text
 from core.placement import (
     STARTUP_HEADROOM,
     STARTUP_PERIOD_SECONDS,
@@ -38,7 +38,10 @@ from core.placement import (
     secret_name,
     startup_threshold,
 )
+from core.problems import ConfigError, Problem
 from core.traffic import IngressRule, NetworkPolicyConfig, ServiceClient
+from stackfile.loader import load_stack_config
+from stackfile.objects import LeftAlone, ObjectRef, left_alone_text
 from stackfile.schema import (
     PREFIX,
     PROJECT,
@@ -55,9 +58,6 @@ from stackfile.schema import (
     is_digest_pinned,
     mib,
 )
-from stackfile.objects import LeftAlone, ObjectRef, left_alone_text
-from core.engines import CANDLE_BINARY, ServedName, check_served_name, fraction_text
-from core.problems import ConfigError, Problem
 
 __all__ = [
     "CANDLE_BINARY", "PREFIX", "PROJECT", "STARTUP_HEADROOM", "STARTUP_PERIOD_SECONDS", "STRING_KEYS",

@@ -19,27 +19,13 @@ the stack outputs.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any
 
 import pulumi
 from pydantic import SecretStr
 
-from stackfile import (
-    PREFIX,
-    PROJECT,
-    CandleWorkload,
-    PytorchWorkload,
-    StackConfig,
-    VllmWorkload,
-    STRING_KEYS,
-)
-from stackfile.loader import is_secret_value
-from stackfile.objects import left_alone_outputs, left_alone_text
-from stackfile.schema import config_keys_read
-from core import facts
-from core.engines import CandleConfig, VllmConfig, settings_of
-from core.placement import Placement
 from components.network import NamespaceNetworkPolicy, NamespaceNetworkPolicyArgs, network_policy_manifest
 from components.service import StablePredictorService, StablePredictorServiceArgs, service_await, service_manifest
 from components.vllm import VllmArgs, VllmInferenceService, inference_service_manifest, predictor_selector
@@ -53,9 +39,24 @@ from components.workload import (
     deployment_manifest,
     secret_manifest,
 )
+from core import facts
+from core.engines import CandleConfig, VllmConfig, settings_of
+from core.placement import Placement
+from stackfile import (
+    PREFIX,
+    PROJECT,
+    STRING_KEYS,
+    CandleWorkload,
+    PytorchWorkload,
+    StackConfig,
+    VllmWorkload,
+)
+from stackfile.loader import is_secret_value
+from stackfile.objects import left_alone_outputs, left_alone_text
+from stackfile.schema import config_keys_read
 
 
-def config_from_pulumi(written: Optional[Mapping[str, Any]] = None) -> dict[str, Any]:
+def config_from_pulumi(written: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every ``llm-serving:*`` key of the running stack, as ``{"llm-serving:<key>": value}``.
 
     Keys come from the engine's config (``pulumi.runtime.config``) and ``PULUMI_CONFIG``;
@@ -130,7 +131,7 @@ def _mark_secrets(value: Any, written: Any) -> Any:
     return value
 
 
-def _parked(item: Any) -> Optional[str]:
+def _parked(item: Any) -> str | None:
     return item.parked.reason if item.parked else None
 
 
@@ -176,7 +177,7 @@ def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeployme
     ), context=config.judged)
 
 
-def build_workload(name: str, wl: Any, config: StackConfig, opts: Optional[pulumi.ResourceOptions]) -> WorkloadComponent:
+def build_workload(name: str, wl: Any, config: StackConfig, opts: pulumi.ResourceOptions | None) -> WorkloadComponent:
     """The component of one workload, by its ``server``; its ``former_names`` are the
     component's aliases (the child object, named like it, inherits them)."""
     if wl.former_names:
@@ -195,7 +196,7 @@ class StackResources:
 
     workloads: dict[str, WorkloadComponent]
     services: dict[str, StablePredictorService]
-    network_policy: Optional[NamespaceNetworkPolicy]
+    network_policy: NamespaceNetworkPolicy | None
 
 
 def adopt_object(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -217,13 +218,13 @@ def adopt_object(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": meta}
 
 
-def _adopt_transformation(args: pulumi.ResourceTransformationArgs) -> Optional[pulumi.ResourceTransformationResult]:
+def _adopt_transformation(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
     if not args.type_.startswith("kubernetes:") or args.type_.startswith("pulumi:providers:"):
         return None
     return pulumi.ResourceTransformationResult(adopt_object(args.props), args.opts)
 
 
-def build_stack(config: StackConfig, opts: Optional[pulumi.ResourceOptions] = None) -> StackResources:
+def build_stack(config: StackConfig, opts: pulumi.ResourceOptions | None = None) -> StackResources:
     """Create every component of ``config`` (validated by :func:`load_stack_config`).
 
     ``opts`` is given to every component (``ResourceOptions.merge`` keeps each one's own), e.g.
@@ -264,7 +265,7 @@ def secrets_to(provider: pulumi.ProviderResource) -> pulumi.ResourceOptions:
     (a transformation the components' children inherit), whatever provider the rest uses: in
     render mode the Secrets are applied to the cluster and never written to the directory
     (docs/secrets.md)."""
-    def to_provider(args: pulumi.ResourceTransformationArgs) -> Optional[pulumi.ResourceTransformationResult]:
+    def to_provider(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
         if args.type_ != SECRET_TYPE:
             return None
         return pulumi.ResourceTransformationResult(args.props, pulumi.ResourceOptions.merge(

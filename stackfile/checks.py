@@ -12,29 +12,29 @@ Plain pydantic, no Pulumi import.
 
 from __future__ import annotations
 
-from typing import Any, Optional
-
+from typing import Any
 
 from core import capacity, capacity_measured, facts, kube, quantity, rulebook
+from core.engines import ServerSettings
+from core.inventory import CardSpec, ClusterInventory, Node
+from core.modelfacts import ModelEntry, ModelFacts
+from core.placement import STARTUP_HEADROOM, startup_threshold
+from core.problems import Problem
+from core.registry import Breach
 from core.rulebook import allocation as allocation_rules
 from core.rulebook import capacity as capacity_rules
 from core.rulebook import pods as pods_rules
 from core.rulebook import services as service_rules
 from core.rulebook import stack_config as stack_config_rules
-from core.inventory import CardSpec, ClusterInventory, Node
-from core.modelfacts import ModelEntry, ModelFacts
-from core.engines import ServerSettings
-from core.problems import Problem
-from core.registry import Breach
-
-from core.placement import STARTUP_HEADROOM, startup_threshold
 from stackfile.objects import LeftAlone, ObjectRef, rendered_objects
 from stackfile.schema import (
-    CandleWorkload, ServiceConfig, StackConfig, VllmWorkload, PREFIX, mib,
+    PREFIX,
+    CandleWorkload,
+    ServiceConfig,
+    StackConfig,
+    VllmWorkload,
+    mib,
 )
-
-
-
 
 # --- cross-field checks ---------------------------------------------------------------------
 
@@ -44,7 +44,7 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
     its workload. O(workloads + services); items in ``invalid`` are already reported. Without a
     valid cluster (``parts`` has no ``cluster``; its problems are already reported) the checks
     that need a node are skipped and every other one runs."""
-    cluster: Optional[ClusterInventory] = parts.get("cluster")
+    cluster: ClusterInventory | None = parts.get("cluster")
     models: dict[str, ModelEntry] = parts["models"]
     workloads: dict[str, Any] = parts["workloads"]
     nodes = {n.name: n for n in cluster.nodes} if cluster is not None else None
@@ -115,12 +115,12 @@ def _found(at: str, found: list[rulebook.Found]) -> list[Problem]:
     return [breach.problem(f"{PREFIX}{at}.{key}" if key else f"{PREFIX}{at}", value) for key, value, breach in found]
 
 
-def _judged(at: str, judged: list[tuple[str, Any, Optional[Breach]]]) -> list[Problem]:
+def _judged(at: str, judged: list[tuple[str, Any, Breach | None]]) -> list[Problem]:
     """:func:`_found` of the judged ``(key, value, breach or None)`` that broke their rule."""
     return _found(at, [(key, value, breach) for key, value, breach in judged if breach is not None])
 
 
-def _check_workload(name: str, wl: Any, nodes: Optional[dict[str, Node]], models: dict[str, ModelEntry],
+def _check_workload(name: str, wl: Any, nodes: dict[str, Node] | None, models: dict[str, ModelEntry],
                     model_facts: dict[str, ModelFacts], invalid: set[str]) -> list[Problem]:
     """``nodes`` is None when the cluster is missing or invalid: node checks are skipped."""
     at = f"workloads.{name}"
@@ -183,8 +183,8 @@ def _check_fits_node(at: str, wl: Any, node: Node) -> list[Problem]:
     ])
 
 
-def _check_candle(at: str, wl: CandleWorkload, card: Optional[CardSpec], entry: Optional[ModelEntry],
-                  facts_: Optional[ModelFacts]) -> list[Problem]:
+def _check_candle(at: str, wl: CandleWorkload, card: CardSpec | None, entry: ModelEntry | None,
+                  facts_: ModelFacts | None) -> list[Problem]:
     out = _found(at, rulebook.candle_breaches(wl, cards=wl.cards, card=card, model_key=wl.model, model=facts_))
     if entry is not None and not entry.weights_path:
         out.append(Problem(f"{PREFIX}{at}.model", wl.model, f"model {wl.model} has no weights_path; candle-vllm loads --w from the PVC",
@@ -212,7 +212,7 @@ def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: 
     return _judged(at, judged)[:1]
 
 
-def _check_vllm(at: str, wl: VllmWorkload, card: Optional[CardSpec], facts_: Optional[ModelFacts]) -> list[Problem]:
+def _check_vllm(at: str, wl: VllmWorkload, card: CardSpec | None, facts_: ModelFacts | None) -> list[Problem]:
     name = at.split(".", 1)[1]
     out = _found(at, [("", name, b) for b in [rulebook.kserve_label(name)] if b])
     out += _found(at, rulebook.vllm_breaches(wl, cards=wl.cards, card=card, model_key=wl.model, model=facts_,

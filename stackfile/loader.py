@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -25,13 +25,19 @@ from core import rules
 from core.modelfacts import ModelEntry, ModelFacts
 from core.problems import ConfigError, Problem
 from core.values import REDACTED
-
-from stackfile.schema import (
-    PREFIX, PROVIDER_KEYS_REFUSED, STRING_KEYS, TOP_LEVEL_KEYS, WORKLOAD_CLASSES, _SINGLE_SECTIONS, Name, ServiceConfig,
-    StackConfig, misspelt_namespace,
-)
 from stackfile.checks import cross_checks
-
+from stackfile.schema import (
+    _SINGLE_SECTIONS,
+    PREFIX,
+    PROVIDER_KEYS_REFUSED,
+    STRING_KEYS,
+    TOP_LEVEL_KEYS,
+    WORKLOAD_CLASSES,
+    Name,
+    ServiceConfig,
+    StackConfig,
+    misspelt_namespace,
+)
 
 # --- loading --------------------------------------------------------------------------------
 
@@ -45,7 +51,7 @@ def _adapter(tp: Any) -> TypeAdapter:
     return hit
 
 
-def load_stack_config(config: dict[str, Any], base_dir: Optional[Path] = None, source: str = "the stack config") -> StackConfig:
+def load_stack_config(config: dict[str, Any], base_dir: Path | None = None, source: str = "the stack config") -> StackConfig:
     """Validate a stack file's ``config:`` map (keys as written, ``llm-serving:cluster`` ...).
 
     Values may be parsed YAML/JSON or JSON text (as ``PULUMI_CONFIG`` carries them).
@@ -166,7 +172,7 @@ def _known_sections(config: dict[str, Any], problems: list[Problem]) -> dict[str
                                     f"{hint}remove it or rename it; known keys: {', '.join(PREFIX + k for k in TOP_LEVEL_KEYS)}"))
             continue
         if isinstance(value, str) and name not in STRING_KEYS:
-            try:
+            try:  # noqa: SIM105
                 value = json.loads(value)
             except ValueError:
                 pass  # the model reports the wrong type
@@ -231,7 +237,7 @@ def _validate_workloads(value: Any, problems: list[Problem], invalid: set[str]) 
     return out
 
 
-def _resolve_models(models: dict[str, ModelEntry], base_dir: Optional[Path], problems: list[Problem]) -> dict[str, ModelFacts]:
+def _resolve_models(models: dict[str, ModelEntry], base_dir: Path | None, problems: list[Problem]) -> dict[str, ModelFacts]:
     out = {}
     for key, entry in models.items():
         try:

@@ -9,7 +9,7 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, NamedTuple, Optional
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -73,7 +73,7 @@ class LeftAlone(BaseModel):
 
     kind: Kind = Field(description="The object's kind as the API names it, e.g. InferenceService.")
     name: Subdomain = Field(description="The object's name, e.g. coder.")
-    namespace: Optional[ServiceName] = Field(
+    namespace: ServiceName | None = Field(
         default=None, description="The object's namespace; default: the stack's (llm-serving:namespace)."
     )
     why: Annotated[str, AfterValidator(_reason)] = Field(description="Why the stack leaves it alone; shown in the preview.")

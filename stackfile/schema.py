@@ -34,8 +34,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-
-from typing import Annotated, Any, ClassVar, Literal, Optional, Union
+from typing import Annotated, Any, ClassVar, Literal, Optional
 
 from pydantic import (
     Field,
@@ -44,19 +43,17 @@ from pydantic import (
 
 from core import allocation, facts, quantity, rules
 from core.engines import CandleConfig, ServedName, VllmConfig
+from core.inventory import ClusterInventory, Node
+from core.measured import Measured
+from core.modelfacts import ModelEntry, ModelFacts
 from core.placement import (
-    Placement,
     Parked,
+    Placement,
     StrictModel,
 )
 from core.traffic import NetworkPolicyConfig, ServiceClient
 from core.values import JUDGED, Image, Int, ProjectDirectory, ServiceName
-from core.inventory import ClusterInventory, Node
-from core.measured import Measured
-from core.modelfacts import ModelEntry, ModelFacts
-
 from stackfile.objects import LeftAlone
-
 
 PROJECT = "llm-serving"
 PREFIX = PROJECT + ":"
@@ -81,7 +78,7 @@ def misspelt_namespace(key: str) -> bool:
     return folded == PROJECT or difflib.SequenceMatcher(None, folded, PROJECT).ratio() >= 0.8
 
 
-def config_keys_read(keys: "Iterable[str]") -> list[str]:
+def config_keys_read(keys: Iterable[str]) -> list[str]:
     """The config keys the loader reads (sorted): this project's, the misspelt namespaces it refuses
     and the provider settings it judges (:data:`PROVIDER_KEYS_REFUSED`)."""
     return sorted(k for k in keys if k.startswith(PREFIX) or misspelt_namespace(k) or k in PROVIDER_KEYS_REFUSED)
@@ -92,7 +89,7 @@ def config_keys_read(keys: "Iterable[str]") -> list[str]:
 Name = ServiceName
 
 
-def mib(value: Optional[str]) -> Optional[float]:
+def mib(value: str | None) -> float | None:
     """A memory quantity in MiB ("12Gi" -> 12288.0); None for None (:func:`core.quantity.mib`).
     Raises :class:`core.quantity.QuantityError` if it is not a Kubernetes quantity."""
     return quantity.mib(value)
@@ -112,7 +109,7 @@ class CandleWorkload(CandleConfig, Placement):
     KIND: ClassVar[str] = "Deployment"  # the kind of the object its component makes
     server: Literal["candle-vllm"]
     model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
-    measured: Optional[Measured] = Field(default=None, description="What its own log gave on the cluster (core.measured).")
+    measured: Measured | None = Field(default=None, description="What its own log gave on the cluster (core.measured).")
 
 
 class VllmWorkload(VllmConfig, Placement):
@@ -122,7 +119,7 @@ class VllmWorkload(VllmConfig, Placement):
     KIND: ClassVar[str] = "InferenceService"  # the kind of the object its component makes
     server: Literal["vllm"]
     model: str = Field(description="Key of llm-serving:models; its hf_id (else weights_path) becomes --model.")
-    measured: Optional[Measured] = Field(default=None, description="What its own log gave on the cluster (core.measured).")
+    measured: Measured | None = Field(default=None, description="What its own log gave on the cluster (core.measured).")
 
     @property
     def tp(self) -> int:
@@ -137,7 +134,7 @@ class PytorchWorkload(Placement):
     KIND: ClassVar[str] = "Deployment"  # the kind of the object its component makes
     server: Literal["pytorch"]
     image: Image = Field(min_length=1, description="Image; a moving tag is pulled Always (003).")
-    model: Optional[str] = Field(default=None, description="Key of llm-serving:models it serves, if any.")
+    model: str | None = Field(default=None, description="Key of llm-serving:models it serves, if any.")
     command: list[str] = Field(default_factory=list, description="Container command; empty: the image's entrypoint.")
     args: list[str] = Field(default_factory=list, description="Container args.")
     port: Int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
@@ -146,7 +143,7 @@ class PytorchWorkload(Placement):
 
 
 #: One workload of ``llm-serving:workloads``, chosen by its ``server`` key.
-Workload = Annotated[Union[CandleWorkload, VllmWorkload, PytorchWorkload], Field(discriminator="server")]
+Workload = Annotated[CandleWorkload | VllmWorkload | PytorchWorkload, Field(discriminator="server")]
 WORKLOAD_CLASSES: dict[str, type[Placement]] = {
     "candle-vllm": CandleWorkload,
     "vllm": VllmWorkload,
@@ -161,7 +158,7 @@ class ServiceConfig(StrictModel):
 
     selects: Name = Field(description="Name of the workload of llm-serving:workloads it sends traffic to.")
     clients: list[ServiceClient] = Field(default_factory=list, description="Who calls it (namespace, port).")
-    parked: Optional[Parked] = Field(default=None, description="Set when it is meant to have no endpoints.")
+    parked: Parked | None = Field(default=None, description="Set when it is meant to have no endpoints.")
 
 
 class Retire(StrictModel):
@@ -179,14 +176,14 @@ class StackConfig(StrictModel):
     """The validated ``llm-serving:*`` map. Build it with :func:`load_stack_config`."""
 
     namespace: Name = Field(default="llm-serving", description="Namespace of every object (all seeds).")
-    render_yaml_to_directory: Optional[ProjectDirectory] = Field(
+    render_yaml_to_directory: ProjectDirectory | None = Field(
         default=None, description="Directory the kubernetes provider writes YAML to instead of applying (ArgoCD)."
     )
     cluster: ClusterInventory = Field(description="Nodes, cards and memory (core/inventory.py).")
     models: dict[str, ModelEntry] = Field(default_factory=dict, description="Model key -> entry (core/modelfacts.py).")
     workloads: dict[Name, Workload] = Field(default_factory=dict, description="Workload name -> workload.")
     services: dict[Name, ServiceConfig] = Field(default_factory=dict, description="Service name -> Service.")
-    network_policy: Optional[NetworkPolicyConfig] = Field(default=None, description="The namespace ingress policy.")
+    network_policy: NetworkPolicyConfig | None = Field(default=None, description="The namespace ingress policy.")
     adopt: bool = Field(
         default=False,
         description=("Take live objects of another field manager (ArgoCD) over: every object gets "
@@ -210,10 +207,10 @@ class StackConfig(StrictModel):
     #: The loader judged this config (every rule of :mod:`stackfile.checks`): the component args
     #: built from it are not judged again (:data:`core.values.JUDGED`).
     _judged: bool = PrivateAttr(default=False)
-    _card_allocation: Optional[allocation.Allocation] = PrivateAttr(default=None)
+    _card_allocation: allocation.Allocation | None = PrivateAttr(default=None)
 
     @property
-    def judged(self) -> Optional[dict[str, bool]]:
+    def judged(self) -> dict[str, bool] | None:
         """The validation context for the component args built from this config:
         :data:`core.values.JUDGED` when :func:`load_stack_config` judged it, else None."""
         return JUDGED if self._judged else None
@@ -282,9 +279,9 @@ TOP_LEVEL_KEYS = tuple(StackConfig.model_fields)
 STRING_KEYS = {"namespace", "render_yaml_to_directory"}
 _SINGLE_SECTIONS: dict[str, Any] = {
     "namespace": Name,
-    "render_yaml_to_directory": Optional[ProjectDirectory],
+    "render_yaml_to_directory": Optional[ProjectDirectory],  # noqa: UP045
     "cluster": ClusterInventory,
-    "network_policy": Optional[NetworkPolicyConfig],
+    "network_policy": Optional[NetworkPolicyConfig],  # noqa: UP045
     "adopt": bool,
     "left_alone": list[LeftAlone],
     "retire": Retire,

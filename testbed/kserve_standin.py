@@ -57,7 +57,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
 from core.transition_cost import KSERVE_NOT_COPIED
 
@@ -131,7 +131,7 @@ def is_stopped(isvc: dict[str, Any]) -> bool:
     return isinstance(value, str) and value.lower() == "true"
 
 
-def ready_status(isvc: dict[str, Any], deployment: Optional[dict[str, Any]]) -> dict[str, Any]:
+def ready_status(isvc: dict[str, Any], deployment: dict[str, Any] | None) -> dict[str, Any]:
     """The status the stand-in writes for ``isvc`` given its live predictor ``deployment`` (None when
     it does not exist yet): ``Ready`` True once the Deployment observed its generation and all its
     replicas are updated and ready (see the module docstring)."""

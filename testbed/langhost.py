@@ -52,9 +52,9 @@ import subprocess
 import sys
 import threading
 import venv
+from collections.abc import Iterator, Mapping
 from concurrent import futures
 from pathlib import Path
-from typing import Iterator, Mapping, Optional
 
 import grpc
 from google.protobuf import empty_pb2, json_format
@@ -78,13 +78,13 @@ _GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES), ("grpc.
 CHUNK = 32 * 1024
 
 
-def _options(info: Optional[lpb.ProgramInfo]) -> dict:
+def _options(info: lpb.ProgramInfo | None) -> dict:
     if info is None or not info.HasField("options"):
         return {}
     return json_format.MessageToDict(info.options)
 
 
-def _venv_dir(info: Optional[lpb.ProgramInfo], fallback_root: str = "") -> Optional[Path]:
+def _venv_dir(info: lpb.ProgramInfo | None, fallback_root: str = "") -> Path | None:
     """The virtualenv named by the runtime option ``virtualenv``, relative to the root directory."""
     name = _options(info).get("virtualenv")
     if not name:
@@ -94,13 +94,13 @@ def _venv_dir(info: Optional[lpb.ProgramInfo], fallback_root: str = "") -> Optio
     return path if path.is_absolute() else root / path
 
 
-def _python(venv_dir: Optional[Path]) -> str:
+def _python(venv_dir: Path | None) -> str:
     if venv_dir is not None:
         return str(venv_dir / "bin" / "python")
     return os.environ.get("PULUMI_PYTHON_CMD", "python3")
 
 
-def _activated_env(base: Mapping[str, str], venv_dir: Optional[Path]) -> dict:
+def _activated_env(base: Mapping[str, str], venv_dir: Path | None) -> dict:
     env = dict(base)
     if venv_dir is not None:
         env["VIRTUAL_ENV"] = str(venv_dir)
@@ -127,7 +127,7 @@ print(json.dumps(out))
 """
 
 
-def required_packages(venv_dir: Optional[Path], cwd: str) -> list[dict]:
+def required_packages(venv_dir: Path | None, cwd: str) -> list[dict]:
     """Resource plugins of the Pulumi packages installed in the virtualenv (``pulumi-plugin.json``)."""
     proc = subprocess.run([_python(venv_dir), "-c", _PLUGINS_SCRIPT], cwd=cwd or None, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -163,18 +163,18 @@ class PolicyProxy(agrpc.AnalyzerServicer):
 
     def __init__(self) -> None:
         self._configured = threading.Event()
-        self._config: Optional[apb.AnalyzerStackConfigureRequest] = None
+        self._config: apb.AnalyzerStackConfigureRequest | None = None
         self._attached = threading.Event()
-        self._client: Optional[agrpc.AnalyzerStub] = None
+        self._client: agrpc.AnalyzerStub | None = None
         self._error = ""
-        self._channel: Optional[grpc.Channel] = None
+        self._channel: grpc.Channel | None = None
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=_GRPC_OPTIONS)
         agrpc.add_AnalyzerServicer_to_server(self, self._server)
         self.port = self._server.add_insecure_port("127.0.0.1:0")
         self._server.start()
 
     # -- the host's side -----------------------------------------------------------------
-    def await_configuration(self, context) -> Optional[apb.AnalyzerStackConfigureRequest]:
+    def await_configuration(self, context) -> apb.AnalyzerStackConfigureRequest | None:
         while not self._configured.wait(0.5):
             if not context.is_active():
                 return None
@@ -376,8 +376,8 @@ class LanguageHost(lgrpc.LanguageRuntimeServicer):
             )
         base = dict(e.split("=", 1) for e in request.env if "=" in e) if request.env else dict(os.environ)
         env = _activated_env(base, venv_dir)
-        out: "queue.Queue[Optional[lpb.RunPluginResponse]]" = queue.Queue()
-        proxy: Optional[PolicyProxy] = None
+        out: queue.Queue[lpb.RunPluginResponse | None] = queue.Queue()
+        proxy: PolicyProxy | None = None
         if request.kind == "analyzer":
             engine = request.args[0] if request.args else self.engine_address
             cmd = [_python(venv_dir), "-u", "-m", "pulumi.policy", engine, program_dir]

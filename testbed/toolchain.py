@@ -51,8 +51,8 @@ import tempfile
 import threading
 import time
 import venv
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 from core.inputs import read_text
 from tools import cli
@@ -101,7 +101,7 @@ def plugin_dir(versions: dict, cache: Path) -> Path:
     return cache / "pulumi-home" / "plugins" / f"resource-kubernetes-v{versions['kubernetes_provider']['plugin_version']}"
 
 
-def environment(cache: Optional[Path] = None) -> dict[str, str]:
+def environment(cache: Path | None = None) -> dict[str, str]:
     """The environment under which the real CLI runs with this toolchain (added to os.environ)."""
     cache = cache or cache_dir()
     return {
@@ -130,7 +130,7 @@ def go_env() -> dict[str, str]:
     return env
 
 
-def go_version(text: str) -> Optional[tuple[int, int]]:
+def go_version(text: str) -> tuple[int, int] | None:
     """(major, minor) of a ``go env GOVERSION`` value: ``go1.26.1`` and ``go1.26rc1`` -> (1, 26),
     ``devel go1.27-abc123 ...`` -> (1, 27); None when it names no version."""
     m = re.search(r"go(\d+)\.(\d+)", text)
@@ -159,7 +159,7 @@ def check_go(versions: dict) -> str:
     return go
 
 
-def run_go(args: list[str], cwd: Path, what: str, *, env: Optional[dict] = None) -> str:
+def run_go(args: list[str], cwd: Path, what: str, *, env: dict | None = None) -> str:
     """Run a go command, printing progress every 15 s; raise ToolchainError with the cause."""
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -237,7 +237,7 @@ def _install(built: Path, dest: Path) -> None:
     tmp = dest.with_name(dest.name + ".partial")
     shutil.copy2(built, tmp)
     tmp.chmod(0o755)
-    os.replace(tmp, dest)
+    os.replace(tmp, dest)  # noqa: PTH105
 
 
 def build_pulumi(v: dict, cache: Path, out: Path) -> list[Path]:
@@ -284,7 +284,7 @@ def build_language_host(v: dict, cache: Path, out: Path) -> list[Path]:
         f'  exec "{hv / "bin" / "python"}" -u "{lib / "langhost.py"}" "$@"\n'
     )
     tmp.chmod(0o755)
-    os.replace(tmp, wrapper)
+    os.replace(tmp, wrapper)  # noqa: PTH105
     return [wrapper, out / "pulumi-language-python-exec"]
 
 
@@ -357,7 +357,7 @@ def build_kwok(v: dict, cache: Path, out: Path) -> list[Path]:
 
 
 def build_kwokctl(v: dict, cache: Path, out: Path) -> list[Path]:
-    """kwokctl from kwok's module and version (``versions.json`` pins them once, under ``kwok``)."""
+    """Kwokctl from kwok's module and version (``versions.json`` pins them once, under ``kwok``)."""
     k, pkg = v["kwok"], v["kwokctl"]["package"]
     src = _scratch(cache, "kwokctl", _gomod("kwokctl", {k["module"]: k["version"]}, {}), [pkg])
     run_go(["mod", "tidy"], src, "kwokctl (go mod tidy)")
@@ -387,7 +387,7 @@ def _fingerprint(v: dict, keys: tuple[str, ...], name: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _stamp(path: Path) -> Optional[dict]:
+def _stamp(path: Path) -> dict | None:
     """A part's stamp (``stamps/<part>.json``: fingerprint, outputs, seconds), or None when it is
     missing or damaged (not UTF-8 JSON holding an object, e.g. cut short by a full disk): the part
     then counts as not built, and building it writes the stamp anew."""
@@ -415,7 +415,7 @@ def status(v: dict, cache: Path) -> dict[str, bool]:
     return out
 
 
-def build(only: Optional[list[str]] = None) -> None:
+def build(only: list[str] | None = None) -> None:
     v = load_versions()
     cache = cache_dir()
     have = status(v, cache)

@@ -19,7 +19,7 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="module")
 def prod_base(tmp_path_factory) -> Path:
-    """prod rendered by the offline preview (no policy) into a fresh directory: a ``--base``."""
+    """Prod rendered by the offline preview (no policy) into a fresh directory: a ``--base``."""
     from tools import preview
 
     base = tmp_path_factory.mktemp("base") / "prod"

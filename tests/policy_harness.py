@@ -12,16 +12,17 @@ End-to-end runs of the real pack process over gRPC are in ``tests/test_analyze_g
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 import pulumi.runtime
 import yaml
-from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
-from pulumi_policy.policy import PolicyResource, PolicyResourceOptions, ResourceValidationArgs, StackValidationArgs
 from google.protobuf import json_format
+from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.policy import PolicyResource, PolicyResourceOptions, ResourceValidationArgs, StackValidationArgs
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from tools.offline.manifests import Resource, load_manifest_dir, load_stack_file, resources_from_documents
@@ -57,11 +58,11 @@ def wire_props(props: dict[str, Any]):
     return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(to_struct(props))))
 
 
-def run_policy(policy, resources: Iterable[Resource], policy_config: Optional[dict] = None) -> list[Violation]:
+def run_policy(policy, resources: Iterable[Resource], policy_config: dict | None = None) -> list[Violation]:
     """Violations ``policy`` reports on ``resources`` (stack config must be loaded first)."""
     found: list[Violation] = []
 
-    def report(message: str, urn: Optional[str] = None) -> None:
+    def report(message: str, urn: str | None = None) -> None:
         found.append(Violation(policy.name, message, urn or ""))
 
     resources = list(resources)

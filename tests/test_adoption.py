@@ -12,10 +12,9 @@ import copy
 from core import facts
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
+from tests.paths import ROOT
 from tools import analyze
 from tools.offline.manifests import load_stack_file
-
-from tests.paths import ROOT
 
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
 
@@ -65,6 +64,6 @@ def test_adopt_must_be_a_boolean():
     try:
         load_stack_config(cfg)
     except ConfigError as err:
-        assert [p.path for p in err.problems] == ["llm-serving:adopt"]
+        assert [p.path for p in err.problems] == ["llm-serving:adopt"]  # noqa: PT017
     else:
         raise AssertionError("adopt: sometimes was accepted")

@@ -12,8 +12,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tools import analyze, kubectl
-from tools import context
+from tools import analyze, context, kubectl
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +36,7 @@ def test_beside_prod_it_is_refused(capsys):
 
 
 def test_beside_the_live_namespace_it_is_refused(monkeypatch):
-    """kubectl stands in with prod's rendering as the API server would list it."""
+    """Kubectl stands in with prod's rendering as the API server would list it."""
     live = [r.props for r in context.from_stack("prod", ROOT, analyze.program_resources) if r.custom and r.props.get("kind")]
 
     def fake_run(kubeconfig, *args, stdin=None, timeout=kubectl.TIMEOUT_S):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.offline import packproc
 from tools.analyze import PolicyConfigError, run_pack, start_pack
+from tools.offline import packproc
 from tools.offline.manifests import Resource, load_stack_file, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,20 +185,18 @@ def test_the_pack_process_is_stopped_after_a_run_and_after_an_error():
         proc = pack.conn.proc
     assert proc.poll() is not None
 
-    with pytest.raises(PolicyConfigError):
-        with start_pack(CONFIG, pack_dir=STANDIN) as pack:
-            proc = pack.conn.proc
-            pack.analyze(resources(deployment("a", 1, "x:1")), {"no-latest-tag": "loud"})
+    with pytest.raises(PolicyConfigError), start_pack(CONFIG, pack_dir=STANDIN) as pack:  # noqa: PT012
+        proc = pack.conn.proc
+        pack.analyze(resources(deployment("a", 1, "x:1")), {"no-latest-tag": "loud"})
     assert proc.poll() is not None
 
 
 def test_a_pack_that_fails_to_start_shows_its_stderr(tmp_path):
     (tmp_path / "PulumiPolicy.yaml").write_text("name: broken\nruntime: python\n")
     (tmp_path / "__main__.py").write_text("raise RuntimeError('policy module exploded at import')\n")
-    with pytest.raises(packproc.PackStartError) as err:
-        with start_pack(CONFIG, pack_dir=tmp_path) as pack:
-            proc = pack.conn.proc
-            pack.analyze(resources(deployment("a", 1, "x:1")))
+    with pytest.raises(packproc.PackStartError) as err, start_pack(CONFIG, pack_dir=tmp_path) as pack:  # noqa: PT012
+        proc = pack.conn.proc
+        pack.analyze(resources(deployment("a", 1, "x:1")))
     assert "policy module exploded at import" in str(err.value)
     assert "exited with code 1 before printing its port" in str(err.value)
     assert proc.poll() is not None

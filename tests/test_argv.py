@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.manifests import argv as A
 import core.manifests
+from core.manifests import argv as A  # noqa: N812
 from tests.policy_harness import manifests
 
 

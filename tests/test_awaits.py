@@ -19,10 +19,9 @@ import pytest
 from core import facts, rules
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
+from tests.paths import ROOT
 from tools import analyze
 from tools.offline.manifests import load_stack_file
-
-from tests.paths import ROOT
 
 PROD_FILE = load_stack_file(ROOT / "Pulumi.prod.yaml")
 

@@ -174,7 +174,7 @@ def test_tokens_are_whole_blocks():
 
 @pytest.mark.parametrize("util, mml", [(0.0, 1024), (1.5, 1024), (0.9, 0)])
 def test_vllm_refuses_impossible_settings(util, mml):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError):  # noqa: PT011
         estimate_vllm(REASONING, V100, max_model_len=mml, gpu_memory_utilization=util)
 
 
@@ -319,7 +319,7 @@ def test_pipeline_parallel_stage_holds_half_the_layers_and_one_vocab_matrix():
 
 @pytest.mark.parametrize("tp, pp", [(0, 1), (1, 0)])
 def test_weights_refuse_zero_parallelism(tp, pp):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError):  # noqa: PT011
         weights_per_card(CODER_14B, tp, pp=pp)
 
 

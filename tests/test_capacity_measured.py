@@ -41,7 +41,7 @@ def _config(rope, arch="LlamaForCausalLM", max_pos=4096):
             "rope_scaling": rope}
 
 
-@pytest.mark.parametrize(("rope", "window"), [
+@pytest.mark.parametrize(("rope", "window"), [  # noqa: PT006
     ({"type": "linear", "factor": 4.0}, 16384),                      # linear x4: four times max_position_embeddings
     ({"rope_type": "dynamic", "factor": 2.0}, 8192),
     ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}, 8192),  # from the original
@@ -70,7 +70,7 @@ def test_a_manifests_rope_scaling_replaces_the_checkpoints_whole():
 
 
 def test_gemma3_window_is_already_scaled():
-    """vLLM skips rope scaling for the gemma3 model type: max_position_embeddings 131,072 is the window."""
+    """VLLM skips rope scaling for the gemma3 model type: max_position_embeddings 131,072 is the window."""
     facts = facts_from_config_json(_config({"rope_type": "linear", "factor": 8.0}, "Gemma3ForCausalLM", 131072))
     assert facts.rope_scaling == CheckpointRopeScaling(rope_type="linear", factor=8.0)
     assert facts.window_rope_scaling() is None
@@ -160,7 +160,7 @@ def test_the_inventory_takes_the_workloads_measured_figures():
     merged = inv.with_workloads_measured(prod["llm-serving:workloads"])
     assert sorted(merged.measured) == ["candle-vllm", "clef-candle", "reasoning"]
     assert merged.measured["reasoning"].kv_tokens == 137000
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError):  # noqa: PT011
         inv.with_workloads_measured({"x": {"measured": {"source": "no figure"}}})
 
 
@@ -181,6 +181,7 @@ def test_the_pack_judges_a_vllm_server_against_its_measured_pool():
     """kv-cache-fits-max-model-len reads the workloads' measured figures beside the inventory: a
     measured pool below max-model-len is refused (vLLM refuses to start), whatever the estimate."""
     import kv_cache_fits_max_model_len as kv
+
     from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 
     text = (FIXTURES / "kv-cache-fits-max-model-len" / "allowed" / "reasoning-64k.yaml").read_text(encoding="utf-8")

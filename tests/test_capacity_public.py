@@ -14,10 +14,10 @@ import pytest
 
 from core import capacity, cards
 from core.capacity import GIB, MIB, estimate, estimate_candle, estimate_vllm
+from core.engines import ServerSettings
 from core.images import parse_image
 from core.inventory import CardSpec
 from core.modelfacts import CATALOG, ModelFacts, facts_from_config_json
-from core.engines import ServerSettings
 
 
 def card(product: str, memory_mib: int, cc: str, nvlink: bool = False) -> CardSpec:
@@ -161,7 +161,7 @@ def test_13061_tp2_on_two_4090s_takes_the_smaller_ranks_pool():
 
 
 def test_v1_ranks_are_alike_every_rank_samples():
-    """vLLM V1 gathers the logits on every rank (LogitsProcessor all-gather) and every rank runs
+    """VLLM V1 gathers the logits on every rank (LogitsProcessor all-gather) and every rank runs
     the warm-up, so the same server on 0.11 has one kind of rank, the sampler's."""
     e = estimate_vllm(R1_14B, RTX_4090, tp=2, gpu_memory_utilization=0.98, max_model_len=131_072, dtype="bfloat16",
                       version=(0, 11, 0))

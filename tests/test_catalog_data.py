@@ -9,7 +9,7 @@ import re
 import jsonschema
 import pytest
 
-from core import catalogs, cards, datafile, images, modelfacts
+from core import cards, catalogs, datafile, images, modelfacts
 from core.problems import ConfigError
 from tools.offline.yamlload import load_documents
 

@@ -202,7 +202,7 @@ def test_the_offline_commands_in_the_workflows_exist_and_parse():
 
 
 def test_lint_and_types_are_their_own_step():
-    """ruff and mypy run before the tests in CI (.ci/run), from `make lint` and from pre-commit,
+    """Ruff and mypy run before the tests in CI (.ci/run), from `make lint` and from pre-commit,
     with pyproject.toml's configuration (no test runs them)."""
     ci = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln and not ln.startswith("#")]
     assert ci.index("python3 dev.py lint") < ci.index("exec python3 dev.py test -q")

@@ -30,7 +30,7 @@ def test_the_exit_codes():
     assert (rollout.EXIT_OK, rollout.EXIT_NOT_ROLLED_OUT, rollout.EXIT_INPUT) == (0, 1, 2)
 
 
-@pytest.mark.parametrize(("main", "prog"), COMMANDS, ids=[p for _, p in COMMANDS])
+@pytest.mark.parametrize(("main", "prog"), COMMANDS, ids=[p for _, p in COMMANDS])  # noqa: PT006
 def test_help_names_the_command_and_exits_0(main, prog, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--help"])

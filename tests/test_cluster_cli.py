@@ -401,7 +401,7 @@ def test_write_config_links_the_standin_to_this_python(tmp_path):
     lay = layout.Layout(tmp_path / "state")
     lay.root.mkdir()
     kwokctl.write_config(tmp_path / "bin", lay, PORTS)
-    assert os.readlink(lay.root / "bin" / "kserve-standin") == os.path.realpath(sys.executable)
+    assert os.readlink(lay.root / "bin" / "kserve-standin") == os.path.realpath(sys.executable)  # noqa: PTH115
     assert yaml.safe_load(lay.config.read_text()) == kwokctl.config(tmp_path / "bin", lay, PORTS)
 
 

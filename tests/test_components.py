@@ -9,13 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core import facts
-from core.placement import Parked, Placement
-from stackfile import NetworkPolicyConfig, Resources, ServiceClient, StartupProbe, load_stack_config
-from core.inventory import CardSpec
 from components.network import NamespaceNetworkPolicyArgs, network_policy_manifest
 from components.service import service_manifest, service_urls
-from stackfile.build import candle_args, gpu_args, vllm_args
 from components.vllm import VllmArgs, inference_service_manifest, predictor_pod_labels, predictor_selector, vllm_argv
 from components.workload import (
     CandleDeploymentArgs,
@@ -24,6 +19,11 @@ from components.workload import (
     deployment_manifest,
     pull_policy,
 )
+from core import facts
+from core.inventory import CardSpec
+from core.placement import Parked, Placement
+from stackfile import NetworkPolicyConfig, Resources, ServiceClient, StartupProbe, load_stack_config
+from stackfile.build import candle_args, gpu_args, vllm_args
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -272,8 +272,8 @@ def test_the_runtime_class_is_the_inventorys():
 
     from stackfile import load_stack_config
     from stackfile.build import render_manifests
-    from tools.offline.manifests import load_stack_file
     from tests.paths import ROOT
+    from tools.offline.manifests import load_stack_file
 
     raw = load_stack_file(ROOT / "Pulumi.prod.yaml")
 

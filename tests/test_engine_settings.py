@@ -13,17 +13,17 @@ from types import SimpleNamespace
 import pytest
 
 import core.manifests
-from stackfile import CandleWorkload, VllmWorkload, load_stack_config
-from stackfile import build as stack
-from stackfile.build import render_manifests
 from components.vllm import VllmArgs, vllm_argv
 from components.workload import CandleDeploymentArgs, candle_argv
 from core import capacity, rulebook
-from core.registry import SETTINGS
 from core.engines import CandleConfig, ServerSettings, VllmConfig
+from core.registry import SETTINGS
 from policylib import capacity_helpers as ch
 from policylib import stackconfig
 from policylib.pack import policies
+from stackfile import CandleWorkload, VllmWorkload, load_stack_config
+from stackfile import build as stack
+from stackfile.build import render_manifests
 from tests.policy_harness import DEFAULT_STACK_FILE, FIXTURES, manifests, run_policy, use_stack_config
 from tests.test_components import PROD
 from tools.offline.manifests import load_stack_file, resources_from_documents
@@ -163,7 +163,7 @@ def _route_of(value: int, run) -> list[str]:
         if isinstance(v, bool):
             return False
         if isinstance(v, (int, str)):
-            return v == value or v == item
+            return v == value or v == item  # noqa: SIM109
         if isinstance(v, (list, tuple)):
             return top and any(carries(x, False) for x in v[:64])
         if isinstance(v, Mapping):

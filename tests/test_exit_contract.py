@@ -38,7 +38,7 @@ def _raises(err: BaseException):
     return main
 
 
-@pytest.mark.parametrize(("err", "code", "words"), [
+@pytest.mark.parametrize(("err", "code", "words"), [  # noqa: PT006
     (KeyboardInterrupt(), cli.INTERRUPTED, "cmd: interrupted\n"),
     (cli.Terminated(), cli.TERMINATED, "cmd: terminated (SIGTERM)\n"),
     (RecursionError(), cli.BAD_INPUT, "fix: check the file for runaway nesting"),
@@ -119,7 +119,7 @@ cli.run(main, "analyze")
 
 
 def test_a_full_stdout_is_2_with_the_fix():
-    with open("/dev/full", "w") as full:
+    with open("/dev/full", "w") as full:  # noqa: PTH123
         proc = subprocess.run([sys.executable, "-m", "tools.plan", "/dev/null"], cwd=ROOT, stdout=full,
                               stderr=subprocess.PIPE, text=True)
     assert proc.returncode == cli.BAD_INPUT
@@ -132,7 +132,7 @@ def _proc(stdout: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["kubectl"], 0, stdout, "")
 
 
-@pytest.mark.parametrize(("stdout", "words"), [
+@pytest.mark.parametrize(("stdout", "words"), [  # noqa: PT006
     ("not json", "printed no JSON"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ("[]", "not an object"),
@@ -144,7 +144,7 @@ def test_bad_kubectl_json_is_one_line_with_the_fix(stdout, words):
     assert words in str(exc.value) and "fix: check that `kubectl` on PATH" in str(exc.value)
 
 
-@pytest.mark.parametrize(("annotations", "seconds"), [
+@pytest.mark.parametrize(("annotations", "seconds"), [  # noqa: PT006
     ({"pulumi.com/timeoutSeconds": "²"}, rollout.DEFAULT_TIMEOUT_S),
     ({"pulumi.com/timeoutSeconds": "٣"}, rollout.DEFAULT_TIMEOUT_S),
     ({"pulumi.com/timeoutSeconds": "900"}, 900),
@@ -179,7 +179,7 @@ def test_a_policy_pack_config_nested_past_pythons_limit_is_exit_2(tmp_path, caps
 
 # --- malformed --base trees ----------------------------------------------------------------------
 
-@pytest.mark.parametrize(("text", "words"), [
+@pytest.mark.parametrize(("text", "words"), [  # noqa: PT006
     ("apiVersion: v1\nkind: Service\nmetadata: [a]\n", "metadata is [\"a\"], not a map"),
     ("apiVersion: v1\nkind: Service\nmetadata: {name: a, annotations: [x]}\n", "metadata.annotations is [\"x\"]"),
     ("apiVersion: v1\nkind: Service\nmetadata: {name: a, annotations: {b: 5}}\n", "not a map of text to text"),

@@ -23,7 +23,7 @@ def _deployment(env=None, mounts=(), volumes=(), pod_sc=None, image=IMAGE):
     return w, w.containers[0]
 
 
-@pytest.mark.parametrize(("env", "cache"), [
+@pytest.mark.parametrize(("env", "cache"), [  # noqa: PT006
     ({}, "/root/.cache/huggingface/hub"),
     ({"HOME": "/home/s"}, "/home/s/.cache/huggingface/hub"),
     ({"XDG_CACHE_HOME": "/x"}, "/x/huggingface/hub"),
@@ -55,7 +55,7 @@ def test_a_path_lands_on_the_longest_mount_and_its_volume_decides():
     assert (own.mount, own.writable, own.persistent, own.where) == (None, True, False, "the container's own filesystem")
 
 
-@pytest.mark.parametrize(("model", "hub"), [("Qwen/Qwen3-8B", True), ("gpt2", True), ("/mnt/models/x", False),
+@pytest.mark.parametrize(("model", "hub"), [("Qwen/Qwen3-8B", True), ("gpt2", True), ("/mnt/models/x", False),  # noqa: PT006
                                             ("./x", False), ("s3://b/m", False), ("pvc://c/m", False), (None, False)])
 def test_a_hub_id_is_neither_a_path_nor_a_uri(model, hub):
     assert fs.is_hub_id(model) is hub
@@ -68,7 +68,7 @@ def test_the_catalog_states_a_user_only_for_the_listed_repositories():
     assert image_user("quay.io/rh-aiservices-bu/vllm-openai-ubi9:0.4.2") is None  # sets its own USER
 
 
-@pytest.mark.parametrize(("annotations", "predictor", "replicas"), [
+@pytest.mark.parametrize(("annotations", "predictor", "replicas"), [  # noqa: PT006
     ({"serving.kserve.io/deploymentMode": "RawDeployment"}, {"minReplicas": 0, "maxReplicas": 1}, 1),
     ({"serving.kserve.io/deploymentMode": "RawDeployment"}, {"minReplicas": 0}, 1),
     ({"serving.kserve.io/deploymentMode": "RawDeployment"}, {"minReplicas": 0, "maxReplicas": 0}, 0),
@@ -76,7 +76,7 @@ def test_the_catalog_states_a_user_only_for_the_listed_repositories():
     ({}, {"minReplicas": 0}, 0),
 ])
 def test_a_raw_deployment_at_min_replicas_0_runs_one_pod(annotations, predictor, replicas):
-    """kserve #3514: RawDeployment has no scale-to-zero; both at 0 parks it (seed 000's ornith)."""
+    """Kserve #3514: RawDeployment has no scale-to-zero; both at 0 parks it (seed 000's ornith)."""
     w = pods.workload(ISVC_TYPE, {"kind": "InferenceService", "metadata": {"name": "m", "annotations": annotations},
                                   "spec": {"predictor": {**predictor, "containers": []}}})
     assert w is not None and w.replicas == replicas

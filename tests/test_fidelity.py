@@ -23,10 +23,8 @@ import yaml
 from core import facts
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
-from tools.offline.manifests import load_stack_file
-
 from tests.paths import REFERENCE, ROOT
-
+from tools.offline.manifests import load_stack_file
 
 Path_ = tuple  # a path into a manifest: keys and list indexes
 

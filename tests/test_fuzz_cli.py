@@ -65,7 +65,7 @@ def _run(main, args: list[str], name: str) -> tuple[int, str]:
 def _check(main, args: list[str], name: str, tmp: Path) -> None:
     """Run in ``tmp``, so a relative path on the command line lands there (as from the user's shell)."""
     before = sorted(p.name for p in tmp.iterdir())
-    cwd = os.getcwd()
+    cwd = os.getcwd()  # noqa: PTH109
     os.chdir(tmp)
     try:
         code, text = _run(main, args, name)

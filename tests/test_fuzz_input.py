@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
+from policylib.pack import policies
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
-from policylib.pack import policies
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools import preview
 from tools.offline.manifests import InputError, load_stack_file, read_manifests, resources_from_documents
@@ -155,7 +155,7 @@ def test_damaged_manifests_are_bad_input_or_judged_without_a_crash(docs, as_json
         try:
             found = read_manifests(d, "fuzz", "llm-serving")
         except InputError as err:
-            assert str(d) in str(err) or str(d.resolve()) in str(err), err  # names the file
+            assert str(d) in str(err) or str(d.resolve()) in str(err), err  # names the file  # noqa: PT017
             return
         use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
         for policy in policies():

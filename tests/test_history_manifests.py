@@ -21,25 +21,25 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Optional
-
-import pytest
-import yaml
 
 import gpu_card_allocation
 import kserve_owned_names
 import network_ingress_for_clients
 import node_memory_allocation
+import pytest
 import served_model_name_unique
 import service_selector_uniqueness
 import service_target_port
+import yaml
+
 from core import facts
-from tests.test_policy_gpu_card_allocation import CARD_FIX
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
+from tests.test_policy_gpu_card_allocation import CARD_FIX
 from tools.offline.manifests import load_stack_file, resources_from_documents
 
 HISTORY = Path(__file__).resolve().parent / "manifests" / "history"
 from tests.paths import REFERENCE  # noqa: E402 (after the module constants it documents)
+
 STACK_POLICIES = [
     gpu_card_allocation.POLICY,
     node_memory_allocation.POLICY,
@@ -80,7 +80,7 @@ def _reasoning() -> dict:
     return doc
 
 
-def state(name: str, clef_serve_replicas: Optional[int] = None, coder_managed: bool = False) -> list:
+def state(name: str, clef_serve_replicas: int | None = None, coder_managed: bool = False) -> list:
     """The manifests of one history state; the keyword arguments undo one fix of seed 000."""
     after = {
         "002": ["coder", "reasoning", "clef-serve", "svc-clef-serve", "svc-coder", "svc-reasoning-long"],

@@ -133,7 +133,7 @@ def test_dev_zero_is_refused(tmp_path):
 
 def test_a_2gb_sparse_stack_file_is_refused_before_reading(tmp_path):
     big = tmp_path / "Pulumi.big.yaml"
-    with open(big, "wb") as f:
+    with open(big, "wb") as f:  # noqa: PTH123
         f.truncate(2 * 1024 ** 3)
     code, text, _ = run_preview(tmp_path, "--stack-file", str(big))
     assert_input_error(code, text, "2,147,483,648 bytes", "limit")
@@ -282,6 +282,7 @@ def test_a_policy_pack_config_that_is_a_fifo_or_repeats_a_key_is_exit_2(tmp_path
 def test_a_network_policy_port_that_is_no_port_is_judged_without_a_crash():
     """Found by the fuzz test: network-ingress-for-clients compared a list with a port number."""
     import network_ingress_for_clients as mod
+
     from stackfile import load_stack_config
     from stackfile.build import render_manifests
     from tests.policy_harness import run_policy, use_stack_config

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from stackfile import ConfigError, load_stack_config
 from core import kube
+from stackfile import ConfigError, load_stack_config
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent

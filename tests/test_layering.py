@@ -143,7 +143,7 @@ def test_the_shared_modules_live_in_core():
 
 
 def test_the_stack_file_is_split_by_job():
-    """schema (models), loader (loading and error translation), checks (cross-checks), objects
+    """Schema (models), loader (loading and error translation), checks (cross-checks), objects
     (rendered and left alone), build (config -> component args -> components); the rules the
     component args share are core's rulebook; the package's ``__init__`` only names the public API."""
     import stackfile

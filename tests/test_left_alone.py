@@ -23,8 +23,8 @@ import yaml
 from pydantic import SecretStr
 
 from stackfile import ConfigError, load_stack_config
-from stackfile.objects import left_alone_outputs, left_alone_text, managed_objects
 from stackfile.build import render_manifests
+from stackfile.objects import left_alone_outputs, left_alone_text, managed_objects
 from tools.offline import mockrun, summary
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
-from stackfile import ConfigError, load_stack_config
-from stackfile.build import render_manifests
 from core import facts
 from policylib.pack import policies
+from stackfile import ConfigError, load_stack_config
+from stackfile.build import render_manifests
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file, resources_from_documents
 

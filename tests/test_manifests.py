@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-
 import pytest
 
-from core import facts
 import core.manifests
+from core import facts
 from policylib import views
-from tools.offline.manifests import load_manifest_dir
-from tests.policy_harness import manifests
-
 from tests.paths import REFERENCE
+from tests.policy_harness import manifests
+from tools.offline.manifests import load_manifest_dir
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +109,7 @@ def test_label_selector_expressions():
 
 
 def test_numbers_arrive_as_doubles_over_grpc():
-    """protobuf Struct numbers are doubles: replicas 0.0 must read 0, not the default 1."""
+    """Protobuf Struct numbers are doubles: replicas 0.0 must read 0, not the default 1."""
     (dep, svc) = manifests(
         """
 apiVersion: apps/v1

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 import gpu_whole_cards
 import moving_tag_pull_always
+import pytest
 import vllm_volta
+
 from core import facts
 from core.problems import FINDING_FORM, Finding
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import REFERENCE, ROOT
 from tools import analyze
 from tools.offline import mockrun, render
 from tools.offline.manifests import load_stack_file
-from tests.paths import REFERENCE, ROOT
 
 INVENTORY = ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml"
 CLEF_SERVE = ROOT / "tests" / "manifests" / "clef-serve.yaml"

@@ -23,14 +23,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import candle_vllm_args
 import gpu_card_allocation
 import node_memory_allocation
+import pytest
 import vllm_volta
+
 from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
-from stackfile.build import render_manifests, stack_outputs, StackResources
+from stackfile.build import StackResources, render_manifests, stack_outputs
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_preview_summary import deployment, inventory, isvc
 from tools.offline.manifests import load_stack_file, resources_from_documents
@@ -79,7 +79,7 @@ CANDLE_DTYPES = CandleWorkload.model_fields["dtype"].annotation.__args__
 
 @pytest.mark.parametrize("dtype", VLLM_DTYPES)
 def test_vllm_dtype_the_loader_accepts_the_pack_accepts(dtype):
-    """reasoning (vLLM on worker-1's V100): a dtype either fails the loader at its key path or
+    """Reasoning (vLLM on worker-1's V100): a dtype either fails the loader at its key path or
     passes vllm-volta on the manifest the program renders from it."""
     config, problems = _load(_set("reasoning", dtype=dtype))
     if config is None:
@@ -203,7 +203,6 @@ def _policy_used(resources, inv) -> dict[str, float]:
     """What gpu-card-allocation counts per node: the arguments its validate passes to
     stack_helpers.report_allocation, placed by core.allocation.allocate."""
     from core import allocation
-
     from tools.offline.summary import view_of
 
     gpu = [w for w in view_of(resources).workloads if w.is_gpu]

@@ -11,7 +11,7 @@ import re
 import pytest
 from pulumi_policy import EnforcementLevel
 
-from policylib.pack import policy_modules, policies
+from policylib.pack import policies, policy_modules
 from tests.policy_harness import FIXTURES, expectations, fixture_cases
 
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

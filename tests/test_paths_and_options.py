@@ -42,7 +42,7 @@ def _strangers(t: Path) -> Path:
     return t / "mine"
 
 
-@pytest.mark.parametrize(("make", "words"), [
+@pytest.mark.parametrize(("make", "words"), [  # noqa: PT006
     (lambda t: Path("/dev/null/out"), "under a kernel file system"),
     (lambda t: Path("/proc/self/out"), "under a kernel file system"),
     (_file_as_parent, "is a file, not a directory"),
@@ -60,7 +60,7 @@ def test_an_out_that_cannot_be_written_is_exit_2_before_any_work(tmp_path, make,
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, no temporary left
 
 
-@pytest.mark.parametrize(("args", "words"), [
+@pytest.mark.parametrize(("args", "words"), [  # noqa: PT006
     (["--workers", "0"], "outside 1 to 16"),
     (["--workers", "100000"], "outside 1 to 16"),
     (["--workers", "x"], "not a whole number"),
@@ -111,7 +111,7 @@ def test_sigterm_ends_a_preview_with_143_leaving_the_old_rendering(tmp_path):
     assert err.strip().splitlines()[-1] == "preview: terminated (SIGTERM)" and "Traceback" not in err
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staged directory left behind
-    assert not os.path.exists(out.with_name(".out.lock"))
+    assert not os.path.exists(out.with_name(".out.lock"))  # noqa: PTH110
 
 
 @pytest.mark.parametrize("stack", ["", ".", "..", "a/b", "x y", "prod\x1b[2J", "p" * 101])

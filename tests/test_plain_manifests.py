@@ -23,11 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import REFERENCE, ROOT
 from tools.analyze import analyze_manifests, manifest_resources, run_pack
 from tools.offline.manifests import load_stack_file
 from tools.offline.report import Report
-
-from tests.paths import REFERENCE, ROOT
 
 CLEF_SERVE = ROOT / "tests" / "manifests" / "clef-serve.yaml"
 INVENTORY = ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml"
@@ -75,7 +74,7 @@ def test_coder_14b_fp16_as_written_is_flagged_for_its_moving_tag(report):
 
 
 def test_cards_over_allocated_and_the_parked_clef_serve_takes_none(report):
-    """coder 2 + candle-vllm 2 + clef-candle 1 = 5 of 4; clef-serve is at replicas 0.
+    """Coder 2 + candle-vllm 2 + clef-candle 1 = 5 of 4; clef-serve is at replicas 0.
 
     Over gRPC, ``replicas: 0`` arrives as the double 0.0 (google.protobuf.Struct, as from the
     CLI): a reader that parses it with int(str(value)) falls back to its default of 1 replica

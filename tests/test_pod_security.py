@@ -13,21 +13,20 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
-from stackfile import load_stack_config
-from stackfile.build import render_manifests
-from core import facts
-from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
-from tools.offline import mockrun, render
-from tools.offline.manifests import load_manifest_dir, load_stack_file, resources_from_documents
-
 import model_mounts_read_only
 import model_server_readiness
 import no_service_account_token
 import pod_run_as_non_root
 import pod_security_baseline
 import pod_security_restricted
+import pytest
+
+from core import facts
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
+from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
+from tools.offline import mockrun, render
+from tools.offline.manifests import load_manifest_dir, load_stack_file, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")

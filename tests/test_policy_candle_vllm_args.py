@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+import candle_vllm_args as mod
 import pulumi.runtime.config
 import pytest
 
-import candle_vllm_args as mod
 import core.manifests
 from core import registry
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config

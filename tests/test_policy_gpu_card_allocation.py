@@ -6,9 +6,9 @@ import copy
 import json
 import random
 
+import gpu_card_allocation as mod
 import pulumi.runtime.config as runtime_config
 
-import gpu_card_allocation as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, fixture_cases, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 

@@ -4,9 +4,9 @@ fires only when the surge does not fit, by the one allocation."""
 
 from __future__ import annotations
 
+import gpu_rollout_recreate as mod
 import pytest
 
-import gpu_rollout_recreate as mod
 from core import allocation
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file

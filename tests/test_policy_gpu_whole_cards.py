@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import gpu_whole_cards as mod
 import pytest
 
-import gpu_whole_cards as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import isvc_not_parked_silently as mod
 import pytest
 
-import isvc_not_parked_silently as mod
 from core import facts
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file

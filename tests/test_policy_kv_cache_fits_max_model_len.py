@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+import kv_cache_fits_max_model_len as mod
 import pulumi.runtime
 import pytest
 
-import kv_cache_fits_max_model_len as mod
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -77,7 +77,7 @@ def test_history_coder_262k_fits_at_tp2_and_not_at_tp1():
 
 
 def test_human_readable_and_underscore_spellings_are_read():
-    """vLLM reads "256K" as 262,144 (human_readable_int) and accepts --max_model_len."""
+    """VLLM reads "256K" as 262,144 (human_readable_int) and accepts --max_model_len."""
     args = [a.replace("--max-model-len=262144", "--max_model_len=256K") for a in coder_args(1)]
     (message,) = run(vllm(args))
     assert "max-model-len 262,144 needs" in message

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-
+import moving_tag_pull_always as mod
 import pytest
 
-import moving_tag_pull_always as mod
 from policylib import resource_helpers as rh
+from tests.paths import REFERENCE
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file
-
-from tests.paths import REFERENCE
 
 
 def test_spec_history_row_coder_14b_fp16_as_written_is_the_only_finding_among_the_references():

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-
 import network_ingress_for_clients as mod
+
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
-
 
 BACKEND = """
 apiVersion: apps/v1

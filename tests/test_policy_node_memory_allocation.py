@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-
 import node_memory_allocation as mod
+
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 

@@ -11,17 +11,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 import gpu_memory_request
 import ingress_admits_server_port
 import server_listen_endpoint
 import service_link_env_collision
 import vllm_context_window
 import vllm_gpu_memory_utilization
-from core import facts
+import yaml
+
+from core import facts, manifests
 from core.problems import FINDING_FORM
-from core import manifests
 from policylib.pack import policies
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file, resources_from_documents

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-
 import service_selector_uniqueness as mod
+
 import core.manifests
 from policylib.stack_helpers import PodIndex
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config

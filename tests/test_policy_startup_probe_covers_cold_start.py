@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 import startup_probe_covers_cold_start as mod
+
 from core import facts, registry
 from core.problems import FINDING_FORM
 from policylib import resource_helpers as rh

@@ -6,8 +6,8 @@ import json
 
 import pulumi.runtime
 import pytest
-
 import tensor_parallel_divisibility as mod
+
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 

@@ -6,11 +6,10 @@ import json
 
 import pulumi.runtime.config
 import pytest
-
 import vllm_volta as mod
+
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
-
 
 V100 = {"product": "Tesla-V100-PCIE-32GB", "memory_mib": 32768, "compute_capability": "7.0",
         "nvlink": False, "hbm_bandwidth_gb_s": 900}

@@ -6,8 +6,8 @@ import json
 
 import pulumi.runtime
 import pytest
-
 import weights_fit_card as mod
+
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 

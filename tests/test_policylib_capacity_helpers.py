@@ -6,12 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.engines import human_int
-from core.inventory import ClusterInventory
 import core.manifests
 from core import capacity_view as ch
+from core.engines import human_int
+from core.inventory import ClusterInventory
 from policylib import stackconfig
-from tests.policy_harness import FIXTURES, DEFAULT_STACK_FILE, manifests, use_stack_config
+from tests.policy_harness import DEFAULT_STACK_FILE, FIXTURES, manifests, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 
 PROD_SERVERS = [
@@ -32,7 +32,7 @@ spec:
 """
 
 
-@pytest.fixture()
+@pytest.fixture
 def config():
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
     return stackconfig.inventory(), stackconfig.models()
@@ -65,7 +65,7 @@ def test_prod_servers_give_one_row_each_with_their_numbers(config):
 
 def test_unknown_model_row_says_why_and_server_estimate_is_none(config):
     inv, models = config
-    (r,) = manifests(open(PROD_SERVERS[2]).read().replace("Qwen/Qwen3-30B-A3B-GPTQ-Int4", "acme/unknown"))
+    (r,) = manifests(open(PROD_SERVERS[2]).read().replace("Qwen/Qwen3-30B-A3B-GPTQ-Int4", "acme/unknown"))  # noqa: PTH123, SIM115
     w = core.manifests.workload(r.type, r.props, r.urn)
     (c, s), = w.servers
     assert ch.server_estimate(w, c, s, inv, models) is None
@@ -117,7 +117,7 @@ def test_the_pack_takes_the_vllm_release_from_the_containers_image(config):
     being on above 32,768, and the driver rank samples), on v0.17.0 (no sort in the sampler
     warm-up: less activation, a larger pool) and on v0.11.0 as in prod."""
     inv, models = config
-    text = open(PROD_SERVERS[2]).read()
+    text = open(PROD_SERVERS[2]).read()  # noqa: PTH123, SIM115
     pools = {}
     for tag in ("v0.6.4", "v0.11.0", "v0.17.0"):
         (r,) = manifests(text.replace("vllm/vllm-openai:v0.11.0@", f"vllm/vllm-openai:{tag}@"))

@@ -247,7 +247,7 @@ def test_a_reader_that_stops_early_does_not_turn_the_verdict_into_a_crash(tmp_pa
 
 def test_a_stack_file_is_previewed_under_its_own_name_never_over_out_prod():
     """Newcomer finding: `--stack-file tests/stacks/after-001.yaml` used to write out/prod."""
-    from pathlib import Path as _P
+    from pathlib import Path as _P  # noqa: N814
 
     from tools.preview import _parser, _stack_file_and_name
 

@@ -10,9 +10,9 @@ house rule) is left out here and named in docs/policy-pack.md's "Someone else's 
 from __future__ import annotations
 
 import pytest
+from pulumi_policy import EnforcementLevel
 
 from policylib.pack import policies
-from pulumi_policy import EnforcementLevel
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
 from tools.analyze import not_judged
 from tools.offline.manifests import load_stack_file

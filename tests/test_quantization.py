@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from stackfile.loader import load_stack_config
 from core import capacity, modelfacts, rules
+from core.engines import ServerSettings
 from core.inventory import CardSpec
 from core.problems import ConfigError
-from core.engines import ServerSettings
-from tools.offline.manifests import load_stack_file
+from stackfile.loader import load_stack_config
 from tests.policy_harness import DEFAULT_STACK_FILE
+from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT_OSS = ROOT / "policies" / "fixtures" / "gpt-oss-120b.config.json"

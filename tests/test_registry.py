@@ -95,7 +95,7 @@ def test_a_policy_is_judged_by_its_registered_rules(module):
     rules = [r for r in rulebook.register_all().values() if r.policy == policy.NAME]
     assert rules, policy.NAME
     if module not in SEVERAL_SOURCES:
-        assert policy.SOURCE == registry.RULES[policy.NAME].source
+        assert registry.RULES[policy.NAME].source == policy.SOURCE
 
 
 # --- judged once: the stack file and the pack report one rule's breach --------------------------

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
-
 import startup_probe_covers_cold_start
 import tensor_parallel_divisibility
 import vllm_volta
+
 from core import facts, rules
-from stackfile import ConfigError, VllmWorkload, load_stack_config
 from policylib import stackconfig
+from stackfile import ConfigError, VllmWorkload, load_stack_config
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_policy_tensor_parallel_divisibility import candle as candle_tp_server
 from tests.test_policy_tensor_parallel_divisibility import vllm as tp_server
@@ -87,7 +87,7 @@ def test_config_refuses_a_quantization_iff_the_pack_does(method):
 
 
 def test_the_sm70_verdicts_themselves():
-    """gptq and bitsandbytes run on sm_70; AWQ, FP8, Marlin and compressed-tensors do not."""
+    """Gptq and bitsandbytes run on sm_70; AWQ, FP8, Marlin and compressed-tensors do not."""
     runs = {m: rules.quantization_runs_on(m, 70) for m in QUANT_METHODS}
     assert {m for m, ok in runs.items() if ok} == {None, "gptq", "bitsandbytes"}
     assert rules.quantization_min_sm("awq_marlin") == 80 and rules.quantization_min_sm("compressed_tensors") == 75
@@ -159,7 +159,7 @@ def test_config_and_pack_suggest_the_same_tp_sizes(workload, engine, model_arg, 
 
 
 def test_config_and_pack_agree_vllm_replicates_kv_heads_at_tp8():
-    """vLLM at TP 8 on 4 KV heads replicates them; neither side refuses the split."""
+    """VLLM at TP 8 on 4 KV heads replicates them; neither side refuses the split."""
     def change(config):
         config[W]["reasoning"]["cards"] = 8
 

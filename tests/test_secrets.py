@@ -177,7 +177,7 @@ def test_the_program_marks_secret_values_where_the_stack_file_stores_them():
     from stackfile.build import _secret_values
 
     written = {"reasoning": {"env": {"X": SECURE, "Y": "plain"}, "secret_env": {"HF_TOKEN": SECURE}}}
-    decrypted = '{"reasoning": {"env": {"X": "%s", "Y": "plain"}, "secret_env": {"HF_TOKEN": "%s"}}}' % (TOKEN, TOKEN)
+    decrypted = '{"reasoning": {"env": {"X": "%s", "Y": "plain"}, "secret_env": {"HF_TOKEN": "%s"}}}' % (TOKEN, TOKEN)  # noqa: UP031
     value = _secret_values(decrypted, written)
     assert isinstance(value["reasoning"]["env"]["X"], SecretStr) and value["reasoning"]["env"]["Y"] == "plain"
     assert value["reasoning"]["secret_env"]["HF_TOKEN"].get_secret_value() == TOKEN

@@ -157,7 +157,7 @@ def test_a_missing_cluster_does_not_hide_the_other_problems():
 
 
 def test_an_invalid_node_does_not_also_report_an_empty_node_list():
-    """pydantic checks the tuple's length after its items: one bad node also gave "nodes: Tuple
+    """Pydantic checks the tuple's length after its items: one bad node also gave "nodes: Tuple
     should have at least 1 item after validation, not 0". Only the node's own error is kept;
     a list that is really empty is still reported."""
     config = prod()

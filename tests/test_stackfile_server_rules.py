@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from components.vllm import VllmArgs
+from core import capacity, facts, rules
+from core.engines import ServerSettings
+from core.modelfacts import CATALOG
+from core.registry import Rule
 from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
 from stackfile.build import render_manifests, vllm_args
-from components.vllm import VllmArgs
-from core.registry import Rule
-from core import capacity, facts, rules
-from core.modelfacts import CATALOG
-from core.engines import ServerSettings
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,7 +132,7 @@ def test_the_estimate_credits_at_most_the_ceiling():
     assert capacity.estimate(facts_, card, ServerSettings("vllm", gpu_memory_utilization=0.90, max_model_len=65536)).kv_tokens < at[0.95].kv_tokens
     # The engine model itself is unchanged (a public log at 0.98 is reproduced through estimate_vllm).
     assert capacity.estimate_vllm(facts_, card, gpu_memory_utilization=0.98, max_model_len=65536).kv_tokens > at[0.95].kv_tokens
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError):  # noqa: PT011
         capacity.estimate(facts_, card, ServerSettings("vllm", gpu_memory_utilization=1.2, max_model_len=65536))
 
 

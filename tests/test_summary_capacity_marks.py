@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.modelfacts import ModelEntry
-from core import manifests
 from core import capacity_view as ch
+from core import manifests
+from core.modelfacts import ModelEntry
 from tests.policy_harness import FIXTURES
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 from tools.offline.summary import PROVISIONAL_NOTE, UPPER_BOUND_NOTE, capacity_section, inventory_of
@@ -29,7 +29,7 @@ STACK_FILES = [
 ]
 
 
-@pytest.fixture()
+@pytest.fixture
 def config():
     """Prod's stack file without its measured figures: the marks are the estimate's (the measured
     lines under the table are tests/test_capacity_measured.py's)."""

@@ -4,10 +4,10 @@ the diff shows a changed argv as a list diff."""
 from __future__ import annotations
 
 from core import facts
+from tests.test_preview_summary import deployment
 from tools.offline.manifests import Resource
 from tools.offline.render import list_diff
 from tools.offline.summary import counts_line, services_section
-from tests.test_preview_summary import deployment
 
 
 def _service(name: str, parked: str | None = None) -> Resource:
@@ -48,13 +48,14 @@ def test_an_argv_change_is_a_list_diff():
 def test_the_fix_is_in_the_stack_file_s_terms_for_the_program_s_objects():
     """After seed 001 through the program: the over-allocation's fix names the stack-file key
     (parked: {reason: ...} on llm-serving:workloads.<name>), not the annotation it renders to."""
+    from pathlib import Path
+
     import gpu_card_allocation
 
     from stackfile import load_stack_config
     from stackfile.build import render_manifests
-    from tests.policy_harness import run_policy, use_stack_config, DEFAULT_STACK_FILE
+    from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
     from tools.offline.manifests import load_stack_file, resources_from_documents
-    from pathlib import Path
 
     raw = load_stack_file(Path(__file__).resolve().parent / "stacks" / "after-001.yaml")
     use_stack_config(raw)

@@ -50,8 +50,8 @@ def test_the_provider_is_the_stable_release_built_at_its_tag():
     assert pin == k["python_sdk"] == k["plugin_version"] == k["tag"].removeprefix("v") == "4.25.0"
     _, stamp, commit = k["version"].rsplit("-", 2)
     assert k["tag_commit"].startswith(commit) and len(k["tag_commit"]) == 40
-    when = datetime.datetime.strptime(stamp, "%Y%m%d%H%M%S").replace(tzinfo=datetime.timezone.utc)
-    assert when == datetime.datetime(2026, 1, 15, 3, 34, 56, tzinfo=datetime.timezone.utc)
+    when = datetime.datetime.strptime(stamp, "%Y%m%d%H%M%S").replace(tzinfo=datetime.UTC)
+    assert when == datetime.datetime(2026, 1, 15, 3, 34, 56, tzinfo=datetime.UTC)
     # The alpha the project pinned before was numbered by that same commit's Unix time.
     assert int(when.timestamp()) == 1768448096
     assert toolchain.plugin_dir(toolchain.load_versions(), Path("/c")).name == "resource-kubernetes-v4.25.0"
@@ -132,7 +132,7 @@ def test_the_language_host_finds_the_kubernetes_plugin_of_the_projects_virtualen
 
 
 def test_the_kserve_standin_creates_the_predictor_the_stable_service_selects():
-    """prod's reasoning InferenceService, as the program registers it: the stand-in's predictor
+    """Prod's reasoning InferenceService, as the program registers it: the stand-in's predictor
     pods carry the labels the stable Service reasoning-long-predictor selects."""
     from tools import analyze
     from tools.offline.manifests import load_stack_file

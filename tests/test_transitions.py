@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from stackfile import ConfigError, load_stack_config
+from tests.paths import ROOT
 from tools import analyze, preview
 from tools.offline.manifests import load_stack_file
-
-from tests.paths import ROOT
 
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
 

@@ -12,11 +12,10 @@ import pytest
 from core import transition_cost
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
-from tools.offline import render
-from tools.offline.manifests import load_stack_file
-
 from tests.paths import ROOT
 from tests.test_transitions import run_preview, write_stack
+from tools.offline import render
+from tools.offline.manifests import load_stack_file
 
 PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
 ISVC = "1-manifest/serving.kserve.io_v1beta1-inferenceservice-llm-serving-reasoning.yaml"

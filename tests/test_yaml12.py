@@ -17,7 +17,7 @@ from tools.offline.yamlload import load_documents
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize(("text", "value"), [
+@pytest.mark.parametrize(("text", "value"), [  # noqa: PT006
     ("5:00", "5:00"),          # YAML 1.1: 300 (base 60)
     ("yes", "yes"), ("no", "no"), ("on", "on"), ("off", "off"), ("y", "y"),  # YAML 1.1: booleans
     ("true", True), ("False", False), ("TRUE", True),
@@ -58,7 +58,7 @@ def test_the_catalogs_and_the_stack_files_read_the_same_but_for_yaml_1_1_text():
     assert new == old
 
 
-@pytest.mark.parametrize(("text", "at", "words", "fix"), [
+@pytest.mark.parametrize(("text", "at", "words", "fix"), [  # noqa: PT006
     ("a:\n\tb: 1\n", "line 2, column 1", "a tab character indents this line", "replace the tabs with spaces"),
     ("a: b: c\n", "line 1, column 5", "a colon and a space inside a plain value", "quote the value"),
     ("a:\n  b: 1\n c: 2\n", "line 3, column 2", "the indentation does not line up", "indent each key"),

@@ -36,12 +36,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO
 
-from stackfile import load_stack_config
-from stackfile.build import render_manifests
 from core import facts
 from core.problems import ConfigError
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
 from tools import cli, kubectl
 from tools.offline import render
 from tools.offline.manifests import InputError, load_stack_file
@@ -59,7 +59,7 @@ class AdoptDiffError(Exception):
     """kubectl failed for a reason other than a missing object; the message says which and why."""
 
 
-def comparable(obj: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+def comparable(obj: dict[str, Any] | None) -> dict[str, Any] | None:
     """``obj`` without what the API server and controllers write (see the module docstring)."""
     if obj is None:
         return None
@@ -79,7 +79,7 @@ def comparable(obj: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
     return out
 
 
-def _kubectl(kubeconfig: Optional[Path], *args: str, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
+def _kubectl(kubeconfig: Path | None, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     try:
         return kubectl.run(kubeconfig, *args, stdin=stdin)
     except FileNotFoundError:
@@ -90,7 +90,7 @@ def _kubectl(kubeconfig: Optional[Path], *args: str, stdin: Optional[str] = None
                              "the cluster in the kubeconfig is reachable (kubectl get nodes)") from None
 
 
-def live(obj: dict[str, Any], kubeconfig: Optional[Path]) -> Optional[dict[str, Any]]:
+def live(obj: dict[str, Any], kubeconfig: Path | None) -> dict[str, Any] | None:
     """The live object of ``obj``'s kind, namespace and name, or None when there is none."""
     meta = obj["metadata"]
     kind = f"{obj['kind'].lower()}.{obj['apiVersion'].split('/')[0]}" if "/" in obj["apiVersion"] else obj["kind"].lower()
@@ -106,7 +106,7 @@ def live(obj: dict[str, Any], kubeconfig: Optional[Path]) -> Optional[dict[str, 
     return kubectl.json_object(proc, f"get {kind} {meta['name']}")
 
 
-def planned(obj: dict[str, Any], kubeconfig: Optional[Path]) -> dict[str, Any]:
+def planned(obj: dict[str, Any], kubeconfig: Path | None) -> dict[str, Any]:
     """What the server-side apply of ``obj`` would leave (``--dry-run=server``): forced when ``obj``
     carries ``pulumi.com/patchForce`` (every adopted object but an InferenceService, whose takeover
     is unforced: :func:`stackfile.build.adopt_object`), as the provider applies it."""
@@ -121,7 +121,7 @@ def planned(obj: dict[str, Any], kubeconfig: Optional[Path]) -> dict[str, Any]:
     return kubectl.json_object(proc, f"apply --dry-run=server ({render.render_path(obj)})")
 
 
-def live_tree(objects: list[dict[str, Any]], kubeconfig: Optional[Path]) -> dict[str, dict[str, Any]]:
+def live_tree(objects: list[dict[str, Any]], kubeconfig: Path | None) -> dict[str, dict[str, Any]]:
     """Render path -> :func:`comparable` live object, for each of ``objects`` that is live."""
     out = {}
     for obj in objects:
@@ -131,7 +131,7 @@ def live_tree(objects: list[dict[str, Any]], kubeconfig: Optional[Path]) -> dict
     return out
 
 
-def adoption_diff(objects: list[dict[str, Any]], kubeconfig: Optional[Path]) -> render.TreeDiff:
+def adoption_diff(objects: list[dict[str, Any]], kubeconfig: Path | None) -> render.TreeDiff:
     """The field-level diff from the live objects to what the adopting ``pulumi up`` leaves: an
     ``add`` for an object that is not live, an ``update`` with its fields for one that changes."""
     before = live_tree(objects, kubeconfig)
@@ -149,7 +149,7 @@ def stack_objects(stack_file: Path) -> list[dict[str, Any]]:
     return render_manifests(load_stack_config(config, base_dir=ROOT, source=str(stack_file)))
 
 
-def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:  # noqa: D103
     ap = cli.parser("python3 dev.py adopt-diff", __doc__)
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--stack", default=None, type=cli.stack_name, help="Pulumi.<STACK>.yaml (default: prod)")

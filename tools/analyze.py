@@ -53,10 +53,11 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 from core.inputs import InputFileError, json_object, read_text
 from tools import cli
@@ -150,7 +151,7 @@ def policy_schema(info: pb.PolicyInfo) -> dict[str, Any]:
     return schema
 
 
-def reconcile_policy_config(info: pb.AnalyzerInfo, given: Optional[dict[str, Any]]) -> dict[str, tuple[str, dict[str, Any]]]:
+def reconcile_policy_config(info: pb.AnalyzerInfo, given: dict[str, Any] | None) -> dict[str, tuple[str, dict[str, Any]]]:
     """Policy name -> (enforcement level, properties) for every policy, as the CLI's
     ``ReconcilePolicyPackConfig``: schema defaults, then the pack's initial config, then
     ``given`` (``"all"`` sets every policy's level). Each policy's result is validated with
@@ -200,7 +201,7 @@ def _apply(target: dict[str, Any], entry: dict[str, Any]) -> None:
     target.update({k: v for k, v in entry.items() if not (k == "enforcementLevel" and v in (None, ""))})
 
 
-def _normalise_entry(name: str, value: Any, problems: list[str]) -> Optional[dict[str, Any]]:
+def _normalise_entry(name: str, value: Any, problems: list[str]) -> dict[str, Any] | None:
     if isinstance(value, str):
         return {"enforcementLevel": value}
     if isinstance(value, dict):
@@ -267,7 +268,7 @@ class PackProcess:
         self.conns = list(conns)
         self.env = env
         self._config = config
-        self._info: Optional[pb.AnalyzerInfo] = None
+        self._info: pb.AnalyzerInfo | None = None
         self._plugin_version = ""
         #: Wall seconds of the last :meth:`analyze`, by phase (bench/pack_bench.py prints them).
         self.timings: dict[str, float] = {}
@@ -277,7 +278,7 @@ class PackProcess:
         """The first (with one worker: the only) pack process."""
         return self.conns[0]
 
-    def __enter__(self) -> "PackProcess":
+    def __enter__(self) -> PackProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -298,8 +299,8 @@ class PackProcess:
             self._plugin_version = self.conn.plugin_version()
         return self._info
 
-    def analyze(self, resources: Sequence[Resource], policy_pack_config: Optional[dict[str, Any]] = None,
-                sources: Optional[dict[str, str]] = None) -> Report:
+    def analyze(self, resources: Sequence[Resource], policy_pack_config: dict[str, Any] | None = None,
+                sources: dict[str, str] | None = None) -> Report:
         """Configure the pack with ``policy_pack_config`` and judge ``resources``.
 
         ``sources`` maps a URN to the manifest file it came from (SARIF locations). Raises
@@ -445,7 +446,7 @@ def not_judged(resources: Sequence[Resource], config: dict[str, Any]) -> list[st
 
 def start_pack(config: dict[str, Any], *, stack: str = "prod", project: str = PROJECT,
                organization: str = "organization", pack_dir: Path = PACK_DIR,
-               python: Optional[str] = None, dry_run: bool = True, workers: int = 1) -> PackProcess:
+               python: str | None = None, dry_run: bool = True, workers: int = 1) -> PackProcess:
     """Start the pack process now and return at once; it imports its policies while the
     caller does other work (the preview runs the program). ``config`` is the stack file's
     ``config:`` map (``tools.offline.manifests.load_stack_file``). ``workers`` > 1 starts that many
@@ -465,8 +466,8 @@ def start_pack(config: dict[str, Any], *, stack: str = "prod", project: str = PR
 
 
 def run_pack(resources: list[Resource], config: dict[str, Any], *, stack: str = "prod", project: str = PROJECT,
-             policy_pack_config: Optional[dict[str, Any]] = None, pack_dir: Path = PACK_DIR,
-             sources: Optional[dict[str, str]] = None, python: Optional[str] = None, workers: int = 1) -> Report:
+             policy_pack_config: dict[str, Any] | None = None, pack_dir: Path = PACK_DIR,
+             sources: dict[str, str] | None = None, python: str | None = None, workers: int = 1) -> Report:
     """Start the pack, judge ``resources`` with the stack ``config``, stop the pack.
     Errors as :meth:`PackProcess.analyze`; the process is stopped in every case."""
     with start_pack(config, stack=stack, project=project, pack_dir=pack_dir, python=python, workers=workers) as pack:
@@ -493,7 +494,7 @@ def root_stack_urn(stack: str, project: str) -> str:
 
 
 def strip_description(message: str, description: str) -> str:
-    """The policy's own message: pulumi-policy sends ``"<description>\\n<message>"``."""
+    """The policy's own message: pulumi-policy sends ``"<description>\\n<message>"``."""  # noqa: D301
     if description and message.startswith(description + "\n"):
         return message[len(description) + 1:]
     if message == description:
@@ -502,7 +503,7 @@ def strip_description(message: str, description: str) -> str:
 
 
 def _finding(d: pb.AnalyzeDiagnostic, urn: str, objects: dict[str, Resource], stage: str,
-             sources: Optional[dict[str, str]]) -> Finding:
+             sources: dict[str, str] | None) -> Finding:
     r = objects.get(urn)
     level = _enum_names().level_name.get(d.enforcementLevel, ADVISORY)
     return Finding(
@@ -547,7 +548,7 @@ def stack_name_of(stack_file: Path, default: str = "manifests") -> str:
     return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else default
 
 
-def manifest_resources(directory: Path, stack: str, namespace: Optional[str] = None) -> tuple[list[Resource], dict[str, str]]:
+def manifest_resources(directory: Path, stack: str, namespace: str | None = None) -> tuple[list[Resource], dict[str, str]]:
     """(resources, URN -> source file) of a plain-manifest directory or file
     (:func:`tools.offline.manifests.read_manifests`; a kustomize directory is built as one unit, with
     no per-file sources)."""
@@ -569,8 +570,8 @@ def load_inventory(path: Path) -> dict[str, Any]:
 def check_inventory(config: dict[str, Any], path: Path) -> None:
     """Validate the stack config ``config`` read from ``path`` as :func:`load_inventory` does.
     Raises :class:`AnalyzeError`."""
-    from stackfile import ConfigError, load_stack_config
     from policylib.stackconfig import CONFIG_KEYS
+    from stackfile import ConfigError, load_stack_config
 
     read = {k: config[k] for k in (*CONFIG_KEYS, NAMESPACE_KEY) if k in config}
     try:
@@ -579,9 +580,9 @@ def check_inventory(config: dict[str, Any], path: Path) -> None:
         raise AnalyzeError(err.render()) from None
 
 
-def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Optional[dict[str, Any]] = None,
+def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: dict[str, Any] | None = None,
                       pack_dir: Path = PACK_DIR, workers: int = 1,
-                      context: Optional[Callable[[], list[Resource]]] = None, context_name: str = "") -> Report:
+                      context: Callable[[], list[Resource]] | None = None, context_name: str = "") -> Report:
     """Judge a directory of plain manifests with the config of the stack-format file
     ``inventory`` (its ``llm-serving:cluster`` and ``llm-serving:models``, :func:`load_inventory`).
     Objects without a namespace are judged in the inventory's ``llm-serving:namespace``
@@ -616,9 +617,9 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: Opti
                                resources=len(found.resources), notes=(*report.notes, *found.notes, *notes))
 
 
-def analyze_program(stack_file: Path, policy_pack_config: Optional[dict[str, Any]] = None,
-                    pack_dir: Path = PACK_DIR, program: Optional[Path] = None, workers: int = 1,
-                    stack: Optional[str] = None) -> Report:
+def analyze_program(stack_file: Path, policy_pack_config: dict[str, Any] | None = None,
+                    pack_dir: Path = PACK_DIR, program: Path | None = None, workers: int = 1,
+                    stack: str | None = None) -> Report:
     """Run the program (``__main__.py``) under the mock runtime for ``stack_file`` and judge
     every resource it registers. The pack starts first, so its start-up overlaps the program.
     ``stack`` names the stack (its URNs); default: ``<stack>`` of ``Pulumi.<stack>.yaml``, else prod."""
@@ -629,7 +630,7 @@ def analyze_program(stack_file: Path, policy_pack_config: Optional[dict[str, Any
         return pack.analyze(resources, policy_pack_config)
 
 
-def program_resources(config: dict[str, Any], stack: str, program: Optional[Path] = None) -> list[Resource]:
+def program_resources(config: dict[str, Any], stack: str, program: Path | None = None) -> list[Resource]:
     """The program's resources from ``tools.offline.mockrun.run_program``. Raises :class:`AnalyzeError`
     when the mock runner is missing or the program reports a config error (its message, no
     traceback); a crash of the program (a bug) propagates with its traceback."""
@@ -738,7 +739,7 @@ def _git_tracked(path: Path) -> bool:
     return proc.returncode == 0
 
 
-def _context(args: argparse.Namespace) -> tuple[Optional[Callable[[], list[Resource]]], str]:
+def _context(args: argparse.Namespace) -> tuple[Callable[[], list[Resource]] | None, str]:
     """The ``--context-stack`` / ``--context-namespace`` source (None: none) and its name."""
     if args.context_stack:
         return (lambda: running.from_stack(args.context_stack, ROOT, program_resources)), f"stack {args.context_stack}"
@@ -748,7 +749,7 @@ def _context(args: argparse.Namespace) -> tuple[Optional[Callable[[], list[Resou
     return None, ""
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: D103
     args = _parser().parse_args(argv)
     try:
         extra = _extra_outputs(args.also)

@@ -36,7 +36,8 @@ import subprocess
 import sys
 import traceback
 import unicodedata
-from typing import Callable, NoReturn, Optional, Sequence, TextIO
+from collections.abc import Callable, Sequence
+from typing import NoReturn, TextIO
 
 OK, VERDICT, BAD_INPUT, CRASH = 0, 1, 2, 3
 INTERRUPTED = 128 + signal.SIGINT
@@ -93,7 +94,7 @@ def fail(name: str, message: object, stderr: TextIO | None = None, code: int = B
     """Write ``<name>: <message>`` as one line on ``stderr`` (default: the process's) and return
     ``code`` (default :data:`BAD_INPUT`). Control characters in ``message`` are escaped
     (:func:`printable`), so no raw escape sequence reaches the terminal."""
-    try:
+    try:  # noqa: SIM105
         (stderr or sys.stderr).write(f"{name}: {printable(str(message))}\n")
     except (OSError, ValueError):
         pass  # stderr closed or full: the exit code still says it
@@ -108,7 +109,7 @@ _UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Cn"})
 def printable(text: str) -> str:
     """``text`` with every control or format character but newline and tab written as Python
     writes it in a literal (``\\x1b``, ``\\x00``, ``\\u202e``): a message or report quoting the
-    input cannot move the cursor, clear the screen or reverse the line, and stays valid XML."""
+    input cannot move the cursor, clear the screen or reverse the line, and stays valid XML."""  # noqa: D301
     if text.isprintable():
         return text
     return "".join(c if c in "\n\t" or unicodedata.category(c) not in _UNSAFE_CATEGORIES
@@ -169,7 +170,7 @@ def outcome(main: Callable[[], int], name: str) -> int:
             signal.signal(signal.SIGTERM, old)
 
 
-def environment_error(err: BaseException) -> Optional[str]:
+def environment_error(err: BaseException) -> str | None:
     """The one line (what, and the fix) for an error that is the environment's, not the program's:
     a full disk, a quota, a read-only file system, an I/O error, input nested past Python's
     recursion limit. None for any other error (a bug: :data:`CRASH`)."""
@@ -203,7 +204,7 @@ def run(main: Callable[[], int], name: str) -> NoReturn:
     sys.exit(outcome(main, name))
 
 
-def call(cmd: Sequence[str], cwd: Optional[str] = None, **kwargs: object) -> int:
+def call(cmd: Sequence[str], cwd: str | None = None, **kwargs: object) -> int:
     """Run the child ``cmd`` and return its exit code; if this process is interrupted or
     terminated meanwhile, the child is passed SIGTERM (after Ctrl-C it has SIGINT already, from
     the terminal), given :data:`CHILD_GRACE_S` to end, then killed, and the interrupt raised

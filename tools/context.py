@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 from tools import kubectl
 from tools.offline.manifests import Resource, load_stack_file, resources_from_documents
@@ -65,7 +66,7 @@ def _clean(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": meta}
 
 
-def from_namespace(namespace: str, kubeconfig: Optional[Path] = None, stack: str = "live") -> list[Resource]:
+def from_namespace(namespace: str, kubeconfig: Path | None = None, stack: str = "live") -> list[Resource]:
     """The :data:`LIVE_KINDS` objects of ``namespace``, read with ``kubectl get -o json`` (a kind the
     cluster does not serve, such as InferenceService without KServe, is skipped)."""
     docs: list[dict[str, Any]] = []

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO
 
 from core.inputs import InputFileError, read_text
 from tools import cli
@@ -36,7 +36,7 @@ def managed_objects(state: Any) -> int:
                and not str(r.get("type", "")).startswith("pulumi:providers:"))
 
 
-def refusal(objects: int, adopt: bool, adopt_commit: str, commit: str) -> Optional[str]:
+def refusal(objects: int, adopt: bool, adopt_commit: str, commit: str) -> str | None:
     """Why this ``up`` must not run, or None."""
     if objects and not adopt:
         return None
@@ -51,7 +51,7 @@ def refusal(objects: int, adopt: bool, adopt_commit: str, commit: str) -> Option
             f"{commit or 'the commit to deploy'}")
 
 
-def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:  # noqa: D103
     ap = cli.parser("python3 dev.py deploy-guard", __doc__)
     ap.add_argument("state", type=Path, help="the output of `pulumi stack export --stack prod` ({} for none)")
     ap.add_argument("--stack-file", type=Path, required=True, help="the stack file being deployed")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from core.inputs import InputFileError, read_text
 
@@ -20,7 +20,7 @@ class KubectlOutputError(RuntimeError):
     call, why, and the fix."""
 
 
-def run(kubeconfig: Optional[Path], *args: str, stdin: Optional[str] = None,
+def run(kubeconfig: Path | None, *args: str, stdin: str | None = None,
         timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
     """``kubectl [--kubeconfig FILE] ARGS`` with its output captured as text. Raises
     :class:`KubectlOutputError` for a kubeconfig that is no regular file (:func:`check_kubeconfig`),

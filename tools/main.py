@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Callable, Optional, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 from tools import cli
 
@@ -35,7 +36,7 @@ MODULES = {
 }
 
 
-def policies(argv: list[str], stdout: Optional[TextIO] = None) -> int:
+def policies(argv: list[str], stdout: TextIO | None = None) -> int:
     """Print every rule of the registry, one a line: ``id``, the pack policy that judges it (``-``:
     the stack file only) and the title; ``--sources`` adds each rule's source."""
     ap = cli.parser(f"{PROG} policies", "The rules of the registry (core/registry.py, core/rulebook/), one a line.")
@@ -54,7 +55,7 @@ def policies(argv: list[str], stdout: Optional[TextIO] = None) -> int:
     return cli.OK
 
 
-def catalog(argv: list[str], stdout: Optional[TextIO] = None) -> int:
+def catalog(argv: list[str], stdout: TextIO | None = None) -> int:
     """Print the model catalog (Hugging Face repository id: parameters, layers, KV heads, head
     dim, context window, quantization) and the card catalog (product: memory, compute capability)."""
     ap = cli.parser(f"{PROG} catalog", "The model catalog and the card catalog (core/data/models.yaml, cards.yaml).")
@@ -85,7 +86,7 @@ LOCAL: dict[str, Callable[[list[str]], int]] = {"policies": policies, "catalog":
 VERBS = (*MODULES, *LOCAL)
 
 
-def main(argv: Optional[list[str]] = None, stderr: TextIO = sys.stderr) -> int:
+def main(argv: list[str] | None = None, stderr: TextIO = sys.stderr) -> int:
     """Run ``llm-serving VERB [ARGS]``; see the module docstring."""
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help"):

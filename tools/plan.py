@@ -50,20 +50,21 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, TextIO
+from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from stackfile.objects import LeftAlone, ObjectRef
-from stackfile.schema import StackConfig
 from core import transition_cost
+from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
 from core.inventory import ClusterInventory
 from core.problems import Finding
+from stackfile.objects import LeftAlone, ObjectRef
+from stackfile.schema import StackConfig
 from tools import cli, provider_change
 from tools.offline import render, summary, transition
-from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT = cli.OK, cli.VERDICT, cli.BAD_INPUT
 #: The preview command whose ``--json`` document this reads whole.
@@ -92,8 +93,8 @@ class Step:
     ``replace``, ``create-replacement``, ``delete-replaced``, ...), its old and new state."""
 
     op: str
-    old: Optional[State]
-    new: Optional[State]
+    old: State | None
+    new: State | None
 
 
 def read_events(text: str) -> tuple[dict, ...]:
@@ -117,7 +118,7 @@ def read_events(text: str) -> tuple[dict, ...]:
     return tuple(out)
 
 
-def _state(raw: Any) -> Optional[State]:
+def _state(raw: Any) -> State | None:
     if not isinstance(raw, dict) or not raw.get("urn"):
         return None
     inputs = raw.get("inputs")
@@ -180,7 +181,7 @@ def _step(i: int, raw: Any, op: str, old: str, new: str) -> Step:
     return Step(raw[op], _state(raw.get(old)), _state(raw.get(new)))
 
 
-def _is_object(state: Optional[State]) -> bool:
+def _is_object(state: State | None) -> bool:
     """A Kubernetes object's state (the provider resource's type is ``pulumi:providers:kubernetes``)."""
     return state is not None and state.type.startswith("kubernetes:") and bool(state.inputs.get("kind"))
 
@@ -308,7 +309,7 @@ def _stdin() -> str:
     return text
 
 
-def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:  # noqa: D103
     ap = cli.parser("python3 dev.py plan", __doc__)
     ap.add_argument("plan", help="the output of `pulumi preview --json` (a file, or - for standard input)")
     args = ap.parse_args(argv)

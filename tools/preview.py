@@ -46,8 +46,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, TextIO, cast
+from typing import TYPE_CHECKING, TextIO, cast
 
 from core import rules
 from tools import analyze, cli
@@ -114,7 +115,7 @@ def _stack_file_and_name(args: argparse.Namespace) -> tuple[Path, str]:
     return ROOT / f"Pulumi.{stack}.yaml", stack
 
 
-def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr,
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr,
          exit_process: bool = False) -> int:
     """Run the preview; returns the exit code (see the module docstring).
 
@@ -142,9 +143,9 @@ def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: 
 def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """The steps of the module docstring, with the collector off (:func:`main`)."""
     clock = _Clock(stderr if args.timings else None)
-    pack: Optional[analyze.PackProcess] = None
-    staged: Optional[Path] = None
-    release: Optional[Callable[[], None]] = None
+    pack: analyze.PackProcess | None = None
+    staged: Path | None = None
+    release: Callable[[], None] | None = None
     try:
         stack_file, stack = _stack_file_and_name(args)
         config = load_stack_file(stack_file)
@@ -255,7 +256,7 @@ class _Background:
 
     def __init__(self, fn, *args):
         self._value = None
-        self._error: Optional[BaseException] = None
+        self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
         self._thread.start()
 
@@ -275,7 +276,7 @@ class _Background:
 class _Clock:
     """``--timings``: seconds per step, to stderr (bench/preview_bench.py reads them)."""
 
-    def __init__(self, out: Optional[TextIO]):
+    def __init__(self, out: TextIO | None):
         self.out = out
         self.last = time.perf_counter()
 
@@ -323,7 +324,7 @@ def _exit(code: int) -> None:
     again (about 0.3 s); neither changes anything on disk. Output is flushed, the pack process
     is already stopped and every file closed."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        try:  # noqa: SIM105
             stream.flush()
         except (BrokenPipeError, ValueError):
             pass  # the reader went away; nothing more to say

@@ -20,7 +20,8 @@ Two changes the pack cannot see, because it judges the objects, not the provider
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from core.problems import Finding
 from stackfile.schema import PROVIDER_KEYS_REFUSED
@@ -79,7 +80,7 @@ def refusals(steps: Iterable[Any]) -> list[str]:
             SAFE_PATH, REPLACE_SOURCE).render())
     key, (bad, why) = next(iter(PROVIDER_KEYS_REFUSED.items()))
     for s in steps:
-        if s.new is not None and s.new.type == PROVIDER_TYPE:
+        if s.new is not None and s.new.type == PROVIDER_TYPE:  # noqa: SIM102
             if str(s.new.inputs.get("enableServerSideApply", "")).lower() == bad:
                 out.append(Finding(
                     f"provider {provider_name(s.new.urn)}",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import TextIO
 
 from tools import cli
 
@@ -37,7 +37,7 @@ VERDICTS = {0: "PASS", 1: "REFUSED", 2: "BAD INPUT"}
 MAX_SECTION = 15_000
 
 
-def _code(directory: Path, stem: str) -> Optional[int]:
+def _code(directory: Path, stem: str) -> int | None:
     path = directory / f"{stem}.code"
     if not path.exists():
         return None
@@ -55,7 +55,7 @@ def _body(directory: Path, stem: str) -> str:
 
 
 def codes(directory: Path) -> dict[str, int]:
-    """stem -> exit code of each output present."""
+    """Stem -> exit code of each output present."""
     return {stem: c for stem, _, _ in SECTIONS if (c := _code(directory, stem)) is not None}
 
 
@@ -76,7 +76,7 @@ def comment(directory: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:  # noqa: D103
     ap = cli.parser("python3 dev.py review-comment", __doc__)
     ap.add_argument("dir", type=Path, help="the review job's output directory (out/review)")
     ap.add_argument("--check", action="store_true", help="print nothing; exit with the worst verdict")

@@ -24,10 +24,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional, TextIO
+from typing import TextIO
 
-from stackfile.schema import StackConfig
 from core import facts
+from stackfile.schema import StackConfig
 from tools import cli, kubectl
 
 EXIT_OK, EXIT_NOT_ROLLED_OUT, EXIT_INPUT = cli.OK, cli.VERDICT, cli.BAD_INPUT
@@ -36,7 +36,7 @@ DEFAULT_TIMEOUT_S = 600
 SELECTOR = f"{facts.PART_OF_LABEL}={facts.PART_OF_VALUE}"
 
 
-def deployments(namespace: str, kubeconfig: Optional[Path]) -> dict[str, int]:
+def deployments(namespace: str, kubeconfig: Path | None) -> dict[str, int]:
     """Name -> await bound in seconds of each Deployment of the stack in ``namespace``."""
     proc = kubectl.run(kubeconfig, "get", "deployments", "-n", namespace, "-l", SELECTOR, "-o", "json")
     if proc.returncode != 0:
@@ -58,7 +58,7 @@ def await_bound(annotations: object) -> int:
     return DEFAULT_TIMEOUT_S
 
 
-def main(argv: Optional[list[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:  # noqa: D103
     ap = cli.parser("python3 dev.py rollout", __doc__)
     ap.add_argument("--namespace", default=StackConfig.model_fields["namespace"].default,
                     help="the stack's llm-serving:namespace (default: %(default)s)")

@@ -15,14 +15,41 @@ The names below are the ones the policy pack, the preview summary and the plan t
 
 from core.manifests.network_policies import IngressPolicy, admitting_any_source, parse_policy, ports_text
 from core.manifests.pods import (
-    KSERVE_MODEL_CONTAINER, LWS_NAME_LABEL, LWS_WORKER_INDEX_LABEL, Container, OtherPods, Workload, lws_workloads, other_pods,
+    KSERVE_MODEL_CONTAINER,
+    LWS_NAME_LABEL,
+    LWS_WORKER_INDEX_LABEL,
+    Container,
+    OtherPods,
+    Workload,
+    lws_workloads,
+    other_pods,
     workload,
 )
 from core.manifests.read import (
-    DEPLOYMENT_TYPES, ISVC_TYPE, LWS_TYPE, NETWORK_POLICY_TYPE, SERVICE_TYPE, WORKLOAD_TYPES, as_map, as_seq, mib, plain,
-    quantity, type_token, whole, whole_number,
+    DEPLOYMENT_TYPES,
+    ISVC_TYPE,
+    LWS_TYPE,
+    NETWORK_POLICY_TYPE,
+    SERVICE_TYPE,
+    WORKLOAD_TYPES,
+    as_map,
+    as_seq,
+    mib,
+    plain,
+    quantity,
+    type_token,
+    whole,
+    whole_number,
 )
-from core.manifests.servers import MODELLED_ENGINES, PORT_FLAGS, VLLM_MULTI_VALUE_FLAGS, Endpoint, ServerArgs, endpoint, parse_args
+from core.manifests.servers import (
+    MODELLED_ENGINES,
+    PORT_FLAGS,
+    VLLM_MULTI_VALUE_FLAGS,
+    Endpoint,
+    ServerArgs,
+    endpoint,
+    parse_args,
+)
 from core.manifests.services import Client, Service, ServicePort, label_selector_matches, selector_matches, service
 from core.manifests.stack import Stack, stack_view
 

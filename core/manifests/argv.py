@@ -20,15 +20,16 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple
 
 from core.images import image_facts
 
 # --- Kubernetes $(VAR) expansion -------------------------------------------------------------
 
 
-class Unknown(Exception):
+class Unknown(Exception):  # noqa: N818
     """A part of the argv cannot be known from the manifest; the message says which and why."""
 
 
@@ -106,7 +107,7 @@ _SHELL_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|([A-Z
 _PREFIX_WORDS = frozenset({"exec", "env", "nohup", "command", "time"})
 
 
-def _script_of(argv: Sequence[str]) -> Optional[str]:
+def _script_of(argv: Sequence[str]) -> str | None:
     """The script of ``sh -c SCRIPT`` / ``bash -lc SCRIPT`` / ``sh -ec SCRIPT``, else None."""
     if not argv or posixpath.basename(argv[0]) not in SHELLS:
         return None
@@ -172,7 +173,7 @@ def _commands(script: str) -> list[list[str]]:
 
 # --- images whose entrypoint is known ------------------------------------------------------------
 
-def image_entrypoint(image: str) -> Optional[tuple[str, ...]]:
+def image_entrypoint(image: str) -> tuple[str, ...] | None:
     """The entrypoint of a known serving image (the image catalog, :func:`core.images.image_facts`:
     vllm/vllm-openai ``vllm serve``, text-generation-inference ``text-generation-launcher``, the
     user's candle-vllm images ``candle-vllm``), else None."""
@@ -188,8 +189,8 @@ class Argv(NamedTuple):
     known from the manifest. ``via``: how it was read (``"as written"``, ``"sh -c"``, ``"image
     entrypoint"``), for messages."""
 
-    argv: Optional[tuple[str, ...]]
-    unknown: Optional[str] = None
+    argv: tuple[str, ...] | None
+    unknown: str | None = None
     via: str = "as written"
 
 
@@ -262,7 +263,7 @@ PYTHON_MODULES = {
 PROGRAMS = {"candle-vllm": "candle-vllm", "text-generation-launcher": "tgi"}
 
 
-def server_of(argv: Iterable[str]) -> Optional[ServerCall]:
+def server_of(argv: Iterable[str]) -> ServerCall | None:
     """The server ``argv`` starts, or None: ``vllm serve ...``, ``python[3] -m
     vllm.entrypoints.openai.api_server ...``, ``python3 -m sglang.launch_server ...``,
     ``sglang serve ...``, ``text-generation-launcher ...``, a ``candle-vllm`` binary."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Optional
 
 from core.images import image_user
 from core.manifests.pods import Container, Workload
@@ -32,7 +31,7 @@ class Place:
     ``volume`` (the pod's volume of that mount, ``{}`` when not found)."""
 
     path: str
-    mount: Optional[Mapping]
+    mount: Mapping | None
     volume: Mapping
 
     @property
@@ -59,7 +58,7 @@ class Place:
         return not any(k in self.volume for k in ("emptyDir", "ephemeral", *READ_ONLY_TYPES))
 
     @property
-    def size_limit(self) -> Optional[str]:
+    def size_limit(self) -> str | None:
         """An emptyDir's ``sizeLimit`` as written, else None."""
         return as_map(self.volume.get("emptyDir")).get("sizeLimit") if "emptyDir" in self.volume else None
 
@@ -67,7 +66,7 @@ class Place:
 def place(w: Workload, c: Container, path: str) -> Place:
     """The mount of ``c`` that holds ``path`` (longest mountPath containing it)."""
     path = posixpath.normpath(path)
-    best: Optional[Mapping] = None
+    best: Mapping | None = None
     for m in c.volume_mounts:
         mp = posixpath.normpath(str(m.get("mountPath") or "/"))
         if (path == mp or path.startswith(mp.rstrip("/") + "/")) and (best is None or len(mp) > len(str(best.get("mountPath")))):
@@ -76,7 +75,7 @@ def place(w: Workload, c: Container, path: str) -> Place:
     return Place(path, best, volume)
 
 
-def home(w: Workload, c: Container) -> Optional[str]:
+def home(w: Workload, c: Container) -> str | None:
     """HOME in the container: its env's, else the image's user's home when it runs as that user, else
     ``/`` (a uid the image's /etc/passwd does not know has no home: the runtime sets HOME=/); None when
     the image is not in the catalog."""
@@ -89,7 +88,7 @@ def home(w: Workload, c: Container) -> Optional[str]:
     return known.home if uid is None or uid == known.uid else ("/" if uid not in known.passwd_uids else None)
 
 
-def hub_cache(w: Workload, c: Container, download_dir: Optional[str] = None) -> Optional[str]:
+def hub_cache(w: Workload, c: Container, download_dir: str | None = None) -> str | None:
     """The directory a Hugging Face download goes to: ``download_dir`` (vLLM ``--download-dir``), else
     ``HF_HUB_CACHE``, else ``HF_HOME``/hub, else ``XDG_CACHE_HOME``/huggingface/hub, else
     HOME/.cache/huggingface/hub (huggingface_hub ``constants``); None when HOME is not known."""
@@ -111,7 +110,7 @@ def offline(c: Container) -> bool:
     return any(c.env.get(k, "").strip().upper() in _TRUE for k in OFFLINE_ENV)
 
 
-def is_hub_id(model: Optional[str]) -> bool:
+def is_hub_id(model: str | None) -> bool:
     """True when a server's model argument is a Hugging Face hub id (``Qwen/Qwen3-8B``), not a path
     (``/mnt/models/x``, ``./x``) or a URI (``s3://``, ``pvc://``)."""
     return model is not None and model != "" and not model.startswith(("/", ".", "~")) and "://" not in model

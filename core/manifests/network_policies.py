@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from core.manifests.read import plain
 
@@ -25,7 +25,7 @@ class IngressPolicy:
     rules: tuple[Mapping, ...]
 
 
-def parse_policy(urn: str, props: Mapping) -> Optional[IngressPolicy]:
+def parse_policy(urn: str, props: Mapping) -> IngressPolicy | None:
     """The :class:`IngressPolicy` of a NetworkPolicy's properties; None when it does not isolate ingress."""
     props = plain(props)
     meta = props.get("metadata") or {}
@@ -76,7 +76,7 @@ def ports_admit(ports: Any, pod_port: int, names: frozenset[str], protocol: str)
     return False
 
 
-def ports_text(ports: Sequence) -> list[str]:
+def ports_text(ports: Sequence) -> list[str]:  # noqa: D103
     out = []
     for entry in ports:
         if not isinstance(entry, Mapping):
@@ -113,7 +113,7 @@ class EgressPolicy:
         return any(ports_admit(rule.get("ports"), port, frozenset(), protocol) for rule in self.rules)
 
 
-def parse_egress(urn: str, props: Mapping) -> Optional[EgressPolicy]:
+def parse_egress(urn: str, props: Mapping) -> EgressPolicy | None:
     """The :class:`EgressPolicy` of a NetworkPolicy's properties; None when it does not isolate egress."""
     props = plain(props)
     meta = props.get("metadata") or {}

@@ -14,14 +14,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import cached_property
-from typing import Any, Optional
+from typing import Any
 
 from core import allocation as _allocation
 from core import facts
 from core import quantity as _quantity
 from core.manifests import argv as _argv
 from core.manifests.read import (
-    ISVC_TYPE, LWS_TYPE, NETWORK_POLICY_TYPE, SERVICE_TYPE, WORKLOAD_TYPES, as_map, as_seq, mib, plain, quantity, whole,
+    ISVC_TYPE,
+    LWS_TYPE,
+    NETWORK_POLICY_TYPE,
+    SERVICE_TYPE,
+    WORKLOAD_TYPES,
+    as_map,
+    as_seq,
+    mib,
+    plain,
+    quantity,
+    whole,
     whole_number,
 )
 from core.manifests.servers import MODELLED_ENGINES, ServerArgs, parse_args
@@ -41,19 +51,19 @@ class Container:
 
     name: str
     image: str
-    image_pull_policy: Optional[str]
+    image_pull_policy: str | None
     command: tuple[str, ...]
     args: tuple[str, ...]
     env: Mapping[str, str]
     ports: tuple[int, ...]
     port_names: Mapping[str, int]
-    gpu_request: Optional[Decimal]
-    gpu_limit: Optional[Decimal]
-    memory_request_mib: Optional[float]
-    memory_limit_mib: Optional[float]
-    startup_probe: Optional[Mapping]
-    liveness_probe: Optional[Mapping]
-    readiness_probe: Optional[Mapping]
+    gpu_request: Decimal | None
+    gpu_limit: Decimal | None
+    memory_request_mib: float | None
+    memory_limit_mib: float | None
+    startup_probe: Mapping | None
+    liveness_probe: Mapping | None
+    readiness_probe: Mapping | None
     volume_mounts: tuple[Mapping, ...]
     #: The env list as written (plain), for :attr:`argv`; ``env_from``: the container has ``envFrom``.
     env_list: tuple[Mapping, ...] = ()
@@ -85,7 +95,7 @@ class Container:
         return _argv.effective_argv(self.command, self.args, self.env_list, self.image, self.env_from)
 
     @cached_property
-    def call(self) -> Optional[_argv.ServerCall]:
+    def call(self) -> _argv.ServerCall | None:
         """The model server the container runs (any engine :func:`core.manifests.argv.server_of` knows:
         vLLM, candle-vllm, SGLang, TGI), or None (not a server we recognise, or argv unknown)."""
         return _argv.server_of(self.argv.argv) if self.argv.argv is not None else None
@@ -98,7 +108,7 @@ class Container:
         return any(k in text for k in ("vllm", "sglang", "text-generation"))
 
     @cached_property
-    def server(self) -> Optional[ServerArgs]:
+    def server(self) -> ServerArgs | None:
         """The vLLM or candle-vllm server this container runs, parsed from the argv it will run
         (:attr:`argv`); None for other programs, for engines the pack does not model (SGLang,
         TGI: :attr:`call` names them) and when the argv cannot be known (:attr:`argv` says why).
@@ -179,8 +189,8 @@ class Workload:
     min_replicas: int
     pod_labels: Mapping[str, str]
     node_selector: Mapping[str, str]
-    node_name: Optional[str]
-    runtime_class: Optional[str]
+    node_name: str | None
+    runtime_class: str | None
     containers: tuple[Container, ...]
     volumes: tuple[Mapping, ...]
     strategy_type: str
@@ -198,7 +208,7 @@ class Workload:
     #: The pod spec's ``securityContext`` as written (plain; ``{}`` when absent).
     security_context: Mapping = field(default_factory=dict)
 
-    def run_as(self, c: Container) -> tuple[Any, Optional[int]]:
+    def run_as(self, c: Container) -> tuple[Any, int | None]:
         """``(runAsNonRoot, runAsUser)`` of container ``c``: each the container's, else the pod's
         (None: unset; a runAsUser that is not a whole number reads as None)."""
         non_root = c.security_context.get("runAsNonRoot", self.security_context.get("runAsNonRoot"))
@@ -206,7 +216,7 @@ class Workload:
         return non_root, whole_number(uid)
 
     @property
-    def deployment_mode(self) -> Optional[str]:
+    def deployment_mode(self) -> str | None:
         """An InferenceService's ``serving.kserve.io/deploymentMode`` annotation (None: not written)."""
         return self.annotations.get(facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION)
 
@@ -233,7 +243,7 @@ class Workload:
         return self.name
 
     @property
-    def node(self) -> Optional[str]:
+    def node(self) -> str | None:
         """The node the pods are pinned to (``nodeName`` or the hostname nodeSelector), or None."""
         return self.node_name or self.node_selector.get(facts.HOSTNAME_LABEL)
 
@@ -248,7 +258,7 @@ class Workload:
         return self.cards_per_pod > 0
 
     @property
-    def other_accelerator(self) -> Optional[str]:
+    def other_accelerator(self) -> str | None:
         """An accelerator resource other than nvidia.com/gpu its containers ask for (``amd.com/gpu``,
         ``google.com/tpu``, ``gpu.intel.com/i915``, ``habana.ai/gaudi``, ``aws.amazon.com/neuron``), or
         None: such pods run on cards the inventory does not describe."""
@@ -272,12 +282,12 @@ class Workload:
         return tuple(q for c in (*self.init_containers, *self.containers) for q in c.invalid_quantities)
 
     @property
-    def parked_reason(self) -> Optional[str]:
+    def parked_reason(self) -> str | None:
         """The declared reason it is parked (``facts.PARKED_ANNOTATION``), or None."""
         return self.annotations.get(facts.PARKED_ANNOTATION)
 
     @property
-    def cold_start_seconds(self) -> Optional[int]:
+    def cold_start_seconds(self) -> int | None:
         """The declared cold start in seconds (``facts.COLD_START_ANNOTATION``), or None."""
         value = self.annotations.get(facts.COLD_START_ANNOTATION)
         try:
@@ -310,7 +320,7 @@ class Workload:
         """:attr:`servers` that run ``engine`` (``vllm`` or ``candle-vllm``)."""
         return tuple((c, s) for c, s in self.servers if s.engine == engine)
 
-    def volume(self, name: str) -> Optional[Mapping]:
+    def volume(self, name: str) -> Mapping | None:
         for v in self.volumes:
             if v.get("name") == name:
                 return v
@@ -396,7 +406,7 @@ def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
     return out
 
 
-def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[Workload]:
+def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | None:
     """The :class:`Workload` of a Deployment, StatefulSet or InferenceService; None for other types
     (a LeaderWorkerSet: :func:`lws_workloads`)."""
     if resource_type not in WORKLOAD_TYPES:
@@ -486,7 +496,7 @@ def _template_labels(node: Any, out: list[Mapping[str, str]], depth: int = 0) ->
             _template_labels(item, out, depth + 1)
 
 
-def other_pods(resource_type: str, props: Mapping) -> Optional[OtherPods]:
+def other_pods(resource_type: str, props: Mapping) -> OtherPods | None:
     """The :class:`OtherPods` of an object that is neither a modelled workload, a Service nor a
     NetworkPolicy, when it has pod labels; else None."""
     if resource_type in WORKLOAD_TYPES or resource_type in (LWS_TYPE, SERVICE_TYPE, NETWORK_POLICY_TYPE):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Optional
+from typing import Any
 
 from core import quantity as _quantity
 
@@ -36,11 +36,11 @@ def type_token(api_version: str, kind: str) -> str:
 
 # --- small readers (Mapping / Sequence only: the values may be pulumi-policy proxies) ------------------------------------------------------------------------
 
-def as_map(value: Any) -> Mapping:
+def as_map(value: Any) -> Mapping:  # noqa: D103
     return value if isinstance(value, Mapping) else {}
 
 
-def as_seq(value: Any) -> Sequence:
+def as_seq(value: Any) -> Sequence:  # noqa: D103
     return value if isinstance(value, Sequence) and not isinstance(value, str) else ()
 
 
@@ -53,20 +53,20 @@ def plain(value: Any) -> Any:
     return value
 
 
-def quantity(value: Any) -> Optional[Decimal]:
+def quantity(value: Any) -> Decimal | None:
     """A Kubernetes quantity ("12Gi", "500m", "2", 2) as a Decimal in base units, or None when
     it is missing or invalid (:func:`core.quantity.parse_or_none`; invalid ones are listed by
     :attr:`Container.invalid_quantities`)."""
     return _quantity.parse_or_none(value)
 
 
-def mib(value: Any) -> Optional[float]:
+def mib(value: Any) -> float | None:
     """A memory quantity in MiB ("12Gi" -> 12288.0), or None when missing or invalid."""
     q = quantity(value)
     return None if q is None else float(q / _quantity.MIB)
 
 
-def whole_number(value: Any) -> Optional[int]:
+def whole_number(value: Any) -> int | None:
     """An integer field as written or as gRPC delivers it: ``3``, ``3.0`` and ``"3"`` give 3.
 
     None for a missing, boolean, fractional or non-numeric value. Over the analyzer protocol every

@@ -8,15 +8,13 @@ written, never an error. Plain values in, frozen dataclasses out.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Optional
 
 from core import facts
-from core.flags import spellings
 from core.engines import CandleConfig, ServerSettings, VllmConfig
+from core.flags import spellings
 from core.manifests.read import whole
-
 
 # --- server arguments ---------------------------------------------------------------------
 
@@ -36,15 +34,15 @@ class ServerArgs:
     def has(self, flag: str) -> bool:
         return flag in self.flags
 
-    def get(self, flag: str, default: Optional[str] = None) -> Optional[str]:
+    def get(self, flag: str, default: str | None = None) -> str | None:
         values = self.flags.get(flag)
         return values[-1] if values else default
 
     def values(self, flag: str) -> tuple[str, ...]:
         return self.flags.get(flag, ())
 
-    def setting(self, name: str) -> Optional[str]:
-        """vLLM setting ``name`` as written under the first of its spellings that has a value
+    def setting(self, name: str) -> str | None:
+        """VLLM setting ``name`` as written under the first of its spellings that has a value
         (:func:`core.flags.spellings`: ``--tensor-parallel-size``, then ``-tp``), or None."""
         for flag in spellings(name):
             value = self.get(flag)
@@ -53,8 +51,8 @@ class ServerArgs:
         return None
 
     @property
-    def model_arg(self) -> Optional[str]:
-        """vLLM ``--model`` (or the positional of ``vllm serve``); candle-vllm ``--w`` (or ``--m``)."""
+    def model_arg(self) -> str | None:
+        """VLLM ``--model`` (or the positional of ``vllm serve``); candle-vllm ``--w`` (or ``--m``)."""
         if self.engine == "vllm":
             return self.get(VllmConfig.FLAGS["model"]) or (self.positional[0] if self.positional else None)
         return self.get(CandleConfig.FLAGS["weights_path"]) or self.get(CandleConfig.FLAGS["model_id"])
@@ -79,13 +77,13 @@ class ServerArgs:
 
     @property
     def tensor_parallel(self) -> int:
-        """vLLM ``--tensor-parallel-size`` (default 1); candle-vllm: the count of ``--d`` devices."""
+        """VLLM ``--tensor-parallel-size`` (default 1); candle-vllm: the count of ``--d`` devices."""
         if self.engine == "vllm":
             return whole(self.setting("tensor_parallel_size"), 1)
         devices = self.get(CandleConfig.FLAGS["devices"])
         return len([d for d in devices.split(",") if d.strip()]) if devices else 1
 
-    def settings(self, image: Optional[str] = None) -> ServerSettings:
+    def settings(self, image: str | None = None) -> ServerSettings:
         """The typed settings the capacity estimator takes, read back from the flags by the
         engine's model (:meth:`core.engines.VllmConfig.read`, :meth:`core.engines.CandleConfig.read`;
         an unknown or unreadable flag is left to the engine's default); ``image``: the container's."""
@@ -95,7 +93,7 @@ class ServerArgs:
 
     @property
     def pipeline_parallel(self) -> int:
-        """vLLM ``--pipeline-parallel-size`` (default 1); candle-vllm has none (1)."""
+        """VLLM ``--pipeline-parallel-size`` (default 1); candle-vllm has none (1)."""
         if self.engine == "vllm":
             return whole(self.setting("pipeline_parallel_size"), 1)
         return 1
@@ -107,7 +105,7 @@ VLLM_MULTI_VALUE_FLAGS = frozenset({"--served-model-name", "--middleware", "--al
 
 
 def _vllm_boolean(flag: str) -> bool:
-    """vLLM switches that take no value (``--enable-*``, ``--disable-*``, ``--no-*``,
+    """VLLM switches that take no value (``--enable-*``, ``--disable-*``, ``--no-*``,
     ``--trust-remote-code``, ``--enforce-eager``)."""
     name = flag.replace("_", "-")
     return name.startswith(("--enable-", "--disable-", "--no-")) or name in ("--trust-remote-code", "--enforce-eager")
@@ -121,7 +119,7 @@ def parse_args(engine: str, argv: Iterable[str]) -> ServerArgs:
     raw = tuple(str(a) for a in argv)
     flags: dict[str, tuple[str, ...]] = {}
     positional: list[str] = []
-    current: Optional[str] = None
+    current: str | None = None
     for token in raw:
         if token.startswith("-") and len(token) > 1 and not _is_number(token):
             name, eq, value = token.partition("=")
@@ -164,9 +162,9 @@ class Endpoint:
     set it (None when the default applies)."""
 
     engine: str
-    host: Optional[str]
+    host: str | None
     port: int
-    port_flag: Optional[str]
+    port_flag: str | None
 
     @property
     def port_text(self) -> str:
@@ -176,7 +174,7 @@ class Endpoint:
         return f"{self.port} ({self.engine}'s default, no {PORT_FLAGS[self.engine][0]})"
 
 
-def endpoint(server: Optional[ServerArgs]) -> Optional[Endpoint]:
+def endpoint(server: ServerArgs | None) -> Endpoint | None:
     """The :class:`Endpoint` of a parsed server argv (:attr:`Container.server`), the one model of
     where a server listens that the probe, Service and NetworkPolicy checks share. None when there
     is no server, or its argv cannot be read as the server will see it: a port or host that is not

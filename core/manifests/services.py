@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from core import facts
 from core.manifests.read import SERVICE_TYPE, as_map, as_seq, whole
+
 
 @dataclass(frozen=True)
 class Client:
@@ -22,7 +23,7 @@ class Client:
 
 
 @dataclass(frozen=True)
-class ServicePort:
+class ServicePort:  # noqa: D101
     name: str
     port: int
     target_port: Any  # int or a named port
@@ -30,7 +31,7 @@ class ServicePort:
 
 
 @dataclass(frozen=True)
-class Service:
+class Service:  # noqa: D101
     urn: str
     name: str
     namespace: str
@@ -38,16 +39,16 @@ class Service:
     ports: tuple[ServicePort, ...]
     annotations: Mapping[str, str]
     clients: tuple[Client, ...]
-    clients_error: Optional[str] = None
+    clients_error: str | None = None
     #: ``spec.clusterIP`` as written (None when the API server assigns one; ``"None"``: headless).
-    cluster_ip: Optional[str] = None
+    cluster_ip: str | None = None
 
     @property
-    def parked_reason(self) -> Optional[str]:
+    def parked_reason(self) -> str | None:
         return self.annotations.get(facts.PARKED_ANNOTATION)
 
 
-def service(resource_type: str, props: Mapping, urn: str = "") -> Optional[Service]:
+def service(resource_type: str, props: Mapping, urn: str = "") -> Service | None:
     """The :class:`Service` view of a core/v1 Service; None for other types.
 
     ``clients_error`` is set (and ``clients`` empty) when the clients annotation is not valid JSON

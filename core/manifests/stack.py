@@ -3,9 +3,9 @@ pack, preview summary, plan tools) share."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 from core.manifests import pods
 from core.manifests import services as services_
@@ -23,7 +23,7 @@ class Stack:
 
 
 def stack_view(
-    resources: Iterable[Any], workload: Callable[[str, Mapping, str], Optional[pods.Workload]] = pods.workload,
+    resources: Iterable[Any], workload: Callable[[str, Mapping, str], pods.Workload | None] = pods.workload,
 ) -> Stack:
     """Build a :class:`Stack` from pulumi-policy ``PolicyResource`` objects (anything with
     ``resource_type``, ``props`` and ``urn``); ``workload`` builds each workload's view (the pack

@@ -39,7 +39,6 @@ import importlib
 from types import ModuleType
 
 from core.registry import POLICY_TEXTS, RULES, PolicyText, Rule
-
 from core.rulebook.servers import (
     Found,
     candle_breaches,

@@ -9,12 +9,13 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from core import facts
 from core.allocation import NodeUse, amount
 from core.quantity import QuantityError
-from core.registry import describe_policy, MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
 from core.rulebook.settings import S
 
 #: The node a workload is pinned to.
@@ -48,7 +49,7 @@ def _over(use: NodeUse, unit: str, what: str, overflow: str) -> str:
 
 @rule("gpu-card-allocation", "The cards asked of each node fit the cards it has.", CARDS_SOURCE,
       policy="gpu-card-allocation")
-def card_allocation(use: NodeUse) -> Optional[Breach]:
+def card_allocation(use: NodeUse) -> Breach | None:
     """Cards of the running pods, surge and reservations on one node against its cards."""
     if use.used <= use.capacity:
         return None
@@ -63,7 +64,7 @@ def card_allocation(use: NodeUse) -> Optional[Breach]:
 
 @rule("node-memory-allocation", "The memory requested of each node fits its allocatable memory.", MEMORY_SOURCE,
       policy="node-memory-allocation")
-def memory_allocation(use: NodeUse) -> Optional[Breach]:
+def memory_allocation(use: NodeUse) -> Breach | None:
     """Memory requests (MiB) of the running pods, surge and headroom on one node against its allocatable memory."""
     if use.used <= use.capacity:
         return None
@@ -77,7 +78,7 @@ def memory_allocation(use: NodeUse) -> Optional[Breach]:
 
 @rule("node-in-inventory", "A workload is pinned to a node the inventory lists.",
       "spec, the cluster (worker-1 is the only GPU node)", policy="gpu-card-allocation")
-def node_listed(node: str, known: Sequence[str], cards: int = 0) -> Optional[Breach]:
+def node_listed(node: str, known: Sequence[str], cards: int = 0) -> Breach | None:
     """``known``: the inventory's node names; ``cards``: a pod's cards (0: none held)."""
     if node in known:
         return None
@@ -90,7 +91,7 @@ def node_listed(node: str, known: Sequence[str], cards: int = 0) -> Optional[Bre
 
 @rule("pod-cards-fit-node", "One pod asks no more cards than its node (or the largest node) has.",
       "seed 000 (coder.yaml: a pod that never reaches Ready occupies its cards)", policy="gpu-card-allocation")
-def pod_cards_fit(cards: int, node_cards: float, node: Optional[str] = None) -> Optional[Breach]:
+def pod_cards_fit(cards: int, node_cards: float, node: str | None = None) -> Breach | None:
     """``node``: the pinned node (None: unpinned, ``node_cards`` the largest node's)."""
     if cards <= node_cards:
         return None
@@ -102,7 +103,7 @@ def pod_cards_fit(cards: int, node_cards: float, node: Optional[str] = None) -> 
 
 @rule("pod-memory-fits-node", "One pod's memory request fits its node's (or the largest node's) allocatable memory.",
       MEMORY_SOURCE, policy="node-memory-allocation")
-def pod_memory_fits(request_mib: Optional[float], allocatable_mib: float, node: Optional[str] = None) -> Optional[Breach]:
+def pod_memory_fits(request_mib: float | None, allocatable_mib: float, node: str | None = None) -> Breach | None:
     """MiB; ``node``: the pinned node (None: unpinned, ``allocatable_mib`` the largest node's)."""
     if request_mib is None or request_mib <= allocatable_mib:
         return None
@@ -113,7 +114,7 @@ def pod_memory_fits(request_mib: Optional[float], allocatable_mib: float, node: 
 
 @rule("memory-quantity", "A memory request or limit is a Kubernetes quantity.",
       "Kubernetes API, resource.Quantity grammar", policy="node-memory-allocation")
-def memory_quantity(path: str, value: Any) -> Optional[Breach]:
+def memory_quantity(path: str, value: Any) -> Breach | None:
     """``value`` found at ``path`` (``...resources.requests.memory``), refused by :mod:`core.quantity`."""
     err = QuantityError(value)
     return Breach(f"{path}: {err.rule}, so its memory cannot be counted", err.fix)
@@ -123,7 +124,7 @@ def memory_quantity(path: str, value: Any) -> Optional[Breach]:
 
 @rule("rollout-not-both-zero", "RollingUpdate does not set maxSurge and maxUnavailable both to 0.",
       "Kubernetes API validation of apps/v1 Deployment", policy="gpu-rollout-recreate")
-def rollout_valid(strategy_at: str, both_zero: bool) -> Optional[Breach]:
+def rollout_valid(strategy_at: str, both_zero: bool) -> Breach | None:
     """``strategy_at``: where the strategy is (``spec.strategy``); ``both_zero``: the two are 0."""
     if not both_zero:
         return None
@@ -133,7 +134,7 @@ def rollout_valid(strategy_at: str, both_zero: bool) -> Optional[Breach]:
 
 @rule("gpu-rollout-recreate", "A GPU workload's RollingUpdate surge fits in free cards.", ROLLOUT_SOURCE,
       policy="gpu-rollout-recreate")
-def rollout_room(strategy_at: str, written: str, cards_per_pod: int, surge_pods: int, use: NodeUse) -> Optional[Breach]:
+def rollout_room(strategy_at: str, written: str, cards_per_pod: int, surge_pods: int, use: NodeUse) -> Breach | None:
     """``written``: the strategy as written and what Kubernetes makes of it; ``surge_pods``: the
     pods that need room beside the running ones; ``use``: the node the surge is counted on."""
     if not surge_pods or use.used <= use.capacity:

@@ -11,10 +11,9 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
 
 from core import facts, flags
-from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 from core.rulebook.settings import S, flag_setting
 
 #: candle-vllm's device list; the stack file has no key for it (the component writes it from cards).
@@ -41,7 +40,7 @@ def _fix(devices: str) -> str:
 
 @rule("candle-vllm-args", "candle-vllm's --d names one device per card of the container.", _SOURCE,
       policy="candle-vllm-args")
-def device_count(values: Sequence[str], cards: int) -> Optional[Breach]:
+def device_count(values: Sequence[str], cards: int) -> Breach | None:
     """``values``: the items after each ``--d`` (``[]``: no ``--d``, device 0 only); their
     count equals the container's ``cards`` (the tensor-parallel ranks)."""
     if len(values) > 1:
@@ -58,7 +57,7 @@ def device_count(values: Sequence[str], cards: int) -> Optional[Breach]:
 
 @rule("candle-device-ordinals", "candle-vllm's --d is one comma-separated list of distinct ordinals 0..n-1.",
       _SOURCE, policy="candle-vllm-args")
-def device_ordinals(values: Sequence[str], cards: int) -> Optional[Breach]:
+def device_ordinals(values: Sequence[str], cards: int) -> Breach | None:
     """One ``--d`` item, numbers, distinct and ``0..n-1``: inside the container the device
     plugin's cards are numbered from 0, so ``--d 1`` on a one-card pod names no device."""
     if len(values) > 1:

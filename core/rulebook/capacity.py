@@ -8,10 +8,10 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from core import facts, flags
-from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 from core.rulebook.settings import S, flag_setting
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,21 +24,21 @@ CAPACITY_SOURCE = "spec, the user's measured figures (README Capacity); core/cap
 KV_FRACTION = flag_setting("kv_fraction", flags.CANDLE)
 
 
-def ranks(e: "Estimate") -> str:
+def ranks(e: Estimate) -> str:
     """``"one Tesla-V100-PCIE-32GB"`` or ``"each of 2 Tesla-V100-PCIE-32GB cards"``."""
     n = e.tp * e.pp
     return f"one {e.card}" if n == 1 else f"each of {n} {e.card} cards"
 
 
 def _more_cards(tp: int, pp: int) -> str:
-    """vLLM at TP ``tp``: ``cards: 2`` / ``--tensor-parallel-size=2 and nvidia.com/gpu 2``."""
+    """VLLM at TP ``tp``: ``cards: 2`` / ``--tensor-parallel-size=2 and nvidia.com/gpu 2``."""
     return only(STACK, S.cards.to(tp * pp)) + only(MANIFEST, f"{S.tp.to(tp)} and {facts.GPU_RESOURCE} {tp * pp}")
 
 
 @rule("weights-fit-card", "A model server's weights a card fit the card with room for a KV cache.",
       CAPACITY_SOURCE, policy="weights-fit-card")
-def weights_fit_card(model_key: str, e: "Estimate", split_tp: Optional[int] = None,
-                     searched: bool = False) -> Optional[Breach]:
+def weights_fit_card(model_key: str, e: Estimate, split_tp: int | None = None,
+                     searched: bool = False) -> Breach | None:
     """``e`` the server's estimate; ``split_tp``: the smallest TP at which the weights fit on the
     node's cards (``searched`` True: looked for, None when none does; False: not looked for)."""
     if e.fits_weights:
@@ -65,8 +65,8 @@ def weights_fit_card(model_key: str, e: "Estimate", split_tp: Optional[int] = No
 
 @rule("kv-cache-fits-max-model-len", "A vLLM server's KV cache holds one request of its max-model-len.",
       CAPACITY_SOURCE, policy="kv-cache-fits-max-model-len")
-def kv_cache_fits(model_key: str, e: "Estimate", explicit: bool = True, house: bool = True,
-                  larger: Optional[tuple[int, "Estimate"]] = None, searched: bool = False) -> Optional[Breach]:
+def kv_cache_fits(model_key: str, e: Estimate, explicit: bool = True, house: bool = True,
+                  larger: tuple[int, Estimate] | None = None, searched: bool = False) -> Breach | None:
     """vLLM: ``e`` the estimate; ``explicit`` False: no ``--max-model-len`` (the model's window is
     used; a breach only where the cluster's conventions apply, ``house``); ``larger``: a TP that
     fits and its estimate (``searched`` True: looked for on the node's cards)."""
@@ -97,7 +97,7 @@ def kv_cache_fits(model_key: str, e: "Estimate", explicit: bool = True, house: b
 
 @rule("candle-kv-fraction", "candle-vllm's --kv-fraction leaves room for a KV cache.", CAPACITY_SOURCE,
       policy="kv-cache-fits-max-model-len")
-def candle_kv_room(e: "Estimate", kv_fraction: object) -> Optional[Breach]:
+def candle_kv_room(e: Estimate, kv_fraction: object) -> Breach | None:
     """candle-vllm caps its context to the pool, so only an empty pool is a breach."""
     if e.fits_kv or not e.fits_weights:
         return None
@@ -111,7 +111,7 @@ def candle_kv_room(e: "Estimate", kv_fraction: object) -> Optional[Breach]:
 
 @rule("capacity-estimable", "The capacity estimator accepts a server's settings.", CAPACITY_SOURCE,
       policy="kv-cache-fits-max-model-len")
-def estimable(refusal: Optional[str]) -> Optional[Breach]:
+def estimable(refusal: str | None) -> Breach | None:
     """``refusal``: :func:`core.capacity.estimate`'s ValueError text (a utilization above 1, a
     fraction of 0); None: it estimated."""
     if refusal is None:

@@ -10,10 +10,8 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from core import rules
-from core.registry import describe_policy, Breach, Setting, rule
+from core.registry import Breach, Setting, describe_policy, rule
 from core.rulebook.settings import flag_setting
 
 HOST = flag_setting("host", in_stack_file=False)
@@ -23,7 +21,7 @@ _SOURCE = "coder.yaml (--host=0.0.0.0 --port=8080, probes on 8080)"
 
 @rule("server-listen-endpoint", "A model server listens on a pod-reachable host.", _SOURCE,
       policy="server-listen-endpoint")
-def reachable_host(engine: str, host: Optional[str]) -> Optional[Breach]:
+def reachable_host(engine: str, host: str | None) -> Breach | None:
     """:func:`core.rules.loopback_host`: the Service and the probes connect to the pod IP."""
     if not rules.loopback_host(host):
         return None
@@ -34,8 +32,8 @@ def reachable_host(engine: str, host: Optional[str]) -> Optional[Breach]:
 
 @rule("probe-targets-listen-port", "Every probe with a port targets the port the server listens on.", _SOURCE,
       policy="server-listen-endpoint")
-def probe_on_listen_port(field: str, port: Optional[int], shown: str, engine: str, listen: int,
-                         listen_text: str) -> Optional[Breach]:
+def probe_on_listen_port(field: str, port: int | None, shown: str, engine: str, listen: int,
+                         listen_text: str) -> Breach | None:
     """``field``: the probe (``startupProbe``); ``port``: its port number (None: a name no
     containerPort carries), ``shown`` as written; ``listen``: the server's port, ``listen_text``
     how it was found (``8000 (vllm's default, no --port)``)."""
@@ -47,7 +45,7 @@ def probe_on_listen_port(field: str, port: Optional[int], shown: str, engine: st
 
 @rule("container-port-is-listen-port", "A declared containerPort names the port the server listens on.", _SOURCE,
       policy="server-listen-endpoint")
-def container_port(ports: tuple[int, ...], engine: str, listen: int, listen_text: str) -> Optional[Breach]:
+def container_port(ports: tuple[int, ...], engine: str, listen: int, listen_text: str) -> Breach | None:
     """``ports``: the container's containerPorts (none declared: nothing to judge)."""
     if not ports or listen in ports:
         return None

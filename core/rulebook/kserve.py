@@ -7,10 +7,8 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from core import facts
-from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 OWNED_SOURCE = ("KServe RawDeployment names its predictor Service and Deployment <isvc>-predictor; seed 001 "
                 "(coder-service.yaml beside the still-managed coder InferenceService)")
@@ -18,7 +16,7 @@ OWNED_SOURCE = ("KServe RawDeployment names its predictor Service and Deployment
 
 @rule("isvc-not-parked-silently", "An InferenceService at zero replicas is declared parked.",
       "seed 000 (kustomization: ornith at zero replicas, Ready)", policy="isvc-not-parked-silently")
-def parked_declared(zero: Optional[str], reason: Optional[str]) -> Optional[Breach]:
+def parked_declared(zero: str | None, reason: str | None) -> Breach | None:
     """``zero``: how the predictor is at zero (``"minReplicas 0, maxReplicas 0"``; None: it is
     not); ``reason``: the parked annotation's value (None: absent)."""
     if zero is None or (reason is not None and reason.strip()):
@@ -35,7 +33,7 @@ def parked_declared(zero: Optional[str], reason: Optional[str]) -> Optional[Brea
 
 @rule("kserve-owned-names", "No Service or Deployment takes the name KServe gives an InferenceService's predictor.",
       OWNED_SOURCE, policy="kserve-owned-names")
-def predictor_name_free(kind: str, name: str, isvc: Optional[str]) -> Optional[Breach]:
+def predictor_name_free(kind: str, name: str, isvc: str | None) -> Breach | None:
     """``isvc``: the InferenceService whose ``<isvc>-predictor`` is ``name`` (None: no such one)."""
     if isvc is None:
         return None
@@ -52,8 +50,8 @@ def predictor_name_free(kind: str, name: str, isvc: Optional[str]) -> Optional[B
 @rule("isvc-raw-min-replicas", "A RawDeployment InferenceService is not scaled to zero by minReplicas 0.",
       "kserve #3514 (RawDeployment: minReplicas 0 gives no error and runs one replica)",
       policy="isvc-raw-min-replicas")
-def raw_min_replicas(mode: Optional[str], min_replicas: Optional[int], max_replicas: Optional[int],
-                     cards: int) -> Optional[Breach]:
+def raw_min_replicas(mode: str | None, min_replicas: int | None, max_replicas: int | None,
+                     cards: int) -> Breach | None:
     """``mode``: the InferenceService's deployment mode (annotation); the predictor's ``minReplicas``
     and ``maxReplicas`` (None: unset); ``cards``: what one pod holds. Min and max both 0 parks it
     (isvc-not-parked-silently)."""
@@ -69,7 +67,7 @@ def raw_min_replicas(mode: Optional[str], min_replicas: Optional[int], max_repli
 @rule("kserve-deployment-mode", "An InferenceService runs in a deployment mode the cluster serves.",
       "kserve #1768 (no Knative: never ready); a Knative revision surges a second GPU pod at every update",
       policy="kserve-deployment-mode")
-def deployment_mode(written: Optional[str], cluster_default: str, cards: int) -> Optional[Breach]:
+def deployment_mode(written: str | None, cluster_default: str, cards: int) -> Breach | None:
     """``written``: the annotation's mode (None: unset, so ``cluster_default``, the inventory's
     ``kserve_deployment_mode``); ``cards``: what one predictor pod holds."""
     mode = written or cluster_default

@@ -9,9 +9,7 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from typing import Optional
-
-from core.registry import Breach, rule, describe_policy
+from core.registry import Breach, describe_policy, rule
 
 SOURCE = ("kserve #3562, llm-d-modelservice #243, huggingface_hub #2797 (read-only cache); vllm-project/vllm #1986 "
           "(offline with an empty cache); kserve #3792 (emptyDir sizeLimit below the checkpoint)")
@@ -20,7 +18,7 @@ SOURCE = ("kserve #3562, llm-d-modelservice #243, huggingface_hub #2797 (read-on
 @rule("model-cache-usable", "A server that fetches its model by hub id has a cache it can use: writable unless "
       "offline, persistent when offline, large enough on an emptyDir.", SOURCE, policy="model-cache-usable")
 def cache_usable(model: str, cache: str, where: str, writable: bool, persistent: bool, offline: bool,
-                 size_limit: Optional[str], limit_bytes: Optional[int], checkpoint_bytes: Optional[int]) -> Optional[Breach]:
+                 size_limit: str | None, limit_bytes: int | None, checkpoint_bytes: int | None) -> Breach | None:
     """``cache``: the cache directory; ``where``: the volume it lands on, worded; ``size_limit`` /
     ``limit_bytes``: an emptyDir's sizeLimit as written and in bytes; ``checkpoint_bytes``: the
     model's weights on disk (None: not known)."""

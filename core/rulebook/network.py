@@ -13,9 +13,8 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
 
-from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 CLIENTS_SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
 #: The stack file's NetworkPolicy section, where its admitted ports are written.
@@ -24,7 +23,7 @@ NETWORK_POLICY_KEY = "llm-serving:network_policy"
 
 @rule("network-clients-declared", "A Service's clients annotation is a JSON list of {name, namespace, port}.",
       CLIENTS_SOURCE, policy="network-ingress-for-clients")
-def clients_declared(error: Optional[str]) -> Optional[Breach]:
+def clients_declared(error: str | None) -> Breach | None:
     """``error``: why the clients annotation cannot be read (None: it can)."""
     if not error:
         return None
@@ -35,7 +34,7 @@ def clients_declared(error: Optional[str]) -> Optional[Breach]:
 
 @rule("network-client-port-exposed", "A declared client calls a port the Service exposes.", CLIENTS_SOURCE,
       policy="network-ingress-for-clients")
-def client_port_exposed(client: str, port: int, exposed: Sequence[int]) -> Optional[Breach]:
+def client_port_exposed(client: str, port: int, exposed: Sequence[int]) -> Breach | None:
     """``client``: the client described (``client gateway (namespace gateway)``); ``exposed``: the
     Service's ports."""
     if port in exposed:
@@ -49,8 +48,8 @@ def client_port_exposed(client: str, port: int, exposed: Sequence[int]) -> Optio
 
 @rule("network-ingress-for-clients", "Each declared client of a Service is admitted on the pod's port.",
       CLIENTS_SOURCE, policy="network-ingress-for-clients")
-def client_admitted(client: str, namespace: str, port: int, pod_port: int, refused: Optional[str],
-                    backend: str = "") -> Optional[Breach]:
+def client_admitted(client: str, namespace: str, port: int, pod_port: int, refused: str | None,
+                    backend: str = "") -> Breach | None:
     """``refused``: what the NetworkPolicies selecting the backend admit instead
     (``NetworkPolicy x admits gateway only on 80``; None: some rule admits the client on
     ``pod_port``); ``backend``: `` of <workload>`` when the Service selects several."""
@@ -67,7 +66,7 @@ def client_admitted(client: str, namespace: str, port: int, pod_port: int, refus
       "seed 002 networkpolicy.yaml (34 days of bare timeouts for poimen-memory)",
       policy="ingress-admits-server-port")
 def server_port_admitted(engine: str, port: int, port_text: str, policies: Sequence[str], admitted: Sequence[str],
-                         admits: bool) -> Optional[Breach]:
+                         admits: bool) -> Breach | None:
     """``policies``: the NetworkPolicies isolating the server's pods; ``admitted``: the ports their
     rules name; ``admits``: some rule admits ``port`` from some source."""
     if admits or not policies:
@@ -83,7 +82,7 @@ def server_port_admitted(engine: str, port: int, port_text: str, policies: Seque
 @rule("network-egress-for-hub", "A NetworkPolicy that isolates the egress of a server fetching its model by hub id "
       "admits DNS and HTTPS.", "aws-network-policy-agent #230 (Egress listed with no DNS rule: name resolution "
       "fails at start)", policy="network-egress-for-hub")
-def egress_for_hub(model: str, policies: Sequence[str], dns: bool, https: bool) -> Optional[Breach]:
+def egress_for_hub(model: str, policies: Sequence[str], dns: bool, https: bool) -> Breach | None:
     """``policies``: the NetworkPolicies that isolate the pods' egress; ``dns`` / ``https``: some
     egress rule of theirs admits UDP 53 / TCP 443."""
     if not policies or (dns and https):

@@ -14,10 +14,10 @@ and "Restricted" tables, Kubernetes v1.31). Plain Python, no Pulumi and no pydan
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional
+from typing import Any
 
 from core import facts
-from core.registry import describe_policy, MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
 
 SOURCE_BASELINE = ("Kubernetes Pod Security Standards, Baseline profile "
                    "(kubernetes.io/docs/concepts/security/pod-security-standards)")
@@ -67,7 +67,7 @@ def shown(value: Any) -> str:
 
 @rule("baseline-host-access", "No host namespace, privileged container or Windows host process.", SOURCE_BASELINE,
       policy=BASELINE)
-def host_access(field: str, value: Any, effect: str = "", at: str = "") -> Optional[Breach]:
+def host_access(field: str, value: Any, effect: str = "", at: str = "") -> Breach | None:
     """``field``: hostNetwork, hostPID, hostIPC (the pod spec's), privileged or
     windowsOptions.hostProcess (a securityContext's, ``at`` ``securityContext.``); ``value``: its
     value, refused when true; ``effect``: what it gives the pod."""
@@ -77,7 +77,7 @@ def host_access(field: str, value: Any, effect: str = "", at: str = "") -> Optio
 
 
 @rule("baseline-host-path", "Pods mount no hostPath volume.", SOURCE_BASELINE, policy=BASELINE)
-def host_path(volume: Mapping) -> Optional[Breach]:
+def host_path(volume: Mapping) -> Breach | None:
     """``volume``: one entry of the pod's ``volumes``."""
     if "hostPath" not in volume:
         return None
@@ -86,7 +86,7 @@ def host_path(volume: Mapping) -> Optional[Breach]:
 
 
 @rule("baseline-sysctls", "Pods set only the safe sysctls.", SOURCE_BASELINE, policy=BASELINE)
-def sysctl(name: str) -> Optional[Breach]:
+def sysctl(name: str) -> Breach | None:
     """``name``: one sysctl of the pod's securityContext (:data:`SAFE_SYSCTLS`)."""
     if name in SAFE_SYSCTLS:
         return None
@@ -94,25 +94,25 @@ def sysctl(name: str) -> Optional[Breach]:
 
 
 @rule("baseline-capabilities", "Containers add no capability beyond the Baseline set.", SOURCE_BASELINE, policy=BASELINE)
-def baseline_capabilities(added: Sequence[str]) -> Optional[Breach]:
+def baseline_capabilities(added: Sequence[str]) -> Breach | None:  # noqa: D103
     return _added(added, BASELINE_CAPABILITIES, "remove them from securityContext.capabilities.add" + _NEVER)
 
 
-def _added(added: Sequence[str], allowed: frozenset[str], fix: str) -> Optional[Breach]:
+def _added(added: Sequence[str], allowed: frozenset[str], fix: str) -> Breach | None:
     """The capabilities a container adds beyond ``allowed``."""
     extra = sorted(set(added) - allowed)
     return Breach(f"adds capabilities {', '.join(extra)}", fix) if extra else None
 
 
 @rule("baseline-proc-mount", "Containers keep the default /proc mount.", SOURCE_BASELINE, policy=BASELINE)
-def proc_mount(value: Any) -> Optional[Breach]:
+def proc_mount(value: Any) -> Breach | None:  # noqa: D103
     if value in (None, "Default"):
         return None
     return Breach(f"procMount is {value}", "remove securityContext.procMount" + _NEVER)
 
 
 @rule("baseline-host-ports", "Containers bind no host port.", SOURCE_BASELINE, policy=BASELINE)
-def host_port(port: Optional[int]) -> Optional[Breach]:
+def host_port(port: int | None) -> Breach | None:
     """``port``: a container port's ``hostPort`` as a whole number (None or 0: unset)."""
     if not port:
         return None
@@ -120,7 +120,7 @@ def host_port(port: Optional[int]) -> Optional[Breach]:
 
 
 @rule("baseline-unconfined", "No Unconfined seccomp or AppArmor profile.", SOURCE_BASELINE, policy=BASELINE)
-def confined(profile: str, profile_type: Any) -> Optional[Breach]:
+def confined(profile: str, profile_type: Any) -> Breach | None:
     """``profile``: seccompProfile or appArmorProfile; ``profile_type``: its ``type``."""
     if profile_type != "Unconfined":
         return None
@@ -128,7 +128,7 @@ def confined(profile: str, profile_type: Any) -> Optional[Breach]:
 
 
 @rule("baseline-selinux", "SELinux options set no user or role and an allowed type.", SOURCE_BASELINE, policy=BASELINE)
-def selinux(options: Mapping) -> Optional[Breach]:
+def selinux(options: Mapping) -> Breach | None:
     """``options``: a securityContext's ``seLinuxOptions`` (:data:`SELINUX_TYPES`)."""
     if str(options.get("type", "")) in SELINUX_TYPES and not options.get("user") and not options.get("role"):
         return None
@@ -139,7 +139,7 @@ def selinux(options: Mapping) -> Optional[Breach]:
 # --- Restricted -------------------------------------------------------------------------------
 
 @rule("restricted-volume-types", "Volumes are of the Restricted types.", SOURCE_RESTRICTED, policy=RESTRICTED)
-def volume_types(name: str, kinds: Sequence[str]) -> Optional[Breach]:
+def volume_types(name: str, kinds: Sequence[str]) -> Breach | None:
     """``kinds``: the volume's source fields (every key but ``name``)."""
     if not kinds or set(kinds) <= RESTRICTED_VOLUMES:
         return None
@@ -149,7 +149,7 @@ def volume_types(name: str, kinds: Sequence[str]) -> Optional[Breach]:
 
 @rule("restricted-required", "Containers set allowPrivilegeEscalation false and a RuntimeDefault or Localhost "
       "seccomp profile.", SOURCE_RESTRICTED, policy=RESTRICTED)
-def required(field: str, setting: Setting, value: Any, allowed: tuple[Any, ...], on: str) -> Optional[Breach]:
+def required(field: str, setting: Setting, value: Any, allowed: tuple[Any, ...], on: str) -> Breach | None:
     """``value``: the container's ``field`` (seccompProfile: the container's type, else the pod's),
     one of ``allowed`` (same type and value); ``setting``: what the fix sets to ``allowed[0]``, on
     the ``on`` (container, pod)."""
@@ -160,7 +160,7 @@ def required(field: str, setting: Setting, value: Any, allowed: tuple[Any, ...],
 
 
 @rule("restricted-drop-all", "Containers drop ALL capabilities.", SOURCE_RESTRICTED, policy=RESTRICTED)
-def drops_all(dropped: Sequence[str]) -> Optional[Breach]:
+def drops_all(dropped: Sequence[str]) -> Breach | None:  # noqa: D103
     if "ALL" in dropped:
         return None
     return Breach(f"drops {', '.join(dropped) or 'no'} capabilities, not ALL",
@@ -168,7 +168,7 @@ def drops_all(dropped: Sequence[str]) -> Optional[Breach]:
 
 
 @rule("restricted-capabilities", "Containers add back NET_BIND_SERVICE at most.", SOURCE_RESTRICTED, policy=RESTRICTED)
-def restricted_capabilities(added: Sequence[str]) -> Optional[Breach]:
+def restricted_capabilities(added: Sequence[str]) -> Breach | None:  # noqa: D103
     return _added(added, RESTRICTED_ADD, "add back NET_BIND_SERVICE at most" + _WRITTEN)
 
 
@@ -177,7 +177,7 @@ def restricted_capabilities(added: Sequence[str]) -> Optional[Breach]:
 @rule("pod-run-as-non-root", "Containers run as non-root, or the workload says why not.",
       "Kubernetes Pod Security Standards, Restricted (\"Running as Non-root\")",
       policy="pod-run-as-non-root")
-def runs_as_non_root(run_as_non_root: Any, run_as_user: Optional[int], image_user: Optional[str] = None) -> Optional[Breach]:
+def runs_as_non_root(run_as_non_root: Any, run_as_user: int | None, image_user: str | None = None) -> Breach | None:
     """The container's ``runAsNonRoot`` and ``runAsUser`` (each the container's, else the pod's);
     ``image_user``: the user its image runs as (the image catalog, ``core/data/images.yaml``; None:
     not known). The fix always names both fields: ``runAsNonRoot`` alone on an image whose user is
@@ -201,7 +201,7 @@ def runs_as_non_root(run_as_non_root: Any, run_as_user: Optional[int], image_use
 
 @rule("no-service-account-token", "Pods that call no Kubernetes API get no service account token.",
       "CIS Kubernetes Benchmark 5.1.6 (checkov CKV_K8S_38)", policy="no-service-account-token")
-def no_token(automount: Any) -> Optional[Breach]:
+def no_token(automount: Any) -> Breach | None:
     """``automount``: the pod spec's ``automountServiceAccountToken``."""
     if automount is False:
         return None
@@ -212,7 +212,7 @@ def no_token(automount: Any) -> Optional[Breach]:
 @rule("model-mounts-read-only", "The models PVC is mounted read-only in every container.",
       "spec storage row (llm-models mounted read-only at /mnt/models, seeds 001 and 003)",
       policy="model-mounts-read-only")
-def models_read_only(name: str, path: str, read_only: Any, models_volume: bool) -> Optional[Breach]:
+def models_read_only(name: str, path: str, read_only: Any, models_volume: bool) -> Breach | None:
     """One volumeMount: ``models_volume``, its volume is a persistentVolumeClaim of
     ``facts.MODELS_PVC``; a mount at ``facts.MODELS_MOUNT_PATH`` counts too."""
     if not (models_volume or path.rstrip("/") == facts.MODELS_MOUNT_PATH) or read_only is True:

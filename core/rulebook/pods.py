@@ -8,10 +8,10 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from core import facts
-from core.registry import describe_policy, MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
 from core.rulebook.settings import S
 
 RUNTIME_CLASS = Setting("runtime_class", None, "runtimeClassName")
@@ -24,7 +24,7 @@ _NCCL = ("NCCL's all-reduce between ranks goes through /dev/shm, and too small s
 @rule("gpu-whole-cards", "nvidia.com/gpu is asked in whole cards, with a limit equal to the request.",
       "Kubernetes docs, extended resources (nvidia.com/gpu cannot be shared or overcommitted)",
       policy="gpu-whole-cards")
-def whole_cards(problems: Sequence[str]) -> Optional[Breach]:
+def whole_cards(problems: Sequence[str]) -> Breach | None:
     """``problems``: what is wrong with the request and limit as written (``request "0.5" is not a
     whole number of cards``); ``[]``: fine."""
     if not problems:
@@ -36,7 +36,7 @@ def whole_cards(problems: Sequence[str]) -> Optional[Breach]:
 
 @rule("gpu-runtime-class", "GPU pods name the RuntimeClass the cluster needs for them.",
       "seeds 001 and 003 (candle-vllm under runc: cudarc could not load libcuda.so)", policy="gpu-runtime-class")
-def runtime_class(cards: int, written: Optional[str], want: Optional[str]) -> Optional[Breach]:
+def runtime_class(cards: int, written: str | None, want: str | None) -> Breach | None:
     """``want``: the class the cluster needs (None: none needed); ``written``: the pod's."""
     if want is None or written == want or cards <= 0:
         return None
@@ -48,7 +48,7 @@ def runtime_class(cards: int, written: Optional[str], want: Optional[str]) -> Op
 
 @rule("multi-gpu-shm", "Pods with more than one card mount a sized, Memory-backed /dev/shm.", SHM_SOURCE,
       policy="multi-gpu-shm")
-def shm_volume(cards: int, problem: Optional[str]) -> Optional[Breach]:
+def shm_volume(cards: int, problem: str | None) -> Breach | None:
     """``problem``: what is wrong with the container's /dev/shm (``mounts nothing at /dev/shm, so it
     gets the 64Mi container default``); None: fine, or one card (no collective)."""
     if cards <= 1 or problem is None:
@@ -61,7 +61,7 @@ def shm_volume(cards: int, problem: Optional[str]) -> Optional[Breach]:
 
 @rule("shm-under-memory-limit", "A multi-card pod's memory limit covers its /dev/shm sizeLimit.", SHM_SOURCE,
       policy="multi-gpu-shm")
-def shm_limit_covers(cards: int, limit_mib: Optional[float], size_mib: float, size_shown: str) -> Optional[Breach]:
+def shm_limit_covers(cards: int, limit_mib: float | None, size_mib: float, size_shown: str) -> Breach | None:
     """MiB; ``limit_mib`` None: no limit. tmpfs pages are charged to the container's memory cgroup."""
     if cards <= 1 or limit_mib is None or limit_mib >= size_mib:
         return None
@@ -73,7 +73,7 @@ def shm_limit_covers(cards: int, limit_mib: Optional[float], size_mib: float, si
 
 @rule("moving-tag-pull-always", "An image not pinned by digest is pulled on every pod start.",
       "seed 003 (clef-candle.yaml: a merged fix looked like it did not land)", policy="moving-tag-pull-always")
-def pull_always(image: str, tag: str, moves: bool, policy: str, defaulted: bool) -> Optional[Breach]:
+def pull_always(image: str, tag: str, moves: bool, policy: str, defaulted: bool) -> Breach | None:
     """``moves``: the tag is taken as moving (no digest); ``policy``: the effective imagePullPolicy
     (``defaulted``: the API server's default for the tag)."""
     if not moves or policy == facts.MOVING_TAG_PULL_POLICY:
@@ -87,7 +87,7 @@ def pull_always(image: str, tag: str, moves: bool, policy: str, defaulted: bool)
 @rule("gpu-runtime-class-without-cards", "A pod under the GPU RuntimeClass that holds no card sees none.",
       "NVIDIA/k8s-device-plugin #61, #87 (the nvidia runtime exposes every card to a pod that requests none)",
       policy="gpu-runtime-class-without-cards")
-def runtime_class_without_cards(runtime_class: str, visible: Optional[str]) -> Optional[Breach]:
+def runtime_class_without_cards(runtime_class: str, visible: str | None) -> Breach | None:
     """A pod under ``runtime_class`` (the cluster's GPU class) that requests no card; ``visible``:
     its NVIDIA_VISIBLE_DEVICES (None: unset, so the image's, ``all`` on CUDA images)."""
     if visible is not None and visible.strip().lower() in ("void", "none", ""):
@@ -102,7 +102,7 @@ def runtime_class_without_cards(runtime_class: str, visible: Optional[str]) -> O
 @rule("node-offers-resources", "Pods request only extended resources their node offers.",
       "NVIDIA/k8s-device-plugin #929 (nvidia.com/gpu.shared on a node without time-slicing: Pending; shared "
       "slices cannot back tensor parallel)", policy="node-offers-resources")
-def node_offers(resource: str, amount: str, node: str, offered: Sequence[str], tp: int) -> Optional[Breach]:
+def node_offers(resource: str, amount: str, node: str, offered: Sequence[str], tp: int) -> Breach | None:
     """``resource``: an extended resource a container requests (``amount``); ``node``: the node
     (or nodes) it may land on; ``offered``: the extended resources they advertise beside their cards."""
     if resource in offered:

@@ -8,16 +8,14 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from core import facts
-from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 from core.rulebook.settings import S
 
 
 @rule("model-server-readiness", "Every model server has a readiness probe.",
       "coder.yaml (readiness on /health every 10 s); checkov CKV_K8S_9", policy="model-server-readiness")
-def readiness(has_probe: bool, port: Optional[int]) -> Optional[Breach]:
+def readiness(has_probe: bool, port: int | None) -> Breach | None:
     """``port``: the container's first containerPort (8080 assumed when it declares none)."""
     if has_probe:
         return None
@@ -32,7 +30,7 @@ def readiness(has_probe: bool, port: Optional[int]) -> Optional[Breach]:
 @rule("startup-probe-present", "A model server has a startup probe.",
       "seed 002 (clef-serve about 4 min), coder.yaml (vLLM TP=2 at 256K about 10 min, 120 x 15 s)",
       policy="startup-probe-covers-cold-start")
-def startup_probe_present(has_probe: bool, cold_start: str, liveness: str = "") -> Optional[Breach]:
+def startup_probe_present(has_probe: bool, cold_start: str, liveness: str = "") -> Breach | None:
     """``cold_start``: the cold start judged, worded (``declared cold start of 600 s``);
     ``liveness``: what its liveness probe does to a loading server, when it has one."""
     if has_probe:
@@ -48,7 +46,7 @@ def startup_probe_present(has_probe: bool, cold_start: str, liveness: str = "") 
 @rule("cold-start-declared", "A declared cold start is whole seconds above 0.",
       "seed 002 (clef-serve about 4 min), coder.yaml (vLLM TP=2 at 256K about 10 min, 120 x 15 s)",
       policy="startup-probe-covers-cold-start")
-def cold_start_declared(raw: str, seconds: Optional[int]) -> Optional[Breach]:
+def cold_start_declared(raw: str, seconds: int | None) -> Breach | None:
     """``raw``: the annotation's text; ``seconds``: it read as whole seconds (None: not a number)."""
     if seconds is not None and seconds > 0:
         return None
@@ -62,7 +60,7 @@ API_KEY_SOURCE = ("vllm-project/production-stack #150: with --api-key every /v1 
 
 @rule("probes-skip-api-key", "A server that requires an API key is probed on a route that needs none.",
       API_KEY_SOURCE, policy="probes-skip-api-key")
-def probe_needs_no_key(probe: str, path: str, key_from: str) -> Optional[Breach]:
+def probe_needs_no_key(probe: str, path: str, key_from: str) -> Breach | None:
     """``probe``: startupProbe / readinessProbe / livenessProbe; ``path``: its httpGet path (one under
     /v1 without an Authorization header); ``key_from``: how the key is given (``env VLLM_API_KEY``)."""
     if not path.startswith("/v1"):
@@ -83,7 +81,7 @@ LIVENESS_SOURCE = ("scaleapi/llm-engine PR #255, llm-d-benchmark PR #1734 (a sat
 @rule("liveness-probe-window", "A model server's liveness probe has a failure window of 60 s or more and fails later "
       "than readiness.",
       LIVENESS_SOURCE, policy="liveness-probe-window")
-def liveness_window(timeout: int, period: int, threshold: int, same_as_readiness: bool) -> Optional[Breach]:
+def liveness_window(timeout: int, period: int, threshold: int, same_as_readiness: bool) -> Breach | None:
     """The liveness probe's ``timeoutSeconds`` (default 1), ``periodSeconds`` (default 10) and
     ``failureThreshold`` (default 3); ``same_as_readiness``: the readiness probe checks the same
     route and fails no later (so a busy server is restarted when it should only leave the Service)."""

@@ -12,10 +12,9 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
 
 from core import rules
-from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 from core.rulebook.settings import S
 
 #: The served model names: a list in the stack file, the flag followed by each name in a manifest.
@@ -29,7 +28,7 @@ _EACH = (only(MANIFEST, f"give {FLAG} once followed by each name as its own argv
 
 @rule("vllm-served-model-names", "A served model name is one argv item: not empty, no comma, no whitespace.",
       _SOURCE, policy="vllm-served-model-names")
-def served_name(name: str, form: str = FLAG) -> Optional[Breach]:
+def served_name(name: str, form: str = FLAG) -> Breach | None:
     """``name`` as vLLM receives it (``form``: the flag as written, for an empty name)."""
     if not name.strip():
         return Breach(f"{form} gives an empty served model name", _EACH)
@@ -44,7 +43,7 @@ def served_name(name: str, form: str = FLAG) -> Optional[Breach]:
 
 @rule("served-model-name-once", "vLLM's --served-model-name is given once.", _SOURCE,
       policy="vllm-served-model-names")
-def flag_once(found: Sequence[tuple[str, Sequence[str]]]) -> Optional[Breach]:
+def flag_once(found: Sequence[tuple[str, Sequence[str]]]) -> Breach | None:
     """``found``: ``(form, names)`` of each occurrence; argparse keeps the last, dropping the others."""
     if len(found) <= 1:
         return None

@@ -9,11 +9,12 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from core import facts, kube, rules
-from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
 from core.facts import STARTUP_HEADROOM
+from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 from core.rulebook.settings import S
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
       "seed 002 and coder.yaml (a probe killed the server while it loaded the weights)",
       policy="startup-probe-covers-cold-start")
 def startup_budget(cold_start_seconds: int, period: int, threshold: int, initial_delay: int = 0,
-                   assumed: Optional[str] = None) -> Optional[Breach]:
+                   assumed: str | None = None) -> Breach | None:
     """Budget ``initial_delay + period x threshold`` seconds against the cold start (seconds);
     ``assumed``: the cold start was not declared but assumed, by this (a manifest's policy
     parameter), and the fix offers declaring it."""
@@ -51,7 +52,7 @@ def startup_budget(cold_start_seconds: int, period: int, threshold: int, initial
 
 @rule("tensor-parallel-divisibility", "Tensor parallel size divides what the engine shards.", "seed 001",
       policy="tensor-parallel-divisibility")
-def tp_divides(model_key: str, model: "ModelFacts", tp: int, engine: str = "candle-vllm") -> Optional[Breach]:
+def tp_divides(model_key: str, model: ModelFacts, tp: int, engine: str = "candle-vllm") -> Breach | None:
     """``tp`` divides what ``engine`` shards (:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`):
     candle-vllm heads, KV heads, intermediate size and vocab (001); vLLM heads, KV heads (or their
     replicas), a dense MLP."""
@@ -71,7 +72,7 @@ def tp_divides(model_key: str, model: "ModelFacts", tp: int, engine: str = "cand
 
 @rule("hybrid-one-card", "A hybrid (GatedDeltaNet) model runs on one card in candle-vllm.", "seed 003",
       policy="candle-vllm-args")
-def hybrid_one_card(model_key: str, model: "ModelFacts", tp: int) -> Optional[Breach]:
+def hybrid_one_card(model_key: str, model: ModelFacts, tp: int) -> Breach | None:
     """candle-vllm cannot shard a hybrid model's recurrent state like attention KV (003)."""
     if tp <= 1 or not model.is_hybrid:
         return None
@@ -84,8 +85,8 @@ def hybrid_one_card(model_key: str, model: "ModelFacts", tp: int) -> Optional[Br
 
 @rule("vllm-parallelism", "vLLM's TP x PP (x DP) ranks equal the pod's cards.",
       "seed 001 (ranks equal cards; an idle card is a card another server waits for)", policy="vllm-parallelism")
-def parallel_matches_cards(tp: int, pp: int, cards: int, dp: int = 1) -> Optional[Breach]:
-    """vLLM starts one rank a card."""
+def parallel_matches_cards(tp: int, pp: int, cards: int, dp: int = 1) -> Breach | None:
+    """VLLM starts one rank a card."""
     if rules.parallel_matches_cards(tp, pp, cards, dp):
         return None
     ranks = tp * pp * dp
@@ -101,8 +102,8 @@ def parallel_matches_cards(tp: int, pp: int, cards: int, dp: int = 1) -> Optiona
 
 @rule("half-dtype", "Below sm_80 a server runs an explicit half dtype.", "seed 001 and coder.yaml",
       policy="vllm-volta")
-def half_dtype(card: Optional["CardSpec"], dtype: Optional[str], engine: str,
-               checkpoint_dtype: Optional[str] = None, explicit: bool = True) -> Optional[Breach]:
+def half_dtype(card: CardSpec | None, dtype: str | None, engine: str,
+               checkpoint_dtype: str | None = None, explicit: bool = True) -> Breach | None:
     """:func:`core.rules.dtype_runs_on`; ``dtype`` None: not given (the checkpoint's, bf16 for most).
     ``explicit`` False (a cluster without the house conventions): ``auto`` or no dtype on a
     ``checkpoint_dtype`` of float16 passes, as vLLM then serves float16."""
@@ -128,8 +129,8 @@ def half_dtype(card: Optional["CardSpec"], dtype: Optional[str], engine: str,
 
 @rule("vllm-kernels", "sm_70 has no FP8, Marlin or AWQ kernels.",
       "seed 001 and coder.yaml; vLLM's get_min_capability", policy="vllm-volta")
-def vllm_kernels(card: Optional["CardSpec"], quantization: Optional[str], kv_cache_dtype: Optional[str],
-                 written: bool = True) -> Optional[Breach]:
+def vllm_kernels(card: CardSpec | None, quantization: str | None, kv_cache_dtype: str | None,
+                 written: bool = True) -> Breach | None:
     """``quantization``: the method (``written`` False: the checkpoint's, picked up without the flag)."""
     if card is None:
         return None
@@ -151,8 +152,8 @@ def vllm_kernels(card: Optional["CardSpec"], quantization: Optional[str], kv_cac
 
 @rule("custom-all-reduce", "TP 2 over PCIe without NVLink disables vLLM's custom all-reduce.", "coder.yaml",
       policy="vllm-volta")
-def custom_all_reduce(card: Optional["CardSpec"], tp: int, disabled: Optional[bool],
-                      nodes: tuple[str, ...] = ()) -> Optional[Breach]:
+def custom_all_reduce(card: CardSpec | None, tp: int, disabled: bool | None,
+                      nodes: tuple[str, ...] = ()) -> Breach | None:
     """``disabled``: the setting (None: the component's default, on without NVLink); ``nodes``: the
     nodes without NVLink the pod can land on, named in the wording."""
     if disabled is not False or card is None or not rules.custom_all_reduce_must_be_disabled(tp, card.nvlink):
@@ -166,7 +167,7 @@ def custom_all_reduce(card: Optional["CardSpec"], tp: int, disabled: Optional[bo
 
 
 @rule("hybrid-on-volta-vllm", "vLLM's GatedDeltaNet kernels need sm_75.", "coder.yaml", policy="vllm-volta")
-def hybrid_on_volta_vllm(model_key: str, model: "ModelFacts", card: Optional["CardSpec"]) -> Optional[Breach]:
+def hybrid_on_volta_vllm(model_key: str, model: ModelFacts, card: CardSpec | None) -> Breach | None:
     """A hybrid (GDN) model on vLLM needs compute capability 7.5 and the fla module."""
     if card is None or rules.gdn_runs_on_vllm(model.is_hybrid, card.sm):
         return None
@@ -178,7 +179,7 @@ def hybrid_on_volta_vllm(model_key: str, model: "ModelFacts", card: Optional["Ca
 
 
 @rule("vllm-digest-pinned", "The vLLM image is pinned by digest.", "coder.yaml")
-def digest_pinned(image: str) -> Optional[Breach]:
+def digest_pinned(image: str) -> Breach | None:
     """coder.yaml: v0.15.0 failed on this node (error 803); a digest never moves."""
     if rules.is_digest_pinned(image):
         return None
@@ -193,7 +194,7 @@ def digest_pinned(image: str) -> Optional[Breach]:
 
 @rule("vllm-gpu-memory-utilization", "vLLM --gpu-memory-utilization is at most 0.95.",
       "vllm-project/vllm #15598 (0.98 ran out of memory in CUDA-graph capture)", policy="vllm-gpu-memory-utilization")
-def gpu_memory_utilization(value: float, enforce_eager: bool, overridden: bool) -> Optional[Breach]:
+def gpu_memory_utilization(value: float, enforce_eager: bool, overridden: bool) -> Breach | None:
     """:func:`core.rules.gpu_memory_utilization_ok`."""
     if rules.gpu_memory_utilization_ok(value, enforce_eager=enforce_eager, overridden=overridden):
         return None
@@ -208,12 +209,12 @@ def gpu_memory_utilization(value: float, enforce_eager: bool, overridden: bool) 
 
 @rule("gpu-memory-request", "A container holding cards declares a memory request and limit.",
       "coder.yaml (12Gi request, 40Gi limit on a node with 63,495 MiB allocatable)", policy="gpu-memory-request")
-def memory_declared(request_mib: Optional[float], limit_mib: Optional[float], cards: int = 1) -> Optional[Breach]:
+def memory_declared(request_mib: float | None, limit_mib: float | None, cards: int = 1) -> Breach | None:
     """:func:`core.rules.gpu_memory_declared`; MiB, None: not declared."""
     if rules.gpu_memory_declared(request_mib, limit_mib):
         return None
 
-    def shown(v: Optional[float]) -> str:
+    def shown(v: float | None) -> str:
         return "none" if v is None else f"{v:,.0f} MiB"
 
     effect = ("it counts as 0 MiB on the node, so the scheduler and node-memory-allocation cannot tell whether the "
@@ -231,8 +232,8 @@ def memory_declared(request_mib: Optional[float], limit_mib: Optional[float], ca
 @rule("vllm-context-window", "vLLM --max-model-len is within the model's window, or rope scaling stretches it.",
       "vLLM v0.11.0 _get_and_verify_max_len; the Qwen3 model card (YaRN)", policy="vllm-context-window")
 def context_window(model_key: str, max_position_embeddings: int, max_model_len: int,
-                   rope_scaling: Optional[Mapping[str, Any]], allow_long: bool, *,
-                   from_checkpoint: bool = False) -> Optional[Breach]:
+                   rope_scaling: Mapping[str, Any] | None, allow_long: bool, *,
+                   from_checkpoint: bool = False) -> Breach | None:
     """:func:`core.rules.max_model_len_ok`; ``rope_scaling`` the one vLLM derives the window from
     (:meth:`core.modelfacts.ModelFacts.window_rope_scaling`), ``from_checkpoint`` when it is the
     checkpoint's config.json's, not the manifest's; ``allow_long``: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is on."""
@@ -257,7 +258,7 @@ def context_window(model_key: str, max_position_embeddings: int, max_model_len: 
 
 @rule("kserve-predictor-label", "KServe's predictor pod label of the name is a valid label value.",
       "KServe RawDeployment pod labels; apimachinery IsValidLabelValue")
-def kserve_label(name: str) -> Optional[Breach]:
+def kserve_label(name: str) -> Breach | None:
     """KServe labels an InferenceService's predictor pods ``app: isvc.<name>-predictor``."""
     label = f"{facts.KSERVE_APP_LABEL_PREFIX}{name}{facts.KSERVE_PREDICTOR_SUFFIX}"
     problems = kube.label_value_problems(label)
@@ -274,7 +275,7 @@ def kserve_label(name: str) -> Optional[Breach]:
 Found = tuple[str, Any, Breach]
 
 
-def _found(*items: tuple[str, Any, Optional[Breach]]) -> list[Found]:
+def _found(*items: tuple[str, Any, Breach | None]) -> list[Found]:
     return [(key, value, breach) for key, value, breach in items if breach is not None]
 
 
@@ -284,8 +285,8 @@ def startup_breaches(cold_start_seconds: int, period: int, threshold: int) -> li
         cold_start_seconds, period, threshold)))
 
 
-def candle_breaches(settings: Any, *, cards: int, card: Optional["CardSpec"], model_key: str,
-                    model: Optional["ModelFacts"]) -> list[Found]:
+def candle_breaches(settings: Any, *, cards: int, card: CardSpec | None, model_key: str,
+                    model: ModelFacts | None) -> list[Found]:
     """Every shared rule of one candle-vllm server, in the stack file's key order: ``settings``
     a :class:`core.engines.CandleConfig` (or what extends it); TP is ``cards`` (001)."""
     found = _found(("dtype", settings.dtype, half_dtype(card, settings.dtype, "candle-vllm")))
@@ -295,8 +296,8 @@ def candle_breaches(settings: Any, *, cards: int, card: Optional["CardSpec"], mo
     return found
 
 
-def vllm_breaches(settings: Any, *, cards: int, card: Optional["CardSpec"], model_key: str,
-                  model: Optional["ModelFacts"], env: Mapping[str, str]) -> list[Found]:
+def vllm_breaches(settings: Any, *, cards: int, card: CardSpec | None, model_key: str,
+                  model: ModelFacts | None, env: Mapping[str, str]) -> list[Found]:
     """Every shared rule of one vLLM server, in the stack file's key order: ``settings`` a
     :class:`core.engines.VllmConfig` (or what extends it); ``env`` the workload's environment."""
     tp = settings.tp_for(cards)
@@ -326,7 +327,7 @@ def vllm_breaches(settings: Any, *, cards: int, card: Optional["CardSpec"], mode
     return found
 
 
-def first_error(subject: str, found: list[Found]) -> Optional[str]:
+def first_error(subject: str, found: list[Found]) -> str | None:
     """The component args' error for the first breach (``<subject>: <wrong>; <fix>``), or None."""
     return found[0][2].error_text(subject) if found else None
 

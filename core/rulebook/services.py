@@ -11,10 +11,10 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from core import facts
-from core.registry import describe_policy, MANIFEST, STACK, Breach, Setting, only, rule
+from core.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
 from core.rulebook.settings import S
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,7 +30,7 @@ SELECTOR_SOURCE = "seed 002 (a Service that could select two models)"
 
 @rule("served-model-name-unique", "One served model name is answered by one running server only.",
       "seed 002 (two servers answering one served model name)", policy="served-model-name-unique")
-def served_name_unique(name: str, answering: Sequence[str]) -> Optional[Breach]:
+def served_name_unique(name: str, answering: Sequence[str]) -> Breach | None:
     """``answering``: the running servers that answer ``name``, each described
     (``coder (InferenceService)``), in the order the message lists them."""
     if len(answering) < 2:
@@ -45,7 +45,7 @@ def served_name_unique(name: str, answering: Sequence[str]) -> Optional[Breach]:
 
 @rule("service-selector-uniqueness", "Each Service selects one running workload.", SELECTOR_SOURCE,
       policy="service-selector-uniqueness")
-def selects_one(selected: Sequence[str], selector: str) -> Optional[Breach]:
+def selects_one(selected: Sequence[str], selector: str) -> Breach | None:
     """``selected``: the running workloads the Service selects, each described; ``selector``: the
     selector as ``k=v, ...``."""
     if len(selected) < 2:
@@ -61,7 +61,7 @@ def selects_one(selected: Sequence[str], selector: str) -> Optional[Breach]:
 @rule("service-selects-running", "A Service with no running workload behind it is declared parked.", SELECTOR_SOURCE,
       policy="service-selector-uniqueness")
 def selects_running(running: int, parked: Sequence[str], service_parked: bool,
-                    selector: Optional[str] = None) -> Optional[Breach]:
+                    selector: str | None = None) -> Breach | None:
     """``running``: how many running workloads the Service selects; ``parked``: the parked ones it
     selects, each described; ``service_parked``: the Service itself is declared parked;
     ``selector``: the selector as ``k=v, ...`` (None: the stack file's ``selects`` names it)."""
@@ -79,9 +79,9 @@ def selects_running(running: int, parked: Sequence[str], service_parked: bool,
 
 @rule("service-target-port", "Each Service port reaches a port the selected pods listen on.",
       "spec, stable Services (coder-service.yaml: port 80 and 8080 -> 8080)", policy="service-target-port")
-def target_port(target: object, number: Optional[int], who: str, port_names: Collection[str],
-                declared: Sequence[int], containers: Sequence[tuple[str, Collection[int], Optional["Endpoint"]]]
-                ) -> Optional[Breach]:
+def target_port(target: object, number: int | None, who: str, port_names: Collection[str],
+                declared: Sequence[int], containers: Sequence[tuple[str, Collection[int], Endpoint | None]]
+                ) -> Breach | None:
     """One Service port against one selected workload ``who``: ``target``, its targetPort as
     written; ``number``, that port resolved on the pods (None: a name no container port has);
     ``port_names``, the pods' named ports; ``declared``, their containerPorts; ``containers``,
@@ -116,7 +116,7 @@ def target_port(target: object, number: Optional[int], who: str, port_names: Col
 @rule("service-link-env-collision", "No Service injects service-link variables a model server parses.",
       "vllm-project/vllm #34199 (a Service named vllm injects VLLM_PORT=tcp://<ip>:<port>, vLLM refuses to start)",
       policy="service-link-env-collision")
-def service_links(service: str, engine: str, prefix: str, hits: Sequence[str]) -> Optional[Breach]:
+def service_links(service: str, engine: str, prefix: str, hits: Sequence[str]) -> Breach | None:
     """``hits``: the variables Service ``service`` injects that ``engine`` parses in its own
     environment namespace ``prefix`` (``VLLM_``), the container's own ``env`` left out."""
     if not hits:

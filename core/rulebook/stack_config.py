@@ -9,7 +9,6 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
 
 from core.registry import MANIFEST, STACK, Breach, only, rule
 
@@ -19,7 +18,7 @@ MODELS_KEY = "llm-serving:models"
 
 @rule("stack-config-readable", "The pack can read the stack's inventory and models it was given.",
       "the pack's inventory (the stack config)")
-def config_readable(error: Optional[str], cannot: str, who: str = "") -> Optional[Breach]:
+def config_readable(error: str | None, cannot: str, who: str = "") -> Breach | None:
     """``error``: why the pack cannot read ``llm-serving:cluster`` or ``llm-serving:models``
     (None: it can); ``cannot``: what it therefore cannot do (``judge this resource``, ``judge
     the stack``, ``check its KV cache``); ``who``: the policy, when the subject is the object."""
@@ -34,7 +33,7 @@ def config_readable(error: Optional[str], cannot: str, who: str = "") -> Optiona
 
 @rule("model-in-models", "A server's model is one the stack's models list.",
       "spec: the stack file's llm-serving:models (each model's facts: catalog, facts or config_json)")
-def model_listed(model: Optional[str], known: Sequence[str], flag: str = "--model", key: str = "hf_id") -> Optional[Breach]:
+def model_listed(model: str | None, known: Sequence[str], flag: str = "--model", key: str = "hf_id") -> Breach | None:
     """``model``: the stack file's model key, or the server's model argument (``--model``,
     candle-vllm ``--w``: ``flag``; None: it names none); ``known``: the model keys the stack lists
     (the stack file; for a manifest the server is looked up by ``hf_id`` or ``weights_path``,

@@ -9,9 +9,9 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
-from core.registry import Breach, rule, describe_policy
+from core.registry import Breach, describe_policy, rule
 from core.rulebook.pod_security import RUN_AS_NON_ROOT, RUN_AS_USER
 
 NEEDS_UID_SOURCE = ("kubelet: 'container has runAsNonRoot and image will run as root' (llm-d/llm-d #12, "
@@ -22,7 +22,7 @@ HOME_SOURCE = ("kserve #5666 (KeyError: 'getpwuid(): uid not found'), llm-d-benc
 
 @rule("run-as-non-root-needs-uid", "runAsNonRoot on an image whose user is root comes with a non-zero runAsUser.",
       NEEDS_UID_SOURCE, policy="run-as-non-root-needs-uid")
-def non_root_needs_uid(image: str, image_user: str, run_as_non_root: object, run_as_user: Optional[int]) -> Optional[Breach]:
+def non_root_needs_uid(image: str, image_user: str, run_as_non_root: object, run_as_user: int | None) -> Breach | None:
     """``image_user``: the catalog's user of ``image`` (``root``); the container's ``runAsNonRoot``
     and ``runAsUser`` (each the container's, else the pod's)."""
     if run_as_non_root is not True or run_as_user is not None or image_user != "root":
@@ -37,7 +37,7 @@ def non_root_needs_uid(image: str, image_user: str, run_as_non_root: object, run
 
 @rule("arbitrary-uid-has-home", "A runAsUser the image does not know comes with a writable HOME and USER.",
       HOME_SOURCE, policy="arbitrary-uid-has-home")
-def uid_has_home(image: str, uid: int, known: Sequence[int], home: str, missing: Sequence[str]) -> Optional[Breach]:
+def uid_has_home(image: str, uid: int, known: Sequence[int], home: str, missing: Sequence[str]) -> Breach | None:
     """``known``: the uids of the image's /etc/passwd; ``home``: HOME as the container gets it;
     ``missing``: what is not set (``USER or LOGNAME``, ``HOME on a writable volume``)."""
     if uid in known or not missing:

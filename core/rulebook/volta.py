@@ -12,10 +12,9 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Optional
 
 from core import facts, images, rules
-from core.registry import describe_policy, MANIFEST, STACK, Breach, only, rule
+from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
@@ -32,7 +31,7 @@ def _env_fix(name: str, value: str) -> str:
 @rule("vllm-volta-sampler", "FlashInfer's sampler is off below sm_75.",
       "coder.yaml (VLLM_USE_FLASHINFER_SAMPLER=0, required on this hardware); FlashInfer check_cuda_arch",
       policy="vllm-volta")
-def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = rules.SM_VOLTA) -> Optional[Breach]:
+def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = rules.SM_VOLTA) -> Breach | None:
     """The FlashInfer sampler on compute capability ``sm``, for the vLLM releases that turn it on by
     default (:func:`core.rules.flashinfer_sampler_on_by_default`, the release from the image tag,
     :attr:`core.images.ImageRef.version`; a tag naming none is taken as a current release); an
@@ -58,7 +57,7 @@ def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = rules.SM_VO
 
 @rule("vllm-volta-attention-backend", "No FlashAttention-2 or FlashInfer attention backend below sm_75.",
       "coder.yaml (VLLM_ATTENTION_BACKEND=TRITON_ATTN on the V100s)", policy="vllm-volta")
-def attention_backend(env: Mapping[str, str], sm: int = rules.SM_VOLTA) -> Optional[Breach]:
+def attention_backend(env: Mapping[str, str], sm: int = rules.SM_VOLTA) -> Breach | None:
     """``VLLM_ATTENTION_BACKEND`` names neither FLASH_ATTN nor FLASHINFER (both need sm_75); unset
     is left to vLLM's own selection."""
     backend = env.get(BACKEND_ENV, "")

@@ -7,24 +7,21 @@ tensor-parallel-divisibility policies and the stack's capacity rows.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
-from core import capacity_view
+from core import capacity_view, manifests, terms
 from core.capacity_view import ServerCapacity, server_label
 from core.inventory import ClusterInventory
 from core.modelfacts import Models
 from core.registry import Breach
-from core import manifests
-from core import terms
 from policylib import decode_once, stackconfig, views
 from policylib import resource_helpers as rh
-
 
 #: Where a capacity finding's facts come from.
 INVENTORY_SOURCE = "the pack's inventory (the stack config llm-serving:cluster and llm-serving:models)"
 
 
-def report(sc: ServerCapacity, breach: Optional[Breach]) -> Optional[str]:
+def report(sc: ServerCapacity, breach: Breach | None) -> str | None:
     """A capacity policy's message for one server (``breach`` None: no message), in the user's terms."""
     return None if breach is None else terms.message(sc.workload.annotations, breach.finding(server_label(sc)))
 
@@ -58,7 +55,7 @@ def validate_servers(
     report_violation: Callable[..., None],
     policy_name: str,
     checking: str,
-    message_fn: Callable[[ServerCapacity, int], Optional[str]],
+    message_fn: Callable[[ServerCapacity, int], str | None],
 ) -> None:
     """The ``validate`` of a per-server capacity policy (kv-cache-fits-max-model-len,
     weights-fit-card): for each vLLM / candle-vllm container of a workload resource, report

@@ -4,7 +4,8 @@ judges (:func:`policylib.views.of`), and reporting a breach about it in the pack
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from core import manifests, terms
 from core.registry import Breach
@@ -21,8 +22,8 @@ def each(args: Any) -> Iterator[tuple[manifests.Workload, manifests.Container]]:
         yield w, c
 
 
-def report(args: Any, report_violation: Callable[..., None], w: manifests.Workload, breach: Optional[Breach],
-           container: Optional[manifests.Container] = None, stack: bool = False) -> None:
+def report(args: Any, report_violation: Callable[..., None], w: manifests.Workload, breach: Breach | None,
+           container: manifests.Container | None = None, stack: bool = False) -> None:
     """Report ``breach`` (if any) about ``w`` (and ``container``: ``Deployment x, container c``), on
     the resource ``args`` judges, or on ``w``'s own URN from a ``stack`` policy."""
     if breach is None:

@@ -20,11 +20,11 @@ inventory.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from core import facts
+from core import facts, manifests
 from core.inventory import ClusterInventory
-from core import manifests
 from policylib import views
 
 #: How messages name the engines :func:`core.manifests.argv.server_of` knows.
@@ -47,7 +47,7 @@ def _container_lines(w: manifests.Workload) -> list[str]:
     return out
 
 
-def _model_form(props: Any) -> Optional[str]:
+def _model_form(props: Any) -> str | None:
     """``huggingface`` for an InferenceService in the ``predictor.model`` form, else None."""
     model = manifests.as_map(manifests.as_map(manifests.as_map(props.get("spec")).get("predictor")).get("model"))
     if not model:
@@ -74,8 +74,8 @@ def _gpu_request(props: Any) -> bool:
     return False
 
 
-def not_judged(resources: Iterable[Any], inventory: Optional[ClusterInventory], models_declared: bool = True,
-               model_known: Optional[Callable[[Optional[str]], bool]] = None) -> list[str]:
+def not_judged(resources: Iterable[Any], inventory: ClusterInventory | None, models_declared: bool = True,
+               model_known: Callable[[str | None], bool] | None = None) -> list[str]:
     """One line for each thing the pack did not judge in ``resources`` (see the module docstring),
     in resource order, then the policies that did not run for want of a cluster fact.
     ``models_declared``: the stack's ``llm-serving:models`` lists at least one model (else the

@@ -42,7 +42,8 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 _local = threading.local()
 
@@ -54,7 +55,7 @@ _run: dict[Any, Any] = {}
 RUNTIME_ENV = ("PULUMI_CONFIG", "PULUMI_PROJECT", "PULUMI_STACK", "PULUMI_DRY_RUN", "PULUMI_ORGANIZATION")
 
 
-def request_memo() -> Optional[dict[Any, Any]]:
+def request_memo() -> dict[Any, Any] | None:
     """The cache of the ``Analyze`` / ``AnalyzeStack`` call in progress on this thread, or None
     outside one: for views derived from a resource's (shared) properties, keyed with ``id`` of the
     properties and holding them (``policylib.views.workload``)."""
@@ -148,8 +149,8 @@ def _runtime_once(configure: Callable[[Any], None]) -> Callable[[Any], None]:
     return call
 
 
-def _settings_read_back(env: tuple[Optional[str], ...]) -> bool:
-    """pulumi's runtime settings in this thread's context are the ones ``env`` configures."""
+def _settings_read_back(env: tuple[str | None, ...]) -> bool:
+    """Pulumi's runtime settings in this thread's context are the ones ``env`` configures."""
     from pulumi.runtime import settings
 
     _, project, stack, dry_run, _ = env

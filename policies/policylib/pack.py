@@ -12,7 +12,7 @@ from types import ModuleType
 from pulumi_policy import EnforcementLevel, Policy, PolicyPack
 
 PACK_NAME = "llm-serving-policies"
-POLICIES_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+POLICIES_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
 
 
 def policy_modules() -> list[str]:
@@ -36,7 +36,7 @@ def _module(name: str) -> ModuleType:
     except ModuleNotFoundError as err:
         if err.name != name:
             raise
-    spec = importlib.util.spec_from_file_location(name, os.path.join(POLICIES_DIR, name + ".py"))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(POLICIES_DIR, name + ".py"))  # noqa: PTH118
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

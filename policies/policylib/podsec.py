@@ -13,8 +13,8 @@ sets ``house_conventions`` (:func:`report_breaches`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from core import facts
 from core.images import image_user
@@ -27,7 +27,7 @@ Check = tuple[str, Breach]
 shown = ps.shown
 
 
-def _found(*items: tuple[str, Optional[Breach]]) -> list[Check]:
+def _found(*items: tuple[str, Breach | None]) -> list[Check]:
     return [(where, b) for where, b in items if b is not None]
 
 
@@ -105,7 +105,7 @@ def root_containers(spec: Mapping, containers: list[tuple[str, Mapping]]) -> lis
                     for where, c in containers))
 
 
-def _image_user(container: Mapping) -> Optional[str]:
+def _image_user(container: Mapping) -> str | None:
     """The user the container's image runs as, from the image catalog (None: not known)."""
     known = image_user(str(container.get("image") or ""))
     return known.user if known else None
@@ -132,8 +132,8 @@ def report_breaches(args: Any, found: list[Check], report_violation: Any) -> Non
     Only where the inventory sets ``house_conventions`` (the user's cluster hardens every pod): elsewhere the namespace's Pod Security admission, not this pack, says which
     profile a pod must meet, and a public manifest without these fields is not wrong for its
     cluster (the team's rules do not block other teams' YAML)."""
-    from policylib.stackconfig import house_conventions
     from core.terms import message
+    from policylib.stackconfig import house_conventions
 
     if not found or not house_conventions():
         return

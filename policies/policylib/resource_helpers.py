@@ -13,15 +13,14 @@ Pure functions; no Pulumi program code, no pulumi_kubernetes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from core import images, rules
+from core import images, manifests, rules
+from core.inventory import ClusterInventory, Node
 from core.problems import Finding
 from core.registry import MANIFEST
 from core.rulebook import stack_config
-from core.inventory import ClusterInventory, Node
-from core import manifests
 from policylib import stackconfig
 
 # --- numbers and raw objects --------------------------------------------------------------
@@ -111,7 +110,7 @@ ImageRef = images.ImageRef
 parse_image = images.parse_image
 
 
-def effective_pull_policy(ref: ImageRef, written: Optional[str]) -> tuple[str, bool]:
+def effective_pull_policy(ref: ImageRef, written: str | None) -> tuple[str, bool]:
     """``(policy, defaulted)``: the imagePullPolicy the API server stores for a container.
 
     When omitted, Kubernetes defaults it to ``Always`` for ``:latest`` or no tag and to
@@ -193,7 +192,7 @@ def config_error(policy_name: str, err: stackconfig.StackConfigError) -> str:
 
 def with_inventory(
     policy_name: str, report: Callable[..., None], urn: str
-) -> Optional[ClusterInventory]:
+) -> ClusterInventory | None:
     """The stack's inventory, or None after reporting one violation saying why it is unusable."""
     try:
         return stackconfig.inventory()

@@ -17,21 +17,20 @@ Everything here is O(n) or O(n log n) in the number of resources:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Mapping, Optional, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, overload
 
-from core import allocation
+from core import allocation, manifests, terms
 from core.allocation import NodeUse
 from core.inventory import ClusterInventory
 from core.registry import Breach
-from core import manifests
-from core import terms
 from policylib import resource_helpers as rh
 from policylib import stackconfig, views
 
 # --- stack config and policy config -------------------------------------------------------
 
 
-def read_inventory(report_violation: Callable[..., None], policy_name: str) -> Optional[ClusterInventory]:
+def read_inventory(report_violation: Callable[..., None], policy_name: str) -> ClusterInventory | None:
     """The stack's validated inventory, or None after reporting ONE violation that says which
     key is missing or invalid and how to fix it (``stackconfig.StackConfigError``)."""
     try:
@@ -60,16 +59,16 @@ def report(w: manifests.Workload, breach: None) -> None:
 
 
 @overload
-def report(w: manifests.Workload, breach: Optional[Breach]) -> Optional[str]:
+def report(w: manifests.Workload, breach: Breach | None) -> str | None:
     ...
 
 
-def report(w: manifests.Workload, breach: Optional[Breach]) -> Optional[str]:
+def report(w: manifests.Workload, breach: Breach | None) -> str | None:
     """A rule's ``breach`` about workload ``w`` (None: nothing) as the pack's message, in the user's terms."""
     return None if breach is None else terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}"))
 
 
-def report_node(use: NodeUse, breach: Optional[Breach]) -> str:
+def report_node(use: NodeUse, breach: Breach | None) -> str:
     """A rule's ``breach`` about a node's total: in stack-file terms (naming the keys of every
     workload counted there) when they were made from a stack file; a node is no resource, so the
     message carries no URN."""
@@ -125,7 +124,7 @@ class PodIndex:
         return found
 
 
-def services_and_index(args: Any) -> tuple[tuple[manifests.Service, ...], "PodIndex"]:
+def services_and_index(args: Any) -> tuple[tuple[manifests.Service, ...], PodIndex]:
     """The Services of a stack policy's resources and a :class:`PodIndex` of its workloads (the
     Service policies' shared start; the index is built only when there are Services). The index
     also knows the pods of objects the pack does not model (:attr:`PodIndex.others`)."""
@@ -135,7 +134,7 @@ def services_and_index(args: Any) -> tuple[tuple[manifests.Service, ...], "PodIn
     return tuple(stack.services), index
 
 
-def selects_other_pods(index: "PodIndex", namespace: str, selector: Mapping[str, str]) -> Optional[manifests.OtherPods]:
+def selects_other_pods(index: PodIndex, namespace: str, selector: Mapping[str, str]) -> manifests.OtherPods | None:
     """The first object the pack does not model whose pods ``selector`` matches in ``namespace``, or None."""
     for o in index.others:
         if o.namespace == namespace and any(manifests.selector_matches(selector, labels) for labels in o.label_sets):
@@ -151,7 +150,7 @@ def running(selected: Iterable[manifests.Workload]) -> tuple[manifests.Workload,
 # --- ports --------------------------------------------------------------------------------
 
 
-def target_port_number(target: Any, w: manifests.Workload) -> Optional[int]:
+def target_port_number(target: Any, w: manifests.Workload) -> int | None:
     """The pod port a Service ``targetPort`` reaches on ``w``'s pods.
 
     A number (or digit string) is itself; a name resolves through the containers' named
@@ -193,9 +192,9 @@ def report_allocation(
     asking: Iterable[manifests.Workload],
     capacity_of: Callable[[Any], float],
     per_pod: Callable[[manifests.Workload], float],
-    reserved_of: Callable[[ClusterInventory], Optional[Mapping[str, Iterable[tuple[str, float, str]]]]],
-    unknown_node_message: Callable[[manifests.Workload, list[str]], Optional[str]],
-    oversized_message: Callable[[manifests.Workload, Optional[str], float], Optional[str]],
+    reserved_of: Callable[[ClusterInventory], Mapping[str, Iterable[tuple[str, float, str]]] | None],
+    unknown_node_message: Callable[[manifests.Workload, list[str]], str | None],
+    oversized_message: Callable[[manifests.Workload, str | None, float], str | None],
     node_message: Callable[[NodeUse], str],
 ) -> None:
     """The shared tail of the allocation policies (gpu-card-allocation, node-memory-allocation).

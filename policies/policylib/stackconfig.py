@@ -15,7 +15,6 @@ Parsed values are cached by their raw text, so 10,000 Analyze calls parse the in
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 from core import rules
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
@@ -39,7 +38,7 @@ class StackConfigError(Exception):
 _cache: dict[tuple[str, str], object] = {}
 
 
-def _raw(key: str) -> Optional[str]:
+def _raw(key: str) -> str | None:
     # Imported here: the offline runner's client reads CONFIG_KEYS without loading pulumi.
     import pulumi.runtime
 

@@ -8,7 +8,7 @@ so :func:`workload` keeps the frozen :class:`core.manifests.pods.Workload` it bu
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Optional
+from typing import Any
 
 from core.manifests import pods
 from core.manifests import stack as _stack
@@ -16,7 +16,7 @@ from core.manifests.read import WORKLOAD_TYPES
 from policylib import decode_once
 
 
-def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[pods.Workload]:
+def workload(resource_type: str, props: Mapping, urn: str = "") -> pods.Workload | None:
     """:func:`core.manifests.pods.workload`, built once per analyzer request
     (:func:`policylib.decode_once.request_memo`, keyed with ``id`` of the properties and holding them)."""
     memo = decode_once.request_memo()
@@ -31,7 +31,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Optional[pods
     return view
 
 
-def of(args: Any) -> Optional[pods.Workload]:
+def of(args: Any) -> pods.Workload | None:
     """The :class:`~core.manifests.pods.Workload` a resource policy is judging
     (``ResourceValidationArgs``), or None when the resource is not a Deployment, StatefulSet or
     InferenceService."""

@@ -15,21 +15,43 @@ import signal
 import ssl
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from testbed.cluster import kwokctl
-from tools import cli
-from testbed.cluster.layout import (
-    LOOPBACK, NODE_NAME, NAMESPACE, CLAIM, CRD_NAME, COMPONENTS, TOOLCHAIN_HINT, CLI, DEFAULT_TIMEOUT,
-    ClusterError, Interrupted, cache_dir, Layout, read_state, write_state, locked,
-)
 from testbed.cluster.kwokctl import HEALTH_PATH, healthy, tls_context
-from testbed.cluster.setup import (
-    OBJECTS_FILE, apply_objects, check_claim, check_crd, check_node, check_service_account,
-    load_objects, stages, conditions, get_json,
+from testbed.cluster.layout import (
+    CLAIM,
+    CLI,
+    COMPONENTS,
+    CRD_NAME,
+    DEFAULT_TIMEOUT,
+    LOOPBACK,
+    NAMESPACE,
+    NODE_NAME,
+    TOOLCHAIN_HINT,
+    ClusterError,
+    Interrupted,
+    Layout,
+    cache_dir,
+    locked,
+    read_state,
+    write_state,
 )
-
+from testbed.cluster.setup import (
+    OBJECTS_FILE,
+    apply_objects,
+    check_claim,
+    check_crd,
+    check_node,
+    check_service_account,
+    conditions,
+    get_json,
+    load_objects,
+    stages,
+)
+from tools import cli
 
 EXIT_OK, EXIT_NOT_RUNNING, EXIT_FAILED, EXIT_INTERRUPTED = cli.OK, cli.VERDICT, cli.BAD_INPUT, cli.INTERRUPTED
 STAGE_CRD = "stages.kwok.x-k8s.io"
@@ -46,7 +68,7 @@ class Up:
 
     def trace(self, msg: str) -> None:
         """One line in logs/up.log: what `up` did, and when (seconds since it began)."""
-        with open(self.lay.log("up"), "a") as fh:
+        with open(self.lay.log("up"), "a") as fh:  # noqa: PTH123
             fh.write(f"{time.monotonic() - self.t0:7.2f}s  {msg}\n")
 
     def record(self) -> None:
@@ -188,7 +210,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             except PortTaken as e:
                 if fixed or attempt == PORT_ATTEMPTS:
                     raise ClusterError(str(e)) from None
-                with open(lay.log("up"), "a") as fh:
+                with open(lay.log("up"), "a") as fh:  # noqa: PTH123
                     fh.write(f"attempt {attempt}: {e}; again on other ports\n")
     api = started["apiserver"]
     took = time.monotonic() - t0
@@ -204,7 +226,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 PORT_ATTEMPTS = 3
 
 
-class PortTaken(ClusterError):
+class PortTaken(ClusterError):  # noqa: N818
     """A component could not listen on a port ``up`` chose: taken since; ``up`` tries other ports."""
 
 

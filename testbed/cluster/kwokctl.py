@@ -21,13 +21,18 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from testbed.cluster.layout import (
-    LOOPBACK, CLUSTER_NAME, COMPONENTS, KSERVE_STANDIN, BINARIES, Layout,
+    BINARIES,
+    CLUSTER_NAME,
+    COMPONENTS,
+    KSERVE_STANDIN,
+    LOOPBACK,
+    Layout,
 )
-
 
 SERVICE_CIDR = "10.96.0.0/16"  # allocation range inside the apiserver only
 POD_CIDR = "10.244.0.0/24"  # kwok writes these into pod status; nothing routes them
@@ -137,7 +142,7 @@ def run(bin_dir: Path, lay: Layout, *args: str, timeout: float,
     Returns (exit code, its last error message, or '')."""
     lay.logs.mkdir(parents=True, exist_ok=True)
     log = lay.log("kwokctl")
-    with open(log, "ab") as fh:
+    with open(log, "ab") as fh:  # noqa: PTH123
         fh.write(f"$ kwokctl {' '.join(args)} --name {CLUSTER_NAME}\n".encode())
         fh.flush()
         start = fh.tell()
@@ -158,13 +163,13 @@ def run(bin_dir: Path, lay: Layout, *args: str, timeout: float,
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    with open(log, "rb") as fh:
+    with open(log, "rb") as fh:  # noqa: PTH123
         fh.seek(start)
         return code, _error_message(fh.read().decode(errors="replace").splitlines())
 
 
 def _error_message(lines: list[str]) -> str:
-    """kwokctl's last ERROR record (its ``err`` field), shortened, or its last line."""
+    """Kwokctl's last ERROR record (its ``err`` field), shortened, or its last line."""
     for line in reversed(lines):
         with contextlib.suppress(ValueError, AttributeError):
             rec = json.loads(line)
@@ -327,7 +332,7 @@ def _unverified() -> ssl.SSLContext:
 def last_error_line(log: Path) -> str:
     """The last line of a log that looks like an error, shortened, for the one-line message."""
     try:
-        with open(log, "rb") as fh:
+        with open(log, "rb") as fh:  # noqa: PTH123
             fh.seek(0, os.SEEK_END)
             fh.seek(max(0, fh.tell() - 65536))
             lines = fh.read().decode(errors="replace").splitlines()

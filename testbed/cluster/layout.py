@@ -9,11 +9,11 @@ import fcntl
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from core.inputs import read_text
-
 
 LOOPBACK = "127.0.0.1"
 NODE_NAME = "worker-1"
@@ -40,12 +40,12 @@ class ClusterError(Exception):
     """An expected failure: one line for the user, exit 2."""
 
 
-class Interrupted(Exception):
+class Interrupted(Exception):  # noqa: N818
     """SIGINT or SIGTERM while ``up`` was starting things."""
 
 
 def cache_dir() -> Path:
-    return Path(os.path.expanduser(os.environ.get("LLM_SERVING_CACHE") or "~/.cache/llm-serving"))
+    return Path(os.path.expanduser(os.environ.get("LLM_SERVING_CACHE") or "~/.cache/llm-serving"))  # noqa: PTH111
 
 
 class Layout:
@@ -88,7 +88,7 @@ def read_state(lay: Layout) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError):  # InputFileError is a ValueError
         data = None
     if _state_shape(data):
-        return data  # type: ignore[return-value]
+        return data
     print(f"{CLI}: {lay.state} is damaged and was ignored; fix: `{CLI} down`, then `{CLI} up`", file=sys.stderr)
     return None
 
@@ -108,13 +108,13 @@ def _state_shape(data: object) -> bool:
 def write_state(lay: Layout, state: dict[str, Any]) -> None:
     tmp = lay.state.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(state, indent=2) + "\n")
-    os.replace(tmp, lay.state)
+    os.replace(tmp, lay.state)  # noqa: PTH105
 
 
 @contextlib.contextmanager
 def locked(lay: Layout) -> Iterator[None]:
     lay.root.mkdir(parents=True, exist_ok=True)
-    with open(lay.lock, "w") as fh:
+    with open(lay.lock, "w") as fh:  # noqa: PTH123
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -11,9 +11,8 @@ import ssl
 from pathlib import Path
 from typing import Any
 
-from testbed.cluster.layout import NODE_NAME, NAMESPACE, CLAIM, CRD_NAME, ClusterError
 from testbed.cluster.kwokctl import http
-
+from testbed.cluster.layout import CLAIM, CRD_NAME, NAMESPACE, NODE_NAME, ClusterError
 
 HERE = Path(__file__).resolve().parent
 OBJECTS_FILE = HERE / "cluster_objects.yaml"
@@ -54,7 +53,7 @@ def load_stages(path: Path = STAGES_FILE) -> list[dict[str, Any]]:
 
 
 def stages(pod_ready_delay: float, path: Path = STAGES_FILE) -> list[dict[str, Any]]:
-    """kwok's Stages with ``pod-ready``'s delay set to ``pod_ready_delay`` seconds (kwok reads
+    """Kwok's Stages with ``pod-ready``'s delay set to ``pod_ready_delay`` seconds (kwok reads
     them from the apiserver: applying them again with another delay takes effect at once)."""
     out = load_stages(path)
     ready = [s for s in out if s.get("kind") == "Stage" and s["metadata"]["name"] == POD_READY_STAGE]

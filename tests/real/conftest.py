@@ -4,13 +4,13 @@ project for the real CLI (:class:`tests.real.realpath.RealProject`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from tests.real.realpath import ClusterError, RealProject, loopback_cluster
 from testbed import toolchain
+from tests.real.realpath import ClusterError, RealProject, loopback_cluster
 
 
 @pytest.fixture(scope="session")

@@ -29,10 +29,10 @@ import subprocess
 import sys
 import time
 import venv
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
 
 from testbed import toolchain
 from tools.plan import read_events
@@ -120,7 +120,7 @@ def change_summary(events: Iterable[dict]) -> dict[str, int]:
 class RealProject:
     """A copy of the project for the real CLI, with its own local backend."""
 
-    def __init__(self, workdir: Path, kubeconfig: Optional[Path]):
+    def __init__(self, workdir: Path, kubeconfig: Path | None):
         self.dir = workdir / "project"
         self.backend = workdir / "backend"
         self.logs = workdir / "events"
@@ -181,7 +181,7 @@ class RealProject:
         """Start a CLI command in the background, in its own process group; its output goes to a
         log file under the work directory (a pipe nobody reads would block it)."""
         self._n += 1
-        log = open(self.logs / f"{self._n:03d}.background.out", "w")
+        log = open(self.logs / f"{self._n:03d}.background.out", "w")  # noqa: PTH123, SIM115
         with log:
             return subprocess.Popen(["pulumi", *args, "--non-interactive", "--color", "never"],
                                     cwd=self.dir, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
@@ -223,7 +223,7 @@ class RealProject:
         return self.run(*args, events=True)
 
 
-def up_timed(project: "RealProject", stack: str) -> tuple["CliResult", float]:
+def up_timed(project: RealProject, stack: str) -> tuple[CliResult, float]:
     """``pulumi up`` of ``stack`` without the pack: (its result, seconds it took)."""
     started = time.monotonic()
     res = project.up(stack, policy_pack=False)

@@ -39,7 +39,7 @@ NS = "llm-serving"
 
 
 def _deployments(cluster) -> dict[str, dict]:
-    """name -> pod template of each Deployment (not ``metadata.generation``: the API server bumps
+    """Name -> pod template of each Deployment (not ``metadata.generation``: the API server bumps
     a Deployment's generation on an annotation change too, and adoption adds one)."""
     return {d["metadata"]["name"]: d["spec"]["template"] for d in kubectl_json(cluster, "get", "deployments", "-n", NS)["items"]}
 

@@ -29,14 +29,15 @@ import re
 import shutil
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
 
-from tests.real.realpath import PASSPHRASE, ROOT, kubectl_json
 from testbed import toolchain
+from tests.real.realpath import PASSPHRASE, ROOT, kubectl_json
 
 pytestmark = pytest.mark.real
 
@@ -75,7 +76,7 @@ def forge() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> dict[str, Any]:
-    """origin (bare), the clone with main and the pull request's branch ``pr``, the two commits."""
+    """Origin (bare), the clone with main and the pull request's branch ``pr``, the two commits."""
     top = tmp_path_factory.mktemp("ci")
     work = top / "checkout"
     shutil.copytree(ROOT, work, ignore=IGNORE)
@@ -165,7 +166,7 @@ def run_job(workflow: str, job: str, work: Path, context: dict[str, str], logs: 
         step_env["GITHUB_ENV"] = str(github_env)
         script = logs / f"{job}-{i:02d}.sh"
         script.write_text(step["run"])
-        with open(logs / f"{job}-{i:02d}.log", "w") as log:
+        with open(logs / f"{job}-{i:02d}.log", "w") as log:  # noqa: PTH123
             code = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=work,
                                   env=step_env, stdout=log, stderr=subprocess.STDOUT, timeout=1800).returncode
         ran.append((name, code))

@@ -27,8 +27,8 @@ import pytest
 
 from stackfile import load_stack_config
 from stackfile.objects import left_alone_outputs, left_alone_text
-from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl, kubectl_json, wait_for
 from testbed.kserve_standin import FIELD_MANAGER, STOP_ANNOTATION
+from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl, kubectl_json, wait_for
 
 pytestmark = pytest.mark.real
 

@@ -26,21 +26,20 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from functools import lru_cache
-from typing import Annotated, Any, Iterable, Optional
+from collections.abc import Iterable
+from functools import cache, lru_cache
+from typing import Annotated, Any
 
 import importlib_resources
 import jsonschema
+from pydantic import TypeAdapter, ValidationError
 from referencing import Registry, Resource
 
-from pydantic import TypeAdapter, ValidationError
-
-from core import kube
+from core import kube, quantity
 from core.engines import CandleConfig, VllmConfig, human_int, number
 from core.manifests.argv import server_of
 from core.manifests.servers import parse_args
 from core.problems import Problem
-from core import quantity
 
 #: The Kubernetes minor version the schema is of: the toolchain's kube-apiserver (k8s.io/kubernetes v1.34.2).
 KUBERNETES_MINOR = "1.34"
@@ -57,7 +56,7 @@ _POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _schema_file(name: str) -> Optional[dict[str, Any]]:
+def _schema_file(name: str) -> dict[str, Any] | None:
     ref = importlib_resources.files("kubernetes_validate").joinpath(f"{_SCHEMA_DIR}/{name}")
     try:
         return json.loads(ref.read_text(encoding="utf-8"))
@@ -69,11 +68,11 @@ def _schema_file(name: str) -> Optional[dict[str, Any]]:
 def _registry() -> Registry:
     definitions = _schema_file("_definitions.json")
     assert definitions is not None, f"kubernetes-validate has no {_SCHEMA_DIR}"
-    return Resource.from_contents(definitions) @ Registry()  # type: ignore[no-any-return]
+    return Resource.from_contents(definitions) @ Registry()
 
 
-@lru_cache(maxsize=None)
-def _validator(kind: str, api_version: str) -> Optional[jsonschema.protocols.Validator]:
+@cache
+def _validator(kind: str, api_version: str) -> jsonschema.protocols.Validator | None:
     """The strict validator of ``kind`` in ``api_version``, None when the schema has no such kind
     (a custom resource). The file name is kubernetes-validate's: ``<kind>-<group>-<version>.json``."""
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,62}", kind) or not re.fullmatch(r"([a-z0-9.-]{1,253}/)?v[0-9a-z]{1,20}",
@@ -83,13 +82,13 @@ def _validator(kind: str, api_version: str) -> Optional[jsonschema.protocols.Val
     schema = _schema_file(f"{kind.lower()}-{group_version}.json")
     if schema is None:
         return None
-    return jsonschema.Draft202012Validator(schema, registry=_registry())  # type: ignore[no-any-return]
+    return jsonschema.Draft202012Validator(schema, registry=_registry())
 
 
 @lru_cache(maxsize=1)
 def _container_validator() -> jsonschema.protocols.Validator:
     schema = {"$ref": "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.api.core.v1.Container"}
-    return jsonschema.Draft202012Validator(schema, registry=_registry())  # type: ignore[no-any-return]
+    return jsonschema.Draft202012Validator(schema, registry=_registry())
 
 
 def _path(parts: Iterable[Any]) -> str:
@@ -182,7 +181,7 @@ def _engine_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Pro
         text = parsed.get(flag)
         if field is None or text is None or not any(hasattr(m, b) for m in field.metadata for b in _BOUNDED):
             continue
-        value: Optional[float] = human_int(text) if "int" in str(field.annotation) else number(text)
+        value: float | None = human_int(text) if "int" in str(field.annotation) else number(text)
         if value is None:
             out.append(Problem(_path((*at, "args")), f"{flag}={text}", f"{call.engine} cannot read {text!r} as the "
                                f"number {flag} takes", f"give {flag} a number"))

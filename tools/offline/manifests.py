@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from core.inputs import InputFileError, json_object, read_text
 from core.problems import ConfigError, Problem
@@ -44,7 +45,7 @@ class Resource:
     protect: bool = False
     dependencies: list[str] = field(default_factory=list)
     ignore_changes: list[str] = field(default_factory=list)
-    delete_before_replace: Optional[bool] = None
+    delete_before_replace: bool | None = None
     provider: str = ""
 
 
@@ -70,7 +71,7 @@ CLUSTER_SCOPED = frozenset({
 })
 
 
-def object_problem(doc: Any) -> Optional[str]:
+def object_problem(doc: Any) -> str | None:
     """Why ``doc`` is not a Kubernetes object (the rule and the fix), or None."""
     if not isinstance(doc, dict):
         return f"it is a {type(doc).__name__}, not a map with apiVersion, kind and metadata; fix: write one object per document"
@@ -148,7 +149,7 @@ class ManifestSet:
     notes: list[str]
 
 
-def read_manifests(path: Path, stack: str = "manifests", namespace: Optional[str] = None) -> ManifestSet:
+def read_manifests(path: Path, stack: str = "manifests", namespace: str | None = None) -> ManifestSet:
     """The objects of a directory of manifests (``*.yaml``, ``*.yml``, ``*.json`` below it, by
     path), a kustomize directory (built with ``kubectl kustomize``) or one file.
 

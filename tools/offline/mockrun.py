@@ -41,7 +41,7 @@ import runpy
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, cast
+from typing import Any, cast
 
 import pulumi
 import pulumi.runtime
@@ -84,10 +84,10 @@ class ProgramRun:
 class _Mocks(pulumi_mocks.Mocks):
     """Resource state = inputs (what the provider would echo in a preview); no invokes."""
 
-    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[Optional[str], dict]:
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict]:
         return _mock_id(args.typ, args.name, args.inputs, bool(args.custom)), args.inputs
 
-    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
         return {}, None
 
 
@@ -225,7 +225,7 @@ def run_program(
     stack: str = "prod",
     project: str = PROJECT,
     preview: bool = True,
-    secret_keys: Optional[list[str]] = None,
+    secret_keys: list[str] | None = None,
 ) -> ProgramRun:
     """Run ``program`` under the mock runtime with the stack's ``config:`` map.
 
@@ -286,7 +286,7 @@ def _run(config: dict[str, str], secret: list[str], program: Path, stack: str, p
         monitor.resources.clear()
 
 
-def _current_loop() -> Optional[asyncio.AbstractEventLoop]:
+def _current_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_event_loop_policy().get_event_loop()
     except RuntimeError:

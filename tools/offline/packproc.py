@@ -33,10 +33,11 @@ import tempfile
 import threading
 import weakref
 from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 
 class LazyModule(ModuleType):
@@ -47,7 +48,7 @@ class LazyModule(ModuleType):
     def __init__(self, name: str, load: Callable[[str], ModuleType] = importlib.import_module):
         super().__init__(name)
         self._load = load
-        self._target: Optional[ModuleType] = None
+        self._target: ModuleType | None = None
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
@@ -62,7 +63,7 @@ STUBS_PACKAGE = "_pulumi_proto_stubs"
 
 
 def proto_stubs(name: str) -> ModuleType:
-    """pulumi's generated module ``pulumi.runtime.proto.<last part of name>`` (``analyzer_pb2``,
+    """Pulumi's generated module ``pulumi.runtime.proto.<last part of name>`` (``analyzer_pb2``,
     ``analyzer_pb2_grpc``). When pulumi is not imported yet (``analyze --manifests``) the files are
     loaded from pulumi's ``runtime/proto`` directory as the package :data:`STUBS_PACKAGE`, without
     running pulumi's ``__init__`` (its runtime, automation and telemetry: about 0.13 s of CPU
@@ -127,7 +128,7 @@ class PackEnv:
     organization: str = "organization"
     dry_run: bool = True
 
-    def environ(self, base: Optional[dict[str, str]] = None) -> dict[str, str]:
+    def environ(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """The process environment: ``base`` (default ``os.environ``) plus the PULUMI_* keys."""
         env = dict(os.environ if base is None else base)
         env.update(
@@ -153,10 +154,10 @@ class PackConnection:
         self.proc = proc
         self.pack_dir = pack_dir
         self.timeout = timeout
-        self.port: Optional[int] = None
+        self.port: int | None = None
         self._stderr = stderr_file
-        self._channel: Optional[grpc.Channel] = None
-        self._stub: Optional[pb_grpc.AnalyzerStub] = None
+        self._channel: grpc.Channel | None = None
+        self._stub: pb_grpc.AnalyzerStub | None = None
         self._finalizer = weakref.finalize(self, stop_process, proc)
 
     def wait_ready(self) -> None:
@@ -192,7 +193,7 @@ class PackConnection:
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def __enter__(self) -> "PackConnection":
+    def __enter__(self) -> PackConnection:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -206,7 +207,7 @@ class PackConnection:
         finally:
             self._finalizer.detach()
             stop_process(self.proc)
-            try:
+            try:  # noqa: SIM105
                 self._stderr.close()
             except OSError:
                 pass
@@ -228,7 +229,7 @@ class PackConnection:
 
     # --- the analyzer calls, in the CLI's order ----------------------------------------
 
-    def handshake(self) -> Optional[pb.AnalyzerHandshakeResponse]:
+    def handshake(self) -> pb.AnalyzerHandshakeResponse | None:
         """``Handshake`` with the pack directory as root and program directory. A pack that
         does not implement it (UNIMPLEMENTED, as pulumi-policy 1.21) returns None, as in the CLI."""
         req = pb.AnalyzerHandshakeRequest(
@@ -243,7 +244,7 @@ class PackConnection:
                 return None
             raise self._fail("Handshake", err) from None
 
-    def configure_stack(self, env: PackEnv, config: dict[str, str], tags: Optional[dict[str, str]] = None) -> None:
+    def configure_stack(self, env: PackEnv, config: dict[str, str], tags: dict[str, str] | None = None) -> None:
         """``ConfigureStack``: stack, project, organization, dry run and the config as a Struct
         of ``key -> string`` (the CLI marshals its decrypted ``map[Key]string``)."""
         cfg = struct_pb2.Struct()
@@ -308,7 +309,7 @@ class PackConnection:
 
 # --- process management --------------------------------------------------------------------
 
-def spawn(pack_dir: Path, env: PackEnv, python: Optional[str] = None, timeout: float = START_TIMEOUT_S) -> PackConnection:
+def spawn(pack_dir: Path, env: PackEnv, python: str | None = None, timeout: float = START_TIMEOUT_S) -> PackConnection:
     """Start the pack in ``pack_dir`` the way the CLI's python shim does; return at once.
 
     ``python`` defaults to the running interpreter (the project's .venv has the same pins as
@@ -322,7 +323,7 @@ def spawn(pack_dir: Path, env: PackEnv, python: Optional[str] = None, timeout: f
             f"cannot start the policy pack: {pack_dir} has no PulumiPolicy.yaml; "
             "pass the policy pack directory (the one holding PulumiPolicy.yaml and __main__.py)"
         )
-    stderr_file = tempfile.TemporaryFile(mode="w+b")
+    stderr_file = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115
     try:
         proc = subprocess.Popen(
             [python or sys.executable, "-u", "-m", "pulumi.policy", ENGINE_ADDRESS, "."],
@@ -390,7 +391,7 @@ def stop_process(proc: subprocess.Popen) -> None:
             proc.kill()
             proc.wait()
     if proc.stdout is not None:
-        try:
+        try:  # noqa: SIM105
             proc.stdout.close()
         except OSError:
             pass
@@ -430,11 +431,11 @@ def resource_options(r: Any) -> pb.AnalyzerResourceOptions:
     )
 
 
-def analyze_request(r: Any, props: struct_pb2.Struct) -> pb.AnalyzeRequest:
+def analyze_request(r: Any, props: struct_pb2.Struct) -> pb.AnalyzeRequest:  # noqa: D103
     return pb.AnalyzeRequest(urn=r.urn, type=r.type, name=r.name, properties=props, options=resource_options(r))
 
 
-def analyzer_resource(r: Any, props: struct_pb2.Struct) -> pb.AnalyzerResource:
+def analyzer_resource(r: Any, props: struct_pb2.Struct) -> pb.AnalyzerResource:  # noqa: D103
     return pb.AnalyzerResource(
         urn=r.urn, type=r.type, name=r.name, properties=props, options=resource_options(r),
         parent=r.parent, dependencies=list(r.dependencies),

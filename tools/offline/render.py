@@ -38,9 +38,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import yaml
 
@@ -194,7 +195,7 @@ def lock_out_dir(out_dir: Path) -> Callable[[], None]:
     preview into the same ``--out`` is refused (:class:`RenderError`) instead of one rendering
     silently replacing the other's. Returns the release (which removes the lock file). Without
     the parent directory there is nothing to hold yet: nothing is created then."""
-    out_dir = Path(os.path.abspath(out_dir))
+    out_dir = Path(os.path.abspath(out_dir))  # noqa: PTH100
     if not out_dir.parent.is_dir():
         return lambda: None
     lock = out_dir.parent / f".{out_dir.name}.lock"
@@ -227,7 +228,7 @@ def check_out_dir(out_dir: Path) -> None:
     points); a path through a file; a name over :data:`NAME_MAX` bytes; a directory that
     cannot be written; an existing directory that is not an earlier rendering. Raises
     :class:`RenderError` with the fix."""
-    out_dir = Path(os.path.abspath(out_dir))
+    out_dir = Path(os.path.abspath(out_dir))  # noqa: PTH100
     fix = "fix: pass --out a new or earlier-rendered directory in a writable place (default: out/<stack>/)"
     if any(out_dir == r or r in out_dir.parents for r in _SYSTEM_ROOTS):
         raise RenderError(f"cannot write {out_dir}: it is under a kernel file system (/dev, /proc, /sys); {fix}")
@@ -236,7 +237,7 @@ def check_out_dir(out_dir: Path) -> None:
         raise RenderError(f"cannot write {out_dir}: the name {long[0][:40]}... is {len(os.fsencode(long[0]))} bytes, over "
                           f"the {NAME_MAX}-byte limit of a file name; {fix}")
     if out_dir.is_symlink():
-        raise RenderError(f"cannot write {out_dir}: it is a symbolic link (to {os.readlink(out_dir)}), which would be "
+        raise RenderError(f"cannot write {out_dir}: it is a symbolic link (to {os.readlink(out_dir)}), which would be "  # noqa: PTH115
                           f"replaced, not written through; {fix}")
     existing = out_dir
     while not existing.exists():
@@ -272,14 +273,14 @@ def _swap_in(new: Path, target: Path) -> None:
     """Make ``new`` appear at ``target``; the old ``target`` ends up at ``new`` (then removed by
     the caller). One atomic ``renameat2(RENAME_EXCHANGE)`` where the C library has it."""
     if not target.exists():
-        os.rename(new, target)
+        os.rename(new, target)  # noqa: PTH104
         return
     if _exchange(new, target):
         return
     old = new.with_name(new.name.replace(".new-", ".old-"))
-    os.rename(target, old)
-    os.rename(new, target)
-    os.rename(old, new)
+    os.rename(target, old)  # noqa: PTH104
+    os.rename(new, target)  # noqa: PTH104
+    os.rename(old, new)  # noqa: PTH104
 
 
 def _exchange(a: Path, b: Path) -> bool:

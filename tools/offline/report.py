@@ -25,7 +25,7 @@ import hashlib
 import json
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from tools.cli import printable
 
@@ -62,7 +62,7 @@ class Finding:
     (``Deployment llm-serving/candle-vllm``), the same in program and plain-manifest runs;
     ``urn`` and ``resource_name`` are Pulumi's and differ between the two. ``stage`` is
     ``resource`` (from Analyze) or ``stack`` (from AnalyzeStack). ``source`` is the manifest
-    file when known."""
+    file when known."""  # noqa: D301
 
     policy: str
     level: str
@@ -150,7 +150,7 @@ class Report:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Report":
+    def from_dict(cls, d: dict[str, Any]) -> Report:
         policies = tuple(PolicySummary(**{**p, "tags": tuple(p.get("tags", ()))}) for p in d["policies"])
         findings = tuple(Finding(**f) for f in d["findings"])
         keep = {k: d[k] for k in ("pack", "pack_version", "project", "stack", "resources", "plugin_version") if k in d}
@@ -324,7 +324,7 @@ def _sarif_rule(p: PolicySummary) -> dict[str, Any]:
     return rule
 
 
-def _sarif_result(f: Finding, rule_index: Optional[int], report: Report) -> dict[str, Any]:
+def _sarif_result(f: Finding, rule_index: int | None, report: Report) -> dict[str, Any]:
     fqn = f.urn or f"urn:pulumi:{report.stack}::{report.project}::pulumi:pulumi:Stack::{report.project}-{report.stack}"
     location: dict[str, Any] = {
         "logicalLocations": [{"name": f.where, "fullyQualifiedName": fqn, "kind": "resource" if f.urn else "stack"}]

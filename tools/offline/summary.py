@@ -31,19 +31,19 @@ The inventory comes from the stack config (``llm-serving:cluster``), validated w
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any
 
-from stackfile.objects import left_alone_text
-from core import allocation, capacity, capacity_view, facts, measured
+from core import allocation, capacity, capacity_view, facts, manifests, measured
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
-from core import manifests
+from stackfile.objects import left_alone_text
 from tools.offline import render
 from tools.offline.manifests import PROJECT, Resource
 
 
-def table(rows: Sequence[Sequence[str]], header: Optional[Sequence[str]] = None, indent: str = "  ") -> list[str]:
+def table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None, indent: str = "  ") -> list[str]:
     """Rows as lines with left-aligned columns (the last column is not padded)."""
     all_rows = [list(header)] + [list(r) for r in rows] if header else [list(r) for r in rows]
     if not all_rows:
@@ -104,7 +104,7 @@ def counts_line(resources: Sequence[Resource]) -> str:
             f"all {len(resources)} resources the program registers: {', '.join(parts)}")
 
 
-def objects_section(resources: Sequence[Resource]) -> list[str]:
+def objects_section(resources: Sequence[Resource]) -> list[str]:  # noqa: D103
     objs = k8s_objects(resources)
     rows = sorted((component_of(r), render.title(r.props), "protect" if r.protect else "") for r in objs)
     components = {c for c, _, _ in rows if c != "-"}
@@ -175,7 +175,7 @@ def card_allocation(view: manifests.Stack, inventory: ClusterInventory) -> alloc
 
 
 def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
-              view: Optional[manifests.Stack] = None) -> tuple[list[NodeCards], list[Held]]:
+              view: manifests.Stack | None = None) -> tuple[list[NodeCards], list[Held]]:
     """(cards per inventory node, shares placed on no inventory node: pinned to a node the
     inventory lacks, or one pod larger than its node or every node). ``view``: :func:`view_of`
     ``resources``, when the caller has it already. Each node lists its shares largest first,
@@ -196,7 +196,7 @@ def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
     return rows, sorted(loose, key=lambda s: (-s.total, s.name))
 
 
-def cards_section(resources: Sequence[Resource], inventory: ClusterInventory, view: Optional[manifests.Stack] = None) -> list[str]:
+def cards_section(resources: Sequence[Resource], inventory: ClusterInventory, view: manifests.Stack | None = None) -> list[str]:  # noqa: D103
     rows, loose = card_rows(resources, inventory, view)
     used = sum(r.used for r in rows) + sum(s.total for s in loose)
     capacity = sum(r.capacity for r in rows)
@@ -220,7 +220,7 @@ def config_value(config: dict[str, Any], key: str) -> Any:
     return raw
 
 
-def inventory_of(config: dict[str, Any]) -> Optional[ClusterInventory]:
+def inventory_of(config: dict[str, Any]) -> ClusterInventory | None:
     """The stack's validated inventory, or None when the config has none (or an invalid one)."""
     raw = config_value(config, f"{PROJECT}:{CLUSTER_CONFIG_KEY}")
     try:
@@ -242,7 +242,7 @@ class View:
     urn: str
 
 
-def _models(config: dict[str, Any], base_dir: Optional[Path]):
+def _models(config: dict[str, Any], base_dir: Path | None):
     """The stack's models as the policy pack resolves them (:class:`core.modelfacts.Models`)."""
     from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, Models  # noqa: PLC0415
 
@@ -253,7 +253,7 @@ def _models(config: dict[str, Any], base_dir: Optional[Path]):
     return Models(entries=entries, facts={k: e.resolve(base_dir) for k, e in entries.items()})
 
 
-def _num(value: Optional[float], fmt: str, bound: bool = False) -> str:
+def _num(value: float | None, fmt: str, bound: bool = False) -> str:
     """``value`` formatted, ``<= `` before it when it is an upper bound, ``-`` when None."""
     if value is None:
         return "-"
@@ -274,7 +274,7 @@ PROVISIONAL_NOTE = (
 
 
 def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inventory: ClusterInventory,
-                     base_dir: Optional[Path] = None, view: Optional[manifests.Stack] = None) -> list[str]:
+                     base_dir: Path | None = None, view: manifests.Stack | None = None) -> list[str]:
     """Per running model server: TP, weights a card (GiB), KV pool (GiB and tokens),
     max-model-len (tokens) and concurrency at max-model-len, from the estimator
     (``core/capacity.py``) through ``core/capacity_view.py``, as the policy pack does,
@@ -346,7 +346,7 @@ def parked_services(resources: Iterable[Resource]) -> dict[str, str]:
     return out
 
 
-def services_section(outputs: Optional[dict[str, Any]], resources: Sequence[Resource] = ()) -> list[str]:
+def services_section(outputs: dict[str, Any] | None, resources: Sequence[Resource] = ()) -> list[str]:
     """Each Service's in-cluster URLs from the stack output ``services`` ({name: {port: url}});
     a parked Service (no endpoints, on purpose) is marked ``(parked: <reason>)``, since its URLs
     answer nothing."""
@@ -363,7 +363,7 @@ def services_section(outputs: Optional[dict[str, Any]], resources: Sequence[Reso
     return ["service URLs (stack output services)", *table(rows)] if rows else []
 
 
-def left_alone_section(outputs: Optional[dict[str, Any]]) -> list[str]:
+def left_alone_section(outputs: dict[str, Any] | None) -> list[str]:
     """One line per item of the stack output ``left_alone`` (``[{kind, namespace, name, why}]``),
     in the program's own wording (:func:`stackfile.objects.left_alone_text`); [] when none."""
     items = (outputs or {}).get("left_alone")
@@ -375,7 +375,7 @@ def left_alone_section(outputs: Optional[dict[str, Any]]) -> list[str]:
 # --- the whole summary ------------------------------------------------------------------------
 
 def summary(resources: Sequence[Resource], config: dict[str, Any], stack: str,
-            outputs: Optional[dict[str, Any]] = None, base_dir: Optional[Path] = None) -> str:
+            outputs: dict[str, Any] | None = None, base_dir: Path | None = None) -> str:
     """The summary text of one preview (ends with a newline). ``base_dir`` resolves a model's
     ``config_json`` path (the stack file's directory)."""
     sections = [objects_section(resources)]

@@ -19,16 +19,15 @@ form (:class:`core.problems.Finding`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
+from core import manifests, terms, transition_cost
 from core.inventory import ClusterInventory
-from core import terms, transition_cost
 from core.problems import Finding
-from core import manifests
 from tools.offline import render, summary
 from tools.offline.manifests import Resource
-
 
 #: How an old object still alive at the peak is named in the table.
 OLD = "{name} (old, deleted at the end of the update)"
@@ -109,7 +108,7 @@ def _annotations(obj: dict) -> dict:
     return (obj.get("metadata") or {}).get("annotations") or {}
 
 
-def _node_of(obj: dict) -> Optional[str]:
+def _node_of(obj: dict) -> str | None:
     view = manifests.workload(manifests.type_token(str(obj.get("apiVersion")), str(obj.get("kind"))), obj)
     return view.node if view is not None and view.is_gpu and view.running else None
 
@@ -120,7 +119,7 @@ def retire_of(config: Mapping[str, Any]) -> transition_cost.Retired:
 
 
 def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.TreeDiff, pk: Peak,
-             protected: set[str], retire: Optional[transition_cost.Retired] = None) -> list[str]:
+             protected: set[str], retire: transition_cost.Retired | None = None) -> list[str]:
     """The reasons to refuse the plan, one message each: a node over its cards at the peak
     (with the renames that would avoid it), a replacement of a protected Service, and a workload
     or Service deleted without ``retire`` (the stack file's ``llm-serving:retire``) naming it

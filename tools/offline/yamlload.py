@@ -36,8 +36,7 @@ from __future__ import annotations
 
 import math
 import re
-
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 from yaml import YAMLError
 from yaml.error import MarkedYAMLError
@@ -74,7 +73,7 @@ class StrictLoader(Yaml12Loader):
     yaml_constructors[None] = Yaml12Loader.yaml_constructors[None]  # construct_undefined
 
 
-PathPart = Union[str, int]
+PathPart = Union[str, int]  # noqa: UP007
 
 
 def key_path(path: tuple[PathPart, ...]) -> str:
@@ -244,7 +243,7 @@ def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numb
             try:
                 if not loader.check_node():
                     break
-                node: Optional[Node] = loader.get_node()
+                node: Node | None = loader.get_node()
             except YAMLError as err:
                 raise NotYaml([syntax_problem(err, text)], where) from None
             except RecursionError:  # PyYAML's pure-Python composer, where the wheel has no libyaml
@@ -260,7 +259,7 @@ def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numb
     return docs
 
 
-class NotYaml(ConfigError):
+class NotYaml(ConfigError):  # noqa: N818
     """The text is not YAML: one problem (:func:`syntax_problem`), rendered as one line
     ``<file>: not valid YAML at line L, column C (<parser's words>): <cause>; fix: <fix>``."""
 

@@ -102,7 +102,7 @@ def _log_calls(path: str) -> None:
         elif method == "ConfigureStack":
             entry.update(stack=request.stack, project=request.project, organization=request.organization,
                          dry_run=request.dry_run, config=dict(request.config.items()))
-        with lock, open(path, "a", encoding="utf-8") as f:
+        with lock, open(path, "a", encoding="utf-8") as f:  # noqa: PTH123
             f.write(json.dumps(entry) + "\n")
 
     class CallLog(grpc.ServerInterceptor):
