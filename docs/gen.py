@@ -30,6 +30,7 @@ import os
 import re
 import runpy
 import sys
+import types
 import typing
 import warnings
 from collections.abc import Iterator
@@ -131,7 +132,7 @@ class _SchemaDoc:
             yield from self._models_in(get_args(tp)[1], suffix + ".<name>")
         elif origin in (list, tuple):
             yield from self._models_in(get_args(tp)[0], suffix + "[]")
-        elif origin is Union:
+        elif origin in (Union, types.UnionType):
             for arg in get_args(tp):
                 yield from self._models_in(arg, suffix)
 
@@ -157,7 +158,7 @@ class _SchemaDoc:
             return f"list of {self.type_text(get_args(tp)[0])}"
         if origin is Literal:
             return " \\| ".join(f"`{json.dumps(a)}`" for a in get_args(tp))
-        if origin is Union:
+        if origin in (Union, types.UnionType):
             args = [a for a in get_args(tp) if a is not type(None)]
             text = " or ".join(self.type_text(a) for a in args)
             return f"optional {text}" if len(args) < len(get_args(tp)) and len(args) == 1 else text
