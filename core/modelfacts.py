@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from core import datafile, inputs
-from core.values import Int, Real
+from core.values import Int, Real, rule_error
 
 #: The config key (within the ``llm-serving`` namespace) that holds the model entries.
 MODELS_CONFIG_KEY = "models"
@@ -362,17 +362,25 @@ class ModelEntry(_Strict):
     def _one_source(self) -> ModelEntry:
         given = [k for k in ("catalog", "facts", "config_json") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(
+            raise rule_error(
                 "give the model's facts exactly one way: catalog, facts or config_json "
-                f"(given: {', '.join(given) or 'none'})"
+                f"(given: {', '.join(given) or 'none'})",
+                (f"keep one of {', '.join(given)}" if given else
+                 "add catalog: <a model of docs/catalog.md>, config_json: <path to the checkpoint's config.json> "
+                 "(e.g. models/<name>.config.json), or facts: {...} inline (docs/adding-a-model.md)"),
             )
         if self.catalog is not None and self.catalog not in CATALOG:
-            raise ValueError(
-                f"catalog {self.catalog!r} is not in the catalog; known: {', '.join(sorted(CATALOG))} "
-                "(each with its facts: docs/catalog.md); a model not listed: give facts or config_json"
+            raise rule_error(
+                f"catalog {self.catalog!r} is not in the catalog (docs/catalog.md)",
+                f"use one of {', '.join(sorted(CATALOG))}; for a model not listed, replace catalog with "
+                "config_json or facts",
             )
         if self.hf_id is None and self.weights_path is None:
-            raise ValueError("give hf_id or weights_path, so the model can be recognised in a server's arguments")
+            raise rule_error(
+                "the model names neither hf_id nor weights_path, so no server's arguments can be matched to it",
+                "add hf_id: <org/name> (what vLLM's --model names) or weights_path: /mnt/models/<dir> "
+                "(what candle-vllm's --w names)",
+            )
         return self
 
     def resolve(self, base_dir: Path | None = None) -> ModelFacts:

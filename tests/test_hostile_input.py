@@ -347,3 +347,19 @@ def test_a_nul_in_an_env_value_is_refused(tmp_path):
     code, text, out = run_preview(tmp_path, "--stack-file", str(stack))
     assert_input_error(code, text, "env.HF_HUB_OFFLINE", "NUL", "remove the NUL")
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    ("      catalog: Qwen/Qwen2.5-Coder-14B-Instruct\n", "",
+     ("llm-serving:models.coder-14b-fp16", "given: none", "config_json: <path to the checkpoint's config.json>")),
+    ("      catalog: Qwen/Qwen2.5-Coder-14B-Instruct\n", "      catalog: Qwen/Qwen2.5-Coder-14B\n",
+     ("'Qwen/Qwen2.5-Coder-14B' is not in the catalog", "use one of", "replace catalog with config_json or facts")),
+    ("      weights_path: /mnt/models/coder-14b-fp16\n", "",
+     ("neither hf_id nor weights_path", "add hf_id: <org/name>")),
+])
+def test_a_model_entry_says_how_to_give_its_facts(tmp_path, old, new, words):
+    """A model entry without its facts, with an unknown catalog id or without a name a server's
+    arguments can match: the fix says what to write, not "correct the value"."""
+    code, text, out = run_preview(tmp_path, "--stack-file", str(prod_with(tmp_path, old, new)))
+    assert_input_error(code, text, *words)
+    assert "correct the value" not in text and not out.exists()
