@@ -349,7 +349,7 @@ def test_a_nul_in_an_env_value_is_refused(tmp_path):
     assert not out.exists()
 
 
-@pytest.mark.parametrize(("old", "new", "words"), [
+@pytest.mark.parametrize("old, new, words", [
     ("      catalog: Qwen/Qwen2.5-Coder-14B-Instruct\n", "",
      ("llm-serving:models.coder-14b-fp16", "given: none", "config_json: <path to the checkpoint's config.json>")),
     ("      catalog: Qwen/Qwen2.5-Coder-14B-Instruct\n", "      catalog: Qwen/Qwen2.5-Coder-14B\n",
