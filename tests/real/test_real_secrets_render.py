@@ -54,8 +54,8 @@ def test_render_mode_writes_no_secret_and_the_cluster_gets_it(project: RealProje
     stack = "secrets-render"
     _stack(project, stack)
     cipher = _set_secret(project, stack, SECRET_KEY)
-    rendered = tmp_path / "rendered"
-    project.config_set(stack, "llm-serving:render_yaml_to_directory", str(rendered))
+    rendered = project.dir / "rendered-secrets"  # inside the project, as the stack file must name it
+    project.config_set(stack, "llm-serving:render_yaml_to_directory", rendered.name)
     res = project.up(stack, policy_pack=False)
     assert res.code == 0, res
 
@@ -116,7 +116,7 @@ def test_render_mode_switched_on_an_applied_stack_is_replaced_and_refused(projec
     _stack(project, stack)
     res = project.up(stack, policy_pack=False)
     assert res.code == 0, res
-    project.config_set(stack, "llm-serving:render_yaml_to_directory", str(tmp_path / "rendered"))
+    project.config_set(stack, "llm-serving:render_yaml_to_directory", "rendered-applied")
     res = project.run("preview", "--stack", stack, "--show-sames", "--show-replacement-steps", events=True, streaming=False)
     doc = json.loads(res.stdout)
     errors = [d.get("message", "") for d in doc.get("diagnostics") or [] if d.get("severity") == "error"]
