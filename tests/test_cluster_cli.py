@@ -19,6 +19,7 @@ import re
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -380,7 +381,10 @@ def test_kwokctl_config_runs_the_local_binaries_on_the_chosen_ports(tmp_path):
     assert standin["name"] == "kserve-standin" and standin["binary"] == str(lay.root / "bin" / "kserve-standin")
     assert standin["args"] == ["-m", "testbed.kserve_standin", f"--kubeconfig={lay.cluster / 'kubeconfig.yaml'}",
                                f"--kubectl={tmp_path / 'bin' / 'kubectl'}", "--health-address=127.0.0.1:40007"]
-    assert standin["envs"] == [{"name": "PYTHONPATH", "value": str(ROOT)}]
+    # The project first, then this environment's packages (the stand-in runs the base interpreter).
+    (env,) = standin["envs"]
+    path = env["value"].split(os.pathsep)
+    assert env["name"] == "PYTHONPATH" and path[0] == str(ROOT) and sysconfig.get_paths()["purelib"] in path
 
 
 def test_every_address_in_the_kwokctl_config_is_loopback(tmp_path):

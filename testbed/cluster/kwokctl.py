@@ -18,6 +18,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import sysconfig
 import time
 import urllib.error
 import urllib.request
@@ -98,7 +99,11 @@ def config(bin_dir: Path, lay: Layout, ports: dict[str, int]) -> dict[str, Any]:
         "args": ["-m", "testbed.kserve_standin", f"--kubeconfig={lay.cluster / 'kubeconfig.yaml'}",
                  f"--kubectl={kubectl}", f"--health-address={LOOPBACK}:{ports[KSERVE_STANDIN]}"],
         "workDir": str(lay.cluster),
-        "envs": [{"name": "PYTHONPATH", "value": str(REPO_ROOT)}],
+        # The project and this environment's packages: the link below runs the base interpreter
+        # (a link to a venv's python outside the venv does not find the venv), and the stand-in
+        # imports core (KServe's copied-annotation rules), which needs the project's dependencies.
+        "envs": [{"name": "PYTHONPATH", "value": os.pathsep.join(
+            [str(REPO_ROOT), *dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])])}],
     }
     return {"kind": "KwokctlConfiguration", "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
             "options": options, "componentsPatches": patches, "components": [standin]}
