@@ -50,8 +50,8 @@ CLIENT_NAMESPACES = 10
 PLAN = (("coder", 1, False), ("clef", 3, False), ("vllm", 3, False), ("vllm", 2, True), ("clef", 1, True))
 
 
-def _prod_config() -> dict[str, Any]:
-    return yaml.safe_load(PROD.read_text())["config"]
+def _prod_config(prod_file: Path = PROD) -> dict[str, Any]:
+    return yaml.safe_load(Path(prod_file).read_text())["config"]
 
 
 def _node(prod: dict[str, Any], name: str, cards: int) -> dict[str, Any]:
@@ -97,15 +97,16 @@ def _workload(prod: dict[str, Any], kind: str, name: str, node: str, models: dic
     return wl
 
 
-def generate(clef_json: Path, nodes: int = 100, cards: int = 8, per_node: int = 10) -> dict[str, Any]:
-    """The ``config:`` map of the large stack; the clef-flash variants' ``config_json`` is
+def generate(clef_json: Path, nodes: int = 100, cards: int = 8, per_node: int = 10, prod_file: Path = PROD) -> dict[str, Any]:
+    """The ``config:`` map of the large stack, in the forms of the stack file ``prod_file``
+    (default Pulumi.prod.yaml; the tests pass their frozen copy); the clef-flash variants' ``config_json`` is
     ``clef_json`` (an absolute path; :func:`write` writes the file). Raises ValueError when the
     plan does not fill ``cards`` cards with ``per_node`` workloads."""
     plan_cards = sum(count * (2 if kind == "coder" else 1) for kind, count, parked in PLAN if not parked)
     if plan_cards != cards or sum(count for _, count, _ in PLAN) != per_node:
         raise ValueError(f"the plan holds {plan_cards} cards with {sum(c for _, c, _ in PLAN)} workloads a node; "
                          f"asked for {cards} cards and {per_node} workloads")
-    prod = _prod_config()
+    prod = _prod_config(prod_file)
     config = {k: copy.deepcopy(v) for k, v in prod.items() if k not in ("llm-serving:workloads", "llm-serving:services")}
     models = config["llm-serving:models"]
     config["llm-serving:cluster"] = {"nodes": [_node(prod, f"worker-{n + 1:03d}", cards) for n in range(nodes)]}
@@ -133,13 +134,14 @@ def generate(clef_json: Path, nodes: int = 100, cards: int = 8, per_node: int = 
     return config
 
 
-def write(path: Path, **kwargs: Any) -> Path:
-    """Write the large stack as a stack file (``config:`` map) to ``path``, and the clef-flash
-    ``config.json`` beside it; returns ``path``."""
+def write(path: Path, prod_file: Path = PROD, **kwargs: Any) -> Path:
+    """Write the large stack (in the forms of the stack file ``prod_file``, default Pulumi.prod.yaml)
+    as a stack file (``config:`` map) to ``path``, and the clef-flash ``config.json`` beside it;
+    returns ``path``."""
     path = Path(path).absolute()
     clef_json = path.parent / "clef-flash-config.json"
-    clef_json.write_text(json.dumps(clef_config_json(_prod_config()), indent=1))
-    config = generate(clef_json, **kwargs)
+    clef_json.write_text(json.dumps(clef_config_json(_prod_config(prod_file)), indent=1))
+    config = generate(clef_json, prod_file=prod_file, **kwargs)
     path.write_text(yaml.dump({"config": config}, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
     return path
 

@@ -19,11 +19,13 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="module")
 def prod_base(tmp_path_factory) -> Path:
-    """Prod rendered by the offline preview (no policy) into a fresh directory: a ``--base``."""
+    """Prod (the frozen tests/fixtures/prod/) rendered by the offline preview (no policy) into a fresh
+    directory: a ``--base``."""
+    from tests.paths import PROD_STACK_FILE
     from tools import preview
 
     base = tmp_path_factory.mktemp("base") / "prod"
     out = io.StringIO()
-    code = preview.main(["--stack", "prod", "--out", str(base), "--no-policy"], stdout=out, stderr=out)
+    code = preview.main(["--stack-file", str(PROD_STACK_FILE), "--out", str(base), "--no-policy"], stdout=out, stderr=out)
     assert code == 0, out.getvalue()
     return base

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+from tests.paths import PROD_STACK_FILE
 from tools import adopt_diff
 
 
@@ -31,7 +32,7 @@ def test_a_secrets_values_are_digests_that_still_differ():
 
 
 def test_the_adopting_rendering_carries_patch_force_on_every_object_but_the_inference_service():
-    objects = adopt_diff.stack_objects(adopt_diff.ROOT / "Pulumi.prod.yaml")
+    objects = adopt_diff.stack_objects(PROD_STACK_FILE)
     assert len(objects) == 8
     forced = {o["kind"]: o["metadata"]["annotations"].get("pulumi.com/patchForce") for o in objects}
     assert forced.pop("InferenceService") is None  # KServe would copy it into the predictor: a roll
@@ -46,6 +47,6 @@ def test_a_bad_stack_file_lists_its_problems_and_a_missing_kubectl_is_one_line(t
     assert err.getvalue().startswith("adopt-diff: ") and "llm-serving:workloads" in err.getvalue() and out.getvalue() == ""
     monkeypatch.setenv("PATH", str(tmp_path))
     err = io.StringIO()
-    assert adopt_diff.main(["--stack", "prod"], stdout=io.StringIO(), stderr=err) == adopt_diff.EXIT_INPUT
+    assert adopt_diff.main(["--stack-file", str(PROD_STACK_FILE)], stdout=io.StringIO(), stderr=err) == adopt_diff.EXIT_INPUT
     assert err.getvalue() == ("adopt-diff: kubectl is not on PATH; fix: install it (Debian's kubernetes-client, or "
                               "`python3 dev.py toolchain`, whose bin/ has it)\n")

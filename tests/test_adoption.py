@@ -12,11 +12,11 @@ import copy
 from core import facts
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
-from tests.paths import ROOT
+from tests.paths import PROD_STACK_FILE
 from tools import analyze
 from tools.offline.manifests import load_stack_file
 
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 
 
 def _adopting() -> dict:

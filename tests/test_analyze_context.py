@@ -12,12 +12,13 @@ import json
 import subprocess
 from pathlib import Path
 
+from tests.paths import PROD_STACK_FILE
 from tools import analyze, context, kubectl
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 FILE = ROOT / "tests" / "manifests" / "beside-prod"
-PROD = ROOT / "Pulumi.prod.yaml"
+PROD = PROD_STACK_FILE
 REFUSED = "worker-1: 5 of 4 cards requested: candle-vllm 2, clef-candle 1, embedder 1, reasoning 1"
 
 
@@ -26,7 +27,8 @@ def test_alone_it_passes_on_the_full_worker_1():
     assert report.exit_code() == 0, [f.message for f in report.findings]
 
 
-def test_beside_prod_it_is_refused(capsys):
+def test_beside_prod_it_is_refused(capsys, monkeypatch):
+    monkeypatch.setattr(analyze, "ROOT", PROD.parent)  # --context-stack prod reads the frozen prod
     code = analyze.main(["--manifests", str(FILE), "--context-stack", "prod"])
     out = capsys.readouterr().out
     assert code == 1
@@ -37,7 +39,7 @@ def test_beside_prod_it_is_refused(capsys):
 
 def test_beside_the_live_namespace_it_is_refused(monkeypatch):
     """Kubectl stands in with prod's rendering as the API server would list it."""
-    live = [r.props for r in context.from_stack("prod", ROOT, analyze.program_resources) if r.custom and r.props.get("kind")]
+    live = [r.props for r in context.from_stack("prod", PROD.parent, analyze.program_resources) if r.custom and r.props.get("kind")]
 
     def fake_run(kubeconfig, *args, stdin=None, timeout=kubectl.TIMEOUT_S):
         kind = args[1].split(".")[0]
@@ -52,7 +54,7 @@ def test_beside_the_live_namespace_it_is_refused(monkeypatch):
 
 
 def test_a_file_object_replaces_the_context_object_it_edits():
-    prod = context.from_stack("prod", ROOT, analyze.program_resources)
+    prod = context.from_stack("prod", PROD.parent, analyze.program_resources)
     edited = [r for r in prod if r.props.get("kind") == "Deployment"][:1]
     merged, beside = context.merge(edited, prod)
     assert edited[0] in merged and edited[0].urn not in beside

@@ -19,11 +19,11 @@ import pytest
 from core import facts, rules
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
-from tests.paths import ROOT
+from tests.paths import PROD_STACK_FILE
 from tools import analyze
 from tools.offline.manifests import load_stack_file
 
-PROD_FILE = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD_FILE = load_stack_file(PROD_STACK_FILE)
 
 
 def _by_kind(config_map: dict) -> dict[tuple[str, str], dict]:

@@ -15,12 +15,13 @@ import yaml
 
 from bench import genstack
 from stackfile import CandleWorkload, VllmWorkload, load_stack_config
+from tests.paths import PROD_STACK_FILE
 from tools.offline.manifests import load_stack_file
 
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory):
-    path = genstack.write(tmp_path_factory.mktemp("genstack") / "Pulumi.large.yaml")
+    path = genstack.write(tmp_path_factory.mktemp("genstack") / "Pulumi.large.yaml", prod_file=PROD_STACK_FILE)
     return path, load_stack_config(load_stack_file(path), base_dir=path.parent)
 
 
@@ -59,7 +60,7 @@ def test_served_names_and_weights_are_unique(large):
 
 def test_clef_variants_read_the_prod_facts_from_one_config_json(large):
     path, stack = large
-    prod = yaml.safe_load(genstack.PROD.read_text())["config"]["llm-serving:models"]["clef-flash"]["facts"]
+    prod = yaml.safe_load(PROD_STACK_FILE.read_text())["config"]["llm-serving:models"]["clef-flash"]["facts"]
     clef = [k for k, e in stack.models.items() if e.config_json]
     assert len(clef) == 400
     assert {stack.models[k].config_json for k in clef} == {str(path.parent / "clef-flash-config.json")}

@@ -19,6 +19,7 @@ from core.engines import ServerSettings
 from core.inventory import CardSpec, ClusterInventory
 from core.measured import Measured
 from core.modelfacts import CATALOG, CheckpointRopeScaling, ModelEntry, ModelFacts, facts_from_config_json
+from tests.paths import PROD_STACK_FILE
 from tests.policy_harness import FIXTURES
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 from tools.offline.summary import capacity_section, inventory_of
@@ -137,7 +138,7 @@ def test_vllm_is_judged_against_the_measured_pool():
 
 def test_candle_clamps_clef_flash_to_the_measured_66_8k():
     """Seed 000: "About 66.8K KV tokens"; candle-vllm caps the context at the pool and starts."""
-    prod = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    prod = load_stack_file(PROD_STACK_FILE)
     clef = ModelEntry.model_validate(prod["llm-serving:models"]["clef-flash"]).resolve(ROOT)
     e = capacity.estimate(clef, V100, ServerSettings(engine="candle-vllm", tp=1, kv_fraction=0.3, dtype="f16",
                                                      max_num_seqs=4, prefill_chunk_size=1024))
@@ -155,7 +156,7 @@ def test_a_cards_measured_cuda_total_wins():
 
 
 def test_the_inventory_takes_the_workloads_measured_figures():
-    prod = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    prod = load_stack_file(PROD_STACK_FILE)
     inv = ClusterInventory.model_validate(prod["llm-serving:cluster"])
     merged = inv.with_workloads_measured(prod["llm-serving:workloads"])
     assert sorted(merged.measured) == ["candle-vllm", "clef-candle", "reasoning"]
@@ -165,7 +166,7 @@ def test_the_inventory_takes_the_workloads_measured_figures():
 
 
 def test_the_preview_shows_prods_measurements_beside_the_estimates():
-    config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+    config = copy.deepcopy(load_stack_file(PROD_STACK_FILE))
     fixtures = FIXTURES / "kv-cache-fits-max-model-len" / "allowed"
     resources = [r for n in ("candle-vllm-14b-tp2.yaml", "clef-candle.yaml", "reasoning-64k.yaml")
                  for r in load_manifest_dir(fixtures / n)]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import PROD_STACK_FILE
 from tools import deploy_guard, review_comment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +57,7 @@ def test_a_review_without_the_offline_preview_is_bad_input(tmp_path):
     assert err.startswith("review-comment: ") and "has no preview.code or verdicts.code" in err
 
 
-def _guard(tmp_path: Path, state: dict, *extra: str, stack: str = "Pulumi.prod.yaml") -> tuple[int, str]:
+def _guard(tmp_path: Path, state: dict, *extra: str, stack: str = "tests/fixtures/prod/Pulumi.prod.yaml") -> tuple[int, str]:
     path = tmp_path / "state.json"
     path.write_text(json.dumps(state))
     out = io.StringIO()
@@ -85,7 +86,7 @@ def test_a_reviewed_first_up_and_a_later_merge_go_on(tmp_path):
 
 
 def test_adopt_in_the_stack_file_needs_a_review_on_every_up(tmp_path):
-    text = (ROOT / "Pulumi.prod.yaml").read_text().replace("config:\n", "config:\n  llm-serving:adopt: true\n", 1)
+    text = PROD_STACK_FILE.read_text().replace("config:\n", "config:\n  llm-serving:adopt: true\n", 1)
     (tmp_path / "Pulumi.adopt.yaml").write_text(text)
     code, out = _guard(tmp_path, APPLIED, "--commit", "abc", stack=str(tmp_path / "Pulumi.adopt.yaml"))
     assert code == 1 and "the stack file sets llm-serving:adopt: true" in out

@@ -28,6 +28,7 @@ import yaml
 
 from core import facts
 from testbed.cluster import cmd, kwokctl, layout, setup
+from tests.paths import PROD_STACK_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -418,7 +419,7 @@ def _objects() -> dict[tuple[str, str], dict]:
 
 
 def _prod_inventory() -> dict:
-    cfg = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    cfg = yaml.safe_load(PROD_STACK_FILE.read_text())["config"]
     return cfg
 
 

@@ -24,10 +24,11 @@ from core.inventory import CardSpec
 from core.placement import Parked, Placement
 from stackfile import NetworkPolicyConfig, Resources, ServiceClient, StartupProbe, load_stack_config
 from stackfile.build import candle_args, gpu_args, vllm_args
+from tests.paths import PROD_STACK_FILE
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = load_stack_config(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+PROD = load_stack_config(load_stack_file(PROD_STACK_FILE))
 AFTER_002 = load_stack_config(load_stack_file(ROOT / "tests" / "stacks" / "after-002.yaml"))
 V100 = PROD.node("worker-1").card
 A100 = CardSpec(product="A100-SXM4-80GB", memory_mib=81920, compute_capability="8.0", nvlink=True, hbm_bandwidth_gb_s=2039)
@@ -272,10 +273,10 @@ def test_the_runtime_class_is_the_inventorys():
 
     from stackfile import load_stack_config
     from stackfile.build import render_manifests
-    from tests.paths import ROOT
+    from tests.paths import PROD_STACK_FILE
     from tools.offline.manifests import load_stack_file
 
-    raw = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    raw = load_stack_file(PROD_STACK_FILE)
 
     def classes(config):
         return {d["metadata"]["name"]: (d["spec"]["template"]["spec"] if d["kind"] == "Deployment"

@@ -15,11 +15,12 @@ import pytest
 from core import facts
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
+from tests.paths import PROD_STACK_FILE
 from tools.offline.manifests import load_stack_file
 from tools.offline.mockrun import ProgramError, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 
 K8S_CHILD = {
     "llm-serving:index:CandleDeployment": "kubernetes:apps/v1:Deployment",

@@ -24,6 +24,7 @@ from policylib.pack import policies
 from stackfile import CandleWorkload, VllmWorkload, load_stack_config
 from stackfile import build as stack
 from stackfile.build import render_manifests
+from tests.paths import PROD_STACK_FILE
 from tests.policy_harness import DEFAULT_STACK_FILE, FIXTURES, manifests, run_policy, use_stack_config
 from tests.test_components import PROD
 from tools.offline.manifests import load_stack_file, resources_from_documents
@@ -63,7 +64,7 @@ def test_prod_argv_comes_from_the_settings_models():
 
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD_FILE = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD_FILE = load_stack_file(PROD_STACK_FILE)
 
 
 def _prod_rendered():

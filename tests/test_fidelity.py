@@ -3,7 +3,7 @@ manifest functions from typed inputs and compared field by field with the parsed
 
 References: ``tests/reference/``, an unchanged copy of ``../shared/reference/k8s/apps/llm-serving/``
 (``tests/test_reference_copy.py`` keeps it byte-identical).
-Inputs: ``Pulumi.prod.yaml`` for candle-vllm,
+Inputs: ``tests/fixtures/prod/Pulumi.prod.yaml`` (prod, frozen) for candle-vllm,
 clef-candle, coder-predictor and reasoning-long-predictor; ``tests/stacks/after-002.yaml`` for
 the coder InferenceService of coder.yaml (no longer in prod).
 
@@ -86,7 +86,7 @@ SERVICE_ANNOTATIONS = (facts.COMPONENT_ANNOTATION, facts.CLIENTS_ANNOTATION, fac
 
 #: reference file -> (stack file, kind, name, expected deltas)
 DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
-    "coder-14b-fp16.yaml": ("Pulumi.prod.yaml", "Deployment", "candle-vllm", [
+    "coder-14b-fp16.yaml": ("tests/fixtures/prod/Pulumi.prod.yaml", "Deployment", "candle-vllm", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
         Delta("added", POD + ("nodeSelector",), NODE),
         Delta("added", CONTAINER + ("imagePullPolicy",),
@@ -99,7 +99,7 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
         *_pod_security(POD, CONTAINER, readiness=True),
         Delta("added", POD + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
-    "clef-candle.yaml": ("Pulumi.prod.yaml", "Deployment", "clef-candle", [
+    "clef-candle.yaml": ("tests/fixtures/prod/Pulumi.prod.yaml", "Deployment", "clef-candle", [
         *_annotations(*WORKLOAD_ANNOTATIONS),
         Delta("added", POD + ("nodeSelector",), NODE),
         Delta("added", CONTAINER + ("startupProbe",), STARTUP),
@@ -119,10 +119,10 @@ DELTAS: dict[str, tuple[str, str, str, list[Delta]]] = {
         Delta("added", ISVC_CONTAINER + ("env", 3), "HF_HUB_OFFLINE=1: the cache on the read-only PVC is read, never written"),
         Delta("added", PREDICTOR + ("enableServiceLinks",), SERVICE_LINKS),
     ]),
-    "coder-service.yaml": ("Pulumi.prod.yaml", "Service", "coder-predictor", [
+    "coder-service.yaml": ("tests/fixtures/prod/Pulumi.prod.yaml", "Service", "coder-predictor", [
         *_annotations(*SERVICE_ANNOTATIONS),
     ]),
-    "reasoning-long-service.yaml": ("Pulumi.prod.yaml", "Service", "reasoning-long-predictor", [
+    "reasoning-long-service.yaml": ("tests/fixtures/prod/Pulumi.prod.yaml", "Service", "reasoning-long-predictor", [
         *_annotations(*SERVICE_ANNOTATIONS),
     ]),
 }
@@ -207,7 +207,7 @@ def test_the_comparison_sees_a_changed_leaf():
 def test_the_listed_deltas_carry_the_facts():
     """The deltas are the facts, with their values: Always on the moving tag, the shm volume
     for TP=2, the startup budget above the cold start (candle-vllm declares 300 s)."""
-    ours = rendered("Pulumi.prod.yaml", "Deployment", "candle-vllm")
+    ours = rendered("tests/fixtures/prod/Pulumi.prod.yaml", "Deployment", "candle-vllm")
     container = ours["spec"]["template"]["spec"]["containers"][0]
     assert container["imagePullPolicy"] == "Always"
     assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}} in ours["spec"]["template"]["spec"]["volumes"]

@@ -31,12 +31,13 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 from policylib.pack import policies
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
+from tests.paths import PROD_STACK_FILE
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools import preview
 from tools.offline.manifests import InputError, load_stack_file, read_manifests, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD_TEXT = (ROOT / "Pulumi.prod.yaml").read_text()
+PROD_TEXT = PROD_STACK_FILE.read_text()
 PROD = yaml.safe_load(PROD_TEXT)
 PROD_MANIFESTS = render_manifests(load_stack_config(PROD["config"]))
 MANDATORY = [p for p in policies()

@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.paths import PROD_STACK_FILE
 from tools import analyze, preview
 from tools.offline.manifests import InputError, read_manifests
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD_TEXT = (ROOT / "Pulumi.prod.yaml").read_text()
+PROD_TEXT = PROD_STACK_FILE.read_text()
 INVENTORY = ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml"
 REFERENCE = ROOT / "tests" / "reference"
 
@@ -288,7 +289,7 @@ def test_a_network_policy_port_that_is_no_port_is_judged_without_a_crash():
     from tests.policy_harness import run_policy, use_stack_config
     from tools.offline.manifests import load_stack_file, resources_from_documents
 
-    config = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    config = load_stack_file(PROD_STACK_FILE)
     docs = render_manifests(load_stack_config(config))
     netpol = next(d for d in docs if d["kind"] == "NetworkPolicy")
     for rule in netpol["spec"]["ingress"]:

@@ -13,11 +13,11 @@ from core.inventory import ClusterInventory
 from tools.offline import manifests as m
 
 ROOT = Path(__file__).resolve().parent.parent
-from tests.paths import REFERENCE  # noqa: E402 (after the module constants it documents)
+from tests.paths import PROD_STACK_FILE, REFERENCE  # noqa: E402 (after the module constants it documents)
 
 
 def _prod_cluster() -> dict:
-    return yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]["llm-serving:cluster"]
+    return yaml.safe_load(PROD_STACK_FILE.read_text())["config"]["llm-serving:cluster"]
 
 
 def test_prod_inventory_is_worker1_with_four_volta_cards():

@@ -13,10 +13,11 @@ import pytest
 
 from core import kube
 from stackfile import ConfigError, load_stack_config
+from tests.paths import PROD_STACK_FILE
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 W = "llm-serving:workloads"
 
 

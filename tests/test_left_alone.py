@@ -25,10 +25,11 @@ from pydantic import SecretStr
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
 from stackfile.objects import left_alone_outputs, left_alone_text, managed_objects
+from tests.paths import PROD_STACK_FILE
 from tools.offline import mockrun, summary
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+PROD = yaml.safe_load(PROD_STACK_FILE.read_text())["config"]
 KEY = "llm-serving:left_alone"
 
 #: The spec's reason, as prod's stack file gives it (seed 000).
@@ -167,7 +168,7 @@ def test_not_a_list_is_refused():
 
 
 def _stacks() -> list[Path]:
-    return [ROOT / "Pulumi.prod.yaml", *sorted((ROOT / "tests" / "stacks").glob("*.yaml"))]
+    return [PROD_STACK_FILE, *sorted((ROOT / "tests" / "stacks").glob("*.yaml"))]
 
 
 @pytest.mark.parametrize("path", _stacks(), ids=lambda p: p.stem)
@@ -213,7 +214,7 @@ def test_a_stack_without_the_key_prints_no_left_alone_section():
 
 
 def test_the_preview_refuses_a_left_alone_object_the_stack_renders_with_exit_2_and_writes_nothing(tmp_path):
-    data = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    data = yaml.safe_load(PROD_STACK_FILE.read_text())
     data["config"][KEY].append({"kind": "Service", "name": "coder-predictor", "why": "ArgoCD keeps it"})
     stack = tmp_path / "Pulumi.test.yaml"
     stack.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -26,11 +26,12 @@ from core import facts
 from policylib.pack import policies
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
+from tests.paths import PROD_STACK_FILE
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 W = "llm-serving:workloads"
 MODELS = sorted(PROD["llm-serving:models"])
 MANDATORY = [p for p in policies()

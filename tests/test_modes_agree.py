@@ -93,7 +93,7 @@ def test_the_users_directory_gets_the_same_verdicts_from_yaml_and_from_a_program
     assert plain.exit_code() == from_program.exit_code() == 1
 
 
-@pytest.mark.parametrize("stack_file", ["Pulumi.prod.yaml", "tests/stacks/after-001.yaml"])
+@pytest.mark.parametrize("stack_file", ["tests/fixtures/prod/Pulumi.prod.yaml", "tests/stacks/after-001.yaml"])
 def test_the_programs_objects_get_the_same_verdicts_as_the_yaml_it_writes(stack_file, tmp_path):
     stack_file = ROOT / stack_file
     config = load_stack_file(stack_file)

@@ -31,15 +31,16 @@ import vllm_volta
 
 from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
 from stackfile.build import StackResources, render_manifests, stack_outputs
+from tests.paths import PROD_STACK_FILE
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_preview_summary import deployment, inventory, isvc
 from tools.offline.manifests import load_stack_file, resources_from_documents
 from tools.offline.summary import card_rows
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 W = "llm-serving:workloads"
-STACKS = [ROOT / "Pulumi.prod.yaml", *sorted((ROOT / "tests" / "stacks").glob("*.yaml"))]
+STACKS = [PROD_STACK_FILE, *sorted((ROOT / "tests" / "stacks").glob("*.yaml"))]
 
 
 @pytest.fixture(autouse=True)

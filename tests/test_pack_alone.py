@@ -33,7 +33,7 @@ POLICIES = ROOT / "policies"
 #: for this folder (the CLI honours .gitignore files, its own and its parents').
 PUBLISH_IGNORES = shutil.ignore_patterns("venv", ".venv", "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache",
                                          ".mypy_cache", ".ruff_cache")
-STACKS = ["Pulumi.prod.yaml", *sorted(f"tests/stacks/{p.name}" for p in (ROOT / "tests" / "stacks").glob("*.yaml"))]
+STACKS = ["tests/fixtures/prod/Pulumi.prod.yaml", *sorted(f"tests/stacks/{p.name}" for p in (ROOT / "tests" / "stacks").glob("*.yaml"))]
 
 
 def runtime_options() -> dict:
@@ -105,7 +105,7 @@ def test_the_copy_imports_core_from_itself(published):
 @pytest.mark.parametrize("stack_file", STACKS)
 def test_the_copy_gives_the_repository_packs_verdicts(published, stack_file):
     pack, python = published
-    stack = "prod" if stack_file == "Pulumi.prod.yaml" else Path(stack_file).stem
+    stack = "prod" if stack_file == "tests/fixtures/prod/Pulumi.prod.yaml" else Path(stack_file).stem
     config = load_stack_file(ROOT / stack_file)
     resources = analyze.program_resources(config, stack)
     alone = analyze.run_pack(resources, config, stack=stack, pack_dir=pack, python=python)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import PROD_STACK_FILE
 from tools import analyze, cli, preview
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +70,7 @@ def test_an_out_that_cannot_be_written_is_exit_2_before_any_work(tmp_path, make,
     (["--output", "out/r.json", "--format", "json", "--also", "sarif=out/r.json"], "two reports would be written to"),
 ])
 def test_an_option_that_would_do_nothing_or_the_wrong_thing_is_exit_2(args, words, capsys):
-    code = cli.outcome(lambda: analyze.main(["--stack", "prod", *args]), "analyze")
+    code = cli.outcome(lambda: analyze.main(["--stack-file", str(PROD_STACK_FILE), *args]), "analyze")
     err = capsys.readouterr().err
     assert code == cli.BAD_INPUT, err
     assert words in err and "Traceback" not in err
@@ -125,7 +126,7 @@ def test_an_odd_stack_name_is_a_usage_error_naming_the_fix(stack, capsys):
 
 @pytest.mark.parametrize("directory", ["/", "/etc", "../elsewhere", "a/../../b", " ", "a\nb"])
 def test_render_yaml_to_directory_outside_the_project_is_refused(directory, tmp_path):
-    text = (ROOT / "Pulumi.prod.yaml").read_text().replace(
+    text = PROD_STACK_FILE.read_text().replace(
         "# llm-serving:render_yaml_to_directory: rendered", f"llm-serving:render_yaml_to_directory: {json.dumps(directory)}", 1)
     assert f"llm-serving:render_yaml_to_directory: {json.dumps(directory)}" in text
     stack = tmp_path / "Pulumi.x.yaml"

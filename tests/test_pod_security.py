@@ -24,12 +24,13 @@ import pytest
 from core import facts
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
+from tests.paths import PROD_STACK_FILE
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
 from tools.offline import mockrun, render
 from tools.offline.manifests import load_manifest_dir, load_stack_file, resources_from_documents
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 POLICIES = [pod_security_baseline, pod_security_restricted, pod_run_as_non_root, no_service_account_token,
             model_mounts_read_only, model_server_readiness]
 

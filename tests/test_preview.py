@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.paths import PROD_STACK_FILE
+
 ROOT = Path(__file__).resolve().parent.parent
-PROD = ROOT / "Pulumi.prod.yaml"
+PROD = PROD_STACK_FILE
 
 #: The spec's intended prod state (../shared/spec/prod-stack.md), one file each.
 PROD_FILES = {
@@ -35,6 +37,10 @@ PROD_FILES = {
 
 
 def preview(*args: str, via_dev: bool = False) -> subprocess.CompletedProcess:
+    """The preview as a process; without ``--stack-file``, of the frozen prod (where the user's command
+    previews the live Pulumi.prod.yaml)."""
+    if "--stack-file" not in args:
+        args = ("--stack-file", str(PROD_STACK_FILE), *args)
     cmd = [sys.executable, "dev.py", "preview", *args] if via_dev else [sys.executable, "-m", "tools.preview", *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
@@ -239,7 +245,7 @@ def test_a_reader_that_stops_early_does_not_turn_the_verdict_into_a_crash(tmp_pa
 
     out = tmp_path / "prod"
     stdout, stderr = ClosedAfterFirstLine(), io.StringIO()
-    assert preview_module.main(["--out", str(out), "--no-policy"], stdout=stdout, stderr=stderr) == 0, stderr.getvalue()
+    assert preview_module.main(["--stack-file", str(PROD_STACK_FILE), "--out", str(out), "--no-policy"], stdout=stdout, stderr=stderr) == 0, stderr.getvalue()
     assert stdout.seen[0].startswith("llm-serving / prod\n")
     assert "Traceback" not in stderr.getvalue()
     assert set(files(out)) == PROD_FILES
@@ -253,7 +259,7 @@ def test_a_stack_file_is_previewed_under_its_own_name_never_over_out_prod():
 
     args = _parser().parse_args(["--stack-file", "tests/stacks/after-001.yaml"])
     assert _stack_file_and_name(args) == (_P("tests/stacks/after-001.yaml"), "after-001")
-    args = _parser().parse_args(["--stack-file", "Pulumi.prod.yaml"])
+    args = _parser().parse_args(["--stack-file", "tests/fixtures/prod/Pulumi.prod.yaml"])
     assert _stack_file_and_name(args)[1] == "prod"
 
 

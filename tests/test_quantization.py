@@ -15,6 +15,7 @@ from core.engines import ServerSettings
 from core.inventory import CardSpec
 from core.problems import ConfigError
 from stackfile.loader import load_stack_config
+from tests.paths import PROD_STACK_FILE
 from tests.policy_harness import DEFAULT_STACK_FILE
 from tools.offline.manifests import load_stack_file
 
@@ -115,7 +116,7 @@ def test_an_unknown_method_in_config_json_is_a_stack_file_problem(tmp_path):
 def test_the_gpt_oss_config_json_loads_in_a_stack_file():
     """Given as config_json, gpt-oss's config.json (quant_method mxfp4) is understood, not
     three 'cannot judge' violations: the prod stack file with it added loads."""
-    config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+    config = copy.deepcopy(load_stack_file(PROD_STACK_FILE))
     config["llm-serving:models"]["gpt-oss"] = {"config_json": str(GPT_OSS), "hf_id": "openai/gpt-oss-120b"}
     loaded = load_stack_config(config)
     assert loaded.model_facts("gpt-oss").quantization.method == "mxfp4"

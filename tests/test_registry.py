@@ -8,6 +8,7 @@ import pytest
 
 from core import registry, rulebook
 from core.modelfacts import CATALOG
+from tests.paths import PROD_STACK_FILE
 
 V100 = SimpleNamespace(sm=70, product="Tesla-V100-PCIE-32GB", nvlink=False)
 
@@ -133,7 +134,6 @@ def test_the_stack_file_and_the_pack_judge_by_one_rule(monkeypatch, family, judg
     """The loader's problem and the policy's finding are the same judge's breach, rendered for each audience."""
     import copy
     import importlib
-    from pathlib import Path
 
     from policylib.pack import policies
     from stackfile import ConfigError, load_stack_config
@@ -150,7 +150,7 @@ def test_the_stack_file_and_the_pack_judge_by_one_rule(monkeypatch, family, judg
         return breach
 
     monkeypatch.setattr(module, judge, spy)
-    config = copy.deepcopy(load_stack_file(Path(__file__).resolve().parent.parent / "Pulumi.prod.yaml"))
+    config = copy.deepcopy(load_stack_file(PROD_STACK_FILE))
     change(config)
     with pytest.raises(ConfigError) as err:
         load_stack_config(config)

@@ -21,13 +21,14 @@ import vllm_volta
 from core import facts, rules
 from policylib import stackconfig
 from stackfile import ConfigError, VllmWorkload, load_stack_config
+from tests.paths import PROD_STACK_FILE
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.test_policy_tensor_parallel_divisibility import candle as candle_tp_server
 from tests.test_policy_tensor_parallel_divisibility import vllm as tp_server
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 W = "llm-serving:workloads"
 
 

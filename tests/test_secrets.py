@@ -18,6 +18,7 @@ import yaml
 from pydantic import SecretStr
 
 from stackfile import ConfigError, load_stack_config
+from tests.paths import PROD_STACK_FILE
 from tools import analyze, preview
 from tools.offline import mockrun, render, summary
 from tools.offline.manifests import load_stack_file
@@ -29,7 +30,7 @@ W = "llm-serving:workloads"
 
 
 def prod_with_secret(value) -> dict:
-    config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+    config = copy.deepcopy(load_stack_file(PROD_STACK_FILE))
     config[W]["reasoning"]["secret_env"] = {"HF_TOKEN": value}
     config[W]["candle-vllm"]["secret_env"] = {"API_KEY": value}
     return config
@@ -65,7 +66,7 @@ def test_the_planted_token_is_in_no_output(decrypted_run, tmp_path):
     files = render.render(render.manifests(run.resources))
     base = tmp_path / "base"
     render.write_tree(render.render(render.manifests(mockrun.run_program(
-        load_stack_file(ROOT / "Pulumi.prod.yaml")).resources)), base)
+        load_stack_file(PROD_STACK_FILE)).resources)), base)
     diff = render.diff_trees(render.load_tree(base), {render.render_path(o): o for o in render.manifests(run.resources)})
     report = analyze.run_pack(run.resources, preview.pack_config(config))
     texts = {
@@ -83,7 +84,7 @@ def test_the_planted_token_is_in_no_output(decrypted_run, tmp_path):
 
 
 def test_a_secure_value_in_the_stack_file_previews_with_nothing_decrypted(tmp_path):
-    text = (ROOT / "Pulumi.prod.yaml").read_text().replace(
+    text = PROD_STACK_FILE.read_text().replace(
         "      reasoning_parser: qwen3\n",
         "      reasoning_parser: qwen3\n      secret_env:\n        HF_TOKEN:\n          secure: v1:c2VjcmV0Y2lwaGVy\n")
     stack = tmp_path / "Pulumi.sec.yaml"
@@ -116,7 +117,7 @@ def test_a_plain_text_secret_is_refused_without_showing_it(value):
 
 
 def test_a_plain_text_secret_in_a_stack_file_is_exit_2_and_never_printed(tmp_path):
-    text = (ROOT / "Pulumi.prod.yaml").read_text().replace(
+    text = PROD_STACK_FILE.read_text().replace(
         "      reasoning_parser: qwen3\n", f"      reasoning_parser: qwen3\n      secret_env:\n        HF_TOKEN: {TOKEN}\n")
     stack = tmp_path / "Pulumi.plain.yaml"
     stack.write_text(text)
@@ -158,7 +159,7 @@ SECURE = {"secure": "v1:c2VjcmV0Y2lwaGVy"}
 def test_a_secure_value_outside_secret_env_is_refused_without_showing_it(where, path):
     """On the offline path the value is ``{secure: ...}``; on the real path the program wraps the
     decrypted value in SecretStr where the stack file stores it as secure (config_from_pulumi)."""
-    config = copy.deepcopy(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+    config = copy.deepcopy(load_stack_file(PROD_STACK_FILE))
     where(config)
     with pytest.raises(ConfigError) as err:
         load_stack_config(config)

@@ -16,10 +16,11 @@ from stackfile import (
     VllmWorkload,
     load_stack_config,
 )
+from tests.paths import PROD_STACK_FILE
 from tools.offline.manifests import config_env, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 STACKS = ROOT / "tests" / "stacks"
 
 
@@ -175,11 +176,11 @@ def test_render_is_one_block_per_problem_without_a_traceback():
     config["llm-serving:workloads"]["reasoning"]["cards"] = -1
     config["llm-serving:bogus"] = 1
     with pytest.raises(ConfigError) as info:
-        load_stack_config(config, source="Pulumi.prod.yaml")
+        load_stack_config(config, source="Pulumi.try.yaml")
     text = info.value.render()
     blocks = text.split("\n\n")
     assert blocks[0] == (
-        "Cannot load Pulumi.prod.yaml: 2 problems. Nothing was previewed or written; "
+        "Cannot load Pulumi.try.yaml: 2 problems. Nothing was previewed or written; "
         "fix each one below and run again."
     )
     assert blocks[1].splitlines()[0] == "llm-serving:bogus"

@@ -19,10 +19,11 @@ from core.modelfacts import CATALOG
 from core.registry import Rule
 from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
 from stackfile.build import render_manifests, vllm_args
+from tests.paths import PROD_STACK_FILE
 from tools.offline.manifests import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 W = "llm-serving:workloads"
 YARN2 = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32768}
 

@@ -14,6 +14,7 @@ import pytest
 from core import capacity_view as ch
 from core import manifests
 from core.modelfacts import ModelEntry
+from tests.paths import PROD_STACK_FILE
 from tests.policy_harness import FIXTURES
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 from tools.offline.summary import PROVISIONAL_NOTE, UPPER_BOUND_NOTE, capacity_section, inventory_of
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = FIXTURES / "kv-cache-fits-max-model-len" / "allowed"
 CANDLE_14B, CLEF, REASONING = (ALLOWED / n for n in ("candle-vllm-14b-tp2.yaml", "clef-candle.yaml", "reasoning-64k.yaml"))
 STACK_FILES = [
-    ROOT / "Pulumi.prod.yaml",
+    PROD_STACK_FILE,
     FIXTURES / "Pulumi.fixture.yaml",
     FIXTURES / "weights-fit-card" / "Pulumi.fixture.yaml",
     ROOT / "tests" / "stacks" / "after-003.yaml",
@@ -33,7 +34,7 @@ STACK_FILES = [
 def config():
     """Prod's stack file without its measured figures: the marks are the estimate's (the measured
     lines under the table are tests/test_capacity_measured.py's)."""
-    loaded = copy.deepcopy(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+    loaded = copy.deepcopy(load_stack_file(PROD_STACK_FILE))
     for workload in loaded["llm-serving:workloads"].values():
         workload.pop("measured", None)
     return loaded

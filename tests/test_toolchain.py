@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from testbed import kserve_standin, langhost, toolchain
+from tests.paths import PROD_STACK_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,7 +138,7 @@ def test_the_kserve_standin_creates_the_predictor_the_stable_service_selects():
     from tools import analyze
     from tools.offline.manifests import load_stack_file
 
-    resources = analyze.program_resources(load_stack_file(ROOT / "Pulumi.prod.yaml"), "prod")
+    resources = analyze.program_resources(load_stack_file(PROD_STACK_FILE), "prod")
     objects = {(r.props.get("kind"), r.props.get("metadata", {}).get("name")): r.props for r in resources if r.custom}
     isvc = json.loads(json.dumps(objects[("InferenceService", "reasoning")]))
     isvc["metadata"]["uid"] = "0000"

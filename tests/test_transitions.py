@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from stackfile import ConfigError, load_stack_config
-from tests.paths import ROOT
+from tests.paths import PROD_STACK_FILE
 from tools import analyze, preview
 from tools.offline.manifests import load_stack_file
 
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 
 
 def renamed(former: bool) -> dict:

@@ -12,12 +12,12 @@ import pytest
 from core import transition_cost
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
-from tests.paths import ROOT
+from tests.paths import PROD_STACK_FILE
 from tests.test_transitions import run_preview, write_stack
 from tools.offline import render
 from tools.offline.manifests import load_stack_file
 
-PROD = load_stack_file(ROOT / "Pulumi.prod.yaml")
+PROD = load_stack_file(PROD_STACK_FILE)
 ISVC = "1-manifest/serving.kserve.io_v1beta1-inferenceservice-llm-serving-reasoning.yaml"
 CANDLE = "1-manifest/apps_v1-deployment-llm-serving-candle-vllm.yaml"
 SERVICE = "1-manifest/v1-service-llm-serving-coder-predictor.yaml"

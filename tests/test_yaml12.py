@@ -11,6 +11,7 @@ import yaml
 
 from core.problems import ConfigError
 from core.yaml12 import Yaml12Loader
+from tests.paths import PROD_STACK_FILE
 from tools import cli, preview
 from tools.offline.yamlload import load_documents
 
@@ -49,8 +50,8 @@ def test_the_catalogs_and_the_stack_files_read_the_same_but_for_yaml_1_1_text():
     for path in (ROOT / "core" / "data").glob("*.yaml"):
         text = path.read_text()
         assert yaml.load(text, Loader=Yaml12Loader) == yaml.load(text, Loader=base), path
-    text = (ROOT / "Pulumi.prod.yaml").read_text()
-    old, new = yaml.load(text, Loader=base), load_documents(text, "Pulumi.prod.yaml")[0]
+    text = PROD_STACK_FILE.read_text()
+    old, new = yaml.load(text, Loader=base), load_documents(text, PROD_STACK_FILE.name)[0]
     facts = "llm-serving:models"
     assert old["config"][facts]["clef-flash"]["facts"]["parameters"] == "2.0e9"
     assert new["config"][facts]["clef-flash"]["facts"]["parameters"] == 2.0e9

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed import toolchain
+from tests.paths import PROD_STACK_FILE
 from tools.plan import read_events
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,6 +127,8 @@ class RealProject:
         self.logs = workdir / "events"
         self.kubeconfig = kubeconfig
         shutil.copytree(ROOT, self.dir, ignore=IGNORE)
+        # The real tests assert prod's exact values: the copy's prod is the frozen one (tests/paths.py).
+        shutil.copy2(PROD_STACK_FILE, self.dir / "Pulumi.prod.yaml")
         (self.dir / ".venv").symlink_to(ROOT / ".venv")
         (self.dir / "policies" / "venv").symlink_to(pack_venv())
         for f in sorted(STACKS.glob("*.yaml")):

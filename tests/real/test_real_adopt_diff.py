@@ -15,6 +15,7 @@ import io
 
 import pytest
 
+from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import ROOT, RealProject, kubectl
 from tests.real.test_real_adoption import REFERENCE, _seed_netpol, _versions
 from tools import adopt_diff
@@ -33,7 +34,7 @@ def test_adopt_diff_lists_exactly_the_fields_the_adopting_up_changes(project: Re
     for f in REFERENCE:
         kubectl(cluster, "apply", "--server-side", "--field-manager", "argocd-controller", "-f", str(ROOT / "tests" / "reference" / f))
     _seed_netpol(cluster)
-    objects = adopt_diff.stack_objects(ROOT / "Pulumi.prod.yaml")
+    objects = adopt_diff.stack_objects(PROD_STACK_FILE)
     before = adopt_diff.live_tree(objects, cluster)
     versions = _versions(cluster)
 

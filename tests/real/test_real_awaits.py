@@ -52,7 +52,8 @@ import time
 import pytest
 import yaml
 
-from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl_json, pod_ready_delay
+from tests.paths import PROD_STACK_FILE
+from tests.real.realpath import RealProject, diagnostics, kubectl_json, pod_ready_delay
 from tools import rollout
 from tools.offline.manifests import load_stack_file
 
@@ -65,7 +66,7 @@ AWAIT = 90  # core.rules.await_timeout_seconds(20)
 
 
 def _stack(env: dict[str, str], late: bool = False) -> dict:
-    prod = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    prod = load_stack_file(PROD_STACK_FILE)
     workload = {"server": "pytorch", "image": "forgejo.riotpiao.com/riotpiao-poimen/clef-serve:latest",
                 "node": "worker-1", "cards": 1, "cold_start_seconds": COLD_START, "env": env,
                 "resources": {"requests": {"memory": "4Gi"}, "limits": {"memory": "8Gi"}}}

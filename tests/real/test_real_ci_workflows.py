@@ -37,6 +37,7 @@ import pytest
 import yaml
 
 from testbed import toolchain
+from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import PASSPHRASE, ROOT, kubectl_json
 
 pytestmark = pytest.mark.real
@@ -80,6 +81,7 @@ def repo(tmp_path_factory) -> dict[str, Any]:
     top = tmp_path_factory.mktemp("ci")
     work = top / "checkout"
     shutil.copytree(ROOT, work, ignore=IGNORE)
+    shutil.copy2(PROD_STACK_FILE, work / "Pulumi.prod.yaml")  # the PR edits the frozen prod (tests/paths.py)
     (work / ".venv").symlink_to(ROOT / ".venv")  # the program's environment, as the first preview step makes it
     backend = top / "backend"
     backend.mkdir()

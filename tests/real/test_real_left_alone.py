@@ -28,6 +28,7 @@ import pytest
 from stackfile import load_stack_config
 from stackfile.objects import left_alone_outputs, left_alone_text
 from testbed.kserve_standin import FIELD_MANAGER, STOP_ANNOTATION
+from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl, kubectl_json, wait_for
 
 pytestmark = pytest.mark.real
@@ -41,7 +42,7 @@ CODER = ROOT / "tests" / "reference" / "coder.yaml"
 def _prod_left_alone() -> list[dict[str, str]]:
     import yaml
 
-    return left_alone_outputs(load_stack_config(yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]))
+    return left_alone_outputs(load_stack_config(yaml.safe_load(PROD_STACK_FILE.read_text())["config"]))
 
 
 def _coder(cluster) -> dict:

@@ -17,12 +17,13 @@ import shutil
 import pytest
 import yaml
 
+from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import STACKS, RealProject, offline_verdicts, policy_verdicts
-from tools import analyze, preview
+from tools import preview
 
 pytestmark = pytest.mark.real
 
-STACK_FILES = {"prod": analyze.ROOT / "Pulumi.prod.yaml", **{f.stem: f for f in sorted(STACKS.glob("*.yaml"))}}
+STACK_FILES = {"prod": PROD_STACK_FILE, **{f.stem: f for f in sorted(STACKS.glob("*.yaml"))}}
 
 
 @pytest.mark.parametrize("stack", sorted(STACK_FILES))

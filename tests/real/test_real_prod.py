@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import change_summary, diagnostics, kubectl_json, policy_verdicts, wait_for
 from tools import analyze
 from tools.offline.manifests import load_stack_file
@@ -27,7 +28,7 @@ NS = "llm-serving"
 
 def _expected_objects() -> set[tuple[str, str]]:
     """(kind, name) of every Kubernetes object the program registers for prod (mock runtime)."""
-    config = load_stack_file(analyze.ROOT / "Pulumi.prod.yaml")
+    config = load_stack_file(PROD_STACK_FILE)
     out = set()
     for r in analyze.program_resources(config, STACK):
         if r.type.startswith("kubernetes:") and r.type != "pulumi:providers:kubernetes":
@@ -47,7 +48,7 @@ def test_preview_of_a_fresh_prod_stack_passes_the_pack(project):
     # Unknown values (nothing is created yet) did not crash a policy: no error diagnostics.
     assert diagnostics(res.events) == [], res
     # Every resource the program registers (the mock runtime's count) is a create.
-    config = load_stack_file(analyze.ROOT / "Pulumi.prod.yaml")
+    config = load_stack_file(PROD_STACK_FILE)
     registered = analyze.program_resources(config, STACK)
     assert change_summary(res.events).get("create", 0) == len(registered), res
 

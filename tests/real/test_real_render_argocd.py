@@ -22,6 +22,7 @@ import subprocess
 import pytest
 import yaml
 
+from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import ROOT, kubectl, kubectl_json
 from tools import preview
 
@@ -58,7 +59,7 @@ def test_argocd_applying_the_rendered_directory_keeps_the_objects_and_then_does_
 
     rendered = tmp_path / "prod"
     out = io.StringIO()
-    assert preview.main(["--stack", "prod", "--out", str(rendered), "--no-policy"], stdout=out, stderr=out) == 0, out.getvalue()
+    assert preview.main(["--stack-file", str(PROD_STACK_FILE), "--out", str(rendered), "--no-policy"], stdout=out, stderr=out) == 0, out.getvalue()
     # Before anything changes, every field that will change, from the live objects (README runbook step 2).
     proc = subprocess.run(["kubectl", "--kubeconfig", str(cluster), "diff", "--server-side", "--force-conflicts",
                            "-f", str(rendered / "1-manifest")], capture_output=True, text=True, timeout=120)

@@ -28,7 +28,8 @@ import yaml
 
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
-from tests.real.realpath import ROOT, RealProject, diagnostics
+from tests.paths import PROD_STACK_FILE
+from tests.real.realpath import RealProject, diagnostics
 from tools.offline import render
 from tools.offline.manifests import load_stack_file
 
@@ -56,7 +57,7 @@ for d in yaml.safe_load_all(open("replacement-manifests.yaml")):
 
 
 def base_objects() -> list[dict]:
-    config = load_stack_config(load_stack_file(ROOT / "Pulumi.prod.yaml"))
+    config = load_stack_config(load_stack_file(PROD_STACK_FILE))
     wanted = {("Deployment", "clef-candle"), ("Service", "clef-serve"), ("InferenceService", "reasoning")}
     return [m for m in render_manifests(config) if (m["kind"], m["metadata"]["name"]) in wanted]
 

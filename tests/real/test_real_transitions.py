@@ -40,7 +40,8 @@ import yaml
 
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
-from tests.real.realpath import ROOT, RealProject, kubectl_json, wait_for
+from tests.paths import PROD_STACK_FILE
+from tests.real.realpath import RealProject, kubectl_json, wait_for
 from tools import plan
 from tools.offline import render
 from tools.offline.manifests import load_stack_file
@@ -54,7 +55,7 @@ AWAIT = 75  # core.rules.await_timeout_seconds(10)
 
 
 def _stack(clef_name: str, former: bool) -> dict:
-    prod = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    prod = load_stack_file(PROD_STACK_FILE)
 
     def workload(cards: int) -> dict:
         return {"server": "pytorch", "image": "forgejo.riotpiao.com/riotpiao-poimen/clef-serve:latest",

@@ -40,7 +40,8 @@ import pytest
 import yaml
 
 from testbed import kserve_standin
-from tests.real.realpath import ROOT, RealProject, diagnostics, kubectl_json, pod_ready_delay, up_timed, wait_for
+from tests.paths import PROD_STACK_FILE
+from tests.real.realpath import RealProject, diagnostics, kubectl_json, pod_ready_delay, up_timed, wait_for
 from tools import plan
 from tools.offline.manifests import load_stack_file
 
@@ -53,7 +54,7 @@ AWAIT = 90  # core.rules.await_timeout_seconds(20)
 
 
 def _baseline() -> dict[str, Any]:
-    prod = load_stack_file(ROOT / "Pulumi.prod.yaml")
+    prod = load_stack_file(PROD_STACK_FILE)
     for wl in prod["llm-serving:workloads"].values():
         wl["cold_start_seconds"] = COLD_START
     prod["llm-serving:workloads"]["clef-candle"]["env"] = {"LOG_STYLE": "plain"}
