@@ -129,7 +129,7 @@ def test_render_mode_switched_on_an_applied_stack_is_replaced_and_refused(projec
     assert objects and replaced == objects, sorted(objects - replaced)
     # Found here: this provider writes the directory already in a preview (the render-mode "replacements"
     # are rendered), so even the PR's preview of such a switch changes the files ArgoCD may be reading.
-    written = sorted(p.name for p in (tmp_path / "rendered").rglob("*.yaml"))
+    written = sorted(p.name for p in (project.dir / "rendered-applied").rglob("*.yaml"))
     assert len(written) == len(objects) and not [n for n in written if "secret" in n], written
     path = tmp_path / "plan.json"
     path.write_text(res.stdout)
