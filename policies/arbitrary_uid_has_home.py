@@ -12,16 +12,15 @@ Source: kserve #5666, llm-d-benchmark PR #1573. Judged and worded once, in :mod:
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import registry, rulebook
+from core import registry
 from core.images import image_user
 from core.manifests import filesystem as fs
 from core.rulebook import users
-from policylib import containers
+from policylib import containers, declare
 
 NAME = "arbitrary-uid-has-home"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -40,11 +39,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         containers.report(args, report_violation, w, users.uid_has_home(c.image, uid, known.passwd_uids, home, missing), c)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.ADVISORY,
-    severity=Severity.MEDIUM,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.ADVISORY, Severity.MEDIUM)

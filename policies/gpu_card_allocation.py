@@ -54,16 +54,14 @@ from pulumi_policy import (
     ReportViolation,
     Severity,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
-from core import allocation, manifests, registry, rulebook
+from core import allocation, manifests, registry
 from core.allocation import NodeUse
 from core.rulebook import allocation as rules
-from policylib import stack_helpers, views
+from policylib import declare, stack_helpers, views
 
 NAME = "gpu-card-allocation"
-TEXT = rulebook.policy_text(NAME)
 
 CONFIG_PROPERTIES = {
     "countSurge": {
@@ -114,12 +112,10 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     )
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
+POLICY = declare.stack_policy(
+    NAME,
+    validate,
+    EnforcementLevel.MANDATORY,
+    Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
-    remediation_steps=TEXT.remediation,
 )

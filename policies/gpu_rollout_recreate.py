@@ -29,14 +29,13 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import allocation, manifests, registry, rulebook
+from core import allocation, manifests, registry
 from core.rulebook import allocation as rules
-from policylib import stack_helpers, views
+from policylib import declare, stack_helpers, views
 
 NAME = "gpu-rollout-recreate"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -90,11 +89,4 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 break
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -36,17 +36,15 @@ from pulumi_policy import (
     PolicyConfigSchema,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     Severity,
 )
 
-from core import registry, rulebook, terms
+from core import registry, terms
 from core.rulebook import pods as rules
+from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
-from policylib import stackconfig, views
 
 NAME = "gpu-runtime-class"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -72,13 +70,11 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         report_violation(terms.message(w.annotations, breach.finding(rh.workload_label(w))), args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
+POLICY = declare.resource_policy(
+    NAME,
+    validate,
+    EnforcementLevel.MANDATORY,
+    Severity.HIGH,
     config_schema=PolicyConfigSchema(
         properties={
             "runtimeClassName": {

@@ -11,14 +11,13 @@ Source: NVIDIA/k8s-device-plugin #61, #87. Judged and worded once, in :mod:`core
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import registry, rulebook
+from core import registry
 from core.rulebook import pods as rules
-from policylib import containers, stackconfig, views
+from policylib import containers, declare, stackconfig, views
 
 NAME = "gpu-runtime-class-without-cards"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 #: The class judged when the inventory names none (the NVIDIA GPU Operator's).
 DEFAULT_CLASS = "nvidia"
@@ -38,11 +37,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         containers.report(args, report_violation, w, rules.runtime_class_without_cards(gpu_class, c.env.get("NVIDIA_VISIBLE_DEVICES")), c)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.ADVISORY,
-    severity=Severity.MEDIUM,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.ADVISORY, Severity.MEDIUM)

@@ -23,14 +23,14 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import facts, manifests, registry, rulebook, terms
+from core import facts, manifests, registry, terms
 from core.rulebook import pods as rules
+from policylib import declare
 from policylib import resource_helpers as rh
 
 NAME = "gpu-whole-cards"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -77,11 +77,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
                                  args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import manifests, registry, rulebook, terms
+from core import manifests, registry, terms
 from core.rulebook import network
-from policylib import stack_helpers, views
+from policylib import declare, stack_helpers, views
 
 NAME = "ingress-admits-server-port"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -65,11 +64,4 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 report_violation(terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}, container {c.name}")), w.urn)
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

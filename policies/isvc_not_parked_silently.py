@@ -25,14 +25,14 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import facts, manifests, registry, rulebook, terms
+from core import facts, manifests, registry, terms
 from core.rulebook import kserve as rules
+from policylib import declare
 from policylib import resource_helpers as rh
 
 NAME = "isvc-not-parked-silently"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -59,11 +59,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         report_violation(terms.message(annotations, breach.finding(f"InferenceService {meta.get('name', '')}")), args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.ADVISORY,
-    severity=Severity.MEDIUM,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.ADVISORY, Severity.MEDIUM)

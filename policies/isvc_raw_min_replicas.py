@@ -11,15 +11,14 @@ Source: kserve #3514. Judged and worded once, in :mod:`core.rulebook.kserve`.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import manifests, registry, rulebook
+from core import manifests, registry
 from core.manifests.read import as_map, whole_number
 from core.rulebook import kserve
-from policylib import containers, views
+from policylib import containers, declare, views
 
 NAME = "isvc-raw-min-replicas"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -33,11 +32,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     containers.report(args, report_violation, w, breach)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.ADVISORY,
-    severity=Severity.MEDIUM,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.ADVISORY, Severity.MEDIUM)

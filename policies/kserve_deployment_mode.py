@@ -11,14 +11,13 @@ Source: kserve #1768. Judged and worded once, in :mod:`core.rulebook.kserve`.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import manifests, registry, rulebook
+from core import manifests, registry
 from core.rulebook import kserve
-from policylib import containers, stackconfig, views
+from policylib import containers, declare, stackconfig, views
 
 NAME = "kserve-deployment-mode"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -34,11 +33,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         containers.report(args, report_violation, w, kserve.deployment_mode(w.deployment_mode, default, w.cards_per_pod))
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -19,15 +19,15 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import facts, registry, rulebook
+from core import facts, registry
 from core.rulebook import kserve as rules
 from core.terms import message
+from policylib import declare
 from policylib import resource_helpers as rh
 
 NAME = "kserve-owned-names"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 OWNED_KINDS = ("kubernetes:core/v1:Service", "kubernetes:apps/v1:Deployment")
 
@@ -49,11 +49,4 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             report_violation(message(rh.mapping(meta.get("annotations")), breach.finding(f"{kind} {name}")), r.urn)
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

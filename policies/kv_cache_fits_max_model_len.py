@@ -30,17 +30,16 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import capacity, registry, rulebook
+from core import capacity, registry
 from core import capacity_view as cv
 from core.engines import CandleConfig
 from core.rulebook import capacity as rules
 from policylib import capacity_helpers as ch
-from policylib import stackconfig
+from policylib import declare, stackconfig
 
 NAME = "kv-cache-fits-max-model-len"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -99,11 +98,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     ch.validate_servers(args, report_violation, NAME, "its KV cache", check)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

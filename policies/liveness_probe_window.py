@@ -18,15 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import registry, rulebook
+from core import registry
 from core.manifests.read import whole
 from core.rulebook import probes
-from policylib import containers
+from policylib import containers, declare
 
 NAME = "liveness-probe-window"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -54,11 +53,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         containers.report(args, report_violation, w, probes.liveness_window(timeout, period, threshold, same), c)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.ADVISORY,
-    severity=Severity.MEDIUM,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.ADVISORY, Severity.MEDIUM)

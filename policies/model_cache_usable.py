@@ -19,15 +19,14 @@ Judged and worded once, in :mod:`core.rulebook.model_cache`.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import capacity, quantity, registry, rulebook
+from core import capacity, quantity, registry
 from core.manifests import filesystem as fs
 from core.rulebook import model_cache
-from policylib import capacity_helpers, containers, stackconfig
+from policylib import capacity_helpers, containers, declare, stackconfig
 
 NAME = "model-cache-usable"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -58,11 +57,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         containers.report(args, report_violation, w, breach, c)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

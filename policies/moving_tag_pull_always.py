@@ -26,15 +26,14 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import registry, rulebook, terms
+from core import registry, terms
 from core.rulebook import pods as rules
+from policylib import declare, stackconfig
 from policylib import resource_helpers as rh
-from policylib import stackconfig
 
 NAME = "moving-tag-pull-always"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -67,11 +66,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
                                  args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.MEDIUM,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.MEDIUM)

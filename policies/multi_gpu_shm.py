@@ -45,19 +45,17 @@ from pulumi_policy import (
     PolicyConfigSchema,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     Severity,
 )
 
-from core import facts, manifests, registry, rulebook, terms
+from core import facts, manifests, registry, terms
 from core.quantity import QuantityError
 from core.registry import Breach
 from core.rulebook import pods as rules
+from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
-from policylib import stackconfig, views
 
 NAME = "multi-gpu-shm"
-TEXT = rulebook.policy_text(NAME)
 DEFAULT_MIN_SIZE_MIB = 1024
 SOURCE = registry.RULES[NAME].source
 
@@ -116,13 +114,11 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
                              args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
+POLICY = declare.resource_policy(
+    NAME,
+    validate,
+    EnforcementLevel.MANDATORY,
+    Severity.HIGH,
     config_schema=PolicyConfigSchema(
         properties={
             "minSizeLimitMiB": {

@@ -10,16 +10,15 @@ Source: aws-network-policy-agent #230. Judged and worded once, in :mod:`core.rul
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import manifests, registry, rulebook
+from core import manifests, registry
 from core.manifests import filesystem as fs
 from core.manifests.network_policies import parse_egress
 from core.rulebook import network
-from policylib import containers, views
+from policylib import containers, declare, views
 
 NAME = "network-egress-for-hub"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -44,11 +43,4 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                               stack=True)
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -55,17 +55,15 @@ from pulumi_policy import (
     ReportViolation,
     Severity,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
-from core import manifests, registry, rulebook, terms
+from core import manifests, registry, terms
 from core.manifests.network_policies import IngressPolicy, parse_policy, ports_admit, ports_text
 from core.rulebook import network
-from policylib import stack_helpers, views
+from policylib import declare, stack_helpers, views
 from policylib.stack_helpers import PodIndex
 
 NAME = "network-ingress-for-clients"
-TEXT = rulebook.policy_text(NAME)
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 CONFIG_PROPERTIES = {
@@ -193,12 +191,10 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             report_violation(message, svc.urn)
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
+POLICY = declare.stack_policy(
+    NAME,
+    validate,
+    EnforcementLevel.MANDATORY,
+    Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
-    remediation_steps=TEXT.remediation,
 )

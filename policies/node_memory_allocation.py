@@ -47,16 +47,14 @@ from pulumi_policy import (
     ReportViolation,
     Severity,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
-from core import manifests, registry, rulebook
+from core import manifests, registry
 from core.allocation import NodeUse
 from core.rulebook import allocation as rules
-from policylib import stack_helpers, views
+from policylib import declare, stack_helpers, views
 
 NAME = "node-memory-allocation"
-TEXT = rulebook.policy_text(NAME)
 HEADROOM_SHARE = "headroomMiB"
 HEADROOM_REASON = "kept free by the policy parameter"
 
@@ -129,12 +127,10 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     )
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
+POLICY = declare.stack_policy(
+    NAME,
+    validate,
+    EnforcementLevel.MANDATORY,
+    Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
-    remediation_steps=TEXT.remediation,
 )

@@ -11,14 +11,13 @@ Source: NVIDIA/k8s-device-plugin #929. Judged and worded once, in :mod:`core.rul
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import facts, registry, rulebook
+from core import facts, registry
 from core.rulebook import pods as rules
-from policylib import containers, stackconfig, views
+from policylib import containers, declare, stackconfig, views
 
 NAME = "node-offers-resources"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 #: Resource names that are not extended resources of a device plugin.
 NATIVE_PREFIXES = ("hugepages-", "kubernetes.io/", "requests.")
@@ -45,11 +44,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
                 containers.report(args, report_violation, w, rules.node_offers(name, amount, where, offered, tp), c)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

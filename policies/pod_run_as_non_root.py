@@ -18,14 +18,13 @@ pods (:mod:`policylib.podsec`) and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import facts, registry, rulebook
-from policylib import podsec
+from core import facts, registry
+from policylib import declare, podsec
 from policylib import resource_helpers as rh
 
 NAME = "pod-run-as-non-root"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -38,11 +37,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     podsec.report_breaches(args, checks, report_violation)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.MEDIUM,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.MEDIUM)

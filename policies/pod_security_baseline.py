@@ -17,13 +17,11 @@ this module walks the pods (:mod:`policylib.podsec`) and reports their breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import rulebook
-from policylib import podsec
+from policylib import declare, podsec
 
 NAME = "pod-security-baseline"
-TEXT = rulebook.policy_text(NAME)
 
 
 def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -32,11 +30,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     podsec.report_breaches(args, checks, report_violation)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

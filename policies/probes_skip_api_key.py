@@ -10,15 +10,14 @@ Source: vllm-project/production-stack #150. Judged and worded once, in :mod:`cor
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import registry, rulebook
+from core import registry
 from core.manifests.read import as_map, as_seq
 from core.rulebook import probes
-from policylib import containers
+from policylib import containers, declare
 
 NAME = "probes-skip-api-key"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 PROBES = (("startupProbe", "startup_probe"), ("readinessProbe", "readiness_probe"), ("livenessProbe", "liveness_probe"))
 
@@ -38,11 +37,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
                 containers.report(args, report_violation, w, probes.probe_needs_no_key(name, str(get.get("path") or "/"), key_from), c)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

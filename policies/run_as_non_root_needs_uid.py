@@ -12,15 +12,14 @@ The rule is judged and worded once, in :mod:`core.rulebook.users`.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import registry, rulebook
+from core import registry
 from core.images import image_user
 from core.rulebook import users
-from policylib import containers
+from policylib import containers, declare
 
 NAME = "run-as-non-root-needs-uid"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -32,11 +31,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
             containers.report(args, report_violation, w, users.non_root_needs_uid(c.image, known.user, non_root, uid), c)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -36,14 +36,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import manifests, registry, rulebook, terms
+from core import manifests, registry, terms
 from core.rulebook import services
-from policylib import views
+from policylib import declare, views
 
 NAME = "served-model-name-unique"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -68,11 +67,4 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             report_violation(breach.finding(f"served model name {name}").render(stack_key=keys), ordered[0].urn)
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.ADVISORY,
-    severity=Severity.MEDIUM,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.ADVISORY, Severity.MEDIUM)

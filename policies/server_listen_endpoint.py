@@ -29,16 +29,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import manifests, registry, rulebook, terms
+from core import manifests, registry, terms
 from core.registry import Breach
 from core.rulebook import endpoints
+from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
-from policylib import stackconfig, views
 
 NAME = "server-listen-endpoint"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 PROBES = (("startupProbe", "startup_probe"), ("livenessProbe", "liveness_probe"), ("readinessProbe", "readiness_probe"))
 
@@ -95,11 +94,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
                              args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

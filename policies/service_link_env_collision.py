@@ -31,14 +31,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import facts, manifests, registry, rulebook, rules, terms
+from core import facts, manifests, registry, rules, terms
 from core.rulebook import services as service_rules
-from policylib import views
+from policylib import declare, views
 
 NAME = "service-link-env-collision"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 
 
@@ -74,11 +73,4 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                                      w.urn)
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

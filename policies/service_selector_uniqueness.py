@@ -36,15 +36,14 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import manifests, registry, rulebook, terms
+from core import manifests, registry, terms
 from core.rulebook import services as service_rules
-from policylib import stack_helpers, stackconfig
+from policylib import declare, stack_helpers, stackconfig
 from policylib.stack_helpers import PodIndex
 
 NAME = "service-selector-uniqueness"
-TEXT = rulebook.policy_text(NAME)
 
 
 def _describe(selected) -> str:
@@ -104,11 +103,4 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             report_violation(message, svc.urn)
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -34,14 +34,13 @@ and reports its breaches.
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import manifests, registry, rulebook, terms
+from core import manifests, registry, terms
 from core.rulebook import services as service_rules
-from policylib import stack_helpers
+from policylib import declare, stack_helpers
 
 NAME = "service-target-port"
-TEXT = rulebook.policy_text(NAME)
 
 
 def listen_port(server: manifests.ServerArgs) -> int | None:
@@ -79,11 +78,4 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                     report_violation(message, svc.urn)
 
 
-POLICY = StackValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

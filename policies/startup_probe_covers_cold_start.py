@@ -56,18 +56,16 @@ from pulumi_policy import (
     PolicyConfigSchema,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
     Severity,
 )
 
 from core import facts, manifests, registry, rulebook, rules, terms
 from core.registry import Breach
 from core.rulebook import probes
+from policylib import declare, stack_helpers, stackconfig, views
 from policylib import resource_helpers as rh
-from policylib import stack_helpers, stackconfig, views
 
 NAME = "startup-probe-covers-cold-start"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 #: The cold start assumed for a model server that declares none, seconds: coder.yaml's ~10 min.
 ASSUMED_COLD_START_SECONDS = 600
@@ -162,12 +160,10 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
             report_violation(terms.message(w.annotations, breach.finding(f"{label}, container {c.name}")), args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
+POLICY = declare.resource_policy(
+    NAME,
+    validate,
+    EnforcementLevel.MANDATORY,
+    Severity.HIGH,
     config_schema=PolicyConfigSchema(properties=CONFIG_PROPERTIES),
-    remediation_steps=TEXT.remediation,
 )

@@ -24,16 +24,15 @@ hybrid (GDN) model runs on one card (seed 003; the components refuse it); TP=1 s
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
 from core import capacity_view as cv
 from core import registry, rulebook, terms
 from core.registry import Breach
+from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
-from policylib import stackconfig, views
 
 NAME = "tensor-parallel-divisibility"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 #: Where the model facts come from, for a server whose model the stack does not list.
 INVENTORY = "the pack's inventory (the stack config)"
@@ -70,11 +69,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
             report_violation(terms.message(w.annotations, breach.finding(where)), args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -31,15 +31,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
 from core import capacity_view as cv
 from core import manifests, registry, rulebook, rules, terms
 from core.engines import VllmConfig
 from policylib import capacity_helpers as ch
+from policylib import declare
 
 NAME = "vllm-context-window"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
@@ -80,11 +80,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     ch.validate_servers(args, report_violation, NAME, "the context window", message)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -20,15 +20,14 @@ is a share of the memory free after load, bounded by the estimator).
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
 from core import facts, registry, rulebook, rules, terms
 from core.engines import VllmConfig
+from policylib import declare, views
 from policylib import resource_helpers as rh
-from policylib import views
 
 NAME = "vllm-gpu-memory-utilization"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 VLLM_DEFAULT = rules.GPU_MEMORY_UTILIZATION_DEFAULT
 
@@ -52,11 +51,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
                              args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -19,16 +19,15 @@ which has no --served-model-name (it serves the basename of --w).
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import registry, rulebook, terms
+from core import registry, terms
 from core.registry import Breach
 from core.rulebook import served_names
+from policylib import declare, views
 from policylib import resource_helpers as rh
-from policylib import views
 
 NAME = "vllm-served-model-names"
-TEXT = rulebook.policy_text(NAME)
 SOURCE = registry.RULES[NAME].source
 FLAG = served_names.FLAG
 
@@ -69,11 +68,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
                              args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

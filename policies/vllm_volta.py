@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, Severity
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
 from core import manifests, rulebook, terms
 from core.engines import VllmConfig
@@ -44,11 +44,10 @@ from core.inventory import Node
 from core.modelfacts import ModelFacts
 from core.registry import Breach
 from core.rulebook import volta as volta_env
+from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
-from policylib import stackconfig, views
 
 NAME = "vllm-volta"
-TEXT = rulebook.policy_text(NAME)
 
 
 def breaches(c: manifests.Container, server: manifests.ServerArgs, model: ModelFacts | None, volta: list[Node],
@@ -107,11 +106,4 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
                 w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name} ({where})")), args.urn)
 
 
-POLICY = ResourceValidationPolicy(
-    name=NAME,
-    description=TEXT.description,
-    validate=validate,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.CRITICAL,
-    remediation_steps=TEXT.remediation,
-)
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.CRITICAL)
