@@ -80,10 +80,20 @@ def pack_config(config: dict) -> dict:
     resources, against 83 KB and 0.15 ms for these keys; and Linux refuses to start a
     process with one environment variable above 128 KiB (MAX_ARG_STRLEN), which the whole
     config of that stack is (the real CLI would meet the same limit there).
-    """
-    from policylib.stackconfig import CONFIG_KEYS
 
-    return {k: v for k, v in config.items() if k in CONFIG_KEYS}
+    Of ``llm-serving:workloads`` the pack reads only each workload's ``measured`` figures
+    (``core.measured``), so only those are handed on: no env value or secret reaches the pack's
+    environment, and the config stays small.
+    """
+    from policylib.stackconfig import CONFIG_KEYS, PROJECT, WORKLOADS_CONFIG_KEY
+
+    out = {k: v for k, v in config.items() if k in CONFIG_KEYS}
+    workloads_key = f"{PROJECT}:{WORKLOADS_CONFIG_KEY}"
+    workloads = out.get(workloads_key)
+    if isinstance(workloads, dict):
+        out[workloads_key] = {name: {"measured": w["measured"]} for name, w in workloads.items()
+                              if isinstance(w, dict) and w.get("measured") is not None}
+    return out
 
 
 class PreviewError(Exception):
