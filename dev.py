@@ -141,8 +141,14 @@ def lint(args: list[str]) -> int:
         args = [a for a in args if a != "--fix-all"]
         subprocess.call([*ruff, "--fix", "--exit-zero", "--quiet", "."], cwd=ROOT)
         subprocess.call([*ruff, "--add-noqa", "."], cwd=ROOT)
-    code = subprocess.call([*ruff, *args, "."], cwd=ROOT)
-    return code or subprocess.call([str(PY), "-m", "mypy"], cwd=ROOT)
+    code = _tool_code(subprocess.call([*ruff, *args, "."], cwd=ROOT))
+    return code or _tool_code(subprocess.call([str(PY), "-m", "mypy"], cwd=ROOT))
+
+
+def _tool_code(code: int) -> int:
+    """Ruff's and mypy's exit code in tools/cli.py's contract: 0 clean, 1 findings (a verdict),
+    anything else the tool's own failure (3)."""
+    return code if code in (cli.OK, cli.VERDICT) else cli.CRASH
 
 
 class VenvError(Exception):
@@ -173,7 +179,9 @@ def _pytest(marker: str, args: list[str]) -> int:
     if code == PYTEST_NO_TESTS:
         print(f"dev.py: pytest -m '{marker}' collected no test", file=sys.stderr)
         return 1
-    return code
+    # pytest's own codes in tools/cli.py's contract: 1 tests failed (a verdict), 2 interrupted,
+    # 3 pytest's internal error, 4 a usage error (bad input); a signal's code passes as it is.
+    return {2: cli.INTERRUPTED, 3: cli.CRASH, 4: cli.BAD_INPUT}.get(code, code)
 
 
 def test(args: list[str]) -> int:
@@ -210,7 +218,10 @@ def main(argv: list[str]) -> int:
         if len(argv) != 2:
             print("dev.py: pin takes one package name, e.g. `python3 dev.py pin pulumi`", file=sys.stderr)
             return cli.BAD_INPUT
-        print(pin(argv[1]))
+        try:
+            print(pin(argv[1]))
+        except KeyError as err:
+            return cli.fail("dev.py", f"{err.args[0]}; fix: name a package pinned there (pulumi, pulumi-kubernetes)")
         return 0
     if argv[0] not in (*COMMANDS, *OWN):
         print(f"dev.py: unknown command {argv[0]!r}; the commands are: {', '.join([*COMMANDS, *OWN, 'pin'])} "

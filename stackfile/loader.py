@@ -37,6 +37,7 @@ from stackfile.schema import (
     ServiceConfig,
     StackConfig,
     misspelt_namespace,
+    provider_value_refused,
 )
 
 # --- loading --------------------------------------------------------------------------------
@@ -157,7 +158,7 @@ def _known_sections(config: dict[str, Any], problems: list[Problem]) -> dict[str
                                     "namespace's key, so this stack would render none of it and pulumi up would delete "
                                     "what it holds", f"rename it {fixed}"))
             continue
-        if key in PROVIDER_KEYS_REFUSED and str(value).strip().lower() == PROVIDER_KEYS_REFUSED[key][0]:
+        if provider_value_refused(key, value):
             problems.append(Problem(key, value, f"{key} is {value}: {PROVIDER_KEYS_REFUSED[key][1]}",
                                     f"remove {key} (server-side apply is the provider's default), or render a "
                                     "separate render-only stack for ArgoCD"))

@@ -67,6 +67,20 @@ PROVIDER_KEYS_REFUSED = {
 }
 
 
+#: What Go's strconv.ParseBool reads as false, the way the provider reads a boolean setting.
+_GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+
+
+def provider_value_refused(key: str, value: object) -> bool:
+    """True when provider setting ``key`` holds the value :data:`PROVIDER_KEYS_REFUSED` refuses,
+    read as the provider reads it (a boolean as Go's strconv.ParseBool: ``false``, ``0``, ``f``, ...)."""
+    if key not in PROVIDER_KEYS_REFUSED:
+        return False
+    if PROVIDER_KEYS_REFUSED[key][0] == "false":
+        return value is False or str(value).strip() in _GO_FALSE
+    return str(value).strip().lower() == PROVIDER_KEYS_REFUSED[key][0]
+
+
 def misspelt_namespace(key: str) -> bool:
     """True for a config key whose namespace looks like a misspelt ``llm-serving`` (``llm-servign:``,
     ``llm_serving:``, ``LLM-serving:``): Pulumi reads it as another namespace's key, so the

@@ -46,6 +46,8 @@ def test_the_comment_has_one_section_per_output_headed_by_its_verdict(tmp_path):
     ({"preview": 0, "verdicts": 1}, 1),
     ({"preview": 0, "verdicts": 0, "real": 255, "plan": 1}, 1),
     ({"preview": 2, "verdicts": 1}, 2),
+    ({"preview": 0, "verdicts": 3}, 3),  # a crash of our own command stays a crash, not a verdict
+    ({"preview": 3, "verdicts": 2}, 3),
 ])
 def test_check_exits_with_the_worst_verdict(tmp_path, codes, want):
     assert _comment([str(_review(tmp_path, **codes)), "--check"])[:2] == (want, "")
@@ -83,6 +85,15 @@ def test_a_reviewed_first_up_and_a_later_merge_go_on(tmp_path):
     assert (code, text) == (0, "deploy-guard: the state holds 0 Kubernetes object(s), adoption reviewed for abc123: go on\n")
     assert deploy_guard.managed_objects(APPLIED) == 1
     assert _guard(tmp_path, APPLIED, "--commit", "abc123") == (0, "deploy-guard: the state holds 1 Kubernetes object(s): go on\n")
+
+
+@pytest.mark.parametrize("value", ['"yes"', "True", '"on"', "1"])
+def test_adopt_written_any_way_the_loader_reads_as_true_needs_a_review(tmp_path, value):
+    """The guard reads llm-serving:adopt as the program does (pydantic's bool), so "yes" cannot slip by."""
+    text = PROD_STACK_FILE.read_text().replace("config:\n", f"config:\n  llm-serving:adopt: {value}\n", 1)
+    (tmp_path / "Pulumi.adopt.yaml").write_text(text)
+    code, out = _guard(tmp_path, APPLIED, "--commit", "abc", stack=str(tmp_path / "Pulumi.adopt.yaml"))
+    assert code == 1 and "llm-serving:adopt" in out
 
 
 def test_adopt_in_the_stack_file_needs_a_review_on_every_up(tmp_path):

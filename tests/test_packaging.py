@@ -81,13 +81,18 @@ def test_pulumis_version_is_written_once():
                and (ROOT / f).is_file() and re.search(rf"(?<![\d.]){re.escape(sdk)}(?![\d])", (ROOT / f).read_text(errors="replace"))]
     assert written == ["testbed/toolchain/versions.json"], written  # its comment says why that version
     wf = (ROOT / ".gitea" / "workflows" / "deploy.yaml").read_text()
-    assert 'echo "PULUMI_VERSION=$(python3 dev.py pin pulumi)" >> "$GITHUB_ENV"' in wf
+    assert 'pulumi_version=$(python3 dev.py pin pulumi)' in wf and 'echo "PULUMI_VERSION=$pulumi_version"' in wf
     assert "pulumi-version: ${{ env.PULUMI_VERSION }}" in wf
 
 
 def test_dev_py_pin_reads_pyproject():
     out = subprocess.run([sys.executable, "dev.py", "pin", "pulumi-kubernetes"], cwd=ROOT, capture_output=True, text=True)
     assert (out.returncode, out.stdout) == (0, "4.25.0\n")
+    # A name not pinned is bad input with the fix, not a crash (the workflows' pin step fails on it).
+    bad = subprocess.run([sys.executable, "dev.py", "pin", "pulumi-aws"], cwd=ROOT, capture_output=True, text=True)
+    assert (bad.returncode, bad.stdout) == (2, "")
+    assert "pulumi-aws is not pinned" in bad.stderr and "fix: name a package pinned there" in bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_dev_py_help_and_a_mistyped_command():

@@ -184,3 +184,13 @@ def test_the_program_marks_secret_values_where_the_stack_file_stores_them():
     assert value["reasoning"]["secret_env"]["HF_TOKEN"].get_secret_value() == TOKEN
     unknown = _secret_values(decrypted)  # no stack file to read: secret_env values are taken as secret
     assert isinstance(unknown["reasoning"]["secret_env"]["HF_TOKEN"], SecretStr) and unknown["reasoning"]["env"]["X"] == TOKEN
+
+
+def test_the_pack_is_handed_only_the_measured_figures_of_the_workloads(decrypted_run):
+    """Of llm-serving:workloads the offline preview gives the pack only what it reads, each
+    workload's measured figures: no env value, no secret, nothing else of the workload."""
+    config, _ = decrypted_run
+    handed = preview.pack_config(config)["llm-serving:workloads"]
+    assert handed and all(set(w) == {"measured"} for w in handed.values())
+    assert set(handed) == {name for name, w in config["llm-serving:workloads"].items() if w.get("measured")}
+    assert TOKEN not in repr(preview.pack_config(config))

@@ -386,9 +386,11 @@ def test_other_namespaces_stay_ignored_and_unrelated_ones_are_not_taken_for_typo
         "kubernetes:enableServerSideApply", "llm-servign:services", "llm-serving:cluster"]
 
 
-def test_server_side_apply_off_is_refused():
+@pytest.mark.parametrize("off", ["false", "False", "0", "f", False])
+def test_server_side_apply_off_is_refused(off):
+    """Off written any way the provider reads as false (Go's strconv.ParseBool)."""
     config = prod()
-    config["kubernetes:enableServerSideApply"] = "false"
+    config["kubernetes:enableServerSideApply"] = off
     [p] = [p for p in problems_of(config) if p.path == "kubernetes:enableServerSideApply"]
     assert "needs server-side apply" in p.rule and "render-only stack" in p.fix
     config["kubernetes:enableServerSideApply"] = "true"

@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from pydantic import TypeAdapter, ValidationError
+
 from core.inputs import InputFileError, read_text
 from tools import cli
 from tools.offline import summary
@@ -63,7 +65,12 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
         config = load_stack_file(args.stack_file)
     except (InputFileError, InputError, ValueError) as err:
         return cli.fail("deploy-guard", err, stderr)
-    adopt = summary.config_value(config, "llm-serving:adopt") in (True, "true")
+    raw = summary.config_value(config, "llm-serving:adopt")
+    try:  # read as the program reads it (pydantic's bool: "yes", "on", "True", 1 are true too)
+        adopt = bool(TypeAdapter(bool).validate_python(raw)) if raw is not None else False
+    except ValidationError:
+        return cli.fail("deploy-guard", f"{args.stack_file}: llm-serving:adopt is {raw!r}, not a boolean; "
+                        "fix: write true or false", stderr)
     objects = managed_objects(state)
     reason = refusal(objects, adopt, args.adopt_commit.strip(), args.commit.strip())
     if reason:

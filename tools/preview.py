@@ -85,10 +85,11 @@ def pack_config(config: dict) -> dict:
     (``core.measured``), so only those are handed on: no env value or secret reaches the pack's
     environment, and the config stays small.
     """
-    from policylib.stackconfig import CONFIG_KEYS, PROJECT, WORKLOADS_CONFIG_KEY
+    from policylib.stackconfig import CONFIG_KEYS
+    from stackfile.schema import PREFIX
 
     out = {k: v for k, v in config.items() if k in CONFIG_KEYS}
-    workloads_key = f"{PROJECT}:{WORKLOADS_CONFIG_KEY}"
+    workloads_key = f"{PREFIX}workloads"
     workloads = out.get(workloads_key)
     if isinstance(workloads, dict):
         out[workloads_key] = {name: {"measured": w["measured"]} for name, w in workloads.items()

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from core.problems import Finding
-from stackfile.schema import PROVIDER_KEYS_REFUSED
+from stackfile.schema import PROVIDER_KEYS_REFUSED, provider_value_refused
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
 #: Where the replacement on a provider change comes from.
@@ -81,7 +81,7 @@ def refusals(steps: Iterable[Any]) -> list[str]:
     key, (bad, why) = next(iter(PROVIDER_KEYS_REFUSED.items()))
     for s in steps:
         if s.new is not None and s.new.type == PROVIDER_TYPE:  # noqa: SIM102
-            if str(s.new.inputs.get("enableServerSideApply", "")).lower() == bad:
+            if provider_value_refused(key, s.new.inputs.get("enableServerSideApply", "")):
                 out.append(Finding(
                     f"provider {provider_name(s.new.urn)}",
                     f"enableServerSideApply is {bad}: {why}",

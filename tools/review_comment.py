@@ -88,6 +88,10 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     if not args.check:
         stdout.write(comment(args.dir))
         return cli.OK
+    # Our own commands speak tools/cli.py's contract (a 3 is a crash, not a verdict); the real
+    # `pulumi preview` ends 255 on any failure, a verdict here.
+    if any(found.get(stem) == cli.CRASH for stem in ("preview", "verdicts", "plan")):
+        return cli.CRASH
     if any(c == cli.BAD_INPUT for c in found.values()):
         return cli.BAD_INPUT
     return cli.OK if all(c == 0 for c in found.values()) else cli.VERDICT
