@@ -26,7 +26,9 @@ reinstalling only when requirements-dev.txt or pyproject.toml changed. The real 
 (1.26 or later) and the Go module proxy the first time, to build the toolchain into
 ``~/.cache/llm-serving`` (``$LLM_SERVING_CACHE``); later runs reuse it.
 
-Exit codes: the command's own; 2 for a missing or unknown command, with one line naming them.
+Exit codes: tools/cli.py's contract (docs/cli.md): the command's own; pytest's, ruff's and mypy's
+mapped to it (a failed test or a finding 1, pytest's usage error 2, a tool's own failure 3); 2 for
+a missing or unknown command, with one line naming them.
 """
 
 from __future__ import annotations
