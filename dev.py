@@ -60,7 +60,7 @@ EXPORTS = {
     "requirements-dev.txt": ["--group", "dev"],
 }
 EXPORT_HEADER = ("# Exported from uv.lock by `python3 dev.py lock` (uv export {args}); do not edit: change\n"
-                 "# pyproject.toml, then run `python3 dev.py lock` (tests/test_packaging.py checks this file is current).\n")
+                 "# pyproject.toml, then run `python3 dev.py lock` (tests/project/test_packaging.py checks this file is current).\n")
 
 
 def _venv_digest() -> str:

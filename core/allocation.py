@@ -7,7 +7,7 @@ pods on top, and what the inventory reserves outside the stack counted first. It
 (:class:`Allocation`: one :class:`NodeUse` of :class:`Share` per node) is what
 ``gpu-card-allocation`` and ``node-memory-allocation`` judge, what the preview prints as
 ``cards per node`` and what the stack output ``cards`` reports, so the three count alike by
-construction (``tests/test_one_source.py``).
+construction (``tests/core/rulebook/test_dtype_quantity_capacity_both_sides.py``).
 
 Plain Python; nothing here reads manifests or the stack file: each caller turns its own view
 into :class:`Demand` values (the pack from manifests, the program from the stack file).

@@ -5,7 +5,7 @@ type; write the JSON Schema of that type beside it.
 ``core/data/cards.yaml`` (the card catalog, :data:`core.cards.CARDS`) are read once, when their
 module is imported. Each file's schema, ``core/data/<name>.schema.json``, is generated from
 the same pydantic type that validates the file at load (an editor or ``check-jsonschema`` can
-use it); ``tests/test_catalog_data.py`` checks the committed schemas are what the types
+use it); ``tests/core/test_catalog_data.py`` checks the committed schemas are what the types
 generate. Regenerate them after changing a type:
 
     python -m core.catalogs

@@ -79,7 +79,7 @@ RUNS_AS_ROOT_ANNOTATION = ANNOTATION_PREFIX + "runs-as-root"
 COMPONENT_ANNOTATION = ANNOTATION_PREFIX + "component"
 #: The annotation contract's other half: the stack-file section each ComponentResource class is
 #: built from, so a policy names the stack-file key of an object it judges (``llm-serving:
-#: workloads.<name>``). tests/test_components.py holds it equal to the classes of ``components/``.
+#: workloads.<name>``). tests/components/test_manifest_functions.py holds it equal to the classes of ``components/``.
 COMPONENT_SECTIONS = {
     "CandleDeployment": "workloads",
     "GpuDeployment": "workloads",

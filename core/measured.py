@@ -22,7 +22,7 @@ from core.values import Int, Real
 
 #: How far (as a share of the measured figure) an estimate may be from a measurement before the
 #: preview reports the disagreement: the bound the public logs are held to
-#: (``tests/test_capacity_public.py``, docs/capacity.md).
+#: (``tests/core/test_capacity_public.py``, docs/capacity.md).
 DISAGREEMENT = 0.05
 
 class Measured(BaseModel):

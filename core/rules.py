@@ -3,7 +3,7 @@
 The program's stack-file checks (:mod:`stackfile`, and through it the component
 argument models) and the policy pack (``policies/``) call these, so a stack file the program
 accepts renders manifests the pack accepts on the same rule, and the other way round
-(``tests/test_one_source.py`` asserts it over generated stack files). Each side words the
+(``tests/core/rulebook/test_dtype_quantity_capacity_both_sides.py`` asserts it over generated stack files). Each side words the
 finding in its user's terms (a stack-file key, a server flag); the verdict is made here.
 
 Compute capabilities are ``major * 10 + minor`` (V100: 70), as :attr:`core.inventory.CardSpec.sm`.

@@ -4,7 +4,7 @@ annotation for hand-written YAML.
 
 An object the program rendered carries ``facts.COMPONENT_ANNOTATION`` (``<Class>/<name>``, set by
 every component), in the program's run and in the YAML the preview writes alike, so both modes
-still get the same verdict (``tests/test_modes_agree.py``). Its user edits ``Pulumi.<stack>.yaml``,
+still get the same verdict (``tests/policies/test_program_and_yaml_same_verdicts.py``). Its user edits ``Pulumi.<stack>.yaml``,
 where parking is ``parked: {reason: ...}`` on the workload or Service, not the annotation it
 renders to.
 """

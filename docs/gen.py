@@ -16,7 +16,7 @@ Pages and their sources:
   ``dev.py`` commands) and the exit-code table of ``tools/cli.py``;
 - ``docs/catalog.md``: the model and card catalogs (``core/data/models.yaml``, ``cards.yaml``).
 
-``tests/test_docs_generated.py`` keeps every page equal to what :func:`pages` writes. Exit codes:
+``tests/project/test_docs_generated.py`` keeps every page equal to what :func:`pages` writes. Exit codes:
 0 written (or, with ``--check``, every page current); 1 ``--check`` found a page to regenerate.
 """
 
@@ -327,7 +327,7 @@ def policy_page(policy: Any) -> str:
         lines += [f"## What it judges ([{src}](../../{src}))", "", _rst(doc), ""]
     lines += ["## Fixtures", "",
               f"`policies/fixtures/{policy.name}/`: each allowed file gives no violation; each disallowed one a violation "
-              "whose message contains every `expect` line (`tests/test_policy_fixtures.py`).", ""]
+              "whose message contains every `expect` line (`tests/policies/test_fixtures.py`).", ""]
     for verdict in ("allowed", "disallowed"):
         cases = sorted((FIXTURES / policy.name / verdict).glob("*.yaml"))
         lines += [f"### {verdict.capitalize()} ({len(cases)})", ""]

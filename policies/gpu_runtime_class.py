@@ -16,7 +16,7 @@ Source: seed 001 (the candle-vllm Deployment ran under runc: libcuda.so was neve
 and candle-vllm panicked in cudarc, "Unable to dynamically load the cuda shared library"),
 seed 003 (clef-candle.yaml carries the same comment), spec "GPU runtime" row. On clusters whose default runtime
 is nvidia (the GPU Operator, GKE) a rule without the inventory fact flagged 9 of the 10 public-shaped
-workloads of tests/test_public_manifests.py.
+workloads of tests/policies/test_public_manifests.py.
 
 Does not check: that the RuntimeClass object exists on the cluster; pods that reach a GPU
 without requesting nvidia.com/gpu (NVIDIA_VISIBLE_DEVICES=all); parked workloads are judged

@@ -92,7 +92,7 @@ def rendered_objects(namespace: str, workloads: dict[str, Any], services: dict[s
     """Every object a stack of these (validated) parts renders: each workload's object (its
     class's ``KIND``) and its ``<name>-env`` Secret when it has ``secret_env``, each Service, the
     NetworkPolicy (``network_policy``: a :class:`stackfile.schema.NetworkPolicyConfig` or None);
-    all in ``namespace``. ``tests/test_left_alone.py`` holds it equal to
+    all in ``namespace``. ``tests/stackfile/test_objects_left_alone.py`` holds it equal to
     :func:`stackfile.build.render_manifests`."""
     out = set()
     for name, wl in workloads.items():

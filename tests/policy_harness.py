@@ -6,7 +6,7 @@ resource), with properties decoded the way the servicer decodes them from the wi
 ``google.protobuf.Struct``, so every number is a double: ``replicas: 0`` arrives as ``0.0``)
 behind pulumi-policy's unknown-checking proxy, and loads the stack config into the Pulumi
 runtime config as the servicer does from ``PULUMI_CONFIG``.
-End-to-end runs of the real pack process over gRPC are in ``tests/test_analyze_grpc.py``.
+End-to-end runs of the real pack process over gRPC are in ``tests/tools/test_analyze_grpc.py``.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ call:
 So every policy of a run reads the same proxy of a resource. Safe because nothing changes them:
 ``deserialize_properties`` builds a new dict from its input, the proxy copies every dict and list
 into its own, and no policy writes through the proxy or into the options (pulumi-policy's dict
-proxy would allow it: ``tests/test_decode_once.py`` runs every policy on every fixture with that
+proxy would allow it: ``tests/policies/policylib/test_decode_once.py`` runs every policy on every fixture with that
 write made an error). Outside those two calls (``Configure``, ``Remediate``, ...) everything
 passes through unchanged.
 

@@ -26,7 +26,7 @@ The real ``pulumi preview --policy-pack`` does not see the peak (the pack judges
 only, 4 of 4 here); the real plan read back does: ``pulumi preview --json`` (the CLI's default
 document, and its event stream) through ``python3 dev.py plan`` (:mod:`tools.plan`) refuses
 step 1's plan at 5 of 4 and passes step 3's at 4 of 4, as the offline preview with ``--base``
-does (``tests/test_transitions.py``, ``tests/test_plan.py``).
+does (``tests/tools/offline/test_transition.py``, ``tests/tools/test_plan.py``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ beyond it that a hostile manifest reached the pack with.
 - **The schema**: kubernetes-validate's JSON schemas (generated from Kubernetes' OpenAPI
   document), the ``-strict`` set (``additionalProperties: false``), for :data:`KUBERNETES_MINOR`,
   the minor version of the toolchain's ``kube-apiserver`` (``testbed/toolchain/versions.json``;
-  ``tests/test_api_schema.py`` keeps them equal). A selector given as a list, ports as a string,
+  ``tests/tools/offline/test_apischema.py`` keeps them equal). A selector given as a list, ports as a string,
   a NetworkPolicy ``from`` as a map, a string ``strategy`` or a numeric annotation are refused
   here; an unknown field (``readonly``) is refused with the nearest known one ("did you mean
   readOnly").

@@ -16,7 +16,7 @@ With ``STANDIN_CALL_LOG`` set to a file path, the pack appends one JSON line per
 receives, in the order it receives them: ``{"method": ...}``, plus the URN for ``Analyze`` /
 ``Remediate`` and stack, project, organization, dry run and config for ``ConfigureStack``
 (a server interceptor, so calls pulumi-policy does not implement, such as ``Handshake``, are
-logged too). tests/test_analyze_call_order.py checks the runner's call order with it.
+logged too). tests/tools/test_analyze_call_order.py checks the runner's call order with it.
 """
 
 import json

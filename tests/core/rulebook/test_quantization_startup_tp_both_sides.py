@@ -1,0 +1,192 @@
+"""The stack file and the policy pack give the same VERDICT on the rules they share, each judged
+once (core/rulebook, registered in core/registry.py): quantization refused on sm_70, the startup
+budget exceeding the cold start, and the tensor parallel sizes suggested. Each case runs the
+loader on the prod stack file and the policy on a manifest with the same values, on prod's V100
+inventory. The wording is one (tests/core/test_registry.py); these check the values both sides state."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from pathlib import Path
+from typing import get_args
+
+import pytest
+import startup_probe_covers_cold_start
+import tensor_parallel_divisibility
+import vllm_volta
+
+from core import facts, rules
+from policylib import stackconfig
+from stackfile import ConfigError, VllmWorkload, load_stack_config
+from tests.paths import PROD_STACK_FILE, ROOT
+from tests.policies.test_tensor_parallel_divisibility import candle as candle_tp_server
+from tests.policies.test_tensor_parallel_divisibility import vllm as tp_server
+from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
+from tools.offline.manifests import load_stack_file
+
+PROD = load_stack_file(PROD_STACK_FILE)
+W = "llm-serving:workloads"
+
+
+@pytest.fixture(autouse=True)
+def prod_in_the_pack():
+    use_stack_config(PROD)
+    yield
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+
+
+def config_problems(change) -> list:
+    config = copy.deepcopy(PROD)
+    change(config)
+    try:
+        load_stack_config(config)
+    except ConfigError as err:
+        return err.problems
+    return []
+
+
+def policy_messages(policy, text: str) -> list[str]:
+    return [v.message for v in run_policy(policy, manifests(text))]
+
+
+# --- quantization on sm_70 ----------------------------------------------------------------
+
+def _vllm_isvc(quantization) -> str:
+    args = ["--model=m", "--dtype=float16"] + ([f"--quantization={quantization}"] if quantization else [])
+    return f"""
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {{name: r, namespace: llm-serving}}
+spec:
+  predictor:
+    nodeSelector: {{kubernetes.io/hostname: worker-1}}
+    containers:
+    - name: k
+      image: "vllm/vllm-openai:v0.11.0"
+      args: {json.dumps(args)}
+      env: [{{name: VLLM_USE_FLASHINFER_SAMPLER, value: "0"}}]
+      resources: {{limits: {{nvidia.com/gpu: "1"}}}}
+"""
+
+
+QUANT_METHODS = [None, *get_args(get_args(VllmWorkload.model_fields["quantization"].annotation)[0])]
+
+
+@pytest.mark.parametrize("method", QUANT_METHODS)
+def test_config_refuses_a_quantization_iff_the_pack_does(method):
+    def change(config):
+        config[W]["reasoning"]["quantization"] = method
+
+    refused = [p for p in config_problems(change) if p.path == f"{W}.reasoning.quantization"]
+    flagged = [m for m in policy_messages(vllm_volta.POLICY, _vllm_isvc(method)) if "--quantization" in m]
+    assert bool(refused) == bool(flagged), (refused, flagged)
+    assert bool(flagged) == (not rules.quantization_runs_on(method, 70))
+
+
+def test_the_sm70_verdicts_themselves():
+    """Gptq and bitsandbytes run on sm_70; AWQ, FP8, Marlin and compressed-tensors do not."""
+    runs = {m: rules.quantization_runs_on(m, 70) for m in QUANT_METHODS}
+    assert {m for m, ok in runs.items() if ok} == {None, "gptq", "bitsandbytes"}
+    assert rules.quantization_min_sm("awq_marlin") == 80 and rules.quantization_min_sm("compressed_tensors") == 75
+    assert rules.quantization_runs_on("awq", 75) and not rules.quantization_runs_on("fp8", 75)
+
+
+# --- startup budget -----------------------------------------------------------------------
+
+def _deployment(cold: int, period: int, threshold: int) -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: s
+  namespace: llm-serving
+  annotations: {{{facts.COLD_START_ANNOTATION}: '{cold}'}}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        startupProbe: {{httpGet: {{path: /health, port: 8080}}, periodSeconds: {period}, failureThreshold: {threshold}}}
+"""
+
+
+@pytest.mark.parametrize("cold, period, threshold, covered", [
+    (600, 15, 40, False),  # equal: does not exceed
+    (599, 15, 40, True),   # one second above the cold start
+    (601, 15, 40, False),
+    (600, 15, 41, True),
+])
+def test_config_and_pack_agree_the_budget_must_exceed_the_cold_start(cold, period, threshold, covered):
+    def change(config):
+        wl = config[W]["reasoning"]
+        wl["cold_start_seconds"] = cold
+        wl["startup_probe"] = {"period_seconds": period, "failure_threshold": threshold}
+
+    refused = [p for p in config_problems(change) if p.path == f"{W}.reasoning.startup_probe.failure_threshold"]
+    flagged = policy_messages(startup_probe_covers_cold_start.POLICY, _deployment(cold, period, threshold))
+    assert rules.startup_budget_covers(period * threshold, cold) is covered
+    assert (not refused) is covered and (not flagged) is covered, (refused, flagged)
+    if not covered:
+        need = rules.startup_threshold_needed(cold, period)
+        (message,) = flagged
+        assert f"at least {need} at a {period} s period" in refused[0].fix
+        assert f"Fix: raise startupProbe.failureThreshold to at least {need} at a {period} s period" in message
+
+
+# --- tensor parallel suggestions ----------------------------------------------------------
+
+@pytest.mark.parametrize("workload, engine, model_arg, tp", [
+    ("candle-vllm", "candle-vllm", "/mnt/models/coder-14b-fp16", 3),
+    ("reasoning", "vllm", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", 6),
+    ("reasoning", "vllm", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", 3),
+])
+def test_config_and_pack_suggest_the_same_tp_sizes(workload, engine, model_arg, tp):
+    def change(config):
+        config[W][workload]["cards"] = tp
+
+    (problem,) = [p for p in config_problems(change) if p.rule.startswith(f"tensor parallel {tp} does not divide")]
+    from_config = problem.fix.rsplit(": ", 1)[1]
+    server = tp_server(model_arg, tp) if engine == "vllm" else candle_tp_server(model_arg, tp)
+    (message,) = policy_messages(tensor_parallel_divisibility.POLICY, server)
+    from_pack = re.search(r"divides them: ([\d, ]+)[.,]", message).group(1)
+    assert ("with --tensor-parallel-size to match" in message) is (engine == "vllm")
+    key, model = stackconfig.models().find(model_arg)
+    assert from_config == from_pack == ", ".join(map(str, rules.tp_sizes_that_divide(model, engine=engine)))
+
+
+def test_config_and_pack_agree_vllm_replicates_kv_heads_at_tp8():
+    """VLLM at TP 8 on 4 KV heads replicates them; neither side refuses the split."""
+    def change(config):
+        config[W]["reasoning"]["cards"] = 8
+
+    assert not [p for p in config_problems(change) if p.rule.startswith("tensor parallel 8 does not divide")]
+    assert policy_messages(tensor_parallel_divisibility.POLICY, tp_server("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8)) == []
+
+
+# --- config_json paths --------------------------------------------------------------------
+
+def test_config_json_resolves_against_the_project_directory_everywhere(tmp_path, monkeypatch):
+    """One rule: relative to the project directory (Pulumi.yaml), in the program (default of
+    load_stack_config and __main__.py), the pack (stackconfig.PROJECT_DIR) and the preview."""
+    assert rules.PROJECT_DIR == ROOT == stackconfig.PROJECT_DIR
+    assert (rules.PROJECT_DIR / "Pulumi.yaml").is_file()
+    prod = load_stack_config(PROD)
+    source = tmp_path / "config.json"
+    clef = prod.model_facts("clef-flash")
+    source.write_text(json.dumps({
+        "architectures": [clef.architecture], "num_hidden_layers": 4, "num_attention_heads": 16,
+        "num_key_value_heads": 2, "head_dim": 128, "hidden_size": 2048, "intermediate_size": 6144,
+        "vocab_size": 151936, "max_position_embeddings": 32768, "torch_dtype": "float16",
+    }))
+    config = copy.deepcopy(PROD)
+    relative = Path(os.path.relpath(source, ROOT))
+    config["llm-serving:models"]["extra"] = {"config_json": str(relative), "weights_path": "/mnt/models/extra"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_stack_config(config).model_facts("extra").num_hidden_layers == 4  # not the working directory
+

@@ -1,0 +1,126 @@
+"""The capacity estimator against public vLLM v0.19.0 startup logs not used for any constant.
+
+Source: the llm-d planner's accuracy sweep, vLLM v0.19.0 on an H100-80GB (NVLink), each run's
+startup log in https://github.com/llm-d-incubation/llm-d-planner/tree/d3121e059da88662db39a926a3ead964be97359b/accuracy/results/v0.19.0/logs
+and its figures in ``results_raw.csv`` beside them: "Model loading took X GiB" (weights),
+"Available KV cache memory", "GPU KV cache size: N tokens". Every run is ``vllm serve <model>
+--gpu-memory-utilization 0.95 --max-model-len 8192`` (bf16, no ``--max-num-seqs`` /
+``--max-num-batched-tokens``: v0.19's 8192 / 1024 on an 80 GB card), unless the case says
+otherwise. Earlier constants came from this project's 0.15-0.17 version sweep of Qwen3-14B
+(tests/core/test_capacity_public.py); none of these models or this release was used for one. The
+TP >= 2 runs' non-torch memory is of the kind COMM_NVLINK_GIB was read from (this report's
+"about 2 GiB a card"), so they check the split of weights and KV across ranks, not the runtime.
+
+The models' facts are their config.json shapes (Hugging Face, ``config.json`` of each repo);
+the parameter count is the shapes' (norms and biases left out, under 0.1%).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.capacity import estimate
+from core.engines import ServerSettings
+from core.inventory import CardSpec
+from core.modelfacts import CATALOG, ModelFacts, Quantization, facts_from_config_json
+
+LOGS = ("https://github.com/llm-d-incubation/llm-d-planner/blob/d3121e059da88662db39a926a3ead964be97359b/"
+        "accuracy/results/v0.19.0/logs/")
+H100 = CardSpec(product="NVIDIA-H100-80GB-HBM3", memory_mib=81920, compute_capability="9.0", nvlink=True,
+                hbm_bandwidth_gb_s=3350)
+
+
+def config(arch: str, layers: int, hidden: int, heads: int, kv: int, inter: int, vocab: int, window: int,
+           *, tie: bool = False, head_dim: int | None = None) -> ModelFacts:
+    raw = {"architectures": [arch], "num_hidden_layers": layers, "hidden_size": hidden, "num_attention_heads": heads,
+           "num_key_value_heads": kv, "intermediate_size": inter, "vocab_size": vocab,
+           "max_position_embeddings": window, "tie_word_embeddings": tie, "torch_dtype": "bfloat16"}
+    if head_dim:
+        raw["head_dim"] = head_dim
+    return facts_from_config_json(raw)
+
+
+LLAMA_8B = CATALOG["meta-llama/Llama-3.1-8B-Instruct"]
+MODELS: dict[str, ModelFacts] = {
+    "meta-llama/Llama-3.1-8B-Instruct": LLAMA_8B,
+    "Qwen/Qwen2.5-7B-Instruct": config("Qwen2ForCausalLM", 28, 3584, 28, 4, 18944, 152064, 32768),
+    "Qwen/Qwen3-8B": config("Qwen3ForCausalLM", 36, 4096, 32, 8, 12288, 151936, 40960, head_dim=128),
+    "codellama/CodeLlama-7b-hf": config("LlamaForCausalLM", 32, 4096, 32, 32, 11008, 32016, 16384),
+    "microsoft/phi-4": config("Phi3ForCausalLM", 40, 5120, 40, 10, 17920, 100352, 16384),
+    "ibm-granite/granite-3.1-8b-instruct": config("GraniteForCausalLM", 40, 4096, 32, 8, 12800, 49155, 131072, tie=True),
+    # The reasoning workload's architecture (seed 002 reasoning.yaml), unquantized.
+    "Qwen/Qwen3-30B-A3B": CATALOG["Qwen/Qwen3-30B-A3B-GPTQ-Int4"].model_copy(update={"quantization": None}),
+    # RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16: GPTQ 4-bit, group 128, run in float16.
+    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": LLAMA_8B.model_copy(update={
+        "quantization": Quantization(method="gptq", bits=4, group_size=128), "torch_dtype": "float16"}),
+}
+
+#: (log file, model, TP, PP, extra settings, logged weights GiB, logged KV tokens, the estimate's tokens).
+RUNS = [
+    ("meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp1--8192.log", "meta-llama/Llama-3.1-8B-Instruct", 1, 1, {},
+     14.99, 476_016, 477_984),
+    ("meta-llama-llama-3-1-8b---h100-80gb--tp2pp1dp1--8192.log", "meta-llama/Llama-3.1-8B-Instruct", 2, 1, {},
+     7.51, 1_044_688, 1_048_192),
+    ("meta-llama-llama-3-1-8b---h100-80gb--tp4pp1dp1--8192.log", "meta-llama/Llama-3.1-8B-Instruct", 4, 1, {},
+     3.77, 2_209_792, 2_218_912),
+    ("meta-llama-llama-3-1-8b---h100-80gb--tp1pp2dp1--8192.log", "meta-llama/Llama-3.1-8B-Instruct", 1, 2, {},
+     7.51, 1_075_312, 1_078_496),
+    ("meta-llama-llama-3-1-8b---h100-80gb--tp1pp4dp1--8192.log", "meta-llama/Llama-3.1-8B-Instruct", 1, 4, {},
+     4.26, 2_257_264, 2_263_504),
+    ("meta-llama---h100-80gb--tp1pp1dp1--8192-dtbf16-kvfp8.log", "meta-llama/Llama-3.1-8B-Instruct", 1, 1,
+     {"kv_cache_dtype": "fp8"}, 14.99, 952_032, 955_968),
+    ("qwen-qwen2-5-7b-instruct--h100-80gb--tp1pp1dp1--8192.log", "Qwen/Qwen2.5-7B-Instruct", 1, 1, {},
+     14.25, 1_096_000, 1_101_200),
+    ("qwen-qwen2-5-7b-instruct--h100-80gb--tp2pp1dp1--8192.log", "Qwen/Qwen2.5-7B-Instruct", 2, 1, {},
+     7.12, 2_390_592, 2_398_736),
+    ("qwen-qwen2-5-7b-instruct--h100-80gb--tp4pp1dp1--8192.log", "Qwen/Qwen2.5-7B-Instruct", 4, 1, {},
+     3.55, 5_043_280, 5_063_072),
+    ("qwen-qwen3-8b--h100-80gb--tp1pp1dp1--8192.log", "Qwen/Qwen3-8B", 1, 1, {}, 15.27, 418_688, 420_400),
+    ("codellama-codellama-7b-h--h100-80gb--tp1pp1dp1--8192.log", "codellama/CodeLlama-7b-hf", 1, 1, {},
+     12.56, 126_256, 126_640),
+    ("microsoft-phi-4--h100-80gb--tp1pp1dp1--8192.log", "microsoft/phi-4", 1, 1, {}, 27.39, 241_568, 243_040),
+    ("granite-3-1-8b--h100-80gb--tp1pp1dp1--8192.log", "ibm-granite/granite-3.1-8b-instruct", 1, 1, {},
+     15.25, 384_432, 387_232),
+    ("qwen-qwen3-30b-a3b--h100-80gb--tp1pp1dp1--8192.log", "Qwen/Qwen3-30B-A3B", 1, 1, {}, 56.88, 168_288, 176_400),
+    ("w4a16-redhatai-lla--h100-80gb--tp1pp1dp1--8192-dtf16.log", "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16",
+     1, 1, {"dtype": "float16"}, 5.38, 554_704, 556_784),
+]
+
+
+def run_estimate(model: str, tp: int, pp: int, extra: dict):
+    settings = {"dtype": "bfloat16", **extra}
+    return estimate(MODELS[model], H100, ServerSettings("vllm", tp=tp, pp=pp, gpu_memory_utilization=0.95,
+                                                        max_model_len=8192, image="vllm/vllm-openai:v0.19.0", **settings))
+
+
+@pytest.mark.parametrize("log, model, tp, pp, extra, weights, tokens, estimated", RUNS, ids=[r[0] for r in RUNS])
+def test_v0_19_startup_logs_within_5_percent(log, model, tp, pp, extra, weights, tokens, estimated):
+    """Weights within 1% of "Model loading took", the KV cache within 5% of "GPU KV cache size"
+    (the pinned figure is the estimate's today, so a change to it shows here)."""
+    e = run_estimate(model, tp, pp, extra)
+    assert e.engine_version == (0, 19, 0) and round(e.card_memory_gib, 2) == 79.19
+    assert abs(e.weights_gib_per_card - weights) <= 0.01 * weights, LOGS + log
+    assert abs(e.kv_tokens - tokens) <= 0.05 * tokens, LOGS + log
+    assert e.kv_tokens == estimated
+
+
+def test_share_within_5_percent_is_every_run():
+    """The share recorded in docs/capacity.md: 15 of 15 runs within 5%; the largest miss is
+    Qwen3-30B-A3B's +4.8%, whose logged activation (2.68 GiB) is 0.6 GiB above the estimate's
+    (the sampler warm-up's 2.06); the likely place, not confirmed, is the MoE forward at 8192
+    tokens (fused-MoE buffers)."""
+    misses = {r[1]: run_estimate(r[1], r[2], r[3], r[4]).kv_tokens / r[6] - 1 for r in RUNS}
+    assert all(abs(m) <= 0.05 for m in misses.values())
+    worst = max(misses, key=lambda k: abs(misses[k]))
+    assert worst == "Qwen/Qwen3-30B-A3B" and 0.04 < misses[worst] < 0.05
+    moe = run_estimate("Qwen/Qwen3-30B-A3B", 1, 1, {})
+    assert round(moe.activation_gib, 2) == 2.06
+
+
+def test_pipeline_stages_add_no_all_reduce_buffers():
+    """The PP=2 / PP=4 logs show 0.07 GiB of non-torch memory a rank, the TP=2 / TP=4 ones
+    2.07-2.13: only tensor parallelism adds NCCL / custom all-reduce buffers
+    (core.capacity.runtime_bytes takes the TP group)."""
+    pp2 = run_estimate("meta-llama/Llama-3.1-8B-Instruct", 1, 2, {})
+    tp2 = run_estimate("meta-llama/Llama-3.1-8B-Instruct", 2, 1, {})
+    assert round(pp2.runtime_gib, 2) == 0.15 and round(tp2.runtime_gib, 2) == 2.0

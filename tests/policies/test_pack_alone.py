@@ -1,0 +1,118 @@
+"""The pack publishes: ``policies/`` copied alone (what ``pulumi policy publish`` uploads: the
+folder's files, symbolic links followed, what .gitignore names left out) installs as the Pulumi CLI
+installs a published Python pack and judges prod and the history stacks exactly as the pack in the
+repository does.
+
+The install follows PulumiPolicy.yaml's ``runtime`` options as the CLI reads them: ``toolchain:
+pip`` creates the virtualenv named by ``virtualenv`` inside the pack's folder and runs ``pip
+install -r requirements.txt`` there (the CLI's InstallDependencies for a policy pack). Nothing of
+the repository is on that environment's path: ``core`` comes from the copy (policies/core links
+to ../core, so the upload holds the files). The copy is kept under ``.venv-pack/<hash of the
+requirements and the runtime options>`` and refreshed each run, so its virtualenv is built once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import venv
+from pathlib import Path
+
+import pytest
+import yaml
+
+from policylib.pack import policies as pack_policies
+from tests.paths import ROOT
+from tools import analyze
+from tools.offline.manifests import load_stack_file
+
+POLICIES = ROOT / "policies"
+#: What `pulumi policy publish` leaves out here: the names the repository's .gitignore lists
+#: for this folder (the CLI honours .gitignore files, its own and its parents').
+PUBLISH_IGNORES = shutil.ignore_patterns("venv", ".venv", "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache",
+                                         ".mypy_cache", ".ruff_cache")
+STACKS = ["tests/fixtures/prod/Pulumi.prod.yaml", *sorted(f"tests/stacks/{p.name}" for p in (ROOT / "tests" / "stacks").glob("*.yaml"))]
+
+
+def runtime_options() -> dict:
+    """PulumiPolicy.yaml's ``runtime``: name and options."""
+    runtime = yaml.safe_load((POLICIES / "PulumiPolicy.yaml").read_text())["runtime"]
+    assert runtime["name"] == "python"
+    return runtime.get("options") or {}
+
+
+def publish_copy(dest: Path) -> Path:
+    """``policies/`` as the upload holds it, written to ``dest`` (its virtualenv, if any, kept)."""
+    keep = runtime_options().get("virtualenv", "venv")
+    if dest.exists():
+        for entry in dest.iterdir():
+            if entry.name != keep:
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    shutil.copytree(POLICIES, dest, symlinks=False, ignore=PUBLISH_IGNORES, dirs_exist_ok=True)
+    return dest
+
+
+def install_as_the_cli_does(pack: Path) -> str:
+    """The pack's virtualenv and its requirements, per PulumiPolicy.yaml; returns its python."""
+    options = runtime_options()
+    assert options.get("toolchain", "pip") == "pip"
+    home = pack / options.get("virtualenv", "venv")
+    python = home / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    done = home / ".installed"
+    if not done.exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(home)
+        result = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
+                                 "-r", "requirements.txt"], cwd=pack, capture_output=True, text=True)
+        if result.returncode != 0:
+            pytest.fail(f"pip install of the pack's requirements failed:\n{result.stderr[-3000:]}")
+        done.write_text("ok")
+    return str(python)
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> tuple[Path, str]:
+    """The copy and its installed python, reused across runs for the same requirements."""
+    key = hashlib.sha256((POLICIES / "requirements.txt").read_bytes() + repr(runtime_options()).encode()).hexdigest()[:16]
+    pack = publish_copy(ROOT / ".venv-pack" / key)
+    return pack, install_as_the_cli_does(pack)
+
+
+def test_the_upload_reaches_nothing_outside_the_folder(tmp_path):
+    pack = publish_copy(tmp_path / "pack")
+    text = (pack / "requirements.txt").read_text()
+    assert "../" not in text and "-e " not in text and "file:" not in text
+    assert (pack / "core" / "rules.py").is_file() and not (pack / "core").is_symlink()
+    assert {p.name for p in (pack / "core" / "data").iterdir()} == {
+        "models.yaml", "models.schema.json", "cards.yaml", "cards.schema.json", "images.yaml", "images.schema.json"}
+    assert (pack / "PulumiPolicy.yaml").exists() and (pack / "policylib" / "pack.py").exists()
+    assert not list(pack.rglob("__pycache__")) and not (pack / "venv").exists()
+    assert runtime_options() == {"toolchain": "pip", "virtualenv": "venv"}
+
+
+def test_the_copy_imports_core_from_itself(published):
+    pack, python = published
+    probe = subprocess.run([python, "-c", "import core, policylib, pulumi_policy; print(core.__file__)"], cwd=pack,
+                           capture_output=True, text=True, check=True)
+    assert Path(probe.stdout.strip()).resolve().is_relative_to(pack.resolve())
+    # The environment has the pack's requirements only: not the project, nor its development tools.
+    listed = subprocess.run([python, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
+                            check=True).stdout.lower().replace("_", "-")
+    assert "pulumi-policy==" in listed and "llm-serving" not in listed and "pytest" not in listed
+
+
+@pytest.mark.parametrize("stack_file", STACKS)
+def test_the_copy_gives_the_repository_packs_verdicts(published, stack_file):
+    pack, python = published
+    stack = "prod" if stack_file == "tests/fixtures/prod/Pulumi.prod.yaml" else Path(stack_file).stem
+    config = load_stack_file(ROOT / stack_file)
+    resources = analyze.program_resources(config, stack)
+    alone = analyze.run_pack(resources, config, stack=stack, pack_dir=pack, python=python)
+    here = analyze.run_pack(resources, config, stack=stack)
+    assert len(alone.policies) == len(here.policies) == len(pack_policies())
+    assert [(f.policy, f.level, f.message) for f in alone.findings] == [(f.policy, f.level, f.message) for f in here.findings]
+    if stack == "prod":
+        assert alone.findings == ()
+    if stack == "after-001":
+        assert any("worker-1: 6 of 4 cards" in f.message for f in alone.findings)

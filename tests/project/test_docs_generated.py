@@ -1,0 +1,67 @@
+"""The documentation: the generated reference pages of docs/ are what ``python3 dev.py docs`` writes
+(docs/gen.py, from the schema, the pack, the parsers and the catalogs), the README stays one page,
+and every relative link of the README and docs/ reaches a file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from docs import gen
+from tests.paths import ROOT
+
+#: Pages other branches of this session add (linked here before they land); a missing one is not
+#: a broken link until it exists on main. Drop an entry once its page is in the tree.
+PAGES_ADDED_ELSEWHERE: set[str] = set()
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.fixture(scope="module")
+def pages() -> dict[Path, str]:
+    return gen.pages()
+
+
+def test_every_generated_page_is_what_the_generator_writes(pages):
+    assert [str(p.relative_to(ROOT)) for p in gen.stale(pages)] == [], "run: python3 dev.py docs"
+
+
+def test_the_reference_covers_every_policy_key_and_command(pages):
+    from policylib.pack import policies
+
+    index = pages[gen.DOCS / "policies" / "index.md"]
+    for policy in policies():
+        assert f"[`{policy.name}`]({policy.name}.md)" in index
+        assert gen.DOCS / "policies" / f"{policy.name}.md" in pages
+    stack_file = pages[gen.DOCS / "stack-file.md"]
+    for key in ("`llm-serving:workloads`", "`cold_start_seconds`", "`max_model_len`", "`kv_fraction`", "`former_names`"):
+        assert key in stack_file
+    assert "| `cold_start_seconds` | integer, > 0 | required |" in stack_file
+    assert '| `models_pvc` | name (DNS-1123 subdomain) | `"llm-models"` |' in stack_file
+    cli = pages[gen.DOCS / "cli.md"]
+    assert "usage: python -m tools.preview" in cli and "130  INTERRUPTED" in cli and "143  TERMINATED" in cli
+    catalog = pages[gen.DOCS / "catalog.md"]
+    assert "`Qwen/Qwen3-30B-A3B-GPTQ-Int4`" in catalog and "`Tesla-V100-PCIE-32GB`" in catalog
+
+
+def test_the_readme_is_one_page_and_keeps_the_sections_messages_name():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode()) <= 15 * 1024
+    assert "python3 dev.py preview" in readme and "python3 dev.py test" in readme
+    # The preview's footnote and the capacity rules' source say README "Capacity".
+    assert "\n### Capacity\n" in readme
+
+
+@pytest.mark.parametrize("page", ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))])
+def test_relative_links_reach_a_file(page):
+    path = ROOT / page
+    missing = []
+    for target in LINK.findall(path.read_text(encoding="utf-8")):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        resolved = (path.parent / target).resolve()
+        rel = resolved.relative_to(ROOT).as_posix() if resolved.is_relative_to(ROOT) else str(resolved)
+        if not resolved.exists() and rel not in PAGES_ADDED_ELSEWHERE:
+            missing.append(target)
+    assert missing == []

@@ -1,0 +1,78 @@
+"""Provider and render-mode changes refused by ``python3 dev.py plan`` (:mod:`tools.provider_change`).
+
+The plans are the real CLI's (``tests/fixtures/plans/rename-former.jsonl``, see tests/tools/test_plan.py)
+with every Kubernetes object moved to the ``render-yaml`` provider, as the engine plans it when
+``llm-serving:render_yaml_to_directory`` is set on a stack that already applied (each object
+replaced; the real suite's ``tests/real/test_real_secrets_render.py`` reads such a plan from the CLI).
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from pathlib import Path
+
+from tests.paths import ROOT
+from tools import plan, provider_change
+
+PLANS = ROOT / "tests" / "fixtures" / "plans"
+RENDER = "urn:pulumi:full::llm-serving::pulumi:providers:kubernetes::render-yaml"
+
+
+def _document(render: bool = False, ssa: str = "") -> dict:
+    events = plan.read_events((PLANS / "rename-former.jsonl").read_text())
+    [prelude] = [e["preludeEvent"] for e in events if e.get("preludeEvent")]
+    [summ] = [e["summaryEvent"] for e in events if e.get("summaryEvent")]
+    steps = [copy.deepcopy(e["resourcePreEvent"]["metadata"]) for e in events if e.get("resourcePreEvent")]
+    provider = {"urn": RENDER, "type": provider_change.PROVIDER_TYPE, "inputs": {"renderYamlToDirectory": "rendered"}}
+    if ssa:
+        provider["inputs"] = {"enableServerSideApply": ssa}
+    if render or ssa:
+        steps.insert(0, {"op": "create", "urn": RENDER, "old": None, "new": provider})
+    for m in steps:
+        new = m.get("new") or {}
+        if render and m.get("old") and str(new.get("type", "")).startswith("kubernetes:"):
+            new["provider"] = RENDER + "::04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+    return {"config": prelude["config"], "changeSummary": summ["resourceChanges"],
+            "steps": [{"op": m["op"], "urn": m["urn"], "oldState": m.get("old"), "newState": m.get("new")} for m in steps]}
+
+
+def _run(doc: dict, tmp_path: Path) -> tuple[int, str]:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    out = io.StringIO()
+    return plan.main([str(path)], stdout=out, stderr=out), out.getvalue()
+
+
+def test_the_unchanged_provider_is_not_refused(tmp_path):
+    code, text = _run(_document(), tmp_path)
+    assert code == plan.EXIT_OK, text
+    assert "REFUSED" not in text and "SAFE" not in text and "render-only stack" not in text
+
+
+def test_render_mode_switched_on_an_applied_stack_is_refused_with_the_safe_path(tmp_path):
+    doc = _document(render=True)
+    moved = provider_change.moved(plan.read_plan(json.dumps(doc))[1])
+    assert moved == {("default_4_25_0_alpha_1768448096", "render-yaml"): 3}
+    code, text = _run(doc, tmp_path)
+    assert code == plan.EXIT_REFUSED, text
+    [line] = [ln for ln in text.splitlines() if ln.startswith("REFUSED: provider")]
+    assert line.startswith(
+        "REFUSED: provider default_4_25_0_alpha_1768448096 -> render-yaml: the plan moves 3 Kubernetes object(s) from "
+        "provider default_4_25_0_alpha_1768448096 (applying to the cluster) to render-yaml (render mode "
+        "(renderYamlToDirectory)), and the engine replaces every object whose provider changes")
+    assert "Fix: keep this stack's mode" in line and "`pulumi stack init <stack>-render`" in line
+    assert line.endswith("Source: pulumi/pulumi-kubernetes#1693 (a changed provider replaces every object it manages) "
+                         "and pulumi-kubernetes PR #936 (renderYamlToDirectory).")
+
+
+def test_a_provider_with_server_side_apply_off_is_refused(tmp_path):
+    code, text = _run(_document(ssa="false"), tmp_path)
+    assert code == plan.EXIT_REFUSED, text
+    [line] = [ln for ln in text.splitlines() if ln.startswith("REFUSED: provider")]
+    assert line.startswith("REFUSED: provider render-yaml: enableServerSideApply is false: taking over the live objects")
+    assert "Fix: remove the setting (server-side apply is the default) or set kubernetes:enableServerSideApply true." in line
+    assert _run(_document(ssa="true"), tmp_path)[0] == plan.EXIT_OK
+    for off in ("0", "f", "False"):  # what Go's strconv.ParseBool reads as false, as the provider does
+        assert _run(_document(ssa=off), tmp_path)[0] == plan.EXIT_REFUSED, off
