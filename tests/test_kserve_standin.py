@@ -15,7 +15,7 @@ def _isvc(**predictor):
                                    **predictor}}}
 
 
-@pytest.mark.parametrize(("predictor", "replicas"), [
+@pytest.mark.parametrize("predictor, replicas", [
     ({}, 1),
     ({"minReplicas": 1, "maxReplicas": 1}, 1),
     ({"minReplicas": 0, "maxReplicas": 0}, 0),  # parked (seed 000's ornith)
