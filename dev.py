@@ -116,7 +116,7 @@ def lock(args: list[str]) -> int:
     """``uv lock`` (``--check``: no re-lock, only compare), then write or check every exported file."""
     uv = [str(PY), "-m", "uv"]
     check = "--check" in args
-    if not check and subprocess.call([*uv, "lock"], cwd=ROOT) != 0:
+    if not check and cli.call([*uv, "lock"], cwd=str(ROOT)) != 0:
         return 1
     stale = []
     for path in EXPORTS:
@@ -141,10 +141,10 @@ def lint(args: list[str]) -> int:
     ruff = [str(PY), "-m", "ruff", "check"]
     if "--fix-all" in args:
         args = [a for a in args if a != "--fix-all"]
-        subprocess.call([*ruff, "--fix", "--exit-zero", "--quiet", "."], cwd=ROOT)
-        subprocess.call([*ruff, "--add-noqa", "."], cwd=ROOT)
-    code = _tool_code(subprocess.call([*ruff, *args, "."], cwd=ROOT))
-    return code or _tool_code(subprocess.call([str(PY), "-m", "mypy"], cwd=ROOT))
+        cli.call([*ruff, "--fix", "--exit-zero", "--quiet", "."], cwd=str(ROOT))
+        cli.call([*ruff, "--add-noqa", "."], cwd=str(ROOT))
+    code = _tool_code(cli.call([*ruff, *args, "."], cwd=str(ROOT)))
+    return code or _tool_code(cli.call([str(PY), "-m", "mypy"], cwd=str(ROOT)))
 
 
 def _tool_code(code: int) -> int:

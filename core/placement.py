@@ -43,6 +43,7 @@ def _quantity(value: str) -> str:
 
 
 def _positive(value: str) -> str:
+    """After :func:`_quantity` (so ``value`` parses)."""
     if quantity.parse(value) <= 0:
         raise rule_error(f"a model server's cpu or memory must be above zero, not {value} (a memory limit of 0 "
                          "kills the container at once; a request of 0 says nothing)",
@@ -53,7 +54,7 @@ def _positive(value: str) -> str:
 #: A Kubernetes quantity ("12Gi", "500m"; a bare number is read as its text).
 Quantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_quantity)]
 #: A quantity above zero (cpu and memory of a server's requests and limits).
-PositiveQuantity = Annotated[str, BeforeValidator(_quantity_text), AfterValidator(_quantity), AfterValidator(_positive)]
+PositiveQuantity = Annotated[Quantity, AfterValidator(_positive)]
 
 
 class StrictModel(BaseModel):

@@ -159,9 +159,8 @@ def _known_sections(config: dict[str, Any], problems: list[Problem]) -> dict[str
                                     "what it holds", f"rename it {fixed}"))
             continue
         if provider_value_refused(key, value):
-            problems.append(Problem(key, value, f"{key} is {value}: {PROVIDER_KEYS_REFUSED[key][1]}",
-                                    f"remove {key} (server-side apply is the provider's default), or render a "
-                                    "separate render-only stack for ArgoCD"))
+            refused = PROVIDER_KEYS_REFUSED[key]
+            problems.append(Problem(key, value, f"{key} is {value}: {refused.why}", refused.fix))
             continue
         if not key.startswith(PREFIX):
             continue  # other namespaces (kubernetes:context ...) are not ours

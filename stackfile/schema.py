@@ -33,7 +33,8 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Optional
 
 from pydantic import (
@@ -57,28 +58,48 @@ from stackfile.objects import LeftAlone
 
 PROJECT = "llm-serving"
 PREFIX = PROJECT + ":"
-#: Provider settings outside ``llm-serving:`` the stack depends on: the value that breaks it, and why.
-#: Taking over ArgoCD's live objects needs server-side apply (``pulumi.com/patchForce`` only acts
-#: there; a client-side create of a live object fails with AlreadyExists).
-PROVIDER_KEYS_REFUSED = {
-    "kubernetes:enableServerSideApply": ("false", "taking over the live objects ArgoCD applied needs server-side "
-                                         "apply: pulumi.com/patchForce acts only there, and a client-side create "
-                                         "of a live object fails with AlreadyExists (pulumi-kubernetes 4.x)"),
-}
-
-
 #: What Go's strconv.ParseBool reads as false, the way the provider reads a boolean setting.
 _GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
 
 
+def go_false(value: object) -> bool:
+    """True when the provider reads ``value`` as the boolean false (Go's strconv.ParseBool: ``false``,
+    ``0``, ``f``, ``F``, ``FALSE``, ``False``; or YAML's false)."""
+    return value is False or str(value).strip() in _GO_FALSE
+
+
+@dataclass(frozen=True)
+class RefusedProviderSetting:
+    """A provider setting outside ``llm-serving:`` the stack depends on: the stack-file ``key``, the
+    provider resource's ``input`` it becomes, the predicate that finds the value that breaks the
+    stack (read as the provider reads it), that value as shown in messages, why, and the fix."""
+
+    key: str
+    input: str
+    refused: Callable[[object], bool]
+    shown: str
+    why: str
+    fix: str
+
+
+#: The provider settings the loader and ``dev.py plan`` refuse, by stack-file key. Taking over
+#: ArgoCD's live objects needs server-side apply (``pulumi.com/patchForce`` only acts there; a
+#: client-side create of a live object fails with AlreadyExists).
+PROVIDER_KEYS_REFUSED = {s.key: s for s in (
+    RefusedProviderSetting(
+        "kubernetes:enableServerSideApply", "enableServerSideApply", go_false, "false",
+        "taking over the live objects ArgoCD applied needs server-side apply: pulumi.com/patchForce acts only "
+        "there, and a client-side create of a live object fails with AlreadyExists (pulumi-kubernetes 4.x)",
+        "remove kubernetes:enableServerSideApply from the stack (server-side apply is the provider's default), "
+        "or render a separate render-only stack for ArgoCD"),
+)}
+
+
 def provider_value_refused(key: str, value: object) -> bool:
-    """True when provider setting ``key`` holds the value :data:`PROVIDER_KEYS_REFUSED` refuses,
-    read as the provider reads it (a boolean as Go's strconv.ParseBool: ``false``, ``0``, ``f``, ...)."""
-    if key not in PROVIDER_KEYS_REFUSED:
-        return False
-    if PROVIDER_KEYS_REFUSED[key][0] == "false":
-        return value is False or str(value).strip() in _GO_FALSE
-    return str(value).strip().lower() == PROVIDER_KEYS_REFUSED[key][0]
+    """True when provider setting ``key`` holds a value :data:`PROVIDER_KEYS_REFUSED` refuses, read
+    as the provider reads it (its record's predicate)."""
+    setting = PROVIDER_KEYS_REFUSED.get(key)
+    return setting is not None and setting.refused(value)
 
 
 def misspelt_namespace(key: str) -> bool:

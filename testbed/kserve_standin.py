@@ -16,7 +16,8 @@ KServe's ``buildObjectMeta`` (kserve ``aaac4e2``,
 ``createRawDefaultDeployment`` (``reconcilers/deployment/deployment_reconciler.go``: the pod
 template's metadata is that object meta), so a changed annotation or label of the
 InferenceService rolls the predictor here as it does under KServe. ``replicas`` = ``minReplicas``
-(default 1), and ``deploymentStrategy`` as the rollout strategy. The Deployment is owned by the
+(default 1; 0 only with ``maxReplicas`` 0 too, as RawDeployment has no scale to zero: kserve
+#3514), and ``deploymentStrategy`` as the rollout strategy. The Deployment is owned by the
 InferenceService (ownerReferences), so the garbage collector removes it with its owner.
 
 Status: KServe sets the InferenceService's ``Ready`` condition from its predictor; the stand-in
@@ -96,6 +97,8 @@ def predictor_deployment(isvc: dict[str, Any]) -> dict[str, Any]:
     }
     selector = {"app": f"isvc.{name}-predictor"}
     replicas = predictor.get("minReplicas", 1)
+    if replicas == 0 and predictor.get("maxReplicas") != 0:
+        replicas = 1  # RawDeployment has no scale to zero: minReplicas 0 runs one pod (kserve #3514)
     deployment: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from core.problems import Finding
-from stackfile.schema import PROVIDER_KEYS_REFUSED, provider_value_refused
+from stackfile.schema import PROVIDER_KEYS_REFUSED
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
 #: Where the replacement on a provider change comes from.
@@ -78,13 +78,14 @@ def refusals(steps: Iterable[Any]) -> list[str]:
             f"({_render_mode(after)}), and the engine replaces every object whose provider changes: switching render "
             "mode on a stack that already has state deletes the live objects (on) or re-creates them over ArgoCD's (off)",
             SAFE_PATH, REPLACE_SOURCE).render())
-    key, (bad, why) = next(iter(PROVIDER_KEYS_REFUSED.items()))
     for s in steps:
-        if s.new is not None and s.new.type == PROVIDER_TYPE:  # noqa: SIM102
-            if provider_value_refused(key, s.new.inputs.get("enableServerSideApply", "")):
+        if s.new is None or s.new.type != PROVIDER_TYPE:
+            continue
+        for setting in PROVIDER_KEYS_REFUSED.values():
+            if setting.input in s.new.inputs and setting.refused(s.new.inputs[setting.input]):
                 out.append(Finding(
                     f"provider {provider_name(s.new.urn)}",
-                    f"enableServerSideApply is {bad}: {why}",
-                    f"remove the setting (server-side apply is the default) or set {key} true",
+                    f"{setting.input} is {setting.shown}: {setting.why}",
+                    setting.fix,
                     "pulumi-kubernetes 4.x server-side apply (patchForce)").render())
     return out

@@ -4,13 +4,26 @@ project for the real CLI (:class:`tests.real.realpath.RealProject`)."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
 from testbed import toolchain
 from tests.real.realpath import ClusterError, RealProject, loopback_cluster
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"pytest received signal {signum}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """SIGTERM (a cancelled CI job, ``kill``) ends the run as Ctrl-C does, so pytest tears the
+    fixtures down and every loopback cluster is stopped; Python's default for SIGTERM exits
+    without running them and leaves the cluster's processes behind."""
+    signal.signal(signal.SIGTERM, _terminated)
 
 
 @pytest.fixture(scope="session")

@@ -72,7 +72,8 @@ def test_a_provider_with_server_side_apply_off_is_refused(tmp_path):
     assert code == plan.EXIT_REFUSED, text
     [line] = [ln for ln in text.splitlines() if ln.startswith("REFUSED: provider")]
     assert line.startswith("REFUSED: provider render-yaml: enableServerSideApply is false: taking over the live objects")
-    assert "Fix: remove the setting (server-side apply is the default) or set kubernetes:enableServerSideApply true." in line
+    assert ("Fix: remove kubernetes:enableServerSideApply from the stack (server-side apply is the provider's default), "
+            "or render a separate render-only stack for ArgoCD.") in line
     assert _run(_document(ssa="true"), tmp_path)[0] == plan.EXIT_OK
     for off in ("0", "f", "False"):  # what Go's strconv.ParseBool reads as false, as the provider does
         assert _run(_document(ssa=off), tmp_path)[0] == plan.EXIT_REFUSED, off
