@@ -29,6 +29,11 @@ variants name the catalog entry; the clef-flash variants point at one ``config.j
 beside the stack file (absolute path), built from the prod stack's inline clef-flash facts:
 inline facts repeated 400 times would put 165 KB of models into the config the policy pack
 re-reads on every call.
+
+Only the first node's workloads keep the prod workload's ``measured`` figures (a measurement
+belongs to one server): the pack is handed every workload's ``measured`` (tools/preview.py
+``pack_config``), and the prod figures copied into 1,000 workloads made ``PULUMI_CONFIG`` 456 KB,
+over Linux's 128 KiB for one environment variable (MAX_ARG_STRLEN), so the pack could not start.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 PROD = ROOT / "Pulumi.prod.yaml"
 CLIENT_NAMESPACES = 10
+#: The node whose workloads keep the prod workloads' ``measured`` figures (module docstring).
+FIRST_NODE = "worker-001"
 
 #: The per-node plan: (kind, count, parked). Kinds are the prod workloads this copies.
 PLAN = (("coder", 1, False), ("clef", 3, False), ("vllm", 3, False), ("vllm", 2, True), ("clef", 1, True))
@@ -92,6 +99,8 @@ def _workload(prod: dict[str, Any], kind: str, name: str, node: str, models: dic
         models[name] = {**entry, "weights_path": f"/mnt/models/{name}"}
         wl["model"] = name
     wl["node"] = node
+    if node != FIRST_NODE:
+        wl.pop("measured", None)
     if parked:
         wl["parked"] = {"reason": f"{name} is kept for a later experiment; {node} has no free card"}
     return wl

@@ -53,7 +53,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -314,14 +314,24 @@ class PackProcess:
         configs = policy_configs(reconciled)
         _each(self.conns, lambda conn: conn.configure(configs))
         resources = list(resources)
-        structs = [packproc.to_struct(r.props) for r in resources]
+        remediating = any(level == REMEDIATE for level, _ in reconciled.values())
+        structs = [packproc.to_struct(r.props) for r in resources] if remediating else []
         findings: list[Finding] = []
         notes: list[str] = []
         clock.lap("configure")
-        if any(level == REMEDIATE for level, _ in reconciled.values()):
+        if remediating:
             self._remediate(resources, structs, findings, notes)
             clock.lap("remediate")
-        responses = self._sharded("Analyze", [packproc.analyze_request(r, s) for r, s in zip(resources, structs, strict=True)])
+
+        def requests() -> Iterator[pb.AnalyzeRequest]:
+            # Each Struct built as its request is sent, so building them overlaps the pack's
+            # Analyze calls already in flight (this thread waits for the pack most of the time).
+            for i, r in enumerate(resources):
+                if i == len(structs):
+                    structs.append(packproc.to_struct(r.props))
+                yield packproc.analyze_request(r, structs[i])
+
+        responses = self._sharded("Analyze", requests())
         objects = {r.urn: r for r in resources}
         for r, resp in zip(resources, responses, strict=True):
             findings.extend(_finding(d, r.urn, objects, "resource", sources) for d in resp.diagnostics)
@@ -345,11 +355,15 @@ class PackProcess:
             not_judged=notes_not_judged,
         )
 
-    def _sharded(self, method: str, requests: list[Any]) -> list[Any]:
-        """``method`` for every request, split round-robin between the processes; in order."""
+    def _sharded(self, method: str, requests: Iterable[Any]) -> list[Any]:
+        """``method`` for every request, split round-robin between the processes; in order.
+        One process takes ``requests`` as they come (an iterator is consumed while the calls run)."""
         k = len(self.conns)
-        parts = _each(self.conns, lambda conn, i: conn.pipelined(method, requests[i::k]), indexed=True)
-        out: list[Any] = [None] * len(requests)
+        if k == 1:
+            return self.conn.pipelined(method, requests)
+        every = list(requests)
+        parts = _each(self.conns, lambda conn, i: conn.pipelined(method, every[i::k]), indexed=True)
+        out: list[Any] = [None] * len(every)
         for i, part in enumerate(parts):
             out[i::k] = part
         return out

@@ -68,3 +68,16 @@ def test_clef_variants_read_the_prod_facts_from_one_config_json(large):
     assert (facts.num_hidden_layers, facts.full_attention_layers, facts.num_key_value_heads) == (
         prod["num_hidden_layers"], prod["full_attention_layers"], prod["num_key_value_heads"])
     assert json.loads((path.parent / "clef-flash-config.json").read_text())["layer_types"].count("full_attention") == 8
+
+
+def test_the_pack_config_fits_one_environment_variable_and_keeps_measured_figures(large):
+    from tools.analyze import config_env
+    from tools.offline.packproc import MAX_ENV_VALUE_BYTES
+    from tools.preview import pack_config
+
+    path, stack = large
+    config = pack_config(load_stack_file(path))
+    assert len(config_env(config).encode()) < MAX_ENV_VALUE_BYTES
+    measured = {name for name, w in stack.workloads.items() if w.measured is not None}
+    assert measured and {stack.workloads[name].node for name in measured} == {genstack.FIRST_NODE}
+    assert set(config["llm-serving:workloads"]) == measured

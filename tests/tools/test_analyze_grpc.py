@@ -178,6 +178,32 @@ def test_many_resources_are_pipelined_and_every_response_is_kept():
     assert flagged == [f"Deployment llm-serving/d{i:04d}" for i in range(0, n, 7)]
 
 
+def test_pipelined_takes_requests_from_an_iterator_as_it_sends_them():
+    n = packproc.PIPELINE_WINDOW * 2 + 3
+    res = resources(*[deployment(f"d{i:04d}", 0, "x:latest" if i % 5 == 0 else "x:1") for i in range(n)])
+    taken: list[int] = []
+
+    def requests():
+        for i, r in enumerate(res):
+            taken.append(i)
+            yield packproc.analyze_request(r, packproc.to_struct(r.props))
+
+    with start_pack(CONFIG, pack_dir=STANDIN) as pack:
+        pack.info()
+        lazily = pack.conn.pipelined("Analyze", requests())
+        listed = pack.conn.pipelined("Analyze", [packproc.analyze_request(r, packproc.to_struct(r.props)) for r in res])
+        assert taken == list(range(n))
+        assert [list(r.diagnostics) for r in lazily] == [list(r.diagnostics) for r in listed]
+        assert [i for i, r in enumerate(lazily) if r.diagnostics] == list(range(0, n, 5))
+
+        def broken():
+            yield packproc.analyze_request(res[0], packproc.to_struct(res[0].props))
+            raise ValueError("no Struct for this value")
+
+        with pytest.raises(ValueError, match="no Struct for this value"):
+            pack.conn.pipelined("Analyze", broken())
+
+
 def test_the_pack_process_is_stopped_after_a_run_and_after_an_error():
     pack = start_pack(CONFIG, pack_dir=STANDIN)
     with pack:

@@ -33,7 +33,7 @@ import tempfile
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -277,14 +277,16 @@ class PackConnection:
         except grpc.RpcError as err:
             raise self._fail("Configure", err) from None
 
-    def pipelined(self, method: str, requests: Sequence[Any], window: int = PIPELINE_WINDOW) -> list[Any]:
+    def pipelined(self, method: str, requests: Iterable[Any], window: int = PIPELINE_WINDOW) -> list[Any]:
         """Call unary ``method`` (``Analyze`` or ``Remediate``) for every request, keeping up
-        to ``window`` calls in flight; responses come back in request order."""
+        to ``window`` calls in flight; responses come back in request order. ``requests`` may be
+        an iterator: each request is taken when its call is sent."""
         rpc = getattr(self.stub, method)
-        out: list[Any] = [None] * len(requests)
+        out: list[Any] = []
         inflight: deque = deque()
         try:
             for i, req in enumerate(requests):
+                out.append(None)
                 inflight.append((i, rpc.future(req)))
                 if len(inflight) >= window:
                     j, fut = inflight.popleft()
