@@ -151,8 +151,11 @@ def test_the_kserve_standin_creates_the_predictor_the_stable_service_selects():
     assert pod["spec"]["runtimeClassName"] == "nvidia"
     assert "minReplicas" not in pod["spec"] and "deploymentStrategy" not in pod["spec"]
     assert dep["metadata"]["ownerReferences"][0]["uid"] == "0000"
-    # A parked InferenceService (minReplicas 0) gets a predictor at 0 replicas.
+    # A parked InferenceService (min and max replicas 0) gets a predictor at 0 replicas; minReplicas 0
+    # alone still runs one (RawDeployment has no scale to zero: kserve #3514).
     isvc["spec"]["predictor"]["minReplicas"] = 0
+    assert kserve_standin.predictor_deployment(isvc)["spec"]["replicas"] == 1
+    isvc["spec"]["predictor"]["maxReplicas"] = 0
     assert kserve_standin.predictor_deployment(isvc)["spec"]["replicas"] == 0
 
 
