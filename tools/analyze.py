@@ -570,7 +570,7 @@ def load_inventory(path: Path) -> dict[str, Any]:
 def check_inventory(config: dict[str, Any], path: Path) -> None:
     """Validate the stack config ``config`` read from ``path`` as :func:`load_inventory` does.
     Raises :class:`AnalyzeError`."""
-    from policylib.stackconfig import CONFIG_KEYS
+    from core.stackkeys import CONFIG_KEYS
     from stackfile import ConfigError, load_stack_config
 
     read = {k: config[k] for k in (*CONFIG_KEYS, NAMESPACE_KEY) if k in config}
