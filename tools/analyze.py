@@ -749,7 +749,15 @@ def _context(args: argparse.Namespace) -> tuple[Callable[[], list[Resource]] | N
     return None, ""
 
 
-def main(argv: list[str] | None = None) -> int:  # noqa: D103
+def main(argv: list[str] | None = None) -> int:
+    """The command line (the module docstring); returns the exit code. The cyclic collector is
+    off while it runs, as in the preview (:func:`tools.cli.collector_off`): the schemas, the
+    stack-file models and the gRPC stubs load inside it."""
+    with cli.collector_off():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         extra = _extra_outputs(args.also)

@@ -40,7 +40,6 @@ printed, and nothing is written when the program crashed.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 import threading
@@ -137,16 +136,11 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
         given = "--format " + args.format if args.format != "table" else "--policy-pack-config"
         ap.error(f"{given} is about the policy findings, and --no-policy runs no policy (the report would be "
                  f"empty); fix: drop one of them")
-    collecting = gc.isenabled()
-    gc.disable()  # a short-lived process: collections over the program's heap only cost time
-    try:
+    with cli.collector_off():  # a short-lived process: collections over the program's heap only cost time
         code = _preview(args, cast(TextIO, _Reader(stdout)), cast(TextIO, _Reader(stderr)))
         if exit_process:
             _exit(code)
         return code
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
