@@ -18,10 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from core import cards, rules
 from core.measured import Measured, measurements
+from core.stackkeys import CLUSTER_CONFIG_KEY as CLUSTER_CONFIG_KEY  # re-exported: read where the inventory is
 from core.values import Int, NodeName, Real, Subdomain
-
-#: The config key (within the ``llm-serving`` namespace) that holds the inventory.
-CLUSTER_CONFIG_KEY = "cluster"
 
 _CC_RE = re.compile(r"^\d+\.\d+$")
 

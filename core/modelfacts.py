@@ -24,10 +24,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from core import datafile, inputs
+from core.stackkeys import MODELS_CONFIG_KEY as MODELS_CONFIG_KEY  # re-exported: read where the models are
 from core.values import Int, Real, rule_error
-
-#: The config key (within the ``llm-serving`` namespace) that holds the model entries.
-MODELS_CONFIG_KEY = "models"
 
 
 class _Strict(BaseModel):

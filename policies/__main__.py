@@ -8,10 +8,16 @@ file (``pulumi preview --policy-pack policies``); so does the offline runner
 
 import gc
 
+# The cyclic collector waits while the policy modules load: importing them builds hundreds of
+# pydantic models and dataclasses (containers the collector would rescan many times over a
+# growing heap); no cycle among them is garbage. The pack answers its first request sooner
+# (docs/benchmarks.md); the collector is back on, with the thresholds below, before it serves.
+gc.disable()
+
 # This directory is the working directory and sys.path[0] (``python -m pulumi.policy`` here);
 # the shared ``core`` package is installed in the pack's environment (requirements.txt).
-from policylib import decode_once
-from policylib.pack import build_pack, policies
+from policylib import decode_once  # noqa: E402 - after gc.disable(), above
+from policylib.pack import build_pack, policies  # noqa: E402
 
 # The pack process lives for one preview. pulumi-policy decodes every resource's properties
 # again for each policy, which allocates millions of short-lived objects on a large stack;
@@ -24,5 +30,6 @@ decode_once.install()
 policies()  # import every policy module before freezing
 gc.freeze()
 gc.set_threshold(200_000, 50, 1000)
+gc.enable()
 
 build_pack()

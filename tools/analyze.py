@@ -584,7 +584,7 @@ def load_inventory(path: Path) -> dict[str, Any]:
 def check_inventory(config: dict[str, Any], path: Path) -> None:
     """Validate the stack config ``config`` read from ``path`` as :func:`load_inventory` does.
     Raises :class:`AnalyzeError`."""
-    from policylib.stackconfig import CONFIG_KEYS
+    from core.stackkeys import CONFIG_KEYS
     from stackfile import ConfigError, load_stack_config
 
     read = {k: config[k] for k in (*CONFIG_KEYS, NAMESPACE_KEY) if k in config}
@@ -763,7 +763,15 @@ def _context(args: argparse.Namespace) -> tuple[Callable[[], list[Resource]] | N
     return None, ""
 
 
-def main(argv: list[str] | None = None) -> int:  # noqa: D103
+def main(argv: list[str] | None = None) -> int:
+    """The command line (the module docstring); returns the exit code. The cyclic collector is
+    off while it runs, as in the preview (:func:`tools.cli.collector_off`): the schemas, the
+    stack-file models and the gRPC stubs load inside it."""
+    with cli.collector_off():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         extra = _extra_outputs(args.also)

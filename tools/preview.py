@@ -7,7 +7,7 @@ policy pack's verdicts. No cluster, no Pulumi CLI.
 Steps:
 
 1. read ``Pulumi.<stack>.yaml`` (or ``--stack-file``) and start the policy pack process
-   (``tools.analyze.start_pack``) with the config keys it reads (``policylib.stackconfig.CONFIG_KEYS``); it
+   (``tools.analyze.start_pack``) with the config keys it reads (``core.stackkeys.CONFIG_KEYS``); it
    imports its policies while the program runs;
 2. run ``__main__.py`` under the mock runtime (:func:`tools.offline.mockrun.run_program`);
 3. wait for the pack, check the policy pack config against its policies, and send it every
@@ -40,7 +40,6 @@ printed, and nothing is written when the program crashed.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 import threading
@@ -50,7 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, cast
 
-from core import rules
+from core import rules, stackkeys
 from tools import analyze, cli
 from tools.offline import packproc
 from tools.offline.manifests import InputError, load_stack_file
@@ -71,7 +70,8 @@ ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_MANDATORY, EXIT_INPUT, EXIT_CRASH = cli.OK, cli.VERDICT, cli.BAD_INPUT, cli.CRASH
 
 def pack_config(config: dict) -> dict:
-    """The part of a stack's ``config:`` map the policy pack reads (``stackconfig.CONFIG_KEYS``).
+    """The part of a stack's ``config:`` map the policy pack reads (``core.stackkeys.CONFIG_KEYS``,
+    the keys ``policylib.stackconfig`` reads).
 
     Only these keys are handed to the pack, so the verdicts are the same as with the whole
     config (what the CLI passes). Two reasons: pulumi-policy parses the whole
@@ -85,11 +85,8 @@ def pack_config(config: dict) -> dict:
     (``core.measured``), so only those are handed on: no env value or secret reaches the pack's
     environment, and the config stays small.
     """
-    from policylib.stackconfig import CONFIG_KEYS
-    from stackfile.schema import PREFIX
-
-    out = {k: v for k, v in config.items() if k in CONFIG_KEYS}
-    workloads_key = f"{PREFIX}workloads"
+    out = {k: v for k, v in config.items() if k in stackkeys.CONFIG_KEYS}
+    workloads_key = f"{stackkeys.PROJECT}:{stackkeys.WORKLOADS_CONFIG_KEY}"
     workloads = out.get(workloads_key)
     if isinstance(workloads, dict):
         out[workloads_key] = {name: {"measured": w["measured"]} for name, w in workloads.items()
@@ -139,16 +136,11 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
         given = "--format " + args.format if args.format != "table" else "--policy-pack-config"
         ap.error(f"{given} is about the policy findings, and --no-policy runs no policy (the report would be "
                  f"empty); fix: drop one of them")
-    collecting = gc.isenabled()
-    gc.disable()  # a short-lived process: collections over the program's heap only cost time
-    try:
+    with cli.collector_off():  # a short-lived process: collections over the program's heap only cost time
         code = _preview(args, cast(TextIO, _Reader(stdout)), cast(TextIO, _Reader(stderr)))
         if exit_process:
             _exit(code)
         return code
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

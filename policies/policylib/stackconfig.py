@@ -19,14 +19,10 @@ import json
 import os
 
 from core import rules
-from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
-from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, Models
+from core.inventory import ClusterInventory
+from core.modelfacts import ModelEntry, Models
+from core.stackkeys import CLUSTER_CONFIG_KEY, MODELS_CONFIG_KEY, PROJECT, WORKLOADS_CONFIG_KEY
 
-PROJECT = "llm-serving"
-#: The stack file's workloads: the pack reads only their ``measured`` figures (core.measured).
-WORKLOADS_CONFIG_KEY = "workloads"
-#: Every stack config key the policies read; nothing else of the stack's config affects a verdict.
-CONFIG_KEYS = (f"{PROJECT}:{CLUSTER_CONFIG_KEY}", f"{PROJECT}:{MODELS_CONFIG_KEY}", f"{PROJECT}:{WORKLOADS_CONFIG_KEY}")
 #: Relative ``config_json`` paths resolve against the project directory (where the stack files
 #: are), as the program and the preview resolve them (``core.rules.PROJECT_DIR``); the
 #: pack's own working directory is ``policies/``.

@@ -105,6 +105,21 @@ def test_dev_py_help_and_a_mistyped_command():
         "catalog, review-comment, deploy-guard, toolchain, cluster, bench, docs, test, lint, lock, pin (python3 dev.py --help)"]
 
 
+def test_dev_py_compiles_the_project_bytecode_but_no_venv(tmp_path, monkeypatch):
+    """dev.py's set-up writes __pycache__ for the project's packages (the interpreter then reads
+    it although PYTHONDONTWRITEBYTECODE is set, as on this machine); a venv inside is skipped."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    dev = _dev()
+    for rel in ("core/stackkeys.py", "policies/rule.py", "policies/venv/lib/site.py", "tests/test_x.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("X = 1\n")
+    dev.compile_bytecode(tmp_path)
+    compiled = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.pyc")}
+    tag = sys.implementation.cache_tag
+    assert compiled == {f"core/__pycache__/stackkeys.{tag}.pyc", f"policies/__pycache__/rule.{tag}.pyc"}
+    assert dev.PACKAGES == ("core", "stackfile", "components", "policies", "tools")
+
+
 @pytest.mark.parametrize("verb", cli_main.VERBS)
 def test_each_verb_has_help(verb, capsys):
     with pytest.raises(SystemExit) as exc:

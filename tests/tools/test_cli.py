@@ -3,6 +3,7 @@ exit codes (0 well, 1 verdict, 2 bad input, 3 crash, 130 interrupted), one error
 
 from __future__ import annotations
 
+import gc
 import io
 import re
 
@@ -37,6 +38,30 @@ def test_help_names_the_command_and_exits_0(main, prog, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"usage: {prog} ")
     assert re.search(r"\n\n\S.+\n", out), out  # the description: the module docstring's first paragraph
+
+
+def test_collector_off_pauses_the_collector_and_restores_its_state():
+    assert gc.isenabled()
+    with cli.collector_off():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(KeyError), cli.collector_off():
+        raise KeyError("x")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with cli.collector_off():
+            pass
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()
+
+
+def test_analyze_runs_with_the_collector_off_and_restores_it(monkeypatch):
+    seen = []
+    monkeypatch.setattr(analyze, "_main", lambda argv: seen.append(gc.isenabled()) or 0)
+    assert analyze.main(["--manifests", "m", "--inventory", "i.yaml"]) == 0  # _main is stubbed: nothing is read
+    assert seen == [False] and gc.isenabled()
 
 
 def test_fail_writes_one_line_and_returns_bad_input():

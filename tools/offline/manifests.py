@@ -22,7 +22,6 @@ from typing import Any
 
 from core.inputs import InputFileError, json_object, read_text
 from core.problems import ConfigError, Problem
-from tools.offline import apischema
 from tools.offline.yamlload import YAMLError, load_documents
 
 PROJECT = "llm-serving"
@@ -163,6 +162,10 @@ def read_manifests(path: Path, stack: str = "manifests", namespace: str | None =
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
+    # The API schema (jsonschema, kubernetes-validate) loads here, not at import: the analyzer
+    # reads the stack file and spawns the policy pack first, so the two start-ups overlap.
+    from tools.offline import apischema
+
     if is_kustomize_dir(path):
         kubectl = shutil.which("kubectl")
         if kubectl is None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import gc
 import json
 import logging
 import runpy
@@ -52,6 +51,7 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 
 from core.values import REDACTED
+from tools import cli
 from tools.offline.manifests import PROJECT, Resource, config_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -247,13 +247,8 @@ def run_program(
     program = Path(program).resolve()
     strings = json.loads(config_env(config))
     secret = sorted(set(secret_keys or ()) | {k for k, v in config.items() if _holds_secure(v)})
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with cli.collector_off():
         return contextvars.Context().run(_run, strings, secret, program, stack, project, preview)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _holds_secure(value: Any) -> bool:

@@ -5,6 +5,9 @@ test), and no policy writes into the properties it is given (what sharing the pr
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from pulumi_policy import proxy
@@ -160,3 +163,14 @@ def test_the_stack_request_reads_what_the_resource_requests_decoded():
     assert decode_once._run == {}
     assert Servicer().Analyze(struct(a), None)[0] is not first[0] and len(calls) == 3
     decode_once._run.clear()
+
+
+def test_the_pack_serves_with_the_collector_on_and_its_thresholds():
+    """policies/__main__.py loads the policy modules with the collector off, then freezes them and
+    serves with the collector on at its thresholds (what serves is stubbed: no port is opened)."""
+    policies_dir = Path(__file__).resolve().parent.parent / "policies"
+    code = ("import gc, runpy, policylib.pack as p\n"
+            "p.build_pack = lambda: print(gc.isenabled(), gc.get_threshold(), gc.get_freeze_count() > 10000)\n"
+            "runpy.run_path('__main__.py', run_name='__main__')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=policies_dir, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True (200000, 50, 1000) True"

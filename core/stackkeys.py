@@ -1,0 +1,21 @@
+"""The stack config keys the policy pack reads, as plain names (standard library only).
+
+A stack file's ``config:`` map is keyed ``llm-serving:<key>``. The pack's verdicts depend on
+three of those keys (``policylib.stackconfig`` reads them): ``cluster`` (the inventory,
+:mod:`core.inventory`), ``models`` (:mod:`core.modelfacts`) and ``workloads`` (only each
+workload's ``measured`` figures, :mod:`core.measured`). The offline preview hands the pack those
+keys alone, before it loads any model of them, so the pack starts first (``tools.preview``).
+"""
+
+from __future__ import annotations
+
+#: The project's name (Pulumi.yaml), the namespace of its config keys.
+PROJECT = "llm-serving"
+#: The config key (within the ``llm-serving`` namespace) that holds the inventory.
+CLUSTER_CONFIG_KEY = "cluster"
+#: The config key (within the ``llm-serving`` namespace) that holds the model entries.
+MODELS_CONFIG_KEY = "models"
+#: The stack file's workloads: the pack reads only their ``measured`` figures (core.measured).
+WORKLOADS_CONFIG_KEY = "workloads"
+#: Every stack config key the policies read; nothing else of the stack's config affects a verdict.
+CONFIG_KEYS = tuple(f"{PROJECT}:{key}" for key in (CLUSTER_CONFIG_KEY, MODELS_CONFIG_KEY, WORKLOADS_CONFIG_KEY))
