@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from pulumi_policy import proxy
 
 from policylib import decode_once
 from policylib.pack import policies
+from tests.paths import ROOT
 from tests.policy_harness import fixture_cases, run_fixture
 
 
@@ -168,7 +168,7 @@ def test_the_stack_request_reads_what_the_resource_requests_decoded():
 def test_the_pack_serves_with_the_collector_on_and_its_thresholds():
     """policies/__main__.py loads the policy modules with the collector off, then freezes them and
     serves with the collector on at its thresholds (what serves is stubbed: no port is opened)."""
-    policies_dir = Path(__file__).resolve().parent.parent / "policies"
+    policies_dir = ROOT / "policies"
     code = ("import gc, runpy, policylib.pack as p\n"
             "p.build_pack = lambda: print(gc.isenabled(), gc.get_threshold(), gc.get_freeze_count() > 10000)\n"
             "runpy.run_path('__main__.py', run_name='__main__')\n")
