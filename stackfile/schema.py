@@ -52,11 +52,11 @@ from core.placement import (
     Placement,
     StrictModel,
 )
+from core.stackkeys import PROJECT
 from core.traffic import NetworkPolicyConfig, ServiceClient
 from core.values import JUDGED, Image, Int, ProjectDirectory, ServiceName
 from stackfile.objects import LeftAlone
 
-PROJECT = "llm-serving"
 PREFIX = PROJECT + ":"
 #: What Go's strconv.ParseBool reads as false, the way the provider reads a boolean setting.
 _GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})

@@ -60,6 +60,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from core.inputs import InputFileError, json_object, read_text
+from core.stackkeys import PROJECT
 from tools import cli
 from tools import context as running
 from tools.offline import packproc
@@ -80,7 +81,6 @@ else:
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK_DIR = ROOT / "policies"
-PROJECT = "llm-serving"
 #: The stack config key of the namespace (plain manifests without one are judged in it).
 NAMESPACE_KEY = f"{PROJECT}:namespace"
 #: The enforcement levels the CLI accepts (apitype.EnforcementLevel; injected into each

@@ -22,9 +22,8 @@ from typing import Any
 
 from core.inputs import InputFileError, json_object, read_text
 from core.problems import ConfigError, Problem
+from core.stackkeys import PROJECT
 from tools.offline.yamlload import YAMLError, load_documents
-
-PROJECT = "llm-serving"
 
 
 class InputError(Exception):
