@@ -65,3 +65,23 @@ def test_relative_links_reach_a_file(page):
         if not resolved.exists() and rel not in PAGES_ADDED_ELSEWHERE:
             missing.append(target)
     assert missing == []
+
+
+#: Repository paths the pages cite that are not files of the tree on purpose: examples of a name
+#: (docs/testing.md), the pack's virtualenv (made by the Pulumi CLI's first run), a module path of
+#: pulumi_kubernetes.
+CITED_NOT_IN_TREE = {"policies/x_y.py", "tests/policies/test_x_y.py", "tests/test_x.py", "policies/venv", "core/v1"}
+CITED_PATH = re.compile(r"`((?:core|stackfile|components|policies|tools|testbed|tests|bench|docs|\.ci|\.github|\.gitea)"
+                        r"/[A-Za-z0-9_./-]+?)(?:::[^`]*)?`")
+
+
+def test_every_repository_path_the_pages_cite_exists():
+    """A path in backticks in the README or docs/ (``tests/core/test_engines.py``) names a file or
+    folder of the tree: a moved or renamed file leaves no stale citation behind."""
+    missing = {}
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        cited = {m.group(1).rstrip(".") for m in CITED_PATH.finditer(page.read_text(encoding="utf-8"))}
+        gone = sorted(p for p in cited - CITED_NOT_IN_TREE if not any(c in p for c in "*<>{") and not (ROOT / p).exists())
+        if gone:
+            missing[str(page.relative_to(ROOT))] = gone
+    assert missing == {}
