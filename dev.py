@@ -22,10 +22,10 @@
 
 The first call creates ``.venv`` and installs ``requirements-dev.txt`` into it (the package itself
 editable, with every pin of ``uv.lock``), showing one line of progress; later calls reuse it,
-reinstalling only when requirements-dev.txt or pyproject.toml changed. After each set-up it compiles
-the project's packages to bytecode (``__pycache__``, as pip does for an installed package; git
-ignores it): where PYTHONDONTWRITEBYTECODE is set, Python otherwise compiles them from source at
-every start (docs/benchmarks.md). The real suite needs Go
+reinstalling only when requirements-dev.txt or pyproject.toml changed. Each call then compiles
+what changed of the project's packages to bytecode (``__pycache__``, as pip does for an installed
+package; git ignores it; a few ms when nothing changed): where PYTHONDONTWRITEBYTECODE is set,
+Python otherwise compiles them from source at every start (docs/benchmarks.md). The real suite needs Go
 (1.26 or later) and the Go module proxy the first time, to build the toolchain into
 ``~/.cache/llm-serving`` (``$LLM_SERVING_CACHE``); later runs reuse it.
 
@@ -63,13 +63,14 @@ EXPORTS = {
     "policies/requirements.txt": ["--no-emit-project", "--only-group", "pack"],
     "requirements-dev.txt": ["--group", "dev"],
 }
-#: The project's own packages, compiled to bytecode (``__pycache__/*.pyc``) at set-up, as pip
+#: The project's own packages, compiled to bytecode (``__pycache__/*.pyc``) at each command, as pip
 #: compiles an installed package: a machine that sets PYTHONDONTWRITEBYTECODE (this one does)
 #: otherwise compiles every project module from source at every start of a command and of the
-#: policy pack (docs/benchmarks.md). A file edited later is compiled in memory, as before.
+#: policy pack (docs/benchmarks.md). Only changed files are compiled again (a few ms otherwise).
 PACKAGES = ("core", "stackfile", "components", "policies", "tools")
-#: Written once the project's bytecode is compiled (a .venv set up before this step gets it once).
-BYTECODE_STAMP = VENV / ".bytecode"
+#: Folders under :data:`PACKAGES` never compiled: virtual environments (the pack's ``policies/venv``,
+#: made by the Pulumi CLI) and caches.
+NOT_COMPILED = frozenset({"venv", ".venv", "__pycache__", "node_modules"})
 EXPORT_HEADER = ("# Exported from uv.lock by `python3 dev.py lock` (uv export {args}); do not edit: change\n"
                  "# pyproject.toml, then run `python3 dev.py lock` (tests/project/test_packaging.py checks this file is current).\n")
 
@@ -103,27 +104,20 @@ def ensure_venv() -> None:
                         "above); fix: check the network or the package index (pip config list), then run again")
     print(f" done in {time.monotonic() - started:.0f} s", file=sys.stderr)
     STAMP.write_text(want)
-    BYTECODE_STAMP.unlink(missing_ok=True)
-
-
-def ensure_bytecode() -> None:
-    """Compile the project's bytecode once per set-up of .venv (:func:`compile_bytecode`)."""
-    if BYTECODE_STAMP.exists():
-        return
-    compile_bytecode(ROOT)
-    BYTECODE_STAMP.write_text("compiled by dev.py: the project's packages (PACKAGES)\n")
 
 
 def compile_bytecode(root: Path) -> None:
     """Write ``__pycache__`` for :data:`PACKAGES` under ``root`` with :mod:`compileall` (as
     ``pip install`` does for a package; written whatever PYTHONDONTWRITEBYTECODE says, which
-    governs only the interpreter's own writes; an up-to-date file is left as it is). Virtual
-    environments inside them (``policies/venv``, the CLI's) are skipped. A file that does not
-    compile is left to fail where it is imported, with its message there."""
-    skip = re.compile(r"[/\\]\.?venv[/\\]")
+    governs only the interpreter's own writes; an up-to-date file is left as it is). Folders named
+    in :data:`NOT_COMPILED` are not entered. Best effort: a file that does not compile, or a tree
+    that cannot be written (read-only), is left to be compiled in memory where it is imported."""
     for name in PACKAGES:
-        if (root / name).is_dir():
-            compileall.compile_dir(root / name, quiet=2, rx=skip)
+        for folder, dirs, files in os.walk(root / name):
+            dirs[:] = sorted(d for d in dirs if d not in NOT_COMPILED)
+            for file in sorted(files):
+                if file.endswith(".py"):
+                    compileall.compile_file(Path(folder) / file, quiet=2)
 
 
 def pin(name: str) -> str:
@@ -208,8 +202,14 @@ COMMANDS = {
 PYTEST_NO_TESTS = 5
 
 
+#: Seconds an interrupted real suite is given to stop its loopback clusters (``kwokctl delete``,
+#: then the processes left: tests/real/conftest.py) before it is killed.
+REAL_SUITE_GRACE_S = 60.0
+
+
 def _pytest(marker: str, args: list[str]) -> int:
-    code = cli.call([str(PY), "-m", "pytest", "-m", marker, *args], cwd=str(ROOT))
+    grace = REAL_SUITE_GRACE_S if marker == "real" else cli.CHILD_GRACE_S
+    code = cli.call([str(PY), "-m", "pytest", "-m", marker, *args], cwd=str(ROOT), grace=grace)
     if code == PYTEST_NO_TESTS:
         print(f"dev.py: pytest -m '{marker}' collected no test", file=sys.stderr)
         return 1
@@ -265,7 +265,7 @@ def main(argv: list[str]) -> int:
         return lock(argv[1:])  # re-locking after a pin changed: .venv is out of date until then
     try:
         ensure_venv()
-        ensure_bytecode()
+        compile_bytecode(ROOT)
     except (VenvError, OSError) as err:
         return cli.fail("dev.py", err)
     if argv[0] in OWN:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 #: The project's name (Pulumi.yaml), the namespace of its config keys.
 PROJECT = "llm-serving"
+#: The prefix of this project's config keys (``llm-serving:workloads``).
+PREFIX = PROJECT + ":"
 #: The config key (within the ``llm-serving`` namespace) that holds the inventory.
 CLUSTER_CONFIG_KEY = "cluster"
 #: The config key (within the ``llm-serving`` namespace) that holds the model entries.
@@ -18,4 +20,6 @@ MODELS_CONFIG_KEY = "models"
 #: The stack file's workloads: the pack reads only their ``measured`` figures (core.measured).
 WORKLOADS_CONFIG_KEY = "workloads"
 #: Every stack config key the policies read; nothing else of the stack's config affects a verdict.
-CONFIG_KEYS = tuple(f"{PROJECT}:{key}" for key in (CLUSTER_CONFIG_KEY, MODELS_CONFIG_KEY, WORKLOADS_CONFIG_KEY))
+CONFIG_KEYS = tuple(PREFIX + key for key in (CLUSTER_CONFIG_KEY, MODELS_CONFIG_KEY, WORKLOADS_CONFIG_KEY))
+#: The stack file's workloads, as a whole config key.
+WORKLOADS_KEY = PREFIX + WORKLOADS_CONFIG_KEY

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from core import facts
 from core.problems import Finding
-
-PREFIX = "llm-serving:"
+from core.stackkeys import PREFIX
 
 
 def stack_file_key(annotations: Mapping[str, str]) -> str | None:

@@ -52,12 +52,11 @@ from core.placement import (
     Placement,
     StrictModel,
 )
-from core.stackkeys import PROJECT
+from core.stackkeys import PREFIX, PROJECT
 from core.traffic import NetworkPolicyConfig, ServiceClient
 from core.values import JUDGED, Image, Int, ProjectDirectory, ServiceName
 from stackfile.objects import LeftAlone
 
-PREFIX = PROJECT + ":"
 #: What Go's strconv.ParseBool reads as false, the way the provider reads a boolean setting.
 _GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
 
@@ -72,12 +71,11 @@ def go_false(value: object) -> bool:
 class RefusedProviderSetting:
     """A provider setting outside ``llm-serving:`` the stack depends on: the stack-file ``key``, the
     provider resource's ``input`` it becomes, the predicate that finds the value that breaks the
-    stack (read as the provider reads it), that value as shown in messages, why, and the fix."""
+    stack (read as the provider reads it), why, and the fix."""
 
     key: str
     input: str
     refused: Callable[[object], bool]
-    shown: str
     why: str
     fix: str
 
@@ -87,7 +85,7 @@ class RefusedProviderSetting:
 #: client-side create of a live object fails with AlreadyExists).
 PROVIDER_KEYS_REFUSED = {s.key: s for s in (
     RefusedProviderSetting(
-        "kubernetes:enableServerSideApply", "enableServerSideApply", go_false, "false",
+        "kubernetes:enableServerSideApply", "enableServerSideApply", go_false,
         "taking over the live objects ArgoCD applied needs server-side apply: pulumi.com/patchForce acts only "
         "there, and a client-side create of a live object fails with AlreadyExists (pulumi-kubernetes 4.x)",
         "remove kubernetes:enableServerSideApply from the stack (server-side apply is the provider's default), "

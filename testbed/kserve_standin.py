@@ -60,6 +60,7 @@ import threading
 import time
 from typing import Any
 
+from core.manifests.pods import raw_deployment_min_replicas
 from core.transition_cost import KSERVE_NOT_COPIED
 
 #: Fields of ``spec.predictor`` that configure KServe itself, not the pod.
@@ -96,9 +97,7 @@ def predictor_deployment(isvc: dict[str, Any]) -> dict[str, Any]:
         **{k: v for k, v in (predictor.get("annotations") or {}).items() if k not in KSERVE_NOT_COPIED},
     }
     selector = {"app": f"isvc.{name}-predictor"}
-    replicas = predictor.get("minReplicas", 1)
-    if replicas == 0 and predictor.get("maxReplicas") != 0:
-        replicas = 1  # RawDeployment has no scale to zero: minReplicas 0 runs one pod (kserve #3514)
+    replicas = raw_deployment_min_replicas(predictor)
     deployment: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -221,11 +221,11 @@ def run(main: Callable[[], int], name: str) -> NoReturn:
     sys.exit(outcome(main, name))
 
 
-def call(cmd: Sequence[str], cwd: str | None = None, **kwargs: object) -> int:
+def call(cmd: Sequence[str], cwd: str | None = None, grace: float = CHILD_GRACE_S, **kwargs: object) -> int:
     """Run the child ``cmd`` and return its exit code; if this process is interrupted or
     terminated meanwhile, the child is passed SIGTERM (after Ctrl-C it has SIGINT already, from
-    the terminal), given :data:`CHILD_GRACE_S` to end, then killed, and the interrupt raised
-    again: no child outlives its parent."""
+    the terminal), given ``grace`` seconds (default :data:`CHILD_GRACE_S`) to end, then killed,
+    and the interrupt raised again: no child outlives its parent."""
     proc = subprocess.Popen(list(cmd), cwd=cwd, **kwargs)  # type: ignore[call-overload]
     try:
         return int(proc.wait())
@@ -233,7 +233,7 @@ def call(cmd: Sequence[str], cwd: str | None = None, **kwargs: object) -> int:
         if proc.poll() is None:
             proc.terminate()
             try:
-                proc.wait(CHILD_GRACE_S)
+                proc.wait(grace)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

@@ -86,10 +86,9 @@ def pack_config(config: dict) -> dict:
     environment, and the config stays small.
     """
     out = {k: v for k, v in config.items() if k in stackkeys.CONFIG_KEYS}
-    workloads_key = f"{stackkeys.PROJECT}:{stackkeys.WORKLOADS_CONFIG_KEY}"
-    workloads = out.get(workloads_key)
+    workloads = out.get(stackkeys.WORKLOADS_KEY)
     if isinstance(workloads, dict):
-        out[workloads_key] = {name: {"measured": w["measured"]} for name, w in workloads.items()
+        out[stackkeys.WORKLOADS_KEY] = {name: {"measured": w["measured"]} for name, w in workloads.items()
                               if isinstance(w, dict) and w.get("measured") is not None}
     return out
 

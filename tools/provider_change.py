@@ -82,10 +82,11 @@ def refusals(steps: Iterable[Any]) -> list[str]:
         if s.new is None or s.new.type != PROVIDER_TYPE:
             continue
         for setting in PROVIDER_KEYS_REFUSED.values():
-            if setting.input in s.new.inputs and setting.refused(s.new.inputs[setting.input]):
+            value = s.new.inputs.get(setting.input)
+            if setting.input in s.new.inputs and setting.refused(value):
                 out.append(Finding(
                     f"provider {provider_name(s.new.urn)}",
-                    f"{setting.input} is {setting.shown}: {setting.why}",
+                    f"{setting.input} is {value}: {setting.why}",
                     setting.fix,
                     "pulumi-kubernetes 4.x server-side apply (patchForce)").render())
     return out

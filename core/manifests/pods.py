@@ -406,6 +406,15 @@ def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
     return out
 
 
+def raw_deployment_min_replicas(predictor: Mapping[str, Any]) -> int:
+    """The fewest predictor pods KServe runs for ``predictor`` (an InferenceService's
+    ``spec.predictor``) in RawDeployment mode: ``minReplicas`` (default 1), except that 0 runs one
+    pod unless ``maxReplicas`` is 0 too (parked): RawDeployment has no scale to zero, and KServe's
+    Deployment and HPA keep one pod (kserve #3514). The KServe stand-in of the real suite uses it."""
+    min_r = whole(predictor.get("minReplicas"), 1)
+    return 1 if min_r == 0 and whole(predictor.get("maxReplicas"), 1) != 0 else min_r
+
+
 def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | None:
     """The :class:`Workload` of a Deployment, StatefulSet or InferenceService; None for other types
     (a LeaderWorkerSet: :func:`lws_workloads`)."""
@@ -421,8 +430,8 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | No
         pod = as_map(spec.get("predictor"))
         min_r = whole(pod.get("minReplicas"), 1)
         max_r = pod.get("maxReplicas")
-        if min_r == 0 and whole(max_r, 1) != 0 and annotations.get(facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION) == facts.KSERVE_RAW_MODE:
-            min_r = 1  # RawDeployment: KServe's Deployment and HPA keep one pod at minReplicas 0 (kserve #3514)
+        if annotations.get(facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION) == facts.KSERVE_RAW_MODE:
+            min_r = raw_deployment_min_replicas(pod)
         replicas = max(min_r, whole(max_r, min_r)) if max_r is not None else min_r
         pod_labels = dict(labels)
         pod_labels.update({str(k): str(v) for k, v in as_map(as_map(pod.get("labels"))).items()})

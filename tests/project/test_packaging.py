@@ -110,14 +110,33 @@ def test_dev_py_compiles_the_project_bytecode_but_no_venv(tmp_path, monkeypatch)
     it although PYTHONDONTWRITEBYTECODE is set, as on this machine); a venv inside is skipped."""
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     dev = _dev()
+    root = tmp_path / "venv" / "checkout"  # a checkout under a folder named venv is still compiled
     for rel in ("core/stackkeys.py", "policies/rule.py", "policies/venv/lib/site.py", "tests/test_x.py"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("X = 1\n")
-    dev.compile_bytecode(tmp_path)
-    compiled = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.pyc")}
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("X = 1\n")
+    dev.compile_bytecode(root)
+    compiled = {p.relative_to(root).as_posix() for p in root.rglob("*.pyc")}
     tag = sys.implementation.cache_tag
     assert compiled == {f"core/__pycache__/stackkeys.{tag}.pyc", f"policies/__pycache__/rule.{tag}.pyc"}
-    assert dev.PACKAGES == ("core", "stackfile", "components", "policies", "tools")
+    # Each command compiles again what changed since (no stamp to go stale after a pull or an edit).
+    pyc = root / f"core/__pycache__/stackkeys.{tag}.pyc"
+    before = pyc.read_bytes()
+    (root / "core/stackkeys.py").write_text("X = 2  # edited after the set-up\n")
+    later = pyc.stat().st_mtime + 10  # compileall compares the source's mtime in whole seconds
+    os.utime(root / "core/stackkeys.py", (later, later))
+    dev.compile_bytecode(root)
+    assert pyc.read_bytes() != before
+
+
+def test_dev_py_bytecode_is_best_effort_where_it_cannot_write(tmp_path):
+    """A tree where no bytecode can be written runs as before: nothing compiled, no error (here
+    ``__pycache__`` is a file, so the write fails as it does in a read-only checkout)."""
+    dev = _dev()
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "m.py").write_text("X = 1\n")
+    (tmp_path / "core" / "__pycache__").write_text("not a folder\n")
+    dev.compile_bytecode(tmp_path)
+    assert sorted(p.name for p in (tmp_path / "core").iterdir()) == ["__pycache__", "m.py"]
 
 
 @pytest.mark.parametrize("verb", cli_main.VERBS)

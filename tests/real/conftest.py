@@ -15,15 +15,27 @@ from testbed import toolchain
 from tests.real.realpath import ClusterError, RealProject, loopback_cluster
 
 
-def _terminated(signum: int, frame: FrameType | None) -> None:
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    """The first SIGINT or SIGTERM: ignore further SIGTERMs (``python3 dev.py test`` sends one
+    right after the terminal's Ctrl-C) and end the run as Ctrl-C does, so the teardown that stops
+    the clusters runs to its end. A second Ctrl-C still interrupts it (Python's default)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     raise KeyboardInterrupt(f"pytest received signal {signum}")
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """SIGTERM (a cancelled CI job, ``kill``) ends the run as Ctrl-C does, so pytest tears the
-    fixtures down and every loopback cluster is stopped; Python's default for SIGTERM exits
-    without running them and leaves the cluster's processes behind."""
-    signal.signal(signal.SIGTERM, _terminated)
+@pytest.fixture(scope="session", autouse=True)
+def interrupts_stop_the_clusters() -> Iterator[None]:
+    """SIGTERM (a cancelled CI job, ``kill``) and Ctrl-C end the real suite through pytest's
+    teardown, so every loopback cluster it started is stopped (Python's default for SIGTERM exits
+    without running it and leaves the cluster's processes behind). A fixture, not a hook: it holds
+    however pytest was started (``python3 dev.py test`` names no path)."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for s in before:
+        signal.signal(s, _interrupted)
+    yield
+    for s, handler in before.items():
+        signal.signal(s, handler)
 
 
 @pytest.fixture(scope="session")

@@ -182,17 +182,34 @@ def test_pipelined_takes_requests_from_an_iterator_as_it_sends_them():
     n = packproc.PIPELINE_WINDOW * 2 + 3
     res = resources(*[deployment(f"d{i:04d}", 0, "x:latest" if i % 5 == 0 else "x:1") for i in range(n)])
     taken: list[int] = []
+    events: list[tuple[str, int]] = []
 
     def requests():
         for i, r in enumerate(res):
             taken.append(i)
+            events.append(("take", i))
             yield packproc.analyze_request(r, packproc.to_struct(r.props))
+
+    class Sent:
+        """The stub's Analyze, logging each call as it is sent."""
+
+        def __init__(self, rpc):
+            self.rpc = rpc
+
+        def future(self, req):
+            events.append(("send", len([e for e in events if e[0] == "send"])))
+            return self.rpc.future(req)
 
     with start_pack(CONFIG, pack_dir=STANDIN) as pack:
         pack.info()
+        real_rpc = pack.conn.stub.Analyze
+        pack.conn.stub.Analyze = Sent(real_rpc)
         lazily = pack.conn.pipelined("Analyze", requests())
+        pack.conn.stub.Analyze = real_rpc
         listed = pack.conn.pipelined("Analyze", [packproc.analyze_request(r, packproc.to_struct(r.props)) for r in res])
         assert taken == list(range(n))
+        # Request k is taken only after call k-1 was sent (not all built first, then sent).
+        assert all(events.index(("send", k - 1)) < events.index(("take", k)) for k in range(1, n)), events[:8]
         assert [list(r.diagnostics) for r in lazily] == [list(r.diagnostics) for r in listed]
         assert [i for i, r in enumerate(lazily) if r.diagnostics] == list(range(0, n, 5))
 

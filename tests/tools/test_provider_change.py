@@ -76,4 +76,6 @@ def test_a_provider_with_server_side_apply_off_is_refused(tmp_path):
             "or render a separate render-only stack for ArgoCD.") in line
     assert _run(_document(ssa="true"), tmp_path)[0] == plan.EXIT_OK
     for off in ("0", "f", "False"):  # what Go's strconv.ParseBool reads as false, as the provider does
-        assert _run(_document(ssa=off), tmp_path)[0] == plan.EXIT_REFUSED, off
+        code, text = _run(_document(ssa=off), tmp_path)
+        assert code == plan.EXIT_REFUSED, off
+        assert f"enableServerSideApply is {off}: taking over" in text  # the plan's own value

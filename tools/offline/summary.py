@@ -38,9 +38,10 @@ from typing import Any
 
 from core import allocation, capacity, capacity_view, facts, manifests, measured
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core.stackkeys import PREFIX, PROJECT, WORKLOADS_KEY
 from stackfile.objects import left_alone_text
 from tools.offline import render
-from tools.offline.manifests import PROJECT, Resource
+from tools.offline.manifests import Resource
 
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None, indent: str = "  ") -> list[str]:
@@ -222,10 +223,10 @@ def config_value(config: dict[str, Any], key: str) -> Any:
 
 def inventory_of(config: dict[str, Any]) -> ClusterInventory | None:
     """The stack's validated inventory, or None when the config has none (or an invalid one)."""
-    raw = config_value(config, f"{PROJECT}:{CLUSTER_CONFIG_KEY}")
+    raw = config_value(config, PREFIX + CLUSTER_CONFIG_KEY)
     try:
         inv = ClusterInventory.model_validate(raw) if raw is not None else None
-        workloads = config_value(config, f"{PROJECT}:workloads")
+        workloads = config_value(config, WORKLOADS_KEY)
         return inv.with_workloads_measured(workloads) if inv is not None and isinstance(workloads, dict) else inv
     except ValueError:
         return None
@@ -246,9 +247,9 @@ def _models(config: dict[str, Any], base_dir: Path | None):
     """The stack's models as the policy pack resolves them (:class:`core.modelfacts.Models`)."""
     from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, Models  # noqa: PLC0415
 
-    raw = config_value(config, f"{PROJECT}:{MODELS_CONFIG_KEY}") or {}
+    raw = config_value(config, PREFIX + MODELS_CONFIG_KEY) or {}
     if not isinstance(raw, dict):
-        raise ValueError(f"{PROJECT}:{MODELS_CONFIG_KEY} is not a map of model name -> entry")
+        raise ValueError(f"{PREFIX}{MODELS_CONFIG_KEY} is not a map of model name -> entry")
     entries = {k: ModelEntry.model_validate(v) for k, v in raw.items()}
     return Models(entries=entries, facts={k: e.resolve(base_dir) for k, e in entries.items()})
 
