@@ -1,6 +1,6 @@
 """The plain-manifest check beside checkov and kube-score on the same manifests (a benchmark, not a test).
 
-    python -m bench.peers_bench [--runs 7] [--manifests DIR --inventory STACKFILE] [--no-preview]
+    python -m bench.peers_bench [--runs 7] [--manifests DIR --inventory STACKFILE] [--no-preview] [--base REV]
     python3 dev.py bench peers        (bench/__main__.py dispatches by name)
 
 Without ``--manifests``, prod's rendering is written first (``python -m tools.preview
@@ -16,7 +16,10 @@ rows:
 * ``preview``: ``python -m tools.preview --out TMP`` on prod (program, rendering, summary, pack);
   ``--no-preview`` drops it, and it is dropped with ``--manifests``;
 * ``checkov``: ``checkov -d DIR --framework kubernetes --quiet --compact`` (exit 1: failed checks);
-* ``kube-score``: ``kube-score score DIR/*.yaml`` (exit 1: a critical grade).
+* ``kube-score``: ``kube-score score DIR/*.yaml`` (exit 1: a critical grade);
+* with ``--base REV``, ``analyze@REV`` and ``preview@REV``: the same two commands run from a
+  ``git archive`` of revision REV (its bytecode compiled as ``dev.py`` compiles this tree's,
+  same ``.venv``), in the same rotated rounds: before against after in one run.
 
 The peers are not project dependencies. They are looked up in ``$LLM_SERVING_CACHE/peers``
 (default ``~/.cache/llm-serving/peers``), then on PATH; a missing one is skipped with one line
@@ -30,12 +33,15 @@ within one run rather than the seconds across runs.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.preview_bench import ROOT, Run, timed
@@ -72,45 +78,89 @@ def version(name: str, exe: str) -> str:
     return "?"
 
 
-def commands(manifests: Path, inventory: Path, out: Path | None) -> dict[str, list[str]]:
-    """Each row's command; a peer that is not installed is left out with a note on stderr."""
-    cmds = {"analyze": [sys.executable, "-m", "tools.analyze", "--manifests", str(manifests),
-                        "--inventory", str(inventory)]}
-    if out is not None:
-        cmds["preview"] = [sys.executable, "-m", "tools.preview", "--out", str(out)]
+@dataclass(frozen=True)
+class Tree:
+    """A tree the project's two commands run from: this checkout, or a ``git archive`` of a
+    revision (:func:`archive`). ``env`` puts its packages first on ``PYTHONPATH``."""
+
+    label: str
+    root: Path
+
+    @property
+    def env(self) -> dict[str, str] | None:
+        return None if self.root == ROOT else {"PYTHONPATH": f"{self.root}{os.pathsep}{self.root / 'policies'}"}
+
+
+def archive(rev: str, into: Path) -> Tree:
+    """Revision ``rev`` of this repository extracted under ``into`` (``git archive``), its bytecode
+    compiled as ``dev.py`` compiles the checkout's. Raises ValueError naming the revision when git
+    does not know it."""
+    done = subprocess.run(["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True)
+    if done.returncode != 0:
+        raise ValueError(f"--base {rev}: git archive failed: {done.stderr.decode(errors='replace').strip()}; "
+                         "fix: give a commit, branch or tag of this repository")
+    root = into / "base"
+    root.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+        tar.extractall(root, filter="tar")
+    sys.path.insert(0, str(ROOT))
+    import dev  # the set-up's own bytecode step, so both trees start alike
+
+    dev.compile_bytecode(root)
+    return Tree(f"@{rev}", root)
+
+
+def commands(manifests: Path, inventory: Path, out: Path | None,
+             base: Tree | None = None) -> dict[str, tuple[list[str], Tree]]:
+    """Each row's command and the tree it runs from; a peer that is not installed is left out
+    with a note on stderr. With ``base``, the rows ``analyze@REV`` and ``preview@REV``."""
+    here = Tree("", ROOT)
+    cmds: dict[str, tuple[list[str], Tree]] = {}
+    for tree in (here, base) if base else (here,):
+        cmds[f"analyze{tree.label}"] = ([sys.executable, "-m", "tools.analyze", "--manifests", str(manifests),
+                                         "--inventory", str(inventory)], tree)
+        if out is not None:
+            cmds[f"preview{tree.label}"] = ([sys.executable, "-m", "tools.preview", "--out",
+                                             str(out.with_name(out.name + tree.label.replace("@", "-")))], tree)
     checkov, kube_score = find_peer("checkov"), find_peer("kube-score")
     if checkov:
-        cmds["checkov"] = [checkov, "-d", str(manifests), "--framework", "kubernetes", "--quiet", "--compact"]
+        cmds["checkov"] = ([checkov, "-d", str(manifests), "--framework", "kubernetes", "--quiet", "--compact"], here)
     if kube_score:
-        cmds["kube-score"] = [kube_score, "score", *sorted(str(p) for p in manifests.glob("*.yaml"))]
+        cmds["kube-score"] = ([kube_score, "score", *sorted(str(p) for p in manifests.glob("*.yaml"))], here)
     for name in ("checkov", "kube-score"):
         if name not in cmds:
             print(f"{name}: not installed, skipped; install: {INSTALL[name]}", file=sys.stderr)
     return cmds
 
 
-def measure(cmds: dict[str, list[str]], runs: int) -> dict[str, list[Run]]:
+def measure(cmds: dict[str, tuple[list[str], Tree]], runs: int) -> dict[str, list[Run]]:
     """One unmeasured run of each, then ``runs`` rounds, the order rotated by one each round."""
     names = list(cmds)
+
+    def run(name: str) -> Run:
+        cmd, tree = cmds[name]
+        return timed(cmd, cwd=tree.root, env=tree.env)
+
     for name in names:
-        warm = timed(cmds[name])
+        warm = run(name)
         if warm.exit_code not in (0, 1):
-            raise RuntimeError(f"{name} failed (exit {warm.exit_code}): {' '.join(cmds[name])}\n{warm.stderr[-2000:]}")
+            raise RuntimeError(f"{name} failed (exit {warm.exit_code}): {' '.join(cmds[name][0])}\n{warm.stderr[-2000:]}")
     results: dict[str, list[Run]] = {name: [] for name in names}
     for i in range(runs):
         for name in names[i % len(names):] + names[:i % len(names)]:
-            results[name].append(timed(cmds[name]))
+            results[name].append(run(name))
     return results
 
 
 def report(results: dict[str, list[Run]]) -> list[str]:
     """One line per tool: medians, spread, CPU, RSS, exit codes, ratio to analyze."""
     base = statistics.median(r.wall_s for r in results["analyze"])
-    lines = [f"{'tool':<11} {'median':>7} {'min':>7} {'max':>7} {'cpu':>7} {'RSS MiB':>8}  {'x analyze':>9}  exit"]
+    width = max(11, *(len(name) for name in results))
+    lines = [f"{'tool':<{width}} {'median':>7} {'min':>7} {'max':>7} {'cpu':>7} {'RSS MiB':>8}  {'x analyze':>9}  exit"]
     for name, runs in results.items():
         walls = [r.wall_s for r in runs]
         med = statistics.median(walls)
-        lines.append(f"{name:<11} {med:7.3f} {min(walls):7.3f} {max(walls):7.3f} "
+        lines.append(f"{name:<{width}} {med:7.3f} {min(walls):7.3f} {max(walls):7.3f} "
                      f"{statistics.median(r.cpu_s for r in runs):7.3f} {max(r.max_rss_kib for r in runs) / 1024:8.0f}  "
                      f"{med / base:9.2f}  {sorted({r.exit_code for r in runs})}")
     return lines
@@ -123,8 +173,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inventory", type=Path, default=ROOT / "Pulumi.prod.yaml",
                     help="the stack file whose inventory analyze judges against (default Pulumi.prod.yaml)")
     ap.add_argument("--no-preview", action="store_true", help="leave out the offline preview of prod")
+    ap.add_argument("--base", metavar="REV", help="also run analyze and preview from git revision REV, "
+                    "in the same rounds (rows analyze@REV, preview@REV)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="peers-bench-") as tmp:
+        try:
+            base = archive(args.base, Path(tmp)) if args.base else None
+        except ValueError as err:
+            print(str(err), file=sys.stderr)
+            return 2
         manifests = args.manifests
         if manifests is None:
             rendered = timed([sys.executable, "-m", "tools.preview", "--no-policy", "--out", f"{tmp}/prod"])
@@ -133,14 +190,16 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             manifests = Path(tmp) / "prod" / "1-manifest"
         preview_out = None if args.no_preview or args.manifests else Path(tmp) / "preview"
-        cmds = commands(manifests.resolve(), args.inventory.resolve(), preview_out)
+        cmds = commands(manifests.resolve(), args.inventory.resolve(), preview_out, base)
         load1 = os.getloadavg()[0]
         print(f"peers on {manifests if args.manifests else 'prod rendering'} "
               f"({len(list(manifests.glob('*.yaml')))} manifests); whole processes; {args.runs} rounds after a warm-up, "
               f"order rotated; {os.cpu_count()} CPUs, load average {load1:.2f}{' (busy)' if load1 > 1 else ''}")
-        for name, cmd in cmds.items():
+        for name, (cmd, _) in cmds.items():
             if name in ("checkov", "kube-score"):
                 print(f"{name} {version(name, cmd[0])} ({cmd[0]})")
+        if base:
+            print(f"{base.label[1:]}: git archive, bytecode compiled, same .venv ({base.root})")
         sys.stdout.flush()
         try:
             results = measure(cmds, args.runs)

@@ -53,11 +53,13 @@ class Run:
     stderr: str = ""
 
 
-def timed(cmd: list[str], cwd: Path = ROOT) -> Run:
-    """Run ``cmd`` once as a subprocess (stdout discarded); wall clock from spawn to reap, the
-    CPU time and peak RSS of the process and the children it waited for (``os.wait4``)."""
+def timed(cmd: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -> Run:
+    """Run ``cmd`` once as a subprocess in ``cwd`` (stdout discarded; ``env`` added to this
+    environment); wall clock from spawn to reap, the CPU time and peak RSS of the process and the
+    children it waited for (``os.wait4``)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **env} if env else None)
     err = proc.stderr.read() if proc.stderr else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
