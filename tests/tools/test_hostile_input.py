@@ -204,6 +204,19 @@ def test_an_inventory_without_the_cluster_is_one_error_with_its_key_path(tmp_pat
     assert out.count("llm-serving:cluster") == 2  # the path and the fix, once: not per policy
 
 
+def test_the_inventorys_error_comes_first_whether_the_manifests_are_good_or_bad(tmp_path, capsys):
+    """The inventory is validated while the pack judges the manifests: its error still wins, and
+    no report is printed with it (as when it was validated before the manifests were read)."""
+    inv = tmp_path / "Pulumi.inv.yaml"
+    inv.write_text("config:\n  llm-serving:models: {}\n")
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "bad.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: x, namespace: 7}\n")
+    for manifests in (REFERENCE, tmp_path / "m"):
+        code, out = run_analyze(capsys, "--manifests", str(manifests), "--inventory", str(inv))
+        assert_input_error(code, out, "llm-serving:cluster\n", "the cluster inventory is required")
+        assert "bad.yaml" not in out and "PASS" not in out and "FAIL" not in out
+
+
 def test_a_manifest_without_namespace_is_judged_in_the_inventorys_namespace_and_said(tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({**SERVICE, "metadata": {"name": "s"}}))
     found = read_manifests(tmp_path, "t", "llm-serving")
