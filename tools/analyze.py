@@ -602,15 +602,15 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: dict
     Objects without a namespace are judged in the inventory's ``llm-serving:namespace``
     (default llm-serving); that, and an object found twice, are the report's notes.
 
-    The pack is spawned as soon as the stack file is read: the manifests are read while it
-    starts, and the inventory is validated while it judges them (an error in either stops it,
-    with the inventory's error first, as when one ran after the other; same message, same exit).
+    The pack is spawned as soon as the stack file is read: the inventory's validation and the
+    manifests' reading run while it starts (an error there stops it; same message, same exit).
     ``context`` gives what already runs (:mod:`tools.context`, named ``context_name``): the
     manifests are judged beside it, and only findings about them (and the stack) are reported."""
     config = load_stack_file(inventory, "inventory")
     stack = stack_name_of(inventory)
 
-    def read() -> Any:
+    def read_input() -> Any:
+        check_inventory(config, inventory)
         found = read_manifests(directory, stack, str(config.get(NAMESPACE_KEY) or "llm-serving"))
         if not found.resources:
             raise AnalyzeError(f"cannot check {directory}: it holds no Kubernetes objects; "
@@ -620,22 +620,12 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: dict
     try:
         pack = start_pack(config, stack=stack, pack_dir=pack_dir, workers=workers)
     except packproc.PackStartError:
-        check_inventory(config, inventory)  # an input error is reported before a pack that cannot start
-        read()
+        read_input()  # an input error is reported before a pack that cannot start, as ever
         raise
     with pack:
-        try:
-            found = read()
-        except (InputError, AnalyzeError):
-            check_inventory(config, inventory)  # the inventory's error first
-            raise
+        found = read_input()
         resources, beside = running.merge(found.resources, context() if context else [])
-        # The pack judges in its own process while this one validates the inventory; a report
-        # judged against an invalid inventory is dropped for the inventory's error.
-        with ThreadPoolExecutor(max_workers=1) as judging:
-            judged = judging.submit(pack.analyze, resources, policy_pack_config, found.sources)
-            check_inventory(config, inventory)
-            report = judged.result()
+        report = pack.analyze(resources, policy_pack_config, found.sources)
     notes = (f"judged beside {len(beside)} object(s) of {context_name}; their own findings are left out",) if context else ()
     return dataclasses.replace(report, findings=running.keep_file_findings(report.findings, beside),
                                resources=len(found.resources), notes=(*report.notes, *found.notes, *notes))
