@@ -103,10 +103,9 @@ def archive(rev: str, into: Path) -> Tree:
     root.mkdir()
     with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
         tar.extractall(root, filter="tar")
-    sys.path.insert(0, str(ROOT))
-    import dev  # the set-up's own bytecode step, so both trees start alike
-
-    dev.compile_bytecode(root)
+    # dev.py's own bytecode step (the same function, run as dev.py), so both trees start alike.
+    subprocess.run([sys.executable, "-c", "import sys, dev; from pathlib import Path; dev.compile_bytecode(Path(sys.argv[1]))",
+                    str(root)], cwd=ROOT, check=True)
     return Tree(f"@{rev}", root)
 
 
