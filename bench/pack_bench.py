@@ -1,6 +1,6 @@
 """Policy pack evaluation time at 1,000 .. 10,000 resources (a benchmark, not a test).
 
-    python -m bench.pack_bench [--sizes 1000,5000,10000] [--runs 3] [--workers 1,3] [--pack-dir policies]
+    python -m bench.pack_bench [--sizes 1000,5000,10000] [--runs 3] [--workers 1,2] [--pack-dir policies]
     python3 dev.py bench pack          (bench/__main__.py dispatches by name)
 
 For each size it generates a realistic stack (:func:`generate`: candle-vllm Deployments and
@@ -10,8 +10,9 @@ vLLM InferenceServices, one Service per workload with a declared client, one Net
 (a) the whole analyzer run over gRPC (``tools.analyze.run_pack``: the pack process started,
     Handshake .. AnalyzeStack, stopped), with its phases from one run: start (process start
     to GetAnalyzerInfo), configure (+ building the request Structs), analyze (one pipelined
-    Analyze per resource), analyze_stack; with ``--workers 1,3`` also the same run split over
-    3 pack processes (``start_pack(workers=3)``: same report, more cores);
+    Analyze per resource), analyze_stack; with ``--workers 1,2`` also the same run over 2 pack
+    processes (``start_pack(workers=2)``: AnalyzeStack in the second beside the Analyze calls in
+    the first; same report, another core);
 (b) the policies' own evaluation in-process (``tests.policy_harness.run_policy`` over every
     policy of ``policylib.pack.policies()``), with the five slowest policies. run_policy
     copies and proxies the properties for every policy, as pulumi-policy's servicer does;
@@ -307,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1000,5000,10000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--pack-dir", type=Path, default=PACK_DIR)
-    ap.add_argument("--workers", default="1", help="pack processes for (a), comma-separated, e.g. 1,3")
+    ap.add_argument("--workers", default="1", help="pack processes for (a), comma-separated, e.g. 1,2")
     ap.add_argument("--skip-grpc", action="store_true")
     ap.add_argument("--skip-in-process", action="store_true")
     args = ap.parse_args(argv)

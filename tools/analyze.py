@@ -258,10 +258,11 @@ class PackProcess:
     once; :meth:`close` (or ``with``) stops the process(es), also after an error.
 
     With ``workers`` > 1 (opt-in; the CLI runs one process) the same pack runs as that many
-    processes: Analyze calls are split between them by resource, and AnalyzeStack by stack
-    policy (each process's Configure leaves its share of the stack policies at their levels
-    and disables the others for that call). Every policy still sees exactly the arguments it
-    would see in one process, so the report is the same; it only uses more cores.
+    processes: the last one judges AnalyzeStack while the others take the Analyze calls, split
+    between them by resource. The stack request is sent first, once every ``Struct`` is built, so
+    the stack policies (a quarter of the pack's time at 10,000 resources) run beside the resource
+    policies instead of after them. Every policy still sees exactly the arguments it would see in
+    one process, so the report is the same; it only uses another core.
     """
 
     def __init__(self, conns: Sequence[packproc.PackConnection], env: packproc.PackEnv, config: dict[str, Any]):
@@ -331,18 +332,29 @@ class PackProcess:
                     structs.append(packproc.to_struct(r.props))
                 yield packproc.analyze_request(r, structs[i])
 
-        responses = self._sharded("Analyze", requests())
+        def stack() -> list[pb.AnalyzeDiagnostic]:
+            resources_of_stack = [packproc.analyzer_resource(r, s) for r, s in zip(resources, structs, strict=True)]
+            return list(self.conns[-1].analyze_stack(resources_of_stack).diagnostics)
+
         objects = {r.urn: r for r in resources}
-        for r, resp in zip(resources, responses, strict=True):
-            findings.extend(_finding(d, r.urn, objects, "resource", sources) for d in resp.diagnostics)
-        clock.lap("analyze")
-        stack = [packproc.analyzer_resource(r, s) for r, s in zip(resources, structs, strict=True)]
         root = root_stack_urn(self.env.stack, self.env.project)
-        # What the pack does not judge is the client's own work: done while AnalyzeStack, the
-        # longest single call, holds the pack (this thread waits in gRPC, without the GIL).
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            unjudged = pool.submit(not_judged, resources, self._config)
-            for d in self._analyze_stack(stack, info, reconciled):
+        # What the pack does not judge is the client's own work: done while the pack works (the
+        # threads waiting for it are in gRPC, without the GIL): with one process during
+        # AnalyzeStack, its longest single call; with several during the Analyze calls, as
+        # AnalyzeStack (in the last process) then is.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            stack_call = unjudged = None
+            if len(self.conns) > 1:
+                structs += [packproc.to_struct(r.props) for r in resources[len(structs):]]
+                stack_call = pool.submit(stack)
+                unjudged = pool.submit(not_judged, resources, self._config)
+            responses = self._sharded("Analyze", requests(), self.conns[:-1] or self.conns)
+            for r, resp in zip(resources, responses, strict=True):
+                findings.extend(_finding(d, r.urn, objects, "resource", sources) for d in resp.diagnostics)
+            clock.lap("analyze")
+            if unjudged is None:
+                unjudged = pool.submit(not_judged, resources, self._config)
+            for d in (stack_call or pool.submit(stack)).result():
                 findings.append(_finding(d, d.urn if d.urn in objects else root, objects, "stack", sources))
             clock.lap("analyze_stack")
             notes_not_judged = tuple(unjudged.result())
@@ -355,34 +367,21 @@ class PackProcess:
             not_judged=notes_not_judged,
         )
 
-    def _sharded(self, method: str, requests: Iterable[Any]) -> list[Any]:
-        """``method`` for every request, split round-robin between the processes; in order.
-        One process takes ``requests`` as they come (an iterator is consumed while the calls run)."""
-        k = len(self.conns)
+    def _sharded(self, method: str, requests: Iterable[Any],
+                 conns: Sequence[packproc.PackConnection] | None = None) -> list[Any]:
+        """``method`` for every request, split round-robin between ``conns`` (default: every
+        process); in order. One process takes ``requests`` as they come (an iterator is consumed
+        while the calls run)."""
+        conns = list(conns or self.conns)
+        k = len(conns)
         if k == 1:
-            return self.conn.pipelined(method, requests)
+            return conns[0].pipelined(method, requests)
         every = list(requests)
-        parts = _each(self.conns, lambda conn, i: conn.pipelined(method, every[i::k]), indexed=True)
+        parts = _each(conns, lambda conn, i: conn.pipelined(method, every[i::k]), indexed=True)
         out: list[Any] = [None] * len(every)
         for i, part in enumerate(parts):
             out[i::k] = part
         return out
-
-    def _analyze_stack(self, stack: list[pb.AnalyzerResource], info: pb.AnalyzerInfo,
-                       reconciled: dict[str, tuple[str, dict[str, Any]]]) -> list[pb.AnalyzeDiagnostic]:
-        if len(self.conns) == 1:
-            return list(self.conn.analyze_stack(stack).diagnostics)
-        names = sorted(p.name for p in info.policies if p.policy_type == pb.POLICY_TYPE_STACK)
-        k = len(self.conns)
-
-        def run(conn: packproc.PackConnection, i: int) -> list[pb.AnalyzeDiagnostic]:
-            mine = set(names[i::k])
-            share = {n: (lvl if n in mine or n not in names else DISABLED, props) for n, (lvl, props) in reconciled.items()}
-            conn.configure(policy_configs(share))
-            return list(conn.analyze_stack(stack).diagnostics)
-
-        parts = _each(self.conns, run, indexed=True)
-        return [d for part in parts for d in part]
 
     def _remediate(self, resources: list[Resource], structs: list[struct_pb2.Struct],
                    findings: list[Finding], notes: list[str]) -> None:
@@ -687,7 +686,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="let --output / --also write outside out/ or over a file git tracks")
     ap.add_argument("--pack-dir", type=Path, default=PACK_DIR, help="the policy pack directory (default: policies/)")
     ap.add_argument("--workers", type=_workers, default=1,
-                    help=f"pack processes, 1 to {MAX_WORKERS} (default 1, as the CLI); more split the work, same report")
+                    help=f"pack processes, 1 to {MAX_WORKERS} (default 1, as the CLI); with more, the last judges the "
+                         "stack while the others take the resources; same report")
     return ap
 
 

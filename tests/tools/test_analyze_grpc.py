@@ -11,6 +11,7 @@ import json
 import random
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -158,8 +159,8 @@ def test_results_do_not_depend_on_resource_order():
 
 
 def test_several_workers_give_the_same_report():
-    """workers=2 splits Analyze by resource and AnalyzeStack by stack policy (replica-budget on
-    one process, stack-echo on the other); the report is the one of a single process."""
+    """workers=2: the second process judges AnalyzeStack (replica-budget, stack-echo) while the first
+    takes every Analyze call; the report is the one of a single process."""
     docs = [deployment(f"d{i}", i % 3, "x:latest" if i % 4 == 0 else "x:1") for i in range(30)]
     single = run(resources(*docs))
     double = run_pack(resources(*docs), CONFIG, pack_dir=STANDIN, workers=2)
@@ -168,6 +169,37 @@ def test_several_workers_give_the_same_report():
     # A policy disabled by the config stays disabled on every worker.
     off = run_pack(resources(*docs), CONFIG, pack_dir=STANDIN, workers=2, policy_pack_config={"stack-echo": "disabled"})
     assert "stack-echo" not in {f.policy for f in off.findings}
+
+
+def test_with_several_workers_the_last_judges_the_stack_while_the_others_take_the_analyze_calls(monkeypatch):
+    """workers=3: Analyze split between the first two processes, AnalyzeStack sent to the third
+    before the Analyze calls end (beside them, not after); the report is the one of a single process."""
+    calls: list[tuple[int, str, str]] = []
+    pipelined, analyze_stack = packproc.PackConnection.pipelined, packproc.PackConnection.analyze_stack
+    stack_sent = threading.Event()
+
+    def recorded(self, method, requests, *args, **kwargs):
+        assert stack_sent.wait(timeout=30), "the Analyze calls waited for AnalyzeStack: it is sent after them"
+        out = pipelined(self, method, requests, *args, **kwargs)
+        calls.append((id(self), method, "end"))
+        return out
+
+    def stack(self, resources):
+        calls.append((id(self), "AnalyzeStack", "sent"))
+        stack_sent.set()
+        return analyze_stack(self, resources)
+
+    monkeypatch.setattr(packproc.PackConnection, "pipelined", recorded)
+    monkeypatch.setattr(packproc.PackConnection, "analyze_stack", stack)
+    docs = [deployment(f"d{i}", i % 3, "x:latest" if i % 4 == 0 else "x:1") for i in range(30)]
+    with start_pack(CONFIG, pack_dir=STANDIN, workers=3) as pack:
+        report = pack.analyze(resources(*docs))
+        first, second, last = (id(c) for c in pack.conns)
+    assert sorted(c for c in calls if c[1] == "Analyze") == sorted([(first, "Analyze", "end"), (second, "Analyze", "end")])
+    assert [c for c in calls if c[1] == "AnalyzeStack"] == [(last, "AnalyzeStack", "sent")]
+    assert calls[0] == (last, "AnalyzeStack", "sent")
+    monkeypatch.undo()
+    assert report.to_dict() == run(resources(*docs)).to_dict()
 
 
 def test_many_resources_are_pipelined_and_every_response_is_kept():
