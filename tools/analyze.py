@@ -50,6 +50,7 @@ import dataclasses
 import functools
 import json
 import os
+import queue
 import sys
 import threading
 import time
@@ -309,17 +310,34 @@ class PackProcess:
         :class:`tools.offline.packproc.PackCallError`.
         """
         clock = _Clock()
+        return self._judge(list(resources), self._configure(policy_pack_config, clock), sources, clock)
+
+    def stream(self, policy_pack_config: dict[str, Any] | None = None,
+               sources: dict[str, str] | None = None) -> PackStream:
+        """A :class:`PackStream`: hand it each resource as the program registers it, then
+        :meth:`PackStream.finish` with every resource; the same report as :meth:`analyze`."""
+        return PackStream(self, policy_pack_config, sources)
+
+    def _configure(self, policy_pack_config: dict[str, Any] | None, clock: _Clock) -> _Setup:
+        """Handshake and the rest (:meth:`info`), then ``Configure`` with the reconciled policy pack config."""
         info = self.info()
         clock.lap("start")
         reconciled = reconcile_policy_config(info, policy_pack_config)
         configs = policy_configs(reconciled)
         _each(self.conns, lambda conn: conn.configure(configs))
-        resources = list(resources)
-        remediating = any(level == REMEDIATE for level, _ in reconciled.values())
+        clock.lap("configure")
+        return _Setup(info, reconciled, any(level == REMEDIATE for level, _ in reconciled.values()))
+
+    def _judge(self, resources: list[Resource], setup: _Setup, sources: dict[str, str] | None, clock: _Clock,
+               streamed: dict[int, tuple[struct_pb2.Struct, pb.AnalyzeResponse]] | None = None) -> Report:
+        """Analyze (unless ``streamed`` holds each resource's Struct and response, by ``id``),
+        AnalyzeStack, and the report, on a configured pack."""
+        info, reconciled, remediating = setup.info, setup.reconciled, setup.remediating
         structs = [packproc.to_struct(r.props) for r in resources] if remediating else []
+        if streamed is not None:
+            structs = [streamed[id(r)][0] for r in resources]
         findings: list[Finding] = []
         notes: list[str] = []
-        clock.lap("configure")
         if remediating:
             self._remediate(resources, structs, findings, notes)
             clock.lap("remediate")
@@ -348,7 +366,8 @@ class PackProcess:
                 structs += [packproc.to_struct(r.props) for r in resources[len(structs):]]
                 stack_call = pool.submit(stack)
                 unjudged = pool.submit(not_judged, resources, self._config)
-            responses = self._sharded("Analyze", requests(), self.conns[:-1] or self.conns)
+            responses = ([streamed[id(r)][1] for r in resources] if streamed is not None
+                         else self._sharded("Analyze", requests(), self.conns[:-1] or self.conns))
             for r, resp in zip(resources, responses, strict=True):
                 findings.extend(_finding(d, r.urn, objects, "resource", sources) for d in resp.diagnostics)
             clock.lap("analyze")
@@ -396,6 +415,103 @@ class PackProcess:
                 elif rem.HasField("properties"):
                     structs[i] = rem.properties
                     notes.append(f"{rem.policyName} remediated {r.urn}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """A configured pack: its info, the reconciled policy pack config, whether a policy remediates."""
+
+    info: pb.AnalyzerInfo
+    reconciled: dict[str, tuple[str, dict[str, Any]]]
+    remediating: bool
+
+
+class PackStream:
+    """The pack judging while the program runs (:meth:`PackProcess.stream`; the preview).
+
+    A thread configures the pack (as :meth:`PackProcess.analyze` does, once the pack has
+    started) and sends an ``Analyze`` call for each resource :meth:`put` hands it, in the order
+    they come, pipelined on the pack's one connection, while the caller goes on (the program
+    registering the next ones). :meth:`finish`, once the program has ended, takes every resource
+    in the report's order (``tools.offline.mockrun``: the root Stack first, then by URN), sends
+    ``AnalyzeStack`` and builds the report exactly as :meth:`PackProcess.analyze` would from
+    that list: each response is matched to its resource, not to its arrival, so the order of
+    registration changes nothing. With a policy at level ``remediate`` (Remediate comes first,
+    for every resource) or several pack processes, nothing is sent early and :meth:`finish`
+    judges as :meth:`PackProcess.analyze`.
+
+    Errors of the pack (:class:`PolicyConfigError`, ``PackStartError``, ``PackCallError``) are
+    held by the thread: :meth:`ready` raises those of the configuration, :meth:`finish` any.
+    :meth:`stop` ends the thread (after an error of the caller, an interrupt); close the pack
+    after it, so a call still in flight fails at once.
+    """
+
+    _END = object()
+
+    def __init__(self, pack: PackProcess, policy_pack_config: dict[str, Any] | None, sources: dict[str, str] | None):
+        self._pack = pack
+        self._policy_pack_config = policy_pack_config
+        self._sources = sources
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._clock = _Clock()
+        self._setup: _Setup | None = None
+        self._streamed: dict[int, tuple[struct_pb2.Struct, pb.AnalyzeResponse]] | None = None
+        self._error: BaseException | None = None
+        self._configured = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pack-stream", daemon=True)
+        self._thread.start()
+
+    def put(self, resource: Resource) -> None:
+        """Judge ``resource`` (its ``props`` no longer change); thread-safe, returns at once."""
+        self._queue.put(resource)
+
+    def ready(self) -> None:
+        """Wait until the pack is configured; raise what the configuration raised."""
+        self._configured.wait()
+        if self._setup is None and self._error is not None:
+            raise self._error
+
+    def finish(self, resources: Sequence[Resource]) -> Report:
+        """The report over ``resources`` (every resource :meth:`put` was given, in the report's
+        order), as :meth:`PackProcess.analyze` builds it. Raises what the pack raised."""
+        self._queue.put(self._END)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._setup is not None
+        return self._pack._judge(list(resources), self._setup, self._sources, self._clock, self._streamed)
+
+    def stop(self) -> None:
+        """End the thread without a report (idempotent); a call in flight ends when the pack is closed."""
+        self._queue.put(self._END)
+
+    def join(self) -> None:
+        """Wait for the thread to end (after :meth:`stop` and the pack's close)."""
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            self._setup = self._pack._configure(self._policy_pack_config, self._clock)
+        except BaseException as err:  # noqa: BLE001 - raised by ready() and finish()
+            self._error = err
+        finally:
+            self._configured.set()
+        if self._setup is None or self._setup.remediating or len(self._pack.conns) > 1:
+            return
+        taken: list[tuple[Resource, struct_pb2.Struct]] = []
+
+        def requests() -> Iterator[pb.AnalyzeRequest]:
+            while (r := self._queue.get()) is not self._END:
+                taken.append((r, packproc.to_struct(r.props)))
+                yield packproc.analyze_request(r, taken[-1][1])
+
+        try:
+            responses = self._pack.conn.pipelined("Analyze", requests())
+        except BaseException as err:  # noqa: BLE001 - raised by finish()
+            self._error = err
+            return
+        self._streamed = {id(r): (s, resp) for (r, s), resp in zip(taken, responses, strict=True)}
+        self._clock.lap("analyze (streamed)")
 
 
 def _each(conns: list[packproc.PackConnection], fn: Any, indexed: bool = False) -> list[Any]:

@@ -10,8 +10,12 @@ Steps:
    (``tools.analyze.start_pack``) with the config keys it reads (``core.stackkeys.CONFIG_KEYS``); it
    imports its policies while the program runs;
 2. run ``__main__.py`` under the mock runtime (:func:`tools.offline.mockrun.run_program`);
-3. wait for the pack, check the policy pack config against its policies, and send it every
-   resource from a thread: the pack evaluates in its own process while the next steps run;
+   each resource is handed to the pack as the program registers it
+   (:meth:`tools.analyze.PackProcess.stream`): a thread configures the pack and sends its Analyze
+   calls while the program goes on;
+3. wait for the pack's configuration (the policy pack config checked against its policies), and
+   finish in a thread (the rest of the Analyze calls, AnalyzeStack): the pack evaluates in its
+   own process while the next steps run;
 4. render every Kubernetes object in the kubernetes provider's ``renderYamlToDirectory``
    layout (:mod:`tools.offline.render`), with ``--base`` diff against that earlier rendering, and
    replace ``--out`` (default ``out/<stack>/``) atomically;
@@ -146,6 +150,7 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """The steps of the module docstring, with the collector off (:func:`main`)."""
     clock = _Clock(stderr if args.timings else None)
     pack: analyze.PackProcess | None = None
+    stream: analyze.PackStream | None = None
     staged: Path | None = None
     release: Callable[[], None] | None = None
     try:
@@ -159,8 +164,11 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         out_dir = args.out or ROOT / "out" / stack
         render.check_out_dir(out_dir)  # before any work: a --out that cannot be written is exit 2
         release = render.lock_out_dir(out_dir)  # a second preview into it is refused meanwhile
+        if pack is not None:
+            stream = pack.stream(ppc)
         try:
-            run = mockrun.run_program(config, program=args.program, stack=stack)
+            run = mockrun.run_program(config, program=args.program, stack=stack,
+                                      on_register=stream.put if stream is not None else None)
         except mockrun.ProgramError:
             raise
         except Exception:  # noqa: BLE001 - a crash of the program is a bug: show where
@@ -168,10 +176,10 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             stderr.write(traceback.format_exc())
             return EXIT_CRASH
         clock.lap(f"run the program ({len(run.resources)} resources)")
-        if pack is not None:
-            analyze.reconcile_policy_config(pack.info(), ppc)
+        if stream is not None:
+            stream.ready()
             clock.lap("policy pack ready, its config checked")
-            verdicts = _Background(pack.analyze, run.resources, ppc)  # the pack judges while we render
+            verdicts = _Background(stream.finish, run.resources)  # the pack judges while we render
         files, objects = _render(run)
         refused_by_api = apischema.refusals(objects.items())
         if refused_by_api:
@@ -220,9 +228,13 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             render.discard_tree(staged)  # interrupted, or refused before the verdict: the old --out stays
         if release is not None:
             release()
+        if stream is not None:
+            stream.stop()  # ends the feeding thread (the program failed, an interrupt); no-op after finish
         if pack is not None:
             pack.close()
             clock.lap("stop the policy pack")
+        if stream is not None:
+            stream.join()  # a call in flight failed when the pack closed
 
 
 class _Reader:

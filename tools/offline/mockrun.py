@@ -38,6 +38,7 @@ import json
 import logging
 import runpy
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -111,11 +112,13 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     inputs back as the state instead of deserializing and re-serializing them: the state the
     mocks return IS the inputs, so the response is the same and one protobuf round trip a
     resource is saved. Inputs are recorded as plain JSON values (:func:`struct_to_plain`).
-    Registrations arrive on the event loop's executor threads, hence the lock.
+    Registrations arrive on the event loop's executor threads, hence the lock. ``on_record``
+    (default none) is called with each record as it is made (the preview hands it to the pack).
     """
 
-    def __init__(self, mocks: pulumi_mocks.Mocks):
+    def __init__(self, mocks: pulumi_mocks.Mocks, on_record: Callable[[Resource], None] | None = None):
         super().__init__(mocks)
+        self.on_record = on_record
         self.records: list[Resource] = []
         self.stack_outputs: dict[str, Any] = {}
         self._stack_urn = ""
@@ -153,6 +156,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def _record(self, resource: Resource) -> None:
         with self._lock:
             self.records.append(resource)
+        if self.on_record is not None:
+            self.on_record(resource)
 
 
 def _resource(request, urn: str, inputs: dict) -> Resource:
@@ -226,6 +231,7 @@ def run_program(
     project: str = PROJECT,
     preview: bool = True,
     secret_keys: list[str] | None = None,
+    on_register: Callable[[Resource], None] | None = None,
 ) -> ProgramRun:
     """Run ``program`` under the mock runtime with the stack's ``config:`` map.
 
@@ -234,6 +240,8 @@ def run_program(
     (:func:`tools.offline.manifests.config_env`). ``preview`` is ``pulumi.runtime.is_dry_run()``.
     Secret keys, as the CLI marks them (``PULUMI_CONFIG_SECRET_KEYS``): every key whose value
     holds a ``secure:`` value, and ``secret_keys`` (keys given decrypted, as the CLI passes them).
+    ``on_register`` (default none) is called with each resource as it is registered, on the
+    thread that registers it, in the order registrations complete (not ``resources``' order).
 
     Returns a :class:`ProgramRun`. Raises :class:`ProgramError` (message only) when the program
     raises ``pulumi.RunError``, ``pulumi.InputPropertyError`` or a ``ConfigError``; other
@@ -248,7 +256,7 @@ def run_program(
     strings = json.loads(config_env(config))
     secret = sorted(set(secret_keys or ()) | {k for k, v in config.items() if _holds_secure(v)})
     with cli.collector_off():
-        return contextvars.Context().run(_run, strings, secret, program, stack, project, preview)
+        return contextvars.Context().run(_run, strings, secret, program, stack, project, preview, on_register)
 
 
 def _holds_secure(value: Any) -> bool:
@@ -260,11 +268,12 @@ def _holds_secure(value: Any) -> bool:
     return False
 
 
-def _run(config: dict[str, str], secret: list[str], program: Path, stack: str, project: str, preview: bool) -> ProgramRun:
+def _run(config: dict[str, str], secret: list[str], program: Path, stack: str, project: str, preview: bool,
+         on_register: Callable[[Resource], None] | None = None) -> ProgramRun:
     loop = asyncio.new_event_loop()
     previous_loop = _current_loop()
     asyncio.set_event_loop(loop)
-    monitor = RecordingMonitor(_Mocks())
+    monitor = RecordingMonitor(_Mocks(), on_register)
     try:
         _configure(config, secret, monitor, stack, project, preview)
         try:
