@@ -13,7 +13,8 @@ Steps:
    each resource is handed to the pack as the program registers it
    (:meth:`tools.analyze.PackProcess.stream`): a thread configures the pack and sends its Analyze
    calls while the program goes on;
-3. wait for the pack's configuration (the policy pack config checked against its policies), and
+3. wait for the pack's configuration (the policy pack config checked against its policies; an
+   error of it, or of the pack's ``Configure`` call, is reported here, before rendering), and
    finish in a thread (the rest of the Analyze calls, AnalyzeStack): the pack evaluates in its
    own process while the next steps run;
 4. render every Kubernetes object in the kubernetes provider's ``renderYamlToDirectory``

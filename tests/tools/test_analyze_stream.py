@@ -110,3 +110,30 @@ def test_a_program_that_fails_exits_as_before_with_no_thread_left(tmp_path, body
     assert said in err.getvalue()
     assert not (tmp_path / "out").exists()
     assert no_stream_thread()
+
+
+def test_the_calls_are_streamed_and_a_remediating_pack_falls_back_to_the_batch_path():
+    """The streaming path really sends the Analyze calls as resources come (its own lap), and a
+    policy at level remediate (Remediate first, for every resource) takes the batch path with the
+    batch report."""
+    res = resources_from_documents([deployment(f"d{i}", 1, "x:latest" if i % 2 else "x:1") for i in range(6)],
+                                   stack="prod")
+    with start_pack(FIXTURE, pack_dir=STANDIN) as p:
+        stream = p.stream()
+        for r in res:
+            stream.put(r)
+        stream.ready()
+        stream.finish(res)
+    assert "analyze (streamed)" in p.timings, p.timings
+    remediate = {"no-latest-tag": "remediate"}
+    with start_pack(FIXTURE, pack_dir=STANDIN) as p:
+        stream = p.stream(remediate)
+        for r in res:
+            stream.put(r)
+        stream.ready()
+        report = stream.finish(res)
+    assert "analyze (streamed)" not in p.timings, p.timings
+    batch = run_pack(res, FIXTURE, pack_dir=STANDIN, policy_pack_config=remediate)
+    for fmt in FORMATS:
+        assert report.render(fmt) == batch.render(fmt), fmt
+    assert no_stream_thread()
