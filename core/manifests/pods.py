@@ -428,10 +428,9 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | No
     annotations = {str(k): str(v) for k, v in as_map(meta.get("annotations")).items()}
     if resource_type == ISVC_TYPE:
         pod = as_map(spec.get("predictor"))
-        min_r = whole(pod.get("minReplicas"), 1)
+        raw_mode = annotations.get(facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION) == facts.KSERVE_RAW_MODE
+        min_r = raw_deployment_min_replicas(pod) if raw_mode else whole(pod.get("minReplicas"), 1)
         max_r = pod.get("maxReplicas")
-        if annotations.get(facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION) == facts.KSERVE_RAW_MODE:
-            min_r = raw_deployment_min_replicas(pod)
         replicas = max(min_r, whole(max_r, min_r)) if max_r is not None else min_r
         pod_labels = dict(labels)
         pod_labels.update({str(k): str(v) for k, v in as_map(as_map(pod.get("labels"))).items()})

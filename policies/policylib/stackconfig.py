@@ -21,7 +21,7 @@ import os
 from core import rules
 from core.inventory import ClusterInventory
 from core.modelfacts import ModelEntry, Models
-from core.stackkeys import CLUSTER_CONFIG_KEY, MODELS_CONFIG_KEY, PROJECT, WORKLOADS_CONFIG_KEY
+from core.stackkeys import CLUSTER_CONFIG_KEY, MODELS_CONFIG_KEY, PREFIX, PROJECT, WORKLOADS_CONFIG_KEY
 
 #: Relative ``config_json`` paths resolve against the project directory (where the stack files
 #: are), as the program and the preview resolve them (``core.rules.PROJECT_DIR``); the
@@ -57,7 +57,7 @@ def _raw(key: str) -> str | None:
     # Imported here: the offline runner's client reads CONFIG_KEYS without loading pulumi.
     from pulumi.runtime import config as runtime_config
 
-    name = f"{PROJECT}:{key}"
+    name = PREFIX + key
     explicit = runtime_config.CONFIG.get()
     if name in explicit:
         return explicit[name]

@@ -112,13 +112,13 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     inputs back as the state instead of deserializing and re-serializing them: the state the
     mocks return IS the inputs, so the response is the same and one protobuf round trip a
     resource is saved. Inputs are recorded as plain JSON values (:func:`struct_to_plain`).
-    Registrations arrive on the event loop's executor threads, hence the lock. ``on_record``
+    Registrations arrive on the event loop's executor threads, hence the lock. ``on_register``
     (default none) is called with each record as it is made (the preview hands it to the pack).
     """
 
-    def __init__(self, mocks: pulumi_mocks.Mocks, on_record: Callable[[Resource], None] | None = None):
+    def __init__(self, mocks: pulumi_mocks.Mocks, on_register: Callable[[Resource], None] | None = None):
         super().__init__(mocks)
-        self.on_record = on_record
+        self.on_register = on_register
         self.records: list[Resource] = []
         self.stack_outputs: dict[str, Any] = {}
         self._stack_urn = ""
@@ -156,8 +156,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def _record(self, resource: Resource) -> None:
         with self._lock:
             self.records.append(resource)
-        if self.on_record is not None:
-            self.on_record(resource)
+        if self.on_register is not None:
+            self.on_register(resource)
 
 
 def _resource(request, urn: str, inputs: dict) -> Resource:
