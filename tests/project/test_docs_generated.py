@@ -85,3 +85,17 @@ def test_every_repository_path_the_pages_cite_exists():
         if gone:
             missing[str(page.relative_to(ROOT))] = gone
     assert missing == {}
+
+
+def test_the_policy_count_in_sample_output_is_the_packs():
+    """A verdict line quoted in the README or docs/ (``..., 17 resources, 43 policies)``) counts the
+    pack's policies as it stands, so adding a policy shows where the pages quote the old count."""
+    from policylib.pack import policies
+
+    count = len(policies())
+    stale = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for quoted in re.findall(r"resources, (\d+) policies\)", page.read_text(encoding="utf-8")):
+            if int(quoted) != count:
+                stale.append(f"{page.relative_to(ROOT)}: {quoted}")
+    assert stale == [], f"the pack has {count} policies"
