@@ -230,7 +230,17 @@ def kv_heads_per_rank(facts: ModelFacts, tp: int) -> int:
 
 
 def _attention_layer_bytes(facts: ModelFacts, tp: int, dt: int) -> int:
-    """q/k/v (column-parallel) and o (row-parallel) of one full-attention layer, one rank."""
+    """q/k/v (column-parallel) and o (row-parallel) of one full-attention layer, one rank; for an
+    MLA model its projections (:meth:`~core.modelfacts.ModelFacts.mla_projections`: the ``_a``
+    projections whole on every rank, the others split by heads)."""
+    if facts.is_mla:
+        total = 0
+        for k, n, split in facts.mla_projections():
+            if split and k == facts.num_attention_heads * (facts.v_head_dim or 0):  # o_proj: row-parallel
+                total += _linear_bytes(math.ceil(k / tp), n, facts, dt)
+            else:
+                total += _linear_bytes(k, math.ceil(n / tp) if split else n, facts, dt)
+        return total
     h, d = facts.hidden_size, facts.head_dim
     q_heads = math.ceil(facts.num_attention_heads / tp)
     qkv = _linear_bytes(h, (q_heads + 2 * kv_heads_per_rank(facts, tp)) * d, facts, dt)
@@ -238,18 +248,28 @@ def _attention_layer_bytes(facts: ModelFacts, tp: int, dt: int) -> int:
     return qkv + o
 
 
-def _mlp_layer_bytes(facts: ModelFacts, tp: int, dt: int) -> int:
-    """The MLP of one layer, one rank: a dense gate/up/down, or every expert's slice plus the
-    router gate, which stays unquantized and replicated (vLLM qwen3_moe.py ``gate =
-    ReplicatedLinear(..., quant_config=None)``)."""
+def _dense_mlp_bytes(facts: ModelFacts, width: int, tp: int, dt: int) -> int:
+    """A gate/up/down MLP of ``width`` split across ``tp`` ranks (vLLM ``MergedColumnParallelLinear``
+    and ``RowParallelLinear``), one rank."""
+    h, inter = facts.hidden_size, math.ceil(width / tp)
+    return _linear_bytes(h, 2 * inter, facts, dt) + _linear_bytes(inter, h, facts, dt)
+
+
+def _mlp_layer_bytes(facts: ModelFacts, tp: int, dt: int, *, moe: bool = True) -> int:
+    """The MLP of one layer, one rank: a dense gate/up/down (``moe`` False, or a dense model), or
+    every routed expert's slice, the router gate, which stays unquantized and replicated (vLLM
+    qwen3_moe.py, deepseek_v2.py ``gate = ReplicatedLinear(..., quant_config=None)``), and the
+    shared experts (:attr:`~core.modelfacts.ModelFacts.shared_expert_width`, a dense MLP split by
+    TP; Qwen2-MoE's 1-output ``shared_expert_gate`` beside it)."""
     h = facts.hidden_size
-    if facts.num_experts and facts.moe_intermediate_size:
+    if moe and facts.num_experts and facts.moe_intermediate_size:
         inter = math.ceil(facts.moe_intermediate_size / tp)
         expert = (_linear_bytes(h, 2 * inter, facts, dt, g_idx=False, expert=True)
                   + _linear_bytes(inter, h, facts, dt, g_idx=False, expert=True))
-        return facts.num_experts * expert + h * facts.num_experts * dt
-    inter = math.ceil(facts.intermediate_size / tp)
-    return _linear_bytes(h, 2 * inter, facts, dt) + _linear_bytes(inter, h, facts, dt)
+        shared = _dense_mlp_bytes(facts, facts.shared_expert_width, tp, dt) if facts.shared_expert_width else 0
+        gate = h * dt if facts.shared_expert_intermediate_size else 0
+        return facts.num_experts * expert + h * facts.num_experts * dt + shared + gate
+    return _dense_mlp_bytes(facts, facts.intermediate_size, tp, dt)
 
 
 def _vocab_bytes(facts: ModelFacts, tp: int, dt: int, engine: str) -> tuple[int, int]:
@@ -283,7 +303,11 @@ def weights_per_card(
     dt = dtype_bytes(dtype)
     stage_layers = math.ceil(facts.num_hidden_layers / pp)
     stage_kv_layers = math.ceil(facts.kv_layers / pp)
-    layers = stage_kv_layers * _attention_layer_bytes(facts, tp, dt) + stage_layers * _mlp_layer_bytes(facts, tp, dt)
+    # A MoE model's dense-MLP layers (DeepSeek's first_k_dense_replace) sit in one stage; the busiest
+    # stage is taken to hold as many expert layers as it can.
+    moe_layers = min(stage_layers, facts.moe_layers) if facts.moe_layers else 0
+    mlp = moe_layers * _mlp_layer_bytes(facts, tp, dt) + (stage_layers - moe_layers) * _mlp_layer_bytes(facts, tp, dt, moe=False)
+    layers = stage_kv_layers * _attention_layer_bytes(facts, tp, dt) + mlp
     embed, head = _vocab_bytes(facts, tp, dt, engine)
     vocab = embed + head if pp == 1 else max(embed, head)
     rest = max(0, int(facts.parameters) - facts.structural_parameters())
@@ -291,11 +315,27 @@ def weights_per_card(
     return layers + vocab + rest_bytes
 
 
-def kv_bytes_per_token(facts: ModelFacts, tp: int = 1, *, pp: int = 1, kv_dtype_bytes: int = 2) -> int:
+def kv_bytes_per_token(
+    facts: ModelFacts, tp: int = 1, *, pp: int = 1, kv_dtype_bytes: int = 2, latent: bool | None = None,
+) -> int:
     """KV-cache bytes one token takes on one card: 2 (K and V) x full-attention layers of the
     stage x KV heads a rank x head_dim x KV dtype bytes. Qwen3-30B-A3B at TP=1, fp16:
-    2 x 48 x 4 x 128 x 2 = 98,304 bytes."""
+    2 x 48 x 4 x 128 x 2 = 98,304 bytes.
+
+    An MLA model (:attr:`~core.modelfacts.ModelFacts.is_mla`) caching its latent (``latent``,
+    default: whenever the model is MLA) takes layers x (kv_lora_rank + qk_rope_head_dim) x dtype
+    bytes, whole on every rank: one KV head (vLLM v0.11.0 ``ModelConfig.get_num_kv_heads`` returns
+    1 with ``use_mla``), ``get_head_size`` = kv_lora_rank + qk_rope_head_dim, and
+    ``MLAAttentionSpec.page_size_bytes`` has no factor 2 (vllm/v1/kv_cache_interface.py).
+    DeepSeek-V2-Lite: 27 x 576 x 2 = 31,104 bytes, as llm-d's v0.19.0 log has it (43.61 GiB for
+    1,505,552 tokens). Without the latent (``latent`` False: vLLM before 0.7.1, or
+    ``VLLM_MLA_DISABLE=1``) every query head caches K and V of qk_nope + qk_rope (V padded to it)."""
     layers = math.ceil(facts.kv_layers / pp)
+    if facts.is_mla:
+        if latent is None or latent:
+            return layers * facts.mla_cache_width * kv_dtype_bytes
+        heads = max(1, facts.num_attention_heads // tp)
+        return 2 * layers * heads * facts.qk_head_dim * kv_dtype_bytes
     return 2 * layers * kv_heads_per_rank(facts, tp) * facts.head_dim * kv_dtype_bytes
 
 
@@ -316,7 +356,8 @@ class Estimate:
     candle-vllm: the model's window capped at the pool); ``concurrency`` how many requests of
     ``max_model_len`` fit at once. ``fits_weights``: the weights load and leave memory for a
     KV cache; ``fits_kv``: the engine starts with this ``max_model_len``. ``notes`` say what
-    was assumed or left out.
+    was assumed or left out; ``unknowns`` what the estimate cannot know, so its figures are
+    indicative (the capacity table marks the row and prints them).
     """
 
     engine: str
@@ -341,6 +382,9 @@ class Estimate:
     runtime_gib: float = 0.0
     engine_version: tuple[int, ...] | None = None
     ranks: tuple[RankMemory, ...] = ()
+    #: What the estimate cannot know (a release it does not model, a runtime no log gives, a card
+    #: it does not know...), each a sentence; the capacity table marks the row and prints them.
+    unknowns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -392,15 +436,40 @@ VLLM_FUSED_MOE_CHUNK_SIZE = 32768
 #: rows of 152,064 on the driver rank only).
 VLLM_SAMPLER_BYTES_PER_LOGIT = 36
 #: The same for releases whose top-k/top-p masking needs no sort (0.17 on): float32 logits
-#: masked in place 4, the probabilities 4 and the exponential noise of ``random_sample`` 4.
-#: The llm-d report: 2.23 GiB at 1,024 rows of 151,936 (this gives 2.11, 5.5% low).
-VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT = 12
+#: masked in place 4, the probabilities 4, the exponential noise of ``random_sample`` 4 and a
+#: one-byte boolean mask 1 = 13. Measured, not only read: the logged activations imply 12.85
+#: bytes a logit beyond the bf16 logits on vLLM 0.17 (the llm-d report: 2.23 GiB at 1,024 rows
+#: of 151,936 with Qwen3-14B) and 12.9 on v0.19.0 (Llama-3.1-8B, Qwen2.5-7B, Qwen3-8B in
+#: llm-d-incubation/llm-d-planner accuracy/results/v0.19.0); 12 (without the mask) put all four
+#: about 6% low. The mask is the likely place of the 13th byte, not confirmed in the code.
+VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT = 13
 #: The release the formulas follow when the image's tag names none (``latest``, ``sm70``):
 #: v0.11.0, the release the module docstring cites and the user's cluster runs.
 VLLM_ASSUMED_VERSION = (0, 11, 0)
 #: The first release whose sampler warm-up needs no sort (llm-d report: 0.17's activation
 #: 2.23 GiB against 5.64 GiB for 0.15/0.16 on the same model and card).
 VLLM_SORT_FREE_SAMPLER_FROM = (0, 17, 0)
+#: The first release that caches DeepSeek's MLA latent instead of per-head K and V (vLLM v0.7.1,
+#: "MLA support" in the release notes; ``ModelConfig.use_mla``). Before it a DeepSeek-V2/V3 rank
+#: caches 2 x heads a rank x (qk_nope + qk_rope) a layer: 10.7 times DeepSeek-V2-Lite's latent.
+VLLM_MLA_FROM = (0, 7, 1)
+#: The release whose logs show the fused-MoE workspace held through the whole profile, so it sits
+#: under the sampler warm-up's peak: v0.19.0 (llm-d-incubation/llm-d-planner
+#: accuracy/results/v0.19.0: Qwen3-30B-A3B 2.68 GiB of activation, Qwen1.5-MoE-A2.7B 2.47,
+#: DeepSeek-V2-Lite-Chat 1.93, Mixtral-8x7B at TP=2 1.21, each 0.3-0.7 GiB above its sampler
+#: warm-up). v0.19.0's ``FusedMoEModularKernel`` takes ``workspace13`` (M x top-k x max(expert
+#: width, hidden); ``fused_out`` shares it) and ``workspace2`` (M x top-k x max(2 x expert width,
+#: hidden)) from the persistent ``WorkspaceManager`` (vllm/v1/worker/workspace.py), which keeps its
+#: largest buffer for the process's life. v0.11.0's unquantized and GPTQ MoE call
+#: ``fused_experts_impl``, whose caches are freed after each layer (the user's v0.11.0 figures
+#: hold without the term); releases between them are not known, and the estimate says so.
+VLLM_MOE_WORKSPACE_FROM = (0, 19, 0)
+#: The newest release the estimate was checked on with public logs (v0.19.0, the llm-d sweep); a
+#: newer one is estimated as this one, and the estimate says it cannot know the difference.
+VLLM_NEWEST_CHECKED = (0, 19, 0)
+#: The widest tensor-parallel group public logs give the runtime of (llm-d v0.19.0: TP=4 over
+#: NVLink, 2.13-2.21 GiB of non-torch memory a rank); a wider group's is not known.
+VLLM_WIDEST_CHECKED_TP = 4
 
 
 @dataclass(frozen=True)
@@ -420,6 +489,10 @@ class VllmProfile:
     sampler_bytes_per_logit: int
     sampler_on_every_rank: bool
     notes: tuple[str, ...] = ()
+    #: The fused-MoE workspace persists through the profile (:data:`VLLM_MOE_WORKSPACE_FROM`).
+    moe_workspace_persists: bool = False
+    #: MLA models cache the latent (:data:`VLLM_MLA_FROM`).
+    mla: bool = True
 
 
 def vllm_profile(
@@ -469,10 +542,25 @@ def vllm_profile(
         )
     sort_free = ver >= VLLM_SORT_FREE_SAMPLER_FROM
     per_logit = VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT if sort_free else VLLM_SAMPLER_BYTES_PER_LOGIT
-    return VllmProfile(ver, known, v1, max_num_batched_tokens, max_num_seqs, per_logit, v1, tuple(notes))
+    return VllmProfile(ver, known, v1, max_num_batched_tokens, max_num_seqs, per_logit, v1, tuple(notes),
+                       moe_workspace_persists=ver >= VLLM_MOE_WORKSPACE_FROM, mla=ver >= VLLM_MLA_FROM)
 
 
-def vllm_forward_bytes(facts: ModelFacts, tp: int, tokens: int, *, dtype: str = "float16") -> int:
+def vllm_moe_workspace_bytes(facts: ModelFacts, tp: int, tokens: int, *, dtype: str = "float16") -> int:
+    """Bytes of v0.19.0's persistent fused-MoE workspace on one rank (:data:`VLLM_MOE_WORKSPACE_FROM`):
+    ``workspace13`` M x top-k x max(expert width a rank, hidden) and ``workspace2`` M x top-k x
+    max(2 x expert width a rank, hidden), in the model dtype, M = min(``tokens``,
+    :data:`VLLM_FUSED_MOE_CHUNK_SIZE`); 0 for a dense model. Qwen3-30B-A3B at 8192 tokens: 0.5 GiB."""
+    if not (facts.moe_layers and facts.moe_intermediate_size and facts.num_experts_per_tok):
+        return 0
+    m, k, h = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE), facts.num_experts_per_tok, facts.hidden_size
+    inter = math.ceil(facts.moe_intermediate_size / tp)
+    return m * k * (max(inter, h) + max(2 * inter, h)) * dtype_bytes(dtype)
+
+
+def vllm_forward_bytes(
+    facts: ModelFacts, tp: int, tokens: int, *, dtype: str = "float16", moe_caches: bool = True,
+) -> int:
     """Bytes of the torch peak of one forward pass of ``tokens`` tokens on one rank: residual and
     hidden state (2 x T x hidden) plus the larger of the attention block (q/k/v of the rank's
     heads, the attention output and o_proj's output, while q/k/v is still referenced) and the MLP
@@ -480,15 +568,27 @@ def vllm_forward_bytes(facts: ModelFacts, tp: int, tokens: int, *, dtype: str = 
     vLLM's ``LlamaMLP.forward`` keeps ``gate_up`` to the end; MoE: ``fused_experts_impl``'s
     ``cache13`` = M x top-k x max(2 x expert width a rank, hidden) and ``cache2`` = M x top-k x
     expert width a rank, plus the output; M = min(T, :data:`VLLM_FUSED_MOE_CHUNK_SIZE`),
-    fused_moe.py). vllm-project/vllm #10517 (V0 profiles max_model_len tokens): Llama-3.1-8B at
-    20,000 tokens: 2.06 GiB against the logged 2.07."""
+    fused_moe.py; ``moe_caches`` False leaves them out, for a release that keeps them in a
+    persistent workspace counted apart, :func:`vllm_moe_workspace_bytes`), and the shared experts'
+    gate/up, activation and output beside them. An MLA layer's attention block holds q, the
+    compressed kv_a, the expanded K/V of the prefill (heads a rank x (qk_nope + v)), the keys and
+    the output (vLLM's MLA prefill path). vllm-project/vllm #10517 (V0 profiles max_model_len
+    tokens): Llama-3.1-8B at 20,000 tokens: 2.06 GiB against the logged 2.07."""
     dt = dtype_bytes(dtype)
     t, h, d = tokens, facts.hidden_size, facts.head_dim
     q_heads = math.ceil(facts.num_attention_heads / tp)
-    attention = t * (q_heads + 2 * kv_heads_per_rank(facts, tp)) * d * dt + t * q_heads * d * dt + t * h * dt
-    if facts.num_experts and facts.moe_intermediate_size and facts.num_experts_per_tok:
+    if facts.is_mla:
+        v = facts.v_head_dim or 0
+        per_token = (q_heads * facts.qk_head_dim * 2 + facts.mla_cache_width
+                     + q_heads * ((facts.qk_nope_head_dim or 0) + v) + q_heads * v + h)
+        attention = t * per_token * dt
+    else:
+        attention = t * (q_heads + 2 * kv_heads_per_rank(facts, tp)) * d * dt + t * q_heads * d * dt + t * h * dt
+    if facts.moe_layers and facts.moe_intermediate_size and facts.num_experts_per_tok:
         m, k, inter = min(t, VLLM_FUSED_MOE_CHUNK_SIZE), facts.num_experts_per_tok, math.ceil(facts.moe_intermediate_size / tp)
-        mlp = m * k * max(2 * inter, h) * dt + m * k * inter * dt + t * h * dt
+        caches = m * k * max(2 * inter, h) * dt + m * k * inter * dt if moe_caches else 0
+        shared = math.ceil(facts.shared_expert_width / tp)
+        mlp = caches + t * h * dt + (t * 3 * shared * dt + t * h * dt if shared else 0)
     else:
         inter = math.ceil(facts.intermediate_size / tp)
         mlp = t * 2 * inter * dt + t * inter * dt + t * h * dt
@@ -516,19 +616,23 @@ def vllm_activation_bytes(
     dtype: str = "float16",
     sampler_bytes_per_logit: int = VLLM_SAMPLER_BYTES_PER_LOGIT,
     sampler: bool = True,
+    moe_workspace: bool = False,
 ) -> int:
     """Bytes of the torch peak increase the profile records on one rank (vLLM V0
     ``ModelRunner.profile_run``, V1 ``GPUModelRunner.profile_run``): a forward pass of
     ``max_num_batched_tokens`` tokens (:func:`vllm_forward_bytes`), then, on a rank that samples
     (``sampler``), the sampler warm-up on ``min(max_num_seqs, max_num_batched_tokens)`` rows
     of full-vocabulary logits (:func:`vllm_sampler_bytes`); the peak is the larger of the two.
-    Defaults: V1 on a card below 70 GiB (2048 tokens, 256 rows, the sort's 36 bytes a logit)."""
-    forward = vllm_forward_bytes(facts, tp, max_num_batched_tokens, dtype=dtype)
+    With ``moe_workspace`` (:data:`VLLM_MOE_WORKSPACE_FROM`) the fused-MoE workspace
+    (:func:`vllm_moe_workspace_bytes`) is held under both. Defaults: V1 on a card below 70 GiB
+    (2048 tokens, 256 rows, the sort's 36 bytes a logit)."""
+    held = vllm_moe_workspace_bytes(facts, tp, max_num_batched_tokens, dtype=dtype) if moe_workspace else 0
+    forward = vllm_forward_bytes(facts, tp, max_num_batched_tokens, dtype=dtype, moe_caches=not held)
     if not sampler:
-        return forward
+        return held + forward
     rows = min(max_num_seqs, max_num_batched_tokens)
     warm_up = vllm_sampler_bytes(facts, max_num_batched_tokens, rows, dtype=dtype, bytes_per_logit=sampler_bytes_per_logit)
-    return max(forward, warm_up)
+    return held + max(forward, warm_up)
 
 
 def estimate_vllm(
@@ -571,13 +675,22 @@ def estimate_vllm(
     requested = gpu_memory_utilization * total
     weights = weights_per_card(facts, tp, pp=pp, engine="vllm", dtype=dtype)
     runtime = runtime_bytes("vllm", tp, card, counts_context=prof.version < VLLM_BASELINE_PROFILING_FROM)
-    kv_bytes = kv_bytes_per_token(facts, tp, pp=pp, kv_dtype_bytes=dtype_bytes(kv_cache_dtype, dtype))
+    kv_bytes = kv_bytes_per_token(facts, tp, pp=pp, kv_dtype_bytes=dtype_bytes(kv_cache_dtype, dtype), latent=prof.mla)
     page = kv_bytes * block_size
+    moe_workspace = bool(facts.moe_layers) and prof.moe_workspace_persists and facts.quantization is None
+    uncertain = _vllm_unknowns(facts, card, tp, prof, kv_cache_dtype)
+    if facts.is_mla:
+        notes.append(f"MLA: {kv_bytes:,} bytes a token a rank, the latent (kv_lora_rank {facts.kv_lora_rank} + "
+                     f"qk_rope_head_dim {facts.qk_rope_head_dim}) of {math.ceil(facts.kv_layers / pp)} layers, "
+                     "whole on every rank; VLLM_MLA_DISABLE=1 would cache per-head K and V instead" if prof.mla else
+                     f"MLA model on vLLM before {'.'.join(map(str, VLLM_MLA_FROM))}: K and V cached per head "
+                     f"({kv_bytes:,} bytes a token a rank)")
 
     def act(sampler: bool) -> int:
         return vllm_activation_bytes(
             facts, tp, max_num_batched_tokens=prof.max_num_batched_tokens, max_num_seqs=prof.max_num_seqs,
             dtype=dtype, sampler_bytes_per_logit=prof.sampler_bytes_per_logit, sampler=sampler,
+            moe_workspace=moe_workspace,
         )
 
     world = tp * pp
@@ -628,7 +741,43 @@ def estimate_vllm(
         runtime_gib=runtime / GIB,
         engine_version=prof.version,
         ranks=tuple(ranks),
+        unknowns=tuple(uncertain),
     )
+
+
+def _vllm_unknowns(facts: ModelFacts, card: CardSpec, tp: int, prof: VllmProfile, kv_cache_dtype: str) -> list[str]:
+    """What the estimate of a vLLM server cannot know from the manifest and the facts, each a
+    sentence for the capacity table's notes (:attr:`Estimate.unknowns`): a release the image tag
+    does not name or one newer than :data:`VLLM_NEWEST_CHECKED`; a tensor-parallel group wider
+    than :data:`VLLM_WIDEST_CHECKED_TP` (its runtime has no public figure); a card the catalog
+    does not know (its total is the nameplate); a MoE model on a release between v0.11.0's
+    per-layer caches and :data:`VLLM_MOE_WORKSPACE_FROM`'s persistent workspace, or quantized
+    experts on a release that keeps the workspace (only unquantized ones were logged); an MLA
+    model with an fp8 KV cache (vLLM's ``fp8_ds_mla`` layout differs by release)."""
+    out = []
+    release = "v" + ".".join(map(str, prof.version))
+    if not prof.version_known:
+        out.append(f"the image tag names no vLLM release; the figures follow {release}")
+    elif prof.version > VLLM_NEWEST_CHECKED:
+        out.append(f"vLLM {release} is newer than the releases the estimate was checked on (up to "
+                   f"v{'.'.join(map(str, VLLM_NEWEST_CHECKED))}); its profile may differ")
+    if tp > VLLM_WIDEST_CHECKED_TP:
+        out.append(f"TP={tp}: no public log gives the runtime memory of a tensor-parallel group wider than "
+                   f"{VLLM_WIDEST_CHECKED_TP}; the {'NVLink' if card.nvlink else 'PCIe'} figure of TP 2-4 is taken "
+                   "and the pool may be smaller")
+    if card.cuda_total_mib is None and card.catalog is None:
+        out.append(f"card {card.product} is not in the card catalog: its total is the nameplate, 1-3% above what CUDA reports")
+    if facts.moe_layers:
+        if (0, 11, 0) < prof.version < VLLM_MOE_WORKSPACE_FROM:
+            out.append(f"MoE on vLLM {release}: whether the fused-MoE workspace persists through the profile (it does "
+                       f"in v{'.'.join(map(str, VLLM_MOE_WORKSPACE_FROM))}, not in v0.11.0) is not known; it is not counted")
+        elif prof.moe_workspace_persists and facts.quantization is not None:
+            out.append(f"MoE with {facts.quantization.method} experts on vLLM {release}: only unquantized experts' "
+                       "workspace was logged; it is not counted")
+    if facts.is_mla and prof.mla and kv_cache_dtype.lower().startswith("fp8"):
+        out.append("MLA with an fp8 KV cache: the latent's fp8 layout (fp8_ds_mla in newer releases) is not modelled; "
+                   "one byte an element is taken")
+    return out
 
 
 # --- candle-vllm ------------------------------------------------------------------------

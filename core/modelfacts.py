@@ -177,6 +177,70 @@ class ModelFacts(_Strict):
     linear_conv_kernel_dim: int | None = Field(
         default=None, gt=0, description="Hybrid (GDN) models: the short convolution's kernel width (Qwen3-Next: 4)."
     )
+    kv_lora_rank: int | None = Field(
+        default=None, gt=0, description=(
+            "MLA (DeepSeek-V2/V3, Kimi): rank of the compressed KV latent every attention layer caches "
+            "(config.json kv_lora_rank; DeepSeek-V2-Lite and V3: 512). None: not MLA."))
+    qk_rope_head_dim: int | None = Field(
+        default=None, gt=0, description="MLA: the rotary part of a query/key head, cached beside the latent (64).")
+    qk_nope_head_dim: int | None = Field(
+        default=None, gt=0, description="MLA: the non-rotary part of a query/key head (128).")
+    v_head_dim: int | None = Field(default=None, gt=0, description="MLA: the value head dim (128).")
+    q_lora_rank: int | None = Field(
+        default=None, gt=0, description="MLA: rank of the query's low-rank projection (V3: 1536; None: a full q_proj).")
+    n_shared_experts: int | None = Field(
+        default=None, gt=0, description=(
+            "DeepSeek MoE: shared experts every token runs, each moe_intermediate_size wide "
+            "(config.json n_shared_experts; V2-Lite 2, V3 1)."))
+    shared_expert_intermediate_size: int | None = Field(
+        default=None, gt=0, description=(
+            "Qwen2-MoE: the width of the one shared expert every token runs, with its 1-output gate "
+            "(config.json shared_expert_intermediate_size; Qwen1.5-MoE-A2.7B: 5632)."))
+    dense_mlp_layers: int = Field(
+        default=0, ge=0, description=(
+            "MoE models: layers with a dense MLP of intermediate_size instead of experts (DeepSeek "
+            "first_k_dense_replace: V2-Lite 1, V3 3; Qwen2-MoE: len(mlp_only_layers)). 0: every layer has experts."))
+
+    @property
+    def is_mla(self) -> bool:
+        """True for a multi-head latent attention model (``kv_lora_rank`` given): vLLM's
+        ``ModelConfig.is_deepseek_mla`` (v0.11.0 vllm/config/model.py: a DeepSeek-V2/V3, Kimi-K2 or
+        MTP model type whose config.json has a ``kv_lora_rank``)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def mla_cache_width(self) -> int:
+        """Elements one token caches a layer under MLA: ``kv_lora_rank + qk_rope_head_dim`` (vLLM
+        ``ModelConfig.get_head_size`` with ``use_mla``; one KV head: ``get_num_kv_heads``). 0 for a
+        model that is not MLA."""
+        return (self.kv_lora_rank or 0) + (self.qk_rope_head_dim or 0) if self.is_mla else 0
+
+    @property
+    def qk_head_dim(self) -> int:
+        """A query/key head's width: ``qk_nope_head_dim + qk_rope_head_dim`` for MLA (vLLM's
+        ``get_head_size`` without MLA), else ``head_dim``."""
+        if self.is_mla and self.qk_nope_head_dim and self.qk_rope_head_dim:
+            return self.qk_nope_head_dim + self.qk_rope_head_dim
+        return self.head_dim
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is routed experts: every layer but :attr:`dense_mlp_layers` (0 for a dense model)."""
+        if not (self.num_experts and self.moe_intermediate_size):
+            return 0
+        return max(0, self.num_hidden_layers - self.dense_mlp_layers)
+
+    @property
+    def shared_expert_width(self) -> int:
+        """The width of the MLP every token of a MoE layer runs beside the routed experts: DeepSeek's
+        ``n_shared_experts x moe_intermediate_size`` (one merged MLP, vLLM deepseek_v2.py
+        ``DeepseekV2MoE.shared_experts``) or Qwen2-MoE's ``shared_expert_intermediate_size``
+        (qwen2_moe.py ``Qwen2MoeSparseMoeBlock.shared_expert``); 0 without shared experts."""
+        if self.shared_expert_intermediate_size:
+            return self.shared_expert_intermediate_size
+        if self.n_shared_experts and self.moe_intermediate_size:
+            return self.n_shared_experts * self.moe_intermediate_size
+        return 0
 
     @property
     def kv_layers(self) -> int:
@@ -229,6 +293,10 @@ class ModelFacts(_Strict):
             )
         if self.full_attention_layers is not None and self.full_attention_layers > self.num_hidden_layers:
             raise ValueError("full_attention_layers exceeds num_hidden_layers")
+        if self.kv_lora_rank is not None and None in (self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim):
+            raise ValueError("an MLA model (kv_lora_rank given) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
+        if self.dense_mlp_layers > self.num_hidden_layers:
+            raise ValueError("dense_mlp_layers exceeds num_hidden_layers")
         return self
 
     def tp_divisibility_problems(self, tp: int, engine: str = "candle-vllm") -> list[str]:
@@ -300,12 +368,37 @@ class ModelFacts(_Strict):
         """
         h, d = self.hidden_size, self.head_dim
         embed = self.vocab_size * h * (1 if self.tie_word_embeddings else 2)
-        attn = h * self.num_attention_heads * d * 2 + h * self.num_key_value_heads * d * 2
-        if self.num_experts and self.moe_intermediate_size:
-            mlp = self.num_experts * 3 * h * self.moe_intermediate_size + h * self.num_experts
+        if self.is_mla:
+            attn = sum(k * n for k, n, _ in self.mla_projections())
         else:
-            mlp = 3 * h * self.intermediate_size
-        return embed + self.kv_layers * attn + self.num_hidden_layers * mlp
+            attn = h * self.num_attention_heads * d * 2 + h * self.num_key_value_heads * d * 2
+        dense = 3 * h * self.intermediate_size
+        if self.moe_layers:
+            shared = self.shared_expert_width
+            moe = (self.num_experts or 0) * (3 * h * (self.moe_intermediate_size or 0) + h) + 3 * h * shared
+            if self.shared_expert_intermediate_size:
+                moe += h  # Qwen2-MoE's shared_expert_gate (hidden -> 1)
+            mlp = self.moe_layers * moe + (self.num_hidden_layers - self.moe_layers) * dense
+        else:
+            mlp = self.num_hidden_layers * dense
+        return embed + self.kv_layers * attn + mlp
+
+    def mla_projections(self) -> list[tuple[int, int, bool]]:
+        """``(in, out, split across tensor-parallel ranks)`` of an MLA layer's linears, as vLLM's ``DeepseekV2MLAAttention`` builds them
+        (vllm/model_executor/models/deepseek_v2.py): ``q_a_proj`` (hidden -> q_lora_rank) and
+        ``q_b_proj`` (q_lora_rank -> heads x qk_head_dim), or ``q_proj`` without a q_lora_rank;
+        ``kv_a_proj_with_mqa`` (hidden -> kv_lora_rank + qk_rope_head_dim); ``kv_b_proj``
+        (kv_lora_rank -> heads x (qk_nope_head_dim + v_head_dim)); ``o_proj`` (heads x v_head_dim
+        -> hidden). The two ``_a`` projections are ``ReplicatedLinear`` (whole on every rank), the
+        others split their heads. [] for a model that is not MLA."""
+        if not self.is_mla:
+            return []
+        h, heads = self.hidden_size, self.num_attention_heads
+        rank, rope = int(self.kv_lora_rank or 0), int(self.qk_rope_head_dim or 0)
+        nope, v = int(self.qk_nope_head_dim or 0), int(self.v_head_dim or 0)
+        q = ([(h, self.q_lora_rank, False), (self.q_lora_rank, heads * (nope + rope), True)] if self.q_lora_rank
+             else [(h, heads * (nope + rope), True)])
+        return [*q, (h, rank + rope, False), (rank, heads * (nope + v), True), (heads * v, h, True)]
 
 
 class CatalogEntry(ModelFacts):
@@ -411,9 +504,33 @@ _LINEAR_ATTENTION_KEYS = (
 )
 
 
+#: config.json ``model_type`` values whose ``kv_lora_rank`` makes vLLM cache the MLA latent
+#: (v0.11.0 vllm/config/model.py ``ModelConfig.is_deepseek_mla``; Kimi-VL's text config is deepseek_v3).
+MLA_MODEL_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_mtp", "kimi_k2", "longcat_flash")
+#: config.json keys of an MLA model's attention, read as vLLM's deepseek_v2.py reads them.
+_MLA_KEYS = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank")
+
+
+def _dense_mlp_layers(text: dict, layers: int) -> int:
+    """Layers with a dense MLP in a MoE config.json, as vLLM's model classes choose them: DeepSeek
+    (deepseek_v2.py ``DeepseekV2DecoderLayer``): experts from layer ``first_k_dense_replace`` on,
+    every ``moe_layer_freq``-th; Qwen2-MoE / Qwen3-MoE (qwen2_moe.py, qwen3_moe.py): experts unless
+    the layer is in ``mlp_only_layers`` or ``(layer + 1) % decoder_sparse_step`` is not 0."""
+    if text.get("n_routed_experts"):
+        first, freq = int(text.get("first_k_dense_replace") or 0), int(text.get("moe_layer_freq") or 1)
+        return sum(1 for i in range(layers) if not (i >= first and i % freq == 0))
+    only = set(text.get("mlp_only_layers") or ())
+    step = int(text.get("decoder_sparse_step") or 1)
+    return sum(1 for i in range(layers) if i in only or (i + 1) % step)
+
+
 def facts_from_config_json(raw: dict) -> ModelFacts:
     """Build :class:`ModelFacts` from a parsed Hugging Face config.json dict.
 
+    MoE: ``num_experts`` / ``num_local_experts`` / DeepSeek's ``n_routed_experts``, the shared
+    experts (``n_shared_experts``, ``shared_expert_intermediate_size``) and the dense layers
+    (:func:`_dense_mlp_layers`); MLA: ``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``,
+    ``v_head_dim``, ``q_lora_rank`` for a ``model_type`` of :data:`MLA_MODEL_TYPES`.
     ``parameters`` comes from ``num_parameters`` when the file has it, else from the shapes
     (:meth:`ModelFacts.structural_parameters`). The dtype is ``torch_dtype`` (or ``dtype``,
     the newer transformers name), default bfloat16. Raises ValueError (with the missing key)
@@ -430,7 +547,10 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
             full = sum(1 for t in layer_types if t in ("full_attention", "attention", "sliding_attention"))
         q = raw.get("quantization_config") or text.get("quantization_config")
         quant = quantization_from_config(q) if q else None
-        experts = text.get("num_experts") or text.get("num_local_experts")
+        # DeepSeek names its routed experts n_routed_experts (vLLM deepseek_v2.py DeepseekV2MoE).
+        experts = text.get("num_experts") or text.get("num_local_experts") or text.get("n_routed_experts")
+        mla = text.get("model_type") in MLA_MODEL_TYPES and text.get("kv_lora_rank") is not None
+        layers = int(text["num_hidden_layers"])
         built = ModelFacts(
             architecture=(raw.get("architectures") or ["unknown"])[0],
             num_hidden_layers=int(text["num_hidden_layers"]),
@@ -454,6 +574,10 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
             moe_intermediate_size=text.get("moe_intermediate_size") or (text["intermediate_size"] if experts else None),
             tie_word_embeddings=bool(text.get("tie_word_embeddings", False)),
             **{k: text[k] for k in _LINEAR_ATTENTION_KEYS if text.get(k) is not None},
+            **({k: text[k] for k in _MLA_KEYS if text.get(k) is not None} if mla else {}),
+            n_shared_experts=text.get("n_shared_experts") or None,
+            shared_expert_intermediate_size=text.get("shared_expert_intermediate_size") or None,
+            dense_mlp_layers=_dense_mlp_layers(text, layers) if experts else 0,
         )
     except KeyError as err:
         raise ValueError(f"config.json has no {err.args[0]!r}") from None
