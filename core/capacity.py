@@ -283,43 +283,76 @@ def _vocab_bytes(facts: ModelFacts, tp: int, dt: int, engine: str) -> tuple[int,
     return embed, (0 if facts.tie_word_embeddings else embed)
 
 
+def pipeline_stage_layers(layers: int, pp: int) -> list[int]:
+    """Decoder layers of each pipeline stage, as vLLM splits them (vllm/distributed/utils.py
+    ``get_pp_indices`` without ``VLLM_PP_LAYER_PARTITION``): ``layers // pp`` each, the remainder
+    one more to each stage from the second-to-last backwards. 27 layers over 2 stages: [14, 13]."""
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    return parts
+
+
+def stage_weights(
+    facts: ModelFacts, tp: int = 1, *, pp: int = 1, engine: str = "vllm", dtype: str = "float16"
+) -> list[int]:
+    """Bytes of weights one card of each pipeline stage holds (:func:`weights_per_card` is the
+    largest): the stage's layers (:func:`pipeline_stage_layers`; a MoE model's dense-MLP layers,
+    DeepSeek's first ``first_k_dense_replace``, in the first stages) split by TP, the embedding on
+    the first stage and the LM head on the last, and ``1 / pp`` of the parameters the shapes do
+    not describe. Raises ValueError for ``tp`` or ``pp`` below 1."""
+    if tp < 1 or pp < 1:
+        raise ValueError(f"tensor parallel {tp} and pipeline parallel {pp} must be at least 1")
+    dt = dtype_bytes(dtype)
+    attention = _attention_layer_bytes(facts, tp, dt)
+    moe_mlp = _mlp_layer_bytes(facts, tp, dt) if facts.moe_layers else 0
+    dense_mlp = _mlp_layer_bytes(facts, tp, dt, moe=False)
+    embed, head = _vocab_bytes(facts, tp, dt, engine)
+    rest = max(0, int(facts.parameters) - facts.structural_parameters())
+    rest_bytes = rest * dt // (tp * pp if facts.is_hybrid else pp)
+    dense_left = facts.num_hidden_layers - facts.moe_layers
+    out = []
+    for i, n in enumerate(pipeline_stage_layers(facts.num_hidden_layers, pp)):
+        dense = min(n, dense_left)
+        dense_left -= dense
+        kv = stage_kv_layers(facts, pp)[i]
+        vocab = (embed if i == 0 else 0) + (head if i == pp - 1 else 0)
+        out.append(kv * attention + dense * dense_mlp + (n - dense) * moe_mlp + vocab + rest_bytes)
+    return out
+
+
+def stage_kv_layers(facts: ModelFacts, pp: int = 1) -> list[int]:
+    """Layers holding a KV cache in each pipeline stage: the stage's layers, or for a hybrid
+    model its share of the full-attention layers (rounded up)."""
+    parts = pipeline_stage_layers(facts.num_hidden_layers, pp)
+    if not facts.is_hybrid:
+        return parts
+    return [math.ceil(facts.kv_layers * n / facts.num_hidden_layers) for n in parts]
+
+
 def weights_per_card(
     facts: ModelFacts, tp: int = 1, *, pp: int = 1, engine: str = "vllm", dtype: str = "float16"
 ) -> int:
-    """Bytes of weights one card holds: the busiest pipeline stage's layers split by TP.
+    """Bytes of weights one card holds: the busiest pipeline stage's layers split by TP
+    (:func:`stage_weights`).
 
     Linear layers are quantized as the checkpoint is (:attr:`ModelFacts.quantization`);
     embeddings, LM head, norms and router gates are ``dtype`` (default float16, the
     ``--dtype`` both engines run on sm_70). ``engine`` is ``"vllm"`` (vocabulary split across
     ranks) or ``"candle-vllm"`` (embedding and LM head whole on each rank). Parameters the
-    shapes do not describe (norms, biases, linear-attention projections:
+    shapes do not describe (norms, biases, linear-attention projections, a vision tower:
     ``parameters - structural_parameters()``) are counted in ``dtype``, split by TP for a
-    hybrid model (its GDN projections are sharded) and whole otherwise (norms). With
-    ``pp > 1`` a stage holds ``ceil(layers / pp)`` layers plus the larger of embedding and LM
-    head. Raises ValueError for ``tp`` or ``pp`` below 1.
+    hybrid model (its GDN projections are sharded) and whole otherwise (norms). Raises
+    ValueError for ``tp`` or ``pp`` below 1.
     """
-    if tp < 1 or pp < 1:
-        raise ValueError(f"tensor parallel {tp} and pipeline parallel {pp} must be at least 1")
-    dt = dtype_bytes(dtype)
-    stage_layers = math.ceil(facts.num_hidden_layers / pp)
-    stage_kv_layers = math.ceil(facts.kv_layers / pp)
-    # A MoE model's dense-MLP layers (DeepSeek's first_k_dense_replace) sit in one stage; the busiest
-    # stage is taken to hold as many expert layers as it can.
-    moe_layers = min(stage_layers, facts.moe_layers) if facts.moe_layers else 0
-    mlp = moe_layers * _mlp_layer_bytes(facts, tp, dt) + (stage_layers - moe_layers) * _mlp_layer_bytes(facts, tp, dt, moe=False)
-    layers = stage_kv_layers * _attention_layer_bytes(facts, tp, dt) + mlp
-    embed, head = _vocab_bytes(facts, tp, dt, engine)
-    vocab = embed + head if pp == 1 else max(embed, head)
-    rest = max(0, int(facts.parameters) - facts.structural_parameters())
-    rest_bytes = rest * dt // (tp * pp if facts.is_hybrid else pp)
-    return layers + vocab + rest_bytes
+    return max(stage_weights(facts, tp, pp=pp, engine=engine, dtype=dtype))
 
 
 def kv_bytes_per_token(
     facts: ModelFacts, tp: int = 1, *, pp: int = 1, kv_dtype_bytes: int = 2, latent: bool | None = None,
 ) -> int:
     """KV-cache bytes one token takes on one card: 2 (K and V) x full-attention layers of the
-    stage x KV heads a rank x head_dim x KV dtype bytes. Qwen3-30B-A3B at TP=1, fp16:
+    largest stage x KV heads a rank x head_dim x KV dtype bytes. Qwen3-30B-A3B at TP=1, fp16:
     2 x 48 x 4 x 128 x 2 = 98,304 bytes.
 
     An MLA model (:attr:`~core.modelfacts.ModelFacts.is_mla`) caching its latent (``latent``,
@@ -330,7 +363,7 @@ def kv_bytes_per_token(
     DeepSeek-V2-Lite: 27 x 576 x 2 = 31,104 bytes, as llm-d's v0.19.0 log has it (43.61 GiB for
     1,505,552 tokens). Without the latent (``latent`` False: vLLM before 0.7.1, or
     ``VLLM_MLA_DISABLE=1``) every query head caches K and V of qk_nope + qk_rope (V padded to it)."""
-    layers = math.ceil(facts.kv_layers / pp)
+    layers = max(stage_kv_layers(facts, pp))
     if facts.is_mla:
         if latent is None or latent:
             return layers * facts.mla_cache_width * kv_dtype_bytes
@@ -673,10 +706,8 @@ def estimate_vllm(
     notes = [*_card_notes(card), *prof.notes]
     total = cuda_total_bytes(card)
     requested = gpu_memory_utilization * total
-    weights = weights_per_card(facts, tp, pp=pp, engine="vllm", dtype=dtype)
     runtime = runtime_bytes("vllm", tp, card, counts_context=prof.version < VLLM_BASELINE_PROFILING_FROM)
     kv_bytes = kv_bytes_per_token(facts, tp, pp=pp, kv_dtype_bytes=dtype_bytes(kv_cache_dtype, dtype), latent=prof.mla)
-    page = kv_bytes * block_size
     moe_workspace = bool(facts.moe_layers) and prof.moe_workspace_persists and facts.quantization is None
     uncertain = _vllm_unknowns(facts, card, tp, prof, kv_cache_dtype)
     if facts.is_mla:
@@ -694,22 +725,27 @@ def estimate_vllm(
         )
 
     world = tp * pp
+    weights_by_stage = stage_weights(facts, tp, pp=pp, engine="vllm", dtype=dtype)
+    kv_by_stage = stage_kv_layers(facts, pp)
+    per_layer = kv_bytes // max(kv_by_stage)  # one token, one layer
     if world == 1 or (prof.sampler_on_every_rank and pp == 1):
-        kinds = [("every rank" if world > 1 else "the rank", act(True))]
+        kinds = [("every rank" if world > 1 else "the rank", 0, act(True))]
     elif prof.sampler_on_every_rank:
-        kinds = [("ranks of the last pipeline stage (sampler)", act(True)), ("ranks of the other stages", act(False))]
+        kinds = [(f"ranks of pipeline stage {i}" + (" (sampler)" if i == pp - 1 else ""), i, act(i == pp - 1))
+                 for i in range(pp)]
     else:
-        kinds = [("rank 0 (V0 driver: gathers the logits, runs the sampler)", act(True)),
-                 (f"ranks 1-{world - 1}" if world > 2 else "rank 1", act(False))]
+        kinds = [("rank 0 (V0 driver: gathers the logits, runs the sampler)", 0, act(True)),
+                 (f"ranks 1-{world - 1}" if world > 2 else "rank 1", pp - 1, act(False))]
     ranks, pools = [], []
-    for who, activation in kinds:
+    for who, stage, activation in kinds:
+        weights = weights_by_stage[stage]
         pool = requested - weights - runtime - activation
-        blocks = max(0, int(pool // page)) if pool > 0 else 0
+        stage_page = per_layer * kv_by_stage[stage] * block_size
+        blocks = max(0, int(pool // stage_page)) if pool > 0 else 0
         ranks.append(RankMemory(who, weights / GIB, activation / GIB, runtime / GIB, max(0.0, pool) / GIB, blocks))
-        pools.append((pool, activation))
-    pool, activation = min(pools)
-    smallest = ranks[pools.index((pool, activation))]
-    blocks = smallest.kv_blocks
+        pools.append((blocks, pool, activation, weights))
+    blocks, pool, activation, weights = min(pools)
+    weights = max(weights_by_stage)
     per_request = math.ceil(max_model_len / block_size)
     if len(ranks) > 1:
         notes.append(
