@@ -37,7 +37,7 @@ def test_every_entry_validates_against_the_schema(name):
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(data)
     entries = data.values() if isinstance(data, dict) else data
-    assert len(entries) == {"models": 7, "cards": 15, "images": 4}[name]
+    assert len(entries) == len(CATALOGS[name].load()) > 0  # every entry of the file is loaded, none dropped
     assert all(e["source"].strip() for e in entries)
 
 
