@@ -500,6 +500,9 @@ VLLM_MOE_WORKSPACE_FROM = (0, 19, 0)
 #: The newest release the estimate was checked on with public logs (v0.19.0, the llm-d sweep); a
 #: newer one is estimated as this one, and the estimate says it cannot know the difference.
 VLLM_NEWEST_CHECKED = (0, 19, 0)
+#: The oldest release a public startup log checks the estimate on (vllm-project/vllm #10517,
+#: v0.6.4); an older one is estimated by the V0 rules, and the estimate says it cannot know the difference.
+VLLM_OLDEST_CHECKED = (0, 6, 4)
 #: The widest tensor-parallel group public logs give the runtime of (llm-d v0.19.0: TP=4 over
 #: NVLink, 2.13-2.21 GiB of non-torch memory a rank); a wider group's is not known.
 VLLM_WIDEST_CHECKED_TP = 4
@@ -535,6 +538,7 @@ def vllm_profile(
     version: tuple[int, ...] | None = None,
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
+    v1: bool | None = None,
 ) -> VllmProfile:
     """The profile of vLLM ``version`` (a tuple from :attr:`core.images.ImageRef.version`;
     None: :data:`VLLM_ASSUMED_VERSION`) on ``card``, with the scheduler limits given or the
@@ -548,13 +552,19 @@ def vllm_profile(
       runs the sampler warm-up on ``min(max_num_seqs, max_num_batched_tokens)`` rows.
     - The sampler's bytes a logit: :data:`VLLM_SAMPLER_BYTES_PER_LOGIT` (the sort) before 0.17,
       :data:`VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT` from 0.17.
+
+    ``v1``: the engine a log shows (``VLLM_USE_V1``, or a release's fallback to V0 for a feature
+    V1 lacked); None: the release's default on the card.
     """
     notes: list[str] = []
     known = version is not None
     ver = tuple(version) if version is not None else VLLM_ASSUMED_VERSION
     if not known:
         notes.append(f"vLLM release not named by the image tag: figures follow v{'.'.join(map(str, ver))}")
-    v1 = rules.vllm_v1_by_default(ver, card.sm)
+    if v1 is None:
+        v1 = rules.vllm_v1_by_default(ver, card.sm)
+    elif v1 != rules.vllm_v1_by_default(ver, card.sm):
+        notes.append(f"the {'V1' if v1 else 'V0'} engine as given, against the release's default (VLLM_USE_V1)")
     if v1:
         large = card.cuda_total_bytes >= VLLM_LARGE_CARD_GIB * GIB
         tokens = VLLM_LARGE_CARD_MAX_NUM_BATCHED_TOKENS if large else VLLM_DEFAULT_MAX_NUM_BATCHED_TOKENS
@@ -682,6 +692,7 @@ def estimate_vllm(
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
     version: tuple[int, ...] | None = None,
+    v1: bool | None = None,
 ) -> Estimate:
     """Estimate vLLM's KV cache on each rank of a server on ``card`` (see the module docstring).
 
@@ -694,7 +705,8 @@ def estimate_vllm(
     model's ``max_position_embeddings``, pass that. ``version``: the release, a tuple
     (:attr:`core.images.ImageRef.version`; None: :data:`VLLM_ASSUMED_VERSION`).
     ``max_num_batched_tokens`` / ``max_num_seqs``: None takes the release's defaults for the
-    card. ``kv_cache_dtype`` ``auto`` uses ``dtype`` (float16); ``fp8*`` is one byte. Raises
+    card; ``v1``: the engine, when a log shows one against the release's default
+    (:func:`vllm_profile`). ``kv_cache_dtype`` ``auto`` uses ``dtype`` (float16); ``fp8*`` is one byte. Raises
     ValueError for a utilization outside (0, 1], a ``max_model_len`` below 1 or an unknown dtype.
     """
     if not 0 < gpu_memory_utilization <= 1:
@@ -702,7 +714,7 @@ def estimate_vllm(
     if max_model_len < 1:
         raise ValueError(f"max-model-len {max_model_len} must be at least 1 token")
     prof = vllm_profile(card, max_model_len=max_model_len, version=version,
-                        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
+                        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, v1=v1)
     notes = [*_card_notes(card), *prof.notes]
     total = cuda_total_bytes(card)
     requested = gpu_memory_utilization * total
@@ -784,7 +796,7 @@ def estimate_vllm(
 def _vllm_unknowns(facts: ModelFacts, card: CardSpec, tp: int, prof: VllmProfile, kv_cache_dtype: str) -> list[str]:
     """What the estimate of a vLLM server cannot know from the manifest and the facts, each a
     sentence for the capacity table's notes (:attr:`Estimate.unknowns`): a release the image tag
-    does not name or one newer than :data:`VLLM_NEWEST_CHECKED`; a tensor-parallel group wider
+    does not name, one newer than :data:`VLLM_NEWEST_CHECKED` or older than :data:`VLLM_OLDEST_CHECKED`; a tensor-parallel group wider
     than :data:`VLLM_WIDEST_CHECKED_TP` (its runtime has no public figure); a card the catalog
     does not know (its total is the nameplate); a MoE model on a release between v0.11.0's
     per-layer caches and :data:`VLLM_MOE_WORKSPACE_FROM`'s persistent workspace, or quantized
@@ -797,6 +809,9 @@ def _vllm_unknowns(facts: ModelFacts, card: CardSpec, tp: int, prof: VllmProfile
     elif prof.version > VLLM_NEWEST_CHECKED:
         out.append(f"vLLM {release} is newer than the releases the estimate was checked on (up to "
                    f"v{'.'.join(map(str, VLLM_NEWEST_CHECKED))}); its profile may differ")
+    elif prof.version < VLLM_OLDEST_CHECKED:
+        out.append(f"vLLM {release} is older than the releases the estimate was checked on (from "
+                   f"v{'.'.join(map(str, VLLM_OLDEST_CHECKED))}); its profile may differ")
     if tp > VLLM_WIDEST_CHECKED_TP:
         out.append(f"TP={tp}: no public log gives the runtime memory of a tensor-parallel group wider than "
                    f"{VLLM_WIDEST_CHECKED_TP}; the {'NVLink' if card.nvlink else 'PCIe'} figure of TP 2-4 is taken "
