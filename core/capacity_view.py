@@ -200,6 +200,8 @@ class Row:
     confirmed (``ModelEntry.provisional``), so every figure is indicative. ``kv_upper_bound``:
     the KV pool, its tokens and the concurrency are upper bounds (candle-vllm: the memory the
     process holds beside the weights after load is not modelled; see the estimate's ``notes``).
+    ``unknowns``: what the estimate cannot know for this server (:attr:`core.capacity.Estimate.unknowns`:
+    a release it does not model, a runtime no log gives...), so its KV figures are indicative.
     """
 
     server: str
@@ -225,6 +227,7 @@ class Row:
     comparison: tuple[Figure, ...] = ()
     #: What the estimate assumed (:func:`core.capacity_measured.assumptions`), for a disagreement's report.
     assumed: str = ""
+    unknowns: tuple[str, ...] = ()
 
 
 def _row(sc: ServerCapacity, models: Models) -> Row:
@@ -251,6 +254,7 @@ def _row(sc: ServerCapacity, models: Models) -> Row:
         measured=sc.measured,
         comparison=tuple(capacity_measured.compare(sc.measured, e)) if sc.measured and e else (),
         assumed=capacity_measured.assumptions(e) if e else "",
+        unknowns=e.unknowns if e else (),
     )
 
 

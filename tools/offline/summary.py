@@ -254,11 +254,12 @@ def _models(config: dict[str, Any], base_dir: Path | None):
     return Models(entries=entries, facts={k: e.resolve(base_dir) for k, e in entries.items()})
 
 
-def _num(value: float | None, fmt: str, bound: bool = False) -> str:
-    """``value`` formatted, ``<= `` before it when it is an upper bound, ``-`` when None."""
+def _num(value: float | None, fmt: str, bound: bool = False, approx: bool = False) -> str:
+    """``value`` formatted, ``<= `` before it when it is an upper bound, ``~`` when the estimate
+    cannot know it to this precision (:data:`UNKNOWN_MARK`), ``-`` when None."""
     if value is None:
         return "-"
-    return ("<= " if bound else "") + format(value, fmt)
+    return ("<= " if bound else UNKNOWN_MARK if approx else "") + format(value, fmt)
 
 
 #: The footnote under the capacity table when a row shows upper bounds (candle-vllm).
@@ -267,6 +268,10 @@ UPPER_BOUND_NOTE = (
     f"context {capacity.CANDLE_RUNTIME_GIB} GiB, NCCL over PCIe {capacity.COMM_PCIE_GIB}); more in use is not "
     "modelled: against the user's measured coder-14b pool the estimate is 15.9% high (README \"Capacity\")"
 )
+#: The mark before a row's KV tokens when the estimate cannot know them to that precision
+#: (``Row.unknowns``: a release it does not model, a runtime no public log gives, ...); the row's
+#: reasons follow the table, one line a server.
+UNKNOWN_MARK = "~"
 #: The footnote under the capacity table when a row's model has provisional facts.
 PROVISIONAL_NOTE = (
     "(provisional facts): the model's facts are not yet confirmed from the checkpoint's config.json "
@@ -285,8 +290,9 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
     A row whose KV figures are upper bounds (``Row.kv_upper_bound``: candle-vllm) shows its KV
     pool, tokens and concurrency as ``<= N`` (and its max-model-len, when candle-vllm caps it at
     the pool); a row whose model has provisional facts
-    (``Row.provisional``) names the model ``<key> (provisional facts)``; a footnote under the
-    table explains each mark that appears."""
+    (``Row.provisional``) names the model ``<key> (provisional facts)``; a row whose estimate
+    cannot know its figures to the token (``Row.unknowns``) shows its KV tokens as ``~N`` and a
+    line under the table says why; a footnote under the table explains each mark that appears."""
     rows = capacity_view.capacity_rows(view or view_of(resources), inventory, _models(config, base_dir))
     rows = [r for r in rows if r.replicas > 0]
     if not rows:
@@ -297,7 +303,8 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
         bound = r.kv_upper_bound
         lines.append([
             r.server, r.engine, f"{r.model} (provisional facts)" if r.provisional else r.model, str(r.cards),
-            _num(r.weights_gib_per_card, ".2f"), _num(r.kv_pool_gib, ".2f", bound), _num(r.kv_tokens, ",", bound),
+            _num(r.weights_gib_per_card, ".2f"), _num(r.kv_pool_gib, ".2f", bound),
+            _num(r.kv_tokens, ",", bound, approx=bool(r.unknowns)),
             _num(r.max_model_len, ",", bound and r.max_model_len == r.kv_tokens), "-" if r.concurrency is None else f"{'<= ' if bound else ''}{r.concurrency:.2f}x",
             fits,
         ])
@@ -305,8 +312,9 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
               "concurrency", "fits")
     notes = [note for flag, note in ((any(r.kv_upper_bound for r in rows), UPPER_BOUND_NOTE),
                                      (any(r.provisional for r in rows), PROVISIONAL_NOTE)) if flag]
+    unknown = [f"  {UNKNOWN_MARK} {r.server}: the estimate cannot know: {'; '.join(r.unknowns)}" for r in rows if r.unknowns]
     return ["model servers (per card; estimated by core/capacity.py)", *table(lines, header=header),
-            *(f"  {n}" for n in notes), *measured_lines(rows)]
+            *(f"  {n}" for n in notes), *unknown, *measured_lines(rows)]
 
 
 def measured_lines(rows: Sequence[capacity_view.Row]) -> list[str]:

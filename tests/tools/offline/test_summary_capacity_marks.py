@@ -16,7 +16,7 @@ from core.modelfacts import ModelEntry
 from tests.paths import PROD_STACK_FILE, ROOT
 from tests.policy_harness import FIXTURES
 from tools.offline.manifests import load_manifest_dir, load_stack_file
-from tools.offline.summary import PROVISIONAL_NOTE, UPPER_BOUND_NOTE, capacity_section, inventory_of
+from tools.offline.summary import PROVISIONAL_NOTE, UNKNOWN_MARK, UPPER_BOUND_NOTE, capacity_section, inventory_of
 
 ALLOWED = FIXTURES / "kv-cache-fits-max-model-len" / "allowed"
 CANDLE_14B, CLEF, REASONING = (ALLOWED / n for n in ("candle-vllm-14b-tp2.yaml", "clef-candle.yaml", "reasoning-64k.yaml"))
@@ -38,9 +38,25 @@ def config():
     return loaded
 
 
-def section(config, *paths):
+def section(config, *paths, image: str | None = None):
     resources = [r for p in paths for r in load_manifest_dir(p)]
+    if image is not None:
+        for r in resources:
+            _set_image(r.props, image)
     return capacity_section(resources, config, inventory_of(config), ROOT)
+
+
+def _set_image(node, image: str) -> None:
+    """Every container's ``image`` under ``node`` (a Deployment's template, an InferenceService's predictor)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "image" and isinstance(value, str):
+                node[key] = image
+            else:
+                _set_image(value, image)
+    elif isinstance(node, list):
+        for item in node:
+            _set_image(item, image)
 
 
 def row_of(lines, server):
@@ -105,3 +121,17 @@ def test_confirmed_facts_drop_the_mark(config):
     lines = section(config, CLEF)
     assert "(provisional facts)" not in row_of(lines, "clef-candle")
     assert not any(PROVISIONAL_NOTE in x for x in lines)
+
+
+def test_a_release_the_estimate_does_not_model_is_marked_not_given_a_false_precision(config):
+    """core.capacity.Estimate.unknowns: a vLLM release newer than any the estimate was checked on
+    (v0.19.0) is estimated as the newest, its KV tokens shown ``~N`` and the reason printed under
+    the table; the release the seed names (v0.11.0) is not marked."""
+    plain = section(config, REASONING)
+    assert UNKNOWN_MARK + "1" not in row_of(plain, "reasoning") and not any("cannot know" in x for x in plain)
+    lines = section(config, REASONING, image="vllm/vllm-openai:v0.25.0")
+    assert re.search(r"\s~[\d,]+\s", row_of(lines, "reasoning"))
+    (why,) = [x for x in lines if "cannot know" in x]
+    assert why.startswith(f"  {UNKNOWN_MARK} reasoning: the estimate cannot know: vLLM v0.25.0 is newer than")
+    moving = section(config, REASONING, image="vllm/vllm-openai:latest")
+    assert any("the image tag names no vLLM release" in x for x in moving)
