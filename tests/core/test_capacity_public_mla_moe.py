@@ -119,7 +119,7 @@ def llm_d(model: str, tp: int = 1) -> capacity.Estimate:
 
 
 def test_deepseek_config_reads_mla_routed_and_shared_experts_and_dense_layers():
-    """vLLM deepseek_v2.py: ``n_routed_experts`` experts in every layer from ``first_k_dense_replace``
+    """As vLLM's deepseek_v2.py reads them: ``n_routed_experts`` experts in every layer from ``first_k_dense_replace``
     on, ``n_shared_experts`` x ``moe_intermediate_size`` of shared MLP beside them, MLA attention
     (``ModelConfig.is_deepseek_mla``: a deepseek_v2/v3 model type with a ``kv_lora_rank``)."""
     lite = FACTS["deepseek-ai/DeepSeek-V2-Lite-Chat"]
@@ -137,7 +137,7 @@ def test_deepseek_config_reads_mla_routed_and_shared_experts_and_dense_layers():
 
 
 def test_qwen2_moe_reads_its_shared_expert():
-    """vLLM qwen2_moe.py ``Qwen2MoeSparseMoeBlock``: one shared expert of
+    """As vLLM's qwen2_moe.py ``Qwen2MoeSparseMoeBlock`` builds it: one shared expert of
     ``shared_expert_intermediate_size`` and its 1-output gate beside the routed experts."""
     qwen = FACTS["Qwen/Qwen1.5-MoE-A2.7B"]
     assert (qwen.num_experts, qwen.shared_expert_width, qwen.moe_layers) == (60, 5632, 24)
@@ -145,7 +145,7 @@ def test_qwen2_moe_reads_its_shared_expert():
 
 
 def test_mla_caches_the_latent_not_heads_times_head_dim():
-    """vLLM v0.11.0 ``ModelConfig.get_head_size`` with ``use_mla``: kv_lora_rank + qk_rope_head_dim, one
+    """As vLLM v0.11.0's ``ModelConfig.get_head_size`` with ``use_mla`` has it: kv_lora_rank + qk_rope_head_dim, one
     KV head, no factor 2 (``MLAAttentionSpec``); DeepSeek-V2-Lite 27 x 576 x 2 = 31,104 bytes a token on
     every rank. Before v0.7.1 (or with VLLM_MLA_DISABLE=1) each of the 16 heads caches K and V of 192:
     10.7 times as much, the -86% the estimate read before it knew MLA."""
