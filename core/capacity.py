@@ -503,9 +503,13 @@ VLLM_NEWEST_CHECKED = (0, 19, 0)
 #: The oldest release a public startup log checks the estimate on (vllm-project/vllm #10517,
 #: v0.6.4); an older one is estimated by the V0 rules, and the estimate says it cannot know the difference.
 VLLM_OLDEST_CHECKED = (0, 6, 4)
-#: The widest tensor-parallel group public logs give the runtime of (llm-d v0.19.0: TP=4 over
-#: NVLink, 2.13-2.21 GiB of non-torch memory a rank); a wider group's is not known.
-VLLM_WIDEST_CHECKED_TP = 4
+#: The widest tensor-parallel group public logs give the runtime of, by interconnect: over NVLink
+#: TP=4 (llm-d v0.19.0: 2.13-2.21 GiB of non-torch memory a rank at TP=4, 2.06-2.11 at TP=2, against
+#: 0.25-0.27 at TP=1, so 1.8-1.9 GiB for the all-reduce at both widths, which COMM_NVLINK_GIB's 1.85
+#: meets within 0.06); over PCIe TP=2 (vllm-project/vllm #13061). A wider group's is not known: the
+#: one wider log (vllm-project/vllm PR #14447, TP=16 over PCIe, V0) shows 0.20 GiB in all, below the
+#: TP=2 figure, and no public TP=8 NVLink log was found.
+VLLM_WIDEST_CHECKED_TP = {True: 4, False: 2}
 
 
 @dataclass(frozen=True)
@@ -796,8 +800,9 @@ def estimate_vllm(
 def _vllm_unknowns(facts: ModelFacts, card: CardSpec, tp: int, prof: VllmProfile, kv_cache_dtype: str) -> list[str]:
     """What the estimate of a vLLM server cannot know from the manifest and the facts, each a
     sentence for the capacity table's notes (:attr:`Estimate.unknowns`): a release the image tag
-    does not name, one newer than :data:`VLLM_NEWEST_CHECKED` or older than :data:`VLLM_OLDEST_CHECKED`; a tensor-parallel group wider
-    than :data:`VLLM_WIDEST_CHECKED_TP` (its runtime has no public figure); a card the catalog
+    does not name, one newer than :data:`VLLM_NEWEST_CHECKED` or older than :data:`VLLM_OLDEST_CHECKED`;
+    a tensor-parallel group wider than :data:`VLLM_WIDEST_CHECKED_TP` for its interconnect (its
+    runtime has no public figure); a card the catalog
     does not know (its total is the nameplate); a MoE model on a release between v0.11.0's
     per-layer caches and :data:`VLLM_MOE_WORKSPACE_FROM`'s persistent workspace, or quantized
     experts on a release that keeps the workspace (only unquantized ones were logged); an MLA
@@ -812,10 +817,11 @@ def _vllm_unknowns(facts: ModelFacts, card: CardSpec, tp: int, prof: VllmProfile
     elif prof.version < VLLM_OLDEST_CHECKED:
         out.append(f"vLLM {release} is older than the releases the estimate was checked on (from "
                    f"v{'.'.join(map(str, VLLM_OLDEST_CHECKED))}); its profile may differ")
-    if tp > VLLM_WIDEST_CHECKED_TP:
-        out.append(f"TP={tp}: no public log gives the runtime memory of a tensor-parallel group wider than "
-                   f"{VLLM_WIDEST_CHECKED_TP}; the {'NVLink' if card.nvlink else 'PCIe'} figure of TP 2-4 is taken "
-                   "and the pool may be smaller")
+    widest = VLLM_WIDEST_CHECKED_TP[card.nvlink]
+    if tp > widest:
+        link = "NVLink" if card.nvlink else "PCIe"
+        out.append(f"TP={tp} over {link}: no public log gives the runtime memory of a tensor-parallel group wider "
+                   f"than {widest} over {link}; the figure of TP={widest} is taken, and the pool may differ")
     if card.cuda_total_mib is None and card.catalog is None:
         out.append(f"card {card.product} is not in the card catalog: its total is the nameplate, 1-3% above what CUDA reports")
     if facts.moe_layers:
