@@ -53,7 +53,13 @@ not from the card itself (candle-vllm's coder-14b rank on worker-1 holds about 2
 than they explain: docs/capacity-model.md). Not modelled: vLLM's state pages for linear-attention
 layers; candle-vllm's in-situ quantization (``--isq``) and its TurboQuant KV dtypes; a
 ``VLLM_USE_V1`` set against the release's default. Every estimate lists what it assumed or
-left out in ``notes``.
+left out in ``notes``, and what it cannot know (a release it was not checked on, a TP group wider
+than any log, ...) in ``unknowns``, which the capacity table marks.
+
+Model facts (:class:`~core.modelfacts.ModelFacts`) carry MLA (the latent every layer caches,
+vLLM's ``ModelConfig.use_mla`` from v0.7.1) and shared experts (DeepSeek's ``n_shared_experts``,
+Qwen2-MoE's ``shared_expert_intermediate_size``); docs/capacity-model.md has every term with its
+source.
 
 Units: bytes inside, GiB (2^30 bytes) and MiB (2^20, candle-vllm's "MB") in results, tokens
 for KV capacity.
@@ -993,7 +999,21 @@ def estimate_candle(
         notes=tuple(notes),
         runtime_gib=runtime / GIB,
         ranks=(rank,),
+        unknowns=tuple(_candle_unknowns(facts, card)),
     )
+
+
+def _candle_unknowns(facts: ModelFacts, card: CardSpec) -> list[str]:
+    """What a candle-vllm estimate cannot know (:attr:`Estimate.unknowns`): an MLA model's cache
+    layout (``get_cache_config`` divides by KV heads x head_dim; whether candle-vllm caches the
+    latent is not read from its code here) and a card the catalog does not know."""
+    out = []
+    if facts.is_mla:
+        out.append("MLA model on candle-vllm: its cache is sized as KV heads x head_dim; whether candle-vllm "
+                   "caches the latent is not modelled")
+    if card.cuda_total_mib is None and card.catalog is None:
+        out.append(f"card {card.product} is not in the card catalog: its total is the nameplate, 1-3% above what CUDA reports")
+    return out
 
 
 # --- one entry point for both sides -----------------------------------------------------

@@ -279,3 +279,13 @@ def test_15607_deepseek_coder_v2_lite_weights_at_tp4():
     MLA's replicated kv_a projection and the experts split four ways."""
     lite = FACTS["deepseek-ai/DeepSeek-V2-Lite-Chat"]
     assert within(capacity.weights_per_card(lite, 4, dtype="bfloat16") / GIB, 7.3858, 0.01)
+
+
+def test_candle_vllm_says_it_cannot_know_an_mla_cache():
+    """candle-vllm's get_cache_config divides by KV heads x head_dim; for an MLA model that is not
+    the latent, and the estimate says it cannot know which candle-vllm caches."""
+    v100 = CardSpec(product="Tesla-V100-PCIE-32GB", memory_mib=32768, compute_capability="7.0", nvlink=False,
+                    hbm_bandwidth_gb_s=900)
+    e = capacity.estimate_candle(FACTS["deepseek-ai/DeepSeek-V2-Lite-Chat"], v100, tp=2, kv_fraction=0.5)
+    assert any("MLA model on candle-vllm" in u for u in e.unknowns)
+    assert not capacity.estimate_candle(FACTS["meta-llama/Llama-2-7b-hf"], v100, kv_fraction=0.5).unknowns
