@@ -148,7 +148,8 @@ def test_mla_caches_the_latent_not_heads_times_head_dim():
     """As vLLM v0.11.0's ``ModelConfig.get_head_size`` with ``use_mla`` has it: kv_lora_rank + qk_rope_head_dim, one
     KV head, no factor 2 (``MLAAttentionSpec``); DeepSeek-V2-Lite 27 x 576 x 2 = 31,104 bytes a token on
     every rank. Before v0.7.1 (or with VLLM_MLA_DISABLE=1) each of the 16 heads caches K and V of 192:
-    10.7 times as much, the -86% the estimate read before it knew MLA."""
+    10.7 times as much. Before the facts knew MLA the estimate took 16 heads of hidden / heads = 128
+    (221,184 bytes, 7.1 times the latent: 86% too few tokens)."""
     lite = FACTS["deepseek-ai/DeepSeek-V2-Lite-Chat"]
     assert capacity.kv_bytes_per_token(lite) == 27 * 576 * 2 == capacity.kv_bytes_per_token(lite, 4)
     assert capacity.kv_bytes_per_token(lite, latent=False) == 2 * 27 * 16 * 192 * 2
@@ -156,6 +157,7 @@ def test_mla_caches_the_latent_not_heads_times_head_dim():
     new = estimate_vllm(lite, H100, max_model_len=8192, dtype="bfloat16", version=(0, 7, 1))
     assert old.kv_bytes_per_token == 2 * 27 * 16 * 192 * 2 and new.kv_bytes_per_token == 31_104
     assert any("MLA model on vLLM before 0.7.1" in n for n in old.notes)
+    assert 1 - capacity.kv_bytes_per_token(lite) / (2 * 27 * 16 * lite.head_dim * 2) > 0.85
 
 
 # --- llm-d v0.19.0 on an H100-80GB ------------------------------------------------------------
