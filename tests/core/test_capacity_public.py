@@ -260,6 +260,7 @@ def test_runtime_is_what_the_weights_policy_adds():
     ("NVIDIA GeForce RTX 3090", 23.58), ("nvidia-geforce-rtx-4090", 23.64), ("RTX-4090", 23.64),
     ("NVIDIA-A100-SXM4-80GB", 79.25), ("NVIDIA-A100-PCIE-40GB", 39.39), ("NVIDIA-L4", 22.05), ("Tesla-T4", 14.58),
     ("Tesla-V100-PCIE-16GB", 15.77), ("NVIDIA-A10G", 22.49), ("NVIDIA-A10", 22.18), ("NVIDIA-L40S", 44.53), ("NVIDIA-L40", 44.40),
+    ("NVIDIA-RTX-6000-Ada-Generation", 44.43),
     ("NVIDIA-H100-PCIe", 79.19), ("NVIDIA-H200", 139.80),
 ])
 def test_catalog_knows_common_cards_by_product_name(name, gib):
@@ -271,7 +272,8 @@ def test_catalog_knows_common_cards_by_product_name(name, gib):
 
 def test_catalog_entries_have_a_source_and_say_whether_measured():
     assert all(c.source and c.cuda_total_bytes < c.memory_mib * MIB for c in cards.CARDS)
-    assert {c.product for c in cards.CARDS if not c.measured} == {"NVIDIA-L4", "NVIDIA-H100-PCIe", "NVIDIA-H200"}
+    assert {c.product for c in cards.CARDS if not c.measured} == {"NVIDIA-L4", "NVIDIA-H100-PCIe", "NVIDIA-H200",
+                                                                   "NVIDIA-RTX-A6000"}
     assert all("derived" in c.source for c in cards.CARDS if not c.measured)
     assert cards.lookup("NVIDIA-A10").product == "NVIDIA-A10" and cards.lookup("NVIDIA A10G").product == "NVIDIA-A10G"
     assert cards.lookup("NVIDIA L40").product == "NVIDIA-L40" and cards.lookup("NVIDIA-L40S").product == "NVIDIA-L40S"
