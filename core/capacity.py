@@ -241,11 +241,12 @@ def _attention_layer_bytes(facts: ModelFacts, tp: int, dt: int) -> int:
     projections whole on every rank, the others split by heads)."""
     if facts.is_mla:
         total = 0
-        for k, n, split in facts.mla_projections():
-            if split and k == facts.num_attention_heads * (facts.v_head_dim or 0):  # o_proj: row-parallel
-                total += _linear_bytes(math.ceil(k / tp), n, facts, dt)
-            else:
-                total += _linear_bytes(k, math.ceil(n / tp) if split else n, facts, dt)
+        for k, n, parallel in facts.mla_projections():
+            if parallel == "row":
+                k = math.ceil(k / tp)
+            elif parallel == "column":
+                n = math.ceil(n / tp)
+            total += _linear_bytes(k, n, facts, dt)
         return total
     h, d = facts.hidden_size, facts.head_dim
     q_heads = math.ceil(facts.num_attention_heads / tp)

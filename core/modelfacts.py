@@ -177,26 +177,26 @@ class ModelFacts(_Strict):
     linear_conv_kernel_dim: int | None = Field(
         default=None, gt=0, description="Hybrid (GDN) models: the short convolution's kernel width (Qwen3-Next: 4)."
     )
-    kv_lora_rank: int | None = Field(
+    kv_lora_rank: Int | None = Field(
         default=None, gt=0, description=(
             "MLA (DeepSeek-V2/V3, Kimi): rank of the compressed KV latent every attention layer caches "
             "(config.json kv_lora_rank; DeepSeek-V2-Lite and V3: 512). None: not MLA."))
-    qk_rope_head_dim: int | None = Field(
+    qk_rope_head_dim: Int | None = Field(
         default=None, gt=0, description="MLA: the rotary part of a query/key head, cached beside the latent (64).")
-    qk_nope_head_dim: int | None = Field(
+    qk_nope_head_dim: Int | None = Field(
         default=None, gt=0, description="MLA: the non-rotary part of a query/key head (128).")
-    v_head_dim: int | None = Field(default=None, gt=0, description="MLA: the value head dim (128).")
-    q_lora_rank: int | None = Field(
+    v_head_dim: Int | None = Field(default=None, gt=0, description="MLA: the value head dim (128).")
+    q_lora_rank: Int | None = Field(
         default=None, gt=0, description="MLA: rank of the query's low-rank projection (V3: 1536; None: a full q_proj).")
-    n_shared_experts: int | None = Field(
+    n_shared_experts: Int | None = Field(
         default=None, gt=0, description=(
             "DeepSeek MoE: shared experts every token runs, each moe_intermediate_size wide "
             "(config.json n_shared_experts; V2-Lite 2, V3 1)."))
-    shared_expert_intermediate_size: int | None = Field(
+    shared_expert_intermediate_size: Int | None = Field(
         default=None, gt=0, description=(
             "Qwen2-MoE: the width of the one shared expert every token runs, with its 1-output gate "
             "(config.json shared_expert_intermediate_size; Qwen1.5-MoE-A2.7B: 5632)."))
-    dense_mlp_layers: int = Field(
+    dense_mlp_layers: Int = Field(
         default=0, ge=0, description=(
             "MoE models: layers with a dense MLP of intermediate_size instead of experts (DeepSeek "
             "first_k_dense_replace: V2-Lite 1, V3 3; Qwen2-MoE: len(mlp_only_layers)). 0: every layer has experts."))
@@ -383,22 +383,25 @@ class ModelFacts(_Strict):
             mlp = self.num_hidden_layers * dense
         return embed + self.kv_layers * attn + mlp
 
-    def mla_projections(self) -> list[tuple[int, int, bool]]:
-        """``(in, out, split across tensor-parallel ranks)`` of an MLA layer's linears, as vLLM's ``DeepseekV2MLAAttention`` builds them
+    def mla_projections(self) -> list[tuple[int, int, str]]:
+        """``(in, out, parallel)`` of an MLA layer's linears, ``parallel`` as vLLM shards them:
+        ``"replicated"``, ``"column"`` (the output split across tensor-parallel ranks) or ``"row"``
+        (the input split), as vLLM's ``DeepseekV2MLAAttention`` builds them
         (vllm/model_executor/models/deepseek_v2.py): ``q_a_proj`` (hidden -> q_lora_rank) and
         ``q_b_proj`` (q_lora_rank -> heads x qk_head_dim), or ``q_proj`` without a q_lora_rank;
         ``kv_a_proj_with_mqa`` (hidden -> kv_lora_rank + qk_rope_head_dim); ``kv_b_proj``
         (kv_lora_rank -> heads x (qk_nope_head_dim + v_head_dim)); ``o_proj`` (heads x v_head_dim
-        -> hidden). The two ``_a`` projections are ``ReplicatedLinear`` (whole on every rank), the
-        others split their heads. [] for a model that is not MLA."""
+        -> hidden). The two ``_a`` projections are ``ReplicatedLinear`` (whole on every rank),
+        ``q_b_proj`` / ``q_proj`` and ``kv_b_proj`` column-parallel, ``o_proj`` row-parallel. [] for
+        a model that is not MLA."""
         if not self.is_mla:
             return []
         h, heads = self.hidden_size, self.num_attention_heads
         rank, rope = int(self.kv_lora_rank or 0), int(self.qk_rope_head_dim or 0)
         nope, v = int(self.qk_nope_head_dim or 0), int(self.v_head_dim or 0)
-        q = ([(h, self.q_lora_rank, False), (self.q_lora_rank, heads * (nope + rope), True)] if self.q_lora_rank
-             else [(h, heads * (nope + rope), True)])
-        return [*q, (h, rank + rope, False), (rank, heads * (nope + v), True), (heads * v, h, True)]
+        q = ([(h, self.q_lora_rank, "replicated"), (self.q_lora_rank, heads * (nope + rope), "column")]
+             if self.q_lora_rank else [(h, heads * (nope + rope), "column")])
+        return [*q, (h, rank + rope, "replicated"), (rank, heads * (nope + v), "column"), (heads * v, h, "row")]
 
 
 class CatalogEntry(ModelFacts):
