@@ -30,7 +30,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     for w in stack.workloads:
         if not w.running:
             continue
-        isolating = [p for p in egress if p.namespace == w.namespace and manifests.label_selector_matches(p.pod_selector, w.pod_labels)]
+        isolating = [p for p in egress if p.namespace == w.namespace and w.matched_by(p.pod_selector)]
         if not isolating:
             continue
         for c, server in w.servers:

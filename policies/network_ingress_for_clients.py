@@ -140,7 +140,7 @@ class _Context:
         key = w.urn or f"{w.kind}/{w.namespace}/{w.name}"
         hit = self._memo.get(key)
         if hit is None:
-            hit = [p for p in self.by_ns.get(w.namespace, ()) if manifests.label_selector_matches(p.pod_selector, w.pod_labels)]
+            hit = [p for p in self.by_ns.get(w.namespace, ()) if w.matched_by(p.pod_selector)]
             self._memo[key] = hit
         return hit
 

@@ -85,8 +85,8 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     w = views.of(args)
     if w is None:
         return
-    for c, server in w.servers:
-        ep = manifests.endpoint(server)
+    for c, _server in w.servers:
+        ep = c.endpoint
         if ep is None:
             continue
         for breach in breaches(c, ep, stackconfig.house_conventions()):

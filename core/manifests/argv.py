@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from core.images import image_facts
+from core.manifests.env import Environment
+from core.manifests.env import environment as _environment
 
 # --- Kubernetes $(VAR) expansion -------------------------------------------------------------
 
@@ -34,7 +36,7 @@ class Unknown(Exception):  # noqa: N818
 
 
 #: Stands for an env variable whose value is not in the manifest (``valueFrom``, ``envFrom``).
-_UNKNOWN = object()
+UNKNOWN = object()
 
 
 def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -> str:
@@ -43,7 +45,7 @@ def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -
     defined variable is its value; of an undefined one stays ``$(VAR)`` literally; ``$$`` is one
     ``$`` (so ``$$(VAR)`` is the literal ``$(VAR)``); any other ``$`` is kept.
 
-    ``env``: name -> value, or :data:`_UNKNOWN` for a variable whose value the manifest does not
+    ``env``: name -> value, or :data:`UNKNOWN` for a variable whose value the manifest does not
     hold. ``maybe_defined``: an ``envFrom`` may define any other name. Raises :class:`Unknown`
     when the text needs a value that is not known.
     """
@@ -67,8 +69,8 @@ def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -
                 continue
             name = text[i + 2:close]
             value = env.get(name)
-            if value is _UNKNOWN or (value is None and maybe_defined):
-                where = "is set from a Secret, ConfigMap or field" if value is _UNKNOWN else "may come from envFrom"
+            if value is UNKNOWN or (value is None and maybe_defined):
+                where = "is set from a Secret, ConfigMap or field" if value is UNKNOWN else "may come from envFrom"
                 raise Unknown(f"$({name}) {where}, so its value is not in the manifest")
             out.append(f"$({name})" if value is None else str(value))
             i = close + 1
@@ -78,23 +80,13 @@ def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -
     return "".join(out)
 
 
-def container_env(env: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The env list of a container as name -> value, each value expanded against the entries
-    before it (as the kubelet does); ``valueFrom`` entries (and values that need one) are
-    :data:`_UNKNOWN`."""
-    known: dict[str, Any] = {}
-    for entry in env:
-        name = entry.get("name")
-        if not name:
-            continue
-        if "valueFrom" in entry and entry.get("valueFrom") is not None:
-            known[str(name)] = _UNKNOWN
-            continue
-        try:
-            known[str(name)] = k8s_expand(str(entry.get("value", "") or ""), known)
-        except Unknown:
-            known[str(name)] = _UNKNOWN
-    return known
+def container_env(env: Sequence[Mapping[str, Any]], environment: Environment | None = None) -> dict[str, Any]:
+    """The env of a container as name -> value, as the kubelet sets it
+    (:func:`core.manifests.env.environment`: each value expanded against the entries before it);
+    ``valueFrom`` entries (and values that need one) are :data:`UNKNOWN`. ``environment``: the
+    container's, when already built (else built from ``env``)."""
+    built = environment if environment is not None else _environment(env)
+    return {n: (UNKNOWN if v.value is None else v.value) for n, v in built.vars.items()}
 
 
 # --- shells ------------------------------------------------------------------------------------
@@ -141,7 +133,7 @@ def _shell_expand(script: str, env: Mapping[str, Any], maybe_defined: bool) -> s
             continue
         name = m.group(1) or m.group(3)
         value = env.get(name)
-        if value is _UNKNOWN or (value is None and maybe_defined and m.group(2) is None):
+        if value is UNKNOWN or (value is None and maybe_defined and m.group(2) is None):
             raise Unknown(f"the shell script reads ${name}, whose value is not in the manifest")
         if value is None:
             value = m.group(2) or ""
@@ -200,6 +192,7 @@ def effective_argv(
     env: Sequence[Mapping[str, Any]] = (),
     image: str = "",
     env_from: bool = False,
+    environment: Environment | None = None,
 ) -> Argv:
     """The argv the container's server process will run, as Kubernetes and the shell pass it.
 
@@ -210,12 +203,15 @@ def effective_argv(
        the one that runs a known server (:func:`server_of`) taken, else the last one.
 
     ``env_from``: the container has ``envFrom``, so names not in ``env`` may be defined too.
-    Never raises: what cannot be known is returned as ``Argv(None, <why>)``.
+    ``environment``: the container's :class:`core.manifests.env.Environment` when already built
+    (its ``envFrom`` sources count as ``env_from``). Never raises: what cannot be known is
+    returned as ``Argv(None, <why>)``.
     """
-    values = container_env(env)
+    values = container_env(env, environment)
+    env_from = env_from or bool(environment is not None and environment.open_sources)
     try:
-        cmd = [k8s_expand(str(c), values, env_from) for c in command]
-        rest = [k8s_expand(str(a), values, env_from) for a in args]
+        cmd = _expand_words(command, values, env_from)
+        rest = _expand_words(args, values, env_from)
     except Unknown as err:
         return Argv(None, str(err))
     via = "as written"
@@ -238,6 +234,26 @@ def effective_argv(
         return Argv(None, "the shell script runs no command", "sh -c")
     servers = [c for c in commands if server_of(c) is not None]
     return Argv(tuple((servers or commands)[-1]), None, "sh -c")
+
+
+#: Flags whose value is opaque text to every rule (a key, a token): a ``$(VAR)`` whose value the
+#: manifests do not hold (a Secret's) is kept as written there, and the argv stays known.
+OPAQUE_VALUE_FLAGS = frozenset({"--api-key", "--hf-token"})
+
+
+def _expand_words(words: Sequence[Any], values: Mapping[str, Any], env_from: bool) -> list[str]:
+    """Each word :func:`k8s_expand`-ed; a value of :data:`OPAQUE_VALUE_FLAGS` (``--api-key $(KEY)``,
+    ``--api-key=$(KEY)``) whose variable is not known is kept as written. Raises :class:`Unknown`."""
+    out: list[str] = []
+    for word in (str(w) for w in words):
+        try:
+            out.append(k8s_expand(word, values, env_from))
+        except Unknown:
+            flag = word.partition("=")[0] if word.startswith("--") and "=" in word else (out[-1] if out else "")
+            if flag not in OPAQUE_VALUE_FLAGS:
+                raise
+            out.append(word)
+    return out
 
 
 # --- which server ------------------------------------------------------------------------------

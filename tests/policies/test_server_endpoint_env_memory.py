@@ -71,7 +71,8 @@ def test_the_hand_written_tp2_deployment_and_service_pass_the_cli_with_exit_0():
 def test_endpoint_from_the_argv():
     ep = manifests.endpoint(manifests.parse_args("vllm", ["--host=0.0.0.0", "--port=8080"]))
     assert ep == manifests.Endpoint("vllm", "0.0.0.0", 8080, "--port")
-    assert manifests.endpoint(manifests.parse_args("vllm", ["--model", "m"])) == manifests.Endpoint("vllm", None, 8000, None)
+    assert manifests.endpoint(manifests.parse_args("vllm", ["--model", "m"])) == manifests.Endpoint(
+        "vllm", None, 8000, None, served_model_names=("m",))
     assert manifests.endpoint(manifests.parse_args("candle-vllm", ["--p", "8080"])).port_text == "8080 (--p)"
     assert manifests.endpoint(manifests.parse_args("candle-vllm", [])).port_text == "2000 (candle-vllm's default, no --p)"
     assert manifests.endpoint(manifests.parse_args("vllm", ["--port", "$(PORT)"])) is None
