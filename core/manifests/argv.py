@@ -274,15 +274,32 @@ PYTHON_MODULES = {
     "vllm.entrypoints.openai.api_server": "vllm",
     "vllm.entrypoints.api_server": "vllm",
     "sglang.launch_server": "sglang",
+    "llama_cpp.server": "llama.cpp",
 }
-#: Server programs by the basename of argv[0].
-PROGRAMS = {"candle-vllm": "candle-vllm", "text-generation-launcher": "tgi"}
+#: Server programs by the basename of argv[0] (a fragment of it: ``/app/llama-server``).
+PROGRAMS = {"candle-vllm": "candle-vllm", "text-generation-launcher": "tgi", "tritonserver": "triton",
+            "llama-server": "llama.cpp", "local-ai": "localai"}
+#: Programs that start a server only with a sub-command: ``ollama serve``, Ray Serve's ``serve run``.
+SUBCOMMAND_PROGRAMS = {("ollama", "serve"): "ollama", ("serve", "run"): "ray-serve", ("serve", "deploy"): "ray-serve"}
+#: Serving images by a fragment of their repository, for a container whose argv names no server
+#: (its entrypoint runs it): Triton, llama.cpp, Ollama, LocalAI, TGI, SGLang, Ray.
+IMAGE_ENGINES = (("tritonserver", "triton"), ("llama.cpp", "llama.cpp"), ("llama-cpp", "llama.cpp"),
+                 ("ollama/ollama", "ollama"), ("localai", "localai"), ("local-ai", "localai"),
+                 ("text-generation-inference", "tgi"), ("sglang", "sglang"), ("rayproject/ray", "ray"))
+
+
+def image_engine(image: str) -> str | None:
+    """The server a serving image runs by its repository (:data:`IMAGE_ENGINES`), else None."""
+    repo = image.lower().split("@", 1)[0]
+    return next((engine for fragment, engine in IMAGE_ENGINES if fragment in repo), None)
 
 
 def server_of(argv: Iterable[str]) -> ServerCall | None:
     """The server ``argv`` starts, or None: ``vllm serve ...``, ``python[3] -m
     vllm.entrypoints.openai.api_server ...``, ``python3 -m sglang.launch_server ...``,
-    ``sglang serve ...``, ``text-generation-launcher ...``, a ``candle-vllm`` binary."""
+    ``sglang serve ...``, ``text-generation-launcher ...``, a ``candle-vllm`` binary; the servers
+    the pack does not model too (``tritonserver``, ``llama-server``, ``python3 -m
+    llama_cpp.server``, ``ollama serve``, ``local-ai``, Ray Serve's ``serve run``)."""
     words = tuple(argv)
     if not words:
         return None
@@ -291,6 +308,8 @@ def server_of(argv: Iterable[str]) -> ServerCall | None:
         return ServerCall(base, words[:2], words[2:])
     if base.startswith("python") and len(words) > 2 and words[1] == "-m" and words[2] in PYTHON_MODULES:
         return ServerCall(PYTHON_MODULES[words[2]], words[:3], words[3:])
+    if len(words) > 1 and (base, words[1]) in SUBCOMMAND_PROGRAMS:
+        return ServerCall(SUBCOMMAND_PROGRAMS[(base, words[1])], words[:2], words[2:])
     for program, engine in PROGRAMS.items():
         if program in base:
             return ServerCall(engine, words[:1], words[1:])

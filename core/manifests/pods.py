@@ -124,6 +124,12 @@ class Container:
         return _argv.server_of(self.argv.argv) if self.argv.argv is not None else None
 
     @property
+    def engine(self) -> str | None:
+        """The server it runs: :attr:`call`'s engine, else the one its image is built for
+        (:func:`core.manifests.argv.image_engine`: ``nvcr.io/nvidia/tritonserver`` is Triton), else None."""
+        return self.call.engine if self.call is not None else _argv.image_engine(self.image)
+
+    @property
     def looks_like_server(self) -> bool:
         """True when the image or the command as written names a model server, whether or not
         its argv can be known (``vllm``, ``candle-vllm``, ``sglang``, ``text-generation``)."""

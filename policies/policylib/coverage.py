@@ -4,7 +4,9 @@ The pack models vLLM and candle-vllm servers in Deployments, StatefulSets and In
 predictors on a cluster its inventory describes. For anything else it stays quiet rather than
 guess, and :func:`not_judged` says what was left out, one line each:
 
-- a server of an engine the pack recognises but does not model (SGLang, TGI: :attr:`Container.call`);
+- a server of an engine the pack recognises but does not model (SGLang, TGI, Triton, llama.cpp,
+  Ollama, LocalAI, Ray Serve: :attr:`Container.call`, or the image's name: :attr:`Container.engine`);
+- a running container that holds cards and runs no server the pack knows;
 - a server whose argv cannot be known from the manifest (:func:`core.manifests.argv.effective_argv`);
 - an InferenceService in the KServe ``predictor.model`` form (the server comes from a
   ServingRuntime, not from the manifest);
@@ -28,8 +30,11 @@ from core.inventory import ClusterInventory
 from policylib import views
 
 #: How messages name the engines :func:`core.manifests.argv.server_of` knows.
-ENGINE_NAMES = {"vllm": "vLLM", "candle-vllm": "candle-vllm", "sglang": "SGLang", "tgi": "TGI (text-generation-inference)"}
-SERVER_RULES = "its model, flags, capacity and parallelism are not judged"
+ENGINE_NAMES = {"vllm": "vLLM", "candle-vllm": "candle-vllm", "sglang": "SGLang", "tgi": "TGI (text-generation-inference)",
+                "triton": "Triton Inference Server", "llama.cpp": "llama.cpp's server", "ollama": "Ollama",
+                "localai": "LocalAI", "ray-serve": "Ray Serve", "ray": "Ray (and any Serve application on it)"}
+SERVER_RULES = ("its model, flags, capacity, parallelism, probes' routes and endpoint are not judged "
+                "(its cards and memory are counted)")
 
 
 def _container_lines(w: manifests.Workload) -> list[str]:
@@ -39,11 +44,18 @@ def _container_lines(w: manifests.Workload) -> list[str]:
                    "its parallelism and capacity are not judged")
     for c in w.containers:
         where = f"{w.kind} {w.name}, container {c.name}"
+        engine = c.engine
         if c.call is not None and c.call.engine not in manifests.MODELLED_ENGINES:
             out.append(f"{where}: runs {ENGINE_NAMES.get(c.call.engine, c.call.engine)} "
                        f"({' '.join(c.call.program)}), which the pack does not model: {SERVER_RULES}")
         elif c.argv.argv is None and c.looks_like_server:
             out.append(f"{where}: the server's argv cannot be known ({c.argv.unknown}): {SERVER_RULES}")
+        elif c.call is None and engine is not None and engine not in manifests.MODELLED_ENGINES:
+            out.append(f"{where}: image {c.image} runs {ENGINE_NAMES.get(engine, engine)}, which the pack does not "
+                       f"model: {SERVER_RULES}")
+        elif c.call is None and c.cards and w.running and not c.looks_like_server:
+            out.append(f"{where}: holds {c.cards} card(s) and runs no model server the pack knows "
+                       f"(image {c.image or '(none)'}): {SERVER_RULES}")
     return out
 
 
