@@ -7,6 +7,7 @@ policy pack's properties) read into frozen views, cut by job:
 - :mod:`core.manifests.servers`: the model server that argv starts, its flags and endpoint;
 - :mod:`core.manifests.pods`: workloads (Deployment, StatefulSet, InferenceService predictor,
   LeaderWorkerSet), their pods and containers;
+- :mod:`core.manifests.kserve`: an InferenceService's predictor as KServe builds it from a ServingRuntime;
 - :mod:`core.manifests.services`: Services and label selectors;
 - :mod:`core.manifests.network_policies`: NetworkPolicies that isolate ingress;
 - :mod:`core.manifests.stack`: every workload, Service and NetworkPolicy of a stack.
@@ -15,6 +16,7 @@ The names below are the ones the policy pack, the preview summary and the plan t
 """
 
 from core.manifests.network_policies import IngressPolicy, admitting_any_source, parse_policy, ports_text
+from core.manifests import kserve
 from core.manifests.env import Environment, EnvVar, environment
 from core.manifests.pods import (
     CONTROLLER_LABELS,
@@ -58,7 +60,7 @@ from core.manifests.services import Client, Service, ServicePort, label_selector
 from core.manifests.stack import Stack, stack_view
 
 __all__ = [
-    "CONTROLLER_LABELS", "EnvVar", "Environment", "controller_labels", "environment",
+    "CONTROLLER_LABELS", "EnvVar", "Environment", "controller_labels", "environment", "kserve",
     "DEPLOYMENT_TYPES", "ISVC_TYPE", "KSERVE_MODEL_CONTAINER", "LWS_NAME_LABEL", "LWS_TYPE", "LWS_WORKER_INDEX_LABEL",
     "MODELLED_ENGINES", "NETWORK_POLICY_TYPE", "PORT_FLAGS", "SERVICE_TYPE", "VLLM_MULTI_VALUE_FLAGS", "WORKLOAD_TYPES",
     "Client", "Container", "Endpoint", "IngressPolicy", "OtherPods", "ServerArgs", "Service", "ServicePort", "Stack",

@@ -21,6 +21,7 @@ from core import facts
 from core import quantity as _quantity
 from core.manifests import argv as _argv
 from core.manifests import env as _env
+from core.manifests import kserve as _kserve
 from core.manifests.read import (
     ISVC_TYPE,
     LWS_TYPE,
@@ -246,6 +247,9 @@ class Workload:
     #: pods carry (a StatefulSet of 2 replicas: ``apps.kubernetes.io/pod-index`` -> {"0", "1"}), or
     #: None for a value only the controller knows (``pod-template-hash``). :func:`controller_labels`.
     controller_labels: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+    #: The ServingRuntime an InferenceService's predictor was built from (``ServingRuntime vllm``),
+    #: or None (not an InferenceService, or its runtime is not in the manifest set).
+    runtime: str | None = None
 
     def selected_by(self, selector: Mapping[str, str]) -> bool:
         """True when an equality selector (a Service's ``spec.selector``, ``matchLabels``) matches
@@ -520,9 +524,12 @@ def raw_deployment_min_replicas(predictor: Mapping[str, Any]) -> int:
     return 1 if min_r == 0 and whole(predictor.get("maxReplicas"), 1) != 0 else min_r
 
 
-def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | None:
+def workload(resource_type: str, props: Mapping, urn: str = "", runtimes: Sequence[_kserve.Runtime] = ()) -> Workload | None:
     """The :class:`Workload` of a Deployment, StatefulSet or InferenceService; None for other types
-    (a LeaderWorkerSet: :func:`lws_workloads`)."""
+    (a LeaderWorkerSet: :func:`lws_workloads`). ``runtimes``: the ServingRuntimes of the manifest
+    set (:func:`core.manifests.kserve.runtimes_of`): an InferenceService in the ``predictor.model``
+    form whose runtime is among them is read as KServe builds its predictor
+    (:func:`core.manifests.kserve.predictor_pod`; :attr:`Workload.runtime` names it)."""
     if resource_type not in WORKLOAD_TYPES:
         return None
     meta = as_map(props.get("metadata"))
@@ -531,8 +538,14 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | No
     name = str(meta.get("name", ""))
     labels = {str(k): str(v) for k, v in as_map(meta.get("labels")).items()}
     annotations = {str(k): str(v) for k, v in as_map(meta.get("annotations")).items()}
+    runtime = None
     if resource_type == ISVC_TYPE:
         pod = as_map(spec.get("predictor"))
+        model = pod.get("model")
+        if isinstance(model, Mapping) and runtimes:
+            chosen = _kserve.select_runtime(model, str(meta.get("namespace", "default")), runtimes)
+            if chosen is not None:
+                pod, runtime = _kserve.predictor_pod(props, chosen), chosen.shown
         raw_mode = annotations.get(facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION) == facts.KSERVE_RAW_MODE
         min_r = raw_deployment_min_replicas(pod) if raw_mode else whole(pod.get("minReplicas"), 1)
         max_r = pod.get("maxReplicas")
@@ -578,6 +591,7 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | No
         enable_service_links=pod_spec.get("enableServiceLinks") is not False,
         security_context=plain(as_map(pod_spec.get("securityContext"))),
         controller_labels=controller_labels(kind, name, replicas, spec),
+        runtime=runtime,
     )
 
 

@@ -95,6 +95,8 @@ def not_judged(resources: Iterable[Any], inventory: ClusterInventory | None, mod
     stack lists that model; a server whose model it does not list is not judged on a cluster
     without the house conventions."""
     lines: list[str] = []
+    resources = list(resources)
+    runtimes = manifests.kserve.runtimes_of(resources)
     house = inventory is not None and inventory.house_conventions
     any_gpu = False
     servers = 0
@@ -107,7 +109,13 @@ def not_judged(resources: Iterable[Any], inventory: ClusterInventory | None, mod
             any_gpu = any_gpu or w.is_gpu
             servers += len(w.servers)
             form = _model_form(r.props) if t == manifests.ISVC_TYPE else None
-            if form is not None:
+            built = manifests.workload(t, r.props, r.urn, runtimes) if form is not None and runtimes else None
+            if built is not None and built.runtime is not None:
+                lines.append(f"InferenceService {w.name}: its predictor is built from {built.runtime} as KServe builds it "
+                             f"(the container merge, the storage initializer; its args {manifests.kserve.ARGS_MERGE}): "
+                             "the Service, NetworkPolicy and allocation policies judge that pod; the per-container "
+                             "server policies see one object at a time and do not judge it")
+            elif form is not None:
                 lines.append(f"InferenceService {w.name}: the predictor.model form (modelFormat {form}) runs the server "
                              f"of a ServingRuntime that is not in the manifests: {SERVER_RULES}, nor its /dev/shm; its cards "
                              "count in the allocation")
