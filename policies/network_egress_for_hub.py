@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import manifests, registry
+from core import registry
 from core.manifests import filesystem as fs
 from core.manifests.network_policies import parse_egress
 from core.rulebook import network

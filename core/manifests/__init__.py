@@ -15,9 +15,9 @@ policy pack's properties) read into frozen views, cut by job:
 The names below are the ones the policy pack, the preview summary and the plan tools use.
 """
 
-from core.manifests.network_policies import IngressPolicy, admitting_any_source, parse_policy, ports_text
 from core.manifests import kserve
 from core.manifests.env import Environment, EnvVar, environment
+from core.manifests.network_policies import IngressPolicy, admitting_any_source, parse_policy, ports_text
 from core.manifests.pods import (
     CONTROLLER_LABELS,
     KSERVE_MODEL_CONTAINER,

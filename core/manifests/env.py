@@ -65,7 +65,7 @@ class Environment:
         return None if var is None else var.value
 
     def known(self) -> dict[str, str]:
-        """name -> value of every variable whose value the manifests hold."""
+        """Name -> value of every variable whose value the manifests hold."""
         return {n: v.value for n, v in self.vars.items() if v.value is not None}
 
     def describe(self, name: str) -> str:

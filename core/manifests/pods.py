@@ -36,8 +36,8 @@ from core.manifests.read import (
     whole,
     whole_number,
 )
-from core.manifests.services import label_selector_matches as _selector_matches_one
 from core.manifests.servers import MODELLED_ENGINES, Endpoint, ServerArgs, endpoint, parse_args
+from core.manifests.services import label_selector_matches as _selector_matches_one
 
 #: Labels the LeaderWorkerSet controller puts on every pod of a group (leader: worker-index 0).
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
@@ -270,9 +270,7 @@ class Workload:
         NetworkPolicy's ``podSelector``, a PodDisruptionBudget's ``selector``) matches some of its pods,
         the labels its controller adds included; ``{}`` matches every pod."""
         selector = as_map(selector)
-        labels = dict(self.pod_labels)
-        for key, values in self.controller_labels.items():
-            labels.pop(key, None)
+        labels = {k: v for k, v in self.pod_labels.items() if k not in self.controller_labels}
         match = {str(k): str(v) for k, v in as_map(selector.get("matchLabels")).items()}
         if match and not self.selected_by(match):
             return False

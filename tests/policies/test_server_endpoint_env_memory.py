@@ -13,12 +13,14 @@ import sys
 import gpu_memory_request
 import ingress_admits_server_port
 import server_listen_endpoint
+import server_listen_endpoint as _sle
 import service_link_env_collision
 import vllm_context_window
 import vllm_gpu_memory_utilization
 import yaml
 
 from core import facts, manifests
+from core.manifests.pods import container
 from core.problems import FINDING_FORM
 from policylib.pack import policies
 from tests.paths import ROOT
@@ -226,3 +228,16 @@ def test_memory_request_judges_each_card_holding_container_only():
     (m,) = _run(gpu_memory_request.POLICY, d)
     assert m.startswith("Deployment coder-vllm, container vllm: it holds 2 card(s) with memory request "
                         "none and limit none: it counts as 0 MiB on the node")
+
+
+def test_a_plain_http_probe_on_a_tls_server_is_a_breach_of_the_endpoint():
+    c = container({"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                   "args": ["--model=m", "--ssl-keyfile=/tls/key", "--ssl-certfile=/tls/crt"],
+                   "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}}})
+    (breach,) = _sle.breaches(c, c.endpoint, house=False)
+    assert breach.finding("Deployment d, container vllm").render().startswith(
+        "Deployment d, container vllm: its readinessProbe uses scheme HTTP, but vllm serves HTTPS")
+    tls = container({**{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0"},
+                     "args": ["--model=m", "--ssl-certfile=/tls/crt"],
+                     "readinessProbe": {"httpGet": {"path": "/health", "port": 8000, "scheme": "HTTPS"}}})
+    assert _sle.breaches(tls, tls.endpoint, house=False) == []

@@ -86,3 +86,4 @@ def test_the_endpoint_carries_scheme_key_health_route_names_and_side_ports():
         8000, "HTTPS", "env VLLM_API_KEY (from Secret s, key k)", "/health", ("chat",))
     assert dict(ep.side_ports) == {5600: "VLLM_NIXL_SIDE_CHANNEL_PORT (NIXL side channel)"}
     assert ep.needs_key("/v1/models") and not ep.needs_key("/health")
+
