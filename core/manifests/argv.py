@@ -25,60 +25,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from core.images import image_facts
-from core.manifests.env import Environment
+from core.manifests.env import UNKNOWN, Environment, Unknown, k8s_expand
 from core.manifests.env import environment as _environment
 
-# --- Kubernetes $(VAR) expansion -------------------------------------------------------------
+__all__ = ["UNKNOWN", "Argv", "ServerCall", "Unknown", "container_env", "effective_argv", "image_engine", "k8s_expand",
+           "server_of", "shown"]
 
-
-class Unknown(Exception):  # noqa: N818
-    """A part of the argv cannot be known from the manifest; the message says which and why."""
-
-
-#: Stands for an env variable whose value is not in the manifest (``valueFrom``, ``envFrom``).
-UNKNOWN = object()
-
-
-def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -> str:
-    """``text`` with ``$(VAR)`` replaced as the kubelet replaces it in ``command``, ``args`` and
-    env values (k8s.io/kubernetes third_party/forked/golang/expansion ``Expand``): ``$(VAR)`` of a
-    defined variable is its value; of an undefined one stays ``$(VAR)`` literally; ``$$`` is one
-    ``$`` (so ``$$(VAR)`` is the literal ``$(VAR)``); any other ``$`` is kept.
-
-    ``env``: name -> value, or :data:`UNKNOWN` for a variable whose value the manifest does not
-    hold. ``maybe_defined``: an ``envFrom`` may define any other name. Raises :class:`Unknown`
-    when the text needs a value that is not known.
-    """
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch != "$" or i + 1 >= n:
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "$":
-            out.append("$")
-            i += 2
-        elif nxt == "(":
-            close = text.find(")", i + 2)
-            if close < 0:
-                out.append("$(")
-                i += 2
-                continue
-            name = text[i + 2:close]
-            value = env.get(name)
-            if value is UNKNOWN or (value is None and maybe_defined):
-                where = "is set from a Secret, ConfigMap or field" if value is UNKNOWN else "may come from envFrom"
-                raise Unknown(f"$({name}) {where}, so its value is not in the manifest")
-            out.append(f"$({name})" if value is None else str(value))
-            i = close + 1
-        else:
-            out.append("$" + nxt)
-            i += 2
-    return "".join(out)
-
+# --- Kubernetes $(VAR) expansion: core.manifests.env (the kubelet's), re-exported here ------------
 
 def container_env(env: Sequence[Mapping[str, Any]], environment: Environment | None = None) -> dict[str, Any]:
     """The env of a container as name -> value, as the kubelet sets it

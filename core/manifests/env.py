@@ -4,7 +4,7 @@ where the manifests hold it, and where it comes from.
 The kubelet (k8s.io/kubernetes ``pkg/kubelet/kubelet_pods.go`` ``makeEnvironmentVariables``) sets
 the ``envFrom`` sources first, in order (a later source overrides an earlier one; ``prefix``
 before each key), then each ``env`` entry in order (a later entry overrides): a ``value`` with
-``$(VAR)`` expanded against the variables set before it (:func:`core.manifests.argv.k8s_expand`),
+``$(VAR)`` expanded against the variables set before it (:func:`k8s_expand`),
 or a ``valueFrom`` (``secretKeyRef``, ``configMapKeyRef``, ``fieldRef``, ``resourceFieldRef``)
 resolved on the node. A variable from ``valueFrom`` is set, its value unknown to the manifests
 (:attr:`EnvVar.value` None); a name an ``envFrom`` source may define is "maybe set"
@@ -18,6 +18,56 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+
+class Unknown(Exception):  # noqa: N818
+    """A part of the argv cannot be known from the manifest; the message says which and why."""
+
+
+#: Stands for an env variable whose value is not in the manifest (``valueFrom``, ``envFrom``).
+UNKNOWN = object()
+
+
+def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -> str:
+    """``text`` with ``$(VAR)`` replaced as the kubelet replaces it in ``command``, ``args`` and
+    env values (k8s.io/kubernetes third_party/forked/golang/expansion ``Expand``): ``$(VAR)`` of a
+    defined variable is its value; of an undefined one stays ``$(VAR)`` literally; ``$$`` is one
+    ``$`` (so ``$$(VAR)`` is the literal ``$(VAR)``); any other ``$`` is kept.
+
+    ``env``: name -> value, or :data:`UNKNOWN` for a variable whose value the manifest does not
+    hold. ``maybe_defined``: an ``envFrom`` may define any other name. Raises :class:`Unknown`
+    when the text needs a value that is not known.
+    """
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch != "$" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            close = text.find(")", i + 2)
+            if close < 0:
+                out.append("$(")
+                i += 2
+                continue
+            name = text[i + 2:close]
+            value = env.get(name)
+            if value is UNKNOWN or (value is None and maybe_defined):
+                where = "is set from a Secret, ConfigMap or field" if value is UNKNOWN else "may come from envFrom"
+                raise Unknown(f"$({name}) {where}, so its value is not in the manifest")
+            out.append(f"$({name})" if value is None else str(value))
+            i = close + 1
+        else:
+            out.append("$" + nxt)
+            i += 2
+    return "".join(out)
+
 
 #: The ``valueFrom`` forms of core/v1 ``EnvVarSource``, in the order the API documents them.
 VALUE_FROM_KINDS = ("secretKeyRef", "configMapKeyRef", "fieldRef", "resourceFieldRef", "fileKeyRef")
@@ -101,8 +151,6 @@ def _source_name(entry: Mapping[str, Any]) -> str:
 def environment(env: Sequence[Any], env_from: Sequence[Any] = ()) -> Environment:
     """The :class:`Environment` of a container from its ``env`` and ``envFrom`` lists as written
     (non-map entries and entries without a name are skipped, as the API server would refuse them)."""
-    from core.manifests.argv import UNKNOWN, Unknown, k8s_expand
-
     sources = tuple(_source_name(e) for e in env_from if isinstance(e, Mapping))
     out: dict[str, EnvVar] = {}
     for entry in env:
