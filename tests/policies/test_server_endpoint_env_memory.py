@@ -168,6 +168,17 @@ def test_a_variable_the_container_sets_itself_wins_over_the_service_link():
     assert _run(service_link_env_collision.POLICY, d, svc) == []
 
 
+def test_a_variable_set_from_a_configmap_or_maybe_by_envfrom_wins_over_the_service_link_too():
+    d = _dep(enableServiceLinks=True)
+    svc = _svc("vllm")
+    svc["spec"]["ports"] = [{"port": 80, "targetPort": 8080}]
+    _c(d)["env"] += [{"name": "VLLM_PORT", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "port"}}}]
+    assert _run(service_link_env_collision.POLICY, d, svc) == []
+    _c(d)["env"] = [e for e in _c(d)["env"] if e["name"] != "VLLM_PORT"]
+    _c(d)["envFrom"] = [{"configMapRef": {"name": "c"}}]
+    assert _run(service_link_env_collision.POLICY, d, svc) == []
+
+
 def test_only_a_variable_the_engine_parses_is_a_collision():
     """A Service vllm-router (the production-stack router's shape) injects VLLM_ROUTER_*, names
     vLLM does not read; a Service vllm injects VLLM_PORT, which vLLM parses as a number."""
