@@ -14,7 +14,8 @@ guess, and :func:`not_judged` says what was left out, one line each:
   its pods count in the allocation and Service selection);
 - an object of another kind that asks for cards (Pod, Job, DaemonSet, RayCluster, ...);
 - a policy that does not run because the inventory does not state the cluster fact it needs
-  (gpu-runtime-class without ``gpu_runtime_class``).
+  (gpu-runtime-class without ``gpu_runtime_class``; kserve-deployment-mode without
+  ``kserve_deployment_mode``, with KServe's shipped default named).
 
 Pure functions over the analyzer's resources (``resource_type``, ``props``, ``urn``) and the
 inventory.
@@ -33,6 +34,10 @@ from policylib import views
 ENGINE_NAMES = {"vllm": "vLLM", "candle-vllm": "candle-vllm", "sglang": "SGLang", "tgi": "TGI (text-generation-inference)",
                 "triton": "Triton Inference Server", "llama.cpp": "llama.cpp's server", "ollama": "Ollama",
                 "localai": "LocalAI", "ray-serve": "Ray Serve", "ray": "Ray (and any Serve application on it)"}
+#: KServe's shipped default deployment mode (kserve/kserve config/configmap/inferenceservice.yaml,
+#: ``deploy.defaultDeploymentMode``, the same from v0.11.0 to v0.20.0).
+KSERVE_SHIPPED_MODE = "Serverless"
+KSERVE_SHIPPED_MODE_SOURCE = "inferenceservice-config deploy.defaultDeploymentMode, v0.11.0 to v0.20.0"
 SERVER_RULES = ("its model, flags, capacity, parallelism, probes' routes and endpoint are not judged "
                 "(its cards and memory are counted)")
 
@@ -108,6 +113,12 @@ def not_judged(resources: Iterable[Any], inventory: ClusterInventory | None, mod
                 continue
             any_gpu = any_gpu or w.is_gpu
             servers += len(w.servers)
+            if t == manifests.ISVC_TYPE and w.running and w.deployment_mode is None and (
+                    inventory is None or inventory.kserve_deployment_mode is None):
+                lines.append(f"InferenceService {w.name}: no {facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION} annotation and the "
+                             "inventory does not record kserve_deployment_mode, so kserve-deployment-mode did not judge "
+                             f"it; KServe ships {KSERVE_SHIPPED_MODE} as the default ({KSERVE_SHIPPED_MODE_SOURCE}), under "
+                             "which a predictor with cards becomes a Knative revision")
             form = _model_form(r.props) if t == manifests.ISVC_TYPE else None
             built = manifests.workload(t, r.props, r.urn, runtimes) if form is not None and runtimes else None
             if built is not None and built.runtime is not None:

@@ -35,3 +35,17 @@ def test_unmodelled_servers_are_listed_as_not_judged(fmt, capsys):
     lines = _lines(fmt, capsys.readouterr().out)
     for expected in EXPECTED:
         assert any(expected in line for line in lines), (expected, lines)
+
+
+def test_an_inferenceservice_without_a_mode_on_an_inventory_without_one_names_kserves_shipped_default(tmp_path, capsys):
+    text = (ROOT / "tests" / "heldout" / "odh-vllm-runtime-isvc.yaml").read_text()
+    path = tmp_path / "isvc.yaml"
+    path.write_text(text.replace("    serving.kserve.io/deploymentMode: RawDeployment\n", ""))
+    assert analyze.main(["--manifests", str(path), "--inventory", str(INVENTORY), "--format", "json"]) == 0
+    lines = json.loads(capsys.readouterr().out)["not_judged"]
+    assert any(line.startswith("InferenceService granite: no serving.kserve.io/deploymentMode annotation and the "
+                               "inventory does not record kserve_deployment_mode") and "KServe ships Serverless" in line
+               for line in lines), lines
+    assert analyze.main(["--manifests", str(ROOT / "tests" / "heldout" / "odh-vllm-runtime-isvc.yaml"),
+                         "--inventory", str(INVENTORY), "--format", "json"]) == 0
+    assert not any("KServe ships" in line for line in json.loads(capsys.readouterr().out)["not_judged"])
