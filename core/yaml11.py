@@ -82,6 +82,16 @@ _FLOAT_RE = re.compile(r"^(?:[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE
                        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
 
 
+def plain_is_text(text: str) -> bool:
+    """True when ``text`` written as a plain (unquoted) scalar reads back as that text under
+    yaml.v2's resolution: ``"y"``, ``"0700"`` and ``"1e3"`` do not (a writer must quote them)."""
+    first = text[:1]
+    for tag, regexp in Yaml11Loader.yaml_implicit_resolvers.get(first, []):
+        if tag != _Y + "merge" and regexp.match(text):
+            return False
+    return True
+
+
 def resolve(text: str) -> Any:
     """The value yaml.v2 gives the plain scalar ``text`` (for tests and messages): bool, None, int,
     float or the text itself."""
