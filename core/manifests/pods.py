@@ -604,6 +604,19 @@ class OtherPods:
     name: str
     namespace: str
     label_sets: tuple[Mapping[str, str], ...]
+    #: Labels its controller adds to every pod, as in :attr:`Workload.controller_labels` (a Job's
+    #: ``job-name``; a DaemonSet's ``controller-revision-hash``, value None: only the controller knows it).
+    controller_labels: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+
+    def selected_by(self, selector: Mapping[str, str]) -> bool:
+        """True when an equality selector matches the pods of one of its templates, the labels its
+        controller adds included."""
+        for labels in self.label_sets:
+            if selector and all(
+                    (self.controller_labels[k] is None or v in (self.controller_labels[k] or ()))
+                    if k in self.controller_labels else labels.get(k) == v for k, v in selector.items()):
+                return True
+        return False
 
 
 def _template_labels(node: Any, out: list[Mapping[str, str]], depth: int = 0) -> None:
@@ -635,4 +648,11 @@ def other_pods(resource_type: str, props: Mapping) -> OtherPods | None:
     if not sets:
         return None
     kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
-    return OtherPods(kind, str(meta.get("name", "")), str(meta.get("namespace", "default")), tuple(sets))
+    name = str(meta.get("name", ""))
+    added: dict[str, frozenset[str] | None] = {}
+    if kind == "Job":  # k8s.io/kubernetes pkg/controller/job: JobNameLabel and its legacy form, the controller's uid
+        added = {"job-name": frozenset({name}), "batch.kubernetes.io/job-name": frozenset({name}),
+                 "controller-uid": None, "batch.kubernetes.io/controller-uid": None}
+    elif kind == "DaemonSet":  # pkg/controller/daemon: the revision hash and the template generation
+        added = {CONTROLLER_REVISION_HASH_LABEL: None, "pod-template-generation": None}
+    return OtherPods(kind, name, str(meta.get("namespace", "default")), tuple(sets), added)

@@ -138,7 +138,7 @@ def services_and_index(args: Any) -> tuple[tuple[manifests.Service, ...], PodInd
 def selects_other_pods(index: PodIndex, namespace: str, selector: Mapping[str, str]) -> manifests.OtherPods | None:
     """The first object the pack does not model whose pods ``selector`` matches in ``namespace``, or None."""
     for o in index.others:
-        if o.namespace == namespace and any(manifests.selector_matches(selector, labels) for labels in o.label_sets):
+        if o.namespace == namespace and o.selected_by(selector):
             return o
     return None
 

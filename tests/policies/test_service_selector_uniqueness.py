@@ -159,3 +159,18 @@ def test_the_controller_labels_of_each_kind():
                                                      "values": ["2"]}]})
     assert not ws["s"].matched_by({"matchLabels": {"apps.kubernetes.io/pod-index": "3"}})
     assert ws["s"].matched_by({}) and not ws["s"].selected_by({})
+
+
+def test_a_service_on_a_jobs_job_name_label_selects_the_jobs_pods():
+    job = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: bench, namespace: llm-serving}
+spec:
+  template:
+    metadata: {labels: {app: bench}}
+    spec: {restartPolicy: Never, containers: [{name: a, image: x}]}
+---"""
+    assert _run(job + _service("bench", "{job-name: bench}")) == []
+    (v,) = _run(job + _service("other", "{job-name: other}"))
+    assert v.message.startswith("Service other: selects no workload")
