@@ -47,6 +47,7 @@ def container_env(env: Sequence[Mapping[str, Any]], environment: Environment | N
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "\n", ";;", "(", ")"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_K8S_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 _SHELL_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 #: Words that start a shell command without being the program: ``exec vllm serve ...``.
 _PREFIX_WORDS = frozenset({"exec", "env", "nohup", "command", "time"})
@@ -77,6 +78,11 @@ def _shell_expand(script: str, env: Mapping[str, Any], maybe_defined: bool) -> s
             quote = "" if quote == "'" else "'"
         elif ch == '"' and quote != "'":
             quote = "" if quote == '"' else '"'
+        kept = _K8S_REF.match(script, i) if quote != "'" and script.startswith("$(", i) else None
+        if kept is not None and env.get(kept.group(1)) is UNKNOWN and opaque_before("".join(out)):
+            out.append("$" + kept.group(1))  # a $(VAR) the kubelet fills from a Secret, an opaque flag's value
+            i = kept.end()
+            continue
         if quote != "'" and (script.startswith("$(", i) or ch == "`"):
             raise Unknown("the shell script computes a word with command substitution ($(...) or backquotes)")
         m = _SHELL_VAR.match(script, i) if quote != "'" and ch == "$" else None
@@ -86,6 +92,11 @@ def _shell_expand(script: str, env: Mapping[str, Any], maybe_defined: bool) -> s
             continue
         name = m.group(1) or m.group(3)
         value = env.get(name)
+        if (value is UNKNOWN or (value is None and maybe_defined and m.group(2) is None)) \
+                and opaque_before("".join(out)):
+            out.append(m.group(0))  # an opaque flag's value (--api-key "$VLLM_API_KEY"): kept as written
+            i = m.end()
+            continue
         if value is UNKNOWN or (value is None and maybe_defined and m.group(2) is None):
             raise Unknown(f"the shell script reads ${name}, whose value is not in the manifest")
         if value is None:
@@ -194,18 +205,27 @@ def effective_argv(
 OPAQUE_VALUE_FLAGS = frozenset({"--api-key", "--hf-token"})
 
 
+#: Text that ends in one of :data:`OPAQUE_VALUE_FLAGS` and its separator (``--api-key=``, ``--api-key "``).
+_OPAQUE_BEFORE = re.compile(r"(?:^|\s)(?:" + "|".join(re.escape(f) for f in sorted(OPAQUE_VALUE_FLAGS)) + r")(?:=|\s+)[\"']?$")
+
+
+def opaque_before(text: str) -> bool:
+    """True when a variable reference right after ``text`` is the value of an opaque flag."""
+    return _OPAQUE_BEFORE.search(text) is not None
+
+
 def _expand_words(words: Sequence[Any], values: Mapping[str, Any], env_from: bool) -> list[str]:
     """Each word :func:`k8s_expand`-ed; a value of :data:`OPAQUE_VALUE_FLAGS` (``--api-key $(KEY)``,
-    ``--api-key=$(KEY)``) whose variable is not known is kept as written. Raises :class:`Unknown`."""
+    ``--api-key=$(KEY)``, in one word or after the flag's word) whose variable is not known is kept
+    as written. Raises :class:`Unknown`."""
     out: list[str] = []
     for word in (str(w) for w in words):
-        try:
-            out.append(k8s_expand(word, values, env_from))
-        except Unknown:
-            flag = word.partition("=")[0] if word.startswith("--") and "=" in word else (out[-1] if out else "")
-            if flag not in OPAQUE_VALUE_FLAGS:
-                raise
-            out.append(word)
+        before = (out[-1] + " ") if out else ""
+
+        def keep(prefix: str, before: str = before) -> bool:
+            return opaque_before(before + prefix)
+
+        out.append(k8s_expand(word, values, env_from, keep))
     return out
 
 

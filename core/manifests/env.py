@@ -15,7 +15,7 @@ Plain values in (the env and envFrom lists as the manifest writes them), frozen 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,15 +28,18 @@ class Unknown(Exception):  # noqa: N818
 UNKNOWN = object()
 
 
-def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -> str:
+def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False,
+               keep_unknown: Callable[[str], bool] | None = None) -> str:
     """``text`` with ``$(VAR)`` replaced as the kubelet replaces it in ``command``, ``args`` and
     env values (k8s.io/kubernetes third_party/forked/golang/expansion ``Expand``): ``$(VAR)`` of a
     defined variable is its value; of an undefined one stays ``$(VAR)`` literally; ``$$`` is one
     ``$`` (so ``$$(VAR)`` is the literal ``$(VAR)``); any other ``$`` is kept.
 
     ``env``: name -> value, or :data:`UNKNOWN` for a variable whose value the manifest does not
-    hold. ``maybe_defined``: an ``envFrom`` may define any other name. Raises :class:`Unknown`
-    when the text needs a value that is not known.
+    hold. ``maybe_defined``: an ``envFrom`` may define any other name. ``keep_unknown(text before
+    the reference)``: True keeps a reference whose value is not known as written (the value of an
+    opaque flag, ``--api-key=$(KEY)``). Raises :class:`Unknown` when the text needs a value that is
+    not known.
     """
     out: list[str] = []
     i, n = 0, len(text)
@@ -58,6 +61,11 @@ def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -
                 continue
             name = text[i + 2:close]
             value = env.get(name)
+            if (value is UNKNOWN or (value is None and maybe_defined)) and keep_unknown is not None \
+                    and keep_unknown("".join(out)):
+                out.append(f"$({name})")
+                i = close + 1
+                continue
             if value is UNKNOWN or (value is None and maybe_defined):
                 where = "is set from a Secret, ConfigMap or field" if value is UNKNOWN else "may come from envFrom"
                 raise Unknown(f"$({name}) {where}, so its value is not in the manifest")

@@ -63,3 +63,12 @@ def test_an_empty_inline_key_or_a_key_only_envfrom_may_set_is_not_judged():
     text = _deployment("[]", "[--model, m]").replace("env: []", "envFrom: [{secretRef: {name: maybe-key}}]")
     assert _run(text) == []
     assert _run(_deployment("[{name: VLLM_API_KEY, value: k}]", "[--model, m]", "/health")) == []
+
+
+def test_a_shell_wrapped_server_with_the_key_from_a_secret_fires():
+    """Cloud tutorials wrap vLLM in sh -c and pass the Secret-held key on the command line."""
+    env = "[{name: VLLM_API_KEY, valueFrom: {secretKeyRef: {name: s, key: k}}}]"
+    text = _deployment(env, """['vllm serve m --port 8000 --api-key "$VLLM_API_KEY"']""").replace(
+        "args:", "command: [/bin/sh, -c]\n        args:")
+    (message,) = _run(text)
+    assert "requires an API key (--api-key)" in message

@@ -87,3 +87,12 @@ def test_the_endpoint_carries_scheme_key_health_route_names_and_side_ports():
     assert dict(ep.side_ports) == {5600: "VLLM_NIXL_SIDE_CHANNEL_PORT (NIXL side channel)"}
     assert ep.needs_key("/v1/models") and not ep.needs_key("/health")
 
+
+
+def test_a_secret_held_api_key_in_a_shell_script_or_one_word_keeps_the_argv_known():
+    env = [{"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
+    script = effective_argv(["/bin/sh", "-c"], ['vllm serve m --port 8000 --api-key "$KEY"'], env)
+    assert script.argv == ("vllm", "serve", "m", "--port", "8000", "--api-key", "$KEY")
+    one_word = effective_argv(["sh", "-c", "vllm serve m --api-key=$(KEY)"], [], env)
+    assert one_word.argv == ("vllm", "serve", "m", "--api-key=$KEY")  # the kubelet fills it; shown as the shell's
+    assert effective_argv(["sh", "-c", "vllm serve m --max-model-len $KEY"], [], env).argv is None
