@@ -49,11 +49,11 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     for w in stack.workloads:
         if not w.running:
             continue
-        policies = [p for p in by_ns.get(w.namespace, ()) if manifests.label_selector_matches(p.pod_selector, w.pod_labels)]
+        policies = [p for p in by_ns.get(w.namespace, ()) if w.matched_by(p.pod_selector)]
         if not policies:
             continue
-        for c, server in w.servers:
-            ep = manifests.endpoint(server)
+        for c, _server in w.servers:
+            ep = c.endpoint
             if ep is None:
                 continue
             breach = network.server_port_admitted(

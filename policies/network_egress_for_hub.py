@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import manifests, registry
+from core import registry
 from core.manifests import filesystem as fs
 from core.manifests.network_policies import parse_egress
 from core.rulebook import network
@@ -30,7 +30,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     for w in stack.workloads:
         if not w.running:
             continue
-        isolating = [p for p in egress if p.namespace == w.namespace and manifests.label_selector_matches(p.pod_selector, w.pod_labels)]
+        isolating = [p for p in egress if p.namespace == w.namespace and w.matched_by(p.pod_selector)]
         if not isolating:
             continue
         for c, server in w.servers:

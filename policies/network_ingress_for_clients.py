@@ -27,7 +27,9 @@ NetworkPolicy semantics as Kubernetes applies them:
   ``"refuse"`` requires an empty podSelector or none. ``podSelector: {}`` always admits.
 
 Also violations: a clients annotation that is not a JSON list of ``{name, namespace, port}``,
-and a client that calls a port the Service does not expose.
+a client that calls a port the Service does not expose, and a client whose Service port lands on
+a side port of the server (one its container declares beside the API port, or one the server's
+arguments open, :attr:`core.manifests.servers.Endpoint.side_ports`) rather than its API port.
 
 Message: ``Service clef-serve: client gateway (namespace gateway) calls port 80 -> pod port
 8080; NetworkPolicy llm-serving-ingress admits gateway only on 80, 8000: packets are dropped
@@ -140,12 +142,30 @@ class _Context:
         key = w.urn or f"{w.kind}/{w.namespace}/{w.name}"
         hit = self._memo.get(key)
         if hit is None:
-            hit = [p for p in self.by_ns.get(w.namespace, ()) if manifests.label_selector_matches(p.pod_selector, w.pod_labels)]
+            hit = [p for p in self.by_ns.get(w.namespace, ()) if w.matched_by(p.pod_selector)]
             self._memo[key] = hit
         return hit
 
 
 SOURCE = registry.RULES[NAME].source
+
+
+def _api_breach(who: str, port: int, sp: manifests.ServicePort, w: manifests.Workload):
+    """The client's Service port lands on a pod port that is not the API port of the server that
+    declares (or opens) it: :func:`core.rulebook.network.client_reaches_api`; None when it is, or
+    when no modelled server's endpoint says (another program, an argv that cannot be read)."""
+    pod_port = stack_helpers.target_port_number(sp.target_port, w)
+    if pod_port is None:
+        return None
+    for c in w.containers:
+        ep = c.endpoint
+        if ep is None or ep.port == pod_port:
+            continue
+        beside = pod_port in c.ports and ep.port in c.ports  # a side port by service-target-port's reading too
+        side = ep.side_ports.get(pod_port) or (f"containerPort {pod_port} beside the API" if beside else None)
+        if side is not None:
+            return network.client_reaches_api(who, port, pod_port, ep.engine, ep.port, side)
+    return None
 
 
 def check_service(svc: manifests.Service, index: PodIndex, ctx: _Context, trust: bool) -> list[str]:
@@ -167,6 +187,10 @@ def check_service(svc: manifests.Service, index: PodIndex, ctx: _Context, trust:
             continue
         sp = by_port[client.port]
         for w in backends:
+            api = _api_breach(who, client.port, sp, w)
+            if api is not None:
+                out.append(terms.message(svc.annotations, api.finding(subject)))
+                continue
             policies = ctx.selecting(w)
             pod_port = stack_helpers.target_port_number(sp.target_port, w) if policies else None
             if pod_port is None:

@@ -7,6 +7,8 @@ engine's default port, vLLM 8000 and candle-vllm 2000):
 - the host is not a loopback address (``--host 127.0.0.1``, ``localhost``, ``::1``,
   :func:`core.rules.loopback_host`): the Service's endpoints and the kubelet's probes connect to
   the pod IP, so a server bound to loopback answers nobody but itself;
+- every ``httpGet`` probe speaks the server's scheme: HTTPS when vLLM is given ``--ssl-certfile``
+  (uvicorn then serves TLS only), else HTTP (the probe's default);
 - every startup, liveness and readiness probe with a port (``httpGet``, ``tcpSocket``,
   ``grpc``; a named port resolved through the container's named ``containerPort``) targets
   the listen port: a startup probe on another port never succeeds and the kubelet kills the
@@ -76,6 +78,9 @@ def breaches(c: manifests.Container, ep: manifests.Endpoint, house: bool = True)
         else:
             shown = f"port {written} ({number})"
         out.append(endpoints.probe_on_listen_port(field, number, shown, ep.engine, ep.port, ep.port_text))
+        get = rh.mapping(rh.mapping(probe).get("httpGet"))
+        if get:
+            out.append(endpoints.probe_scheme(field, str(get.get("scheme") or "HTTP"), ep.scheme, ep.engine))
     if house:
         out.append(endpoints.container_port(tuple(c.ports), ep.engine, ep.port, ep.port_text))
     return [b for b in out if b]
@@ -85,8 +90,8 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     w = views.of(args)
     if w is None:
         return
-    for c, server in w.servers:
-        ep = manifests.endpoint(server)
+    for c, _server in w.servers:
+        ep = c.endpoint
         if ep is None:
             continue
         for breach in breaches(c, ep, stackconfig.house_conventions()):

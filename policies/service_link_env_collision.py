@@ -66,7 +66,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 continue
             for svc_name, names in names_by_ns.get(w.namespace, ()):
                 parsed = facts.ENGINE_ENV_PARSED.get(server.engine, frozenset())
-                hits = [n for n in rules.env_collisions(names, prefix) if n not in c.env and n in parsed]
+                hits = [n for n in rules.env_collisions(names, prefix) if c.environment.is_set(n) is False and n in parsed]
                 breach = service_rules.service_links(svc_name, server.engine, prefix, hits)
                 if breach is not None:
                     report_violation(terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}, container {c.name}")),

@@ -17,6 +17,12 @@ Sources: spec "Facts each component must carry" (001, 003); kustomization.yaml i
 models"); clef-candle.yaml ("The reference pytorch Deployment must stay at replicas 0 while
 this runs, or the Service splits traffic across two different implementations").
 
+Pods carry the labels their controller adds (:attr:`core.manifests.Workload.controller_labels`):
+a Deployment's ``pod-template-hash``, a StatefulSet's ``controller-revision-hash``,
+``statefulset.kubernetes.io/pod-name`` and ``apps.kubernetes.io/pod-index``, so a Service that
+selects one StatefulSet pod (``pod-index: "0"``) selects that workload, and a selector on a hash
+(one ReplicaSet's pods) is no collision.
+
 InferenceService predictor pods carry the labels KServe gives them
 (``serving.kserve.io/inferenceservice``, ``component: predictor``, ``app: isvc.<name>-predictor``)
 beside the InferenceService's own labels (``core.manifests``).
@@ -79,6 +85,8 @@ def check_service(svc: manifests.Service, index: PodIndex, house: bool = True):
     objects = {(w.kind, w.name) for w in live}
     if len(objects) == 1:
         return None
+    if len(objects) >= 2 and any(w.narrowed_by(svc.selector) for w in live):
+        return None  # a hash only one ReplicaSet or revision carries: one workload's pods, whichever it is
     if len(objects) >= 2:
         live = tuple({(w.kind, w.name): w for w in live}.values())
         if not house and one_model_behind(live):

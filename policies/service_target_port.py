@@ -62,7 +62,7 @@ def check_port(svc: manifests.Service, sp: manifests.ServicePort, w: manifests.W
     breach = service_rules.target_port(
         sp.target_port, stack_helpers.target_port_number(sp.target_port, w), f"{w.name} ({w.kind})",
         {n for c in w.containers for n in c.port_names}, stack_helpers.declared_ports(w),
-        [(c.name, c.ports, manifests.endpoint(c.server)) for c in w.containers])
+        [(c.name, c.ports, c.endpoint) for c in w.containers])
     return None if breach is None else terms.message(svc.annotations, breach.finding(f"Service {svc.name} {_port_label(sp)}"))
 
 

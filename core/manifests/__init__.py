@@ -2,10 +2,12 @@
 policy pack's properties) read into frozen views, cut by job:
 
 - :mod:`core.manifests.read`: type tokens and tolerant readers of Mapping / Sequence values;
+- :mod:`core.manifests.env`: a container's environment as the kubelet builds it (``valueFrom``, ``envFrom``);
 - :mod:`core.manifests.argv`: the argv a container will run (``$(VAR)``, ``sh -c``, entrypoints);
 - :mod:`core.manifests.servers`: the model server that argv starts, its flags and endpoint;
 - :mod:`core.manifests.pods`: workloads (Deployment, StatefulSet, InferenceService predictor,
   LeaderWorkerSet), their pods and containers;
+- :mod:`core.manifests.kserve`: an InferenceService's predictor as KServe builds it from a ServingRuntime;
 - :mod:`core.manifests.services`: Services and label selectors;
 - :mod:`core.manifests.network_policies`: NetworkPolicies that isolate ingress;
 - :mod:`core.manifests.stack`: every workload, Service and NetworkPolicy of a stack.
@@ -13,14 +15,18 @@ policy pack's properties) read into frozen views, cut by job:
 The names below are the ones the policy pack, the preview summary and the plan tools use.
 """
 
+from core.manifests import kserve
+from core.manifests.env import Environment, EnvVar, environment
 from core.manifests.network_policies import IngressPolicy, admitting_any_source, parse_policy, ports_text
 from core.manifests.pods import (
+    CONTROLLER_LABELS,
     KSERVE_MODEL_CONTAINER,
     LWS_NAME_LABEL,
     LWS_WORKER_INDEX_LABEL,
     Container,
     OtherPods,
     Workload,
+    controller_labels,
     lws_workloads,
     other_pods,
     workload,
@@ -54,6 +60,7 @@ from core.manifests.services import Client, Service, ServicePort, label_selector
 from core.manifests.stack import Stack, stack_view
 
 __all__ = [
+    "CONTROLLER_LABELS", "EnvVar", "Environment", "controller_labels", "environment", "kserve",
     "DEPLOYMENT_TYPES", "ISVC_TYPE", "KSERVE_MODEL_CONTAINER", "LWS_NAME_LABEL", "LWS_TYPE", "LWS_WORKER_INDEX_LABEL",
     "MODELLED_ENGINES", "NETWORK_POLICY_TYPE", "PORT_FLAGS", "SERVICE_TYPE", "VLLM_MULTI_VALUE_FLAGS", "WORKLOAD_TYPES",
     "Client", "Container", "Endpoint", "IngressPolicy", "OtherPods", "ServerArgs", "Service", "ServicePort", "Stack",

@@ -25,76 +25,21 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from core.images import image_facts
+from core.manifests.env import UNKNOWN, Environment, Unknown, k8s_expand
+from core.manifests.env import environment as _environment
 
-# --- Kubernetes $(VAR) expansion -------------------------------------------------------------
+__all__ = ["UNKNOWN", "Argv", "ServerCall", "Unknown", "container_env", "effective_argv", "image_engine", "k8s_expand",
+           "server_of", "shown"]
 
+# --- Kubernetes $(VAR) expansion: core.manifests.env (the kubelet's), re-exported here ------------
 
-class Unknown(Exception):  # noqa: N818
-    """A part of the argv cannot be known from the manifest; the message says which and why."""
-
-
-#: Stands for an env variable whose value is not in the manifest (``valueFrom``, ``envFrom``).
-_UNKNOWN = object()
-
-
-def k8s_expand(text: str, env: Mapping[str, Any], maybe_defined: bool = False) -> str:
-    """``text`` with ``$(VAR)`` replaced as the kubelet replaces it in ``command``, ``args`` and
-    env values (k8s.io/kubernetes third_party/forked/golang/expansion ``Expand``): ``$(VAR)`` of a
-    defined variable is its value; of an undefined one stays ``$(VAR)`` literally; ``$$`` is one
-    ``$`` (so ``$$(VAR)`` is the literal ``$(VAR)``); any other ``$`` is kept.
-
-    ``env``: name -> value, or :data:`_UNKNOWN` for a variable whose value the manifest does not
-    hold. ``maybe_defined``: an ``envFrom`` may define any other name. Raises :class:`Unknown`
-    when the text needs a value that is not known.
-    """
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch != "$" or i + 1 >= n:
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "$":
-            out.append("$")
-            i += 2
-        elif nxt == "(":
-            close = text.find(")", i + 2)
-            if close < 0:
-                out.append("$(")
-                i += 2
-                continue
-            name = text[i + 2:close]
-            value = env.get(name)
-            if value is _UNKNOWN or (value is None and maybe_defined):
-                where = "is set from a Secret, ConfigMap or field" if value is _UNKNOWN else "may come from envFrom"
-                raise Unknown(f"$({name}) {where}, so its value is not in the manifest")
-            out.append(f"$({name})" if value is None else str(value))
-            i = close + 1
-        else:
-            out.append("$" + nxt)
-            i += 2
-    return "".join(out)
-
-
-def container_env(env: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The env list of a container as name -> value, each value expanded against the entries
-    before it (as the kubelet does); ``valueFrom`` entries (and values that need one) are
-    :data:`_UNKNOWN`."""
-    known: dict[str, Any] = {}
-    for entry in env:
-        name = entry.get("name")
-        if not name:
-            continue
-        if "valueFrom" in entry and entry.get("valueFrom") is not None:
-            known[str(name)] = _UNKNOWN
-            continue
-        try:
-            known[str(name)] = k8s_expand(str(entry.get("value", "") or ""), known)
-        except Unknown:
-            known[str(name)] = _UNKNOWN
-    return known
+def container_env(env: Sequence[Mapping[str, Any]], environment: Environment | None = None) -> dict[str, Any]:
+    """The env of a container as name -> value, as the kubelet sets it
+    (:func:`core.manifests.env.environment`: each value expanded against the entries before it);
+    ``valueFrom`` entries (and values that need one) are :data:`UNKNOWN`. ``environment``: the
+    container's, when already built (else built from ``env``)."""
+    built = environment if environment is not None else _environment(env)
+    return {n: (UNKNOWN if v.value is None else v.value) for n, v in built.vars.items()}
 
 
 # --- shells ------------------------------------------------------------------------------------
@@ -102,6 +47,7 @@ def container_env(env: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "\n", ";;", "(", ")"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_K8S_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 _SHELL_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 #: Words that start a shell command without being the program: ``exec vllm serve ...``.
 _PREFIX_WORDS = frozenset({"exec", "env", "nohup", "command", "time"})
@@ -132,6 +78,11 @@ def _shell_expand(script: str, env: Mapping[str, Any], maybe_defined: bool) -> s
             quote = "" if quote == "'" else "'"
         elif ch == '"' and quote != "'":
             quote = "" if quote == '"' else '"'
+        kept = _K8S_REF.match(script, i) if quote != "'" and script.startswith("$(", i) else None
+        if kept is not None and env.get(kept.group(1)) is UNKNOWN and opaque_before("".join(out)):
+            out.append("$" + kept.group(1))  # a $(VAR) the kubelet fills from a Secret, an opaque flag's value
+            i = kept.end()
+            continue
         if quote != "'" and (script.startswith("$(", i) or ch == "`"):
             raise Unknown("the shell script computes a word with command substitution ($(...) or backquotes)")
         m = _SHELL_VAR.match(script, i) if quote != "'" and ch == "$" else None
@@ -141,7 +92,12 @@ def _shell_expand(script: str, env: Mapping[str, Any], maybe_defined: bool) -> s
             continue
         name = m.group(1) or m.group(3)
         value = env.get(name)
-        if value is _UNKNOWN or (value is None and maybe_defined and m.group(2) is None):
+        if (value is UNKNOWN or (value is None and maybe_defined and m.group(2) is None)) \
+                and opaque_before("".join(out)):
+            out.append(m.group(0))  # an opaque flag's value (--api-key "$VLLM_API_KEY"): kept as written
+            i = m.end()
+            continue
+        if value is UNKNOWN or (value is None and maybe_defined and m.group(2) is None):
             raise Unknown(f"the shell script reads ${name}, whose value is not in the manifest")
         if value is None:
             value = m.group(2) or ""
@@ -200,6 +156,7 @@ def effective_argv(
     env: Sequence[Mapping[str, Any]] = (),
     image: str = "",
     env_from: bool = False,
+    environment: Environment | None = None,
 ) -> Argv:
     """The argv the container's server process will run, as Kubernetes and the shell pass it.
 
@@ -210,12 +167,15 @@ def effective_argv(
        the one that runs a known server (:func:`server_of`) taken, else the last one.
 
     ``env_from``: the container has ``envFrom``, so names not in ``env`` may be defined too.
-    Never raises: what cannot be known is returned as ``Argv(None, <why>)``.
+    ``environment``: the container's :class:`core.manifests.env.Environment` when already built
+    (its ``envFrom`` sources count as ``env_from``). Never raises: what cannot be known is
+    returned as ``Argv(None, <why>)``.
     """
-    values = container_env(env)
+    values = container_env(env, environment)
+    env_from = env_from or bool(environment is not None and environment.open_sources)
     try:
-        cmd = [k8s_expand(str(c), values, env_from) for c in command]
-        rest = [k8s_expand(str(a), values, env_from) for a in args]
+        cmd = _expand_words(command, values, env_from)
+        rest = _expand_words(args, values, env_from)
     except Unknown as err:
         return Argv(None, str(err))
     via = "as written"
@@ -240,6 +200,35 @@ def effective_argv(
     return Argv(tuple((servers or commands)[-1]), None, "sh -c")
 
 
+#: Flags whose value is opaque text to every rule (a key, a token): a ``$(VAR)`` whose value the
+#: manifests do not hold (a Secret's) is kept as written there, and the argv stays known.
+OPAQUE_VALUE_FLAGS = frozenset({"--api-key", "--hf-token"})
+
+
+#: Text that ends in one of :data:`OPAQUE_VALUE_FLAGS` and its separator (``--api-key=``, ``--api-key "``).
+_OPAQUE_BEFORE = re.compile(r"(?:^|\s)(?:" + "|".join(re.escape(f) for f in sorted(OPAQUE_VALUE_FLAGS)) + r")(?:=|\s+)[\"']?$")
+
+
+def opaque_before(text: str) -> bool:
+    """True when a variable reference right after ``text`` is the value of an opaque flag."""
+    return _OPAQUE_BEFORE.search(text) is not None
+
+
+def _expand_words(words: Sequence[Any], values: Mapping[str, Any], env_from: bool) -> list[str]:
+    """Each word :func:`k8s_expand`-ed; a value of :data:`OPAQUE_VALUE_FLAGS` (``--api-key $(KEY)``,
+    ``--api-key=$(KEY)``, in one word or after the flag's word) whose variable is not known is kept
+    as written. Raises :class:`Unknown`."""
+    out: list[str] = []
+    for word in (str(w) for w in words):
+        before = (out[-1] + " ") if out else ""
+
+        def keep(prefix: str, before: str = before) -> bool:
+            return opaque_before(before + prefix)
+
+        out.append(k8s_expand(word, values, env_from, keep))
+    return out
+
+
 # --- which server ------------------------------------------------------------------------------
 
 
@@ -258,15 +247,32 @@ PYTHON_MODULES = {
     "vllm.entrypoints.openai.api_server": "vllm",
     "vllm.entrypoints.api_server": "vllm",
     "sglang.launch_server": "sglang",
+    "llama_cpp.server": "llama.cpp",
 }
-#: Server programs by the basename of argv[0].
-PROGRAMS = {"candle-vllm": "candle-vllm", "text-generation-launcher": "tgi"}
+#: Server programs by the basename of argv[0] (a fragment of it: ``/app/llama-server``).
+PROGRAMS = {"candle-vllm": "candle-vllm", "text-generation-launcher": "tgi", "tritonserver": "triton",
+            "llama-server": "llama.cpp", "local-ai": "localai"}
+#: Programs that start a server only with a sub-command: ``ollama serve``, Ray Serve's ``serve run``.
+SUBCOMMAND_PROGRAMS = {("ollama", "serve"): "ollama", ("serve", "run"): "ray-serve", ("serve", "deploy"): "ray-serve"}
+#: Serving images by a fragment of their repository, for a container whose argv names no server
+#: (its entrypoint runs it): Triton, llama.cpp, Ollama, LocalAI, TGI, SGLang, Ray.
+IMAGE_ENGINES = (("tritonserver", "triton"), ("llama.cpp", "llama.cpp"), ("llama-cpp", "llama.cpp"),
+                 ("ollama/ollama", "ollama"), ("localai", "localai"), ("local-ai", "localai"),
+                 ("text-generation-inference", "tgi"), ("sglang", "sglang"), ("rayproject/ray", "ray"))
+
+
+def image_engine(image: str) -> str | None:
+    """The server a serving image runs by its repository (:data:`IMAGE_ENGINES`), else None."""
+    repo = image.lower().split("@", 1)[0]
+    return next((engine for fragment, engine in IMAGE_ENGINES if fragment in repo), None)
 
 
 def server_of(argv: Iterable[str]) -> ServerCall | None:
     """The server ``argv`` starts, or None: ``vllm serve ...``, ``python[3] -m
     vllm.entrypoints.openai.api_server ...``, ``python3 -m sglang.launch_server ...``,
-    ``sglang serve ...``, ``text-generation-launcher ...``, a ``candle-vllm`` binary."""
+    ``sglang serve ...``, ``text-generation-launcher ...``, a ``candle-vllm`` binary; the servers
+    the pack does not model too (``tritonserver``, ``llama-server``, ``python3 -m
+    llama_cpp.server``, ``ollama serve``, ``local-ai``, Ray Serve's ``serve run``)."""
     words = tuple(argv)
     if not words:
         return None
@@ -275,6 +281,8 @@ def server_of(argv: Iterable[str]) -> ServerCall | None:
         return ServerCall(base, words[:2], words[2:])
     if base.startswith("python") and len(words) > 2 and words[1] == "-m" and words[2] in PYTHON_MODULES:
         return ServerCall(PYTHON_MODULES[words[2]], words[:3], words[3:])
+    if len(words) > 1 and (base, words[1]) in SUBCOMMAND_PROGRAMS:
+        return ServerCall(SUBCOMMAND_PROGRAMS[(base, words[1])], words[:2], words[2:])
     for program, engine in PROGRAMS.items():
         if program in base:
             return ServerCall(engine, words[:1], words[1:])

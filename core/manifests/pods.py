@@ -20,6 +20,8 @@ from core import allocation as _allocation
 from core import facts
 from core import quantity as _quantity
 from core.manifests import argv as _argv
+from core.manifests import env as _env
+from core.manifests import kserve as _kserve
 from core.manifests.read import (
     ISVC_TYPE,
     LWS_TYPE,
@@ -34,13 +36,30 @@ from core.manifests.read import (
     whole,
     whole_number,
 )
-from core.manifests.servers import MODELLED_ENGINES, ServerArgs, parse_args
+from core.manifests.servers import MODELLED_ENGINES, Endpoint, ServerArgs, endpoint, parse_args
+from core.manifests.services import label_selector_matches as _selector_matches_one
 
 #: Labels the LeaderWorkerSet controller puts on every pod of a group (leader: worker-index 0).
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 #: The container name KServe gives the ``spec.predictor.model`` container.
 KSERVE_MODEL_CONTAINER = "kserve-container"
+
+# --- labels controllers add to the pods they make (k8s.io/api apps/v1 well-known labels) ----------
+#: A Deployment's ReplicaSets add a hash of the pod template (``DefaultDeploymentUniqueLabelKey``).
+POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
+#: A StatefulSet (and DaemonSet) adds the hash of its ControllerRevision (``ControllerRevisionHashLabelKey``).
+CONTROLLER_REVISION_HASH_LABEL = "controller-revision-hash"
+#: A StatefulSet names each pod ``<set>-<ordinal>`` in this label (``StatefulSetPodNameLabel``).
+STATEFULSET_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+#: A StatefulSet's pod ordinal (``PodIndexLabel``; Kubernetes 1.28+, on by default since 1.28 beta).
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+#: A LeaderWorkerSet's group ordinal on every pod of a group (sigs.k8s.io/lws ``GroupIndexLabelKey``).
+LWS_GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+#: Every label a controller adds; a value only the controller knows (a hash) is None in
+#: :attr:`Workload.controller_labels`.
+CONTROLLER_LABELS = frozenset({POD_TEMPLATE_HASH_LABEL, CONTROLLER_REVISION_HASH_LABEL, STATEFULSET_POD_NAME_LABEL,
+                               POD_INDEX_LABEL, LWS_GROUP_INDEX_LABEL})
 
 
 # --- containers and workloads -------------------------------------------------------------
@@ -54,6 +73,8 @@ class Container:
     image_pull_policy: str | None
     command: tuple[str, ...]
     args: tuple[str, ...]
+    #: name -> value of every variable whose value the manifests hold, as the process sees it
+    #: (``$(VAR)`` expanded); a variable set from ``valueFrom`` is in :attr:`environment` only.
     env: Mapping[str, str]
     ports: tuple[int, ...]
     port_names: Mapping[str, int]
@@ -80,6 +101,9 @@ class Container:
     security_context: Mapping = field(default_factory=dict)
     #: Each resource the container asks for and the amount, as written (the limit where both are given).
     resource_amounts: Mapping[str, str] = field(default_factory=dict)
+    #: Every variable the kubelet sets, with its source (:func:`core.manifests.env.environment`):
+    #: ``valueFrom`` and ``envFrom`` count as set, their values unknown.
+    environment: _env.Environment = field(default_factory=_env.Environment)
 
     @property
     def cards(self) -> int:
@@ -92,13 +116,19 @@ class Container:
         """The argv the container will run (:func:`core.manifests.argv.effective_argv`: ``$(VAR)`` expanded
         from its env, ``sh -c`` scripts split, an omitted command taken from a known image's
         entrypoint), or ``Argv(None, why)`` when the manifest cannot tell it."""
-        return _argv.effective_argv(self.command, self.args, self.env_list, self.image, self.env_from)
+        return _argv.effective_argv(self.command, self.args, self.env_list, self.image, self.env_from, self.environment)
 
     @cached_property
     def call(self) -> _argv.ServerCall | None:
         """The model server the container runs (any engine :func:`core.manifests.argv.server_of` knows:
         vLLM, candle-vllm, SGLang, TGI), or None (not a server we recognise, or argv unknown)."""
         return _argv.server_of(self.argv.argv) if self.argv.argv is not None else None
+
+    @property
+    def engine(self) -> str | None:
+        """The server it runs: :attr:`call`'s engine, else the one its image is built for
+        (:func:`core.manifests.argv.image_engine`: ``nvcr.io/nvidia/tritonserver`` is Triton), else None."""
+        return self.call.engine if self.call is not None else _argv.image_engine(self.image)
 
     @property
     def looks_like_server(self) -> bool:
@@ -118,9 +148,17 @@ class Container:
             return None
         return parse_args(call.engine, call.args)
 
+    @cached_property
+    def endpoint(self) -> Endpoint | None:
+        """Where its server listens and how it is called (:func:`core.manifests.servers.endpoint`
+        of :attr:`server` and :attr:`environment`: port, scheme, API key, health route, served model
+        names, side ports); None when it runs no modelled server or its argv cannot be read."""
+        return endpoint(self.server, self.environment)
 
-def _container(raw: Mapping, at: str = "") -> Container:
-    """One container; ``at`` is its key path in the object (``spec.template.spec.containers[0]``)."""
+
+def container(raw: Mapping, at: str = "") -> Container:
+    """One container as the kubelet would run it (:class:`Container`: its environment, argv, server
+    and endpoint); ``at`` is its key path in the object (``spec.template.spec.containers[0]``)."""
     resources = as_map(raw.get("resources"))
     limits = as_map(resources.get("limits"))
     requests = as_map(resources.get("requests"))
@@ -133,18 +171,16 @@ def _container(raw: Mapping, at: str = "") -> Container:
             ports.append(port)
             if p.get("name"):
                 names[str(p["name"])] = port
-    env = {}
-    for e in as_seq(raw.get("env")):
-        e = as_map(e)
-        if "name" in e:
-            env[str(e["name"])] = str(e.get("value", ""))
+    env_list = tuple(plain(as_map(e)) for e in as_seq(raw.get("env")))
+    environment = _env.environment(env_list, tuple(plain(as_map(e)) for e in as_seq(raw.get("envFrom"))))
     return Container(
         name=str(raw.get("name", "")),
         image=str(raw.get("image", "")),
         image_pull_policy=raw.get("imagePullPolicy"),
         command=tuple(str(c) for c in as_seq(raw.get("command"))),
         args=tuple(str(a) for a in as_seq(raw.get("args"))),
-        env=env,
+        env=environment.known(),
+        environment=environment,
         ports=tuple(ports),
         port_names=names,
         gpu_request=quantity(requests.get(facts.GPU_RESOURCE)),
@@ -155,7 +191,7 @@ def _container(raw: Mapping, at: str = "") -> Container:
         liveness_probe=raw.get("livenessProbe"),
         readiness_probe=raw.get("readinessProbe"),
         volume_mounts=tuple(as_map(v) for v in as_seq(raw.get("volumeMounts"))),
-        env_list=tuple(plain(as_map(e)) for e in as_seq(raw.get("env"))),
+        env_list=env_list,
         resource_names=tuple(sorted({str(k) for k in (*limits.keys(), *requests.keys())})),
         env_from=bool(as_seq(raw.get("envFrom"))),
         security_context=plain(as_map(raw.get("securityContext"))),
@@ -207,6 +243,56 @@ class Workload:
     role: str = ""
     #: The pod spec's ``securityContext`` as written (plain; ``{}`` when absent).
     security_context: Mapping = field(default_factory=dict)
+    #: The labels its controller adds to each pod beside :attr:`pod_labels`: key -> the values its
+    #: pods carry (a StatefulSet of 2 replicas: ``apps.kubernetes.io/pod-index`` -> {"0", "1"}), or
+    #: None for a value only the controller knows (``pod-template-hash``). :func:`controller_labels`.
+    controller_labels: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+    #: The ServingRuntime an InferenceService's predictor was built from (``ServingRuntime vllm``),
+    #: or None (not an InferenceService, or its runtime is not in the manifest set).
+    runtime: str | None = None
+
+    def selected_by(self, selector: Mapping[str, str]) -> bool:
+        """True when an equality selector (a Service's ``spec.selector``, ``matchLabels``) matches
+        some of its pods: each pair is a template label, or a label its controller adds with that
+        value (any value, for a hash). An empty selector matches nothing (a Service's rule)."""
+        for key, value in selector.items():
+            if key in self.controller_labels:
+                values = self.controller_labels[key]
+                if values is None or value in values:
+                    continue
+                return False
+            if self.pod_labels.get(key) != value:
+                return False
+        return bool(selector)
+
+    def matched_by(self, selector: Mapping) -> bool:
+        """True when a metav1.LabelSelector (``matchLabels`` and ``matchExpressions``: a
+        NetworkPolicy's ``podSelector``, a PodDisruptionBudget's ``selector``) matches some of its pods,
+        the labels its controller adds included; ``{}`` matches every pod."""
+        selector = as_map(selector)
+        labels = {k: v for k, v in self.pod_labels.items() if k not in self.controller_labels}
+        match = {str(k): str(v) for k, v in as_map(selector.get("matchLabels")).items()}
+        if match and not self.selected_by(match):
+            return False
+        for expr in as_seq(selector.get("matchExpressions")):
+            expr = as_map(expr)
+            key, op = str(expr.get("key")), str(expr.get("operator"))
+            wanted = {str(v) for v in as_seq(expr.get("values"))}
+            if key in self.controller_labels:
+                have = self.controller_labels[key]
+                if op == "DoesNotExist" or (op == "In" and have is not None and not have & wanted) \
+                        or (op == "NotIn" and have is not None and have <= wanted):
+                    return False
+                continue
+            if not _selector_matches_one({"matchExpressions": [expr]}, labels):
+                return False
+        return True
+
+    def narrowed_by(self, selector: Mapping[str, str]) -> str | None:
+        """The controller-added label of ``selector`` that picks pods by a value only the
+        controller knows (``pod-template-hash``: one ReplicaSet), or None. Two workloads cannot
+        both carry one such value, so such a selector is no collision."""
+        return next((k for k in selector if k in self.controller_labels and self.controller_labels[k] is None), None)
 
     def run_as(self, c: Container) -> tuple[Any, int | None]:
         """``(runAsNonRoot, runAsUser)`` of container ``c``: each the container's, else the pod's
@@ -360,8 +446,8 @@ def _containers(pod_spec: Mapping, pod_at: str) -> tuple[Container, ...]:
     if isinstance(model, Mapping):
         raw = dict(plain(model))
         raw.setdefault("name", KSERVE_MODEL_CONTAINER)
-        out.append(replace(_container(raw, f"{pod_at}.model"), from_runtime=True))
-    out += [_container(as_map(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(as_seq(pod_spec.get("containers")))]
+        out.append(replace(container(raw, f"{pod_at}.model"), from_runtime=True))
+    out += [container(as_map(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(as_seq(pod_spec.get("containers")))]
     return tuple(out)
 
 
@@ -398,12 +484,33 @@ def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
             strategy_type=plan.strategy, rollout=plan, strategy={}, strategy_at=strategy_at,
             annotations={str(k): str(v) for k, v in as_map(meta.get("annotations")).items()},
             labels={str(k): str(v) for k, v in as_map(meta.get("labels")).items()},
-            init_containers=tuple(_container(as_map(c), f"{at}.spec.initContainers[{i}]")
+            init_containers=tuple(container(as_map(c), f"{at}.spec.initContainers[{i}]")
                                   for i, c in enumerate(as_seq(pod_spec.get("initContainers")))),
             role=role,
             security_context=plain(as_map(pod_spec.get("securityContext"))),
+            controller_labels={CONTROLLER_REVISION_HASH_LABEL: None, STATEFULSET_POD_NAME_LABEL: None,
+                               POD_INDEX_LABEL: None, LWS_GROUP_INDEX_LABEL: frozenset(str(i) for i in range(groups))},
         ))
     return out
+
+
+def controller_labels(kind: str, name: str, replicas: int, spec: Mapping[str, Any] | None = None
+                      ) -> dict[str, frozenset[str] | None]:
+    """The labels the controller of a ``kind`` object named ``name`` adds to its ``replicas`` pods
+    (:data:`CONTROLLER_LABELS`): a Deployment (and an InferenceService's RawDeployment) the
+    ``pod-template-hash``; a StatefulSet the ``controller-revision-hash``, each pod's name
+    ``<name>-<ordinal>`` and ordinal (from ``spec.ordinals.start``, default 0). Source:
+    k8s.io/kubernetes pkg/controller/statefulset ``stateful_set_utils.go`` (``initIdentity``,
+    ``updateIdentity``) and pkg/controller/deployment ``sync.go``."""
+    if kind in ("Deployment", "InferenceService"):
+        return {POD_TEMPLATE_HASH_LABEL: None}
+    if kind == "StatefulSet":
+        start = whole(as_map(as_map(spec).get("ordinals")).get("start"), 0)
+        ordinals = range(start, start + max(replicas, 0))
+        return {CONTROLLER_REVISION_HASH_LABEL: None,
+                STATEFULSET_POD_NAME_LABEL: frozenset(f"{name}-{i}" for i in ordinals),
+                POD_INDEX_LABEL: frozenset(str(i) for i in ordinals)}
+    return {}
 
 
 def raw_deployment_min_replicas(predictor: Mapping[str, Any]) -> int:
@@ -415,9 +522,12 @@ def raw_deployment_min_replicas(predictor: Mapping[str, Any]) -> int:
     return 1 if min_r == 0 and whole(predictor.get("maxReplicas"), 1) != 0 else min_r
 
 
-def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | None:
+def workload(resource_type: str, props: Mapping, urn: str = "", runtimes: Sequence[_kserve.Runtime] = ()) -> Workload | None:
     """The :class:`Workload` of a Deployment, StatefulSet or InferenceService; None for other types
-    (a LeaderWorkerSet: :func:`lws_workloads`)."""
+    (a LeaderWorkerSet: :func:`lws_workloads`). ``runtimes``: the ServingRuntimes of the manifest
+    set (:func:`core.manifests.kserve.runtimes_of`): an InferenceService in the ``predictor.model``
+    form whose runtime is among them is read as KServe builds its predictor
+    (:func:`core.manifests.kserve.predictor_pod`; :attr:`Workload.runtime` names it)."""
     if resource_type not in WORKLOAD_TYPES:
         return None
     meta = as_map(props.get("metadata"))
@@ -426,8 +536,14 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | No
     name = str(meta.get("name", ""))
     labels = {str(k): str(v) for k, v in as_map(meta.get("labels")).items()}
     annotations = {str(k): str(v) for k, v in as_map(meta.get("annotations")).items()}
+    runtime = None
     if resource_type == ISVC_TYPE:
         pod = as_map(spec.get("predictor"))
+        model = pod.get("model")
+        if isinstance(model, Mapping) and runtimes:
+            chosen = _kserve.select_runtime(model, str(meta.get("namespace", "default")), runtimes)
+            if chosen is not None:
+                pod, runtime = _kserve.predictor_pod(props, chosen), chosen.shown
         raw_mode = annotations.get(facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION) == facts.KSERVE_RAW_MODE
         min_r = raw_deployment_min_replicas(pod) if raw_mode else whole(pod.get("minReplicas"), 1)
         max_r = pod.get("maxReplicas")
@@ -468,10 +584,12 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | No
         annotations=annotations,
         labels=labels,
         init_containers=tuple(
-            _container(as_map(c), f"{pod_at}.initContainers[{i}]") for i, c in enumerate(as_seq(pod_spec.get("initContainers")))
+            container(as_map(c), f"{pod_at}.initContainers[{i}]") for i, c in enumerate(as_seq(pod_spec.get("initContainers")))
         ),
         enable_service_links=pod_spec.get("enableServiceLinks") is not False,
         security_context=plain(as_map(pod_spec.get("securityContext"))),
+        controller_labels=controller_labels(kind, name, replicas, spec),
+        runtime=runtime,
     )
 
 
@@ -486,6 +604,19 @@ class OtherPods:
     name: str
     namespace: str
     label_sets: tuple[Mapping[str, str], ...]
+    #: Labels its controller adds to every pod, as in :attr:`Workload.controller_labels` (a Job's
+    #: ``job-name``; a DaemonSet's ``controller-revision-hash``, value None: only the controller knows it).
+    controller_labels: Mapping[str, frozenset[str] | None] = field(default_factory=dict)
+
+    def selected_by(self, selector: Mapping[str, str]) -> bool:
+        """True when an equality selector matches the pods of one of its templates, the labels its
+        controller adds included."""
+        for labels in self.label_sets:
+            if selector and all(
+                    (self.controller_labels[k] is None or v in (self.controller_labels[k] or ()))
+                    if k in self.controller_labels else labels.get(k) == v for k, v in selector.items()):
+                return True
+        return False
 
 
 def _template_labels(node: Any, out: list[Mapping[str, str]], depth: int = 0) -> None:
@@ -517,4 +648,11 @@ def other_pods(resource_type: str, props: Mapping) -> OtherPods | None:
     if not sets:
         return None
     kind = str(props.get("kind") or resource_type.rsplit(":", 1)[-1])
-    return OtherPods(kind, str(meta.get("name", "")), str(meta.get("namespace", "default")), tuple(sets))
+    name = str(meta.get("name", ""))
+    added: dict[str, frozenset[str] | None] = {}
+    if kind == "Job":  # k8s.io/kubernetes pkg/controller/job: JobNameLabel and its legacy form, the controller's uid
+        added = {"job-name": frozenset({name}), "batch.kubernetes.io/job-name": frozenset({name}),
+                 "controller-uid": None, "batch.kubernetes.io/controller-uid": None}
+    elif kind == "DaemonSet":  # pkg/controller/daemon: the revision hash and the template generation
+        added = {CONTROLLER_REVISION_HASH_LABEL: None, "pod-template-generation": None}
+    return OtherPods(kind, name, str(meta.get("namespace", "default")), tuple(sets), added)

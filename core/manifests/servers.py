@@ -7,14 +7,16 @@ written, never an error. Plain values in, frozen dataclasses out.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core import facts
 from core.engines import CandleConfig, ServerSettings, VllmConfig
 from core.flags import spellings
-from core.manifests.read import whole
+from core.manifests.env import Environment
+from core.manifests.read import whole, whole_number
 
 # --- server arguments ---------------------------------------------------------------------
 
@@ -154,17 +156,44 @@ def _is_number(token: str) -> bool:
 PORT_FLAGS: dict[str, tuple[str, ...]] = {"vllm": (VllmConfig.FLAGS["port"],), "candle-vllm": (CandleConfig.FLAGS["port"], "--port")}
 
 
+#: The route each engine answers without an API key and once the model is loaded (vLLM's
+#: ``/health``, outside the ``/v1`` routes its API-key middleware guards; candle-vllm has no
+#: health route, its ``/v1/models`` answers once loaded, coder.yaml's probes).
+HEALTH_PATHS: dict[str, str] = {"vllm": "/health", "candle-vllm": "/v1/models"}
+#: The routes vLLM's API key guards (vllm/entrypoints/openai/api_server.py ``AuthenticationMiddleware``:
+#: only paths starting ``/v1`` need the bearer token).
+VLLM_KEYED_PREFIX = "/v1"
+#: The env variable vLLM reads its API key from when ``--api-key`` is not given (vllm/envs.py).
+VLLM_API_KEY_ENV = "VLLM_API_KEY"
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a model server listens, from its argv: ``host`` as given by ``--host`` (None: the
-    engine's default, every interface), ``port`` (``--port`` / ``--p``, else the engine's default,
-    ``facts.ENGINE_DEFAULT_PORTS``: vLLM 8000, candle-vllm 2000) and ``port_flag``, the flag that
-    set it (None when the default applies)."""
+    """Where a model server listens and how it is called, derived once from its argv and env: the
+    one model the probe, Service, NetworkPolicy and client checks share.
+
+    ``host`` as given by ``--host`` (None: the engine's default, every interface); ``port``
+    (``--port`` / ``--p``, else the engine's default, ``facts.ENGINE_DEFAULT_PORTS``: vLLM 8000,
+    candle-vllm 2000) and ``port_flag``, the flag that set it (None when the default applies);
+    ``scheme`` ``HTTPS`` when vLLM is given ``--ssl-certfile`` (uvicorn then serves TLS only),
+    else ``HTTP``; ``api_key``, how a key is required (``--api-key``, ``env VLLM_API_KEY (from
+    Secret s, key k)``; None: no key; vLLM only), and ``api_key_maybe``, an ``envFrom`` source
+    that may set ``VLLM_API_KEY`` (not judged); ``health_path``, the route that answers without
+    a key (:data:`HEALTH_PATHS`); ``served_model_names``, what clients send as ``model``;
+    ``side_ports``, port -> what listens there besides the API, from the server's own
+    arguments (``--kv-transfer-config``'s ``kv_port``, ``VLLM_NIXL_SIDE_CHANNEL_PORT``).
+    """
 
     engine: str
     host: str | None
     port: int
     port_flag: str | None
+    scheme: str = "HTTP"
+    api_key: str | None = None
+    api_key_maybe: str | None = None
+    health_path: str = "/health"
+    served_model_names: tuple[str, ...] = ()
+    side_ports: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def port_text(self) -> str:
@@ -173,21 +202,66 @@ class Endpoint:
             return f"{self.port} ({self.port_flag})"
         return f"{self.port} ({self.engine}'s default, no {PORT_FLAGS[self.engine][0]})"
 
+    def needs_key(self, path: str) -> bool:
+        """True when a request to ``path`` without the bearer token is refused (401)."""
+        return self.api_key is not None and self.engine == "vllm" and path.startswith(VLLM_KEYED_PREFIX)
 
-def endpoint(server: ServerArgs | None) -> Endpoint | None:
-    """The :class:`Endpoint` of a parsed server argv (:attr:`Container.server`), the one model of
-    where a server listens that the probe, Service and NetworkPolicy checks share. None when there
-    is no server, or its argv cannot be read as the server will see it: a port or host that is not
-    a literal (``$(PORT)``) or an argv still wrapped in a shell (``sh -c "vllm serve ..."``), where
-    assuming the default port would be a false alarm."""
-    if server is None or server.has("-c") or any("$(" in t or "${" in t for t in server.raw):
+
+def _side_ports(server: ServerArgs, env: Mapping[str, str]) -> dict[int, str]:
+    """Ports a vLLM server opens besides its API, from its own arguments: ``--kv-transfer-config``'s
+    ``kv_port`` (the KV-cache transfer listener) and ``VLLM_NIXL_SIDE_CHANNEL_PORT`` (NIXL's handshake)."""
+    out: dict[int, str] = {}
+    if server.engine != "vllm":
+        return out
+    raw = server.get("--kv-transfer-config")
+    if raw:
+        try:
+            config = json.loads(raw)
+        except ValueError:
+            config = None
+        port = whole_number(config.get("kv_port")) if isinstance(config, dict) else None
+        if port:
+            out[port] = "--kv-transfer-config kv_port (KV-cache transfer)"
+    nixl = whole_number(env.get("VLLM_NIXL_SIDE_CHANNEL_PORT"))
+    if nixl:
+        out[nixl] = "VLLM_NIXL_SIDE_CHANNEL_PORT (NIXL side channel)"
+    return out
+
+
+def endpoint(server: ServerArgs | None, environment: Environment | None = None) -> Endpoint | None:
+    """The :class:`Endpoint` of a parsed server argv (:attr:`Container.server`) and its container's
+    ``environment`` (:attr:`Container.environment`; None: no env), the one model of where a server
+    listens that the probe, Service and NetworkPolicy checks share. None when there is no server,
+    or its argv cannot be read as the server will see it: a port or host that is not a literal
+    (``$(PORT)`` of a variable the manifests do not define) or an argv still wrapped in a shell
+    (``sh -c "vllm serve ..."``), where assuming the default port would be a false alarm."""
+    if server is None or server.has("-c") or any("${" in t for t in server.raw):
         return None
+    if any("$(" in v for flag in ("--host", *PORT_FLAGS[server.engine]) for v in server.values(flag)):
+        return None
+    env = environment if environment is not None else Environment()
     host = server.get("--host")
+    port, port_flag = facts.ENGINE_DEFAULT_PORTS[server.engine], None
     for flag in PORT_FLAGS[server.engine]:
         value = server.get(flag)
         if value is not None:
-            return Endpoint(server.engine, host, int(value), flag) if value.strip().isdigit() else None
-    return Endpoint(server.engine, host, facts.ENGINE_DEFAULT_PORTS[server.engine], None)
+            if not value.strip().isdigit():
+                return None
+            port, port_flag = int(value), flag
+            break
+    api_key = api_key_maybe = None
+    scheme = "HTTP"
+    if server.engine == "vllm":
+        if server.values("--api-key"):
+            api_key = "--api-key"
+        elif env.is_set(VLLM_API_KEY_ENV) and (env.value(VLLM_API_KEY_ENV) is None or env.value(VLLM_API_KEY_ENV)):
+            api_key = env.describe(VLLM_API_KEY_ENV)
+        elif env.is_set(VLLM_API_KEY_ENV) is None:
+            api_key_maybe = env.describe(VLLM_API_KEY_ENV)
+        if server.get("--ssl-certfile"):
+            scheme = "HTTPS"
+    return Endpoint(server.engine, host, port, port_flag, scheme, api_key, api_key_maybe,
+                    HEALTH_PATHS[server.engine], server.served_model_names, _side_ports(server, env.known()))
 
 
 #: Engines whose flags, capacity and parallelism the pack judges; others are recognised

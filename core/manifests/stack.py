@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.manifests import pods
+from core.manifests import kserve, pods
 from core.manifests import services as services_
-from core.manifests.read import LWS_TYPE, NETWORK_POLICY_TYPE, SERVICE_TYPE, WORKLOAD_TYPES
+from core.manifests.read import ISVC_TYPE, LWS_TYPE, NETWORK_POLICY_TYPE, SERVICE_TYPE, WORKLOAD_TYPES, as_map
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,17 @@ def stack_view(
     """Build a :class:`Stack` from pulumi-policy ``PolicyResource`` objects (anything with
     ``resource_type``, ``props`` and ``urn``); ``workload`` builds each workload's view (the pack
     passes its per-request memo, :func:`policylib.views.workload`). A LeaderWorkerSet gives two workloads (leaders,
-    workers: :func:`core.manifests.pods.lws_workloads`). Other resource types are ignored."""
+    workers: :func:`core.manifests.pods.lws_workloads`); an InferenceService in the ``predictor.model``
+    form is built with the ServingRuntimes of ``resources`` (:mod:`core.manifests.kserve`). Other
+    resource types are ignored."""
     workloads, services, netpols, others = [], [], [], []
+    resources = list(resources)
+    runtimes = kserve.runtimes_of(resources)
     for r in resources:
         t = r.resource_type
         if t in WORKLOAD_TYPES:
-            w = workload(t, r.props, r.urn)
+            model_form = t == ISVC_TYPE and isinstance(as_map(as_map(r.props.get("spec")).get("predictor")).get("model"), Mapping)
+            w = pods.workload(t, r.props, r.urn, runtimes) if model_form and runtimes else workload(t, r.props, r.urn)
             if w is not None:
                 workloads.append(w)
         elif t == LWS_TYPE:

@@ -53,6 +53,23 @@ def container_port(ports: tuple[int, ...], engine: str, listen: int, listen_text
                   f"declare {CONTAINER_PORT} {listen}, or set the server's port flag to the declared port")
 
 
+_TLS_SOURCE = ("vLLM's --ssl-keyfile / --ssl-certfile (vllm/entrypoints/openai/cli_args.py: uvicorn then serves TLS "
+               "only); Kubernetes httpGet probes default to scheme HTTP (core/v1 HTTPGetAction)")
+
+
+@rule("probe-scheme-is-server-scheme", "Every HTTP probe speaks the scheme the server serves.", _TLS_SOURCE,
+      policy="server-listen-endpoint")
+def probe_scheme(field: str, probe: str, server: str, engine: str) -> Breach | None:
+    """``field``: the probe (``readinessProbe``); ``probe``: its ``httpGet.scheme`` (``HTTP`` when
+    omitted); ``server``: the scheme the endpoint serves (:attr:`core.manifests.servers.Endpoint.scheme`)."""
+    if probe.upper() == server.upper():
+        return None
+    why = ("the server serves TLS only (--ssl-certfile), so a plain-HTTP request gets no answer and the probe never passes"
+           if server.upper() == "HTTPS" else "the server speaks plain HTTP, so the TLS handshake fails")
+    return Breach(f"its {field} uses scheme {probe.upper()}, but {engine} serves {server.upper()}: {why}",
+                  f"set the {field}'s httpGet.scheme: {server.upper()} (the kubelet does not verify the certificate)")
+
+
 # --- the pack policies' own text -----------------------------------------------------------------
 
 describe_policy(

@@ -46,6 +46,21 @@ def client_port_exposed(client: str, port: int, exposed: Sequence[int]) -> Breac
                          + (f"one of {', '.join(str(p) for p in sorted(exposed))}" if exposed else "a port the Service exposes")))
 
 
+@rule("network-client-reaches-api", "A declared client's Service port reaches the server's API port.", CLIENTS_SOURCE,
+      policy="network-ingress-for-clients")
+def client_reaches_api(client: str, port: int, pod_port: int, engine: str, api: int, side: str | None) -> Breach | None:
+    """``port``: the Service port the client calls; ``pod_port``: where its targetPort lands on the
+    pods; ``api``: the server's API port (:attr:`core.manifests.servers.Endpoint.port`); ``side``:
+    what listens on ``pod_port`` instead (a side port, e.g. KV-cache transfer), or None."""
+    if pod_port == api:
+        return None
+    other = f"{side}, not the API" if side else "not the API port"
+    return Breach(f"{client} calls port {port} -> pod port {pod_port}, {other}: {engine} answers its API on {api}, "
+                  "so the client's requests never reach it",
+                  only(MANIFEST, "point the client at the Service port whose targetPort is the server's API port")
+                  + only(STACK, "set the client's port in clients to the Service port that reaches the server's API"))
+
+
 @rule("network-ingress-for-clients", "Each declared client of a Service is admitted on the pod's port.",
       CLIENTS_SOURCE, policy="network-ingress-for-clients")
 def client_admitted(client: str, namespace: str, port: int, pod_port: int, refused: str | None,

@@ -87,14 +87,17 @@ def target_port(target: object, number: int | None, who: str, port_names: Collec
     ``port_names``, the pods' named ports; ``declared``, their containerPorts; ``containers``,
     ``(name, containerPorts, endpoint)`` each (:func:`core.manifests.servers.endpoint`).
 
-    A server listening on the port passes (containerPort lists are informational); a port no
-    container declares, when some are, fails; else the containers declaring it (or all, when none
-    declares any) must not run a server on another port."""
+    A server listening on the port passes (containerPort lists are informational), and so does
+    a side port: one the server's own arguments open (:attr:`core.manifests.servers.Endpoint.side_ports`:
+    KV-cache transfer, NIXL's side channel), or a containerPort of a container that declares its
+    API port too (production-stack's engine Service: the API, ``zmq-port`` and ``ucx-port``). A port
+    no container declares, when some are, fails; else the containers declaring it (or all, when
+    none declares any) must not run a server on another port: the API reached at the wrong port."""
     shown = f"targetPort {target if number is None else number}"
     if number is None:
         return Breach(f"{shown} names no containerPort of {who} (named ports: {', '.join(sorted(port_names)) or 'none'}); "
                       "Kubernetes publishes no endpoint for it", "name the container port or use the number")
-    if any(ep is not None and ep.port == number for _, _, ep in containers):
+    if any(ep is not None and (ep.port == number or number in ep.side_ports) for _, _, ep in containers):
         return None
     if declared and number not in declared:
         return Breach(f"{shown} is not a containerPort of {who} (containerPorts: {', '.join(map(str, declared))}); "
@@ -105,6 +108,8 @@ def target_port(target: object, number: int | None, who: str, port_names: Collec
             continue
         if ep is None:
             return None
+        if ep.port in ports:
+            continue  # the container declares its API port as well: this one is a side port beside it
         wrong.append(f"container {name} runs {ep.engine} on {ep.port_text}")
     if not wrong:
         return None

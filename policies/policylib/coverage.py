@@ -4,7 +4,9 @@ The pack models vLLM and candle-vllm servers in Deployments, StatefulSets and In
 predictors on a cluster its inventory describes. For anything else it stays quiet rather than
 guess, and :func:`not_judged` says what was left out, one line each:
 
-- a server of an engine the pack recognises but does not model (SGLang, TGI: :attr:`Container.call`);
+- a server of an engine the pack recognises but does not model (SGLang, TGI, Triton, llama.cpp,
+  Ollama, LocalAI, Ray Serve: :attr:`Container.call`, or the image's name: :attr:`Container.engine`);
+- a running container that holds cards and runs no server the pack knows;
 - a server whose argv cannot be known from the manifest (:func:`core.manifests.argv.effective_argv`);
 - an InferenceService in the KServe ``predictor.model`` form (the server comes from a
   ServingRuntime, not from the manifest);
@@ -12,7 +14,8 @@ guess, and :func:`not_judged` says what was left out, one line each:
   its pods count in the allocation and Service selection);
 - an object of another kind that asks for cards (Pod, Job, DaemonSet, RayCluster, ...);
 - a policy that does not run because the inventory does not state the cluster fact it needs
-  (gpu-runtime-class without ``gpu_runtime_class``).
+  (gpu-runtime-class without ``gpu_runtime_class``; kserve-deployment-mode without
+  ``kserve_deployment_mode``, with KServe's shipped default named).
 
 Pure functions over the analyzer's resources (``resource_type``, ``props``, ``urn``) and the
 inventory.
@@ -28,8 +31,15 @@ from core.inventory import ClusterInventory
 from policylib import views
 
 #: How messages name the engines :func:`core.manifests.argv.server_of` knows.
-ENGINE_NAMES = {"vllm": "vLLM", "candle-vllm": "candle-vllm", "sglang": "SGLang", "tgi": "TGI (text-generation-inference)"}
-SERVER_RULES = "its model, flags, capacity and parallelism are not judged"
+ENGINE_NAMES = {"vllm": "vLLM", "candle-vllm": "candle-vllm", "sglang": "SGLang", "tgi": "TGI (text-generation-inference)",
+                "triton": "Triton Inference Server", "llama.cpp": "llama.cpp's server", "ollama": "Ollama",
+                "localai": "LocalAI", "ray-serve": "Ray Serve", "ray": "Ray (and any Serve application on it)"}
+#: KServe's shipped default deployment mode (kserve/kserve config/configmap/inferenceservice.yaml,
+#: ``deploy.defaultDeploymentMode``, the same from v0.11.0 to v0.20.0).
+KSERVE_SHIPPED_MODE = "Serverless"
+KSERVE_SHIPPED_MODE_SOURCE = "inferenceservice-config deploy.defaultDeploymentMode, v0.11.0 to v0.20.0"
+SERVER_RULES = ("its model, flags, capacity, parallelism, probes' routes and endpoint are not judged "
+                "(its cards and memory are counted)")
 
 
 def _container_lines(w: manifests.Workload) -> list[str]:
@@ -39,11 +49,18 @@ def _container_lines(w: manifests.Workload) -> list[str]:
                    "its parallelism and capacity are not judged")
     for c in w.containers:
         where = f"{w.kind} {w.name}, container {c.name}"
+        engine = c.engine
         if c.call is not None and c.call.engine not in manifests.MODELLED_ENGINES:
             out.append(f"{where}: runs {ENGINE_NAMES.get(c.call.engine, c.call.engine)} "
                        f"({' '.join(c.call.program)}), which the pack does not model: {SERVER_RULES}")
         elif c.argv.argv is None and c.looks_like_server:
             out.append(f"{where}: the server's argv cannot be known ({c.argv.unknown}): {SERVER_RULES}")
+        elif c.call is None and engine is not None and engine not in manifests.MODELLED_ENGINES:
+            out.append(f"{where}: image {c.image} runs {ENGINE_NAMES.get(engine, engine)}, which the pack does not "
+                       f"model: {SERVER_RULES}")
+        elif c.call is None and c.cards and w.running and not c.looks_like_server:
+            out.append(f"{where}: holds {c.cards} card(s) and runs no model server the pack knows "
+                       f"(image {c.image or '(none)'}): {SERVER_RULES}")
     return out
 
 
@@ -83,6 +100,8 @@ def not_judged(resources: Iterable[Any], inventory: ClusterInventory | None, mod
     stack lists that model; a server whose model it does not list is not judged on a cluster
     without the house conventions."""
     lines: list[str] = []
+    resources = list(resources)
+    runtimes = manifests.kserve.runtimes_of(resources)
     house = inventory is not None and inventory.house_conventions
     any_gpu = False
     servers = 0
@@ -94,8 +113,20 @@ def not_judged(resources: Iterable[Any], inventory: ClusterInventory | None, mod
                 continue
             any_gpu = any_gpu or w.is_gpu
             servers += len(w.servers)
+            if t == manifests.ISVC_TYPE and w.running and w.deployment_mode is None and (
+                    inventory is None or inventory.kserve_deployment_mode is None):
+                lines.append(f"InferenceService {w.name}: no {facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION} annotation and the "
+                             "inventory does not record kserve_deployment_mode, so kserve-deployment-mode did not judge "
+                             f"it; KServe ships {KSERVE_SHIPPED_MODE} as the default ({KSERVE_SHIPPED_MODE_SOURCE}), under "
+                             "which a predictor with cards becomes a Knative revision")
             form = _model_form(r.props) if t == manifests.ISVC_TYPE else None
-            if form is not None:
+            built = manifests.workload(t, r.props, r.urn, runtimes) if form is not None and runtimes else None
+            if built is not None and built.runtime is not None:
+                lines.append(f"InferenceService {w.name}: its predictor is built from {built.runtime} as KServe builds it "
+                             f"(the container merge, the storage initializer; its args {manifests.kserve.ARGS_MERGE}): "
+                             "the Service, NetworkPolicy and allocation policies judge that pod; the per-container "
+                             "server policies see one object at a time and do not judge it")
+            elif form is not None:
                 lines.append(f"InferenceService {w.name}: the predictor.model form (modelFormat {form}) runs the server "
                              f"of a ServingRuntime that is not in the manifests: {SERVER_RULES}, nor its /dev/shm; its cards "
                              "count in the allocation")

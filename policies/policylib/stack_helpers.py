@@ -100,7 +100,9 @@ class PodIndex:
         self.others: tuple[manifests.OtherPods, ...] = ()
 
     def select(self, namespace: str, selector: Mapping[str, str]) -> tuple[manifests.Workload, ...]:
-        """Workloads in ``namespace`` whose pod labels carry every ``selector`` pair; ``()`` for an empty selector."""
+        """Workloads in ``namespace`` whose pods ``selector`` matches (:meth:`core.manifests.Workload.selected_by`:
+        template labels, and the labels controllers add, such as a StatefulSet's
+        ``apps.kubernetes.io/pod-index``); ``()`` for an empty selector."""
         if not selector:
             return ()
         memo_key = (namespace, frozenset(selector.items()))
@@ -109,17 +111,16 @@ class PodIndex:
             return hit
         postings = []
         for key, value in selector.items():
+            if key in manifests.CONTROLLER_LABELS:
+                continue  # added by the controller, not indexed: checked on the candidates below
             posting = self._postings.get((namespace, key, value))
             if not posting:
                 self._memo[memo_key] = ()
                 return ()
             postings.append(posting)
-        shortest = min(postings, key=len)
-        found = tuple(
-            self.workloads[i]
-            for i in shortest
-            if manifests.selector_matches(selector, self.workloads[i].pod_labels)
-        )
+        candidates = min(postings, key=len) if postings else [
+            i for i, w in enumerate(self.workloads) if w.namespace == namespace]
+        found = tuple(self.workloads[i] for i in candidates if self.workloads[i].selected_by(selector))
         self._memo[memo_key] = found
         return found
 
@@ -137,7 +138,7 @@ def services_and_index(args: Any) -> tuple[tuple[manifests.Service, ...], PodInd
 def selects_other_pods(index: PodIndex, namespace: str, selector: Mapping[str, str]) -> manifests.OtherPods | None:
     """The first object the pack does not model whose pods ``selector`` matches in ``namespace``, or None."""
     for o in index.others:
-        if o.namespace == namespace and any(manifests.selector_matches(selector, labels) for labels in o.label_sets):
+        if o.namespace == namespace and o.selected_by(selector):
             return o
     return None
 

@@ -6,6 +6,7 @@ import json
 
 import network_ingress_for_clients as mod
 
+from tests.paths import ROOT
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -183,3 +184,23 @@ def test_numbers_that_arrive_as_doubles_read_as_ports():
     (v,) = _run(BACKEND.replace("8080}", "8080.0}") + service + _policy(rule))
     assert "calls port 80 -> pod port 8080; NetworkPolicy np admits gateway only on 80, 9000-9100:" in v.message
     assert _run(BACKEND + _service([GATEWAY]) + _policy(f"[{{from: [{NS_GATEWAY}], ports: [{{port: 8080.0}}]}}]")) == []
+
+
+
+def test_a_client_on_a_side_port_is_told_it_never_reaches_the_api():
+    """production-stack's engine Service: a client declared on zmq-port (55555) calls the KV-cache
+    transfer listener, not the API on 8000."""
+    text = (ROOT / "tests" / "heldout" / "production-stack-engine-rendered.yaml").read_text()
+    head = '  name: "vllm-llama3-engine-service"\n  namespace: llm-serving\n'
+    assert head in text
+
+    def run(port: int):
+        clients = json.dumps([{"name": "router", "namespace": "llm-serving", "port": port}])
+        annotated = text.replace(head, f"{head}  annotations:\n    llm-serving.riotpiao.com/clients: '{clients}'\n", 1)
+        use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+        return run_policy(mod.POLICY, manifests(annotated))
+
+    assert run(8000) == []
+    (v,) = run(55555)
+    assert ("client router (namespace llm-serving) calls port 55555 -> pod port 55555, containerPort 55555 beside the "
+            "API, not the API: vllm answers its API on 8000") in v.message

@@ -176,8 +176,9 @@ def test_kserve_model_form_counts_its_cards_and_leaves_the_runtime_alone():
     (c,) = w.containers
     assert (c.name, c.cards, c.from_runtime, w.cards_per_pod) == ("kserve-container", 2, True, 2)
     assert _mandatory(MODEL_FORM) == {}
-    (line,) = [x for x in not_judged([r], load_stack_file(PUBLIC)) if x.startswith("InferenceService hf")]
-    assert "predictor.model form (modelFormat huggingface)" in line
+    mode, form = [x for x in not_judged([r], load_stack_file(PUBLIC)) if x.startswith("InferenceService hf")]
+    assert "predictor.model form (modelFormat huggingface)" in form
+    assert "does not record kserve_deployment_mode" in mode and "KServe ships Serverless" in mode
 
 
 RAY = """

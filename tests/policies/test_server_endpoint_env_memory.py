@@ -13,12 +13,14 @@ import sys
 import gpu_memory_request
 import ingress_admits_server_port
 import server_listen_endpoint
+import server_listen_endpoint as _sle
 import service_link_env_collision
 import vllm_context_window
 import vllm_gpu_memory_utilization
 import yaml
 
 from core import facts, manifests
+from core.manifests.pods import container
 from core.problems import FINDING_FORM
 from policylib.pack import policies
 from tests.paths import ROOT
@@ -71,7 +73,8 @@ def test_the_hand_written_tp2_deployment_and_service_pass_the_cli_with_exit_0():
 def test_endpoint_from_the_argv():
     ep = manifests.endpoint(manifests.parse_args("vllm", ["--host=0.0.0.0", "--port=8080"]))
     assert ep == manifests.Endpoint("vllm", "0.0.0.0", 8080, "--port")
-    assert manifests.endpoint(manifests.parse_args("vllm", ["--model", "m"])) == manifests.Endpoint("vllm", None, 8000, None)
+    assert manifests.endpoint(manifests.parse_args("vllm", ["--model", "m"])) == manifests.Endpoint(
+        "vllm", None, 8000, None, served_model_names=("m",))
     assert manifests.endpoint(manifests.parse_args("candle-vllm", ["--p", "8080"])).port_text == "8080 (--p)"
     assert manifests.endpoint(manifests.parse_args("candle-vllm", [])).port_text == "2000 (candle-vllm's default, no --p)"
     assert manifests.endpoint(manifests.parse_args("vllm", ["--port", "$(PORT)"])) is None
@@ -165,6 +168,17 @@ def test_a_variable_the_container_sets_itself_wins_over_the_service_link():
     assert _run(service_link_env_collision.POLICY, d, svc) == []
 
 
+def test_a_variable_set_from_a_configmap_or_maybe_by_envfrom_wins_over_the_service_link_too():
+    d = _dep(enableServiceLinks=True)
+    svc = _svc("vllm")
+    svc["spec"]["ports"] = [{"port": 80, "targetPort": 8080}]
+    _c(d)["env"] += [{"name": "VLLM_PORT", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "port"}}}]
+    assert _run(service_link_env_collision.POLICY, d, svc) == []
+    _c(d)["env"] = [e for e in _c(d)["env"] if e["name"] != "VLLM_PORT"]
+    _c(d)["envFrom"] = [{"configMapRef": {"name": "c"}}]
+    assert _run(service_link_env_collision.POLICY, d, svc) == []
+
+
 def test_only_a_variable_the_engine_parses_is_a_collision():
     """A Service vllm-router (the production-stack router's shape) injects VLLM_ROUTER_*, names
     vLLM does not read; a Service vllm injects VLLM_PORT, which vLLM parses as a number."""
@@ -225,3 +239,16 @@ def test_memory_request_judges_each_card_holding_container_only():
     (m,) = _run(gpu_memory_request.POLICY, d)
     assert m.startswith("Deployment coder-vllm, container vllm: it holds 2 card(s) with memory request "
                         "none and limit none: it counts as 0 MiB on the node")
+
+
+def test_a_plain_http_probe_on_a_tls_server_is_a_breach_of_the_endpoint():
+    c = container({"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                   "args": ["--model=m", "--ssl-keyfile=/tls/key", "--ssl-certfile=/tls/crt"],
+                   "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}}})
+    (breach,) = _sle.breaches(c, c.endpoint, house=False)
+    assert breach.finding("Deployment d, container vllm").render().startswith(
+        "Deployment d, container vllm: its readinessProbe uses scheme HTTP, but vllm serves HTTPS")
+    tls = container({**{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0"},
+                     "args": ["--model=m", "--ssl-certfile=/tls/crt"],
+                     "readinessProbe": {"httpGet": {"path": "/health", "port": 8000, "scheme": "HTTPS"}}})
+    assert _sle.breaches(tls, tls.endpoint, house=False) == []

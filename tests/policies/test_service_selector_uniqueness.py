@@ -101,3 +101,76 @@ def test_index_answers_identical_selectors_once_and_matches_pairwise_filtering()
         assert [w.name for w in index.select("llm-serving", selector)] == brute
     assert index.select("llm-serving", {"app": "w1"}) is index.select("llm-serving", {"app": "w1"})
     assert index.select("llm-serving", {}) == ()
+
+
+# --- the labels controllers add to pods -----------------------------------------------------------
+
+def _statefulset(name, labels, replicas=2, model="m"):
+    return f"""
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: {name}, namespace: llm-serving}}
+spec:
+  replicas: {replicas}
+  serviceName: {name}
+  selector: {{matchLabels: {labels}}}
+  template:
+    metadata: {{labels: {labels}}}
+    spec: {{containers: [{{name: a, image: vllm/vllm-openai:v0.11.0, args: [--model, {model}]}}]}}
+---"""
+
+
+def test_a_statefulset_pod_index_selector_selects_that_pod_not_nothing():
+    """A Service in front of one StatefulSet pod (a leader) selects the label the StatefulSet
+    controller adds (Kubernetes 1.28+, apps.kubernetes.io/pod-index): before, the template labels
+    lacked it and the Service was blocked as selecting no workload."""
+    text = _statefulset("vllm", "{app: vllm}")
+    assert _run(text + _service("vllm-leader", '{app: vllm, apps.kubernetes.io/pod-index: "0"}')) == []
+    assert _run(text + _service("vllm-0", "{statefulset.kubernetes.io/pod-name: vllm-0}")) == []
+    (v,) = _run(text + _service("vllm-5", '{app: vllm, apps.kubernetes.io/pod-index: "5"}'))  # 2 replicas: 0 and 1
+    assert v.message.startswith("Service vllm-5: selects no workload")
+
+
+def test_two_models_behind_one_pod_index_selector_still_collide():
+    text = _statefulset("llama", "{app: llm, model: llama}", model="meta-llama/Llama-3.1-8B-Instruct") \
+        + _statefulset("qwen", "{app: llm, model: qwen}", model="Qwen/Qwen3-8B")
+    (v,) = _run(text + _service("llm-leader", '{app: llm, apps.kubernetes.io/pod-index: "0"}'))
+    assert v.message.startswith("Service llm-leader: selects 2 running workloads: llama (StatefulSet), qwen (StatefulSet)")
+    (v,) = _run(text + _service("llm", "{app: llm}"))
+    assert "selects 2 running workloads" in v.message
+
+
+def test_a_pod_template_hash_selector_is_one_replicaset_not_a_collision():
+    text = _deployment("a", "{app: x}") + _deployment("b", "{app: x}")
+    assert _run(text + _service("svc", "{app: x, pod-template-hash: 7d9f8c6b5}")) == []
+    assert len(_run(text + _service("svc", "{app: x}"))) == 1
+
+
+def test_the_controller_labels_of_each_kind():
+    ws = {r.props["metadata"]["name"]: core.manifests.workload(r.type, r.props, r.urn)
+          for r in manifests(_statefulset("s", "{app: s}", replicas=3) + _deployment("d", "{app: d}"))}
+    assert ws["s"].controller_labels == {
+        "controller-revision-hash": None,
+        "statefulset.kubernetes.io/pod-name": frozenset({"s-0", "s-1", "s-2"}),
+        "apps.kubernetes.io/pod-index": frozenset({"0", "1", "2"}),
+    }
+    assert ws["d"].controller_labels == {"pod-template-hash": None}
+    assert ws["s"].matched_by({"matchExpressions": [{"key": "apps.kubernetes.io/pod-index", "operator": "In",
+                                                     "values": ["2"]}]})
+    assert not ws["s"].matched_by({"matchLabels": {"apps.kubernetes.io/pod-index": "3"}})
+    assert ws["s"].matched_by({}) and not ws["s"].selected_by({})
+
+
+def test_a_service_on_a_jobs_job_name_label_selects_the_jobs_pods():
+    job = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: bench, namespace: llm-serving}
+spec:
+  template:
+    metadata: {labels: {app: bench}}
+    spec: {restartPolicy: Never, containers: [{name: a, image: x}]}
+---"""
+    assert _run(job + _service("bench", "{job-name: bench}")) == []
+    (v,) = _run(job + _service("other", "{job-name: other}"))
+    assert v.message.startswith("Service other: selects no workload")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import service_target_port as mod
 
 import core.manifests
+from tests.paths import ROOT
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
-from tools.offline.manifests import load_stack_file
+from tools.offline.manifests import load_manifest_dir, load_stack_file
 
 
 def _deployment(ports="[{containerPort: 8080}]", args="[]", image="x", replicas=1, name="srv"):
@@ -113,3 +114,40 @@ def test_numbers_that_arrive_as_doubles_are_shown_as_whole_numbers():
     assert v.message.startswith(
         "Service svc port 80 (http): targetPort 8000 is not a containerPort of srv (Deployment) (containerPorts: 8080)"
     )
+
+
+# --- the API port versus side ports (the server's endpoint) ---------------------------------------
+
+PRODUCTION_STACK = ROOT / "tests" / "heldout" / "production-stack-engine-rendered.yaml"
+
+
+def test_side_ports_beside_the_declared_api_port_pass_on_production_stacks_rendered_chart():
+    """production-stack's engine Service also exposes zmq-port and ucx-port (KV-cache transfer);
+    before, every Service port was judged as the API port and both were blocked."""
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    assert run_policy(mod.POLICY, load_manifest_dir(PRODUCTION_STACK)) == []
+
+
+def test_a_wrong_api_target_port_beside_a_side_port_still_fails():
+    text = PRODUCTION_STACK.read_text().replace('targetPort: "container-port"', "targetPort: 8080")
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    (v,) = run_policy(mod.POLICY, manifests(text))
+    assert v.message.startswith("Service vllm-llama3-engine-service port 8000 (service-port): targetPort 8080 is not a "
+                                "containerPort of vllm-llama3-deployment-vllm (Deployment) (containerPorts: 8000, 9999, 55555)")
+
+
+def test_a_declared_port_that_is_not_the_api_port_still_fails_when_the_api_port_is_not_declared():
+    """The container declares 8080 and vLLM listens on its default 8000: the declared port is the
+    API port written wrong, not a side port."""
+    (v,) = _run(_deployment(ports="[{containerPort: 8080}]", args="[vllm, serve, m]", image="vllm/vllm-openai:v0.11.0")
+                + _service(8080))
+    assert "container main runs vllm on 8000 (vllm's default, no --port)" in v.message
+
+
+def test_a_side_port_the_servers_arguments_open_passes_without_a_declaration():
+    kv = "'{\"kv_connector\":\"P2pNcclConnector\",\"kv_role\":\"kv_producer\",\"kv_port\":\"21001\"}'"
+    text = _deployment(ports="[]", image="vllm/vllm-openai:v0.11.0",
+                       args=f"[vllm, serve, m, --port, '8000', --kv-transfer-config, {kv}]")
+    assert _run(text + _service(21001)) == []
+    (v,) = _run(text + _service(21002))
+    assert "targetPort 21002 reaches pod port 21002" in v.message

@@ -37,7 +37,7 @@ from referencing import Registry, Resource
 
 from core import kube, quantity
 from core.engines import CandleConfig, VllmConfig, human_int, number
-from core.manifests.argv import server_of
+from core.manifests import pods as manifests_pods
 from core.manifests.servers import parse_args
 from core.problems import Problem
 
@@ -166,10 +166,11 @@ def _engine_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Pro
     """A model server's numeric flags judged by the engine's own argument rules, the constraints of
     :class:`core.engines.VllmConfig` / :class:`core.engines.CandleConfig` the stack file is held
     to (``--max-model-len=0``: "must be greater than 0"); a flag the engine would not parse as
-    a number is one problem too."""
-    parts = [container.get("command"), container.get("args")]
-    argv = [str(a) for part in parts if isinstance(part, list) for a in part if isinstance(a, (str, int, float))]
-    call = server_of(argv)
+    a number is one problem too. The argv is the one the kubelet starts
+    (:attr:`core.manifests.Container.argv`: ``--tensor-parallel-size=$(TP)`` with ``TP=8`` is 8);
+    one that cannot be known (a value from a Secret or ConfigMap) is not judged here."""
+    read = manifests_pods.container(container)
+    call = read.call  # the argv as the kubelet runs it: $(VAR) expanded from the env, sh -c split
     engines: dict[str, type[VllmConfig] | type[CandleConfig]] = {"vllm": VllmConfig, "candle-vllm": CandleConfig}
     model = engines.get(call.engine if call else "")
     if call is None or model is None:

@@ -234,11 +234,12 @@ def load_manifest_dir(path: Path, stack: str = "manifests") -> list[Resource]:
 
 
 def _documents(text: str, where: str, suffix: str) -> list[Any]:
-    """The documents of a manifest file: JSON (one object) or YAML, with the one loader."""
+    """The documents of a manifest file: JSON (one object) or YAML, with the one loader, its
+    scalars read as ``kubectl`` reads them (``defaultMode: 0700`` is 448: :mod:`core.yaml11`)."""
     try:
         if suffix == ".json":
             return [json_object(text, where)]
-        return load_documents(text, where)
+        return load_documents(text, where, kubectl=True)
     except ConfigError as err:
         raise InputError(err.render()) from None
     except InputFileError as err:

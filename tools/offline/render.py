@@ -13,7 +13,8 @@ Layout: the provider's ``renderYamlToDirectory`` mode (pulumi/pulumi-kubernetes,
 * the YAML is the object's JSON through ``sigs.k8s.io/yaml.JSONToYAML``: map keys sorted (Go's
   JSON and go-yaml both sort them). :func:`dump` sorts keys the same way (PyYAML
   ``safe_dump(sort_keys=True)``), block style, no line wrapping; scalar quoting may differ from
-  go-yaml, the parsed objects are equal.
+  go-yaml, the parsed objects are equal, read by PyYAML or by kubectl (a string yaml.v2 would read as
+  another value, ``y`` or ``08``, is quoted).
 
 The output directory is replaced atomically (:func:`write_tree`): every file is written to a
 temporary sibling directory, which is then swapped in with one ``renameat2(RENAME_EXCHANGE)``
@@ -45,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from core import facts, transition_cost
+from core import facts, transition_cost, yaml11
 from core.problems import ConfigError
 from tools.offline import apischema
 from tools.offline.manifests import InputError, Resource, object_problem, read_input
@@ -55,7 +56,22 @@ CRD_DIR = "0-crd"
 MANIFEST_DIR = "1-manifest"
 #: apiextensions versions the provider treats as built-in (``kinds.KnownGroupVersions``).
 CRD_API_VERSIONS = ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1")
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_BASE_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BASE_DUMPER):
+    """The safe dumper, quoting a string kubectl would read as something else (``y`` is a boolean
+    and ``08`` a number to yaml.v2, :func:`core.yaml11.plain_is_text`), so ``kubectl apply -f`` of
+    a rendering reads what the program made; other strings are quoted as PyYAML quotes them."""
+
+
+def _represent_str(dumper: Any, data: str) -> Any:
+    style = None if yaml11.plain_is_text(data) else "'"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+_DUMPER = _Dumper
 
 
 class RenderError(Exception):

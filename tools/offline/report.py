@@ -15,6 +15,11 @@ order of the resources never changes the output. Every format is rendered from i
   a disabled policy is ``skipped``;
 * ``markdown`` -- a summary for a PR comment.
 
+What the pack did not judge (:attr:`Report.not_judged`) is in every format: ``not judged:``
+lines in the table, ``not_judged`` in JSON, notifications of level ``note`` on the SARIF
+invocation (and ``notJudged`` in the run's properties), ``not-judged`` properties and the
+suite's ``system-out`` in JUnit, a list in markdown.
+
 :meth:`Report.exit_code` is 1 when a mandatory policy is violated, else 0 (2 is reserved for
 errors before any verdict, see :mod:`tools.analyze`).
 """
@@ -225,12 +230,18 @@ class Report:
         driver: dict[str, Any] = {"name": self.pack, "rules": rules}
         if self.pack_version:
             driver["version"] = self.pack_version
+        invocation: dict[str, Any] = {"executionSuccessful": True, "exitCode": self.exit_code()}
+        if self.not_judged:
+            # SARIF 2.1.0 invocation.toolExecutionNotifications: what the tool did not analyse, level "note".
+            invocation["toolExecutionNotifications"] = [
+                {"descriptor": {"id": "not-judged"}, "level": "note", "message": {"text": item}} for item in self.not_judged]
         run = {
             "tool": {"driver": driver},
             "automationDetails": {"id": f"{self.project}/{self.stack}/"},
-            "invocations": [{"executionSuccessful": True, "exitCode": self.exit_code()}],
+            "invocations": [invocation],
             "results": results,
-            "properties": {"project": self.project, "stack": self.stack, "counts": self.counts()},
+            "properties": {"project": self.project, "stack": self.stack, "counts": self.counts(),
+                           "notJudged": list(self.not_judged)},
         }
         return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
@@ -247,6 +258,8 @@ class Report:
         props = ET.SubElement(suite, "properties")
         for k, v in (("stack", self.stack), ("project", self.project), ("resources", str(self.resources))):
             ET.SubElement(props, "property", name=k, value=v)
+        for item in self.not_judged:
+            ET.SubElement(props, "property", name="not-judged", value=item)
         groups = self.by_policy()
         for p in self.policies:
             case = ET.SubElement(suite, "testcase", name=p.name, classname=f"{self.pack}.{p.policy_type}")
@@ -262,6 +275,9 @@ class Report:
             if advisory:
                 out = ET.SubElement(case, "system-out")
                 out.text = "\n".join(f"ADVISORY {f.where}: {f.message}" for f in advisory)
+        if self.not_judged:
+            out = ET.SubElement(suite, "system-out")
+            out.text = "\n".join(f"NOT JUDGED {item}" for item in self.not_judged)
         ET.indent(suites)
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 

@@ -10,7 +10,8 @@ It accepts plain data only, what the Pulumi CLI and the Kubernetes API accept:
   replaced prod's workload and the preview said PASS. The Pulumi CLI's parser (yaml.v3)
   refuses the file too ("mapping key ... already defined at line N");
 - **plain tags only**: strings, numbers, booleans, null, maps, lists and the ``<<`` merge key.
-  A date (``2024-01-01`` resolves to a YAML timestamp), ``!!binary``, ``!!set``,
+  A date in a stack file (``2024-01-01`` resolves to a YAML timestamp; a manifest keeps it as
+  text, as yaml.v2 does), ``!!binary``, ``!!set``,
   ``!!omap``, ``!!pairs`` and any local tag (``!foo``) are refused with the key path: JSON, and
   so ``PULUMI_CONFIG`` and the Kubernetes API, have no such values; nor ``.inf`` / ``.nan``;
 - **bounded aliases**: a document may grow through aliases by at most as many nodes as it has
@@ -18,7 +19,12 @@ It accepts plain data only, what the Pulumi CLI and the Kubernetes API accept:
   it, so a "billion laughs" file is refused in milliseconds; a recursive alias is refused;
 - **bounded depth**: at most :data:`MAX_DEPTH` levels of nesting.
 
-It reads YAML as the Pulumi CLI does (Go's ``gopkg.in/yaml.v3``, YAML 1.2's core schema): ``5:00``
+A stack file, the ``--inventory`` file and the catalogs are read as the Pulumi CLI reads them;
+a manifest (``kubectl=True``) as ``kubectl`` reads it (sigs.k8s.io/yaml over yaml.v2, YAML 1.1:
+``defaultMode: 0700`` is 448, ``yes`` / ``on`` are booleans, a date is text:
+:mod:`core.yaml11`), with the same guards.
+
+A stack file is read as the Pulumi CLI does (Go's ``gopkg.in/yaml.v3``, YAML 1.2's core schema): ``5:00``
 is the text "5:00" (YAML 1.1 read it as 300, base 60), ``yes`` / ``no`` / ``on`` / ``off`` are
 text, ``0o17`` is 15 and ``0x1F`` 31. A plain ``0777`` is refused as ambiguous: YAML 1.2 reads
 777, yaml.v3 keeps YAML 1.1's octal 511 ("Octals from the 1.1 spec, spelled as 0777, are still
@@ -43,6 +49,7 @@ from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from core.problems import ConfigError, Problem
+from core.yaml11 import Yaml11Loader
 from core.yaml12 import Yaml12Loader
 
 __all__ = ["NotYaml", "YAMLError", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
@@ -73,6 +80,16 @@ class StrictLoader(Yaml12Loader):
     yaml_constructors[None] = Yaml12Loader.yaml_constructors[None]  # construct_undefined
 
 
+class KubectlLoader(Yaml11Loader):
+    """:class:`StrictLoader`'s plain-data constructors on :class:`core.yaml11.Yaml11Loader`'s
+    resolution: a manifest read as ``kubectl`` reads it (``defaultMode: 0700`` is 448)."""
+
+    yaml_constructors = {
+        tag: fn for tag, fn in Yaml11Loader.yaml_constructors.items() if tag in PLAIN_TAGS | {MAP_TAG, SEQ_TAG}
+    }
+    yaml_constructors[None] = Yaml11Loader.yaml_constructors[None]
+
+
 PathPart = Union[str, int]  # noqa: UP007
 
 
@@ -96,10 +113,12 @@ def _line(node: Node) -> int:
     return node.start_mark.line + 1
 
 
-def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]:
+def node_problems(root: Node, strip: tuple[PathPart, ...] = (), kubectl: bool = False) -> list[Problem]:
     """Every problem of one composed document (repeated keys, tags other than plain data,
-    nesting deeper than :data:`MAX_DEPTH`, aliases expanding beyond the budget). Key paths
-    lose the leading ``strip`` (``("config",)`` for a stack file: its config key paths)."""
+    nesting deeper than :data:`MAX_DEPTH`, aliases expanding beyond the budget, and, read as
+    the Pulumi CLI reads it, a leading-zero integer). Key paths lose the leading ``strip``
+    (``("config",)`` for a stack file: its config key paths). ``kubectl``: composed by
+    :class:`KubectlLoader`, where ``0700`` is octal without doubt (yaml.v2)."""
     problems: list[Problem] = []
 
     def at(path: tuple[PathPart, ...]) -> str:
@@ -123,8 +142,8 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]
                                     "Kubernetes API have no such value)",
                                     (f"quote it to keep it as text ({_quoted(node)}), or " if isinstance(node, ScalarNode)
                                      else "") + "write a plain string, number, list or map"))
-        if isinstance(node, ScalarNode) and node.tag == _Y + "int" and _LEGACY_OCTAL.fullmatch(node.value) \
-                and not node.style:
+        if not kubectl and isinstance(node, ScalarNode) and node.tag == _Y + "int" \
+                and _LEGACY_OCTAL.fullmatch(node.value) and not node.style:
             problems.append(Problem(at(path), node.value, f"line {_line(node)}: {node.value} has a leading zero: YAML 1.2 "
                                     f"reads it in base 10, the Pulumi CLI (yaml.v3) in base 8",
                                     f"write 0o{node.value.lstrip('+-0') or '0'} for the octal number, "
@@ -229,13 +248,16 @@ def _labelled_children(node: Node, path: tuple[PathPart, ...]) -> list[tuple[Nod
     return []
 
 
-def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numbered: bool = True) -> list[Any]:
+def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numbered: bool = True,
+                   kubectl: bool = False) -> list[Any]:
     """The documents of ``text`` as plain data (``where`` names the file in messages; key paths
     lose the leading ``strip``). Raises :class:`core.problems.ConfigError` listing every
     problem of the first bad document (source ``<where>, document N``, or ``<where>`` alone
     when not ``numbered``: a stack file), text that is not YAML included (its line, column,
-    rule and fix: :func:`syntax_problem`)."""
-    loader = StrictLoader(text)
+    rule and fix: :func:`syntax_problem`). ``kubectl``: scalars resolved as ``kubectl`` reads a
+    manifest (:class:`KubectlLoader`, YAML 1.1 as yaml.v2); else as the Pulumi CLI reads a
+    stack file (:class:`StrictLoader`, YAML 1.2 as yaml.v3)."""
+    loader = KubectlLoader(text) if kubectl else StrictLoader(text)
     docs: list[Any] = []
     try:
         while True:
@@ -250,7 +272,7 @@ def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numb
                 raise ConfigError([_too_deep("(document root)")], source) from None
             if node is None:
                 continue
-            problems = node_problems(node, strip)
+            problems = node_problems(node, strip, kubectl)
             if problems:
                 raise ConfigError(problems, source)
             docs.append(loader.construct_document(node))

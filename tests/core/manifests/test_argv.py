@@ -8,6 +8,7 @@ import pytest
 
 import core.manifests
 from core.manifests import argv as A  # noqa: N812
+from core.manifests.argv import image_engine, server_of
 from tests.policy_harness import manifests
 
 
@@ -135,3 +136,25 @@ def test_vllm_reads_underscored_flags_as_dashed():
     c = _container('{name: v, image: vllm/vllm-openai:v0.9.0, args: ["--model", "m", "--tensor_parallel_size", "2", '
                    '"--max_model_len=4096"]}')
     assert (c.server.tensor_parallel, c.server.get("--max-model-len")) == (2, "4096")
+
+
+@pytest.mark.parametrize(("argv", "engine"), [  # noqa: PT006
+    (["tritonserver", "--model-repository=/models"], "triton"),
+    (["/app/llama-server", "-m", "/models/m.gguf", "--port", "8080"], "llama.cpp"),
+    (["python3", "-m", "llama_cpp.server", "--model", "/m.gguf"], "llama.cpp"),
+    (["ollama", "serve"], "ollama"),
+    (["local-ai", "run"], "localai"),
+    (["serve", "run", "app:deployment"], "ray-serve"),
+])
+def test_servers_the_pack_does_not_model_are_recognised(argv, engine):
+    call = server_of(argv)
+    assert call is not None and call.engine == engine
+
+
+@pytest.mark.parametrize(("image", "engine"), [  # noqa: PT006
+    ("nvcr.io/nvidia/tritonserver:24.08-py3", "triton"), ("ghcr.io/ggml-org/llama.cpp:server-cuda", "llama.cpp"),
+    ("ollama/ollama:0.7.0", "ollama"), ("localai/localai:latest-gpu-nvidia-cuda-12", "localai"),
+    ("ghcr.io/huggingface/text-generation-inference:3.0", "tgi"), ("vllm/vllm-openai:v0.11.0", None),
+])
+def test_serving_images_name_their_engine(image, engine):
+    assert image_engine(image) == engine

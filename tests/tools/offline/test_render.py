@@ -248,3 +248,14 @@ def test_load_tree_reads_a_rendering_back(tmp_path):
         render.load_tree(tmp_path)
     with pytest.raises(InputError, match="no such directory"):
         render.load_tree(tmp_path / "missing")
+
+
+def test_strings_kubectl_would_read_as_other_values_are_quoted():
+    """yaml.v2 (kubectl) reads a plain y as true and 08 as 8.0; PyYAML's dumper left both plain."""
+    from core.yaml11 import Yaml11Loader
+    from tools.offline.render import dump
+
+    obj = {"labels": {"a": "y", "b": "N", "c": "08", "d": "1e3", "e": "on", "f": "text", "g": "0700"}}
+    text = dump(obj)
+    assert yaml.load(text, Loader=Yaml11Loader) == obj
+    assert "f: text\n" in text and "a: 'y'\n" in text

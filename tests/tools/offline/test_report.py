@@ -215,3 +215,26 @@ def test_a_finding_quoting_control_characters_stays_valid_junit_and_escaped_text
     for fmt in ("table", "markdown", "junit"):
         assert not {"\x00", "\x1b", "\u202e", "\x07"} & set(r.render(fmt))
     assert json.loads(r.render("json"))["findings"][0]["message"] == hostile.message  # JSON escapes it itself
+
+
+NOT_JUDGED = ("Deployment triton, container server: image nvcr.io/nvidia/tritonserver:24.08-py3 runs Triton Inference "
+              "Server, which the pack does not model: its model, flags, capacity are not judged",)
+
+
+def test_what_was_not_judged_is_in_every_format():
+    from dataclasses import replace
+
+    r = replace(FULL, not_judged=NOT_JUDGED)
+    (item,) = NOT_JUDGED
+    assert f"not judged: {item}" in r.render("table")
+    assert json.loads(r.render("json"))["not_judged"] == [item]
+    sarif = json.loads(r.render("sarif"))
+    jsonschema.validate(sarif, sarif_schema())
+    (note,) = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert (note["level"], note["message"]["text"]) == ("note", item)
+    assert sarif["runs"][0]["properties"]["notJudged"] == [item]
+    suite = ET.fromstring(r.render("junit")).find("testsuite")
+    assert [p.get("value") for p in suite.find("properties") if p.get("name") == "not-judged"] == [item]
+    assert suite.find("system-out").text == f"NOT JUDGED {item}"
+    assert item in r.render("markdown")
+    assert "toolExecutionNotifications" not in FULL.render("sarif")
