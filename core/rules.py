@@ -252,6 +252,10 @@ def gpu_memory_utilization_credited(value: float) -> float:
 #: in vllm/config/model.py: ``su``/``longrope`` carry their own window, ``llama3`` keeps it).
 ROPE_TYPES_NOT_SCALING_WINDOW = ("su", "longrope", "llama3")
 
+#: The longest window a rope factor may derive, in tokens: vLLM's per-request sequence lengths are
+#: int32 tensors (the attention metadata's ``seq_lens``), so a window past 2^31-1 cannot be served.
+MOST_TOKENS = 2**31 - 1
+
 
 def derived_max_model_len(max_position_embeddings: int, rope_scaling: Mapping[str, Any] | None = None) -> int:
     """The longest ``--max-model-len`` vLLM accepts without ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``, in
@@ -271,7 +275,8 @@ def derived_max_model_len(max_position_embeddings: int, rope_scaling: Mapping[st
         return derived  # no usable factor (an infinite or NaN one from JSON's 1e400 / NaN included)
     if rope_type == "yarn" and isinstance(rope_scaling.get("original_max_position_embeddings"), (int, float)):
         derived = int(rope_scaling["original_max_position_embeddings"])
-    return int(derived * factor)
+    scaled = derived * factor
+    return int(scaled) if scaled <= MOST_TOKENS else max_position_embeddings  # beyond int32: no usable factor
 
 
 def yarn_factor_needed(max_model_len: int, window: int) -> float:

@@ -57,6 +57,11 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
             out.extend(_check_service(name, svc, workloads, declared))
     out.extend(_check_left_alone(parts))
     out.extend(_check_retire(parts))
+    if cluster is not None:
+        out.extend(Problem(f"{PREFIX}cluster.measured.{name}", name,
+                           f"a measurement for server {name}, which is not in {PREFIX}workloads, so it measures nothing",
+                           f"move it under {PREFIX}workloads.<name>.measured, or remove it")
+                   for name in cluster.measured if name not in declared)
     return out
 
 
@@ -202,7 +207,13 @@ def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: 
         est = capacity.estimate(facts_, card, settings)
     except ValueError as err:
         return _judged(at, [("", None, capacity_rules.estimable(str(err)))])
-    est = capacity_measured.judged(est, getattr(wl, "measured", None))  # the measured KV pool, where there is one
+    seen = getattr(wl, "measured", None)
+    if seen is not None:
+        wrong = [(f"measured.{field}", value, capacity_rules.measured_within_card(field, value, bound))
+                 for field, value, bound in capacity_measured.impossible(seen, est)]
+        if wrong:
+            return _judged(at, wrong)
+    est = capacity_measured.judged(est, seen)  # the measured KV pool, where there is one
     tp_key = "tensor_parallel_size" if getattr(wl, "tensor_parallel_size", None) else "cards"
     if engine == "vllm":
         kv = ("max_model_len", est.max_model_len, capacity_rules.kv_cache_fits(wl.model, est))

@@ -8,6 +8,7 @@ the policy pack starts.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -376,3 +377,88 @@ def test_a_model_entry_says_how_to_give_its_facts(tmp_path, old, new, words):
     code, text, out = run_preview(tmp_path, "--stack-file", str(prod_with(tmp_path, old, new)))
     assert_input_error(code, text, *words)
     assert "correct the value" not in text and not out.exists()
+
+
+# --- figures bounded by what they measure -------------------------------------------------------
+
+#: reasoning at 655,360 tokens of context (rope factor 20 lets vLLM accept the length): the KV pool
+#: of one V100 holds about 137,000 tokens, so the loader refuses it on the estimate.
+LONG_CONTEXT = ("max_model_len: 65536", "max_model_len: 655360")
+LONG_ROPE = ("factor: 2.0, original_max_position_embeddings: 32768", "factor: 20.0, original_max_position_embeddings: 32768")
+
+
+def _reasoning(tmp_path: Path, measured: str) -> Path:
+    text = PROD_TEXT.replace(*LONG_CONTEXT).replace(*LONG_ROPE)
+    old = "        weights_gib: 15.55\n        kv_tokens: 137000\n"
+    assert old in text
+    path = tmp_path / "Pulumi.try.yaml"
+    path.write_text(text.replace(old, measured))
+    return path
+
+
+def test_a_long_context_is_refused_on_the_estimate(tmp_path):
+    code, text, out = run_preview(tmp_path, "--stack-file", str(_reasoning(tmp_path, "        kv_tokens: 137000\n")))
+    assert_input_error(code, text, "llm-serving:workloads.reasoning.max_model_len", "655,360")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("measured, key, words", [
+    ("        kv_tokens: 1000000000000\n", "measured.kv_tokens", ("1,000,000,000,000", "at most", "tokens")),
+    ("        kv_gib: 900\n", "measured.kv_gib", ("900", "at most", "GiB a rank", "Tesla-V100-PCIE-32GB")),
+    ("        weights_gib: 15.55\n        kv_gib: 30\n", "measured.kv_gib", ("less 15.55 GiB of weights a card (measured)",)),
+    ("        weights_gib: 900\n        kv_tokens: 137000\n", "measured.weights_gib", ("at most the",)),
+])
+def test_a_measurement_no_card_can_hold_does_not_turn_a_refusal_into_a_pass(tmp_path, measured, key, words):
+    """A KV pool of 900 GiB on a 32 GiB card, or 10^12 KV tokens, made a 655,360-token context
+    the loader refuses pass: the policies judged the measurement."""
+    code, text, out = run_preview(tmp_path, "--stack-file", str(_reasoning(tmp_path, measured)))
+    assert_input_error(code, text, f"llm-serving:workloads.reasoning.{key}", "beyond what the card can hold", *words)
+    assert not out.exists()
+
+
+def test_an_impossible_measurement_leaves_the_estimate_to_the_policies():
+    """The pack's side (``--manifests`` with an inventory's ``measured``): the figure is left out
+    and the estimate judged, so it cannot turn a refusal into a pass either."""
+    from core import capacity, capacity_measured
+    from core.measured import Measured
+    from stackfile import load_stack_config
+    from tools.offline.manifests import load_stack_file
+
+    cfg = load_stack_config(load_stack_file(PROD_STACK_FILE))
+    wl = cfg.workloads["reasoning"]
+    node = cfg.cluster.nodes[0]
+    est = capacity.estimate(cfg._facts[wl.model], node.card, dataclasses.replace(wl.settings(tp=wl.tp), max_model_len=655360))
+    assert not est.fits_kv
+    huge = Measured(kv_tokens=10**12, source="made up")
+    assert [f for f, _, _ in capacity_measured.impossible(huge, est)] == ["kv_tokens"]
+    assert capacity_measured.judged(est, huge).fits_kv is False
+    assert capacity_measured.judged(est, Measured(kv_tokens=137000, source="seed 002")).kv_tokens == 137000
+
+
+@pytest.mark.parametrize("old, new, key, words", [
+    ('source: "seed 002', 'date: "2026-13-45"\n        source: "seed 002', "workloads.reasoning.measured.date", "no day of the calendar"),
+    ('source: "seed 002', 'date: "2026-02-30"\n        source: "seed 002', "workloads.reasoning.measured.date", "no day of the calendar"),
+    ("hbm_bandwidth_gb_s: 900", "hbm_bandwidth_gb_s: 900\n          cuda_total_mib: 9000000",
+     "cluster.nodes.0.card.cuda_total_mib", "cuda_total_mib 9e+06 is not a total CUDA reports"),
+    ("hbm_bandwidth_gb_s: 900", "hbm_bandwidth_gb_s: 900\n          cuda_total_mib: 1024",
+     "cluster.nodes.0.card.cuda_total_mib", "29,491 to 32,768 MiB"),
+    ("house_conventions: true", "house_conventions: true\n    measured:\n      ghost: {kv_tokens: 5, source: log}",
+     "cluster.measured.ghost", "not in llm-serving:workloads"),
+    ("factor: 2.0, original", "factor: 1.0e300, original", "workloads.reasoning.rope_scaling", "beyond 2,147,483,647 tokens"),
+])
+def test_a_figure_beyond_what_it_measures_is_refused_with_its_bound(tmp_path, old, new, key, words):
+    code, text, out = run_preview(tmp_path, "--stack-file", str(prod_with(tmp_path, old, new)))
+    assert_input_error(code, text, f"llm-serving:{key}", words)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("rope, words", [
+    ("{rope_type: yarn, factor: 1.0e300, original_max_position_embeddings: 32768}", "beyond 2,147,483,647 tokens"),
+    ("{rope_type: warp, factor: 4.0}", "not one vLLM's get_rope builds"),
+    ("{rope_type: linear, factor: 0.5}", "greater than or equal to 1"),
+])
+def test_a_models_rope_facts_are_bounded(tmp_path, rope, words):
+    path = prod_with(tmp_path, "        torch_dtype: bfloat16\n", f"        torch_dtype: bfloat16\n        rope_scaling: {rope}\n")
+    code, text, out = run_preview(tmp_path, "--stack-file", str(path))
+    assert_input_error(code, text, "llm-serving:models.clef-flash", words)
+    assert not out.exists()
