@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from pydantic import TypeAdapter, ValidationError
 
 from core.inputs import InputFileError, read_text
+from core.problems import shown
 from tools import cli
 from tools.offline import summary
 from tools.offline.manifests import InputError, load_stack_file
@@ -69,8 +70,8 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     try:  # read as the program reads it (pydantic's bool: "yes", "on", "True", 1 are true too)
         adopt = bool(TypeAdapter(bool).validate_python(raw)) if raw is not None else False
     except ValidationError:
-        return cli.fail("deploy-guard", f"{args.stack_file}: llm-serving:adopt is {raw!r}, not a boolean; "
-                        "fix: write true or false", stderr)
+        return cli.fail("deploy-guard", f"{args.stack_file}: llm-serving:adopt is {shown(raw, 'llm-serving:adopt')}, "
+                        "not a boolean (a secret is never one: the program refuses it); fix: write true or false", stderr)
     objects = managed_objects(state)
     reason = refusal(objects, adopt, args.adopt_commit.strip(), args.commit.strip())
     if reason:

@@ -462,3 +462,83 @@ def test_a_models_rope_facts_are_bounded(tmp_path, rope, words):
     code, text, out = run_preview(tmp_path, "--stack-file", str(path))
     assert_input_error(code, text, "llm-serving:models.clef-flash", words)
     assert not out.exists()
+
+
+# --- no secret in any message ----------------------------------------------------------------------
+
+TOKEN = "hf_PLANTEDt0ken9f3a"
+CIPHER = "v1:AAAAPLANTEDciphertext"
+
+
+def _no_secret(text: str) -> None:
+    assert "Traceback" not in text
+    assert TOKEN not in text and CIPHER not in text, text
+
+
+@pytest.mark.parametrize("doc", [
+    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "llm-serving"},
+     "stringdata": {"HF_TOKEN": TOKEN}},
+    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "llm-serving"},
+     "stringData": {"HF_TOKEN": 12}, "type": ["Opaque"]},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "llm-serving"},
+     "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {
+         "containers": [{"name": "c", "image": "x:1", "env": [{"name": "HF_TOKEN", "valeu": TOKEN}]}]}}}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "llm-serving"},
+     "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {
+         "containers": [{"name": "c", "image": "x:1", "env": [{"name": "HF_TOKEN", "value": [TOKEN]}]}]}}}},
+])
+def test_a_schema_refusal_names_the_key_and_the_rule_never_the_value(tmp_path, capsys, doc):
+    """The API-schema refusal quoted the value of a mistyped field (a token under ``valeu:`` or
+    ``stringdata:``)."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "bad.yaml").write_text(yaml.safe_dump(doc))
+    code, out = run_analyze(capsys, "--manifests", str(tmp_path / "m"), "--inventory", str(INVENTORY))
+    assert_input_error(code, out, "bad.yaml", "schema")
+    _no_secret(out)
+
+
+@pytest.mark.parametrize("value", [f"!!binary {TOKEN}", f"!vault {TOKEN}", "0777", f"{{secure: {CIPHER}, x: 1}}",
+                                   f"[{TOKEN}]"])
+def test_a_secret_env_value_in_any_wrong_form_is_never_shown(tmp_path, value):
+    """A YAML tag on a ``secret_env`` value printed it twice (the value and the fix's quote)."""
+    path = prod_with(tmp_path, '      limits: {cpu: "8", memory: 36Gi}',
+                     f'      limits: {{cpu: "8", memory: 36Gi}}\n      secret_env: {{HF_TOKEN: {value}}}')
+    code, text, out = run_preview(tmp_path, "--stack-file", str(path))
+    assert_input_error(code, text, "llm-serving:workloads.candle-vllm.secret_env.HF_TOKEN")
+    _no_secret(text)
+    assert "0777" not in text
+
+
+def test_deploy_guard_never_prints_a_secure_value(tmp_path):
+    """deploy-guard printed ``{'secure': 'v1:...'}`` for a secret ``llm-serving:adopt``."""
+    from tools import deploy_guard
+
+    stack = tmp_path / "Pulumi.prod.yaml"
+    stack.write_text(PROD_TEXT.replace("  llm-serving:namespace: llm-serving",
+                                       f"  llm-serving:namespace: llm-serving\n  llm-serving:adopt: {{secure: {CIPHER}}}"))
+    state = tmp_path / "state.json"
+    state.write_text("{}")
+    out, err = io.StringIO(), io.StringIO()
+    code = deploy_guard.main([str(state), "--stack-file", str(stack)], stdout=out, stderr=err)
+    assert code == 2, err.getvalue()
+    assert 'llm-serving:adopt is "[secret]"' in err.getvalue()
+    _no_secret(out.getvalue() + err.getvalue())
+
+
+def test_review_comment_follows_no_symlink_out_of_its_folder(tmp_path):
+    """review-comment followed a symlink in its input folder and posted the target's content."""
+    from tools import review_comment
+
+    outside = tmp_path / "shadow"
+    outside.write_text(f"root:{TOKEN}:19000:0:99999:7:::\n")
+    review = tmp_path / "review"
+    review.mkdir()
+    for stem in ("preview", "verdicts"):
+        (review / f"{stem}.code").write_text("0\n")
+    (review / "verdicts.md").write_text("PASS\n")
+    (review / "preview.txt").symlink_to(outside)
+    out, err = io.StringIO(), io.StringIO()
+    code = review_comment.main([str(review)], stdout=out, stderr=err)
+    assert code == 2, (out.getvalue(), err.getvalue())
+    assert "symbolic link" in err.getvalue() and "preview.txt" in err.getvalue()
+    _no_secret(out.getvalue() + err.getvalue())

@@ -39,7 +39,7 @@ from core import kube, quantity
 from core.engines import CandleConfig, VllmConfig, human_int, number
 from core.manifests.argv import server_of
 from core.manifests.servers import parse_args
-from core.problems import Problem
+from core.problems import Problem, described, shown
 
 #: The Kubernetes minor version the schema is of: the toolchain's kube-apiserver (k8s.io/kubernetes v1.34.2).
 KUBERNETES_MINOR = "1.34"
@@ -109,7 +109,7 @@ def _schema_problem(err: jsonschema.ValidationError, prefix: tuple[Any, ...] = (
         where = f"{path}." if path != "(object)" else ""
         field = unknown[0] if unknown else "?"
         hint = f"did you mean {near[field][0]}?" if near.get(field) else f"the known fields are {', '.join(known[:12])}"
-        return Problem(f"{where}{field}", err.instance.get(field),
+        return Problem(f"{where}{field}", described(err.instance.get(field)),
                        f"unknown field (the Kubernetes {KUBERNETES_MINOR} schema has no {field} here; the API "
                        "server refuses it under strict field validation, and drops it otherwise)",
                        f"{hint} Rename or delete the field")
@@ -123,9 +123,10 @@ def _schema_problem(err: jsonschema.ValidationError, prefix: tuple[Any, ...] = (
              "number": "a number", "boolean": "true or false"}
     if err.validator == "type" and expected:
         kinds = [words.get(str(t), str(t)) for t in (expected if isinstance(expected, list) else [expected]) if t != "null"]
-        return Problem(path, err.instance, f"the API server's schema wants {' or '.join(kinds)} here",
+        return Problem(path, described(err.instance), f"the API server's schema wants {' or '.join(kinds)} here",
                        f"write {' or '.join(kinds)} (see kubectl explain {path.split('[')[0]})")
-    return Problem(path, err.instance, f"the API server's schema refuses it: {err.message[:200]}",
+    return Problem(path, described(err.instance), f"the API server's schema refuses it ({err.validator} "
+                   f"{json.dumps(err.validator_value, default=str)[:80]})",
                    "correct the value (kubectl explain shows the field's type)")
 
 
@@ -198,7 +199,8 @@ def _engine_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Pro
 def _quantity_problems(resources: Any, at: tuple[Any, ...]) -> list[Problem]:
     out = []
     for part in ("requests", "limits"):
-        for name, value in ((resources or {}).get(part) or {}).items() if isinstance(resources, dict) else ():
+        given = resources.get(part) if isinstance(resources, dict) else None
+        for name, value in given.items() if isinstance(given, dict) else ():  # another shape: the schema's refusal
             try:
                 negative = quantity.parse(value) < 0
             except quantity.QuantityError as err:
@@ -239,7 +241,7 @@ def object_problems(obj: dict[str, Any]) -> list[Problem]:
 def render(obj: dict[str, Any], problems: list[Problem], where: str) -> str:
     """The problems of one object, one per line: ``<where>: <Kind> <name>: <path> = <value>: <rule>; fix: <fix>``."""
     head = f"{where}: {obj['kind']} {obj['metadata']['name']!r}"
-    return "\n".join(f"{head}: {p.path} = {json.dumps(p.value, default=str)[:80]}: {p.rule}; fix: {p.fix}"
+    return "\n".join(f"{head}: {p.path} = {shown(p.value, p.path)[:80]}: {p.rule}; fix: {p.fix}"
                      for p in problems)
 
 

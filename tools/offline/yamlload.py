@@ -42,7 +42,7 @@ from yaml import YAMLError
 from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from core.problems import ConfigError, Problem
+from core.problems import HIDDEN, ConfigError, Problem, redacted
 from core.yaml12 import Yaml12Loader
 
 __all__ = ["NotYaml", "YAMLError", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
@@ -116,15 +116,17 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]
             problems.append(_too_deep(at(path[:MAX_DEPTH])))
             continue
         expected = MAP_TAG if isinstance(node, MappingNode) else SEQ_TAG if isinstance(node, SequenceNode) else None
+        secret = redacted(node.value if isinstance(node, ScalarNode) else None, at(path)) == HIDDEN
         if (node.tag != expected) if expected else (node.tag not in PLAIN_TAGS):
             words = _TAG_WORDS.get(node.tag, f"the tag {node.tag}")
+            quoted = "" if secret else f" ({_quoted(node)})"
             problems.append(Problem(at(path), node.value if isinstance(node, ScalarNode) else None,
                                     f"line {_line(node)}: {words} is not plain data (JSON, Pulumi config and the "
                                     "Kubernetes API have no such value)",
-                                    (f"quote it to keep it as text ({_quoted(node)}), or " if isinstance(node, ScalarNode)
+                                    (f"quote it to keep it as text{quoted}, or " if isinstance(node, ScalarNode)
                                      else "") + "write a plain string, number, list or map"))
         if isinstance(node, ScalarNode) and node.tag == _Y + "int" and _LEGACY_OCTAL.fullmatch(node.value) \
-                and not node.style:
+                and not node.style and not secret:
             problems.append(Problem(at(path), node.value, f"line {_line(node)}: {node.value} has a leading zero: YAML 1.2 "
                                     f"reads it in base 10, the Pulumi CLI (yaml.v3) in base 8",
                                     f"write 0o{node.value.lstrip('+-0') or '0'} for the octal number, "
