@@ -55,6 +55,9 @@ class ConfigError(Exception):
         return "\n\n".join([head, *(p.render() for p in self.problems)])
 
 
+#: Pulumi's mark of a secret value in a resource's inputs or a plan (``resource.SecretSig``,
+#: sdk/go/common/resource/sig): ``{<key>: <value>, "plaintext": ...}``.
+SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
 #: What stands for a value no message may quote (a secret's, or one under a key that holds secrets).
 HIDDEN = "[secret]"
 #: Keys whose values are secrets wherever they appear (any case): a workload's ``secret_env``, a Secret's
@@ -65,10 +68,10 @@ SECRET_KEYS = frozenset({"secret_env", "stringdata", "secure"})
 
 def is_secret(value: Any) -> bool:
     """A value stored encrypted: ``{secure: <ciphertext>}`` as the stack file holds it (a one-key map),
-    or anything the program wrapped as secret (pydantic's ``SecretStr``, by its type's name)."""
+    Pulumi's secret object (:data:`SECRET_SIG`), or anything the program wrapped as secret (pydantic's ``SecretStr``, by its type's name)."""
     if type(value).__name__ in ("SecretStr", "SecretBytes"):
         return True
-    return isinstance(value, dict) and set(value) == {"secure"}
+    return isinstance(value, dict) and (set(value) == {"secure"} or value.get(SECRET_SIG[0]) == SECRET_SIG[1])
 
 
 def redacted(value: Any, path: str = "") -> Any:

@@ -70,13 +70,17 @@ def _check_retire(parts: dict[str, Any]) -> list[Problem]:
     workload or Service would let a later deletion of it pass unrefused), named once."""
     retire = parts.get("retire")
     out: list[Problem] = []
-    for section in ("workloads", "services"):
+    policy = parts.get("network_policy")
+    current = {"workloads": parts["workloads"], "services": parts["services"],
+               "network_policies": [policy.name] if policy is not None else []}
+    for section in ("workloads", "services", "network_policies"):
         seen: set[str] = set()
         for i, name in enumerate(getattr(retire, section, None) or []):
             at = f"{PREFIX}retire.{section}[{i}]"
-            if name in parts[section]:
-                out.append(Problem(at, name, f"{name} is still in {PREFIX}{section}, so it is not retired",
-                                   f"remove {name} from {PREFIX}retire.{section}, or remove it from {PREFIX}{section} "
+            if name in current[section]:
+                held = "network_policy" if section == "network_policies" else section
+                out.append(Problem(at, name, f"{name} is still in {PREFIX}{held}, so it is not retired",
+                                   f"remove {name} from {PREFIX}retire.{section}, or remove it from {PREFIX}{held} "
                                    "to delete it"))
             elif name in seen:
                 out.append(Problem(at, name, f"{name} is listed twice", "list each retired name once"))

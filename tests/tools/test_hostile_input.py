@@ -542,3 +542,25 @@ def test_review_comment_follows_no_symlink_out_of_its_folder(tmp_path):
     assert code == 2, (out.getvalue(), err.getvalue())
     assert "symbolic link" in err.getvalue() and "preview.txt" in err.getvalue()
     _no_secret(out.getvalue() + err.getvalue())
+
+
+# --- guards read the value as the consumer will --------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [f"{{secure: {CIPHER}}}", "F", "'0'", "FALSE"])
+def test_server_side_apply_off_in_any_spelling_or_through_a_secret_is_refused(tmp_path, value):
+    path = prod_with(tmp_path, "  llm-serving:namespace: llm-serving",
+                     f"  llm-serving:namespace: llm-serving\n  kubernetes:enableServerSideApply: {value}")
+    code, text, out = run_preview(tmp_path, "--stack-file", str(path))
+    assert_input_error(code, text, "kubernetes:enableServerSideApply\n", "needs server-side apply")
+    _no_secret(text)
+    assert not out.exists()
+
+
+def test_the_program_reads_a_decrypted_server_side_apply_setting_by_its_value():
+    from pydantic import SecretStr
+
+    from stackfile.schema import go_false
+
+    assert go_false(SecretStr("false")) and go_false(SecretStr("0")) and not go_false(SecretStr("true"))
+    assert go_false({"secure": CIPHER}) and go_false("[secret]") and not go_false(True) and not go_false("true")
