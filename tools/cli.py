@@ -118,6 +118,12 @@ def printable(text: str) -> str:
                    else repr(c)[1:-1] for c in text)
 
 
+def one_line(text: str) -> str:
+    """:func:`printable` ``text`` with its line breaks escaped too (``\\n``, ``\\r``): one line of a
+    report a name in the input cannot split into a forged line (``REFUSED: ...``)."""  # noqa: D301
+    return printable(text).replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
