@@ -57,7 +57,7 @@ from core.placement import (
 from core.problems import HIDDEN, SECRET_SIG, is_secret
 from core.stackkeys import PREFIX, PROJECT
 from core.traffic import NetworkPolicyConfig, ServiceClient
-from core.values import JUDGED, Image, Int, ProjectDirectory, ServiceName
+from core.values import JUDGED, ArgString, Image, Int, ProjectDirectory, ServiceName
 from stackfile.objects import LeftAlone
 
 #: What Go's strconv.ParseBool reads as false, the way the provider reads a boolean setting.
@@ -185,8 +185,8 @@ class PytorchWorkload(Placement):
     server: Literal["pytorch"]
     image: Image = Field(min_length=1, description="Image; a moving tag is pulled Always (003).")
     model: str | None = Field(default=None, description="Key of llm-serving:models it serves, if any.")
-    command: list[str] = Field(default_factory=list, description="Container command; empty: the image's entrypoint.")
-    args: list[str] = Field(default_factory=list, description="Container args.")
+    command: list[ArgString] = Field(default_factory=list, description="Container command; empty: the image's entrypoint.")
+    args: list[ArgString] = Field(default_factory=list, description="Container args.")
     port: Int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
     health_path: str = Field(default="/health", description="HTTP health route (004: kubelet /health probes).")
     served_model_names: list[ServedName] = Field(default_factory=list, description="Model names it answers, e.g. clef-flash.")

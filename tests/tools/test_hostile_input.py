@@ -564,3 +564,61 @@ def test_the_program_reads_a_decrypted_server_side_apply_setting_by_its_value():
 
     assert go_false(SecretStr("false")) and go_false(SecretStr("0")) and not go_false(SecretStr("true"))
     assert go_false({"secure": CIPHER}) and go_false("[secret]") and not go_false(True) and not go_false("true")
+
+
+# --- values the kernel or the API server refuses ------------------------------------------------------
+
+
+@pytest.mark.parametrize("old, new, key, words", [
+    ('limits: {cpu: "8", memory: 36Gi}', 'limits: {cpu: "8", memory: 36Gi}\n      env: {BIG: "' + "x" * 3_000_000 + '"}',
+     "llm-serving:workloads.candle-vllm", ("env BIG is 3,000,005 bytes", "131,072 bytes", "E2BIG")),
+    ('limits: {cpu: "8", memory: 36Gi}', 'limits: {cpu: "8", memory: 36Gi}\n      run_as_user: ' + str(2**40),
+     "llm-serving:workloads.candle-vllm.run_as_user", ("2147483647",)),
+    ("      cold_start_seconds: 240\n", "      cold_start_seconds: 240\n      args: [\"" + "y" * 200_000 + "\"]\n",
+     "llm-serving:workloads.clef-serve.args.0", ("200,001 bytes", "MAX_ARG_STRLEN")),
+])
+def test_a_value_the_kernel_or_the_api_server_refuses_is_refused_before_rendering(tmp_path, old, new, key, words):
+    code, text, out = run_preview(tmp_path, "--stack-file", str(prod_with(tmp_path, old, new)))
+    assert_input_error(code, text, key, *words)
+    assert len(text) < 20_000  # the value is cut, not printed whole
+    assert not out.exists()
+
+
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "llm-serving"},
+              "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}},
+                                                                                "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}
+
+
+def _container(**fields) -> dict:
+    doc = json.loads(json.dumps(DEPLOYMENT))
+    doc["spec"]["template"]["spec"]["containers"][0].update(fields)
+    return doc
+
+
+@pytest.mark.parametrize("doc, words", [
+    (_container(env=[{"name": "BIG", "value": "x" * 3_000_000}]), ("env[0]", "(text, 3,000,004 characters)", "E2BIG")),
+    (_container(securityContext={"runAsUser": 2**40}), ("securityContext.runAsUser", "between 0 and 2,147,483,647")),
+    ({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "llm-serving"},
+      "data": {"HF_TOKEN": TOKEN}}, ("data.HF_TOKEN", "must be base64")),
+    ({**DEPLOYMENT, "kind": "../../passwd"}, ('kind is "../../passwd", not a Kubernetes kind',)),
+    (_container(image="vllm/vllm-openai:v0.11.0", args=["--model", "m", "--max-model-len=0"]),
+     ("containers[0].args", "--max-model-len=0", "greater than 0")),
+])
+def test_a_manifest_the_kernel_or_the_api_server_refuses_is_bad_input(tmp_path, capsys, doc, words):
+    """A 3 MB env value, a runAsUser of 2^40, Secret data that is not base64, a kind with path
+    characters, --max-model-len=0 where the engine comes from the image's entrypoint: each was judged."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "bad.yaml").write_text(yaml.safe_dump(doc))
+    code, out = run_analyze(capsys, "--manifests", str(tmp_path / "m"), "--inventory", str(INVENTORY))
+    assert_input_error(code, out, "bad.yaml", *words)
+    _no_secret(out)
+    assert len(out) < 20_000
+
+
+def test_a_kind_with_path_characters_never_names_a_file():
+    from tools.offline import render
+
+    with pytest.raises(render.RenderError, match="path characters"):
+        render.render_path({**DEPLOYMENT, "kind": "../../passwd"})
+    with pytest.raises(render.RenderError, match="its name holds path characters"):
+        render.render_path({**DEPLOYMENT, "metadata": {"name": "a/../../b"}})

@@ -23,6 +23,8 @@ beyond it that a hostile manifest reached the pack with.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
 import json
 import re
@@ -37,9 +39,9 @@ from referencing import Registry, Resource
 
 from core import kube, quantity
 from core.engines import CandleConfig, VllmConfig, human_int, number
-from core.manifests.argv import server_of
+from core.manifests.argv import effective_argv, server_of
 from core.manifests.servers import parse_args
-from core.problems import Problem, described, shown
+from core.problems import HIDDEN, Problem, described, shown
 
 #: The Kubernetes minor version the schema is of: the toolchain's kube-apiserver (k8s.io/kubernetes v1.34.2).
 KUBERNETES_MINOR = "1.34"
@@ -151,11 +153,59 @@ def _pod_problems(spec: Any, at: tuple[Any, ...]) -> list[Problem]:
     if spec.get("containers") == []:
         out.append(Problem(_path((*at, "containers")), [], "a pod needs at least one container (the API server "
                            "refuses spec.containers: [])", "give the pod its container, or delete the workload"))
+    out += _user_problems(spec.get("securityContext"), (*at, "securityContext"))
     for field in ("containers", "initContainers"):
-        for i, c in enumerate(spec.get(field) or []):
+        for i, c in enumerate(spec.get(field) or [] if isinstance(spec.get(field), list) else []):
             if isinstance(c, dict):
                 out += _quantity_problems(c.get("resources"), (*at, field, i, "resources"))
                 out += _engine_problems(c, (*at, field, i))
+                out += _user_problems(c.get("securityContext"), (*at, field, i, "securityContext"))
+                out += _exec_problems(c, (*at, field, i))
+    return out
+
+
+def _user_problems(context: Any, at: tuple[Any, ...]) -> list[Problem]:
+    """A runAsUser / runAsGroup the API server refuses (apimachinery ``IsValidUserID`` /
+    ``IsValidGroupID``: 0 to 2,147,483,647; the schema's type is int64)."""
+    out = []
+    for key in ("runAsUser", "runAsGroup"):
+        value = context.get(key) if isinstance(context, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= kube.INT32_MAX:
+            out.append(Problem(_path((*at, key)), value, f"{key} must be between 0 and {kube.INT32_MAX:,} (the API "
+                               "server's IsValidUserID; Linux ids are 32-bit)", f"give {key} a uid within the range"))
+    return out
+
+
+def _exec_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Problem]:
+    """A command, argument or ``NAME=value`` longer than execve(2) takes (:data:`core.kube.MAX_ARG_STRLEN`):
+    the container would fail to start with E2BIG. Values are never quoted (an env value may be a secret)."""
+    out = []
+    strings = [(key, i, a) for key in ("command", "args") if isinstance(container.get(key), list)
+               for i, a in enumerate(container[key]) if isinstance(a, str)]
+    strings += [("env", i, f"{e.get('name')}={e['value']}") for i, e in enumerate(container.get("env") or [])
+                if isinstance(container.get("env"), list) and isinstance(e, dict) and isinstance(e.get("value"), str)]
+    for key, i, text in strings:
+        size = len(text.encode()) + 1
+        if size > kube.MAX_ARG_STRLEN:
+            out.append(Problem(_path((*at, key, i)), described(text), f"{size:,} bytes, above the {kube.MAX_ARG_STRLEN:,} "
+                               "bytes execve takes per string (MAX_ARG_STRLEN): the container never starts (E2BIG)",
+                               "put the value in a file (a ConfigMap mounted as a volume) and pass its path"))
+    return out
+
+
+def _secret_data_problems(obj: dict[str, Any]) -> list[Problem]:
+    """A Secret's ``data`` value that is not base64 (the API server decodes it as ``[]byte``: "illegal
+    base64 data"). The value is never shown."""
+    data = obj.get("data")
+    out = []
+    for key, value in data.items() if isinstance(data, dict) else ():
+        if not isinstance(value, str):
+            continue
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            out.append(Problem(f"data.{key}", HIDDEN, "a Secret's data value must be base64 (the API server refuses "
+                               "illegal base64 data)", f"encode it (base64 -w0), or move it to stringData.{key}"))
     return out
 
 
@@ -168,9 +218,14 @@ def _engine_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Pro
     :class:`core.engines.VllmConfig` / :class:`core.engines.CandleConfig` the stack file is held
     to (``--max-model-len=0``: "must be greater than 0"); a flag the engine would not parse as
     a number is one problem too."""
-    parts = [container.get("command"), container.get("args")]
-    argv = [str(a) for part in parts if isinstance(part, list) for a in part if isinstance(a, (str, int, float))]
-    call = server_of(argv)
+    def strings(key: str) -> list[str]:
+        part = container.get(key)
+        return [str(a) for a in part if isinstance(a, (str, int, float))] if isinstance(part, list) else []
+
+    env = [e for e in container.get("env") or [] if isinstance(e, dict)] if isinstance(container.get("env"), list) else []
+    image = container.get("image") if isinstance(container.get("image"), str) else ""
+    run = effective_argv(strings("command"), strings("args"), env, image, bool(container.get("envFrom")))
+    call = server_of(run.argv or [*strings("command"), *strings("args")])  # the image's entrypoint included
     engines: dict[str, type[VllmConfig] | type[CandleConfig]] = {"vllm": VllmConfig, "candle-vllm": CandleConfig}
     model = engines.get(call.engine if call else "")
     if call is None or model is None:
@@ -229,6 +284,8 @@ def object_problems(obj: dict[str, Any]) -> list[Problem]:
         out += [_schema_problem(e) for e in errors]
     if kind in _POD_SPEC_PATHS:
         out += _pod_problems(_dig(obj, _POD_SPEC_PATHS[kind]), _POD_SPEC_PATHS[kind])
+    if kind == "Secret":
+        out += _secret_data_problems(obj)
     if kind == "InferenceService":
         predictor = _dig(obj, ("spec", "predictor"))
         for i, c in enumerate((predictor or {}).get("containers") or [] if isinstance(predictor, dict) else []):

@@ -88,6 +88,12 @@ def kept_by_pulumi(resources: Iterable[Resource]) -> list[str]:
             f"{(r.props.get('metadata') or {}).get('name')}" for r in resources if r.custom and r.type in KEPT_BY_PULUMI]
 
 
+def printable_of(obj: dict[str, Any]) -> str:
+    """``apiVersion kind name`` of ``obj`` for a message, control characters escaped."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return repr(f"{obj.get('apiVersion')} {obj.get('kind')} {meta.get('name')}")[1:-1][:120]
+
+
 def render_path(obj: dict[str, Any]) -> str:
     """The file ``renderPathForResource`` gives ``obj``, relative to the render directory.
 
@@ -105,6 +111,10 @@ def render_path(obj: dict[str, Any]) -> str:
         )
     api_version = str(obj["apiVersion"]).replace("/", "_").replace(":", "_")
     namespace = str(meta.get("namespace") or "default")
+    for what, part in (("apiVersion", api_version), ("kind", str(obj["kind"])), ("namespace", namespace), ("name", name)):
+        if "/" in part or "\\" in part or not part.isprintable():
+            raise RenderError(f"cannot render {printable_of(obj)}: its {what} holds path characters ('/', '\\', or a "
+                              f"control character), so its file would land outside the rendering; fix: correct {what}")
     file_name = f"{api_version}-{str(obj['kind']).lower()}-{namespace}-{name}.yaml"
     is_crd = obj["kind"] == "CustomResourceDefinition" and obj["apiVersion"] in CRD_API_VERSIONS
     return f"{CRD_DIR if is_crd else MANIFEST_DIR}/{file_name}"
