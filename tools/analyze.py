@@ -795,7 +795,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--kubeconfig", type=Path, help="with --context-namespace: kubectl's kubeconfig (default: kubectl's own)")
     ap.add_argument("--policy-pack-config", type=Path, help="JSON, as `pulumi preview --policy-pack-config`")
     ap.add_argument("--format", choices=FORMATS, default="table")
-    ap.add_argument("--output", type=Path, help="write the report here (default: stdout)")
+    ap.add_argument("--output", help="write the report here (default: stdout; a directory ending in /: its policy.<ext>)")
     ap.add_argument("--also", action="append", default=[], metavar="FORMAT=PATH",
                     help="also write the report in FORMAT to PATH (repeatable), e.g. sarif=out/policy.sarif")
     ap.add_argument("--force", action="store_true",
@@ -830,8 +830,21 @@ def _extra_outputs(specs: Iterable[str]) -> list[tuple[str, Path]]:
         if fmt not in FORMATS or not path:
             raise AnalyzeError(f"--also {spec}: not FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}; "
                                "fix: e.g. --also sarif=out/policy.sarif")
-        out.append((fmt, Path(path)))
+        out.append((fmt, report_path(path, fmt)))
     return out
+
+
+#: The file a report gets in a directory named with a trailing ``/`` (``--also sarif=out/ci/``).
+REPORT_NAMES = {"table": "policy.txt", "json": "policy.json", "sarif": "policy.sarif", "junit": "policy.xml",
+                "markdown": "policy.md"}
+
+
+def report_path(text: str, fmt: str) -> Path:
+    """The file a report path names: ``text`` itself, or, for a directory (a trailing ``/``, or an
+    existing directory), :data:`REPORT_NAMES`'s file in it (``sarif=out/ci/`` -> ``out/ci/policy.sarif``;
+    it wrote a file named ``ci``)."""
+    path = Path(text)
+    return path / REPORT_NAMES[fmt] if text.endswith(("/", os.sep)) or path.is_dir() else path
 
 
 #: Where report files may be written without --force (the preview's out/ as well).
@@ -889,6 +902,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
+    if args.output is not None:
+        args.output = report_path(args.output, args.format)
     try:
         extra = _extra_outputs(args.also)
         targets = [path.absolute() for _, path in [(args.format, args.output), *extra] if path is not None]
@@ -917,13 +932,14 @@ def _main(argv: list[str] | None) -> int:
     except (AnalyzeError, InputError, running.ContextError, packproc.PackStartError,
             packproc.PackCallError) as err:
         return cli.fail("analyze", err)
+    files: dict[Path, str] = {}
     for fmt, path in [(args.format, args.output), *extra]:
         text = report.render(fmt)
         if path is None:
             sys.stdout.write(text)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            files[path] = text
+    cli.write_files(files)  # every report written aside, then moved in place: a full disk leaves the last good ones
     if args.output is not None or args.format != "table":
         print(report.headline(), file=sys.stderr)
     return report.exit_code()

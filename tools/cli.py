@@ -65,9 +65,11 @@ _ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.ER
 CHILD_GRACE_S = 10.0
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread by :func:`run`'s handler (a ``BaseException``, like
-    ``KeyboardInterrupt``, so no ``except Exception`` swallows it)."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread by :func:`run`'s handler. A ``KeyboardInterrupt``, so no
+    ``except Exception`` swallows it and asyncio re-raises it out of the mock runtime's event loop
+    as it does Ctrl-C (a plain ``BaseException`` raised in a callback is logged with a traceback
+    and the loop runs on, so the program went on until SIGKILL); catch it before KeyboardInterrupt."""
 
 
 def parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
@@ -124,6 +126,36 @@ def one_line(text: str) -> str:
     return printable(text).replace("\r", "\\r").replace("\n", "\\n")
 
 
+def write_files(files: dict, mode: int = 0o644) -> None:
+    """Write each ``path -> text`` of ``files`` aside (a temporary file in its directory, flushed to
+    disk), then move each in place (``os.replace``, atomic on one file system): a full disk, an
+    interrupt or a crash leaves every old file as it was and no partial one. The parents are
+    created. Raises the OSError that stopped it (:func:`environment_error` words it), after
+    removing what it wrote aside."""
+    import tempfile
+
+    staged: list[tuple[str, object]] = []
+    try:
+        for path, text in files.items():
+            target = os.path.abspath(path)  # noqa: PTH100
+            os.makedirs(os.path.dirname(target), exist_ok=True)  # noqa: PTH103, PTH120
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",  # noqa: PTH119
+                                       dir=os.path.dirname(target))  # noqa: PTH120
+            staged.append((tmp, target))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, mode)  # noqa: PTH101
+        for tmp, target in staged:
+            os.replace(tmp, target)  # type: ignore[arg-type]
+        staged = []
+    finally:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # noqa: PTH108
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
@@ -156,10 +188,10 @@ def outcome(main: Callable[[], int], name: str) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         return code
-    except KeyboardInterrupt:
-        return fail(name, "interrupted", code=INTERRUPTED)
     except Terminated:
         return fail(name, "terminated (SIGTERM)", code=TERMINATED)
+    except KeyboardInterrupt:
+        return fail(name, "interrupted", code=INTERRUPTED)
     except BrokenPipeError:
         _quiet_stdout()
         return BROKEN_PIPE

@@ -204,26 +204,53 @@ def lock_out_dir(out_dir: Path) -> Callable[[], None]:
     """Hold ``out_dir`` for one preview: an exclusive lock on ``.<name>.lock`` beside it, so a second
     preview into the same ``--out`` is refused (:class:`RenderError`) instead of one rendering
     silently replacing the other's. Returns the release (which removes the lock file). Without
-    the parent directory there is nothing to hold yet: nothing is created then."""
+    the parent directory it is created first (and removed again on release while empty), so two
+    previews into a new ``--out`` whose parent does not exist take the same lock too."""
     out_dir = Path(os.path.abspath(out_dir))  # noqa: PTH100
-    if not out_dir.parent.is_dir():
+    created: list[Path] = []
+    for _ in range(3):  # a parent another preview removes meanwhile is made again
+        missing = [p for p in [out_dir.parent, *out_dir.parent.parents] if not p.exists()]
+        try:
+            for d in reversed(missing):
+                d.mkdir(exist_ok=True)
+                created.append(d)
+        except OSError:
+            _remove_empty(created)
+            return lambda: None  # a parent that cannot be made is refused when the rendering is staged
+        lock = out_dir.parent / f".{out_dir.name}.lock"
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            break
+        except FileNotFoundError:
+            continue
+        except OSError:
+            _remove_empty(created)
+            return lambda: None  # an unwritable parent is refused when the rendering is staged
+    else:
+        _remove_empty(created)
         return lambda: None
-    lock = out_dir.parent / f".{out_dir.name}.lock"
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        return lambda: None  # an unwritable parent is refused when the rendering is staged
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
+        _remove_empty(created)
         raise RenderError(f"another preview is writing {out_dir} now (it holds {lock}); fix: wait for it to end, or "
                           "pass another --out") from None
 
     def release() -> None:
         lock.unlink(missing_ok=True)
         os.close(fd)
+        _remove_empty(created)
     return release
+
+
+def _remove_empty(created: list[Path]) -> None:
+    """Remove the directories :func:`lock_out_dir` made, deepest first, each only while empty."""
+    for d in reversed(created):
+        try:
+            d.rmdir()
+        except OSError:
+            break
 
 
 #: Where no rendering may go: kernel file systems.
