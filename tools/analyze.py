@@ -664,7 +664,7 @@ def _pack_version(pack_dir: Path) -> str:
     try:
         import yaml
 
-        return str((yaml.safe_load((Path(pack_dir) / "PulumiPolicy.yaml").read_text()) or {}).get("version", ""))
+        return str((yaml.safe_load((Path(pack_dir) / "PulumiPolicy.yaml").read_text(encoding="utf-8")) or {}).get("version", ""))
     except (OSError, ValueError):
         return ""
 
@@ -672,9 +672,18 @@ def _pack_version(pack_dir: Path) -> str:
 # --- inputs ---------------------------------------------------------------------------------------
 
 def stack_name_of(stack_file: Path, default: str = "manifests") -> str:
-    """``prod`` for ``Pulumi.prod.yaml``; ``default`` for another file name."""
+    """``prod`` for ``Pulumi.prod.yaml``; ``default`` for another file name. Raises
+    :class:`AnalyzeError` when the name it gives is no stack name the Pulumi CLI takes (empty, a
+    newline, ``$(id)``: it names URNs, a directory under ``out/`` and shell commands in fixes)."""
     parts = Path(stack_file).name.split(".")
-    return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else default
+    name = parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else default
+    try:
+        return cli.stack_name(name)
+    except argparse.ArgumentTypeError:
+        raise AnalyzeError(f"{cli.one_line(str(stack_file))}: the file's name gives the stack name "
+                           f"{cli.one_line(repr(name))}, which is not a stack name (letters, digits, '-', '_' and '.', "
+                           "1 to 100 of them, as `pulumi stack init` takes); fix: rename the file "
+                           "Pulumi.<stack>.yaml, e.g. Pulumi.try.yaml") from None
 
 
 def manifest_resources(directory: Path, stack: str, namespace: str | None = None) -> tuple[list[Resource], dict[str, str]]:

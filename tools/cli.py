@@ -100,8 +100,8 @@ def fail(name: str, message: object, stderr: TextIO | None = None, code: int = B
     (:func:`printable`), so no raw escape sequence reaches the terminal."""
     try:  # noqa: SIM105
         (stderr or sys.stderr).write(f"{name}: {printable(str(message))}\n")
-    except (OSError, ValueError):
-        pass  # stderr closed or full: the exit code still says it
+    except (OSError, ValueError, AttributeError, UnicodeEncodeError):
+        pass  # stderr closed (None) or full: the exit code still says it
     return code
 
 
@@ -203,8 +203,9 @@ def outcome(main: Callable[[], int], name: str) -> int:
             return _crash(name)
         _quiet_stdout()
         return fail(name, message)
-    except Exception:  # noqa: BLE001 - a bug: say so, with where
-        return _crash(name)
+    except Exception as err:  # noqa: BLE001 - a bug: say so, with where (a damaged install: exit 2)
+        message = environment_error(err)
+        return fail(name, message) if message is not None else _crash(name)
     finally:
         if old is not None:
             signal.signal(signal.SIGTERM, old)
@@ -217,6 +218,13 @@ def environment_error(err: BaseException) -> str | None:
     if isinstance(err, RecursionError):
         return ("an input nests too deeply to read (deeper than any stack file, manifest or plan); "
                 "fix: check the file for runaway nesting, e.g. [[[[...]]]]")
+    datafile = sys.modules.get("core.datafile")
+    if datafile is not None and isinstance(err, datafile.DataFileError):  # a damaged install, not a bug
+        return " ".join(err.render().split("\n", 1)[-1].split())
+    if isinstance(err, OSError) and err.errno == errno.EROFS:
+        where = f" {err.filename}" if err.filename else ""
+        return (f"cannot write{where}: the file system is read-only; fix: write elsewhere (a writable directory: "
+                "--out DIR, --output FILE), or make the clone writable")
     if isinstance(err, OSError) and err.errno in _ENVIRONMENT_ERRNOS:
         where = f" {err.filename}" if err.filename else ""
         return (f"cannot write{where}: {err.strerror or err}; fix: free space on the disk, or write elsewhere "
@@ -255,7 +263,16 @@ def _main_thread() -> bool:
 
 
 def run(main: Callable[[], int], name: str) -> NoReturn:
-    """A command's ``if __name__ == "__main__"``: leave with :func:`outcome`'s code."""
+    """A command's ``if __name__ == "__main__"``: leave with :func:`outcome`'s code; with standard
+    output closed (``cmd >&-``: Python gives ``sys.stdout = None``) :data:`BROKEN_PIPE` at once,
+    as for a reader that went away."""
+    if sys.stdout is None:
+        _quiet_stdout()
+        os._exit(BROKEN_PIPE)
+    for stream in (sys.stdout, sys.stderr):  # an ASCII locale (LANG=C PYTHONUTF8=0): escape, never fail
+        if stream is not None and (getattr(stream, "encoding", "") or "").lower().replace("-", "") != "utf8":
+            with contextlib.suppress(AttributeError, ValueError):
+                stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     sys.exit(outcome(main, name))
 
 

@@ -63,7 +63,7 @@ from pydantic import TypeAdapter, ValidationError
 from core import transition_cost
 from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
 from core.inventory import ClusterInventory
-from core.problems import Finding
+from core.problems import HIDDEN, Finding, is_secret
 from stackfile.objects import LeftAlone, ObjectRef
 from stackfile.schema import StackConfig
 from tools import cli, provider_change
@@ -151,6 +151,9 @@ def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
                             "an event stream, or two plans joined), so which plan to count is unknown; fix: pass one "
                             f"preview's whole output (`{PREVIEW} > plan.json`)") from None
         return _read_stream(text, err)
+    except ValueError as err:  # a number of more than 4,300 digits (Python's int conversion limit)
+        raise PlanError(f"the plan holds a number no preview writes ({cli.printable(str(err))[:120]}); fix: run "
+                        f"`{PREVIEW}` again and pass its whole output") from None
     except RecursionError:
         raise PlanError("the plan document nests deeper than Python's JSON reader goes (a `pulumi preview --json` "
                         f"document nests about 15 levels); fix: run `{PREVIEW}` again and pass its whole output") from None
@@ -170,7 +173,7 @@ _NO_PLAN = ("no plan in the input: expected the output of `pulumi preview --json
 def _first_value(text: str) -> Any:
     try:
         return json.JSONDecoder().raw_decode(text.lstrip())[0]
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return None
 
 
@@ -237,8 +240,8 @@ def _read_stream(text: str, err: json.JSONDecodeError | None) -> tuple[dict[str,
             continue
         try:
             value = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as e:
-            bad = bad or (n, f"not JSON ({getattr(e, 'msg', 'nested too deeply')})")
+        except (ValueError, RecursionError) as e:
+            bad = bad or (n, f"not JSON ({getattr(e, 'msg', None) or str(e)[:80] or 'nested too deeply'})")
             continue
         if isinstance(value, dict) and "sequence" in value:
             events.append((n, value))
@@ -420,6 +423,12 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
         text = _stdin() if args.plan == "-" else read_text(Path(args.plan), "plan")
         config, steps = read_plan(text)
         inventory = summary.inventory_of(config)
+        cluster = config.get("llm-serving:cluster")
+        if inventory is None and cluster is not None and (is_secret(cluster) or cluster == HIDDEN or (
+                isinstance(cluster, str) and cluster.strip().startswith(("{\"secure\"", "[secret]")))):
+            raise PlanError("the plan's llm-serving:cluster is a secret (the preview shows it encrypted), so its nodes "
+                            "cannot be read and no card is counted; fix: keep the inventory in plain text "
+                            "(pulumi config set --path llm-serving:cluster... without --secret: it holds no secret)")
         if inventory is None:
             raise PlanError("the plan's stack config has no valid llm-serving:cluster inventory, so there are no "
                             "nodes to count cards on; preview a stack whose stack file declares its cluster")

@@ -170,7 +170,7 @@ def stage_tree(files: dict[str, str], out_dir: Path) -> Path:
         for sub in (CRD_DIR, MANIFEST_DIR):
             (tmp / sub).mkdir()
         for rel, text in files.items():
-            (tmp / rel).write_text(text)
+            (tmp / rel).write_text(text, encoding="utf-8")
     except BaseException as err:
         discard_tree(tmp)
         if isinstance(err, OSError):
@@ -189,7 +189,8 @@ def commit_tree(staged: Path, out_dir: Path) -> None:
         _check_replaceable(out_dir)
         _swap_in(staged, out_dir)
     except OSError as err:
-        raise RenderError(f"cannot write {out_dir}: {err}; fix: check the directory's permissions and free space") from None
+        raise RenderError(f"cannot write {out_dir}: {err.strerror or err}; fix: check the directory's permissions and "
+                          "free space (a read-only clone: pass --out a writable directory)") from None
     finally:
         discard_tree(staged)
 

@@ -131,6 +131,12 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]
                                     f"reads it in base 10, the Pulumi CLI (yaml.v3) in base 8",
                                     f"write 0o{node.value.lstrip('+-0') or '0'} for the octal number, "
                                     f"{node.value.lstrip('+-0') or '0'} for the decimal one, or quote it for text"))
+        if isinstance(node, ScalarNode) and node.tag == _Y + "int" and _beyond_64_bits(node.value):
+            problems.append(Problem(at(path), None if secret else node.value[:40] + "...",
+                                    f"line {_line(node)}: a whole number of {len(node.value):,} characters, beyond 64 "
+                                    "bits (the Pulumi CLI's YAML reader, yaml.v3, keeps no such integer)",
+                                    "give the intended number, or quote it for text"))
+            continue
         if isinstance(node, ScalarNode) and node.tag == _Y + "float" and _not_finite(node.value):
             problems.append(Problem(at(path), node.value, f"line {_line(node)}: {node.value} is not a finite number "
                                     "(JSON, Pulumi config and the Kubernetes API have no infinity or NaN)",
@@ -141,6 +147,20 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]
             todo.extend(reversed(_mapping_children(node, path, at, problems)))
     problems.extend(_alias_problems(root, at))
     return problems
+
+
+def _beyond_64_bits(text: str) -> bool:
+    """An integer literal outside -2^63 .. 2^64-1 (read without converting a runaway literal: Python
+    refuses to convert more than 4,300 digits)."""
+    digits = text.replace("_", "").lstrip("+-")
+    if len(digits) > 66:  # 0b and 64 binary digits is the longest in range
+        return True
+    try:
+        value = int(digits[2:], {"0b": 2, "0o": 8, "0x": 16}[digits[:2].lower()]) if digits[:2].lower() in (
+            "0b", "0o", "0x") else int(digits)
+    except ValueError:
+        return False
+    return value >= 2**64
 
 
 def _not_finite(text: str) -> bool:
