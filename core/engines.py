@@ -134,8 +134,8 @@ class RopeScaling(_Settings):
     @model_validator(mode="after")
     def _window_within_int32(self) -> RopeScaling:
         window = self.factor * (self.original_max_position_embeddings or 1)
-        if window > rules.MOST_TOKENS:
-            raise ValueError(f"factor {self.factor:g} derives a window beyond {rules.MOST_TOKENS:,} tokens (vLLM's int32 "
+        if window > facts.MOST_TOKENS:
+            raise ValueError(f"factor {self.factor:g} derives a window beyond {facts.MOST_TOKENS:,} tokens (vLLM's int32 "
                              "sequence lengths); use the factor the model card gives (Qwen3: 4.0 for 131,072)")
         return self
 

@@ -13,10 +13,9 @@ Plain pydantic, no Pulumi import.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import Any
-
-import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 

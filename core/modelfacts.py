@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
-from core import datafile, inputs, rules
+from core import datafile, facts, inputs
 from core.stackkeys import MODELS_CONFIG_KEY as MODELS_CONFIG_KEY  # re-exported: read where the models are
 from core.values import Int, Real, rule_error
 
@@ -243,9 +243,9 @@ class ModelFacts(_Strict):
         if self.full_attention_layers is not None and self.full_attention_layers > self.num_hidden_layers:
             raise ValueError("full_attention_layers exceeds num_hidden_layers")
         factor = self.rope_scaling.factor if self.rope_scaling is not None else None
-        if factor is not None and factor * self.max_position_embeddings > rules.MOST_TOKENS:
+        if factor is not None and factor * self.max_position_embeddings > facts.MOST_TOKENS:
             raise ValueError(f"rope_scaling.factor {factor:g} x max_position_embeddings {self.max_position_embeddings:,} "
-                             f"derives a window beyond {rules.MOST_TOKENS:,} tokens (vLLM's int32 sequence lengths); "
+                             f"derives a window beyond {facts.MOST_TOKENS:,} tokens (vLLM's int32 sequence lengths); "
                              "copy rope_scaling from the checkpoint's config.json")
         return self
 

@@ -47,6 +47,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.facts import MOST_TOKENS
+
 if TYPE_CHECKING:  # pragma: no cover
     from core.modelfacts import ModelFacts
 
@@ -251,10 +253,6 @@ def gpu_memory_utilization_credited(value: float) -> float:
 #: RoPE types vLLM does not scale the derived window by (vLLM v0.11.0 ``_get_and_verify_max_len``
 #: in vllm/config/model.py: ``su``/``longrope`` carry their own window, ``llama3`` keeps it).
 ROPE_TYPES_NOT_SCALING_WINDOW = ("su", "longrope", "llama3")
-
-#: The longest window a rope factor may derive, in tokens: vLLM's per-request sequence lengths are
-#: int32 tensors (the attention metadata's ``seq_lens``), so a window past 2^31-1 cannot be served.
-MOST_TOKENS = 2**31 - 1
 
 
 def derived_max_model_len(max_position_embeddings: int, rope_scaling: Mapping[str, Any] | None = None) -> int:

@@ -133,27 +133,27 @@ def write_files(files: dict, mode: int = 0o644) -> None:
     created. Raises the OSError that stopped it (:func:`environment_error` words it), after
     removing what it wrote aside."""
     import tempfile
+    from pathlib import Path
 
-    staged: list[tuple[str, object]] = []
+    staged: list[tuple[Path, Path]] = []
     try:
         for path, text in files.items():
-            target = os.path.abspath(path)  # noqa: PTH100
-            os.makedirs(os.path.dirname(target), exist_ok=True)  # noqa: PTH103, PTH120
-            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",  # noqa: PTH119
-                                       dir=os.path.dirname(target))  # noqa: PTH120
-            staged.append((tmp, target))
+            target = Path(path).absolute()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            staged.append((Path(tmp), target))
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
                 f.flush()
                 os.fsync(f.fileno())
-            os.chmod(tmp, mode)  # noqa: PTH101
-        for tmp, target in staged:
-            os.replace(tmp, target)  # type: ignore[arg-type]
+            Path(tmp).chmod(mode)
+        for tmp_path, target in staged:
+            tmp_path.replace(target)
         staged = []
     finally:
-        for tmp, _ in staged:
+        for tmp_path, _ in staged:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)  # noqa: PTH108
+                tmp_path.unlink()
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -16,7 +16,6 @@ Exit codes: 0 not an adoption, or a reviewed one; 1 refused (says why and how to
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO

@@ -223,7 +223,7 @@ def _engine_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Pro
         return [str(a) for a in part if isinstance(a, (str, int, float))] if isinstance(part, list) else []
 
     env = [e for e in container.get("env") or [] if isinstance(e, dict)] if isinstance(container.get("env"), list) else []
-    image = container.get("image") if isinstance(container.get("image"), str) else ""
+    image = str(container.get("image")) if isinstance(container.get("image"), str) else ""
     run = effective_argv(strings("command"), strings("args"), env, image, bool(container.get("envFrom")))
     call = server_of(run.argv or [*strings("command"), *strings("args")])  # the image's entrypoint included
     engines: dict[str, type[VllmConfig] | type[CandleConfig]] = {"vllm": VllmConfig, "candle-vllm": CandleConfig}

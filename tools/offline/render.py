@@ -90,7 +90,8 @@ def kept_by_pulumi(resources: Iterable[Resource]) -> list[str]:
 
 def printable_of(obj: dict[str, Any]) -> str:
     """``apiVersion kind name`` of ``obj`` for a message, control characters escaped."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     return repr(f"{obj.get('apiVersion')} {obj.get('kind')} {meta.get('name')}")[1:-1][:120]
 
 

@@ -119,7 +119,7 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = ()) -> list[Problem]
         secret = redacted(node.value if isinstance(node, ScalarNode) else None, at(path)) == HIDDEN
         if (node.tag != expected) if expected else (node.tag not in PLAIN_TAGS):
             words = _TAG_WORDS.get(node.tag, f"the tag {node.tag}")
-            quoted = "" if secret else f" ({_quoted(node)})"
+            quoted = "" if secret or not isinstance(node, ScalarNode) else f" ({_quoted(node)})"
             problems.append(Problem(at(path), node.value if isinstance(node, ScalarNode) else None,
                                     f"line {_line(node)}: {words} is not plain data (JSON, Pulumi config and the "
                                     "Kubernetes API have no such value)",
