@@ -17,7 +17,7 @@ import pytest
 
 from testbed import toolchain
 from testbed.cluster import layout
-from tests.paths import ROOT
+from tests.paths import PROD_STACK_FILE, ROOT
 from tools import cli, kubectl, plan, preview, rollout
 
 
@@ -262,7 +262,7 @@ def test_a_fifo_cluster_state_or_toolchain_stamp_is_damaged_not_waited_on(tmp_pa
 
 # --- every crash answered as the contract says -------------------------------------------------------
 
-PROD_TEXT = (ROOT / "Pulumi.prod.yaml").read_text()
+PROD_TEXT = PROD_STACK_FILE.read_text()
 REFERENCE = ROOT / "tests" / "reference"
 INVENTORY = ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml"
 
@@ -422,7 +422,7 @@ def test_deploy_guard_on_a_state_that_is_no_export_is_bad_input_not_a_first_adop
     state = tmp_path / "state.json"
     state.write_text(content)
     out, err = io.StringIO(), io.StringIO()
-    code = deploy_guard.main([str(state), "--stack-file", str(ROOT / "Pulumi.prod.yaml")], stdout=out, stderr=err)
+    code = deploy_guard.main([str(state), "--stack-file", str(PROD_STACK_FILE)], stdout=out, stderr=err)
     assert code == cli.BAD_INPUT and words in err.getvalue(), err.getvalue()
 
 

@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.paths import PROD_STACK_FILE
 from tools import adopt_diff, analyze, cli, plan, preview, rollout
 
 FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")), deadline=None, derandomize=True,
@@ -184,7 +185,7 @@ def test_review_comment_and_deploy_guard_end_in_the_contract(data):
         state.write_text(data.draw(st.one_of(FILE_TEXT, st.sampled_from(['{"deployment": {"resources": 5}}',
                                                                            '{"deployment": []}', "{}"]))))
         _check(lambda a, o, e: deploy_guard.main(a, stdout=o, stderr=e),
-               [str(state), "--stack-file", str(Path(__file__).resolve().parents[2] / "Pulumi.prod.yaml")],
+               [str(state), "--stack-file", str(PROD_STACK_FILE)],
                "deploy-guard", tmp)
 
 
