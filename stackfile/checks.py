@@ -57,7 +57,7 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
             out.extend(_check_service(name, svc, workloads, declared))
     out.extend(_check_left_alone(parts))
     out.extend(_check_retire(parts))
-    if cluster is not None:
+    if cluster is not None and declared:  # an inventory alone (analyze --manifests) names the manifests' servers
         out.extend(Problem(f"{PREFIX}cluster.measured.{name}", name,
                            f"a measurement for server {name}, which is not in {PREFIX}workloads, so it measures nothing",
                            f"move it under {PREFIX}workloads.<name>.measured, or remove it")

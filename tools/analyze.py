@@ -749,10 +749,32 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: dict
     with pack:
         found = read_input()
         resources, beside = running.merge(found.resources, context() if context else [])
+        _check_measured_servers(config, inventory, resources)
         report = pack.analyze(resources, policy_pack_config, found.sources)
     notes = (f"judged beside {len(beside)} object(s) of {context_name}; their own findings are left out",) if context else ()
     return dataclasses.replace(report, findings=running.keep_file_findings(report.findings, beside),
                                resources=len(found.resources), notes=(*report.notes, *found.notes, *notes))
+
+
+#: The kinds whose object is a model server a measurement may name (the read model's workloads).
+SERVER_KINDS = frozenset({"Deployment", "StatefulSet", "InferenceService", "LeaderWorkerSet"})
+
+
+def _check_measured_servers(config: dict[str, Any], inventory: Path, resources: list[Resource]) -> None:
+    """Each server the inventory's ``llm-serving:cluster`` ``measured:`` names is among the objects
+    judged: a measurement for a server that does not exist measures nothing (a misspelt name would
+    leave the real server judged on the estimate, unsaid). Raises :class:`AnalyzeError`."""
+    cluster = config.get("llm-serving:cluster")
+    measured = cluster.get("measured") if isinstance(cluster, dict) else None
+    if not isinstance(measured, dict):
+        return
+    servers = {str((r.props.get("metadata") or {}).get("name")) for r in resources
+               if isinstance(r.props, dict) and r.props.get("kind") in SERVER_KINDS}
+    ghosts = sorted(str(n) for n in measured if str(n) not in servers)
+    if ghosts:
+        raise AnalyzeError(f"{inventory}: llm-serving:cluster.measured.{cli.one_line(ghosts[0])} names a server no "
+                           f"manifest holds (servers: {', '.join(sorted(servers)) or 'none'}), so it measures nothing; "
+                           "fix: name the Deployment or InferenceService it was measured on, or remove it")
 
 
 def analyze_program(stack_file: Path, policy_pack_config: dict[str, Any] | None = None,

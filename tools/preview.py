@@ -323,9 +323,9 @@ def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.Tr
     peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
     refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources),
                                   transition.retire_of(config))
-    out.write("\n" + "\n".join(peak.render()) + "\n")
-    for reason in refused:
-        out.write(f"REFUSED: {reason}\n")
+    out.write("\n" + "\n".join(map(cli.one_line, peak.render())) + "\n")
+    for reason in refused:  # one line each: a name of the --base tree cannot forge another
+        out.write(f"REFUSED: {cli.one_line(reason)}\n")
     return refused
 
 

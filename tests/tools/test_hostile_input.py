@@ -622,3 +622,15 @@ def test_a_kind_with_path_characters_never_names_a_file():
         render.render_path({**DEPLOYMENT, "kind": "../../passwd"})
     with pytest.raises(render.RenderError, match="its name holds path characters"):
         render.render_path({**DEPLOYMENT, "metadata": {"name": "a/../../b"}})
+
+
+def test_an_inventory_measurement_for_a_server_no_manifest_holds_is_refused(tmp_path, capsys):
+    inv = tmp_path / "Pulumi.inv.yaml"
+    inv.write_text(INVENTORY.read_text().replace("llm-serving:cluster:\n", "llm-serving:cluster:\n"
+                                                 "    measured: {ghost: {kv_tokens: 5000, source: a log}}\n", 1))
+    assert "ghost" in inv.read_text()
+    code, out = run_analyze(capsys, "--manifests", str(REFERENCE), "--inventory", str(inv))
+    assert_input_error(code, out, "llm-serving:cluster.measured.ghost names a server no manifest holds")
+    inv.write_text(inv.read_text().replace("ghost:", "clef-candle:"))  # a server the manifests hold: judged
+    code, out = run_analyze(capsys, "--manifests", str(REFERENCE), "--inventory", str(inv))
+    assert code in (0, 1) and "Traceback" not in out, out
