@@ -223,8 +223,8 @@ def environment_error(err: BaseException) -> str | None:
         return " ".join(err.render().split("\n", 1)[-1].split())
     if isinstance(err, OSError) and err.errno == errno.EROFS:
         where = f" {err.filename}" if err.filename else ""
-        return (f"cannot write{where}: the file system is read-only; fix: write elsewhere (a writable directory: "
-                "--out DIR, --output FILE), or make the clone writable")
+        return (f"cannot write{where}: the file system is read-only; fix: write to a writable directory, or make "
+                "the clone writable")
     if isinstance(err, OSError) and err.errno in _ENVIRONMENT_ERRNOS:
         where = f" {err.filename}" if err.filename else ""
         return (f"cannot write{where}: {err.strerror or err}; fix: free space on the disk, or write elsewhere "

@@ -42,7 +42,7 @@ def _raises(err: BaseException):
     (cli.Terminated(), cli.TERMINATED, "cmd: terminated (SIGTERM)\n"),
     (RecursionError(), cli.BAD_INPUT, "fix: check the file for runaway nesting"),
     (OSError(errno.ENOSPC, "No space left on device"), cli.BAD_INPUT, "No space left on device; fix: free space"),
-    (OSError(errno.EROFS, "Read-only file system", "out/x"), cli.BAD_INPUT, "cannot write out/x: the file system is read-only; fix: write elsewhere"),
+    (OSError(errno.EROFS, "Read-only file system", "out/x"), cli.BAD_INPUT, "cannot write out/x: the file system is read-only; fix: write to a writable directory"),
 ])
 def test_what_ends_a_command_has_its_code_and_one_line(err, code, words, capsys):
     got, text = _outcome(_raises(err), capsys)
