@@ -10,7 +10,7 @@ generate. Regenerate them after changing a type:
 
     python -m core.catalogs
 
-A file that does not validate raises :class:`core.problems.ConfigError` listing every problem
+A file that does not validate raises :class:`DataFileError` (a :class:`core.problems.ConfigError`) listing every problem
 as file, entry and key (``core/data/models.yaml, entry Qwen/Qwen3-14B, key
 num_hidden_layers``), the value found there, and pydantic's rule. The files are plain data
 read as the Pulumi CLI reads YAML (YAML 1.2, :class:`core.yaml12.Yaml12Loader`); the tests read
@@ -33,6 +33,15 @@ from core.yaml12 import Yaml12Loader
 
 #: The directory of the data files (shipped with the package: pyproject.toml's package-data).
 DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+class DataFileError(ConfigError):
+    """A catalog file under ``core/data/`` that cannot be read or does not validate: the install is
+    damaged (not the user's input, not a bug), so the commands end with exit 2 and the fix."""
+
+    def __init__(self, problems: list[Problem], source: str):
+        restore = (f"restore it: git checkout -- {source} (in a checkout), or reinstall the package")
+        super().__init__([Problem(p.path, p.value, p.rule, f"{p.fix}, or {restore}") for p in problems], source)
 
 
 def _where(name: str) -> str:
@@ -95,12 +104,13 @@ class Catalog:
         where = _where(self.name)
         try:
             raw = yaml.load(self.path.read_text(encoding="utf-8"), Loader=Yaml12Loader)
-        except yaml.YAMLError as err:
-            raise ConfigError([Problem(where, None, f"not YAML: {err}", "correct the file")], where) from None
+        except (yaml.YAMLError, OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+            raise DataFileError([Problem(where, None, f"not readable YAML: {' '.join(str(err).split())[:300]}",
+                                         "correct the file")], where) from None
         try:
             return self.adapter.validate_python(raw)
         except ValidationError as err:
-            raise ConfigError(problems(self.name, err, raw, self.name_key), where) from None
+            raise DataFileError(problems(self.name, err, raw, self.name_key), where) from None
 
     def schema(self) -> dict[str, Any]:
         """The file's JSON Schema (draft 2020-12, as pydantic generates it for ``adapter``)."""

@@ -131,6 +131,14 @@ class RopeScaling(_Settings):
         default=None, gt=0, description="YaRN: the window the model was trained on (Qwen3: 32768)."
     )
 
+    @model_validator(mode="after")
+    def _window_within_int32(self) -> RopeScaling:
+        window = self.factor * (self.original_max_position_embeddings or 1)
+        if window > facts.MOST_TOKENS:
+            raise ValueError(f"factor {self.factor:g} derives a window beyond {facts.MOST_TOKENS:,} tokens (vLLM's int32 "
+                             "sequence lengths); use the factor the model card gives (Qwen3: 4.0 for 131,072)")
+        return self
+
     def as_config(self) -> dict[str, Any]:
         """The config.json ``rope_scaling`` object (unset fields left out)."""
         return self.model_dump(exclude_none=True)

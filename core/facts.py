@@ -244,3 +244,7 @@ GMU_OVERRIDE_ANNOTATION = ANNOTATION_PREFIX + "gpu-memory-utilization-override"
 #: Startup budget = this many times the declared cold start (coder.yaml: 120 x 15 s = 30 min of
 #: headroom for about 10 min of start-up, i.e. 3x).
 STARTUP_HEADROOM = 3
+
+#: The longest window a rope factor may derive, in tokens: vLLM's per-request sequence lengths are
+#: int32 tensors (the attention metadata's ``seq_lens``), so a window past 2^31-1 cannot be served.
+MOST_TOKENS = 2**31 - 1

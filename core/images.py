@@ -10,8 +10,10 @@ pydantic.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -102,15 +104,27 @@ IMAGES_FILE = datafile.Catalog(
     "Public serving images by a fragment of their repository: entrypoint, user, home, known uids, source.",
     name_key="match")
 
-#: The catalog, in the file's order (the first entry whose ``match`` the repository contains wins).
-IMAGES: tuple[ImageFacts, ...] = IMAGES_FILE.load()
+
+
+@functools.cache
+def catalog() -> tuple[ImageFacts, ...]:
+    """The catalog, in the file's order (the first entry whose ``match`` the repository contains wins),
+    read on first use: a damaged file is :class:`core.datafile.DataFileError` where it is needed (exit
+    2 with the fix), not an import error before any command runs."""
+    return tuple(IMAGES_FILE.load())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "IMAGES":  # the catalog as a constant, read on first use
+        return catalog()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def image_facts(image: str) -> ImageFacts | None:
     """The catalog entry whose ``match`` the repository of ``image`` contains (any registry, tag or
     digest): its entrypoint holds; or None when the catalog does not know the family."""
     repo = parse_image(image).repository.lower()
-    return next((f for f in IMAGES if f.match in repo), None)
+    return next((f for f in catalog() if f.match in repo), None)
 
 
 def repository_path(image: str) -> str:
@@ -126,4 +140,4 @@ def image_user(image: str) -> ImageFacts | None:
     its repository (registry host left out); None for any other image, a derived one included
     (quay.io/org/vllm-openai-ubi9 sets its own USER), so no rule assumes its user or HOME."""
     path = repository_path(image)
-    return next((f for f in IMAGES if path in f.repositories), None)
+    return next((f for f in catalog() if path in f.repositories), None)

@@ -67,6 +67,19 @@ def read_text(path: str | Path, what: str = "input file", limit: int = MAX_INPUT
                              "fix: save it as UTF-8") from None
 
 
+def read_text_inside(directory: str | Path, name: str, what: str = "input file", limit: int = MAX_INPUT_BYTES) -> str | None:
+    """:func:`read_text` of ``directory/name``, None when it does not exist; a symbolic link (to
+    anywhere: a folder's input is its own files) or a path resolving outside ``directory`` raises
+    :class:`InputFileError` before a byte is read, so a link to ``/etc/shadow`` is never read."""
+    path = Path(directory) / name
+    if not path.exists() and not path.is_symlink():
+        return None
+    if path.is_symlink() or not os.path.realpath(path).startswith(os.path.realpath(directory) + os.sep):
+        raise InputFileError(f"{path}: the {what} is a symbolic link (or leads out of {directory}), which is not "
+                             f"followed; fix: write the {what} itself into {directory}")
+    return read_text(path, what, limit)
+
+
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
                        (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):

@@ -14,14 +14,18 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from core import cards, rules
 from core.measured import Measured, measurements
 from core.stackkeys import CLUSTER_CONFIG_KEY as CLUSTER_CONFIG_KEY  # re-exported: read where the inventory is
-from core.values import Int, NodeName, Real, Subdomain
+from core.values import Int, NodeName, Real, Subdomain, rule_error
 
 _CC_RE = re.compile(r"^\d+\.\d+$")
+
+#: The least share of a card's memory CUDA reports as its total: the driver and ECC keep 1-7%
+#: (V100-PCIE-32GB: 32,510 of 32,768 MiB; ECC on GDDR cards: 6.25%); below it the figure is not the card's.
+CUDA_TOTAL_SHARE = 0.9
 
 
 class _Strict(BaseModel):
@@ -59,6 +63,21 @@ class CardSpec(_Strict):
             v = f"{float(v):.1f}"
         if isinstance(v, str) and not _CC_RE.match(v):
             raise ValueError('compute capability must be "major.minor", for example "7.0"')
+        return v
+
+    @field_validator("cuda_total_mib")
+    @classmethod
+    def _within_the_card(cls, v: float | None, info: ValidationInfo) -> float | None:
+        memory, product = info.data.get("memory_mib"), info.data.get("product")
+        if v is None or not isinstance(memory, int) or not isinstance(product, str):
+            return v
+        known = cards.lookup(product)
+        plate = max(memory, known.memory_mib if known else rules.product_memory_mib(product) or 0)
+        if not CUDA_TOTAL_SHARE * plate <= v <= plate:
+            raise rule_error(
+                f"cuda_total_mib {v:,g} is not a total CUDA reports on a {product} of {plate:,} MiB: it lies between "
+                f"{CUDA_TOTAL_SHARE:.0%} of the card's memory and all of it ({CUDA_TOTAL_SHARE * plate:,.0f} to {plate:,} MiB)",
+                "copy torch.cuda.mem_get_info()[1] / 2**20 from the node, or remove cuda_total_mib")
         return v
 
     @model_validator(mode="after")

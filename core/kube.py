@@ -33,6 +33,9 @@ import re
 
 #: Largest int32 (``math.MaxInt32``): probe failureThreshold, periodSeconds, replicas.
 INT32_MAX = 2**31 - 1
+#: The longest string execve(2) takes in argv or the environment, in bytes with its NUL: Linux's
+#: MAX_ARG_STRLEN, 32 pages of 4 KiB (include/uapi/linux/binfmts.h); a longer one fails with E2BIG.
+MAX_ARG_STRLEN = 32 * 4096
 
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253

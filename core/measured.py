@@ -13,12 +13,13 @@ Plain pydantic, no Pulumi import.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.values import Int, Real
+from core.values import Int, Real, rule_error
 
 #: How far (as a share of the measured figure) an estimate may be from a measurement before the
 #: preview reports the disagreement: the bound the public logs are held to
@@ -43,6 +44,17 @@ class Measured(BaseModel):
     facts_confirmed: bool = Field(
         default=True, description="False when the model's facts are not confirmed from its config.json.")
     note: str = Field(default="", description="What a reader needs beside the figures (flags not known...).")
+
+    @field_validator("date")
+    @classmethod
+    def _a_day_that_exists(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                datetime.date.fromisoformat(v)
+            except ValueError:
+                raise rule_error(f"date {v} is no day of the calendar (YYYY-MM-DD: month 01-12, a day the month has)",
+                                 "write the day of the measurement as it was, e.g. 2025-11-03") from None
+        return v
 
     @model_validator(mode="after")
     def _some_figure(self) -> Measured:

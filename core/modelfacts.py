@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
-from core import datafile, inputs
+from core import datafile, facts, inputs
 from core.stackkeys import MODELS_CONFIG_KEY as MODELS_CONFIG_KEY  # re-exported: read where the models are
 from core.values import Int, Real, rule_error
 
@@ -104,6 +104,10 @@ def quantization_from_config(q: dict, where: str = "quantization_config") -> Qua
     )
 
 
+#: The rope_scaling types vLLM builds a rotary embedding for (vllm/model_executor/layers/rotary_embedding
+#: ``get_rope``, v0.11.0; ``su`` and ``mrope`` are the older names ``patch_rope_scaling`` renames).
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "deepseek_yarn", "llama3", "longrope", "su", "mrope", "llama4")
+
 class CheckpointRopeScaling(_Strict):
     """The ``rope_scaling`` object of a checkpoint's config.json, as far as the context window
     needs it: ``rope_type`` (older files say ``type``; vLLM's ``patch_rope_scaling`` reads both),
@@ -111,7 +115,8 @@ class CheckpointRopeScaling(_Strict):
     Other keys (llama3's ``low_freq_factor``, longrope's ``long_factor``...) are not kept."""
 
     rope_type: str = Field(min_length=1, description="linear, dynamic, yarn, llama3, longrope, su, default, mrope.")
-    factor: Real | None = Field(default=None, gt=0, description="Context multiplier (None: 1.0).")
+    factor: Real | None = Field(default=None, ge=1, description="Context multiplier (None: 1.0); transformers' rope "
+                                                               "validation refuses a factor below 1.")
     original_max_position_embeddings: Int | None = Field(
         default=None, gt=0, description="YaRN / longrope: the window the model was trained on.")
 
@@ -128,6 +133,14 @@ class CheckpointRopeScaling(_Strict):
         original = raw.get("original_max_position_embeddings")
         return cls(rope_type=str(rope_type), factor=factor if isinstance(factor, (int, float)) else None,
                    original_max_position_embeddings=original if isinstance(original, int) else None)
+
+    @field_validator("rope_type")
+    @classmethod
+    def _known_type(cls, v: str) -> str:
+        if v not in ROPE_TYPES:
+            raise ValueError(f"rope_type {v!r} is not one vLLM's get_rope builds (\"Unknown RoPE scaling type\"); "
+                             f"use one of {', '.join(ROPE_TYPES)}")
+        return v
 
     def as_config(self) -> dict[str, object]:
         """The config.json object (unset fields left out)."""
@@ -297,6 +310,11 @@ class ModelFacts(_Strict):
             raise ValueError("an MLA model (kv_lora_rank given) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
         if self.dense_mlp_layers > self.num_hidden_layers:
             raise ValueError("dense_mlp_layers exceeds num_hidden_layers")
+        factor = self.rope_scaling.factor if self.rope_scaling is not None else None
+        if factor is not None and factor * self.max_position_embeddings > facts.MOST_TOKENS:
+            raise ValueError(f"rope_scaling.factor {factor:g} x max_position_embeddings {self.max_position_embeddings:,} "
+                             f"derives a window beyond {facts.MOST_TOKENS:,} tokens (vLLM's int32 sequence lengths); "
+                             "copy rope_scaling from the checkpoint's config.json")
         return self
 
     def tp_divisibility_problems(self, tp: int, engine: str = "candle-vllm") -> list[str]:

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from core import facts, quantity
+from core import facts, kube, quantity
 from core.facts import STARTUP_HEADROOM
 from core.values import EnvName, EnvValue, Int, Int32, LabelKey, LabelValue, NodeName, Secret, ServiceName, Subdomain, rule_error
 
@@ -158,7 +158,7 @@ class Placement(StrictModel):
     startup_probe: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")
     resources: Resources = Field(default_factory=Resources, description="CPU and memory (cards come from cards).")
     parked: Parked | None = Field(default=None, description="Set to keep it at zero replicas, with the reason.")
-    run_as_user: Int | None = Field(
+    run_as_user: Int32 | None = Field(
         default=None, ge=1,
         description=(
             "Run the containers as this non-root UID (runAsNonRoot: true), when the image allows it; "
@@ -179,6 +179,12 @@ class Placement(StrictModel):
 
     @model_validator(mode="after")
     def _labels_reserved(self) -> Placement:
+        for name, value in self.env.items():
+            size = len(f"{name}={value}".encode()) + 1
+            if size > kube.MAX_ARG_STRLEN:
+                raise rule_error(f"env {name} is {size:,} bytes as NAME=value, above the {kube.MAX_ARG_STRLEN:,} bytes "
+                                 "the kernel's execve takes per string (MAX_ARG_STRLEN): the container never starts (E2BIG)",
+                                 f"put the value in a file (a ConfigMap mounted as a volume) and point {name} at it")
         both = sorted(set(self.env) & set(self.secret_env))
         if both:
             raise rule_error(f"{both[0]} is in both env and secret_env", f"keep {both[0]} in secret_env only")

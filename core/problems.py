@@ -33,7 +33,7 @@ class Problem:
     def render(self) -> str:
         """Four lines: the path, then value, rule and fix indented beneath it; a fifth, the
         source of the rule (a seed, an incident), when known."""
-        text = f"{self.path}\n  value: {_show(self.value)}\n  rule:  {self.rule}\n  fix:   {self.fix}"
+        text = f"{self.path}\n  value: {shown(self.value, self.path)}\n  rule:  {self.rule}\n  fix:   {self.fix}"
         return text + (f"\n  source: {self.source}" if self.source else "")
 
 
@@ -55,9 +55,70 @@ class ConfigError(Exception):
         return "\n\n".join([head, *(p.render() for p in self.problems)])
 
 
+#: Pulumi's mark of a secret value in a resource's inputs or a plan (``resource.SecretSig``,
+#: sdk/go/common/resource/sig): ``{<key>: <value>, "plaintext": ...}``.
+SECRET_SIG = ("4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270")
+#: What stands for a value no message may quote (a secret's, or one under a key that holds secrets).
+HIDDEN = "[secret]"
+#: Keys whose values are secrets wherever they appear (any case): a workload's ``secret_env``, a Secret's
+#: ``stringData``, a ``secure:`` value as the stack file stores it; a manifest's top-level ``data`` too
+#: (a Secret's, base64 is no encryption).
+SECRET_KEYS = frozenset({"secret_env", "stringdata", "secure"})
+
+
+def is_secret(value: Any) -> bool:
+    """A value stored encrypted: ``{secure: <ciphertext>}`` as the stack file holds it (a one-key map),
+    Pulumi's secret object (:data:`SECRET_SIG`), or anything the program wrapped as secret (pydantic's ``SecretStr``, by its type's name)."""
+    if type(value).__name__ in ("SecretStr", "SecretBytes"):
+        return True
+    return isinstance(value, dict) and (set(value) == {"secure"} or value.get(SECRET_SIG[0]) == SECRET_SIG[1])
+
+
+def redacted(value: Any, path: str = "") -> Any:
+    """``value`` as a message may show it: :data:`HIDDEN` when it is a secret (:func:`is_secret`) or
+    ``path`` (a dotted key path) passes through a key of :data:`SECRET_KEYS`; inside maps and lists
+    each such value hidden the same way, keys kept. The one redaction every message and report uses."""
+    parts = [p.split("[", 1)[0].lower() for p in str(path).replace(":", ".").split(".")]
+    if is_secret(value) or any(p in SECRET_KEYS for p in parts) or parts[0] == "data":
+        return HIDDEN
+    if isinstance(value, dict):
+        return {k: (HIDDEN if str(k).lower() in SECRET_KEYS else redacted(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redacted(v) for v in value]
+    return value
+
+
+class Unquoted(str):
+    """A description standing for a value no message quotes (``text, 18 characters``), shown as is."""
+
+    __slots__ = ()
+
+
+def described(value: Any) -> Unquoted:
+    """What ``value`` is, never what it holds: ``(text, 18 characters)``, ``(a map of 2 keys)``,
+    ``(a list of 3 items)``, ``(a number)``; for a refusal that must not quote a value it cannot
+    tell is not a secret (a mistyped field's)."""
+    if isinstance(value, str):
+        return Unquoted(f"(text, {len(value):,} characters)")
+    if isinstance(value, dict):
+        return Unquoted(f"(a map of {len(value):,} keys)")
+    if isinstance(value, (list, tuple)):
+        return Unquoted(f"(a list of {len(value):,} items)")
+    if isinstance(value, bool) or value is None:
+        return Unquoted(f"({json.dumps(value)})")
+    return Unquoted("(a number)") if isinstance(value, (int, float)) else Unquoted(f"(a {type(value).__name__})")
+
+
+def shown(value: Any, path: str = "") -> str:
+    """:func:`redacted` ``value`` as one short text (JSON, cut at 200 characters)."""
+    return _show(redacted(value, path))
+
+
 def _show(value: Any) -> str:
     if value is None:
         return "(missing)"
+    if isinstance(value, Unquoted):
+        return str(value)
     try:
         text = json.dumps(value, default=str)
     except (TypeError, ValueError):

@@ -47,6 +47,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.facts import MOST_TOKENS
+
 if TYPE_CHECKING:  # pragma: no cover
     from core.modelfacts import ModelFacts
 
@@ -271,7 +273,8 @@ def derived_max_model_len(max_position_embeddings: int, rope_scaling: Mapping[st
         return derived  # no usable factor (an infinite or NaN one from JSON's 1e400 / NaN included)
     if rope_type == "yarn" and isinstance(rope_scaling.get("original_max_position_embeddings"), (int, float)):
         derived = int(rope_scaling["original_max_position_embeddings"])
-    return int(derived * factor)
+    scaled = derived * factor
+    return int(scaled) if scaled <= MOST_TOKENS else max_position_embeddings  # beyond int32: no usable factor
 
 
 def yarn_factor_needed(max_model_len: int, window: int) -> float:

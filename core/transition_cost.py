@@ -55,7 +55,9 @@ PREDICTOR_NOT_TEMPLATE = (
     "deploymentStrategy", "canaryTrafficPercent", "containerConcurrency", "timeout",
 )
 #: Kinds whose deletion is refused unless the stack file retires them (``llm-serving:retire``).
-GUARDED_KINDS = ("Deployment", "StatefulSet", "InferenceService", "Service")
+GUARDED_KINDS = ("Deployment", "StatefulSet", "InferenceService", "Service", "NetworkPolicy")
+#: The ``llm-serving:retire`` section that names a deleted object of each kind (the rest: ``workloads``).
+RETIRE_SECTION = {"Service": "services", "NetworkPolicy": "network_policies"}
 SOURCE = ("kserve predictor.go buildObjectMeta and deployment_reconciler.go createRawDefaultDeployment (kserve #2743, "
           "#3710); seed 002 reasoning.yaml (Recreate, a 600 s cold start)")
 RETIRE_SOURCE = ("Pulumi deletes at the end of an update what the program no longer registers; coder-service.yaml "
@@ -206,14 +208,15 @@ def summary(costs: Iterable[ObjectCost]) -> list[str]:
 @dataclass(frozen=True)
 class Retired:
     """What the stack file's ``llm-serving:retire`` says an update deletes on purpose: workload
-    names (a Deployment, StatefulSet or InferenceService of that name) and Service names (a
-    workload and a Service may share a name: prod's clef-serve)."""
+    names (a Deployment, StatefulSet or InferenceService of that name), Service names (a
+    workload and a Service may share a name: prod's clef-serve) and NetworkPolicy names."""
 
     workloads: frozenset[str] = frozenset()
     services: frozenset[str] = frozenset()
+    network_policies: frozenset[str] = frozenset()
 
     def covers(self, obj: Mapping[str, Any]) -> bool:
-        return _name(obj) in (self.services if _kind(obj) == "Service" else self.workloads)
+        return _name(obj) in getattr(self, RETIRE_SECTION.get(_kind(obj), "workloads"))
 
 
 def retired(raw: Any) -> Retired:
@@ -226,11 +229,11 @@ def retired(raw: Any) -> Retired:
         value = raw.get(key)
         return frozenset(str(n) for n in value) if isinstance(value, list) else frozenset()
 
-    return Retired(names("workloads"), names("services"))
+    return Retired(names("workloads"), names("services"), names("network_policies"))
 
 
 def unintended_deletions(deleted: Iterable[Mapping[str, Any]], retire: Retired) -> list[str]:
-    """One message per deleted workload or Service (:data:`GUARDED_KINDS`) that ``llm-serving:retire``
+    """One message per deleted workload, Service or NetworkPolicy (:data:`GUARDED_KINDS`) that ``llm-serving:retire``
     does not list: the refusal both paths print."""
     out: list[str] = []
     for obj in deleted:
@@ -239,7 +242,7 @@ def unintended_deletions(deleted: Iterable[Mapping[str, Any]], retire: Retired) 
             continue
         meta = obj.get("metadata") or {}
         ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
-        section = "services" if kind == "Service" else "workloads"
+        section = RETIRE_SECTION.get(kind, "workloads")
         out.append(Finding(
             f"{kind} {ns}{name}",
             "the update deletes it, and the stack file does not say that is intended (a workload or Service that "

@@ -116,6 +116,22 @@ def _env_value(value: str) -> str:
 
 #: An environment variable's value: any text but a NUL (execve(2) takes NUL-terminated strings).
 EnvValue = Annotated[str, AfterValidator(_env_value)]
+
+
+def _arg(value: str) -> str:
+    if "\x00" in value:
+        raise rule_error("an argument cannot hold a NUL character (the kernel's execve ends the string there)",
+                         "remove the NUL (\\0) from the argument")
+    size = len(value.encode()) + 1
+    if size > kube.MAX_ARG_STRLEN:
+        raise rule_error(f"the argument is {size:,} bytes, above the {kube.MAX_ARG_STRLEN:,} bytes the kernel's execve "
+                         "takes per string (MAX_ARG_STRLEN): the container never starts (E2BIG)",
+                         "put it in a file (a ConfigMap mounted as a volume) and pass its path")
+    return value
+
+
+#: One string of a container's command or args: no NUL, within execve's per-string limit.
+ArgString = Annotated[str, AfterValidator(_arg)]
 #: A secret value (``secure:`` in the stack file, ``pulumi config set --secret``): a SecretStr,
 #: shown as ``**********``; the components put it in a Kubernetes Secret only.
 Secret = Annotated[SecretStr, BeforeValidator(_secret)]

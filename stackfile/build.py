@@ -96,8 +96,10 @@ def _secret_values(raw: Any, written: Any = None) -> Any:
     written) wrapped in ``pydantic.SecretStr``, so the loader accepts it where a secret belongs
     (``secret_env``), refuses it anywhere else, and no message shows it (read without
     ``Config.get_object``, which warns that the key is secret). When ``written`` holds no
-    ``secure:`` value (a stack file that cannot be read, or config that came from elsewhere),
-    every ``workloads.<w>.secret_env`` value is taken as secret."""
+    ``secure:`` value (a stack file that cannot be read, or config that came from elsewhere: Pulumi
+    ESC, ``--config-file``), every ``workloads.<w>.secret_env`` value is taken as secret, and every
+    ``env`` and ``args`` value too: the loader refuses those, unshown, rather than render a value
+    that may be the decrypted secret in plain text."""
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
@@ -106,9 +108,13 @@ def _secret_values(raw: Any, written: Any = None) -> Any:
         return _mark_secrets(value, written)
     if isinstance(value, dict):
         for wl in value.values():
-            env = wl.get("secret_env") if isinstance(wl, dict) else None
-            if isinstance(env, dict):
-                wl["secret_env"] = {k: SecretStr(v) if isinstance(v, str) else v for k, v in env.items()}
+            if not isinstance(wl, dict):
+                continue
+            for key in ("secret_env", "env"):
+                if isinstance(wl.get(key), dict):
+                    wl[key] = {k: SecretStr(v) if isinstance(v, str) else v for k, v in wl[key].items()}
+            if isinstance(wl.get("args"), list):
+                wl["args"] = [SecretStr(v) if isinstance(v, str) else v for v in wl["args"]]
     return value
 
 

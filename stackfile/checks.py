@@ -57,6 +57,11 @@ def cross_checks(parts: dict[str, Any], model_facts: dict[str, ModelFacts], inva
             out.extend(_check_service(name, svc, workloads, declared))
     out.extend(_check_left_alone(parts))
     out.extend(_check_retire(parts))
+    if cluster is not None and declared:  # an inventory alone (analyze --manifests) names the manifests' servers
+        out.extend(Problem(f"{PREFIX}cluster.measured.{name}", name,
+                           f"a measurement for server {name}, which is not in {PREFIX}workloads, so it measures nothing",
+                           f"move it under {PREFIX}workloads.<name>.measured, or remove it")
+                   for name in cluster.measured if name not in declared)
     return out
 
 
@@ -65,13 +70,17 @@ def _check_retire(parts: dict[str, Any]) -> list[Problem]:
     workload or Service would let a later deletion of it pass unrefused), named once."""
     retire = parts.get("retire")
     out: list[Problem] = []
-    for section in ("workloads", "services"):
+    policy = parts.get("network_policy")
+    current = {"workloads": parts["workloads"], "services": parts["services"],
+               "network_policies": [policy.name] if policy is not None else []}
+    for section in ("workloads", "services", "network_policies"):
         seen: set[str] = set()
         for i, name in enumerate(getattr(retire, section, None) or []):
             at = f"{PREFIX}retire.{section}[{i}]"
-            if name in parts[section]:
-                out.append(Problem(at, name, f"{name} is still in {PREFIX}{section}, so it is not retired",
-                                   f"remove {name} from {PREFIX}retire.{section}, or remove it from {PREFIX}{section} "
+            if name in current[section]:
+                held = "network_policy" if section == "network_policies" else section
+                out.append(Problem(at, name, f"{name} is still in {PREFIX}{held}, so it is not retired",
+                                   f"remove {name} from {PREFIX}retire.{section}, or remove it from {PREFIX}{held} "
                                    "to delete it"))
             elif name in seen:
                 out.append(Problem(at, name, f"{name} is listed twice", "list each retired name once"))
@@ -202,7 +211,13 @@ def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: 
         est = capacity.estimate(facts_, card, settings)
     except ValueError as err:
         return _judged(at, [("", None, capacity_rules.estimable(str(err)))])
-    est = capacity_measured.judged(est, getattr(wl, "measured", None))  # the measured KV pool, where there is one
+    seen = getattr(wl, "measured", None)
+    if seen is not None:
+        wrong = [(f"measured.{field}", value, capacity_rules.measured_within_card(field, value, bound))
+                 for field, value, bound in capacity_measured.impossible(seen, est)]
+        if wrong:
+            return _judged(at, wrong)
+    est = capacity_measured.judged(est, seen)  # the measured KV pool, where there is one
     tp_key = "tensor_parallel_size" if getattr(wl, "tensor_parallel_size", None) else "cards"
     if engine == "vllm":
         kv = ("max_model_len", est.max_model_len, capacity_rules.kv_cache_fits(wl.model, est))

@@ -23,7 +23,7 @@ from pydantic import (
 
 from core import rules
 from core.modelfacts import ModelEntry, ModelFacts
-from core.problems import ConfigError, Problem
+from core.problems import ConfigError, Problem, redacted
 from core.values import REDACTED
 from stackfile.checks import cross_checks
 from stackfile.schema import (
@@ -160,7 +160,7 @@ def _known_sections(config: dict[str, Any], problems: list[Problem]) -> dict[str
             continue
         if provider_value_refused(key, value):
             refused = PROVIDER_KEYS_REFUSED[key]
-            problems.append(Problem(key, value, f"{key} is {value}: {refused.why}", refused.fix))
+            problems.append(Problem(key, value, f"{key} is {redacted(value, key)}: {refused.why}", refused.fix))
             continue
         if not key.startswith(PREFIX):
             continue  # other namespaces (kubernetes:context ...) are not ours

@@ -33,6 +33,7 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Optional
@@ -40,6 +41,7 @@ from typing import Annotated, Any, ClassVar, Literal, Optional
 from pydantic import (
     Field,
     PrivateAttr,
+    SecretStr,
 )
 
 from core import allocation, facts, quantity, rules
@@ -52,9 +54,10 @@ from core.placement import (
     Placement,
     StrictModel,
 )
+from core.problems import HIDDEN, SECRET_SIG, is_secret
 from core.stackkeys import PREFIX, PROJECT
 from core.traffic import NetworkPolicyConfig, ServiceClient
-from core.values import JUDGED, Image, Int, ProjectDirectory, ServiceName
+from core.values import JUDGED, ArgString, Image, Int, ProjectDirectory, ServiceName
 from stackfile.objects import LeftAlone
 
 #: What Go's strconv.ParseBool reads as false, the way the provider reads a boolean setting.
@@ -62,8 +65,22 @@ _GO_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
 
 
 def go_false(value: object) -> bool:
-    """True when the provider reads ``value`` as the boolean false (Go's strconv.ParseBool: ``false``,
-    ``0``, ``f``, ``F``, ``FALSE``, ``False``; or YAML's false)."""
+    """True when the provider may read ``value`` as the boolean false (Go's strconv.ParseBool: ``false``,
+    ``0``, ``f``, ``F``, ``FALSE``, ``False``; or YAML's false), read as the provider will: a decrypted
+    secret by its value, a secret not decrypted here (``{secure: ...}``, a plan's ``[secret]`` or
+    Pulumi's secret object without its plaintext) as possibly false, since nothing here can read it."""
+    if isinstance(value, SecretStr):
+        return go_false(value.get_secret_value())
+    if isinstance(value, dict) and value.get(SECRET_SIG[0]) == SECRET_SIG[1]:
+        plain = value.get("plaintext")
+        if not isinstance(plain, str):
+            return True
+        try:
+            return go_false(json.loads(plain))
+        except ValueError:
+            return go_false(plain)
+    if is_secret(value) or value == HIDDEN:
+        return True
     return value is False or str(value).strip() in _GO_FALSE
 
 
@@ -88,8 +105,8 @@ PROVIDER_KEYS_REFUSED = {s.key: s for s in (
         "kubernetes:enableServerSideApply", "enableServerSideApply", go_false,
         "taking over the live objects ArgoCD applied needs server-side apply: pulumi.com/patchForce acts only "
         "there, and a client-side create of a live object fails with AlreadyExists (pulumi-kubernetes 4.x)",
-        "remove kubernetes:enableServerSideApply from the stack (server-side apply is the provider's default), "
-        "or render a separate render-only stack for ArgoCD"),
+        "remove kubernetes:enableServerSideApply from the stack (server-side apply is the provider's default; a "
+        "secret value cannot be judged before the CLI decrypts it), or render a separate render-only stack for ArgoCD"),
 )}
 
 
@@ -168,8 +185,8 @@ class PytorchWorkload(Placement):
     server: Literal["pytorch"]
     image: Image = Field(min_length=1, description="Image; a moving tag is pulled Always (003).")
     model: str | None = Field(default=None, description="Key of llm-serving:models it serves, if any.")
-    command: list[str] = Field(default_factory=list, description="Container command; empty: the image's entrypoint.")
-    args: list[str] = Field(default_factory=list, description="Container args.")
+    command: list[ArgString] = Field(default_factory=list, description="Container command; empty: the image's entrypoint.")
+    args: list[ArgString] = Field(default_factory=list, description="Container args.")
     port: Int = Field(default=facts.CONTAINER_PORT, ge=1, le=65535, description="Container port (8080).")
     health_path: str = Field(default="/health", description="HTTP health route (004: kubelet /health probes).")
     served_model_names: list[ServedName] = Field(default_factory=list, description="Model names it answers, e.g. clef-flash.")
@@ -201,6 +218,8 @@ class Retire(StrictModel):
 
     workloads: list[Name] = Field(default_factory=list, description="Workloads removed from llm-serving:workloads.")
     services: list[Name] = Field(default_factory=list, description="Services removed from llm-serving:services.")
+    network_policies: list[Name] = Field(
+        default_factory=list, description="NetworkPolicies removed (llm-serving:network_policy dropped or renamed).")
 
 
 # --- the whole config -----------------------------------------------------------------------

@@ -460,7 +460,7 @@ def main(argv: list[str]) -> int:
         return 2
     except (KeyboardInterrupt, cli.Terminated) as exc:
         print("toolchain: interrupted; run `python3 dev.py toolchain` again to finish (finished parts are kept)", file=sys.stderr)
-        return cli.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else cli.TERMINATED
+        return cli.TERMINATED if isinstance(exc, cli.Terminated) else cli.INTERRUPTED
 
 
 if __name__ == "__main__":

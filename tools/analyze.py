@@ -664,7 +664,7 @@ def _pack_version(pack_dir: Path) -> str:
     try:
         import yaml
 
-        return str((yaml.safe_load((Path(pack_dir) / "PulumiPolicy.yaml").read_text()) or {}).get("version", ""))
+        return str((yaml.safe_load((Path(pack_dir) / "PulumiPolicy.yaml").read_text(encoding="utf-8")) or {}).get("version", ""))
     except (OSError, ValueError):
         return ""
 
@@ -672,9 +672,18 @@ def _pack_version(pack_dir: Path) -> str:
 # --- inputs ---------------------------------------------------------------------------------------
 
 def stack_name_of(stack_file: Path, default: str = "manifests") -> str:
-    """``prod`` for ``Pulumi.prod.yaml``; ``default`` for another file name."""
+    """``prod`` for ``Pulumi.prod.yaml``; ``default`` for another file name. Raises
+    :class:`AnalyzeError` when the name it gives is no stack name the Pulumi CLI takes (empty, a
+    newline, ``$(id)``: it names URNs, a directory under ``out/`` and shell commands in fixes)."""
     parts = Path(stack_file).name.split(".")
-    return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else default
+    name = parts[1] if len(parts) == 3 and parts[0] == "Pulumi" and parts[2] in ("yaml", "yml") else default
+    try:
+        return cli.stack_name(name)
+    except argparse.ArgumentTypeError:
+        raise AnalyzeError(f"{cli.one_line(str(stack_file))}: the file's name gives the stack name "
+                           f"{cli.one_line(repr(name))}, which is not a stack name (letters, digits, '-', '_' and '.', "
+                           "1 to 100 of them, as `pulumi stack init` takes); fix: rename the file "
+                           "Pulumi.<stack>.yaml, e.g. Pulumi.try.yaml") from None
 
 
 def manifest_resources(directory: Path, stack: str, namespace: str | None = None) -> tuple[list[Resource], dict[str, str]]:
@@ -740,10 +749,32 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: dict
     with pack:
         found = read_input()
         resources, beside = running.merge(found.resources, context() if context else [])
+        _check_measured_servers(config, inventory, resources)
         report = pack.analyze(resources, policy_pack_config, found.sources)
     notes = (f"judged beside {len(beside)} object(s) of {context_name}; their own findings are left out",) if context else ()
     return dataclasses.replace(report, findings=running.keep_file_findings(report.findings, beside),
                                resources=len(found.resources), notes=(*report.notes, *found.notes, *notes))
+
+
+#: The kinds whose object is a model server a measurement may name (the read model's workloads).
+SERVER_KINDS = frozenset({"Deployment", "StatefulSet", "InferenceService", "LeaderWorkerSet"})
+
+
+def _check_measured_servers(config: dict[str, Any], inventory: Path, resources: list[Resource]) -> None:
+    """Each server the inventory's ``llm-serving:cluster`` ``measured:`` names is among the objects
+    judged: a measurement for a server that does not exist measures nothing (a misspelt name would
+    leave the real server judged on the estimate, unsaid). Raises :class:`AnalyzeError`."""
+    cluster = config.get("llm-serving:cluster")
+    measured = cluster.get("measured") if isinstance(cluster, dict) else None
+    if not isinstance(measured, dict):
+        return
+    servers = {str((r.props.get("metadata") or {}).get("name")) for r in resources
+               if isinstance(r.props, dict) and r.props.get("kind") in SERVER_KINDS}
+    ghosts = sorted(str(n) for n in measured if str(n) not in servers)
+    if ghosts:
+        raise AnalyzeError(f"{inventory}: llm-serving:cluster.measured.{cli.one_line(ghosts[0])} names a server no "
+                           f"manifest holds (servers: {', '.join(sorted(servers)) or 'none'}), so it measures nothing; "
+                           "fix: name the Deployment or InferenceService it was measured on, or remove it")
 
 
 def analyze_program(stack_file: Path, policy_pack_config: dict[str, Any] | None = None,
@@ -795,7 +826,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--kubeconfig", type=Path, help="with --context-namespace: kubectl's kubeconfig (default: kubectl's own)")
     ap.add_argument("--policy-pack-config", type=Path, help="JSON, as `pulumi preview --policy-pack-config`")
     ap.add_argument("--format", choices=FORMATS, default="table")
-    ap.add_argument("--output", type=Path, help="write the report here (default: stdout)")
+    ap.add_argument("--output", help="write the report here (default: stdout; a directory ending in /: its policy.<ext>)")
     ap.add_argument("--also", action="append", default=[], metavar="FORMAT=PATH",
                     help="also write the report in FORMAT to PATH (repeatable), e.g. sarif=out/policy.sarif")
     ap.add_argument("--force", action="store_true",
@@ -830,8 +861,21 @@ def _extra_outputs(specs: Iterable[str]) -> list[tuple[str, Path]]:
         if fmt not in FORMATS or not path:
             raise AnalyzeError(f"--also {spec}: not FORMAT=PATH with FORMAT one of {', '.join(FORMATS)}; "
                                "fix: e.g. --also sarif=out/policy.sarif")
-        out.append((fmt, Path(path)))
+        out.append((fmt, report_path(path, fmt)))
     return out
+
+
+#: The file a report gets in a directory named with a trailing ``/`` (``--also sarif=out/ci/``).
+REPORT_NAMES = {"table": "policy.txt", "json": "policy.json", "sarif": "policy.sarif", "junit": "policy.xml",
+                "markdown": "policy.md"}
+
+
+def report_path(text: str, fmt: str) -> Path:
+    """The file a report path names: ``text`` itself, or, for a directory (a trailing ``/``, or an
+    existing directory), :data:`REPORT_NAMES`'s file in it (``sarif=out/ci/`` -> ``out/ci/policy.sarif``;
+    it wrote a file named ``ci``)."""
+    path = Path(text)
+    return path / REPORT_NAMES[fmt] if text.endswith(("/", os.sep)) or path.is_dir() else path
 
 
 #: Where report files may be written without --force (the preview's out/ as well).
@@ -889,6 +933,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
+    if args.output is not None:
+        args.output = report_path(args.output, args.format)
     try:
         extra = _extra_outputs(args.also)
         targets = [path.absolute() for _, path in [(args.format, args.output), *extra] if path is not None]
@@ -917,13 +963,14 @@ def _main(argv: list[str] | None) -> int:
     except (AnalyzeError, InputError, running.ContextError, packproc.PackStartError,
             packproc.PackCallError) as err:
         return cli.fail("analyze", err)
+    files: dict[Path, str] = {}
     for fmt, path in [(args.format, args.output), *extra]:
         text = report.render(fmt)
         if path is None:
             sys.stdout.write(text)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            files[path] = text
+    cli.write_files(files)  # every report written aside, then moved in place: a full disk leaves the last good ones
     if args.output is not None or args.format != "table":
         print(report.headline(), file=sys.stderr)
     return report.exit_code()

@@ -65,9 +65,11 @@ _ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.ER
 CHILD_GRACE_S = 10.0
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread by :func:`run`'s handler (a ``BaseException``, like
-    ``KeyboardInterrupt``, so no ``except Exception`` swallows it)."""
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread by :func:`run`'s handler. A ``KeyboardInterrupt``, so no
+    ``except Exception`` swallows it and asyncio re-raises it out of the mock runtime's event loop
+    as it does Ctrl-C (a plain ``BaseException`` raised in a callback is logged with a traceback
+    and the loop runs on, so the program went on until SIGKILL); catch it before KeyboardInterrupt."""
 
 
 def parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
@@ -98,8 +100,8 @@ def fail(name: str, message: object, stderr: TextIO | None = None, code: int = B
     (:func:`printable`), so no raw escape sequence reaches the terminal."""
     try:  # noqa: SIM105
         (stderr or sys.stderr).write(f"{name}: {printable(str(message))}\n")
-    except (OSError, ValueError):
-        pass  # stderr closed or full: the exit code still says it
+    except (OSError, ValueError, AttributeError, UnicodeEncodeError):
+        pass  # stderr closed (None) or full: the exit code still says it
     return code
 
 
@@ -116,6 +118,42 @@ def printable(text: str) -> str:
         return text
     return "".join(c if c in "\n\t" or unicodedata.category(c) not in _UNSAFE_CATEGORIES
                    else repr(c)[1:-1] for c in text)
+
+
+def one_line(text: str) -> str:
+    """:func:`printable` ``text`` with its line breaks escaped too (``\\n``, ``\\r``): one line of a
+    report a name in the input cannot split into a forged line (``REFUSED: ...``)."""  # noqa: D301
+    return printable(text).replace("\r", "\\r").replace("\n", "\\n")
+
+
+def write_files(files: dict, mode: int = 0o644) -> None:
+    """Write each ``path -> text`` of ``files`` aside (a temporary file in its directory, flushed to
+    disk), then move each in place (``os.replace``, atomic on one file system): a full disk, an
+    interrupt or a crash leaves every old file as it was and no partial one. The parents are
+    created. Raises the OSError that stopped it (:func:`environment_error` words it), after
+    removing what it wrote aside."""
+    import tempfile
+    from pathlib import Path
+
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, text in files.items():
+            target = Path(path).absolute()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            staged.append((Path(tmp), target))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            Path(tmp).chmod(mode)
+        for tmp_path, target in staged:
+            tmp_path.replace(target)
+        staged = []
+    finally:
+        for tmp_path, _ in staged:
+            with contextlib.suppress(OSError):
+                tmp_path.unlink()
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -150,10 +188,10 @@ def outcome(main: Callable[[], int], name: str) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         return code
-    except KeyboardInterrupt:
-        return fail(name, "interrupted", code=INTERRUPTED)
     except Terminated:
         return fail(name, "terminated (SIGTERM)", code=TERMINATED)
+    except KeyboardInterrupt:
+        return fail(name, "interrupted", code=INTERRUPTED)
     except BrokenPipeError:
         _quiet_stdout()
         return BROKEN_PIPE
@@ -165,8 +203,9 @@ def outcome(main: Callable[[], int], name: str) -> int:
             return _crash(name)
         _quiet_stdout()
         return fail(name, message)
-    except Exception:  # noqa: BLE001 - a bug: say so, with where
-        return _crash(name)
+    except Exception as err:  # noqa: BLE001 - a bug: say so, with where (a damaged install: exit 2)
+        message = environment_error(err)
+        return fail(name, message) if message is not None else _crash(name)
     finally:
         if old is not None:
             signal.signal(signal.SIGTERM, old)
@@ -179,6 +218,13 @@ def environment_error(err: BaseException) -> str | None:
     if isinstance(err, RecursionError):
         return ("an input nests too deeply to read (deeper than any stack file, manifest or plan); "
                 "fix: check the file for runaway nesting, e.g. [[[[...]]]]")
+    datafile = sys.modules.get("core.datafile")
+    if datafile is not None and isinstance(err, datafile.DataFileError):  # a damaged install, not a bug
+        return " ".join(err.render().split("\n", 1)[-1].split())
+    if isinstance(err, OSError) and err.errno == errno.EROFS:
+        where = f" {err.filename}" if err.filename else ""
+        return (f"cannot write{where}: the file system is read-only; fix: write to a writable directory, or make "
+                "the clone writable")
     if isinstance(err, OSError) and err.errno in _ENVIRONMENT_ERRNOS:
         where = f" {err.filename}" if err.filename else ""
         return (f"cannot write{where}: {err.strerror or err}; fix: free space on the disk, or write elsewhere "
@@ -217,7 +263,16 @@ def _main_thread() -> bool:
 
 
 def run(main: Callable[[], int], name: str) -> NoReturn:
-    """A command's ``if __name__ == "__main__"``: leave with :func:`outcome`'s code."""
+    """A command's ``if __name__ == "__main__"``: leave with :func:`outcome`'s code; with standard
+    output closed (``cmd >&-``: Python gives ``sys.stdout = None``) :data:`BROKEN_PIPE` at once,
+    as for a reader that went away."""
+    if sys.stdout is None:
+        _quiet_stdout()
+        os._exit(BROKEN_PIPE)
+    for stream in (sys.stdout, sys.stderr):  # an ASCII locale (LANG=C PYTHONUTF8=0): escape, never fail
+        if stream is not None and (getattr(stream, "encoding", "") or "").lower().replace("-", "") != "utf8":
+            with contextlib.suppress(AttributeError, ValueError):
+                stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     sys.exit(outcome(main, name))
 
 

@@ -12,8 +12,8 @@ the stack, not the context's own (those are the stack's to fix: ``--stack``).
 
 from __future__ import annotations
 
-import json
 import subprocess
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -70,16 +70,30 @@ def from_namespace(namespace: str, kubeconfig: Path | None = None, stack: str = 
     """The :data:`LIVE_KINDS` objects of ``namespace``, read with ``kubectl get -o json`` (a kind the
     cluster does not serve, such as InferenceService without KServe, is skipped)."""
     docs: list[dict[str, Any]] = []
+    deadline = time.monotonic() + kubectl.TIMEOUT_S  # every call together, not each: six kinds
     for kind in LIVE_KINDS:
+        left = deadline - time.monotonic()
         try:
-            done = kubectl.run(kubeconfig, "get", kind, "-n", namespace, "-o", "json")
-        except (FileNotFoundError, subprocess.TimeoutExpired) as err:
+            if left <= 0:
+                raise subprocess.TimeoutExpired(["kubectl", "get", kind], kubectl.TIMEOUT_S)
+            done = kubectl.run(kubeconfig, "get", kind, "-n", namespace, "-o", "json", timeout=left)
+        except FileNotFoundError as err:
             raise ContextError(f"cannot read namespace {namespace} as context: kubectl failed ({err}); fix: put "
                                "kubectl on PATH with a kubeconfig for the cluster, or use --context-stack") from None
+        except subprocess.TimeoutExpired:
+            raise ContextError(f"cannot read namespace {namespace} as context: kubectl did not answer within "
+                               f"{kubectl.TIMEOUT_S} s for all {len(LIVE_KINDS)} kinds; fix: check that the API server "
+                               "is reachable (kubectl version), or use --context-stack") from None
+        except kubectl.KubectlOutputError as err:
+            raise ContextError(f"cannot read namespace {namespace} as context: {err}") from None
         if done.returncode != 0:
             if "doesn't have a resource type" in done.stderr:
                 continue
-            raise ContextError(f"cannot read {kind} of namespace {namespace}: {done.stderr.strip()}; fix: check the "
-                               "kubeconfig and that you may list them")
-        docs.extend(_clean(item) for item in json.loads(done.stdout).get("items") or [])
+            raise ContextError(f"cannot read {kind} of namespace {namespace}: {done.stderr.strip()[:500]}; fix: check "
+                               "the kubeconfig and that you may list them")
+        try:
+            listed = kubectl.json_object(done, f"get {kind} -n {namespace} -o json", list_of_items=True)
+        except kubectl.KubectlOutputError as err:
+            raise ContextError(f"cannot read namespace {namespace} as context: {err}") from None
+        docs.extend(_clean(item) for item in listed["items"])
     return resources_from_documents(docs, stack, f"namespace {namespace}")

@@ -16,14 +16,14 @@ Exit codes: 0 not an adoption, or a reviewed one; 1 refused (says why and how to
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from core.inputs import InputFileError, read_text
+from core.inputs import InputFileError, json_object, read_text
+from core.problems import shown
 from tools import cli
 from tools.offline import summary
 from tools.offline.manifests import InputError, load_stack_file
@@ -36,6 +36,25 @@ def managed_objects(state: Any) -> int:
     resources = deployment.get("resources") if isinstance(deployment, dict) else None
     return sum(1 for r in resources or [] if isinstance(r, dict) and str(r.get("type", "")).startswith("kubernetes:")
                and not str(r.get("type", "")).startswith("pulumi:providers:"))
+
+
+def export_of(path: Path) -> dict[str, Any]:
+    """The ``pulumi stack export`` document in ``path`` (``{}``: the job's stand-in for a stack without
+    state). Raises :class:`core.inputs.InputFileError` for anything else (an empty file, an array, an
+    object without ``deployment``, resources that are not a list): read as "no state", it would pass
+    for a first adoption."""
+    text = read_text(path, "state")
+    fix = "fix: write `pulumi stack export --stack <stack> > state.json` again (or {} for a stack without state)"
+    if not text.strip():
+        raise InputFileError(f"{path}: the state file is empty, not a `pulumi stack export` document; {fix}")
+    state = json_object(text, str(path))
+    if state and not isinstance(state.get("deployment"), dict):
+        raise InputFileError(f"{path}: the state has no deployment object, so it is not a `pulumi stack export` "
+                             f"document; {fix}")
+    resources = (state.get("deployment") or {}).get("resources")
+    if resources is not None and not isinstance(resources, list):
+        raise InputFileError(f"{path}: the state's deployment.resources is not a list; {fix}")
+    return state
 
 
 def refusal(objects: int, adopt: bool, adopt_commit: str, commit: str) -> str | None:
@@ -61,7 +80,7 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     ap.add_argument("--commit", default="", help="the commit being deployed")
     args = ap.parse_args(argv)
     try:
-        state = json.loads(read_text(args.state, "state") or "{}")
+        state = export_of(args.state)
         config = load_stack_file(args.stack_file)
     except (InputFileError, InputError, ValueError) as err:
         return cli.fail("deploy-guard", err, stderr)
@@ -69,8 +88,8 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     try:  # read as the program reads it (pydantic's bool: "yes", "on", "True", 1 are true too)
         adopt = bool(TypeAdapter(bool).validate_python(raw)) if raw is not None else False
     except ValidationError:
-        return cli.fail("deploy-guard", f"{args.stack_file}: llm-serving:adopt is {raw!r}, not a boolean; "
-                        "fix: write true or false", stderr)
+        return cli.fail("deploy-guard", f"{args.stack_file}: llm-serving:adopt is {shown(raw, 'llm-serving:adopt')}, "
+                        "not a boolean (a secret is never one: the program refuses it); fix: write true or false", stderr)
     objects = managed_objects(state)
     reason = refusal(objects, adopt, args.adopt_commit.strip(), args.commit.strip())
     if reason:

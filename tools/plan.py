@@ -40,9 +40,12 @@ Exit codes: 0 the peak fits every node; 1 refused: a node over its cards at the 
 names the old objects holding them and the rename or the cards to free first), a left-alone
 object deleted, a workload or Service deleted without ``llm-serving:retire``, or a provider change
 (render mode switched on a stack with state, server-side apply off: :mod:`tools.provider_change`);
-2 bad input (not a preview's JSON, a document missing steps or its changeSummary, an event stream
-without its summary or with two preludes, a step without an operation, no inventory in its config),
-one line.
+2 bad input, one line naming the line of the input and the reason: anything but exactly what
+``pulumi preview --json`` writes (one document, or one engine event a line), a document missing
+steps or its changeSummary or followed by more JSON, a count that is not a whole number, a ``same``
+count other than the sames listed, an event stream without its summary, with two preludes or a
+line that is no event, a summary of a preview that failed, a step without an operation, no
+inventory in its config. Every line printed is one line (``cli.one_line``): a name cannot forge one.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from pydantic import TypeAdapter, ValidationError
 from core import transition_cost
 from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
 from core.inventory import ClusterInventory
-from core.problems import Finding
+from core.problems import HIDDEN, Finding, is_secret
 from stackfile.objects import LeftAlone, ObjectRef
 from stackfile.schema import StackConfig
 from tools import cli, provider_change
@@ -126,51 +129,154 @@ def _state(raw: Any) -> State | None:
                  str(raw.get("provider") or ""))
 
 
+#: The keys of the engine's summary event (sdk/go/common/apitype events.go ``SummaryEvent``, and the
+#: ``isPreview`` / ``result`` the CLI adds): any other is not a preview's.
+SUMMARY_KEYS = frozenset({"maybeCorrupt", "durationSeconds", "resourceChanges", "PolicyPacks", "isPreview", "result"})
+
+
 def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
     """(the stack's config, the steps in order) of a ``pulumi preview --json`` output, either
-    form. Raises :class:`PlanError` when ``text`` holds neither."""
+    form, exactly as the CLI writes it: one document, or one engine event a line. Raises
+    :class:`PlanError` naming the line and the reason for anything else (a document followed by more
+    JSON, a cut document, a line that is no event, a failed or corrupt preview's summary, a count
+    that is not a whole number)."""
+    if not text.strip():
+        raise PlanError(_NO_PLAN)
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError:
-        doc = None
+    except json.JSONDecodeError as err:
+        doc = _first_value(text)
+        if isinstance(doc, dict) and "steps" in doc:
+            raise PlanError(f"line {err.lineno}: more JSON after the plan document ({err.msg}: a document followed by "
+                            "an event stream, or two plans joined), so which plan to count is unknown; fix: pass one "
+                            f"preview's whole output (`{PREVIEW} > plan.json`)") from None
+        return _read_stream(text, err)
+    except ValueError as err:  # a number of more than 4,300 digits (Python's int conversion limit)
+        raise PlanError(f"the plan holds a number no preview writes ({cli.printable(str(err))[:120]}); fix: run "
+                        f"`{PREVIEW}` again and pass its whole output") from None
     except RecursionError:
         raise PlanError("the plan document nests deeper than Python's JSON reader goes (a `pulumi preview --json` "
                         f"document nests about 15 levels); fix: run `{PREVIEW}` again and pass its whole output") from None
-    if isinstance(doc, dict) and isinstance(doc.get("steps"), list):
-        if not isinstance(doc.get("changeSummary"), dict):
-            raise PlanError("the plan document has no changeSummary (a `pulumi preview --json` document always ends with "
-                            "one; this one was cut or written by hand), so what it leaves out cannot be checked; fix: "
-                            f"run `{PREVIEW}` again and pass its whole output")
-        steps = [_step(i, s, "op", "oldState", "newState") for i, s in enumerate(doc["steps"])]
-        kept = doc["changeSummary"].get("same", 0)
-        listed = sum(1 for s in steps if s.op == "same")
-        if isinstance(kept, int) and kept > listed:
-            raise PlanError(f"the plan lists {listed} of the {kept} resources it keeps unchanged (`pulumi preview --json` "
-                            "leaves them out of its document), and their cards count at the peak; fix: run "
-                            f"`{PREVIEW}`")
-        created = {s.new.urn for s in steps if s.op == "create-replacement" and s.new is not None}
-        hidden = sorted(s.new.urn.rsplit("::", 1)[-1] for s in steps
-                        if s.op == "replace" and s.new is not None and s.new.urn not in created)
-        if hidden:
-            raise PlanError(f"the plan replaces {', '.join(hidden)} but leaves out its create-replacement and "
-                            "delete-replaced steps (`pulumi preview --json` does without --show-replacement-steps), "
-                            "whose order says whether the old object is alive at the peak; fix: run "
-                            f"`{PREVIEW}`")
-        return dict(doc.get("config") or {}), steps
-    events = read_events(text)
+    if isinstance(doc, dict) and "sequence" in doc:
+        return _read_stream(text, None)
+    if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+        what = "a document without a steps list" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
+        raise PlanError(f"line 1: the input is {what}, not a `pulumi preview --json` plan; fix: pass the output of "
+                        f"`{PREVIEW}`")
+    return _read_document(doc)
+
+
+_NO_PLAN = ("no plan in the input: expected the output of `pulumi preview --json` (its document, or its event "
+            "stream)")
+
+
+def _first_value(text: str) -> Any:
+    try:
+        return json.JSONDecoder().raw_decode(text.lstrip())[0]
+    except (ValueError, RecursionError):
+        return None
+
+
+def _counts(summary_: Any, where: str) -> dict[str, int]:
+    """A change summary's op -> count, each a whole number of at least 0 (not a boolean, a fraction or text)."""
+    if not isinstance(summary_, dict):
+        raise PlanError(f"{where} is {type(summary_).__name__}, not a map of step counts; fix: run `{PREVIEW}` again "
+                        "and pass its whole output")
+    for op, n in summary_.items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise PlanError(f"{where}: {cli.printable(str(op))} is {json.dumps(n)[:40]}, not a count of steps "
+                            f"(`pulumi preview --json` writes whole numbers), so what the plan leaves out cannot be "
+                            f"checked; fix: run `{PREVIEW}` again and pass its whole output")
+    return summary_
+
+
+def _check_sames(steps: list[Step], kept: dict[str, int], where: str) -> None:
+    listed = sum(1 for s in steps if s.op == "same")
+    same = kept.get("same", 0)
+    if same > listed:
+        raise PlanError(f"the plan lists {listed} of the {same} resources it keeps unchanged (`pulumi preview --json` "
+                        "leaves them out of its document), and their cards count at the peak; fix: run "
+                        f"`{PREVIEW}`")
+    if same < listed:
+        raise PlanError(f"{where} counts {same} resources kept unchanged ({'no same count' if 'same' not in kept else 'same'}) "
+                        f"but the plan lists {listed}: it was edited or joined from two previews; fix: run `{PREVIEW}` "
+                        "again and pass its whole output")
+    if steps and not any(s.new is not None and s.new.type == "pulumi:pulumi:Stack" or
+                         s.old is not None and s.old.type == "pulumi:pulumi:Stack" for s in steps):
+        raise PlanError("the plan has no step for the stack itself (pulumi:pulumi:Stack), which every preview plans, so "
+                        f"steps were left out; fix: run `{PREVIEW}` again and pass its whole output")
+
+
+def _read_document(doc: dict[str, Any]) -> tuple[dict[str, Any], list[Step]]:
+    if "changeSummary" not in doc:
+        raise PlanError("the plan document has no changeSummary (a `pulumi preview --json` document always ends with "
+                        "one; this one was cut or written by hand), so what it leaves out cannot be checked; fix: "
+                        f"run `{PREVIEW}` again and pass its whole output")
+    kept = _counts(doc["changeSummary"], "the plan document's changeSummary")
+    failed = [d for d in doc.get("diagnostics") or [] if isinstance(d, dict) and d.get("severity") == "error"]
+    if failed:
+        raise PlanError(f"the preview failed ({len(failed)} error diagnostic(s) in the document), so its steps are not "
+                        "the update's; fix: correct what the preview reports and run it again")
+    steps = [_step(i, s, "op", "oldState", "newState") for i, s in enumerate(doc["steps"])]
+    _check_sames(steps, kept, "the plan document's changeSummary")
+    created = {s.new.urn for s in steps if s.op == "create-replacement" and s.new is not None}
+    hidden = sorted(s.new.urn.rsplit("::", 1)[-1] for s in steps
+                    if s.op == "replace" and s.new is not None and s.new.urn not in created)
+    if hidden:
+        raise PlanError(f"the plan replaces {', '.join(hidden)} but leaves out its create-replacement and "
+                        "delete-replaced steps (`pulumi preview --json` does without --show-replacement-steps), "
+                        "whose order says whether the old object is alive at the peak; fix: run "
+                        f"`{PREVIEW}`")
+    config = doc.get("config")
+    return dict(config if isinstance(config, dict) else {}), steps
+
+
+def _read_stream(text: str, err: json.JSONDecodeError | None) -> tuple[dict[str, Any], list[Step]]:
+    """The event stream: one engine event (a JSON object with a ``sequence``) a non-blank line."""
+    events: list[tuple[int, dict]] = []
+    bad: tuple[int, str] | None = None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError) as e:
+            bad = bad or (n, f"not JSON ({getattr(e, 'msg', None) or str(e)[:80] or 'nested too deeply'})")
+            continue
+        if isinstance(value, dict) and "sequence" in value:
+            events.append((n, value))
+        else:
+            bad = bad or (n, "JSON that is not an engine event (no sequence)")
     if not events:
-        raise PlanError("no plan in the input: expected the output of `pulumi preview --json` (its document, "
-                        "or its event stream)")
-    preludes = [e["preludeEvent"] for e in events if isinstance(e.get("preludeEvent"), dict)]
+        if err is not None and text.lstrip().startswith("{"):
+            raise PlanError(f"line {err.lineno}, column {err.colno}: the plan document is cut or damaged ({err.msg}); "
+                            f"fix: run `{PREVIEW}` again and pass its whole output")
+        raise PlanError(_NO_PLAN)
+    if bad is not None:
+        raise PlanError(f"line {bad[0]}: {bad[1]}, in an event stream of {len(events)} events (a stream holds one event "
+                        "a line and nothing else); fix: pass one preview's whole output, unedited")
+    preludes = [e["preludeEvent"] for _, e in events if isinstance(e.get("preludeEvent"), dict)]
     if len(preludes) != 1:
         raise PlanError(f"the event stream has {len(preludes)} prelude events where one preview has exactly one "
                         "(two previews' output joined, or a cut stream); fix: pass one preview's whole output")
-    if not any(isinstance(e.get("summaryEvent"), dict) for e in events):
+    summaries = [(n, e["summaryEvent"]) for n, e in events if isinstance(e.get("summaryEvent"), dict)]
+    if not summaries:
         raise PlanError("the event stream ends before its summary event: the preview did not finish (it failed or "
                         "was cut), so steps may be missing; fix: run the preview again until it prints its summary")
-    metas = [e["resourcePreEvent"].get("metadata") for e in events if isinstance(e.get("resourcePreEvent"), dict)]
+    n, summ = summaries[-1]
+    unknown = sorted(set(summ) - SUMMARY_KEYS)
+    if unknown or summ.get("result", "succeeded") != "succeeded" or summ.get("maybeCorrupt") is True:
+        why = (f"result {json.dumps(summ.get('result'))[:40]}" if summ.get("result", "succeeded") != "succeeded" else
+               "maybeCorrupt true" if summ.get("maybeCorrupt") is True else f"the key {cli.printable(unknown[0])[:40]}, "
+               "which no preview writes")
+        raise PlanError(f"line {n}: the summary event has {why}: the preview did not succeed, so its steps are not the "
+                        "update's; fix: correct what the preview reports and run it again")
+    metas = [e["resourcePreEvent"].get("metadata") for _, e in events if isinstance(e.get("resourcePreEvent"), dict)]
     steps = [_step(i, m, "op", "old", "new") for i, m in enumerate(metas)]
-    return dict(preludes[0].get("config") or {}), steps
+    _check_sames(steps, _counts(summ.get("resourceChanges") or {}, f"line {n}: the summary event's resourceChanges"),
+                 f"line {n}: the summary event's resourceChanges")
+    config = preludes[0].get("config")
+    return dict(config if isinstance(config, dict) else {}), steps
 
 
 def _step(i: int, raw: Any, op: str, old: str, new: str) -> Step:
@@ -317,6 +423,12 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
         text = _stdin() if args.plan == "-" else read_text(Path(args.plan), "plan")
         config, steps = read_plan(text)
         inventory = summary.inventory_of(config)
+        cluster = config.get("llm-serving:cluster")
+        if inventory is None and cluster is not None and (is_secret(cluster) or cluster == HIDDEN or (
+                isinstance(cluster, str) and cluster.strip().startswith(("{\"secure\"", "[secret]")))):
+            raise PlanError("the plan's llm-serving:cluster is a secret (the preview shows it encrypted), so its nodes "
+                            "cannot be read and no card is counted; fix: keep the inventory in plain text "
+                            "(pulumi config set --path llm-serving:cluster... without --secret: it holds no secret)")
         if inventory is None:
             raise PlanError("the plan's stack config has no valid llm-serving:cluster inventory, so there are no "
                             "nodes to count cards on; preview a stack whose stack file declares its cluster")
@@ -324,11 +436,11 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     except (PlanError, InputFileError) as err:
         return cli.fail("plan", err, stderr)
     counted = count(steps, inventory)
-    stdout.write("\n".join(render_costs(costs(steps))) + "\n\n")
-    stdout.write("\n".join(counted.peak.render()) + "\n")
+    stdout.write("\n".join(map(cli.one_line, render_costs(costs(steps)))) + "\n\n")
+    stdout.write("\n".join(map(cli.one_line, counted.peak.render())) + "\n")
     refused = counted.refusals() + deleted + unintended_deletions(steps, config) + provider_change.refusals(steps)
-    for reason in refused:
-        stdout.write(f"REFUSED: {reason}\n")
+    for reason in refused:  # each on its line: a name in the plan cannot forge another (ANSI, a newline)
+        stdout.write(f"REFUSED: {cli.one_line(reason)}\n")
     return EXIT_REFUSED if refused else EXIT_OK
 
 

@@ -155,6 +155,10 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     staged: Path | None = None
     release: Callable[[], None] | None = None
     try:
+        if not Path(args.program).is_file():  # the console script of a plain `pip install .`: no project here
+            raise InputError(f"the program {_display(Path(args.program))} is not there: the preview runs the project's "
+                             "program from its checkout; fix: run it in the checkout (python3 dev.py preview), or "
+                             "install the checkout editable (pip install -e <checkout>)")
         stack_file, stack = _stack_file_and_name(args)
         config = load_stack_file(stack_file)
         ppc = analyze.load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
@@ -319,9 +323,9 @@ def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.Tr
     peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
     refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources),
                                   transition.retire_of(config))
-    out.write("\n" + "\n".join(peak.render()) + "\n")
-    for reason in refused:
-        out.write(f"REFUSED: {reason}\n")
+    out.write("\n" + "\n".join(map(cli.one_line, peak.render())) + "\n")
+    for reason in refused:  # one line each: a name of the --base tree cannot forge another
+        out.write(f"REFUSED: {cli.one_line(reason)}\n")
     return refused
 
 

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from core.problems import Finding
+from core.problems import Finding, redacted
 from stackfile.schema import PROVIDER_KEYS_REFUSED
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
@@ -56,10 +56,24 @@ def moved(steps: Iterable[Any]) -> Counter[tuple[str, str]]:
     for s in steps:
         if s.old is None or s.new is None or not s.new.type.startswith("kubernetes:"):
             continue
-        before, after = provider_urn(s.old.provider), provider_urn(s.new.provider)
-        if before and after and before != after:
-            seen[s.new.urn] = (provider_name(before), provider_name(after))
+        before, after = _provider_of(s.old.provider), _provider_of(s.new.provider)
+        if _default_or(before) != _default_or(after):
+            seen[s.new.urn] = (before, after)
     return Counter(seen.values())
+
+
+def _provider_of(ref: Any) -> str:
+    """The provider a step's reference names, as the engine reads it: no reference is the default
+    provider (``default_4_18_0``, its version's), so an absent reference and a default one are one."""
+    return provider_name(provider_urn(ref)) if provider_urn(ref) else DEFAULT
+
+
+def _default_or(name: str) -> str:
+    return DEFAULT if name.startswith(DEFAULT) else name
+
+
+#: The engine's default kubernetes provider (``default_<version>`` in a URN; absent in a step).
+DEFAULT = "default"
 
 
 def _render_mode(name: str) -> str:
@@ -86,7 +100,7 @@ def refusals(steps: Iterable[Any]) -> list[str]:
             if setting.input in s.new.inputs and setting.refused(value):
                 out.append(Finding(
                     f"provider {provider_name(s.new.urn)}",
-                    f"{setting.input} is {value}: {setting.why}",
+                    f"{setting.input} is {redacted(value, setting.input)}: {setting.why}",
                     setting.fix,
                     "pulumi-kubernetes 4.x server-side apply (patchForce)").render())
     return out

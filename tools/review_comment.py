@@ -19,10 +19,13 @@ PASS, 1 REFUSED, 2 BAD INPUT, other FAILED); a missing real preview is said to b
 
 from __future__ import annotations
 
+import argparse
+import re
 import sys
 from pathlib import Path
 from typing import TextIO
 
+from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text_inside
 from tools import cli
 
 #: (file stem, title, fenced): the sections, in the comment's order.
@@ -37,21 +40,49 @@ VERDICTS = {0: "PASS", 1: "REFUSED", 2: "BAD INPUT"}
 MAX_SECTION = 15_000
 
 
+#: The largest exit-code file read, in bytes: a code is a few digits.
+MAX_CODE_BYTES = 64
+
+
+class OutputError(ValueError):
+    """A file of the review job's output directory cannot be used (its message names it and the fix)."""
+
+
 def _code(directory: Path, stem: str) -> int | None:
-    path = directory / f"{stem}.code"
-    if not path.exists():
+    """The exit code ``<stem>.code`` holds, None when there is none; text that is not an ASCII
+    whole number counts as a crash (3). Read by :func:`core.inputs.read_text_inside`: a link, a
+    FIFO, a directory, a device or a file that is not UTF-8 raises :class:`OutputError`."""
+    try:
+        text = read_text_inside(directory, f"{stem}.code", "exit-code file", MAX_CODE_BYTES)
+    except InputFileError as err:
+        raise OutputError(str(err)) from None
+    if text is None:
         return None
-    text = path.read_text().strip()
-    return int(text) if text.lstrip("-").isdigit() else 3
+    text = text.strip()
+    return int(text) if re.fullmatch(r"-?[0-9]{1,6}", text) else cli.CRASH
 
 
 def _body(directory: Path, stem: str) -> str:
     for suffix in (".txt", ".md"):
-        path = directory / f"{stem}{suffix}"
-        if path.exists():
-            text = path.read_text(errors="replace").rstrip()
+        try:
+            text = read_text_inside(directory, f"{stem}{suffix}", "output file")
+        except InputFileError as err:
+            if "UTF-8" not in str(err):
+                raise OutputError(str(err)) from None
+            raw = (directory / f"{stem}{suffix}").read_bytes()[:MAX_INPUT_BYTES]
+            text = raw.decode("utf-8", errors="replace")
+        if text is not None:
+            text = cli.printable(text.rstrip())
             return text if len(text) <= MAX_SECTION else text[:MAX_SECTION] + "\n... (cut; the whole output is in the job's artefacts)"
     return ""
+
+
+def fenced(body: str) -> list[str]:
+    """``body`` between code fences longer than any run of backticks in it (CommonMark: a fence
+    closes only on one at least as long), so a ``\u0060\u0060\u0060`` in an output cannot end the block."""
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, body, fence]
 
 
 def codes(directory: Path) -> dict[str, int]:
@@ -63,7 +94,7 @@ def comment(directory: Path) -> str:
     """The markdown comment (see the module docstring)."""
     found = codes(directory)
     lines = ["## llm-serving: what this pull request changes on prod", ""]
-    for stem, title, fenced in SECTIONS:
+    for stem, title, fence in SECTIONS:
         if stem not in found:
             if stem == "real":
                 lines += [f"### {title}: skipped", "",
@@ -72,7 +103,7 @@ def comment(directory: Path) -> str:
         verdict = VERDICTS.get(found[stem], f"FAILED (exit {found[stem]})")
         body = _body(directory, stem)
         lines += [f"### {title}: {verdict}", ""]
-        lines += (["```", body, "```"] if fenced else [body]) + [""]
+        lines += (fenced(body) if fence else [body]) + [""]
     return "\n".join(lines)
 
 
@@ -81,6 +112,16 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     ap.add_argument("dir", type=Path, help="the review job's output directory (out/review)")
     ap.add_argument("--check", action="store_true", help="print nothing; exit with the worst verdict")
     args = ap.parse_args(argv)
+    try:
+        return _main(args, stdout, stderr)
+    except OutputError as err:
+        return cli.fail("review-comment", err, stderr)
+
+
+def _main(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if not args.dir.is_dir():
+        return cli.fail("review-comment", f"{args.dir} is not a directory; fix: name the review job's output "
+                        "directory (out/review)", stderr)
     if _code(args.dir, "preview") is None or _code(args.dir, "verdicts") is None:
         return cli.fail("review-comment", f"{args.dir} has no preview.code or verdicts.code: the offline preview "
                         "step did not run; fix: run the review job's steps in order", stderr)

@@ -120,6 +120,15 @@ def estimable(refusal: str | None) -> Breach | None:
                   "correct the setting it names")
 
 
+@rule("measured-within-card", "A measured figure fits the card it was measured on.", CAPACITY_SOURCE)
+def measured_within_card(field: str, value: float, bound: str) -> Breach | None:
+    """One figure of :func:`core.capacity_measured.impossible`: ``field`` of ``measured``, the
+    ``value`` written and the ``bound`` it exceeds. Judged on every figure it returns."""
+    return Breach(f"measured {field} {value:,} is beyond what the card can hold ({bound}), so it explains no "
+                  "estimate and the estimate is judged instead",
+                  f"copy {field} from the server's own startup log on this card, or remove it")
+
+
 # --- the pack policies' own text -----------------------------------------------------------------
 
 describe_policy(

@@ -443,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except (KeyboardInterrupt, Interrupted, cli.Terminated) as e:
         print("cluster: interrupted; everything it had started was stopped", file=sys.stderr)
-        return EXIT_INTERRUPTED if isinstance(e, KeyboardInterrupt) else cli.TERMINATED
+        return cli.TERMINATED if isinstance(e, cli.Terminated) else EXIT_INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, old)
 

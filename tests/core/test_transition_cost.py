@@ -105,6 +105,25 @@ def test_removing_a_workload_is_refused_unless_the_stack_file_retires_it(prod_ba
     assert "-  apps/v1 Deployment llm-serving/clef-serve (remove)" in text and "REFUSED" not in text
 
 
+def test_deleting_the_network_policy_is_refused_unless_the_stack_file_retires_it(prod_base, tmp_path):
+    """Every kind the stack manages is covered: renaming llm-serving:network_policy deletes the old
+    NetworkPolicy (its namespace's ingress rules), which retire did not cover."""
+    cfg = copy.deepcopy(PROD)
+    cfg["llm-serving:network_policy"]["name"] = "llm-serving-ingress-v2"
+    code, text = _preview("--stack-file", str(_write(tmp_path, "renamed", cfg)), "--base", str(prod_base),
+                          "--out", str(tmp_path / "out"))
+    assert code == 1, text
+    assert "REFUSED: NetworkPolicy llm-serving/llm-serving-ingress: the update deletes it" in text
+    assert "llm-serving:retire: {network_policies: [llm-serving-ingress]}" in text
+    cfg["llm-serving:retire"] = {"network_policies": ["llm-serving-ingress"]}
+    code, text = _preview("--stack-file", str(_write(tmp_path, "retired", cfg)), "--base", str(prod_base),
+                          "--out", str(tmp_path / "out2"))
+    assert code == 0, text
+    cfg["llm-serving:retire"] = {"network_policies": ["llm-serving-ingress-v2"]}
+    with pytest.raises(ConfigError, match="llm-serving-ingress-v2 is still in llm-serving:network_policy"):
+        load_stack_config(cfg)
+
+
 def test_retire_may_not_name_a_current_workload_or_service_nor_one_twice():
     cfg = copy.deepcopy(PROD)
     cfg["llm-serving:retire"] = {"workloads": ["reasoning", "old-one", "old-one"], "services": ["clef-serve"]}

@@ -180,8 +180,21 @@ def test_the_program_marks_secret_values_where_the_stack_file_stores_them():
     value = _secret_values(decrypted, written)
     assert isinstance(value["reasoning"]["env"]["X"], SecretStr) and value["reasoning"]["env"]["Y"] == "plain"
     assert value["reasoning"]["secret_env"]["HF_TOKEN"].get_secret_value() == TOKEN
-    unknown = _secret_values(decrypted)  # no stack file to read: secret_env values are taken as secret
-    assert isinstance(unknown["reasoning"]["secret_env"]["HF_TOKEN"], SecretStr) and unknown["reasoning"]["env"]["X"] == TOKEN
+    unknown = _secret_values(decrypted)  # no stack file to read: secret_env and env values are taken as secret
+    assert isinstance(unknown["reasoning"]["secret_env"]["HF_TOKEN"], SecretStr)
+    assert isinstance(unknown["reasoning"]["env"]["X"], SecretStr) and isinstance(unknown["reasoning"]["env"]["Y"], SecretStr)
+
+
+def test_config_from_elsewhere_never_renders_a_decrypted_value_outside_secret_env():
+    """Config from Pulumi ESC or ``--config-file`` (emulated: the key marked secret, the stack file
+    as written holding no secure: value): a decrypted env value is refused, unshown, not rendered."""
+    config = copy.deepcopy(load_stack_file(PROD_STACK_FILE))
+    config[W]["reasoning"]["env"] = {"HF_TOKEN": TOKEN}
+    with pytest.raises(mockrun.ProgramError) as err:
+        mockrun.run_program(config, secret_keys=[W])
+    text = str(err.value)
+    assert "llm-serving:workloads.reasoning.env.HF_TOKEN" in text and "accepted only under" in text
+    assert TOKEN not in text
 
 
 def test_the_pack_is_handed_only_the_measured_figures_of_the_workloads(decrypted_run):

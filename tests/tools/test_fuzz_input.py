@@ -10,6 +10,11 @@ code is 0 or 2, never a traceback or 3, and on 2 nothing is written; a stack fil
 accepts renders manifests every mandatory resource policy of the pack accepts (the property of
 ``tests/stackfile/test_loader_accepts_pack_accepts.py``, here over arbitrary damage).
 
+The text-level damage includes the figures a user may write beyond what they measure (a measured
+KV pool no card holds, an impossible date, a rope factor of 1e300), a YAML integer of 4,400 digits,
+server-side apply off through a secret and an env value over execve's limit. Secrets: a ``secure:``
+value planted at a random key path, or a token under ``secret_env`` in any wrong form, is in no output.
+
 Manifests: prod's rendering, damaged the same way, read as a ``--manifests`` directory: either
 refused as bad input (:class:`tools.offline.manifests.InputError`, exit 2) or judged by every policy of
 the pack without an exception (a policy crash is a bug, not a verdict).
@@ -95,6 +100,17 @@ TEXT_DAMAGE = [
     lambda t: t.replace("node: worker-1", "node: worker-1: x", 1),
     lambda t: t + "\n---\nconfig: {}\n",
     lambda t: t.replace("config:", "config: !!set", 1),
+    # Figures beyond what they measure, values the kernel refuses (the kinds of tests/tools/test_hostile_input.py).
+    lambda t: t.replace("kv_tokens: 137000", "kv_tokens: 1000000000000").replace("max_model_len: 65536", "max_model_len: 655360"),
+    lambda t: t.replace("kv_gib: 11.362", "kv_gib: 900"),
+    lambda t: t.replace('source: "seed 002', 'date: "2026-13-45"\n        source: "seed 002'),
+    lambda t: t.replace("hbm_bandwidth_gb_s: 900", "hbm_bandwidth_gb_s: 900\n          cuda_total_mib: 9000000"),
+    lambda t: t.replace("factor: 2.0,", "factor: 1.0e300,"),
+    lambda t: t.replace("cards: 2", "cards: " + "7" * 4400, 1),
+    lambda t: t.replace("  llm-serving:namespace: llm-serving", "  llm-serving:namespace: llm-serving\n"
+                        "  kubernetes:enableServerSideApply: {secure: v1:AAAAfuzz}"),
+    lambda t: t.replace('limits: {cpu: "8", memory: 36Gi}', 'limits: {cpu: "8", memory: 36Gi}\n      env: {BIG: "'
+                        + "x" * 140_000 + '"}', 1),
 ]
 
 
@@ -179,3 +195,43 @@ def test_with_the_policy_pack_the_exit_code_is_0_1_or_2(text):
         # A policy that raised is reported as an analyzer failure: not a verdict (review finding).
         assert "Exception calling application" not in shown and "(UNKNOWN)" not in shown, shown
         assert (code == 2) is not (Path(tmp) / "out").exists()
+
+
+#: Planted where a secret may be written by mistake: neither may appear in any output.
+TOKEN = "hf_FUZZplantedToken42"
+CIPHER = "v1:AAAAFUZZplantedCiphertext"
+SECRET_FORMS = [f"{{secure: {CIPHER}}}", f"!!binary {TOKEN}", f"!vault {TOKEN}", f"[{TOKEN}]", f"{{secure: {CIPHER}, x: 1}}",
+                f"{{valeu: {TOKEN}}}", TOKEN]
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_secret_written_anywhere_is_never_printed(data):
+    """A ``secure:`` value planted at a random key path of prod's stack file, or a token under a
+    ``secret_env`` in any wrong form: whatever the preview answers, the ciphertext is in no output,
+    nor the token under ``secret_env``, and no traceback."""
+    text = PROD_TEXT
+    form = data.draw(st.sampled_from(SECRET_FORMS))
+    under_secret_env = data.draw(st.booleans())
+    if under_secret_env:
+        at = data.draw(st.sampled_from(['limits: {cpu: "8", memory: 36Gi}', "cold_start_seconds: 180", "node: worker-1"]))
+        text = text.replace(at, at + f"\n      secret_env: {{HF_TOKEN: {form}}}", 1)
+    else:
+        lines = PROD_TEXT.splitlines()
+        candidates = [i for i, ln in enumerate(lines) if ": " in ln and not ln.lstrip().startswith(("#", "-"))]
+        i = data.draw(st.sampled_from(candidates))
+        key = lines[i].split(": ", 1)[0]
+        lines[i] = f"{key}: {form}"
+        text = "\n".join(lines) + "\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        stack = Path(tmp) / "Pulumi.fuzz.yaml"
+        stack.write_text(text)
+        out, err = io.StringIO(), io.StringIO()
+        code = preview.main(["--stack-file", str(stack), "--out", str(Path(tmp) / "out"), "--no-policy"],
+                            stdout=out, stderr=err)
+        shown = out.getvalue() + err.getvalue()
+        rendered = "".join(p.read_text() for p in (Path(tmp) / "out").rglob("*.yaml"))
+    assert code in (0, 2) and "Traceback" not in shown, shown[-2000:]
+    assert CIPHER not in shown + rendered, (form, shown[-2000:])  # a secure: value, anywhere
+    if under_secret_env:  # under a key that holds secrets, every form (a plain key's value is plain text)
+        assert TOKEN not in shown + rendered, (form, shown[-2000:])

@@ -8,6 +8,7 @@ the policy pack starts.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -376,3 +377,260 @@ def test_a_model_entry_says_how_to_give_its_facts(tmp_path, old, new, words):
     code, text, out = run_preview(tmp_path, "--stack-file", str(prod_with(tmp_path, old, new)))
     assert_input_error(code, text, *words)
     assert "correct the value" not in text and not out.exists()
+
+
+# --- figures bounded by what they measure -------------------------------------------------------
+
+#: reasoning at 655,360 tokens of context (rope factor 20 lets vLLM accept the length): the KV pool
+#: of one V100 holds about 137,000 tokens, so the loader refuses it on the estimate.
+LONG_CONTEXT = ("max_model_len: 65536", "max_model_len: 655360")
+LONG_ROPE = ("factor: 2.0, original_max_position_embeddings: 32768", "factor: 20.0, original_max_position_embeddings: 32768")
+
+
+def _reasoning(tmp_path: Path, measured: str) -> Path:
+    text = PROD_TEXT.replace(*LONG_CONTEXT).replace(*LONG_ROPE)
+    old = "        weights_gib: 15.55\n        kv_tokens: 137000\n"
+    assert old in text
+    path = tmp_path / "Pulumi.try.yaml"
+    path.write_text(text.replace(old, measured))
+    return path
+
+
+def test_a_long_context_is_refused_on_the_estimate(tmp_path):
+    code, text, out = run_preview(tmp_path, "--stack-file", str(_reasoning(tmp_path, "        kv_tokens: 137000\n")))
+    assert_input_error(code, text, "llm-serving:workloads.reasoning.max_model_len", "655,360")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("measured, key, words", [
+    ("        kv_tokens: 1000000000000\n", "measured.kv_tokens", ("1,000,000,000,000", "at most", "tokens")),
+    ("        kv_gib: 900\n", "measured.kv_gib", ("900", "at most", "GiB a rank", "Tesla-V100-PCIE-32GB")),
+    ("        weights_gib: 15.55\n        kv_gib: 30\n", "measured.kv_gib", ("less 15.55 GiB of weights a card (measured)",)),
+    ("        weights_gib: 900\n        kv_tokens: 137000\n", "measured.weights_gib", ("at most the",)),
+])
+def test_a_measurement_no_card_can_hold_does_not_turn_a_refusal_into_a_pass(tmp_path, measured, key, words):
+    """A KV pool of 900 GiB on a 32 GiB card, or 10^12 KV tokens, made a 655,360-token context
+    the loader refuses pass: the policies judged the measurement."""
+    code, text, out = run_preview(tmp_path, "--stack-file", str(_reasoning(tmp_path, measured)))
+    assert_input_error(code, text, f"llm-serving:workloads.reasoning.{key}", "beyond what the card can hold", *words)
+    assert not out.exists()
+
+
+def test_an_impossible_measurement_leaves_the_estimate_to_the_policies():
+    """The pack's side (``--manifests`` with an inventory's ``measured``): the figure is left out
+    and the estimate judged, so it cannot turn a refusal into a pass either."""
+    from core import capacity, capacity_measured
+    from core.measured import Measured
+    from stackfile import load_stack_config
+    from tools.offline.manifests import load_stack_file
+
+    cfg = load_stack_config(load_stack_file(PROD_STACK_FILE))
+    wl = cfg.workloads["reasoning"]
+    node = cfg.cluster.nodes[0]
+    est = capacity.estimate(cfg._facts[wl.model], node.card, dataclasses.replace(wl.settings(tp=wl.tp), max_model_len=655360))
+    assert not est.fits_kv
+    huge = Measured(kv_tokens=10**12, source="made up")
+    assert [f for f, _, _ in capacity_measured.impossible(huge, est)] == ["kv_tokens"]
+    assert capacity_measured.judged(est, huge).fits_kv is False
+    assert capacity_measured.judged(est, Measured(kv_tokens=137000, source="seed 002")).kv_tokens == 137000
+
+
+@pytest.mark.parametrize("old, new, key, words", [
+    ('source: "seed 002', 'date: "2026-13-45"\n        source: "seed 002', "workloads.reasoning.measured.date", "no day of the calendar"),
+    ('source: "seed 002', 'date: "2026-02-30"\n        source: "seed 002', "workloads.reasoning.measured.date", "no day of the calendar"),
+    ("hbm_bandwidth_gb_s: 900", "hbm_bandwidth_gb_s: 900\n          cuda_total_mib: 9000000",
+     "cluster.nodes.0.card.cuda_total_mib", "cuda_total_mib 9e+06 is not a total CUDA reports"),
+    ("hbm_bandwidth_gb_s: 900", "hbm_bandwidth_gb_s: 900\n          cuda_total_mib: 1024",
+     "cluster.nodes.0.card.cuda_total_mib", "29,491 to 32,768 MiB"),
+    ("house_conventions: true", "house_conventions: true\n    measured:\n      ghost: {kv_tokens: 5, source: log}",
+     "cluster.measured.ghost", "not in llm-serving:workloads"),
+    ("factor: 2.0, original", "factor: 1.0e300, original", "workloads.reasoning.rope_scaling", "beyond 2,147,483,647 tokens"),
+])
+def test_a_figure_beyond_what_it_measures_is_refused_with_its_bound(tmp_path, old, new, key, words):
+    code, text, out = run_preview(tmp_path, "--stack-file", str(prod_with(tmp_path, old, new)))
+    assert_input_error(code, text, f"llm-serving:{key}", words)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("rope, words", [
+    ("{rope_type: yarn, factor: 1.0e300, original_max_position_embeddings: 32768}", "beyond 2,147,483,647 tokens"),
+    ("{rope_type: warp, factor: 4.0}", "not one vLLM's get_rope builds"),
+    ("{rope_type: linear, factor: 0.5}", "greater than or equal to 1"),
+])
+def test_a_models_rope_facts_are_bounded(tmp_path, rope, words):
+    path = prod_with(tmp_path, "        torch_dtype: bfloat16\n", f"        torch_dtype: bfloat16\n        rope_scaling: {rope}\n")
+    code, text, out = run_preview(tmp_path, "--stack-file", str(path))
+    assert_input_error(code, text, "llm-serving:models.clef-flash", words)
+    assert not out.exists()
+
+
+# --- no secret in any message ----------------------------------------------------------------------
+
+TOKEN = "hf_PLANTEDt0ken9f3a"
+CIPHER = "v1:AAAAPLANTEDciphertext"
+
+
+def _no_secret(text: str) -> None:
+    assert "Traceback" not in text
+    assert TOKEN not in text and CIPHER not in text, text
+
+
+@pytest.mark.parametrize("doc", [
+    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "llm-serving"},
+     "stringdata": {"HF_TOKEN": TOKEN}},
+    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "llm-serving"},
+     "stringData": {"HF_TOKEN": 12}, "type": ["Opaque"]},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "llm-serving"},
+     "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {
+         "containers": [{"name": "c", "image": "x:1", "env": [{"name": "HF_TOKEN", "valeu": TOKEN}]}]}}}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "llm-serving"},
+     "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {
+         "containers": [{"name": "c", "image": "x:1", "env": [{"name": "HF_TOKEN", "value": [TOKEN]}]}]}}}},
+])
+def test_a_schema_refusal_names_the_key_and_the_rule_never_the_value(tmp_path, capsys, doc):
+    """The API-schema refusal quoted the value of a mistyped field (a token under ``valeu:`` or
+    ``stringdata:``)."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "bad.yaml").write_text(yaml.safe_dump(doc))
+    code, out = run_analyze(capsys, "--manifests", str(tmp_path / "m"), "--inventory", str(INVENTORY))
+    assert_input_error(code, out, "bad.yaml", "schema")
+    _no_secret(out)
+
+
+@pytest.mark.parametrize("value", [f"!!binary {TOKEN}", f"!vault {TOKEN}", "0777", f"{{secure: {CIPHER}, x: 1}}",
+                                   f"[{TOKEN}]"])
+def test_a_secret_env_value_in_any_wrong_form_is_never_shown(tmp_path, value):
+    """A YAML tag on a ``secret_env`` value printed it twice (the value and the fix's quote)."""
+    path = prod_with(tmp_path, '      limits: {cpu: "8", memory: 36Gi}',
+                     f'      limits: {{cpu: "8", memory: 36Gi}}\n      secret_env: {{HF_TOKEN: {value}}}')
+    code, text, out = run_preview(tmp_path, "--stack-file", str(path))
+    assert_input_error(code, text, "llm-serving:workloads.candle-vllm.secret_env.HF_TOKEN")
+    _no_secret(text)
+    assert "0777" not in text
+
+
+def test_deploy_guard_never_prints_a_secure_value(tmp_path):
+    """deploy-guard printed ``{'secure': 'v1:...'}`` for a secret ``llm-serving:adopt``."""
+    from tools import deploy_guard
+
+    stack = tmp_path / "Pulumi.prod.yaml"
+    stack.write_text(PROD_TEXT.replace("  llm-serving:namespace: llm-serving",
+                                       f"  llm-serving:namespace: llm-serving\n  llm-serving:adopt: {{secure: {CIPHER}}}"))
+    state = tmp_path / "state.json"
+    state.write_text("{}")
+    out, err = io.StringIO(), io.StringIO()
+    code = deploy_guard.main([str(state), "--stack-file", str(stack)], stdout=out, stderr=err)
+    assert code == 2, err.getvalue()
+    assert 'llm-serving:adopt is "[secret]"' in err.getvalue()
+    _no_secret(out.getvalue() + err.getvalue())
+
+
+def test_review_comment_follows_no_symlink_out_of_its_folder(tmp_path):
+    """review-comment followed a symlink in its input folder and posted the target's content."""
+    from tools import review_comment
+
+    outside = tmp_path / "shadow"
+    outside.write_text(f"root:{TOKEN}:19000:0:99999:7:::\n")
+    review = tmp_path / "review"
+    review.mkdir()
+    for stem in ("preview", "verdicts"):
+        (review / f"{stem}.code").write_text("0\n")
+    (review / "verdicts.md").write_text("PASS\n")
+    (review / "preview.txt").symlink_to(outside)
+    out, err = io.StringIO(), io.StringIO()
+    code = review_comment.main([str(review)], stdout=out, stderr=err)
+    assert code == 2, (out.getvalue(), err.getvalue())
+    assert "symbolic link" in err.getvalue() and "preview.txt" in err.getvalue()
+    _no_secret(out.getvalue() + err.getvalue())
+
+
+# --- guards read the value as the consumer will --------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [f"{{secure: {CIPHER}}}", "F", "'0'", "FALSE"])
+def test_server_side_apply_off_in_any_spelling_or_through_a_secret_is_refused(tmp_path, value):
+    path = prod_with(tmp_path, "  llm-serving:namespace: llm-serving",
+                     f"  llm-serving:namespace: llm-serving\n  kubernetes:enableServerSideApply: {value}")
+    code, text, out = run_preview(tmp_path, "--stack-file", str(path))
+    assert_input_error(code, text, "kubernetes:enableServerSideApply\n", "needs server-side apply")
+    _no_secret(text)
+    assert not out.exists()
+
+
+def test_the_program_reads_a_decrypted_server_side_apply_setting_by_its_value():
+    from pydantic import SecretStr
+
+    from stackfile.schema import go_false
+
+    assert go_false(SecretStr("false")) and go_false(SecretStr("0")) and not go_false(SecretStr("true"))
+    assert go_false({"secure": CIPHER}) and go_false("[secret]") and not go_false(True) and not go_false("true")
+
+
+# --- values the kernel or the API server refuses ------------------------------------------------------
+
+
+@pytest.mark.parametrize("old, new, key, words", [
+    ('limits: {cpu: "8", memory: 36Gi}', 'limits: {cpu: "8", memory: 36Gi}\n      env: {BIG: "' + "x" * 3_000_000 + '"}',
+     "llm-serving:workloads.candle-vllm", ("env BIG is 3,000,005 bytes", "131,072 bytes", "E2BIG")),
+    ('limits: {cpu: "8", memory: 36Gi}', 'limits: {cpu: "8", memory: 36Gi}\n      run_as_user: ' + str(2**40),
+     "llm-serving:workloads.candle-vllm.run_as_user", ("2147483647",)),
+    ("      cold_start_seconds: 240\n", "      cold_start_seconds: 240\n      args: [\"" + "y" * 200_000 + "\"]\n",
+     "llm-serving:workloads.clef-serve.args.0", ("200,001 bytes", "MAX_ARG_STRLEN")),
+])
+def test_a_value_the_kernel_or_the_api_server_refuses_is_refused_before_rendering(tmp_path, old, new, key, words):
+    code, text, out = run_preview(tmp_path, "--stack-file", str(prod_with(tmp_path, old, new)))
+    assert_input_error(code, text, key, *words)
+    assert len(text) < 20_000  # the value is cut, not printed whole
+    assert not out.exists()
+
+
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "llm-serving"},
+              "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}},
+                                                                                "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}
+
+
+def _container(**fields) -> dict:
+    doc = json.loads(json.dumps(DEPLOYMENT))
+    doc["spec"]["template"]["spec"]["containers"][0].update(fields)
+    return doc
+
+
+@pytest.mark.parametrize("doc, words", [
+    (_container(env=[{"name": "BIG", "value": "x" * 3_000_000}]), ("env[0]", "(text, 3,000,004 characters)", "E2BIG")),
+    (_container(securityContext={"runAsUser": 2**40}), ("securityContext.runAsUser", "between 0 and 2,147,483,647")),
+    ({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "llm-serving"},
+      "data": {"HF_TOKEN": TOKEN}}, ("data.HF_TOKEN", "must be base64")),
+    ({**DEPLOYMENT, "kind": "../../passwd"}, ('kind is "../../passwd", not a Kubernetes kind',)),
+    (_container(image="vllm/vllm-openai:v0.11.0", args=["--model", "m", "--max-model-len=0"]),
+     ("containers[0].args", "--max-model-len=0", "greater than 0")),
+])
+def test_a_manifest_the_kernel_or_the_api_server_refuses_is_bad_input(tmp_path, capsys, doc, words):
+    """A 3 MB env value, a runAsUser of 2^40, Secret data that is not base64, a kind with path
+    characters, --max-model-len=0 where the engine comes from the image's entrypoint: each was judged."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "bad.yaml").write_text(yaml.safe_dump(doc))
+    code, out = run_analyze(capsys, "--manifests", str(tmp_path / "m"), "--inventory", str(INVENTORY))
+    assert_input_error(code, out, "bad.yaml", *words)
+    _no_secret(out)
+    assert len(out) < 20_000
+
+
+def test_a_kind_with_path_characters_never_names_a_file():
+    from tools.offline import render
+
+    with pytest.raises(render.RenderError, match="path characters"):
+        render.render_path({**DEPLOYMENT, "kind": "../../passwd"})
+    with pytest.raises(render.RenderError, match="its name holds path characters"):
+        render.render_path({**DEPLOYMENT, "metadata": {"name": "a/../../b"}})
+
+
+def test_an_inventory_measurement_for_a_server_no_manifest_holds_is_refused(tmp_path, capsys):
+    inv = tmp_path / "Pulumi.inv.yaml"
+    inv.write_text(INVENTORY.read_text().replace("llm-serving:cluster:\n", "llm-serving:cluster:\n"
+                                                 "    measured: {ghost: {kv_tokens: 5000, source: a log}}\n", 1))
+    assert "ghost" in inv.read_text()
+    code, out = run_analyze(capsys, "--manifests", str(REFERENCE), "--inventory", str(inv))
+    assert_input_error(code, out, "llm-serving:cluster.measured.ghost names a server no manifest holds")
+    inv.write_text(inv.read_text().replace("ghost:", "clef-candle:"))  # a server the manifests hold: judged
+    code, out = run_analyze(capsys, "--manifests", str(REFERENCE), "--inventory", str(inv))
+    assert code in (0, 1) and "Traceback" not in out, out

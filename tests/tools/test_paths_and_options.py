@@ -150,3 +150,83 @@ def test_a_second_preview_into_the_same_out_is_refused_while_the_first_runs(tmp_
         release()
     assert _preview(["--no-policy", "--out", str(out)])[0] == cli.OK
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # the lock file is gone
+
+
+#: A program still registering at the signal: 3,000 outputs resolved one by one in the mock
+#: runtime's event loop, so the signal lands in asyncio's callbacks, not in the program's own code.
+SLOW_PROGRAM = """import time
+import pulumi
+open(__file__ + ".started", "w").close()
+outs = [pulumi.Output.from_input(i).apply(lambda x: time.sleep(0.02) or x) for i in range(3000)]
+pulumi.export("n", pulumi.Output.all(*outs).apply(len))
+"""
+
+
+@pytest.mark.parametrize("sig, code, line", [(signal.SIGTERM, cli.TERMINATED, "preview: terminated (SIGTERM)"),
+                                             (signal.SIGINT, cli.INTERRUPTED, "preview: interrupted")])
+def test_a_signal_during_the_programs_run_ends_the_preview_and_its_pack_at_once(tmp_path, sig, code, line):
+    """SIGINT or SIGTERM about 1.5 s into the mock runtime's run printed an asyncio traceback, waited
+    about 11 s for SIGKILL, left the --out lock behind and once the policy pack running with parent 1."""
+    slow = tmp_path.parent / f"{tmp_path.name}-apply.py"
+    slow.write_text(SLOW_PROGRAM)
+    out = tmp_path / "new" / "out"  # a parent that does not exist: the lock is taken all the same
+    proc = subprocess.Popen([sys.executable, "-m", "tools.preview", "--out", str(out), "--program", str(slow)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not Path(f"{slow}.started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.5)
+    assert (tmp_path / "new" / ".out.lock").exists()  # held while it runs
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert children, "the policy pack runs beside the program"
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert time.monotonic() - sent < 6, err
+    assert proc.returncode == code, err
+    assert err.strip().splitlines()[-1] == line and "Traceback" not in err and "RuntimeWarning" not in err, err
+    assert not [c for c in children if Path(f"/proc/{c}").exists()]  # the pack ended with it
+    assert list(tmp_path.iterdir()) == []  # no lock, no staged rendering, not even the parent it made
+
+
+def test_two_previews_into_a_new_out_whose_parent_does_not_exist_take_one_lock(tmp_path):
+    from tools.offline import render
+
+    out = tmp_path / "a" / "b" / "out"
+    release = render.lock_out_dir(out)
+    try:
+        code, err = _preview(["--no-policy", "--out", str(out)])
+        assert code == cli.BAD_INPUT and f"another preview is writing {out} now" in err, err
+    finally:
+        release()
+    assert list(tmp_path.iterdir()) == []  # the parents it made, removed while empty
+    assert _preview(["--no-policy", "--out", str(out)])[0] == cli.OK
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+
+
+def _analyze(capsys, *args: str) -> tuple[int, str]:
+    code = cli.outcome(lambda: analyze.main(["--manifests", str(ROOT / "tests" / "reference"), "--inventory",
+                                            str(ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml"), *args]), "analyze")
+    got = capsys.readouterr()
+    return code, got.out + got.err
+
+
+def test_a_report_into_a_directory_lands_in_it_and_every_report_is_written_aside(tmp_path, capsys, monkeypatch):
+    """``--also sarif=out/newdir/`` wrote a file named newdir; on a full disk ``--output`` replaced
+    the last good report with a truncated one and ``--also`` left 0-byte files."""
+    monkeypatch.setattr(analyze, "OUTPUT_DIR", tmp_path)
+    code, text = _analyze(capsys, "--output", f"{tmp_path}/r/", "--also", f"sarif={tmp_path}/ci/", "--format", "json")
+    assert code in (cli.OK, cli.VERDICT), text
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["ci", "ci/policy.sarif", "r",
+                                                                                 "r/policy.json"]
+    good = (tmp_path / "r" / "policy.json").read_text()
+    json.loads(good)
+
+    def full(fd, data, real=os.write):  # noqa: ANN001
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", lambda fd: full(fd, b""))
+    code, text = _analyze(capsys, "--output", f"{tmp_path}/r/", "--also", f"sarif={tmp_path}/ci/", "--format", "json")
+    assert code == cli.BAD_INPUT and "No space left on device" in text and "fix: free space" in text, text
+    assert (tmp_path / "r" / "policy.json").read_text() == good  # the last good report stays
+    assert sorted(p.name for p in (tmp_path / "ci").iterdir()) == ["policy.sarif"]  # nothing left aside

@@ -257,3 +257,87 @@ def test_the_offline_base_preview_costs_and_refuses_as_the_real_plan(fixture):
     removed = [old[o.old_path] for o in diff.objects if o.action == "remove"]
     assert transition_cost.unintended_deletions(removed, transition_cost.Retired()) == plan.unintended_deletions(steps, config)
     assert bool(removed) == (fixture == "rename-plain.jsonl")
+
+
+# --- exactly what `pulumi preview --json` writes ------------------------------------------------------
+
+
+def _refused_input(tmp_path: Path, text: str, *says: str) -> str:
+    path = tmp_path / "plan.json"
+    path.write_text(text)
+    code, out = _run(path)
+    assert code == plan.EXIT_INPUT and out.count("\n") == 1 and "Traceback" not in out, out
+    for s in says:
+        assert s in out, (s, out)
+    return out
+
+
+def test_a_document_followed_by_a_stream_is_refused_with_the_line(tmp_path):
+    """Read as a stream, it counted the stream's steps; a crafted stream made a 3-card object vanish."""
+    doc = json.dumps(_document(PLANS / "rename-former.jsonl"), indent=2)
+    _refused_input(tmp_path, doc + "\n" + (PLANS / "rename-plain.jsonl").read_text(),
+                   f"line {doc.count(chr(10)) + 2}: more JSON after the plan document")
+
+
+@pytest.mark.parametrize("same, says", [
+    (2.0, "same is 2.0, not a count of steps"),
+    ("4", 'same is "4", not a count of steps'),
+    (True, "same is true, not a count"),
+    (None, "counts 0 resources kept unchanged (no same count) but the plan lists 4"),
+    (3, "counts 3 resources kept unchanged (same) but the plan lists 4"),
+])
+def test_a_same_count_that_is_no_count_or_does_not_match_is_refused(tmp_path, same, says):
+    doc = _document(PLANS / "rename-plain.jsonl")
+    if same is None:
+        del doc["changeSummary"]["same"]
+    else:
+        doc["changeSummary"]["same"] = same
+    _refused_input(tmp_path, json.dumps(doc), says)
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda s: s.update(result="failed"), 'has result "failed": the preview did not succeed'),
+    (lambda s: s.update(maybeCorrupt=True), "maybeCorrupt true"),
+    (lambda s: s.update(verdict="ok"), "the key verdict, which no preview writes"),
+    (lambda s: s["resourceChanges"].update(same=4.5), "same is 4.5, not a count"),
+])
+def test_a_summary_of_a_failed_or_edited_preview_is_refused_with_its_line(tmp_path, change, says):
+    lines = _events("rename-plain.jsonl")
+    n = next(i for i, x in enumerate(lines) if "summaryEvent" in x)
+    event = json.loads(lines[n])
+    change(event["summaryEvent"])
+    lines[n] = json.dumps(event)
+    out = _refused_input(tmp_path, "\n".join(lines) + "\n", says)
+    assert f"line {n + 1}" in out
+
+
+@pytest.mark.parametrize("text, says", [
+    ("{\n  \"steps\": [\n    {\"op\": \"same\"", "line 3, column"),
+    ("[1, 2]", "line 1: the input is a JSON list"),
+    ('{"config": {}}', "a document without a steps list"),
+])
+def test_a_cut_or_foreign_document_says_the_line(tmp_path, text, says):
+    _refused_input(tmp_path, text, says)
+
+
+def test_a_line_in_a_stream_that_is_no_event_is_refused_with_its_line(tmp_path):
+    lines = _events("rename-plain.jsonl")
+    lines.insert(2, '{"note": "hand-written"}')
+    _refused_input(tmp_path, "\n".join(lines) + "\n", "line 3: JSON that is not an engine event")
+
+
+def test_a_resource_name_cannot_forge_a_refusal_line(tmp_path):
+    """ANSI escapes and a newline in a name printed raw and forged REFUSED: lines."""
+    doc = _document(PLANS / "rename-plain.jsonl")
+    for step in doc["steps"]:
+        for side in ("oldState", "newState"):
+            state = step.get(side) or {}
+            meta = (state.get("inputs") or {}).get("metadata")
+            if isinstance(meta, dict) and state.get("type", "").endswith("Deployment"):
+                meta["name"] = str(meta.get("name")) + "\x1b[2K\rREFUSED: nothing\nREFUSED: forged"
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    code, out = _run(path)
+    assert "\\x1b[2K\\rREFUSED: nothing\\nREFUSED: forged" in out, out  # the name, escaped
+    assert "\x1b" not in out and "\nREFUSED: forged" not in out, out
+    assert not [ln for ln in out.splitlines() if ln.startswith("REFUSED: nothing")]

@@ -72,10 +72,34 @@ def test_a_provider_with_server_side_apply_off_is_refused(tmp_path):
     assert code == plan.EXIT_REFUSED, text
     [line] = [ln for ln in text.splitlines() if ln.startswith("REFUSED: provider")]
     assert line.startswith("REFUSED: provider render-yaml: enableServerSideApply is false: taking over the live objects")
-    assert ("Fix: remove kubernetes:enableServerSideApply from the stack (server-side apply is the provider's default), "
-            "or render a separate render-only stack for ArgoCD.") in line
+    assert ("Fix: remove kubernetes:enableServerSideApply from the stack (server-side apply is the provider's default; "
+            "a secret value cannot be judged before the CLI decrypts it), or render a separate render-only stack for "
+            "ArgoCD.") in line
     assert _run(_document(ssa="true"), tmp_path)[0] == plan.EXIT_OK
     for off in ("0", "f", "False"):  # what Go's strconv.ParseBool reads as false, as the provider does
         code, text = _run(_document(ssa=off), tmp_path)
         assert code == plan.EXIT_REFUSED, off
         assert f"enableServerSideApply is {off}: taking over" in text  # the plan's own value
+
+
+def test_server_side_apply_off_through_a_secret_is_refused_and_never_shown(tmp_path):
+    """A secret enableServerSideApply (a plan's ``[secret]``, Pulumi's secret object with or without
+    its plaintext) walked around the refusal: read as the provider will, it may be false."""
+    sig = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
+    for ssa in ("[secret]", sig, {**sig, "plaintext": '"false"'}):
+        code, text = _run(_document(ssa=ssa), tmp_path)  # type: ignore[arg-type]
+        assert code == plan.EXIT_REFUSED, (ssa, text)
+        assert "enableServerSideApply is [secret]: taking over" in text and "plaintext" not in text
+    assert _run(_document(ssa={**sig, "plaintext": '"true"'}), tmp_path)[0] == plan.EXIT_OK  # type: ignore[arg-type]
+
+
+def test_a_render_mode_switch_is_seen_when_the_old_providers_reference_is_absent(tmp_path):
+    """A step whose old state names no provider ran on the default one: moving it to render-yaml is
+    the same switch (it was unseen)."""
+    doc = _document(render=True)
+    for step in doc["steps"]:
+        if step.get("oldState"):
+            step["oldState"].pop("provider", None)
+    moved = provider_change.moved(plan.read_plan(json.dumps(doc))[1])
+    assert moved == {("default", "render-yaml"): 3}
+    assert _run(doc, tmp_path)[0] == plan.EXIT_REFUSED

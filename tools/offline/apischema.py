@@ -23,6 +23,8 @@ beyond it that a hostile manifest reached the pack with.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
 import json
 import re
@@ -39,7 +41,7 @@ from core import kube, quantity
 from core.engines import CandleConfig, VllmConfig, human_int, number
 from core.manifests import pods as manifests_pods
 from core.manifests.servers import parse_args
-from core.problems import Problem
+from core.problems import HIDDEN, Problem, described, shown
 
 #: The Kubernetes minor version the schema is of: the toolchain's kube-apiserver (k8s.io/kubernetes v1.34.2).
 KUBERNETES_MINOR = "1.34"
@@ -109,7 +111,7 @@ def _schema_problem(err: jsonschema.ValidationError, prefix: tuple[Any, ...] = (
         where = f"{path}." if path != "(object)" else ""
         field = unknown[0] if unknown else "?"
         hint = f"did you mean {near[field][0]}?" if near.get(field) else f"the known fields are {', '.join(known[:12])}"
-        return Problem(f"{where}{field}", err.instance.get(field),
+        return Problem(f"{where}{field}", described(err.instance.get(field)),
                        f"unknown field (the Kubernetes {KUBERNETES_MINOR} schema has no {field} here; the API "
                        "server refuses it under strict field validation, and drops it otherwise)",
                        f"{hint} Rename or delete the field")
@@ -123,9 +125,10 @@ def _schema_problem(err: jsonschema.ValidationError, prefix: tuple[Any, ...] = (
              "number": "a number", "boolean": "true or false"}
     if err.validator == "type" and expected:
         kinds = [words.get(str(t), str(t)) for t in (expected if isinstance(expected, list) else [expected]) if t != "null"]
-        return Problem(path, err.instance, f"the API server's schema wants {' or '.join(kinds)} here",
+        return Problem(path, described(err.instance), f"the API server's schema wants {' or '.join(kinds)} here",
                        f"write {' or '.join(kinds)} (see kubectl explain {path.split('[')[0]})")
-    return Problem(path, err.instance, f"the API server's schema refuses it: {err.message[:200]}",
+    return Problem(path, described(err.instance), f"the API server's schema refuses it ({err.validator} "
+                   f"{json.dumps(err.validator_value, default=str)[:80]})",
                    "correct the value (kubectl explain shows the field's type)")
 
 
@@ -150,11 +153,59 @@ def _pod_problems(spec: Any, at: tuple[Any, ...]) -> list[Problem]:
     if spec.get("containers") == []:
         out.append(Problem(_path((*at, "containers")), [], "a pod needs at least one container (the API server "
                            "refuses spec.containers: [])", "give the pod its container, or delete the workload"))
+    out += _user_problems(spec.get("securityContext"), (*at, "securityContext"))
     for field in ("containers", "initContainers"):
-        for i, c in enumerate(spec.get(field) or []):
+        for i, c in enumerate(spec.get(field) or [] if isinstance(spec.get(field), list) else []):
             if isinstance(c, dict):
                 out += _quantity_problems(c.get("resources"), (*at, field, i, "resources"))
                 out += _engine_problems(c, (*at, field, i))
+                out += _user_problems(c.get("securityContext"), (*at, field, i, "securityContext"))
+                out += _exec_problems(c, (*at, field, i))
+    return out
+
+
+def _user_problems(context: Any, at: tuple[Any, ...]) -> list[Problem]:
+    """A runAsUser / runAsGroup the API server refuses (apimachinery ``IsValidUserID`` /
+    ``IsValidGroupID``: 0 to 2,147,483,647; the schema's type is int64)."""
+    out = []
+    for key in ("runAsUser", "runAsGroup"):
+        value = context.get(key) if isinstance(context, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= kube.INT32_MAX:
+            out.append(Problem(_path((*at, key)), value, f"{key} must be between 0 and {kube.INT32_MAX:,} (the API "
+                               "server's IsValidUserID; Linux ids are 32-bit)", f"give {key} a uid within the range"))
+    return out
+
+
+def _exec_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Problem]:
+    """A command, argument or ``NAME=value`` longer than execve(2) takes (:data:`core.kube.MAX_ARG_STRLEN`):
+    the container would fail to start with E2BIG. Values are never quoted (an env value may be a secret)."""
+    out = []
+    strings = [(key, i, a) for key in ("command", "args") if isinstance(container.get(key), list)
+               for i, a in enumerate(container[key]) if isinstance(a, str)]
+    strings += [("env", i, f"{e.get('name')}={e['value']}") for i, e in enumerate(container.get("env") or [])
+                if isinstance(container.get("env"), list) and isinstance(e, dict) and isinstance(e.get("value"), str)]
+    for key, i, text in strings:
+        size = len(text.encode()) + 1
+        if size > kube.MAX_ARG_STRLEN:
+            out.append(Problem(_path((*at, key, i)), described(text), f"{size:,} bytes, above the {kube.MAX_ARG_STRLEN:,} "
+                               "bytes execve takes per string (MAX_ARG_STRLEN): the container never starts (E2BIG)",
+                               "put the value in a file (a ConfigMap mounted as a volume) and pass its path"))
+    return out
+
+
+def _secret_data_problems(obj: dict[str, Any]) -> list[Problem]:
+    """A Secret's ``data`` value that is not base64 (the API server decodes it as ``[]byte``: "illegal
+    base64 data"). The value is never shown."""
+    data = obj.get("data")
+    out = []
+    for key, value in data.items() if isinstance(data, dict) else ():
+        if not isinstance(value, str):
+            continue
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            out.append(Problem(f"data.{key}", HIDDEN, "a Secret's data value must be base64 (the API server refuses "
+                               "illegal base64 data)", f"encode it (base64 -w0), or move it to stringData.{key}"))
     return out
 
 
@@ -199,7 +250,8 @@ def _engine_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Pro
 def _quantity_problems(resources: Any, at: tuple[Any, ...]) -> list[Problem]:
     out = []
     for part in ("requests", "limits"):
-        for name, value in ((resources or {}).get(part) or {}).items() if isinstance(resources, dict) else ():
+        given = resources.get(part) if isinstance(resources, dict) else None
+        for name, value in given.items() if isinstance(given, dict) else ():  # another shape: the schema's refusal
             try:
                 negative = quantity.parse(value) < 0
             except quantity.QuantityError as err:
@@ -228,6 +280,8 @@ def object_problems(obj: dict[str, Any]) -> list[Problem]:
         out += [_schema_problem(e) for e in errors]
     if kind in _POD_SPEC_PATHS:
         out += _pod_problems(_dig(obj, _POD_SPEC_PATHS[kind]), _POD_SPEC_PATHS[kind])
+    if kind == "Secret":
+        out += _secret_data_problems(obj)
     if kind == "InferenceService":
         predictor = _dig(obj, ("spec", "predictor"))
         for i, c in enumerate((predictor or {}).get("containers") or [] if isinstance(predictor, dict) else []):
@@ -240,7 +294,7 @@ def object_problems(obj: dict[str, Any]) -> list[Problem]:
 def render(obj: dict[str, Any], problems: list[Problem], where: str) -> str:
     """The problems of one object, one per line: ``<where>: <Kind> <name>: <path> = <value>: <rule>; fix: <fix>``."""
     head = f"{where}: {obj['kind']} {obj['metadata']['name']!r}"
-    return "\n".join(f"{head}: {p.path} = {json.dumps(p.value, default=str)[:80]}: {p.rule}; fix: {p.fix}"
+    return "\n".join(f"{head}: {p.path} = {shown(p.value, p.path)[:80]}: {p.rule}; fix: {p.fix}"
                      for p in problems)
 
 

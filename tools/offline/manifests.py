@@ -13,6 +13,7 @@ the policy pack in ``PULUMI_CONFIG``.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -69,6 +70,11 @@ CLUSTER_SCOPED = frozenset({
 })
 
 
+#: A Kubernetes kind (``Deployment``) and apiVersion (``apps/v1``, ``v1``), as the API server serves them.
+KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
+API_VERSION = re.compile(r"([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/)?v[0-9][a-z0-9]{0,20}")
+
+
 def object_problem(doc: Any) -> str | None:
     """Why ``doc`` is not a Kubernetes object (the rule and the fix), or None."""
     if not isinstance(doc, dict):
@@ -76,6 +82,11 @@ def object_problem(doc: Any) -> str | None:
     for key in ("apiVersion", "kind"):
         if not isinstance(doc.get(key), str) or not doc[key]:
             return f"{key} is {json.dumps(doc.get(key), default=str)}, not a non-empty string; fix: set {key}"
+    if not KIND.fullmatch(doc["kind"]) or not API_VERSION.fullmatch(doc["apiVersion"]):
+        key = "kind" if not KIND.fullmatch(doc["kind"]) else "apiVersion"
+        return (f"{key} is {json.dumps(doc[key])[:60]}, not a Kubernetes {key} (a kind is letters and digits from a "
+                "letter; an apiVersion [group/]version in lower case): no API server serves it, and it would name a "
+                f"file outside the rendering; fix: correct {key}")
     meta = doc.get("metadata")
     if not isinstance(meta, dict):
         return f"metadata is {json.dumps(meta, default=str)[:60]}, not a map; fix: give metadata: {{name: ..., namespace: ...}}"

@@ -38,6 +38,7 @@ import json
 import logging
 import runpy
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,10 +275,14 @@ def _run(config: dict[str, str], secret: list[str], program: Path, stack: str, p
     previous_loop = _current_loop()
     asyncio.set_event_loop(loop)
     monitor = RecordingMonitor(_Mocks(), on_register)
+    interrupted = False
     try:
         _configure(config, secret, monitor, stack, project, preview)
         try:
             loop.run_until_complete(run_in_stack(lambda: _exec(program)))
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.Terminated) mid-run: leave at once
+            interrupted = True
+            raise
         except BaseException as err:  # noqa: BLE001 - classified, then re-raised
             clean = _clean(err)
             if clean is err:
@@ -285,7 +290,7 @@ def _run(config: dict[str, str], secret: list[str], program: Path, stack: str, p
             raise clean from None
         return ProgramRun(resources=_ordered(monitor.records), outputs=dict(monitor.stack_outputs))
     finally:
-        _close(loop)
+        _close(loop, interrupted)
         asyncio.set_event_loop(previous_loop)
         monitor.resources.clear()
 
@@ -336,11 +341,25 @@ def _clean(err: BaseException) -> BaseException:
     return err
 
 
-def _close(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel what a failed program left pending, stop the executor threads, close the loop."""
+def _close(loop: asyncio.AbstractEventLoop, interrupted: bool = False) -> None:
+    """Cancel what a failed program left pending, stop the executor threads, close the loop.
+    ``interrupted`` (Ctrl-C, SIGTERM): the tasks are cancelled without being run again and the
+    executor's threads are not waited for (a registration in flight would hold the exit until
+    SIGKILL), and asyncio says nothing of what the cancellation ends."""
     pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
     for task in pending:
         task.cancel()
+    if interrupted:
+        # The process is ending: the coroutines the cancellation drops are not news.
+        warnings.filterwarnings("ignore", message="coroutine .* was never awaited", category=RuntimeWarning)
+        loop.set_exception_handler(lambda _loop, _context: None)
+        executor = getattr(loop, "_default_executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        for task in pending:
+            task._log_destroy_pending = False  # type: ignore[attr-defined]  # no "Task was destroyed" line
+        loop.close()
+        return
     if pending:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     loop.run_until_complete(loop.shutdown_default_executor())

@@ -344,7 +344,8 @@ def spawn(pack_dir: Path, env: PackEnv, python: str | None = None, timeout: floa
                 "passes the stack config the same way and would fail too; fix: shrink the stack config "
                 "(the inventory and models are what the pack reads)"
             ) from None
-        raise PackStartError(f"cannot start the policy pack in {pack_dir}: {err}") from None
+        raise PackStartError(f"cannot start the policy pack in {pack_dir}: {err.strerror or err}; fix: check that "
+                             f"{python or sys.executable} runs and the directory is readable") from None
     return PackConnection(proc, stderr_file, pack_dir, timeout)
 
 

@@ -104,6 +104,13 @@ def kept_by_pulumi(resources: Iterable[Resource]) -> list[str]:
             f"{(r.props.get('metadata') or {}).get('name')}" for r in resources if r.custom and r.type in KEPT_BY_PULUMI]
 
 
+def printable_of(obj: dict[str, Any]) -> str:
+    """``apiVersion kind name`` of ``obj`` for a message, control characters escaped."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    return repr(f"{obj.get('apiVersion')} {obj.get('kind')} {meta.get('name')}")[1:-1][:120]
+
+
 def render_path(obj: dict[str, Any]) -> str:
     """The file ``renderPathForResource`` gives ``obj``, relative to the render directory.
 
@@ -121,6 +128,10 @@ def render_path(obj: dict[str, Any]) -> str:
         )
     api_version = str(obj["apiVersion"]).replace("/", "_").replace(":", "_")
     namespace = str(meta.get("namespace") or "default")
+    for what, part in (("apiVersion", api_version), ("kind", str(obj["kind"])), ("namespace", namespace), ("name", name)):
+        if "/" in part or "\\" in part or not part.isprintable():
+            raise RenderError(f"cannot render {printable_of(obj)}: its {what} holds path characters ('/', '\\', or a "
+                              f"control character), so its file would land outside the rendering; fix: correct {what}")
     file_name = f"{api_version}-{str(obj['kind']).lower()}-{namespace}-{name}.yaml"
     is_crd = obj["kind"] == "CustomResourceDefinition" and obj["apiVersion"] in CRD_API_VERSIONS
     return f"{CRD_DIR if is_crd else MANIFEST_DIR}/{file_name}"
@@ -176,7 +187,7 @@ def stage_tree(files: dict[str, str], out_dir: Path) -> Path:
         for sub in (CRD_DIR, MANIFEST_DIR):
             (tmp / sub).mkdir()
         for rel, text in files.items():
-            (tmp / rel).write_text(text)
+            (tmp / rel).write_text(text, encoding="utf-8")
     except BaseException as err:
         discard_tree(tmp)
         if isinstance(err, OSError):
@@ -195,7 +206,8 @@ def commit_tree(staged: Path, out_dir: Path) -> None:
         _check_replaceable(out_dir)
         _swap_in(staged, out_dir)
     except OSError as err:
-        raise RenderError(f"cannot write {out_dir}: {err}; fix: check the directory's permissions and free space") from None
+        raise RenderError(f"cannot write {out_dir}: {err.strerror or err}; fix: check the directory's permissions and "
+                          "free space (a read-only clone: pass --out a writable directory)") from None
     finally:
         discard_tree(staged)
 
@@ -210,26 +222,53 @@ def lock_out_dir(out_dir: Path) -> Callable[[], None]:
     """Hold ``out_dir`` for one preview: an exclusive lock on ``.<name>.lock`` beside it, so a second
     preview into the same ``--out`` is refused (:class:`RenderError`) instead of one rendering
     silently replacing the other's. Returns the release (which removes the lock file). Without
-    the parent directory there is nothing to hold yet: nothing is created then."""
+    the parent directory it is created first (and removed again on release while empty), so two
+    previews into a new ``--out`` whose parent does not exist take the same lock too."""
     out_dir = Path(os.path.abspath(out_dir))  # noqa: PTH100
-    if not out_dir.parent.is_dir():
+    created: list[Path] = []
+    for _ in range(3):  # a parent another preview removes meanwhile is made again
+        missing = [p for p in [out_dir.parent, *out_dir.parent.parents] if not p.exists()]
+        try:
+            for d in reversed(missing):
+                d.mkdir(exist_ok=True)
+                created.append(d)
+        except OSError:
+            _remove_empty(created)
+            return lambda: None  # a parent that cannot be made is refused when the rendering is staged
+        lock = out_dir.parent / f".{out_dir.name}.lock"
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            break
+        except FileNotFoundError:
+            continue
+        except OSError:
+            _remove_empty(created)
+            return lambda: None  # an unwritable parent is refused when the rendering is staged
+    else:
+        _remove_empty(created)
         return lambda: None
-    lock = out_dir.parent / f".{out_dir.name}.lock"
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        return lambda: None  # an unwritable parent is refused when the rendering is staged
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
+        _remove_empty(created)
         raise RenderError(f"another preview is writing {out_dir} now (it holds {lock}); fix: wait for it to end, or "
                           "pass another --out") from None
 
     def release() -> None:
         lock.unlink(missing_ok=True)
         os.close(fd)
+        _remove_empty(created)
     return release
+
+
+def _remove_empty(created: list[Path]) -> None:
+    """Remove the directories :func:`lock_out_dir` made, deepest first, each only while empty."""
+    for d in reversed(created):
+        try:
+            d.rmdir()
+        except OSError:
+            break
 
 
 #: Where no rendering may go: kernel file systems.

@@ -48,7 +48,7 @@ from yaml import YAMLError
 from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from core.problems import ConfigError, Problem
+from core.problems import HIDDEN, ConfigError, Problem, redacted
 from core.yaml11 import Yaml11Loader
 from core.yaml12 import Yaml12Loader
 
@@ -135,19 +135,27 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = (), kubectl: bool = 
             problems.append(_too_deep(at(path[:MAX_DEPTH])))
             continue
         expected = MAP_TAG if isinstance(node, MappingNode) else SEQ_TAG if isinstance(node, SequenceNode) else None
+        secret = redacted(node.value if isinstance(node, ScalarNode) else None, at(path)) == HIDDEN
         if (node.tag != expected) if expected else (node.tag not in PLAIN_TAGS):
             words = _TAG_WORDS.get(node.tag, f"the tag {node.tag}")
+            quoted = "" if secret or not isinstance(node, ScalarNode) else f" ({_quoted(node)})"
             problems.append(Problem(at(path), node.value if isinstance(node, ScalarNode) else None,
                                     f"line {_line(node)}: {words} is not plain data (JSON, Pulumi config and the "
                                     "Kubernetes API have no such value)",
-                                    (f"quote it to keep it as text ({_quoted(node)}), or " if isinstance(node, ScalarNode)
+                                    (f"quote it to keep it as text{quoted}, or " if isinstance(node, ScalarNode)
                                      else "") + "write a plain string, number, list or map"))
         if not kubectl and isinstance(node, ScalarNode) and node.tag == _Y + "int" \
-                and _LEGACY_OCTAL.fullmatch(node.value) and not node.style:
+                and _LEGACY_OCTAL.fullmatch(node.value) and not node.style and not secret:
             problems.append(Problem(at(path), node.value, f"line {_line(node)}: {node.value} has a leading zero: YAML 1.2 "
                                     f"reads it in base 10, the Pulumi CLI (yaml.v3) in base 8",
                                     f"write 0o{node.value.lstrip('+-0') or '0'} for the octal number, "
                                     f"{node.value.lstrip('+-0') or '0'} for the decimal one, or quote it for text"))
+        if isinstance(node, ScalarNode) and node.tag == _Y + "int" and _beyond_64_bits(node.value):
+            problems.append(Problem(at(path), None if secret else node.value[:40] + "...",
+                                    f"line {_line(node)}: a whole number of {len(node.value):,} characters, beyond 64 "
+                                    "bits (the Pulumi CLI's YAML reader, yaml.v3, keeps no such integer)",
+                                    "give the intended number, or quote it for text"))
+            continue
         if isinstance(node, ScalarNode) and node.tag == _Y + "float" and _not_finite(node.value):
             problems.append(Problem(at(path), node.value, f"line {_line(node)}: {node.value} is not a finite number "
                                     "(JSON, Pulumi config and the Kubernetes API have no infinity or NaN)",
@@ -158,6 +166,20 @@ def node_problems(root: Node, strip: tuple[PathPart, ...] = (), kubectl: bool = 
             todo.extend(reversed(_mapping_children(node, path, at, problems)))
     problems.extend(_alias_problems(root, at))
     return problems
+
+
+def _beyond_64_bits(text: str) -> bool:
+    """An integer literal outside -2^63 .. 2^64-1 (read without converting a runaway literal: Python
+    refuses to convert more than 4,300 digits)."""
+    digits = text.replace("_", "").lstrip("+-")
+    if len(digits) > 66:  # 0b and 64 binary digits is the longest in range
+        return True
+    try:
+        value = int(digits[2:], {"0b": 2, "0o": 8, "0x": 16}[digits[:2].lower()]) if digits[:2].lower() in (
+            "0b", "0o", "0x") else int(digits)
+    except ValueError:
+        return False
+    return value >= 2**64
 
 
 def _not_finite(text: str) -> bool:
