@@ -35,8 +35,8 @@ from core.yaml12 import Yaml12Loader
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
-def _where(name: str) -> str:
-    return f"core/data/{name}.yaml"
+def _where(name: str, suffix: str = "yaml") -> str:
+    return f"core/data/{name}.{suffix}"
 
 
 def _entry(raw: Any, head: Any, name_key: str) -> str:
@@ -46,7 +46,7 @@ def _entry(raw: Any, head: Any, name_key: str) -> str:
     return str(head)
 
 
-def problems(name: str, err: ValidationError, raw: Any = None, name_key: str = "") -> list[Problem]:
+def problems(name: str, err: ValidationError, raw: Any = None, name_key: str = "", suffix: str = "yaml") -> list[Problem]:
     """One :class:`Problem` per pydantic error of ``core/data/<name>.yaml`` (``raw``, its parsed
     data): the path names the file, the entry (a mapping's key, or a list item's ``name_key``
     value) and the key within it, ``core/data/models.yaml, entry Qwen/Qwen3-14B, key
@@ -54,7 +54,7 @@ def problems(name: str, err: ValidationError, raw: Any = None, name_key: str = "
     out = []
     for e in err.errors(include_url=False):
         loc = list(e["loc"])
-        path = _where(name)
+        path = _where(name, suffix)
         if loc:
             path += f", entry {_entry(raw, loc[0], name_key)}"
         if loc[1:]:
@@ -63,7 +63,7 @@ def problems(name: str, err: ValidationError, raw: Any = None, name_key: str = "
             path=path,
             value=None if e["type"] == "missing" else e.get("input"),
             rule=str(e["msg"]),
-            fix=f"correct the entry in {_where(name)} (its schema: core/data/{name}.schema.json)",
+            fix=f"correct the entry in {_where(name, suffix)} (its schema: core/data/{name}.schema.json)",
         ))
     return out
 
@@ -78,11 +78,13 @@ class Catalog:
     title: str
     description: str
     name_key: str = ""
+    #: ``yaml`` (hand-kept catalogs) or ``json`` (generated data, :mod:`core.contracts`: read fast).
+    suffix: str = "yaml"
 
     @property
     def path(self) -> Path:
-        """``core/data/<name>.yaml``."""
-        return DATA_DIR / f"{self.name}.yaml"
+        """``core/data/<name>.yaml`` (or ``.json``)."""
+        return DATA_DIR / f"{self.name}.{self.suffix}"
 
     @property
     def schema_path(self) -> Path:
@@ -92,15 +94,16 @@ class Catalog:
     def load(self) -> Any:
         """The file's data, validated. Raises :class:`core.problems.ConfigError` naming the file,
         entry, key and value of every problem (for a file that is not YAML: PyYAML's line)."""
-        where = _where(self.name)
+        where = _where(self.name, self.suffix)
+        text = self.path.read_text(encoding="utf-8")
         try:
-            raw = yaml.load(self.path.read_text(encoding="utf-8"), Loader=Yaml12Loader)
-        except yaml.YAMLError as err:
-            raise ConfigError([Problem(where, None, f"not YAML: {err}", "correct the file")], where) from None
+            raw = json.loads(text) if self.suffix == "json" else yaml.load(text, Loader=Yaml12Loader)
+        except (yaml.YAMLError, ValueError) as err:
+            raise ConfigError([Problem(where, None, f"not {self.suffix.upper()}: {err}", "correct the file")], where) from None
         try:
             return self.adapter.validate_python(raw)
         except ValidationError as err:
-            raise ConfigError(problems(self.name, err, raw, self.name_key), where) from None
+            raise ConfigError(problems(self.name, err, raw, self.name_key, self.suffix), where) from None
 
     def schema(self) -> dict[str, Any]:
         """The file's JSON Schema (draft 2020-12, as pydantic generates it for ``adapter``)."""
