@@ -6,6 +6,8 @@ guess, and :func:`not_judged` says what was left out, one line each:
 
 - a server of an engine the pack recognises but does not model (SGLang, TGI: :attr:`Container.call`);
 - a server whose argv cannot be known from the manifest (:func:`core.manifests.argv.effective_argv`);
+- a vLLM server whose image tag names no release the engine contract covers (:mod:`core.contracts`):
+  its flags and env are not judged against a release;
 - an InferenceService in the KServe ``predictor.model`` form (the server comes from a
   ServingRuntime, not from the manifest);
 - a LeaderWorkerSet (one server across the pods of a group: the per-pod server rules do not apply;
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from core import facts, manifests
+from core import contracts, facts, images, manifests
 from core.inventory import ClusterInventory
 from policylib import views
 
@@ -44,6 +46,12 @@ def _container_lines(w: manifests.Workload) -> list[str]:
                        f"({' '.join(c.call.program)}), which the pack does not model: {SERVER_RULES}")
         elif c.argv.argv is None and c.looks_like_server:
             out.append(f"{where}: the server's argv cannot be known ({c.argv.unknown}): {SERVER_RULES}")
+        elif c.call is not None and c.call.engine == "vllm" and contracts.release_of_image(c.image) is None:
+            version = images.parse_image(c.image).version
+            named = (f"names vLLM {'.'.join(map(str, version))}, which the engine contract does not cover"
+                     if version else "names no vLLM release")
+            out.append(f"{where}: the image tag of {c.image} {named} (covered: {contracts.covered()}): its flags and "
+                       "env are not judged against a release (vllm-engine-contract)")
     return out
 
 
