@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 
-from core import contracts
+from core import contracts, images
 from core.contracts import Flag, Release
 from core.engines import human_int
 from core.registry import Breach, describe_policy, rule
@@ -28,6 +28,8 @@ from core.registry import Breach, describe_policy, rule
 #: UVAOffloadConfig ``cpu_offload_gb``, "per GPU").
 CPU_OFFLOAD_FLAG = "--cpu-offload-gb"
 MIB_PER_GIB = 1024
+#: The repositories whose images are the release's published build (docker/Dockerfile, target vllm-openai).
+OFFICIAL_IMAGES = frozenset({"vllm/vllm-openai"})
 #: difflib cutoff for an env name: only a near miss of a name the release reads is a typo.
 ENV_CUTOFF = 0.9
 
@@ -137,9 +139,11 @@ def env_known(rel: Release, name: str) -> Breach | None:
       policy="vllm-engine-contract")
 def image_capability(rel: Release, image: str, sm: int, card: str) -> Breach | None:
     """The default build of ``rel`` (the image its release tag names) lists compute capability
-    ``sm`` (x10) of ``card``."""
+    ``sm`` (x10) of ``card``. Judged for the project's published images only
+    (:data:`OFFICIAL_IMAGES`): an image built elsewhere from the same release may carry another
+    arch list."""
     build = next((b for b in rel.image_builds if b.variant == "default"), None)
-    if build is None or sm in build.capabilities:
+    if build is None or sm in build.capabilities or images.repository_path(image) not in OFFICIAL_IMAGES:
         return None
     shown = ", ".join(f"sm_{c}" for c in build.capabilities)
     return Breach(f"image {image} ({rel.label}, CUDA {build.cuda}) is built for {shown}: no kernels for the {card}'s "

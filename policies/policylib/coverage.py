@@ -47,11 +47,10 @@ def _container_lines(w: manifests.Workload) -> list[str]:
         elif c.argv.argv is None and c.looks_like_server:
             out.append(f"{where}: the server's argv cannot be known ({c.argv.unknown}): {SERVER_RULES}")
         elif c.call is not None and c.call.engine == "vllm" and contracts.release_of_image(c.image) is None:
-            version = images.parse_image(c.image).version
-            named = (f"names vLLM {'.'.join(map(str, version))}, which the engine contract does not cover"
-                     if version else "names no vLLM release")
-            out.append(f"{where}: the image tag of {c.image} {named} (covered: {contracts.covered()}): its flags and "
-                       "env are not judged against a release (vllm-engine-contract)")
+            named = ("names no release the engine contract covers" if images.parse_image(c.image).version
+                     else "names no vLLM release")
+            out.append(f"{where}: the image tag of {c.image} {named} (covered: vLLM {contracts.covered()}): its flags "
+                       "and env are not judged against a release (vllm-engine-contract)")
     return out
 
 
