@@ -31,10 +31,8 @@ from typing import Any
 
 from core import contracts
 from tools import cli
-from tools.contract import vllm_source
+from tools.contract import RELEASES, vllm_source
 
-#: The vLLM releases the contract covers: prod's (0.11.0), one older, two newer.
-RELEASES = ("0.10.1.1", "0.11.0", "0.14.1", "0.19.1")
 #: The package index's simple API (PEP 691); ``PIP_INDEX_URL`` overrides it, as for pip.
 INDEX = "https://pypi.org/simple/"
 
