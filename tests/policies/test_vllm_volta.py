@@ -195,3 +195,15 @@ def test_custom_all_reduce_flag_is_needed_at_tp2_only():
     assert any("at tensor parallel 2 without NVLink (worker-1)" in m for m in two)
     four = _run(_vllm("[--model=m, --dtype=float16, -tp, '4']", cards=4, node="worker-1"))
     assert not any("custom" in m for m in four)
+
+
+def test_a_release_whose_sampler_falls_back_needs_no_variable(monkeypatch):
+    """A release that checks the card and falls back to the PyTorch path (the contract's
+    ``falls back``) runs on sm_70 whatever the variable says: no breach, even asked for."""
+    from core import contracts
+
+    rel = contracts.release("0.11.0")
+    falls = rel.model_copy(update={"sampler": rel.sampler.model_copy(update={"flashinfer_on_unsupported_card": "falls back"})})
+    monkeypatch.setattr(contracts, "release", lambda version: falls)
+    assert _sampler_case("vllm/vllm-openai:v0.11.0") == []
+    assert _sampler_case("vllm/vllm-openai:v0.11.0", env="[{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]") == []
