@@ -53,7 +53,7 @@ def resolve(rel: Release, spelling: str) -> Flag | None:
 
 @rule("vllm-flag-known", "Every flag is one the image's vLLM release declares.",
       "the release's vllm/engine/arg_utils.py and vllm/entrypoints/openai/cli_args.py (core/data/vllm_releases.json)",
-      policy="vllm-engine-contract")
+      policy="engine-contract")
 def flag_known(rel: Release, spelling: str) -> Breach | None:
     """``spelling`` is a flag of ``rel``; else the breach names the release, and either the
     covered release that still had it (and the replacement its deprecation named) or the closest
@@ -70,7 +70,9 @@ def flag_known(rel: Release, spelling: str) -> Breach | None:
                       f"image runs {rel.label}{instead}", fix)
     near = rel.suggest(spelling)
     hint = f"; did you mean {near}?" if near else ""
-    return Breach(f"flag {spelling} is not a flag of {rel.label} (vllm serve refuses to start: unrecognized arguments){hint}",
+    refusal = ("vllm serve refuses to start: unrecognized arguments" if rel.engine == "vllm"
+               else "candle-vllm refuses to start: unexpected argument")
+    return Breach(f"flag {spelling} is not a flag of {rel.label} ({refusal}){hint}",
                   f"spell it {near}" if near else f"remove {spelling}")
 
 
@@ -79,6 +81,9 @@ def _value_ok(flag: Flag, value: str) -> bool:
         return True
     if flag.choices is not None:
         return value in {str(c) for c in flag.choices}
+    if flag.type.endswith("-list"):  # clap value_delimiter = ',': each item of the element type
+        element = flag.model_copy(update={"type": flag.type.removesuffix("-list")})
+        return all(_value_ok(element, item) for item in value.split(","))
     try:
         if flag.type == "int":
             int(value)
@@ -94,12 +99,13 @@ def _value_ok(flag: Flag, value: str) -> bool:
 def _allowed(flag: Flag) -> str:
     if flag.choices is not None:
         return "one of " + ", ".join(str(c) for c in flag.choices)
-    return {"int": "an integer", "float": "a number", "human-int": "an integer (64k and 64K allowed)"}.get(flag.type, flag.type)
+    return {"int": "an integer", "float": "a number", "human-int": "an integer (64k and 64K allowed)",
+            "int-list": "a comma-separated list of integers"}.get(flag.type, flag.type)
 
 
 @rule("vllm-flag-value", "Each flag's value is of the type and among the choices its release declares.",
       "the release's config dataclasses as vllm/engine/arg_utils.py _compute_kwargs reads them (core/data/vllm_releases.json)",
-      policy="vllm-engine-contract")
+      policy="engine-contract")
 def flag_value(rel: Release, spelling: str, values: Iterable[str], with_equals: bool = False) -> Breach | None:
     """The values given to ``spelling``: a switch takes none (``--enforce-eager=true`` is refused
     by argparse: "ignored explicit argument"); a value flag's each value of its type and among its
@@ -121,7 +127,7 @@ def flag_value(rel: Release, spelling: str, values: Iterable[str], with_equals: 
 
 
 @rule("vllm-env-known", "A VLLM_* variable that is a near miss of one the release reads is a typo.",
-      "the release's vllm/envs.py environment_variables (core/data/vllm_releases.json)", policy="vllm-engine-contract")
+      "the release's vllm/envs.py environment_variables (core/data/vllm_releases.json)", policy="engine-contract")
 def env_known(rel: Release, name: str) -> Breach | None:
     """``name`` (a container env name starting ``VLLM_``) is read by ``rel``, or is no near miss
     of a name it reads (difflib ratio :data:`ENV_CUTOFF`): other names may be a plugin's."""
@@ -136,7 +142,7 @@ def env_known(rel: Release, name: str) -> Breach | None:
 
 @rule("vllm-image-capability", "The image's build carries kernels for the card's compute capability.",
       "the release's docker/Dockerfile torch_cuda_arch_list within CMakeLists.txt CUDA_SUPPORTED_ARCHS",
-      policy="vllm-engine-contract")
+      policy="engine-contract")
 def image_capability(rel: Release, image: str, sm: int, card: str) -> Breach | None:
     """The default build of ``rel`` (the image its release tag names) lists compute capability
     ``sm`` (x10) of ``card``. Judged for the project's published images only
@@ -152,7 +158,7 @@ def image_capability(rel: Release, image: str, sm: int, card: str) -> Breach | N
 
 
 @rule("vllm-cpu-offload-memory", "CPU offload fits in the container's memory limit.",
-      "the release's --cpu-offload-gb (GiB of weights a rank keeps in CPU memory, per GPU)", policy="vllm-engine-contract")
+      "the release's --cpu-offload-gb (GiB of weights a rank keeps in CPU memory, per GPU)", policy="engine-contract")
 def cpu_offload(rel: Release, offload_gib: float | None, ranks: int, limit_mib: float | None) -> Breach | None:
     """``--cpu-offload-gb`` x the ranks of the pod (TP x PP) stays within the container's memory
     limit (MiB); nothing to judge without offload or without a limit."""
@@ -188,7 +194,7 @@ def env_breaches(rel: Release, env: Iterable[str]) -> list[Breach]:
 
 
 describe_policy(
-    "vllm-engine-contract",
+    "engine-contract",
     "A vLLM server's flags, env, card and memory against the contract of the release its image runs.",
     (
         "Spell each flag as the image's vLLM release declares it (vllm serve --help of that release), give each the "

@@ -6,8 +6,8 @@ guess, and :func:`not_judged` says what was left out, one line each:
 
 - a server of an engine the pack recognises but does not model (SGLang, TGI: :attr:`Container.call`);
 - a server whose argv cannot be known from the manifest (:func:`core.manifests.argv.effective_argv`);
-- a vLLM server whose image tag names no release the engine contract covers (:mod:`core.contracts`):
-  its flags and env are not judged against a release;
+- a vLLM server whose image tag names no release the engine contract covers (:mod:`core.contracts`),
+  or a candle-vllm server whose tag names no covered commit: its flags are not judged against one;
 - an InferenceService in the KServe ``predictor.model`` form (the server comes from a
   ServingRuntime, not from the manifest);
 - a LeaderWorkerSet (one server across the pods of a group: the per-pod server rules do not apply;
@@ -50,7 +50,11 @@ def _container_lines(w: manifests.Workload) -> list[str]:
             named = ("names no release the engine contract covers" if images.parse_image(c.image).version
                      else "names no vLLM release")
             out.append(f"{where}: the image tag of {c.image} {named} (covered: vLLM {contracts.covered()}): its flags "
-                       "and env are not judged against a release (vllm-engine-contract)")
+                       "and env are not judged against a release (engine-contract)")
+        elif c.call is not None and c.call.engine == "candle-vllm" and contracts.candle_commit_of_image(c.image) is None:
+            commits = ", ".join(r.release[:7] for r in contracts.candle_commits())
+            out.append(f"{where}: the image tag of {c.image} names no candle-vllm commit the engine contract covers "
+                       f"(covered: {commits}): its flags are not judged against a commit (engine-contract)")
     return out
 
 

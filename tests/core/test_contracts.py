@@ -98,3 +98,19 @@ def test_an_image_tag_names_its_release_or_none():
     assert contracts.release_of_image("docker.io/vllm/vllm-openai:v0.11.0@sha256:" + "a" * 64).release == "0.11.0"
     assert contracts.release_of_image("vllm/vllm-openai:latest") is None
     assert contracts.release_of_image("vllm/vllm-openai:v0.9.2") is None
+
+
+def test_candle_vllm_flags_as_its_main_rs_declares_them():
+    """core/data/candle_vllm_commits.json, read from a checkout of EricLBuehler/candle-vllm
+    (src/main.rs, clap Args): the flags the stack renders are there with clap's types."""
+    schema = contracts.CANDLE_FILE.schema()
+    jsonschema.Draft202012Validator(schema).validate(json.loads(contracts.CANDLE_FILE.path.read_text(encoding="utf-8")))
+    assert contracts.CANDLE_FILE.schema_path.read_text(encoding="utf-8") == contracts.CANDLE_FILE.schema_text()
+    (commit,) = contracts.candle_commits()
+    assert len(commit.release) == 40 and commit.source.index == "https://github.com/EricLBuehler/candle-vllm"
+    for spelling in ("--w", "--d", "--dtype", "--p", "--max-num-seqs", "--kv-fraction", "--prefill-chunk-size"):
+        assert commit.flag(spelling) is not None, spelling
+    assert commit.flag("--d").type == "int-list" and commit.flag("--p").default == 2000
+    assert commit.flag("--multithread").kind == "switch"
+    assert contracts.candle_commit_of_image(f"registry.local/candle-vllm:sm70-{commit.release[:9]}") == commit
+    assert contracts.candle_commit_of_image("forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70") is None

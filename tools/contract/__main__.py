@@ -5,6 +5,9 @@
     python3 dev.py contract --check    the same into memory: exit 1 when the committed file differs
     python3 dev.py contract --source 0.11.0=DIR   read release 0.11.0 from an unpacked sdist at DIR
                                        (no download; the sha256 is then the committed one)
+    python3 dev.py contract --candle DIR   also read candle-vllm's flags from a git checkout at DIR into
+                                       core/data/candle_vllm_commits.json (candle-vllm is on neither PyPI
+                                       nor crates.io: CI cannot regenerate that file; --check leaves it)
 
 Each release's sdist (``vllm-X.tar.gz``) is found on the package index's simple API (PEP 691 JSON,
 what pip reads), its sha256 checked against the index's, unpacked into a temporary folder and
@@ -22,6 +25,7 @@ import argparse
 import hashlib
 import io
 import json
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -31,7 +35,7 @@ from typing import Any
 
 from core import contracts
 from tools import cli
-from tools.contract import RELEASES, vllm_source
+from tools.contract import RELEASES, candle_source, vllm_source
 
 #: The package index's simple API (PEP 691); ``PIP_INDEX_URL`` overrides it, as for pip.
 INDEX = "https://pypi.org/simple/"
@@ -114,12 +118,41 @@ def generate(sources: dict[str, Path]) -> str:
     return json.dumps(entries, indent=1, ensure_ascii=False) + "\n"
 
 
+def write_candle(root: Path, check: bool) -> int:
+    """core/data/candle_vllm_commits.json (and its schema) from the checkout at ``root``, or with
+    ``check`` a comparison with the committed file."""
+    if not (root / candle_source.MAIN).is_file():
+        return cli.fail("contract", f"--candle {root}: no {candle_source.MAIN} there; give a candle-vllm checkout")
+    try:
+        entry = candle_source.record(root)
+    except (OSError, ValueError, subprocess.CalledProcessError) as err:
+        return cli.fail("contract", f"cannot read candle-vllm at {root}: {err}", code=cli.CRASH)
+    print(f"contract: reading candle-vllm {entry['release']} from {root}", file=sys.stderr)
+    contracts.CANDLE_FILE.adapter.validate_python([entry])
+    text = json.dumps([entry], indent=1, ensure_ascii=False) + "\n"
+    path, schema = contracts.CANDLE_FILE.path, contracts.CANDLE_FILE.schema_text()
+    if check:
+        same = path.is_file() and path.read_text(encoding="utf-8") == text
+        same = same and contracts.CANDLE_FILE.schema_path.read_text(encoding="utf-8") == schema
+        print(f"contract: core/data/{path.name} {'is current' if same else 'differs'}", file=sys.stderr)
+        return cli.OK if same else cli.VERDICT
+    path.write_text(text, encoding="utf-8")
+    contracts.CANDLE_FILE.schema_path.write_text(schema, encoding="utf-8")
+    print(f"contract: wrote core/data/{path.name} (candle-vllm {entry['release'][:7]})", file=sys.stderr)
+    return cli.OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="dev.py contract", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed file; exit 1 when it differs")
     parser.add_argument("--source", action="append", default=[], metavar="RELEASE=DIR",
                         help="read RELEASE from an unpacked sdist at DIR instead of downloading it")
+    parser.add_argument("--candle", metavar="DIR", help="read candle-vllm's src/main.rs from the git checkout at DIR")
     args = parser.parse_args(argv)
+    if args.candle:
+        code = write_candle(Path(args.candle), args.check)
+        if code != cli.OK:
+            return code
     sources: dict[str, Path] = {}
     for item in args.source:
         release, eq, folder = item.partition("=")

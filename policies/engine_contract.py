@@ -1,4 +1,4 @@
-"""vllm-engine-contract: a vLLM server against the contract of the release its image runs.
+"""engine-contract: a model server against the contract of the release its image runs.
 
 Applies to every vLLM container (any workload kind the read model knows) whose image tag names a
 release the contract covers (``core/data/vllm_releases.json``, generated from each release's
@@ -12,9 +12,14 @@ One violation per problem (:mod:`core.rulebook.contract`):
     (the Dockerfile's ``torch_cuda_arch_list`` within CMakeLists.txt's supported list);
   - ``--cpu-offload-gb`` x the pod's ranks above the container's memory limit.
 
+A candle-vllm server is judged the same way for its flags (unknown: "did you mean"; a value not
+of the flag's type; a switch written with a value) when its image tag names a commit the data
+covers by a prefix of 7 or more hex digits (``core/data/candle_vllm_commits.json``, read from
+a checkout of candle-vllm's ``src/main.rs``).
+
 Source: the release's own files, named in each message. Does not check: a tag that names no
-covered release (the coverage lines of ``analyze`` say so), JSON-valued flags' contents, a
-flag set through a config file (``--config``), CPU for worker processes.
+covered release or commit (the coverage lines of ``analyze`` say so), JSON-valued flags'
+contents, a flag set through a config file (``--config``), CPU for worker processes.
 """
 
 from __future__ import annotations
@@ -26,13 +31,19 @@ from core.rulebook import contract
 from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
 
-NAME = "vllm-engine-contract"
+NAME = "engine-contract"
 
 
 def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     w = views.of(args)
     if w is None:
         return
+    for c, server in w.servers_of("candle-vllm"):
+        commit = contracts.candle_commit_of_image(c.image)
+        if commit is not None:
+            for breach in contract.flag_breaches(commit, server.flags, server.raw):
+                report_violation(terms.message(
+                    w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name}")), args.urn)
     vllm = w.servers_of("vllm")
     if not vllm:
         return

@@ -1,11 +1,11 @@
-"""vllm-engine-contract on the forms teams write: production-stack's Helm chart as `helm template`
+"""engine-contract on the forms teams write: production-stack's Helm chart as `helm template`
 renders it, vLLM's own Kubernetes sample (sh -c), `$(VAR)` from the env, a KServe
 InferenceService; each judged against the release its image tag names, from the engine contract
 (core/data/vllm_releases.json)."""
 
 from __future__ import annotations
 
-import vllm_engine_contract as mod
+import engine_contract as mod
 
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
@@ -181,3 +181,41 @@ def test_an_image_build_without_the_cards_capability_is_refused(monkeypatch):
     assert any("image vllm/vllm-openai:v0.19.1 (vLLM 0.19.1, CUDA 12.9.1) is built for sm_75, sm_80, sm_90: no kernels "
                "for the Tesla-V100" in m for m in messages), messages
     assert _run(production_stack("v0.19.1").replace("vllm/vllm-openai", "registry.local/vllm-openai"), V100_STACK) == []
+
+
+def _candle(tag: str, args: list[str]) -> str:
+    """The reference candle-vllm Deployment's container (tests/reference/coder-14b-fp16.yaml's argv,
+    seed 001), with an image tag naming a candle-vllm commit."""
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: candle-vllm, namespace: llm-serving}}
+spec:
+  template:
+    spec:
+      containers:
+      - name: candle
+        image: registry.local/candle-vllm:{tag}
+        command: [/usr/local/bin/candle-vllm]
+        args: {args}
+        resources: {{limits: {{nvidia.com/gpu: "2"}}}}
+"""
+
+
+CANDLE_ARGS = ["--w", "/mnt/models/coder-14b-fp16", "--d", "0,1", "--dtype", "f16", "--p", "8080",
+               "--max-num-seqs", "32", "--kv-fraction", "0.85"]
+
+
+def test_candle_flags_are_judged_against_the_commit_the_tag_names():
+    from core import contracts
+
+    (commit,) = contracts.candle_commits()
+    tag = f"sm70-{commit.release[:7]}"
+    assert _run(_candle(tag, CANDLE_ARGS)) == []
+    (message,) = _run(_candle(tag, [*CANDLE_ARGS, "--kv-fractoin", "0.5"]))
+    assert f"flag --kv-fractoin is not a flag of candle-vllm {commit.release[:7]}" in message
+    assert "did you mean --kv-fraction?" in message
+    (message,) = _run(_candle(tag, [a if a != "0,1" else "0,x" for a in CANDLE_ARGS]))
+    assert "flag --d=0,x" in message
+    # A tag naming no covered commit (the user's :sm70) is not judged here; coverage lists it.
+    assert _run(_candle("sm70", [*CANDLE_ARGS, "--kv-fractoin", "0.5"])) == []
