@@ -31,8 +31,8 @@ from core.inventory import CardSpec, ClusterInventory
 from core.measured import Measured
 from core.modelfacts import ModelFacts, Models
 from core.registry import MANIFEST
-from core.rulebook.volta import SAMPLER_ENV as FLASHINFER_SAMPLER_ENV
 from core.rulebook import stack_config
+from core.rulebook.volta import SAMPLER_ENV as FLASHINFER_SAMPLER_ENV
 
 # --- the card a server runs on ------------------------------------------------------------
 

@@ -35,7 +35,7 @@ ENV_CUTOFF = 0.9
 
 
 def _prefix_match(rel: Release, spelling: str) -> Flag | None:
-    """argparse's abbreviation: a long option's unique prefix names it (``allow_abbrev``)."""
+    """A long option's unique prefix names it: argparse's ``allow_abbrev``, on by default."""
     if not spelling.startswith("--") or len(spelling) < 4:
         return None
     hits = {f.name for s, f in rel.by_spelling.items() if s.startswith(spelling)}
@@ -179,12 +179,12 @@ def flag_breaches(rel: Release, flags: Mapping[str, Iterable[str]], raw: Iterabl
     against ``rel``: unknown or removed flags, then values."""
     written_eq = {t.partition("=")[0].replace("_", "-") if t.startswith("--") else t.partition("=")[0]
                   for t in raw if t.startswith("-") and "=" in t}
-    out: list[Breach] = []
+    out: list[Breach | None] = []
     for spelling, values in flags.items():
         if "$(" in spelling or "${" in spelling:
             continue
         known = flag_known(rel, spelling)
-        out.append(known) if known else out.append(flag_value(rel, spelling, tuple(values), spelling in written_eq))
+        out.append(known or flag_value(rel, spelling, tuple(values), spelling in written_eq))
     return [b for b in out if b]
 
 

@@ -59,8 +59,8 @@ def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = rules.SM_VO
                           _env_fix(SAMPLER_ENV, "0"))
         why = "" if value == "1" else f" ({release.label} samples with FlashInfer unless it is 0)"
         return Breach(f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_{sm}{why}", _env_fix(SAMPLER_ENV, "0"))
-    on = rules.flashinfer_sampler_on_by_default(version, sm, v1_disabled=env.get("VLLM_USE_V1") == "0")
-    if value != "1" and on is False:
+    by_default = rules.flashinfer_sampler_on_by_default(version, sm, v1_disabled=env.get("VLLM_USE_V1") == "0")
+    if value != "1" and by_default is False:
         return None
     if version is None:
         since = rules.VLLM_V1_PRE_AMPERE_FROM if sm < rules.SM_AMPERE else rules.VLLM_V1_FROM

@@ -8,7 +8,8 @@ import kv_cache_fits_max_model_len as mod
 import pulumi.runtime
 import pytest
 
-from tests.policy_harness import DEFAULT_STACK_FILE, FIXTURES as FIXTURES_DIR, manifests, run_policy, use_stack_config
+from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
+from tests.policy_harness import FIXTURES as FIXTURES_DIR
 from tools.offline.manifests import load_stack_file
 
 V100 = {

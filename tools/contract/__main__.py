@@ -25,6 +25,7 @@ import argparse
 import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -42,8 +43,7 @@ INDEX = "https://pypi.org/simple/"
 
 
 def index_url() -> str:
-    import os
-
+    """The simple API's base URL, with a final slash."""
     return (os.environ.get("PIP_INDEX_URL") or INDEX).rstrip("/") + "/"
 
 
@@ -60,6 +60,7 @@ def sdist_entry(release: str) -> dict[str, Any]:
 
 
 def download(entry: dict[str, Any]) -> bytes:
+    """The sdist's bytes, refused (ValueError) when their sha256 is not the index's."""
     with urllib.request.urlopen(entry["url"], timeout=600) as resp:  # noqa: S310 (the package index)
         data: bytes = resp.read()
     digest = hashlib.sha256(data).hexdigest()
@@ -87,6 +88,7 @@ def record(release: str, root: Path, package: str, sha256: str) -> dict[str, Any
 
 
 def committed_sha(release: str) -> str | None:
+    """The sha256 the committed data records for ``release``, or None."""
     try:
         data = json.loads(contracts.VLLM_FILE.path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -143,6 +145,7 @@ def write_candle(root: Path, check: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command (see the module docstring); its exit code."""
     parser = argparse.ArgumentParser(prog="dev.py contract", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare with the committed file; exit 1 when it differs")
     parser.add_argument("--source", action="append", default=[], metavar="RELEASE=DIR",

@@ -26,6 +26,7 @@ A fact that cannot be read literally is left out or marked so (``choices: null``
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -489,7 +490,7 @@ def _calls(index: Index, func: ast.FunctionDef, rel: str, classes: dict[str, str
 
     def _explicit(node: ast.Call) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
-        keywords: list[tuple[str | None, ast.AST]] = []
+        keywords: list[tuple[str | None, ast.expr]] = []
         for kw in node.keywords:
             if kw.arg is None and isinstance(kw.value, ast.Dict):  # **{**x_kwargs["f"], "default": None}
                 for k, v in zip(kw.value.keys, kw.value.values, strict=True):
@@ -586,14 +587,10 @@ def read_flags(root: Path) -> list[dict[str, Any]]:
             flags += _calls(index, func, CLI_ARGS, {"cls": frontend_cls})
             break
     flags += _calls(index, _function(_parse(root, ARG_UTILS), "add_cli_args", "EngineArgs"), ARG_UTILS, {})
-    try:
+    with contextlib.suppress(SourceError):  # not in every release
         flags += _calls(index, _function(_parse(root, ARG_UTILS), "add_cli_args", "AsyncEngineArgs"), ARG_UTILS, {})
-    except SourceError:
-        pass
-    try:
+    with contextlib.suppress(SourceError):
         flags += _calls(index, _function(serve_tree, "subparser_init"), SERVE, {})
-    except SourceError:
-        pass
     seen: set[str] = set()
     unique = []
     for f in flags:
@@ -613,9 +610,15 @@ def read_env(root: Path) -> list[dict[str, Any]]:
     tree = _parse(root, ENVS)
     table = None
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
-        if isinstance(target, ast.Name) and target.id == "environment_variables" and isinstance(node.value, ast.Dict):  # type: ignore[union-attr]
-            table = node.value  # type: ignore[union-attr]
+        target: ast.expr
+        if isinstance(node, ast.AnnAssign):
+            target, value = node.target, node.value
+        elif isinstance(node, ast.Assign):
+            target, value = node.targets[0], node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "environment_variables" and isinstance(value, ast.Dict):
+            table = value
     if table is None:
         raise SourceError(f"{ENVS} has no environment_variables table")
     out = []
@@ -667,12 +670,12 @@ def read_quantization(root: Path) -> list[dict[str, Any]]:
     func = _function(tree, "get_quantization_config")
     imports: dict[str, str] = {}
     table: dict[str, str] = {}
-    for node in ast.walk(func):
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-            for alias in node.names:
-                imports[alias.asname or alias.name] = node.module
-        if isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Dict):
-            for k, v in zip(node.value.keys, node.value.values, strict=True):
+    for inner in ast.walk(func):
+        if isinstance(inner, ast.ImportFrom) and inner.level == 1 and inner.module:
+            for alias in inner.names:
+                imports[alias.asname or alias.name] = inner.module
+        if isinstance(inner, ast.AnnAssign | ast.Assign) and isinstance(inner.value, ast.Dict):
+            for k, v in zip(inner.value.keys, inner.value.values, strict=True):
                 ok, key = _literal(k)
                 if ok and isinstance(key, str):
                     table[key] = _name(v)
