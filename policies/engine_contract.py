@@ -7,6 +7,8 @@ One violation per problem (:mod:`core.rulebook.contract`):
   - a flag the release does not declare: "did you mean" the closest, or, for a flag a covered
     older release had, both releases and the replacement its deprecation named;
   - a value not of the flag's type or not among its choices; a switch written with ``=value``;
+  - a parser name (``--reasoning-parser``, ``--tool-call-parser``) the release does not register,
+    unless a parser plugin flag may register it;
   - a ``VLLM_*`` env name that is a near miss of one the release's ``vllm/envs.py`` reads;
   - on a pod that holds cards, a card whose compute capability the image build does not carry
     (the Dockerfile's ``torch_cuda_arch_list`` within CMakeLists.txt's supported list);

@@ -126,6 +126,30 @@ def flag_value(rel: Release, spelling: str, values: Iterable[str], with_equals: 
                   f"set {flag.name} to {_allowed(flag)}")
 
 
+#: The flags that name a parser, by the kind the contract lists (:class:`core.contracts.Parsers`), and
+#: the flag that loads a plugin, whose parsers the release cannot list.
+PARSER_FLAGS = {"--reasoning-parser": ("reasoning", "--reasoning-parser-plugin"),
+                "--tool-call-parser": ("tool_call", "--tool-parser-plugin")}
+
+
+@rule("vllm-parser-known", "A parser name is one the release registers (or a plugin may).",
+      "the release's register_module names of vllm/reasoning/ and the tool parsers (core/data/vllm_releases.json)",
+      policy="engine-contract")
+def parser_known(rel: Release, flag: str, value: str, plugin: bool = False) -> Breach | None:
+    """``value`` of ``--reasoning-parser`` / ``--tool-call-parser`` (``flag``) is a name ``rel``
+    registers; with a plugin flag (``plugin``) or where the release lists none, anything goes."""
+    kind = PARSER_FLAGS[flag][0]
+    names = rel.parsers_of(kind)
+    if plugin or names is None or not value or value in names.names or "$(" in value:
+        return None
+    near = difflib.get_close_matches(value, list(names.names), n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    return Breach(f"{flag} {value}: {rel.label} registers no such parser (it refuses to start); its {kind.replace('_', '-')} "
+                  f"parsers are {', '.join(names.names)} ({names.file}){hint}",
+                  f"set {flag} to one of them" + (f" ({near[0]})" if near else "") +
+                  f", or load the parser with {PARSER_FLAGS[flag][1]}")
+
+
 @rule("vllm-env-known", "A VLLM_* variable that is a near miss of one the release reads is a typo.",
       "the release's vllm/envs.py environment_variables (core/data/vllm_releases.json)", policy="engine-contract")
 def env_known(rel: Release, name: str) -> Breach | None:
@@ -185,6 +209,10 @@ def flag_breaches(rel: Release, flags: Mapping[str, Iterable[str]], raw: Iterabl
             continue
         known = flag_known(rel, spelling)
         out.append(known or flag_value(rel, spelling, tuple(values), spelling in written_eq))
+        flag = resolve(rel, spelling)
+        if flag is not None and flag.name in PARSER_FLAGS and values and rel.engine == "vllm":
+            plugin = any((f := resolve(rel, s)) is not None and f.name == PARSER_FLAGS[flag.name][1] for s in flags)
+            out.append(parser_known(rel, flag.name, tuple(values)[-1], plugin))
     return [b for b in out if b]
 
 

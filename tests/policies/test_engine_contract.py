@@ -219,3 +219,19 @@ def test_candle_flags_are_judged_against_the_commit_the_tag_names():
     assert "flag --d=0,x" in message
     # A tag naming no covered commit (the user's :sm70) is not judged here; coverage lists it.
     assert _run(_candle("sm70", [*CANDLE_ARGS, "--kv-fractoin", "0.5"])) == []
+
+
+def test_a_parser_name_the_release_does_not_register_is_refused():
+    """production-stack's chart renders enableTool and toolCallParser as --enable-auto-tool-choice
+    --tool-call-parser NAME; vLLM 0.11.0 registers hermes but not hermes2, and qwen3 as a reasoning
+    parser but not qwen3-thinking (vllm/reasoning/, the tool parsers' package). A plugin flag may
+    register any name."""
+    assert _run(production_stack("v0.11.0", ["--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                                             "--reasoning-parser", "qwen3"])) == []
+    (message,) = _run(production_stack("v0.11.0", ["--enable-auto-tool-choice", "--tool-call-parser", "hermes2"]))
+    assert "--tool-call-parser hermes2: vLLM 0.11.0 registers no such parser" in message
+    assert "did you mean hermes?" in message
+    (message,) = _run(production_stack("v0.11.0", ["--reasoning-parser", "qwen3-thinking"]))
+    assert "--reasoning-parser qwen3-thinking: vLLM 0.11.0 registers no such parser" in message
+    assert _run(production_stack("v0.11.0", ["--tool-call-parser", "hermes2", "--tool-parser-plugin",
+                                             "/plugins/hermes2.py"])) == []
