@@ -12,6 +12,8 @@ One violation per problem (:mod:`core.rulebook.contract`):
   - a ``VLLM_*`` env name that is a near miss of one the release's ``vllm/envs.py`` reads;
   - on a pod that holds cards, a card whose compute capability the image build does not carry
     (the Dockerfile's ``torch_cuda_arch_list`` within CMakeLists.txt's supported list);
+  - on a card of sm_75 or more (below it ``vllm-volta`` judges them), ``--dtype bfloat16`` below the
+    release's dtype rule and a ``--quantization`` method below its config class's minimum capability;
   - ``--cpu-offload-gb`` x the pod's ranks above the container's memory limit.
 
 A candle-vllm server is judged the same way for its flags (unknown: "did you mean"; a value not
@@ -28,7 +30,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import contracts, terms
+from core import contracts, rules, terms
+from core.engines import VllmConfig
 from core.rulebook import contract
 from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
@@ -76,6 +79,10 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
             for sm, product in sorted(cards):
                 hit = contract.image_capability(rel, c.image, sm, product)
                 found += [hit] if hit else []
+                if not rules.needs_volta_path(sm):  # below sm_75 vllm-volta judges dtype and kernels
+                    hit = contract.card_capability(rel, (server.get(VllmConfig.FLAGS["dtype"]) or "").lower() or None,
+                                                   server.setting("quantization"), sm, product)
+                    found += [hit] if hit else []
         for breach in found:
             report_violation(terms.message(w.annotations, breach.finding(where)), args.urn)
 

@@ -181,6 +181,31 @@ def image_capability(rel: Release, image: str, sm: int, card: str) -> Breach | N
                   f"run a vLLM release whose image is built for sm_{sm} on this node, or schedule the server on a newer card")
 
 
+#: ``--dtype`` spellings by the torch dtype the release's capability rule names (ModelConfig's
+#: ``_STR_DTYPE_TO_TORCH_DTYPE``: bfloat16 has one spelling).
+DTYPE_SPELLINGS = {"bfloat16": ("bfloat16",)}
+
+
+@rule("vllm-card-capability", "The dtype and quantization method are ones the release runs on the card.",
+      "the release's vllm/platforms/cuda.py check_if_supports_dtype and each quantization method's "
+      "get_min_capability (core/data/vllm_releases.json)", policy="engine-contract")
+def card_capability(rel: Release, dtype: str | None, quantization: str | None, sm: int, card: str) -> Breach | None:
+    """``--dtype`` and ``--quantization`` as written, against the capability rules of ``rel`` for
+    compute capability ``sm`` (x10) of ``card``: vLLM refuses a bfloat16 model below the dtype
+    rule's capability and a method below its config class's ``get_min_capability``."""
+    for torch_dtype, spellings in DTYPE_SPELLINGS.items():
+        rule_ = rel.dtype_rule(torch_dtype)
+        if dtype in spellings and rule_ is not None and sm < rule_.min_capability:
+            return Breach(f"--dtype {dtype}: {rel.label} refuses it below sm_{rule_.min_capability} and the {card} is "
+                          f"sm_{sm} ({rule_.file})", "set --dtype float16 (or half)")
+    method = rel.quantization_method(quantization) if quantization else None
+    if method is not None and method.min_capability is not None and 0 <= sm < method.min_capability:
+        return Breach(f"--quantization {quantization}: {rel.label}'s {method.config_class} needs sm_{method.min_capability}, "
+                      f"the {card} is sm_{sm} ({method.file})",
+                      "use a checkpoint and method the card runs (gptq on this card, or float16 weights)")
+    return None
+
+
 @rule("vllm-cpu-offload-memory", "CPU offload fits in the container's memory limit.",
       "the release's --cpu-offload-gb (GiB of weights a rank keeps in CPU memory, per GPU)", policy="engine-contract")
 def cpu_offload(rel: Release, offload_gib: float | None, ranks: int, limit_mib: float | None) -> Breach | None:

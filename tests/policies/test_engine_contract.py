@@ -235,3 +235,37 @@ def test_a_parser_name_the_release_does_not_register_is_refused():
     assert "--reasoning-parser qwen3-thinking: vLLM 0.11.0 registers no such parser" in message
     assert _run(production_stack("v0.11.0", ["--tool-call-parser", "hermes2", "--tool-parser-plugin",
                                              "/plugins/hermes2.py"])) == []
+
+
+def _t4(tag: str, args: list[str]) -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: chat, namespace: serving}}
+spec:
+  template:
+    spec:
+      nodeSelector: {{kubernetes.io/hostname: t4-0}}
+      containers:
+      - name: server
+        image: vllm/vllm-openai:{tag}
+        args: {args}
+        resources: {{limits: {{nvidia.com/gpu: "1"}}}}
+"""
+
+
+def test_dtype_and_quantization_against_the_releases_capability_rules(tmp_path):
+    """On a T4 (sm_75): bfloat16 needs sm_80 in every covered release (vllm/platforms/cuda.py);
+    fp8 needs sm_80 in 0.11.0's Fp8Config and sm_75 in 0.19.1's (quantization/fp8.py); gptq sm_60."""
+    stack = tmp_path / "Pulumi.t4.yaml"
+    stack.write_text(PUBLIC.read_text().replace("name: l4-0", "name: t4-0").replace(
+        "product: NVIDIA-L4, memory_mib: 23034, compute_capability: '8.9'",
+        "product: Tesla-T4, memory_mib: 15360, compute_capability: '7.5'"))
+    model = ["--model", "meta-llama/Llama-3.1-8B-Instruct"]
+    (message,) = _run(_t4("v0.11.0", [*model, "--dtype", "bfloat16"]), stack)
+    assert "--dtype bfloat16: vLLM 0.11.0 refuses it below sm_80 and the Tesla-T4 is sm_75" in message
+    assert _run(_t4("v0.11.0", [*model, "--dtype", "half"]), stack) == []
+    (message,) = _run(_t4("v0.11.0", [*model, "--quantization", "fp8"]), stack)
+    assert "--quantization fp8: vLLM 0.11.0's Fp8Config needs sm_80, the Tesla-T4 is sm_75" in message
+    assert _run(_t4("v0.19.1", [*model, "--quantization", "fp8"]), stack) == []
+    assert _run(_t4("v0.11.0", [*model, "--quantization", "gptq"]), stack) == []
