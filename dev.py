@@ -17,6 +17,7 @@
     python3 dev.py cluster up|down|status|env   the loopback test cluster (testbed.cluster)
     python3 dev.py bench [NAME]        the benchmarks (bench/)
     python3 dev.py docs [--check]      write the generated reference pages of docs/ (docs/gen.py)
+    python3 dev.py contract [--check]  the engine's contract per release, from each release's sdist on PyPI (tools.contract)
     python3 dev.py lock [--check]      re-lock (uv.lock) and export the requirements files from it
     python3 dev.py pin NAME            the pinned version of NAME (pyproject.toml), without .venv
 
@@ -197,6 +198,7 @@ COMMANDS = {
     "cluster": ["-m", "testbed.cluster"],
     "bench": ["-m", "bench"],
     "docs": ["-m", "docs.gen"],
+    "contract": ["-m", "tools.contract"],
 }
 #: pytest's exit code when it collected no test: a failure for CI (it must run tests).
 PYTEST_NO_TESTS = 5

@@ -71,7 +71,7 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from core import cards, rules
+from core import cards, contracts, rules
 from core.engines import CandleConfig, ServerSettings
 from core.images import parse_image
 from core.inventory import CardSpec
@@ -550,6 +550,7 @@ def vllm_profile(
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
     v1: bool | None = None,
+    flashinfer_sampler: str | None = None,
 ) -> VllmProfile:
     """The profile of vLLM ``version`` (a tuple from :attr:`core.images.ImageRef.version`;
     None: :data:`VLLM_ASSUMED_VERSION`) on ``card``, with the scheduler limits given or the
@@ -566,6 +567,14 @@ def vllm_profile(
 
     ``v1``: the engine a log shows (``VLLM_USE_V1``, or a release's fallback to V0 for a feature
     V1 lacked); None: the release's default on the card.
+
+    - The sampler's bytes a logit, by the path the warm-up takes in the release: for a release
+      the engine contract covers (:func:`core.contracts.release`, its sampler as
+      topk_topp_sampler.py has it), :data:`VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT` when it takes
+      FlashInfer's kernels (its default, or ``flashinfer_sampler`` ``1``, and not ``0``, on a card
+      of sm_75 or more: V1 only) or masks without a sort from the rows it has (Triton), else
+      :data:`VLLM_SAMPLER_BYTES_PER_LOGIT` (the sort); for other releases the sort before 0.17.
+      ``flashinfer_sampler``: ``VLLM_USE_FLASHINFER_SAMPLER`` as the pod sets it (None: unset).
     """
     notes: list[str] = []
     known = version is not None
@@ -594,7 +603,19 @@ def vllm_profile(
             f"--max-num-seqs not given: vLLM {engine}'s default {seqs}, whose sampler warm-up "
             "is the largest activation term"
         )
-    sort_free = ver >= VLLM_SORT_FREE_SAMPLER_FROM
+    release = contracts.release(ver)
+    sampler = release.sampler if release is not None else None
+    if sampler is not None and sampler.flashinfer_by_default is not None:
+        rows = min(max_num_seqs, max_num_batched_tokens)
+        flashinfer = v1 and card.sm >= rules.SM_TURING and (
+            flashinfer_sampler == "1" or (sampler.flashinfer_by_default and flashinfer_sampler != "0"))
+        triton = sampler.sort_free_from_rows is not None and rows >= sampler.sort_free_from_rows
+        sort_free = flashinfer or triton
+        if flashinfer:
+            notes.append(f"sampler warm-up: {release.label} samples with FlashInfer on sm_{card.sm} "  # type: ignore[union-attr]
+                         f"(VLLM_USE_FLASHINFER_SAMPLER {'unset' if flashinfer_sampler is None else flashinfer_sampler}): no sort")
+    else:
+        sort_free = ver >= VLLM_SORT_FREE_SAMPLER_FROM
     per_logit = VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT if sort_free else VLLM_SAMPLER_BYTES_PER_LOGIT
     return VllmProfile(ver, known, v1, max_num_batched_tokens, max_num_seqs, per_logit, v1, tuple(notes),
                        moe_workspace_persists=ver >= VLLM_MOE_WORKSPACE_FROM, mla=ver >= VLLM_MLA_FROM)
@@ -704,6 +725,7 @@ def estimate_vllm(
     max_num_seqs: int | None = None,
     version: tuple[int, ...] | None = None,
     v1: bool | None = None,
+    flashinfer_sampler: str | None = None,
 ) -> Estimate:
     """Estimate vLLM's KV cache on each rank of a server on ``card`` (see the module docstring).
 
@@ -725,7 +747,8 @@ def estimate_vllm(
     if max_model_len < 1:
         raise ValueError(f"max-model-len {max_model_len} must be at least 1 token")
     prof = vllm_profile(card, max_model_len=max_model_len, version=version,
-                        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, v1=v1)
+                        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, v1=v1,
+                        flashinfer_sampler=flashinfer_sampler)
     notes = [*_card_notes(card), *prof.notes]
     total = cuda_total_bytes(card)
     requested = gpu_memory_utilization * total
@@ -1073,6 +1096,7 @@ def estimate(facts: ModelFacts, card: CardSpec, settings: ServerSettings) -> Est
             max_num_batched_tokens=settings.max_num_batched_tokens,
             max_num_seqs=settings.max_num_seqs,
             version=parse_image(settings.image).version if settings.image else None,
+            flashinfer_sampler=settings.flashinfer_sampler,
         )
         if credited != util:
             est = replace(est, notes=est.notes + (

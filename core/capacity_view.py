@@ -32,6 +32,7 @@ from core.measured import Measured
 from core.modelfacts import ModelFacts, Models
 from core.registry import MANIFEST
 from core.rulebook import stack_config
+from core.rulebook.volta import SAMPLER_ENV as FLASHINFER_SAMPLER_ENV
 
 # --- the card a server runs on ------------------------------------------------------------
 
@@ -157,7 +158,7 @@ def assess(
     found = models.find(s.model_arg)
     node, card, problem = card_for(w, inv)
     key, facts = found if found else (None, None)
-    settings = s.settings(c.image or None)
+    settings = replace(s.settings(c.image or None), flashinfer_sampler=c.env.get(FLASHINFER_SAMPLER_ENV))
     explicit = s.engine != "vllm" or s.get(VllmConfig.FLAGS["max_model_len"]) is not None
     est = None
     if found is None:

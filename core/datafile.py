@@ -44,8 +44,8 @@ class DataFileError(ConfigError):
         super().__init__([Problem(p.path, p.value, p.rule, f"{p.fix}, or {restore}") for p in problems], source)
 
 
-def _where(name: str) -> str:
-    return f"core/data/{name}.yaml"
+def _where(name: str, suffix: str = "yaml") -> str:
+    return f"core/data/{name}.{suffix}"
 
 
 def _entry(raw: Any, head: Any, name_key: str) -> str:
@@ -55,7 +55,7 @@ def _entry(raw: Any, head: Any, name_key: str) -> str:
     return str(head)
 
 
-def problems(name: str, err: ValidationError, raw: Any = None, name_key: str = "") -> list[Problem]:
+def problems(name: str, err: ValidationError, raw: Any = None, name_key: str = "", suffix: str = "yaml") -> list[Problem]:
     """One :class:`Problem` per pydantic error of ``core/data/<name>.yaml`` (``raw``, its parsed
     data): the path names the file, the entry (a mapping's key, or a list item's ``name_key``
     value) and the key within it, ``core/data/models.yaml, entry Qwen/Qwen3-14B, key
@@ -63,7 +63,7 @@ def problems(name: str, err: ValidationError, raw: Any = None, name_key: str = "
     out = []
     for e in err.errors(include_url=False):
         loc = list(e["loc"])
-        path = _where(name)
+        path = _where(name, suffix)
         if loc:
             path += f", entry {_entry(raw, loc[0], name_key)}"
         if loc[1:]:
@@ -72,7 +72,7 @@ def problems(name: str, err: ValidationError, raw: Any = None, name_key: str = "
             path=path,
             value=None if e["type"] == "missing" else e.get("input"),
             rule=str(e["msg"]),
-            fix=f"correct the entry in {_where(name)} (its schema: core/data/{name}.schema.json)",
+            fix=f"correct the entry in {_where(name, suffix)} (its schema: core/data/{name}.schema.json)",
         ))
     return out
 
@@ -87,11 +87,13 @@ class Catalog:
     title: str
     description: str
     name_key: str = ""
+    #: ``yaml`` (hand-kept catalogs) or ``json`` (generated data, :mod:`core.contracts`: read fast).
+    suffix: str = "yaml"
 
     @property
     def path(self) -> Path:
-        """``core/data/<name>.yaml``."""
-        return DATA_DIR / f"{self.name}.yaml"
+        """``core/data/<name>.yaml`` (or ``.json``)."""
+        return DATA_DIR / f"{self.name}.{self.suffix}"
 
     @property
     def schema_path(self) -> Path:
@@ -101,16 +103,17 @@ class Catalog:
     def load(self) -> Any:
         """The file's data, validated. Raises :class:`core.problems.ConfigError` naming the file,
         entry, key and value of every problem (for a file that is not YAML: PyYAML's line)."""
-        where = _where(self.name)
+        where = _where(self.name, self.suffix)
         try:
-            raw = yaml.load(self.path.read_text(encoding="utf-8"), Loader=Yaml12Loader)
+            text = self.path.read_text(encoding="utf-8")
+            raw = json.loads(text) if self.suffix == "json" else yaml.load(text, Loader=Yaml12Loader)
         except (yaml.YAMLError, OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
-            raise DataFileError([Problem(where, None, f"not readable YAML: {' '.join(str(err).split())[:300]}",
+            raise DataFileError([Problem(where, None, f"not readable {self.suffix.upper()}: {' '.join(str(err).split())[:300]}",
                                          "correct the file")], where) from None
         try:
             return self.adapter.validate_python(raw)
         except ValidationError as err:
-            raise DataFileError(problems(self.name, err, raw, self.name_key), where) from None
+            raise DataFileError(problems(self.name, err, raw, self.name_key, self.suffix), where) from None
 
     def schema(self) -> dict[str, Any]:
         """The file's JSON Schema (draft 2020-12, as pydantic generates it for ``adapter``)."""

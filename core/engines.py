@@ -94,7 +94,8 @@ class ServerSettings:
     (:meth:`VllmConfig.read`, :meth:`CandleConfig.read`). None: the engine's default (the
     estimator's, cited there). ``tp`` x ``pp``: the cards one replica uses; ``image``: the
     server's image (a vLLM release in its tag selects the estimator's profile); ``kv_cache_dtype``
-    ``fp8`` for candle-vllm's ``--fp8-kvcache``."""
+    ``fp8`` for candle-vllm's ``--fp8-kvcache``; ``flashinfer_sampler``: ``VLLM_USE_FLASHINFER_SAMPLER``
+    as the pod sets it (None: unset), for the sampler warm-up's path."""
 
     engine: Literal["vllm", "candle-vllm"]
     tp: int = 1
@@ -111,6 +112,7 @@ class ServerSettings:
     prefill_chunk_size: int | None = None
     mamba_fraction: float | None = None
     image: str | None = None
+    flashinfer_sampler: str | None = None
 
 
 class _Settings(BaseModel):
@@ -266,13 +268,15 @@ class VllmConfig(_Settings):
         argv += [f"{f['host']}=0.0.0.0", f"{f['port']}={port}"]
         return argv
 
-    def settings(self, *, tp: int) -> ServerSettings:
+    def settings(self, *, tp: int, flashinfer_sampler: str | None = None) -> ServerSettings:
         """What the estimator takes from this stack-file workload; ``tp``: the resolved tensor
-        parallel size (:meth:`tp_for`)."""
+        parallel size (:meth:`tp_for`); ``flashinfer_sampler``: ``VLLM_USE_FLASHINFER_SAMPLER`` as the
+        component's env sets it (None: unset)."""
         return ServerSettings(
             "vllm", tp=tp, pp=self.pipeline_parallel_size, dtype=self.dtype, kv_cache_dtype=self.kv_cache_dtype,
             gpu_memory_utilization=self.gpu_memory_utilization, max_model_len=self.max_model_len,
             max_num_batched_tokens=self.max_num_batched_tokens, max_num_seqs=self.max_num_seqs, image=self.image,
+            flashinfer_sampler=flashinfer_sampler,
         )
 
     @classmethod

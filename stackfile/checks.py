@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import capacity, capacity_measured, facts, kube, quantity, rulebook
+from core import capacity, capacity_measured, facts, kube, quantity, rulebook, rules
 from core.engines import ServerSettings
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
@@ -26,6 +26,7 @@ from core.rulebook import capacity as capacity_rules
 from core.rulebook import pods as pods_rules
 from core.rulebook import services as service_rules
 from core.rulebook import stack_config as stack_config_rules
+from core.rulebook import volta as volta_rules
 from stackfile.objects import LeftAlone, ObjectRef, rendered_objects
 from stackfile.schema import (
     PREFIX,
@@ -227,6 +228,13 @@ def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: 
     return _judged(at, judged)[:1]
 
 
+def _sampler_env(wl: VllmWorkload, card: CardSpec) -> str | None:
+    """``VLLM_USE_FLASHINFER_SAMPLER`` as the component's env sets it (components/vllm.py
+    ``vllm_env``: the sm_70 pair below sm_75, then the workload's env)."""
+    env = {**(facts.VLLM_VOLTA_ENV if rules.needs_volta_path(card.sm) else {}), **dict(wl.env or {})}
+    return env.get(volta_rules.SAMPLER_ENV)
+
+
 def _check_vllm(at: str, wl: VllmWorkload, card: CardSpec | None, facts_: ModelFacts | None) -> list[Problem]:
     name = at.split(".", 1)[1]
     out = _found(at, [("", name, b) for b in [rulebook.kserve_label(name)] if b])
@@ -234,7 +242,8 @@ def _check_vllm(at: str, wl: VllmWorkload, card: CardSpec | None, facts_: ModelF
                                              env=wl.env))
     if facts_ is not None:
         if card is not None and not out:
-            out += _capacity_problems(at, "vllm", wl, facts_, card, wl.settings(tp=wl.tp))
+            out += _capacity_problems(at, "vllm", wl, facts_, card,
+                                      wl.settings(tp=wl.tp, flashinfer_sampler=_sampler_env(wl, card)))
         if wl.pipeline_parallel_size > facts_.num_hidden_layers:
             out.append(Problem(f"{PREFIX}{at}.pipeline_parallel_size", wl.pipeline_parallel_size,
                                f"pipeline parallel {wl.pipeline_parallel_size} exceeds the model's {facts_.num_hidden_layers} layers",

@@ -752,8 +752,11 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: dict
         _check_measured_servers(config, inventory, resources)
         report = pack.analyze(resources, policy_pack_config, found.sources)
     notes = (f"judged beside {len(beside)} object(s) of {context_name}; their own findings are left out",) if context else ()
+    # What was not judged: of the file's objects only, as for the findings (the context's are its own).
+    unjudged = tuple(not_judged(found.resources, config)) if context else report.not_judged
     return dataclasses.replace(report, findings=running.keep_file_findings(report.findings, beside),
-                               resources=len(found.resources), notes=(*report.notes, *found.notes, *notes))
+                               resources=len(found.resources), notes=(*report.notes, *found.notes, *notes),
+                               not_judged=unjudged)
 
 
 #: The kinds whose object is a model server a measurement may name (the read model's workloads).

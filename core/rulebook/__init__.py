@@ -16,6 +16,8 @@ imports them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(.
 - :mod:`core.rulebook.kserve`: a parked InferenceService, KServe's predictor names, the deployment mode
   (the cluster's default; minReplicas 0 in RawDeployment);
 - :mod:`core.rulebook.volta`: vLLM's environment below sm_75 (sampler, attention backend);
+- :mod:`core.rulebook.contract`: a vLLM server against the contract of its image's release
+  (flags, values, env names, the image build's compute capabilities, CPU offload);
 - :mod:`core.rulebook.candle`: candle-vllm's ``--d`` device list;
 - :mod:`core.rulebook.served_names`: vLLM's served model names;
 - :mod:`core.rulebook.probes`: readiness and startup probes, the declared cold start, probes past an API
@@ -65,7 +67,7 @@ from core.rulebook.settings import S
 #: (``rulebook.capacity``) or all at once by :func:`register_all`. Not imported here, so the
 #: engine models (:mod:`core.engines`, which judge a served name) import no estimator through
 #: this package: no import cycle.
-FAMILIES = ("allocation", "candle", "capacity", "endpoints", "kserve", "model_cache", "network", "pod_security", "pods",
+FAMILIES = ("allocation", "candle", "capacity", "contract", "endpoints", "kserve", "model_cache", "network", "pod_security", "pods",
             "probes", "served_names", "services", "stack_config", "users", "volta")
 
 __all__ = [

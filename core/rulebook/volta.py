@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core import facts, images, rules
+from core import contracts, facts, images, rules
 from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
@@ -29,29 +29,46 @@ def _env_fix(name: str, value: str) -> str:
 
 
 @rule("vllm-volta-sampler", "FlashInfer's sampler is off below sm_75.",
-      "coder.yaml (VLLM_USE_FLASHINFER_SAMPLER=0, required on this hardware); FlashInfer check_cuda_arch",
+      "coder.yaml (VLLM_USE_FLASHINFER_SAMPLER=0, required on this hardware); FlashInfer check_cuda_arch; the release's "
+      "vllm/v1/sample/ops/topk_topp_sampler.py (core/data/vllm_releases.json)",
       policy="vllm-volta")
 def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = rules.SM_VOLTA) -> Breach | None:
-    """The FlashInfer sampler on compute capability ``sm``, for the vLLM releases that turn it on by
-    default (:func:`core.rules.flashinfer_sampler_on_by_default`, the release from the image tag,
-    :attr:`core.images.ImageRef.version`; a tag naming none is taken as a current release); an
-    explicit ``1`` is a breach on any release."""
+    """The FlashInfer sampler on compute capability ``sm``, as the release the image's tag names
+    does it: for a release the engine contract covers (:mod:`core.contracts`), its sampler's own
+    default (on unless ``0`` through 0.11; opt-in with ``1`` later) and what it does on a card
+    FlashInfer lacks (no check: FlashInfer raises when it samples; vLLM's own check raises at
+    start; or a fall back, which is no breach). Other releases: on by default from the V1 engine
+    (:func:`core.rules.flashinfer_sampler_on_by_default`; a tag naming none is taken as a current
+    release). ``VLLM_USE_V1=0`` selects V0, which samples with FlashInfer only when it is ``1``."""
     value = env.get(SAMPLER_ENV)
     if value == "0":
         return None
     ref = images.parse_image(image)
     version = ref.version
-    on = rules.flashinfer_sampler_on_by_default(version, sm, v1_disabled=env.get("VLLM_USE_V1") == "0")
-    if value != "1" and on is False:
-        return None
     shown = f"is {value!r}" if SAMPLER_ENV in env else "is not set"
+    release = contracts.release(version) if version is not None else None
+    sampler = release.sampler if release is not None else None
+    if release is not None and sampler is not None and sampler.flashinfer_by_default is not None:
+        v0 = env.get("VLLM_USE_V1") == "0" and "VLLM_USE_V1" in release.env_names
+        on = value == "1" or (sampler.flashinfer_by_default and not v0)
+        if not on or sampler.flashinfer_on_unsupported_card == "falls back":
+            return None
+        if sampler.flashinfer_on_unsupported_card == "raises":
+            return Breach(f"env {SAMPLER_ENV} {shown}: {release.label} refuses to start on sm_{sm} "
+                          f"(\"FlashInfer does not support compute capability\", {sampler.file})",
+                          _env_fix(SAMPLER_ENV, "0"))
+        why = "" if value == "1" else f" ({release.label} samples with FlashInfer unless it is 0)"
+        return Breach(f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_{sm}{why}", _env_fix(SAMPLER_ENV, "0"))
+    by_default = rules.flashinfer_sampler_on_by_default(version, sm, v1_disabled=env.get("VLLM_USE_V1") == "0")
+    if value != "1" and by_default is False:
+        return None
     if version is None:
         since = rules.VLLM_V1_PRE_AMPERE_FROM if sm < rules.SM_AMPERE else rules.VLLM_V1_FROM
-        release = (f"; the image tag {ref.shown_tag} names no release, so the sampler is taken as on, as in every "
-                   f"release from {'.'.join(map(str, since))} on sm_{sm}")
+        why = (f"; the image tag {ref.shown_tag} names no release, so the sampler is taken as on, as in every "
+               f"release from {'.'.join(map(str, since))} on sm_{sm}")
     else:
-        release = f" (vLLM {'.'.join(map(str, version))} samples with FlashInfer unless it is 0)" if value != "1" else ""
-    return Breach(f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_{sm}{release}",
+        why = f" (vLLM {'.'.join(map(str, version))} samples with FlashInfer unless it is 0)" if value != "1" else ""
+    return Breach(f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_{sm}{why}",
                   _env_fix(SAMPLER_ENV, "0"))
 
 

@@ -8,6 +8,8 @@ guess, and :func:`not_judged` says what was left out, one line each:
   Ollama, LocalAI, Ray Serve: :attr:`Container.call`, or the image's name: :attr:`Container.engine`);
 - a running container that holds cards and runs no server the pack knows;
 - a server whose argv cannot be known from the manifest (:func:`core.manifests.argv.effective_argv`);
+- a vLLM server whose image tag names no release the engine contract covers (:mod:`core.contracts`),
+  or a candle-vllm server whose tag names no covered commit: its flags are not judged against one;
 - an InferenceService in the KServe ``predictor.model`` form (the server comes from a
   ServingRuntime, not from the manifest);
 - a LeaderWorkerSet (one server across the pods of a group: the per-pod server rules do not apply;
@@ -26,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from core import facts, manifests
+from core import contracts, facts, images, manifests
 from core.inventory import ClusterInventory
 from policylib import views
 
@@ -61,6 +63,15 @@ def _container_lines(w: manifests.Workload) -> list[str]:
         elif c.call is None and c.cards and w.running and not c.looks_like_server:
             out.append(f"{where}: holds {c.cards} card(s) and runs no model server the pack knows "
                        f"(image {c.image or '(none)'}): {SERVER_RULES}")
+        elif c.call is not None and c.call.engine == "vllm" and contracts.release_of_image(c.image) is None:
+            named = ("names no release the engine contract covers" if images.parse_image(c.image).version
+                     else "names no vLLM release")
+            out.append(f"{where}: the image tag of {c.image} {named} (covered: vLLM {contracts.covered()}): its flags "
+                       "and env are not judged against a release (engine-contract)")
+        elif c.call is not None and c.call.engine == "candle-vllm" and contracts.candle_commit_of_image(c.image) is None:
+            commits = ", ".join(r.release[:7] for r in contracts.candle_commits())
+            out.append(f"{where}: the image tag of {c.image} names no candle-vllm commit the engine contract covers "
+                       f"(covered: {commits}): its flags are not judged against a commit (engine-contract)")
     return out
 
 

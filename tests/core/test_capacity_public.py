@@ -169,11 +169,38 @@ def test_13061_tp2_on_two_4090s_takes_the_smaller_ranks_pool():
 
 def test_v1_ranks_are_alike_every_rank_samples():
     """VLLM V1 gathers the logits on every rank (LogitsProcessor all-gather) and every rank runs
-    the warm-up, so the same server on 0.11 has one kind of rank, the sampler's."""
+    the warm-up, so the same server on 0.11 has one kind of rank, the sampler's (on the PyTorch
+    path, VLLM_USE_FLASHINFER_SAMPLER=0: the sort)."""
     e = estimate_vllm(R1_14B, RTX_4090, tp=2, gpu_memory_utilization=0.98, max_model_len=131_072, dtype="bfloat16",
-                      version=(0, 11, 0))
+                      version=(0, 11, 0), flashinfer_sampler="0")
     (rank,) = e.ranks
     assert rank.who == "every rank" and rank.activation_gib > 1.3
+
+
+def test_the_sampler_warm_up_takes_the_path_of_the_release_and_card():
+    """The engine contract (each release's vllm/v1/sample/ops/topk_topp_sampler.py): 0.11.0
+    samples with FlashInfer unless VLLM_USE_FLASHINFER_SAMPLER=0, on cards FlashInfer supports
+    (sm_75 on; docker/Dockerfile: "FlashInfer only supports sm75+"), so its warm-up holds no sort's
+    buffers (12 bytes a logit, not 36); 0.14.1 samples with FlashInfer only when asked (the sort);
+    0.19.1 masks without a sort from 8 rows (Triton). On a V100 every release sorts."""
+    def per_logit(card_, version, env=None, seqs=256):
+        return capacity.vllm_profile(card_, max_model_len=8192, version=version, max_num_seqs=seqs,
+                                     flashinfer_sampler=env).sampler_bytes_per_logit
+    sort, free = capacity.VLLM_SAMPLER_BYTES_PER_LOGIT, capacity.VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT
+    assert per_logit(RTX_4090, (0, 11, 0)) == free
+    assert per_logit(RTX_4090, (0, 11, 0), "0") == sort
+    assert per_logit(V100, (0, 11, 0)) == sort
+    assert per_logit(RTX_4090, (0, 14, 1)) == sort
+    assert per_logit(RTX_4090, (0, 14, 1), "1") == free
+    assert per_logit(RTX_4090, (0, 19, 1)) == free
+    assert per_logit(RTX_4090, (0, 19, 1), seqs=4) == sort  # fewer rows than Triton's 8: the sort
+    assert per_logit(RTX_4090, (0, 16, 0)) == sort  # not covered: the sort before 0.17
+    with_sort = estimate_vllm(R1_14B, RTX_4090, tp=2, gpu_memory_utilization=0.98, max_model_len=131_072,
+                              dtype="bfloat16", version=(0, 11, 0), flashinfer_sampler="0")
+    flashinfer = estimate_vllm(R1_14B, RTX_4090, tp=2, gpu_memory_utilization=0.98, max_model_len=131_072,
+                               dtype="bfloat16", version=(0, 11, 0))
+    assert flashinfer.kv_pool_gib > with_sort.kv_pool_gib
+    assert any("samples with FlashInfer on sm_89" in n for n in flashinfer.notes)
 
 
 # --- the engine version and the card's defaults -----------------------------------------------
@@ -216,7 +243,9 @@ def test_v0_on_volta_until_0_10_and_v0_profiles_max_model_len_below_32k():
 def test_given_limits_override_the_release_defaults():
     prof = capacity.vllm_profile(H100, max_model_len=8192, version=(0, 11, 0), max_num_batched_tokens=4096,
                                  max_num_seqs=8)
-    assert (prof.max_num_batched_tokens, prof.max_num_seqs, prof.notes) == (4096, 8, ())
+    assert (prof.max_num_batched_tokens, prof.max_num_seqs) == (4096, 8)
+    assert prof.notes == ("sampler warm-up: vLLM 0.11.0 samples with FlashInfer on sm_90 (VLLM_USE_FLASHINFER_SAMPLER "
+                          "unset): no sort",)
 
 
 # --- runtime memory beside the weights -------------------------------------------------------

@@ -9,6 +9,7 @@ import pulumi.runtime
 import pytest
 
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
+from tests.policy_harness import FIXTURES as FIXTURES_DIR
 from tools.offline.manifests import load_stack_file
 
 V100 = {
@@ -164,3 +165,35 @@ def test_other_resource_types_are_not_read():
     service = "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: llm-serving}\nspec: {selector: {app: x}}\n"
     pulumi.runtime.set_config("llm-serving:cluster", "not json")
     assert run(service) == []
+
+
+def _l4_server(tag: str, env: str = "[]") -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: llama, namespace: serving}}
+spec:
+  template:
+    spec:
+      nodeSelector: {{kubernetes.io/hostname: l4-0}}
+      containers:
+      - name: server
+        image: vllm/vllm-openai:{tag}
+        args: [--model, meta-llama/Llama-3.1-8B-Instruct, --max-model-len, "32768"]
+        env: {env}
+        resources: {{limits: {{nvidia.com/gpu: "1"}}}}
+"""
+
+
+def test_the_sampler_warm_up_is_sized_as_the_release_samples():
+    """Llama-3.1-8B at 32,768 tokens on an L4: vLLM 0.11.0 samples with FlashInfer by default there
+    (its topk_topp_sampler.py: unset is on; FlashInfer supports sm_75 and up), so the profile's
+    warm-up holds no sort and the pool holds about 35,168 tokens: it fits. Sized as the sort (which
+    0.11.0 takes only with VLLM_USE_FLASHINFER_SAMPLER=0, and 0.14.1 by default) it holds about
+    29,152 and vLLM refuses to start."""
+    public = load_stack_file(FIXTURES_DIR / "Pulumi.public.yaml")
+    assert run(_l4_server("v0.11.0"), public) == []
+    (message,) = run(_l4_server("v0.11.0", "[{name: VLLM_USE_FLASHINFER_SAMPLER, value: '0'}]"), public)
+    assert "the pool holds about 29,152 tokens on one NVIDIA-L4" in message
+    (message,) = run(_l4_server("v0.14.1"), public)
+    assert "the pool holds about 29,152 tokens on one NVIDIA-L4" in message

@@ -85,7 +85,8 @@ def test_the_upload_reaches_nothing_outside_the_folder(tmp_path):
     assert "../" not in text and "-e " not in text and "file:" not in text
     assert (pack / "core" / "rules.py").is_file() and not (pack / "core").is_symlink()
     assert {p.name for p in (pack / "core" / "data").iterdir()} == {
-        "models.yaml", "models.schema.json", "cards.yaml", "cards.schema.json", "images.yaml", "images.schema.json"}
+        "models.yaml", "models.schema.json", "cards.yaml", "cards.schema.json", "images.yaml", "images.schema.json",
+        "vllm_releases.json", "vllm_releases.schema.json", "candle_vllm_commits.json", "candle_vllm_commits.schema.json"}
     assert (pack / "PulumiPolicy.yaml").exists() and (pack / "policylib" / "pack.py").exists()
     assert not list(pack.rglob("__pycache__")) and not (pack / "venv").exists()
     assert runtime_options() == {"toolchain": "pip", "virtualenv": "venv"}

@@ -132,6 +132,22 @@ def test_sampler_rule_holds_for_the_releases_that_turn_it_on():
     assert "is '1'" in message
 
 
+def test_sampler_rule_follows_the_releases_own_sampler():
+    """From the engine contract (each release's vllm/v1/sample/ops/topk_topp_sampler.py): 0.14.1
+    and 0.19.1 take FlashInfer's sampler only when VLLM_USE_FLASHINFER_SAMPLER=1, and then check
+    the card and refuse to start; 0.10.1.1 and 0.11.0 take it unless it is 0 and do not check, so
+    FlashInfer's own check raises. A V100 manifest of a newer release without the variable is
+    correct; the V1 default alone (core.rules) would have refused it."""
+    assert _sampler_case("vllm/vllm-openai:v0.14.1") == []
+    assert _sampler_case("vllm/vllm-openai:v0.19.1") == []
+    (message,) = _sampler_case("vllm/vllm-openai:v0.19.1", env="[{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]")
+    assert "is '1': vLLM 0.19.1 refuses to start on sm_70" in message
+    assert "vllm/v1/sample/ops/topk_topp_sampler.py" in message
+    (message,) = _sampler_case("vllm/vllm-openai:v0.10.1.1")
+    assert "vLLM 0.10.1.1 samples with FlashInfer unless it is 0" in message
+    assert _sampler_case("vllm/vllm-openai:v0.10.1.1", env="[{name: VLLM_USE_V1, value: '0'}]") == []
+
+
 def test_sampler_rule_says_when_the_release_is_unknown():
     (message,) = _sampler_case("vllm/vllm-openai:latest")
     assert ("the image tag :latest names no release, so the sampler is taken as on, as in every release from "
@@ -179,3 +195,15 @@ def test_custom_all_reduce_flag_is_needed_at_tp2_only():
     assert any("at tensor parallel 2 without NVLink (worker-1)" in m for m in two)
     four = _run(_vllm("[--model=m, --dtype=float16, -tp, '4']", cards=4, node="worker-1"))
     assert not any("custom" in m for m in four)
+
+
+def test_a_release_whose_sampler_falls_back_needs_no_variable(monkeypatch):
+    """A release that checks the card and falls back to the PyTorch path (the contract's
+    ``falls back``) runs on sm_70 whatever the variable says: no breach, even asked for."""
+    from core import contracts
+
+    rel = contracts.release("0.11.0")
+    falls = rel.model_copy(update={"sampler": rel.sampler.model_copy(update={"flashinfer_on_unsupported_card": "falls back"})})
+    monkeypatch.setattr(contracts, "release", lambda version: falls)
+    assert _sampler_case("vllm/vllm-openai:v0.11.0") == []
+    assert _sampler_case("vllm/vllm-openai:v0.11.0", env="[{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]") == []

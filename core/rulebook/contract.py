@@ -1,0 +1,257 @@
+"""A vLLM server judged against the contract of the release its image runs
+(:mod:`core.contracts`, read from the release itself): every flag known to that release (a typo
+says "did you mean", a flag a newer release dropped names both releases), each value of the
+flag's type and among its choices, the ``VLLM_*`` environment variables the release reads, the
+card's compute capability among those the image build carries, and CPU offload within the pod's
+memory limit.
+
+The flags and env come from the existing read model (:class:`core.manifests.servers.ServerArgs`:
+``_`` already read as ``-``; the container's env as the kubelet sets it); nothing here parses
+an argv. Release unknown to the data: nothing is judged here (the pack's coverage lists it).
+
+Source: each release's ``vllm/engine/arg_utils.py``, ``vllm/entrypoints/openai/cli_args.py``,
+``vllm/envs.py``, ``docker/Dockerfile`` and ``CMakeLists.txt`` (the file each fact names).
+Plain Python, no Pulumi.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+
+from core import contracts, images
+from core.contracts import Flag, Release
+from core.engines import human_int
+from core.registry import Breach, describe_policy, rule
+
+#: ``--cpu-offload-gb``: GiB of weights each rank keeps in pinned CPU memory (CacheConfig /
+#: UVAOffloadConfig ``cpu_offload_gb``, "per GPU").
+CPU_OFFLOAD_FLAG = "--cpu-offload-gb"
+MIB_PER_GIB = 1024
+#: The repositories whose images are the release's published build (docker/Dockerfile, target vllm-openai).
+OFFICIAL_IMAGES = frozenset({"vllm/vllm-openai"})
+#: difflib cutoff for an env name: only a near miss of a name the release reads is a typo.
+ENV_CUTOFF = 0.9
+
+
+def _prefix_match(rel: Release, spelling: str) -> Flag | None:
+    """A long option's unique prefix names it: argparse's ``allow_abbrev``, on by default."""
+    if not spelling.startswith("--") or len(spelling) < 4:
+        return None
+    hits = {f.name for s, f in rel.by_spelling.items() if s.startswith(spelling)}
+    return rel.flag(hits.pop()) if len(hits) == 1 else None
+
+
+def resolve(rel: Release, spelling: str) -> Flag | None:
+    """The flag ``spelling`` names in ``rel``: exact, a short option with its value attached
+    (``-O3``), or a unique prefix of a long option."""
+    found = rel.flag(spelling)
+    if found is None and not spelling.startswith("--") and len(spelling) > 2:
+        found = rel.flag(spelling[:2])
+    return found or _prefix_match(rel, spelling)
+
+
+@rule("vllm-flag-known", "Every flag is one the image's vLLM release declares.",
+      "the release's vllm/engine/arg_utils.py and vllm/entrypoints/openai/cli_args.py (core/data/vllm_releases.json)",
+      policy="engine-contract")
+def flag_known(rel: Release, spelling: str) -> Breach | None:
+    """``spelling`` is a flag of ``rel``; else the breach names the release, and either the
+    covered release that still had it (and the replacement its deprecation named) or the closest
+    flag of ``rel``."""
+    if resolve(rel, spelling) is not None:
+        return None
+    gone = contracts.removed_in(rel, spelling)
+    if gone is not None:
+        last, first = gone
+        old = last.flag(spelling)
+        instead = f"; {last.label} named {old.replacement} instead" if old and old.replacement else ""
+        fix = f"use {old.replacement}" if old and old.replacement else f"remove {spelling} (or run {last.label})"
+        return Breach(f"flag {spelling} was removed from vLLM: {last.label} has it, {first.label} has not, and the "
+                      f"image runs {rel.label}{instead}", fix)
+    near = rel.suggest(spelling)
+    hint = f"; did you mean {near}?" if near else ""
+    refusal = ("vllm serve refuses to start: unrecognized arguments" if rel.engine == "vllm"
+               else "candle-vllm refuses to start: unexpected argument")
+    return Breach(f"flag {spelling} is not a flag of {rel.label} ({refusal}){hint}",
+                  f"spell it {near}" if near else f"remove {spelling}")
+
+
+def _value_ok(flag: Flag, value: str) -> bool:
+    if flag.accepts_none and value == "None":
+        return True
+    if flag.choices is not None:
+        return value in {str(c) for c in flag.choices}
+    if flag.type.endswith("-list"):  # clap value_delimiter = ',': each item of the element type
+        element = flag.model_copy(update={"type": flag.type.removesuffix("-list")})
+        return all(_value_ok(element, item) for item in value.split(","))
+    try:
+        if flag.type == "int":
+            int(value)
+        elif flag.type == "float":
+            float(value)
+        elif flag.type == "human-int":
+            return human_int(value) is not None or value.strip().lstrip("-").isdigit()
+    except ValueError:
+        return False
+    return True
+
+
+def _allowed(flag: Flag) -> str:
+    if flag.choices is not None:
+        return "one of " + ", ".join(str(c) for c in flag.choices)
+    return {"int": "an integer", "float": "a number", "human-int": "an integer (64k and 64K allowed)",
+            "int-list": "a comma-separated list of integers"}.get(flag.type, flag.type)
+
+
+@rule("vllm-flag-value", "Each flag's value is of the type and among the choices its release declares.",
+      "the release's config dataclasses as vllm/engine/arg_utils.py _compute_kwargs reads them (core/data/vllm_releases.json)",
+      policy="engine-contract")
+def flag_value(rel: Release, spelling: str, values: Iterable[str], with_equals: bool = False) -> Breach | None:
+    """The values given to ``spelling``: a switch takes none (``--enforce-eager=true`` is refused
+    by argparse: "ignored explicit argument"); a value flag's each value of its type and among its
+    choices (an argument a switch left behind is the next positional, not judged here)."""
+    flag = resolve(rel, spelling)
+    if flag is None:
+        return None
+    if flag.kind in ("switch", "boolean"):
+        if with_equals:
+            return Breach(f"flag {spelling} of {rel.label} takes no value, but it is written with one ({spelling}=...)",
+                          f"write {spelling} alone (or --no-{flag.name[2:]} to turn it off)"
+                          if flag.kind == "boolean" else f"write {spelling} alone")
+        return None
+    bad = [v for v in values if "$(" not in v and not _value_ok(flag, v)]
+    if not bad:
+        return None
+    return Breach(f"flag {spelling}={bad[0]}: {rel.label} takes {_allowed(flag)} ({flag.file})",
+                  f"set {flag.name} to {_allowed(flag)}")
+
+
+#: The flags that name a parser, by the kind the contract lists (:class:`core.contracts.Parsers`), and
+#: the flag that loads a plugin, whose parsers the release cannot list.
+PARSER_FLAGS = {"--reasoning-parser": ("reasoning", "--reasoning-parser-plugin"),
+                "--tool-call-parser": ("tool_call", "--tool-parser-plugin")}
+
+
+@rule("vllm-parser-known", "A parser name is one the release registers (or a plugin may).",
+      "the release's register_module names of vllm/reasoning/ and the tool parsers (core/data/vllm_releases.json)",
+      policy="engine-contract")
+def parser_known(rel: Release, flag: str, value: str, plugin: bool = False) -> Breach | None:
+    """``value`` of ``--reasoning-parser`` / ``--tool-call-parser`` (``flag``) is a name ``rel``
+    registers; with a plugin flag (``plugin``) or where the release lists none, anything goes."""
+    kind = PARSER_FLAGS[flag][0]
+    names = rel.parsers_of(kind)
+    if plugin or names is None or not value or value in names.names or "$(" in value:
+        return None
+    near = difflib.get_close_matches(value, list(names.names), n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    return Breach(f"{flag} {value}: {rel.label} registers no such parser (it refuses to start); its {kind.replace('_', '-')} "
+                  f"parsers are {', '.join(names.names)} ({names.file}){hint}",
+                  f"set {flag} to one of them" + (f" ({near[0]})" if near else "") +
+                  f", or load the parser with {PARSER_FLAGS[flag][1]}")
+
+
+@rule("vllm-env-known", "A VLLM_* variable that is a near miss of one the release reads is a typo.",
+      "the release's vllm/envs.py environment_variables (core/data/vllm_releases.json)", policy="engine-contract")
+def env_known(rel: Release, name: str) -> Breach | None:
+    """``name`` (a container env name starting ``VLLM_``) is read by ``rel``, or is no near miss
+    of a name it reads (difflib ratio :data:`ENV_CUTOFF`): other names may be a plugin's."""
+    if not name.startswith("VLLM_") or name in rel.env_names:
+        return None
+    near = difflib.get_close_matches(name, sorted(rel.env_names), n=1, cutoff=ENV_CUTOFF)
+    if not near:
+        return None
+    return Breach(f"env {name} is not read by {rel.label} (vllm/envs.py), so it has no effect; did you mean {near[0]}?",
+                  f"rename the variable to {near[0]}")
+
+
+@rule("vllm-image-capability", "The image's build carries kernels for the card's compute capability.",
+      "the release's docker/Dockerfile torch_cuda_arch_list within CMakeLists.txt CUDA_SUPPORTED_ARCHS",
+      policy="engine-contract")
+def image_capability(rel: Release, image: str, sm: int, card: str) -> Breach | None:
+    """The default build of ``rel`` (the image its release tag names) lists compute capability
+    ``sm`` (x10) of ``card``. Judged for the project's published images only
+    (:data:`OFFICIAL_IMAGES`): an image built elsewhere from the same release may carry another
+    arch list."""
+    build = next((b for b in rel.image_builds if b.variant == "default"), None)
+    if build is None or sm in build.capabilities or images.repository_path(image) not in OFFICIAL_IMAGES:
+        return None
+    shown = ", ".join(f"sm_{c}" for c in build.capabilities)
+    return Breach(f"image {image} ({rel.label}, CUDA {build.cuda}) is built for {shown}: no kernels for the {card}'s "
+                  f"sm_{sm} ({', '.join(build.files[:2])})",
+                  f"run a vLLM release whose image is built for sm_{sm} on this node, or schedule the server on a newer card")
+
+
+#: ``--dtype`` spellings by the torch dtype the release's capability rule names (ModelConfig's
+#: ``_STR_DTYPE_TO_TORCH_DTYPE``: bfloat16 has one spelling).
+DTYPE_SPELLINGS = {"bfloat16": ("bfloat16",)}
+
+
+@rule("vllm-card-capability", "The dtype and quantization method are ones the release runs on the card.",
+      "the release's vllm/platforms/cuda.py check_if_supports_dtype and each quantization method's "
+      "get_min_capability (core/data/vllm_releases.json)", policy="engine-contract")
+def card_capability(rel: Release, dtype: str | None, quantization: str | None, sm: int, card: str) -> Breach | None:
+    """``--dtype`` and ``--quantization`` as written, against the capability rules of ``rel`` for
+    compute capability ``sm`` (x10) of ``card``: vLLM refuses a bfloat16 model below the dtype
+    rule's capability and a method below its config class's ``get_min_capability``."""
+    for torch_dtype, spellings in DTYPE_SPELLINGS.items():
+        rule_ = rel.dtype_rule(torch_dtype)
+        if dtype in spellings and rule_ is not None and sm < rule_.min_capability:
+            return Breach(f"--dtype {dtype}: {rel.label} refuses it below sm_{rule_.min_capability} and the {card} is "
+                          f"sm_{sm} ({rule_.file})", "set --dtype float16 (or half)")
+    method = rel.quantization_method(quantization) if quantization else None
+    if method is not None and method.min_capability is not None and 0 <= sm < method.min_capability:
+        return Breach(f"--quantization {quantization}: {rel.label}'s {method.config_class} needs sm_{method.min_capability}, "
+                      f"the {card} is sm_{sm} ({method.file})",
+                      "use a checkpoint and method the card runs (gptq on this card, or float16 weights)")
+    return None
+
+
+@rule("vllm-cpu-offload-memory", "CPU offload fits in the container's memory limit.",
+      "the release's --cpu-offload-gb (GiB of weights a rank keeps in CPU memory, per GPU)", policy="engine-contract")
+def cpu_offload(rel: Release, offload_gib: float | None, ranks: int, limit_mib: float | None) -> Breach | None:
+    """``--cpu-offload-gb`` x the ranks of the pod (TP x PP) stays within the container's memory
+    limit (MiB); nothing to judge without offload or without a limit."""
+    if not offload_gib or offload_gib <= 0 or limit_mib is None:
+        return None
+    need_mib = offload_gib * MIB_PER_GIB * ranks
+    if need_mib <= limit_mib:
+        return None
+    return Breach(f"--cpu-offload-gb {offload_gib:g} on {ranks} rank(s) keeps {need_mib / MIB_PER_GIB:g} GiB of weights "
+                  f"in CPU memory, above the container's memory limit of {limit_mib / MIB_PER_GIB:g} GiB "
+                  f"({rel.label}: the kernel OOM-kills the server while it loads)",
+                  f"raise resources.limits.memory above {need_mib / MIB_PER_GIB:g}Gi plus the server's own, "
+                  "or lower --cpu-offload-gb")
+
+
+def flag_breaches(rel: Release, flags: Mapping[str, Iterable[str]], raw: Iterable[str]) -> list[Breach]:
+    """Every flag breach of one server's flags (:attr:`core.manifests.servers.ServerArgs.flags`)
+    against ``rel``: unknown or removed flags, then values."""
+    written_eq = {t.partition("=")[0].replace("_", "-") if t.startswith("--") else t.partition("=")[0]
+                  for t in raw if t.startswith("-") and "=" in t}
+    out: list[Breach | None] = []
+    for spelling, values in flags.items():
+        if "$(" in spelling or "${" in spelling:
+            continue
+        known = flag_known(rel, spelling)
+        out.append(known or flag_value(rel, spelling, tuple(values), spelling in written_eq))
+        flag = resolve(rel, spelling)
+        if flag is not None and flag.name in PARSER_FLAGS and values and rel.engine == "vllm":
+            plugin = any((f := resolve(rel, s)) is not None and f.name == PARSER_FLAGS[flag.name][1] for s in flags)
+            out.append(parser_known(rel, flag.name, tuple(values)[-1], plugin))
+    return [b for b in out if b]
+
+
+def env_breaches(rel: Release, env: Iterable[str]) -> list[Breach]:
+    """Every env typo of a container's env names against ``rel``."""
+    return [b for b in (env_known(rel, name) for name in env) if b]
+
+
+describe_policy(
+    "engine-contract",
+    "A vLLM server's flags, env, card and memory against the contract of the release its image runs.",
+    (
+        "Spell each flag as the image's vLLM release declares it (vllm serve --help of that release), give each the "
+        "type and a value among its choices, name env variables the release reads, run an image built for the card's "
+        "compute capability, and give CPU offload room in the memory limit."
+    ),
+)
