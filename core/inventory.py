@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core import cards, rules
+from core.facts import HOSTNAME_LABEL
 from core.measured import Measured, measurements
 from core.stackkeys import CLUSTER_CONFIG_KEY as CLUSTER_CONFIG_KEY  # re-exported: read where the inventory is
 from core.values import Int, NodeName, Real, Subdomain
@@ -108,8 +109,24 @@ class ReservedCards(_Strict):
     reason: str = Field(default="", description="Why they are held; shown in the allocation message.")
 
 
+class Autoscaling(_Strict):
+    """A node pool the cluster autoscaler (GKE, EKS managed node groups or Karpenter, AKS) grows and shrinks."""
+
+    max_nodes: Int = Field(
+        ge=1, description=("The most nodes the autoscaler makes of this pool (GKE --max-nodes, an EKS node group's "
+                           "maxSize, Karpenter's limits): a pod that fits no running node gets a new one up to this count."),
+    )
+    min_nodes: Int = Field(default=0, ge=0, description="The fewest nodes the pool keeps (GKE --min-nodes; default 0).")
+
+    @model_validator(mode="after")
+    def _order(self) -> Autoscaling:
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"min_nodes {self.min_nodes} exceeds max_nodes {self.max_nodes}")
+        return self
+
+
 class Node(_Strict):
-    """One schedulable node and what the scheduler can give from it."""
+    """One schedulable node, or a pool of identical nodes (``autoscaling``), and what the scheduler can give from it."""
 
     name: NodeName = Field(description="Node name = its kubernetes.io/hostname label, e.g. worker-1 (a DNS-1123 subdomain and a label value).")
     cards: Int = Field(ge=0, description="Allocatable nvidia.com/gpu cards on the node (worker-1: 4).")
@@ -136,10 +153,60 @@ class Node(_Strict):
         ),
     )
 
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Node labels a nodeSelector picks the node (or pool) by, besides kubernetes.io/hostname, which is the name: "
+            "cloud.google.com/gke-accelerator: nvidia-l4, node.kubernetes.io/instance-type: g5.12xlarge, "
+            "nvidia.com/gpu.product. A selector key no inventory node lists is not modelled (ignored). Default: none."
+        ),
+    )
+    autoscaling: Autoscaling | None = Field(
+        default=None,
+        description=(
+            "This entry is a node pool of identical nodes the cluster autoscaler grows up to max_nodes (cards and "
+            "allocatable_memory_mib are one node's); name is the pool's. A rollout's surge pod that fits a node the pool "
+            "can still add is no finding. Omitted: one fixed node (worker-1), where a pod beyond its cards stays Pending."
+        ),
+    )
+    time_slicing_replicas: Int = Field(
+        default=1, ge=1,
+        description=(
+            "The device plugin's time-slicing replicas for nvidia.com/gpu (sharing.timeSlicing, renameByDefault false): "
+            "cards is what the node advertises, cards / replicas physical cards, and pods sharing one card share its "
+            "memory. Default 1: no time-slicing (worker-1). With renameByDefault true the resource is "
+            "nvidia.com/gpu.shared: list it in extended_resources."
+        ),
+    )
+
+    @property
+    def max_nodes(self) -> int:
+        """How many nodes this entry can be: the pool's ``autoscaling.max_nodes``, else 1."""
+        return self.autoscaling.max_nodes if self.autoscaling is not None else 1
+
+    @property
+    def physical_cards(self) -> int:
+        """Physical cards of one node: ``cards`` / ``time_slicing_replicas``."""
+        return self.cards // self.time_slicing_replicas
+
+    def selected_by(self, selector: Mapping[str, str], known_keys: frozenset[str]) -> bool:
+        """Whether a nodeSelector picks this node: its hostname (the name) and every key of ``selector`` that
+        some inventory node lists (``known_keys``) match; other keys are not modelled."""
+        for key, value in selector.items():
+            if key == HOSTNAME_LABEL:
+                if value != self.name:
+                    return False
+            elif key in known_keys and self.labels.get(key) != value:
+                return False
+        return True
+
     @model_validator(mode="after")
     def _card_required(self) -> Node:
         if self.cards > 0 and self.card is None:
             raise ValueError(f"node {self.name} has {self.cards} cards but no card spec; add card:")
+        if self.cards % self.time_slicing_replicas:
+            raise ValueError(f"node {self.name}: cards ({self.cards}) is not a multiple of time_slicing_replicas "
+                             f"({self.time_slicing_replicas}); set cards to the nvidia.com/gpu the node advertises")
         held = sum(r.cards for r in self.reserved)
         if held > self.cards:
             raise ValueError(
@@ -213,6 +280,25 @@ class ClusterInventory(_Strict):
         ``llm-serving:workloads`` map. Raises ValueError for an invalid ``measured``."""  # noqa: D404
         merged = measurements(workloads, self.measured)
         return self if merged == self.measured else self.model_copy(update={"measured": merged})
+
+    @property
+    def label_keys(self) -> frozenset[str]:
+        """Every label key some node of the inventory lists."""
+        return frozenset(k for n in self.nodes for k in n.labels)
+
+    def placed_on(self, node_name: str | None, node_selector: Mapping[str, str]) -> tuple[list[Node], bool]:
+        """``(nodes, pinned)``: the inventory nodes (or pools) a pod with ``nodeName`` / ``nodeSelector`` can land on.
+
+        A ``nodeName`` or a hostname selector pins it to that node (``[]`` when the inventory lacks it). Otherwise
+        the nodes whose labels match every selector key the inventory records (:meth:`Node.selected_by`);
+        ``pinned`` is True when the selector narrowed the nodes by a recorded label. Affinity is not read."""
+        host = node_name or node_selector.get(HOSTNAME_LABEL)
+        if host:
+            found = self.node(host)
+            return ([found] if found is not None else []), True
+        keys = self.label_keys
+        matched = [n for n in self.nodes if n.selected_by(node_selector, keys)]
+        return matched, any(k in keys for k in node_selector)
 
     def node(self, name: str) -> Node | None:
         """The node called ``name``, or None."""

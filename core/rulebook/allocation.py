@@ -38,7 +38,7 @@ LESS_MEMORY = f"lower {S.memory_request} (model servers keep weights on the card
 def _over(use: NodeUse, unit: str, what: str, overflow: str) -> str:
     """``6 of 4 cards requested: candle-vllm 2, coder 2 (unpinned: coder); the pods beyond 4 cards stay Pending``."""
     cap = amount(use.capacity)
-    wrong = f"{amount(use.used)} of {cap} {what} requested: {', '.join(s.text() for s in use.ordered())}"
+    wrong = f"{amount(use.used)} of {use.capacity_text(what)} requested: {', '.join(s.text() for s in use.ordered())}"
     unpinned = use.unpinned_names()
     if unpinned:
         wrong += f" (unpinned: {', '.join(unpinned)})"
