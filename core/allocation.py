@@ -420,8 +420,8 @@ def demands(asking: Iterable[Any], per_pod: Callable[[Any], float],
     out = []
     for w in asking:
         candidates = None
-        if inventory is not None and not w.node and w.node_selector:
-            matched, narrowed = inventory.placed_on(None, w.node_selector)
+        if inventory is not None and not w.node and (w.node_selector or w.node_affinity):
+            matched, narrowed = inventory.placed_on(None, w.node_selector, w.node_affinity)
             # A selector that matches no node is judged as unpinned (the labels may be recorded incompletely).
             candidates = tuple(n.name for n in matched) if narrowed and matched else None
         out.append(Demand(w.name, per_pod(w), w.replicas, w.surge_needing_room, w.node, w.id, w.parked_reason,

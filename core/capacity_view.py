@@ -52,7 +52,7 @@ def card_for(w: manifests.Workload, inv: ClusterInventory) -> tuple[str | None, 
         if node.card is None:
             return node.name, None, f"node {node.name} has no card spec in the inventory"
         return node.name, node.card, None
-    picked, narrowed = inv.placed_on(None, w.node_selector)
+    picked, narrowed = inv.placed_on(None, w.node_selector, w.node_affinity)
     fitting = [n for n in (picked if narrowed and picked else inv.nodes) if n.card is not None and n.cards >= cards]
     if not fitting:
         return None, None, f"no node in the inventory has {cards} card(s)"

@@ -11,7 +11,7 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -189,16 +189,26 @@ class Node(_Strict):
         """Physical cards of one node: ``cards`` / ``time_slicing_replicas``."""
         return self.cards // self.time_slicing_replicas
 
-    def selected_by(self, selector: Mapping[str, str], known_keys: frozenset[str]) -> bool:
-        """Whether a nodeSelector picks this node: its hostname (the name) and every key of ``selector`` that
-        some inventory node lists (``known_keys``) match; other keys are not modelled."""
+    def selected_by(self, selector: Mapping[str, str], known_keys: frozenset[str],
+                    affinity: Sequence[Sequence[tuple[str, str, Sequence[str]]]] = ()) -> bool:
+        """Whether a nodeSelector and a required node affinity pick this node: its hostname (the name) and
+        every key of ``selector`` that some inventory node lists (``known_keys``) match, and one of the
+        affinity's terms (``(key, operator, values)`` expressions, :func:`core.manifests.pods.required_node_terms`)
+        holds. Keys no inventory node lists, and the operators Gt and Lt, are not modelled (they hold)."""
+        labels = {**self.labels, HOSTNAME_LABEL: self.name}
         for key, value in selector.items():
-            if key == HOSTNAME_LABEL:
-                if value != self.name:
-                    return False
-            elif key in known_keys and self.labels.get(key) != value:
+            if (key == HOSTNAME_LABEL or key in known_keys) and labels.get(key) != value:
                 return False
-        return True
+        return not affinity or any(all(self._holds(e, labels, known_keys) for e in term) for term in affinity)
+
+    @staticmethod
+    def _holds(expr: tuple[str, str, Sequence[str]], labels: Mapping[str, str], known_keys: frozenset[str]) -> bool:
+        key, op, values = expr
+        if key != HOSTNAME_LABEL and key not in known_keys:
+            return True
+        present = key in labels
+        return {"In": present and labels.get(key) in values, "NotIn": not present or labels.get(key) not in values,
+                "Exists": present, "DoesNotExist": not present}.get(op, True)
 
     @model_validator(mode="after")
     def _card_required(self) -> Node:
@@ -254,6 +264,15 @@ class ClusterInventory(_Strict):
         ),
     )
 
+    uid_assigned_at_admission: bool = Field(
+        default=False,
+        description=(
+            "Admission gives a pod that sets no runAsUser a uid of its own (OpenShift's restricted-v2 SCC: a uid from "
+            "the namespace's openshift.io/sa.scc.uid-range), so runAsNonRoot without runAsUser starts. Default "
+            "false: the image's user is used (worker-1, GKE, EKS, AKS)."
+        ),
+    )
+
     kserve_deployment_mode: Literal["RawDeployment", "Serverless", "NoKnative"] | None = Field(
         default=None,
         description=(
@@ -286,19 +305,22 @@ class ClusterInventory(_Strict):
         """Every label key some node of the inventory lists."""
         return frozenset(k for n in self.nodes for k in n.labels)
 
-    def placed_on(self, node_name: str | None, node_selector: Mapping[str, str]) -> tuple[list[Node], bool]:
-        """``(nodes, pinned)``: the inventory nodes (or pools) a pod with ``nodeName`` / ``nodeSelector`` can land on.
+    def placed_on(self, node_name: str | None, node_selector: Mapping[str, str],
+                  affinity: Sequence[Sequence[tuple[str, str, Sequence[str]]]] = ()) -> tuple[list[Node], bool]:
+        """``(nodes, pinned)``: the inventory nodes (or pools) a pod with ``nodeName`` / ``nodeSelector`` /
+        required node ``affinity`` can land on.
 
         A ``nodeName`` or a hostname selector pins it to that node (``[]`` when the inventory lacks it). Otherwise
-        the nodes whose labels match every selector key the inventory records (:meth:`Node.selected_by`);
-        ``pinned`` is True when the selector narrowed the nodes by a recorded label. Affinity is not read."""
+        the nodes whose labels match every selector key and affinity expression the inventory records
+        (:meth:`Node.selected_by`); ``pinned`` is True when they narrowed the nodes by a recorded label."""
         host = node_name or node_selector.get(HOSTNAME_LABEL)
         if host:
             found = self.node(host)
             return ([found] if found is not None else []), True
-        keys = self.label_keys
-        matched = [n for n in self.nodes if n.selected_by(node_selector, keys)]
-        return matched, any(k in keys for k in node_selector)
+        keys = self.label_keys | {HOSTNAME_LABEL}
+        matched = [n for n in self.nodes if n.selected_by(node_selector, keys, affinity)]
+        named = [*node_selector, *(e[0] for term in affinity for e in term)]
+        return matched, any(k in keys for k in named)
 
     def node(self, name: str) -> Node | None:
         """The node called ``name``, or None."""

@@ -31,7 +31,7 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         inv = stackconfig.inventory()
     except stackconfig.StackConfigError:
         return
-    picked, narrowed = inv.placed_on(w.node_name, w.node_selector)
+    picked, narrowed = inv.placed_on(w.node_name, w.node_selector, w.node_affinity)
     pinned = picked[0] if w.node and picked else None
     nodes = picked if (pinned is not None or narrowed) and picked else [] if w.node else list(inv.nodes)
     if not nodes or any(n.extended_resources is None for n in nodes):

@@ -207,6 +207,9 @@ class Workload:
     role: str = ""
     #: The pod spec's ``securityContext`` as written (plain; ``{}`` when absent).
     security_context: Mapping = field(default_factory=dict)
+    #: The required node affinity (:func:`required_node_terms`): terms ORed, each a tuple of
+    #: ``(key, operator, values)`` ANDed; ``()`` when none.
+    node_affinity: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] = ()
 
     def run_as(self, c: Container) -> tuple[Any, int | None]:
         """``(runAsNonRoot, runAsUser)`` of container ``c``: each the container's, else the pod's
@@ -402,6 +405,7 @@ def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
                                   for i, c in enumerate(as_seq(pod_spec.get("initContainers")))),
             role=role,
             security_context=plain(as_map(pod_spec.get("securityContext"))),
+            node_affinity=required_node_terms(pod_spec),
         ))
     return out
 
@@ -472,7 +476,23 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | No
         ),
         enable_service_links=pod_spec.get("enableServiceLinks") is not False,
         security_context=plain(as_map(pod_spec.get("securityContext"))),
+        node_affinity=required_node_terms(pod_spec),
     )
+
+
+def required_node_terms(pod_spec: Mapping) -> tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...]:
+    """``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`` as
+    plain values: one tuple a term (the scheduler ORs terms), of ``(key, operator, values)`` for each
+    ``matchExpressions`` entry (ANDed). ``matchFields`` are not read. ``()`` when there is none."""
+    required = as_map(as_map(as_map(pod_spec.get("affinity")).get("nodeAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = []
+    for term in as_seq(required.get("nodeSelectorTerms")):
+        exprs = tuple((str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in as_seq(e.get("values"))))
+                      for e in (as_map(x) for x in as_seq(as_map(term).get("matchExpressions"))))
+        if exprs:
+            terms.append(exprs)
+    return tuple(terms)
 
 
 @dataclass(frozen=True)

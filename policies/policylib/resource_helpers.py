@@ -132,12 +132,12 @@ def candidate_nodes(w: manifests.Workload, inv: ClusterInventory) -> tuple[list[
     nodeSelector's recorded labels pick (:meth:`core.inventory.ClusterInventory.placed_on`).
 
     A pin to a node missing from the inventory gives ``[]`` (gpu-card-allocation reports
-    it). Node affinity is not modelled: such pods are judged as unpinned.
+    it). A required node affinity narrows the nodes like the nodeSelector.
     """
     if w.node:
         node = inv.node(w.node)
         return ([node] if node else []), True
-    picked, narrowed = inv.placed_on(None, w.node_selector)
+    picked, narrowed = inv.placed_on(None, w.node_selector, w.node_affinity)
     nodes = picked if narrowed and picked else list(inv.nodes)
     return [n for n in nodes if n.cards >= max(w.cards_per_pod, 1)], False
 

@@ -107,3 +107,44 @@ def test_time_slicing_counts_physical_cards_and_refuses_a_count_that_does_not_di
 def test_autoscaling_bounds_are_checked():
     with pytest.raises(ValidationError, match="min_nodes 3 exceeds max_nodes 2"):
         ClusterInventory.model_validate(cluster({"max_nodes": 2, "min_nodes": 3}))
+
+
+def test_required_node_affinity_picks_the_pool_like_a_selector():
+    from core.manifests.pods import required_node_terms
+
+    inv = ClusterInventory.model_validate(cluster({"max_nodes": 2}))
+    pod = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": ACCEL, "operator": "In", "values": ["nvidia-a100-80gb"]},
+                              {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["x"]}]}]}}}}
+    terms = required_node_terms(pod)
+    assert terms == (((ACCEL, "In", ("nvidia-a100-80gb",)), ("topology.kubernetes.io/zone", "In", ("x",))),)
+    assert inv.placed_on(None, {}, terms) == ([inv.node("a100-pool")], True)
+    not_l4 = (((ACCEL, "NotIn", ("nvidia-l4",)),),)
+    assert [n.name for n in inv.placed_on(None, {}, not_l4)[0]] == ["a100-pool"]
+
+
+OPENSHIFT_TGI = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: tgi, namespace: serving}
+spec:
+  selector: {matchLabels: {app: tgi}}
+  template:
+    metadata: {labels: {app: tgi}}
+    spec:
+      securityContext: {runAsNonRoot: true}
+      containers:
+      - name: server
+        image: ghcr.io/huggingface/text-generation-inference:2.0.1
+        resources: {limits: {nvidia.com/gpu: "1"}}
+"""
+
+
+@pytest.mark.parametrize("assigned, found", [(False, 1), (True, 0)])
+def test_runasnonroot_without_a_uid_is_refused_unless_admission_assigns_one(assigned, found):
+    from policies import run_as_non_root_needs_uid
+
+    config = cluster({"max_nodes": 2})
+    config["uid_assigned_at_admission"] = assigned  # OpenShift's restricted-v2 SCC
+    use_stack_config({"llm-serving:cluster": config, "llm-serving:models": {}})
+    assert len(run_policy(run_as_non_root_needs_uid.POLICY, manifests(OPENSHIFT_TGI))) == found
