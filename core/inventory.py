@@ -129,7 +129,11 @@ class Node(_Strict):
     """One schedulable node, or a pool of identical nodes (``autoscaling``), and what the scheduler can give from it."""
 
     name: NodeName = Field(description="Node name = its kubernetes.io/hostname label, e.g. worker-1 (a DNS-1123 subdomain and a label value).")
-    cards: Int = Field(ge=0, description="Allocatable nvidia.com/gpu cards on the node (worker-1: 4).")
+    cards: Int = Field(ge=0, description=(
+        "Allocatable nvidia.com/gpu cards on the node (worker-1: 4): what the device plugin advertises, so a card "
+        "time-sliced into 4 replicas (sharing.timeSlicing, renameByDefault false) counts 4; with renameByDefault "
+        "true the slices are nvidia.com/gpu.shared, listed in extended_resources, and MIG slices are "
+        "nvidia.com/mig-<profile> there too."))
     card: CardSpec | None = Field(
         default=None, description="The card model; required when cards > 0."
     )
@@ -169,25 +173,11 @@ class Node(_Strict):
             "can still add is no finding. Omitted: one fixed node (worker-1), where a pod beyond its cards stays Pending."
         ),
     )
-    time_slicing_replicas: Int = Field(
-        default=1, ge=1,
-        description=(
-            "The device plugin's time-slicing replicas for nvidia.com/gpu (sharing.timeSlicing, renameByDefault false): "
-            "cards is what the node advertises, cards / replicas physical cards, and pods sharing one card share its "
-            "memory. Default 1: no time-slicing (worker-1). With renameByDefault true the resource is "
-            "nvidia.com/gpu.shared: list it in extended_resources."
-        ),
-    )
 
     @property
     def max_nodes(self) -> int:
         """How many nodes this entry can be: the pool's ``autoscaling.max_nodes``, else 1."""
         return self.autoscaling.max_nodes if self.autoscaling is not None else 1
-
-    @property
-    def physical_cards(self) -> int:
-        """Physical cards of one node: ``cards`` / ``time_slicing_replicas``."""
-        return self.cards // self.time_slicing_replicas
 
     def selected_by(self, selector: Mapping[str, str], known_keys: frozenset[str],
                     affinity: Sequence[Sequence[tuple[str, str, Sequence[str]]]] = ()) -> bool:
@@ -214,9 +204,6 @@ class Node(_Strict):
     def _card_required(self) -> Node:
         if self.cards > 0 and self.card is None:
             raise ValueError(f"node {self.name} has {self.cards} cards but no card spec; add card:")
-        if self.cards % self.time_slicing_replicas:
-            raise ValueError(f"node {self.name}: cards ({self.cards}) is not a multiple of time_slicing_replicas "
-                             f"({self.time_slicing_replicas}); set cards to the nvidia.com/gpu the node advertises")
         held = sum(r.cards for r in self.reserved)
         if held > self.cards:
             raise ValueError(
@@ -229,6 +216,14 @@ class ClusterInventory(_Strict):
     """The nodes of the cluster that workloads of this stack may land on."""
 
     nodes: tuple[Node, ...] = Field(min_length=1, description="The nodes, each named once.")
+    driver_injected_by_default: bool = Field(
+        default=False,
+        description=(
+            "The cluster's default container runtime injects the NVIDIA driver (GKE, the EKS and AKS GPU images, the GPU "
+            "Operator with the NVIDIA runtime as containerd's default), so GPU pods need no runtimeClassName. States what "
+            "omitting gpu_runtime_class leaves unsaid; the two together are refused. Default false: not recorded."
+        ),
+    )
     gpu_runtime_class: Subdomain | None = Field(
         default=None,
         description=(
@@ -282,6 +277,13 @@ class ClusterInventory(_Strict):
             "kserve #1768). Omitted: not recorded, and an InferenceService without the annotation is not judged."
         ),
     )
+
+    @model_validator(mode="after")
+    def _runtime_stated_once(self) -> ClusterInventory:
+        if self.driver_injected_by_default and self.gpu_runtime_class is not None:
+            raise ValueError(f"driver_injected_by_default is true and gpu_runtime_class is {self.gpu_runtime_class}: "
+                             "GPU pods either need that RuntimeClass or get the driver from the default runtime; keep one")
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> ClusterInventory:

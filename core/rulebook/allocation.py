@@ -89,6 +89,19 @@ def node_listed(node: str, known: Sequence[str], cards: int = 0) -> Breach | Non
                   + ", or add the node to llm-serving:cluster")
 
 
+@rule("node-is-one-host", "A stack-file workload is pinned to one node, not to a node pool that autoscales.",
+      "components/workload.py and components/vllm.py pin pods by nodeSelector kubernetes.io/hostname: <node>")
+def node_is_one_host(node: str, max_nodes: int | None) -> Breach | None:
+    """``max_nodes``: the inventory entry's ``autoscaling.max_nodes`` (None: one fixed node). The program's
+    components pin a workload by its node's hostname, which no node of a pool carries (stack file only)."""
+    if max_nodes is None:
+        return None
+    return Breach(f"node {node} is a node pool of up to {max_nodes} nodes (autoscaling), and the components pin pods "
+                  f"by {facts.HOSTNAME_LABEL}: {node}, which no node of the pool carries; its pods stay Pending",
+                  f"set {NODE} to a fixed node of llm-serving:cluster (no autoscaling), or judge the pool's manifests "
+                  "with the policy pack instead (python3 dev.py analyze)")
+
+
 @rule("pod-cards-fit-node", "One pod asks no more cards than its node (or the largest node) has.",
       "seed 000 (coder.yaml: a pod that never reaches Ready occupies its cards)", policy="gpu-card-allocation")
 def pod_cards_fit(cards: int, node_cards: float, node: str | None = None) -> Breach | None:

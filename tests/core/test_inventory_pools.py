@@ -94,14 +94,11 @@ def test_placed_on_reads_hostname_labels_and_ignores_unrecorded_keys():
     assert (len(nodes), narrowed) == (2, False)
 
 
-def test_time_slicing_counts_physical_cards_and_refuses_a_count_that_does_not_divide():
-    node = {"name": "t4", "cards": 8, "card": {"product": "Tesla-T4", "memory_mib": 15360, "compute_capability": "7.5",
-                                               "nvlink": False, "hbm_bandwidth_gb_s": 320},
-            "allocatable_memory_mib": 50000, "time_slicing_replicas": 4}
-    inv = ClusterInventory.model_validate({"nodes": [node]})
-    assert inv.nodes[0].physical_cards == 2
-    with pytest.raises(ValidationError, match="not a multiple of time_slicing_replicas"):
-        ClusterInventory.model_validate({"nodes": [{**node, "cards": 6}]})
+def test_a_default_runtime_that_injects_the_driver_is_stated_and_not_beside_a_runtime_class():
+    inv = ClusterInventory.model_validate({**cluster(None), "driver_injected_by_default": True})
+    assert (inv.driver_injected_by_default, inv.gpu_runtime_class) == (True, None)
+    with pytest.raises(ValidationError, match="driver_injected_by_default is true and gpu_runtime_class is nvidia"):
+        ClusterInventory.model_validate({**cluster(None), "driver_injected_by_default": True, "gpu_runtime_class": "nvidia"})
 
 
 def test_autoscaling_bounds_are_checked():
