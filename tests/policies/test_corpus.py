@@ -115,3 +115,35 @@ def test_the_corpus_page_tables_are_current():
     assert tables == corpus.markdown(list(_found()), corpus.annotations()), (
         "docs/corpus.md is out of date: paste the output of `.venv/bin/python -m tests.policies.corpus --markdown` "
         "between its corpus:begin and corpus:end marks")
+
+
+def _surge_findings(strip_autoscaling: bool) -> list[str]:
+    """gpu-rollout-recreate's and gpu-card-allocation's findings on every case written for a cluster whose pools
+    autoscale, with the inventory as written or with each pool fixed at one node."""
+    import json
+
+    from policies import gpu_card_allocation, gpu_rollout_recreate
+    from tests.policy_harness import run_policy, use_stack_config
+    from tools.offline.manifests import InputError, load_manifest_dir
+
+    out = []
+    for path in corpus.CASES:
+        config = json.loads(corpus._config(corpus.header(path)["Inventory"]))
+        cluster = config["llm-serving:cluster"]
+        if not any("autoscaling" in n for n in cluster["nodes"]):
+            continue
+        if strip_autoscaling:
+            cluster = {**cluster, "nodes": [{k: v for k, v in n.items() if k != "autoscaling"} for n in cluster["nodes"]]}
+        use_stack_config({**config, "llm-serving:cluster": cluster})
+        try:
+            resources = load_manifest_dir(path, stack="corpus")
+        except InputError:
+            continue
+        out += [v.message for p in (gpu_rollout_recreate.POLICY, gpu_card_allocation.POLICY) for v in run_policy(p, resources)]
+    return out
+
+
+def test_a_surge_card_on_an_autoscaled_pool_is_no_finding_and_on_a_fixed_node_it_is():
+    assert _surge_findings(strip_autoscaling=False) == []
+    fixed = _surge_findings(strip_autoscaling=True)
+    assert fixed and all("surge" in m for m in fixed), fixed
