@@ -145,3 +145,19 @@ def test_runasnonroot_without_a_uid_is_refused_unless_admission_assigns_one(assi
     config["uid_assigned_at_admission"] = assigned  # OpenShift's restricted-v2 SCC
     use_stack_config({"llm-serving:cluster": config, "llm-serving:models": {}})
     assert len(run_policy(run_as_non_root_needs_uid.POLICY, manifests(OPENSHIFT_TGI))) == found
+
+
+def test_memory_follows_the_pool_too():
+    from policies import node_memory_allocation
+
+    # 3 replicas x 20,000 MiB on the L4 pool (30,000 MiB a node): one fixed node is over, a pool of 3 is not.
+    text = SERVER.replace("REPLICAS", "3").replace('limits: {nvidia.com/gpu: "1"}',
+                                                    'limits: {nvidia.com/gpu: "1"}, requests: {memory: 20000Mi}')
+    text = text.replace("replicas: 3", "replicas: 3\n  strategy: {type: Recreate}")
+    found = {}
+    for nodes in (None, {"max_nodes": 3}):
+        use_stack_config({"llm-serving:cluster": cluster(nodes), "llm-serving:models": {}})
+        found[bool(nodes)] = [v.message for v in run_policy(node_memory_allocation.POLICY, manifests(text))]
+    assert found[True] == []
+    (message,) = found[False]
+    assert message.startswith("l4-pool: 60,000 of 30,000 MiB of memory requested")
