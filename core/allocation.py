@@ -32,7 +32,8 @@ class Demand:
     ``surge_pods``: the extra pods a RollingUpdate starts; ``node``: the node it is pinned to
     (None: unpinned, packed); ``key``: unique id (the URN; default the name); ``parked``: the
     declared parked reason, if any; ``ref``: the caller's object, handed back in
-    :attr:`Share.ref` and the lists of :class:`Allocation`.
+    :attr:`Share.ref` and the lists of :class:`Allocation`; ``candidates``: for an unpinned
+    demand, the nodes its nodeSelector's labels allow (None: every node).
     """
 
     name: str
@@ -43,6 +44,7 @@ class Demand:
     key: str = ""
     parked: str | None = None
     ref: Any = None
+    candidates: tuple[str, ...] | None = None
 
     @property
     def id(self) -> str:
@@ -182,12 +184,24 @@ class Share:
 @dataclass
 class NodeUse:
     """One node's capacity, the shares counted on it, and the idle (parked or zero-replica)
-    workloads pinned to it, which take nothing."""
+    workloads pinned to it, which take nothing. For a node pool that autoscales, ``nodes`` is
+    its most nodes and ``capacity`` their total (``per_node`` x ``nodes``)."""
 
     node: str
     capacity: float
     shares: list[Share] = field(default_factory=list)
     idle: list[Demand] = field(default_factory=list)
+    nodes: int = 1
+
+    @property
+    def per_node(self) -> float:
+        """What one node of the entry offers (the whole capacity for a fixed node)."""
+        return self.capacity / self.nodes
+
+    def capacity_text(self, unit: str) -> str:
+        """``4 cards``, or for a pool ``4 cards (at most 4 nodes of 1)``."""
+        text = f"{amount(self.capacity)} {unit}"
+        return text + (f" (at most {self.nodes} nodes of {amount(self.per_node)})" if self.nodes > 1 else "")
 
     @property
     def used(self) -> float:
@@ -246,10 +260,14 @@ def allocate(
     capacity: Mapping[str, float],
     count_surge: bool = True,
     reserved: Mapping[str, Iterable[tuple[str, float, str]]] | None = None,
+    pool_nodes: Mapping[str, int] | None = None,
 ) -> Allocation:
     """Place ``demands`` on the nodes of ``capacity``.
 
-    ``capacity``: node name -> what it offers (cards, or MiB). A demand with pods places
+    ``capacity``: node name -> what one node offers (cards, or MiB); ``pool_nodes``: node name ->
+    the most nodes of an autoscaled pool (default 1), whose capacity is then that many nodes' (a
+    pod still fits one node; pods of several sizes are counted on the pool's total, not packed
+    node by node). A demand with pods places
     ``pods`` pods plus, when ``count_surge``, ``surge_pods`` RollingUpdate pods; one with no
     pods, or a ``per_pod`` of 0, takes nothing (listed in its pinned node's ``idle``).
     ``reserved``: node name -> (holder, amount, reason) held outside the stack (inventory
@@ -258,12 +276,15 @@ def allocate(
     Pinned pods count on their node. Unpinned pods are packed worst-fit decreasing: largest
     pods first (regular pods before surge pods, then by name), each onto the node with the
     most free capacity (ties: node name), which is how the scheduler's default
-    least-allocated scoring spreads pods. A pod that fits on no node is counted on the node
+    least-allocated scoring spreads pods; pods whose labels allow only some nodes
+    (``Demand.candidates``) are placed first, among those. A pod that fits on no node is counted on the node
     with the most free capacity as ``overflow``, so that node's total shows the shortfall.
     O(d log d + n log n). Source of the rule: gpu-card-allocation (spec "The history as test
     cases", seeds 001 / 003, coder.yaml).
     """
-    nodes = {name: NodeUse(name, float(cap)) for name, cap in capacity.items()}
+    counts = pool_nodes or {}
+    nodes = {name: NodeUse(name, float(cap) * counts.get(name, 1), nodes=counts.get(name, 1))
+             for name, cap in capacity.items()}
     largest = max(capacity.values(), default=0.0)
     oversized: list[tuple[Demand, str | None, float]] = []
     unknown: list[Demand] = []
@@ -272,6 +293,7 @@ def allocate(
             for holder, value, reason in held:
                 nodes[node].shares.append(Share(name=holder, per_pod=value, pods=1, reserved_reason=reason))
     unpinned: list[tuple[float, bool, str, str, int, Demand]] = []
+    restricted: list[tuple[float, bool, str, str, int, Demand]] = []
     for d in demands:
         size = d.per_pod
         if d.pods <= 0 or size <= 0:
@@ -282,17 +304,29 @@ def allocate(
         if d.node is not None:
             if d.node not in nodes:
                 unknown.append(d)
-            elif size > nodes[d.node].capacity:
-                oversized.append((d, d.node, nodes[d.node].capacity))
+            elif size > nodes[d.node].per_node:
+                oversized.append((d, d.node, nodes[d.node].per_node))
             else:
                 nodes[d.node].shares.append(Share(d.name, size, d.pods, surge, ref=d))
             continue
-        if size > largest:
-            oversized.append((d, None, largest))
+        allowed = [n for n in d.candidates if n in nodes] if d.candidates is not None else None
+        if allowed is not None and len(allowed) == 1:
+            only = nodes[allowed[0]]
+            if size > only.per_node:
+                oversized.append((d, only.node, only.per_node))
+            else:
+                only.shares.append(Share(d.name, size, d.pods, surge, unpinned=True, ref=d))
             continue
-        unpinned.append((-size, False, d.name, d.id, d.pods, d))
+        fit = largest if allowed is None else max((nodes[n].per_node for n in allowed), default=0.0)
+        if size > fit:
+            oversized.append((d, None, fit))
+            continue
+        group = restricted if allowed is not None else unpinned
+        group.append((-size, False, d.name, d.id, d.pods, d))
         if surge:
-            unpinned.append((-size, True, d.name, d.id, surge, d))
+            group.append((-size, True, d.name, d.id, surge, d))
+    if restricted:
+        _pack_among(sorted(restricted, key=lambda t: t[:4]), nodes)
     if unpinned:
         _pack(sorted(unpinned, key=lambda t: t[:4]), nodes)
     return Allocation(nodes, oversized, unknown)
@@ -303,11 +337,39 @@ def reservations(inventory: ClusterInventory) -> dict[str, list[tuple[str, float
     return {n.name: [(r.workload, float(r.cards), r.reason) for r in n.reserved] for n in inventory.nodes}
 
 
+def pool_nodes(inventory: ClusterInventory) -> dict[str, int]:
+    """The most nodes of each inventory entry: an autoscaled pool's ``max_nodes``, else 1."""
+    return {n.name: n.max_nodes for n in inventory.nodes}
+
+
 def cards(demands: Iterable[Demand], inventory: ClusterInventory, count_surge: bool = True) -> Allocation:
-    """:func:`allocate` of ``demands`` in cards (``nvidia.com/gpu``) on the inventory's nodes,
-    with the cards it reserves outside the stack: what gpu-card-allocation judges, the preview
-    prints and the stack output reports."""
-    return allocate(demands, {n.name: float(n.cards) for n in inventory.nodes}, count_surge, reservations(inventory))
+    """:func:`allocate` of ``demands`` in cards (``nvidia.com/gpu``) on the inventory's nodes
+    (a pool counted at its most nodes), with the cards it reserves outside the stack: what
+    gpu-card-allocation judges, the preview prints and the stack output reports."""
+    return allocate(demands, {n.name: float(n.cards) for n in inventory.nodes}, count_surge, reservations(inventory),
+                    pool_nodes(inventory))
+
+
+def _pack_among(items: Sequence[tuple[float, bool, str, str, int, Demand]], nodes: dict[str, NodeUse]) -> None:
+    """Worst-fit placement of sorted pod groups each restricted to its ``Demand.candidates``,
+    one pod at a time onto the allowed node with the most free capacity (ties: node name); a pod
+    that fits none is counted, as ``overflow``, on the allowed node with the most free capacity."""
+    placed: dict[tuple[str, str], Share] = {}
+    for neg_size, is_surge, _, _, count, d in items:
+        size = -neg_size
+        allowed = sorted(n for n in (d.candidates or ()) if n in nodes)
+        for _ in range(count):
+            node = min(allowed, key=lambda n: (nodes[n].used - nodes[n].capacity, n))
+            use = nodes[node]
+            s = placed.get((node, d.id))
+            if s is None:
+                s = placed[(node, d.id)] = Share(d.name, size, unpinned=True, ref=d)
+                use.shares.append(s)
+            s.overflow = s.overflow or use.capacity - use.used < size
+            if is_surge:
+                s.surge_pods += 1
+            else:
+                s.pods += 1
 
 
 def _pack(items: Sequence[tuple[float, bool, str, str, int, Demand]], nodes: dict[str, NodeUse]) -> None:
@@ -348,11 +410,20 @@ def _pack(items: Sequence[tuple[float, bool, str, str, int, Demand]], nodes: dic
             heapq.heappush(heap, (-(free - n * size), node))
 
 
-def demands(asking: Iterable[Any], per_pod: Callable[[Any], float]) -> list[Demand]:
+def demands(asking: Iterable[Any], per_pod: Callable[[Any], float],
+            inventory: ClusterInventory | None = None) -> list[Demand]:
     """Each workload's :class:`Demand` (``asking``: :class:`core.manifests.Workload` views, typed
     ``Any`` because core.manifests imports this module; ``per_pod(w)`` of one pod; its replicas,
-    RollingUpdate surge pods that need room beside the running ones, pinned node, URN and parked reason), with the workload as ``ref``."""
-    return [
-        Demand(w.name, per_pod(w), w.replicas, w.surge_needing_room, w.node, w.id, w.parked_reason, ref=w)
-        for w in asking
-    ]
+    RollingUpdate surge pods that need room beside the running ones, pinned node, URN and parked reason), with the workload as ``ref``.
+    With ``inventory``, an unpinned workload whose nodeSelector names node labels the inventory records is
+    restricted to the nodes (or pools) that carry them (:meth:`core.inventory.ClusterInventory.placed_on`)."""
+    out = []
+    for w in asking:
+        candidates = None
+        if inventory is not None and not w.node and (w.node_selector or w.node_affinity):
+            matched, narrowed = inventory.placed_on(None, w.node_selector, w.node_affinity)
+            # A selector that matches no node is judged as unpinned (the labels may be recorded incompletely).
+            candidates = tuple(n.name for n in matched) if narrowed and matched else None
+        out.append(Demand(w.name, per_pod(w), w.replicas, w.surge_needing_room, w.node, w.id, w.parked_reason,
+                          ref=w, candidates=candidates))
+    return out

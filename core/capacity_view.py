@@ -40,7 +40,8 @@ def card_for(w: manifests.Workload, inv: ClusterInventory) -> tuple[str | None, 
     """``(node, card, problem)`` for the pods of ``w``.
 
     Pinned: the pinned node and its card. Unpinned: the node with the smallest card
-    (memory_mib, then name) among those with at least the pod's cards; ``node`` is that
+    (memory_mib, then name) among those with at least the pod's cards, and among the nodes
+    (or pools) its nodeSelector's labels pick (:meth:`ClusterInventory.placed_on`); ``node`` is that
     node's name. ``problem`` (and no card) when the pinned node is not in the inventory, has
     no card spec, or no node has enough cards.
     """
@@ -52,7 +53,8 @@ def card_for(w: manifests.Workload, inv: ClusterInventory) -> tuple[str | None, 
         if node.card is None:
             return node.name, None, f"node {node.name} has no card spec in the inventory"
         return node.name, node.card, None
-    fitting = [n for n in inv.nodes if n.card is not None and n.cards >= cards]
+    picked, narrowed = inv.placed_on(None, w.node_selector, w.node_affinity)
+    fitting = [n for n in (picked if narrowed and picked else inv.nodes) if n.card is not None and n.cards >= cards]
     if not fitting:
         return None, None, f"no node in the inventory has {cards} card(s)"
     best = min(fitting, key=lambda n: (n.card.memory_mib, n.name))  # type: ignore[union-attr]

@@ -11,12 +11,13 @@ Plain pydantic, no Pulumi import.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from core import cards, rules
+from core.facts import HOSTNAME_LABEL
 from core.measured import Measured, measurements
 from core.stackkeys import CLUSTER_CONFIG_KEY as CLUSTER_CONFIG_KEY  # re-exported: read where the inventory is
 from core.values import Int, NodeName, Real, Subdomain, rule_error
@@ -127,11 +128,31 @@ class ReservedCards(_Strict):
     reason: str = Field(default="", description="Why they are held; shown in the allocation message.")
 
 
+class Autoscaling(_Strict):
+    """A node pool the cluster autoscaler (GKE, EKS managed node groups or Karpenter, AKS) grows and shrinks."""
+
+    max_nodes: Int = Field(
+        ge=1, description=("The most nodes the autoscaler makes of this pool (GKE --max-nodes, an EKS node group's "
+                           "maxSize, Karpenter's limits): a pod that fits no running node gets a new one up to this count."),
+    )
+    min_nodes: Int = Field(default=0, ge=0, description="The fewest nodes the pool keeps (GKE --min-nodes; default 0).")
+
+    @model_validator(mode="after")
+    def _order(self) -> Autoscaling:
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"min_nodes {self.min_nodes} exceeds max_nodes {self.max_nodes}")
+        return self
+
+
 class Node(_Strict):
-    """One schedulable node and what the scheduler can give from it."""
+    """One schedulable node, or a pool of identical nodes (``autoscaling``), and what the scheduler can give from it."""
 
     name: NodeName = Field(description="Node name = its kubernetes.io/hostname label, e.g. worker-1 (a DNS-1123 subdomain and a label value).")
-    cards: Int = Field(ge=0, description="Allocatable nvidia.com/gpu cards on the node (worker-1: 4).")
+    cards: Int = Field(ge=0, description=(
+        "Allocatable nvidia.com/gpu cards on the node (worker-1: 4): what the device plugin advertises, so a card "
+        "time-sliced into 4 replicas (sharing.timeSlicing, renameByDefault false) counts 4; with renameByDefault "
+        "true the slices are nvidia.com/gpu.shared, listed in extended_resources, and MIG slices are "
+        "nvidia.com/mig-<profile> there too."))
     card: CardSpec | None = Field(
         default=None, description="The card model; required when cards > 0."
     )
@@ -155,6 +176,49 @@ class Node(_Strict):
         ),
     )
 
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Node labels a nodeSelector picks the node (or pool) by, besides kubernetes.io/hostname, which is the name: "
+            "cloud.google.com/gke-accelerator: nvidia-l4, node.kubernetes.io/instance-type: g5.12xlarge, "
+            "nvidia.com/gpu.product. A selector key no inventory node lists is not modelled (ignored). Default: none."
+        ),
+    )
+    autoscaling: Autoscaling | None = Field(
+        default=None,
+        description=(
+            "This entry is a node pool of identical nodes the cluster autoscaler grows up to max_nodes (cards and "
+            "allocatable_memory_mib are one node's); name is the pool's. A rollout's surge pod that fits a node the pool "
+            "can still add is no finding. Omitted: one fixed node (worker-1), where a pod beyond its cards stays Pending."
+        ),
+    )
+
+    @property
+    def max_nodes(self) -> int:
+        """How many nodes this entry can be: the pool's ``autoscaling.max_nodes``, else 1."""
+        return self.autoscaling.max_nodes if self.autoscaling is not None else 1
+
+    def selected_by(self, selector: Mapping[str, str], known_keys: frozenset[str],
+                    affinity: Sequence[Sequence[tuple[str, str, Sequence[str]]]] = ()) -> bool:
+        """Whether a nodeSelector and a required node affinity pick this node: its hostname (the name) and
+        every key of ``selector`` that some inventory node lists (``known_keys``) match, and one of the
+        affinity's terms (``(key, operator, values)`` expressions, :func:`core.manifests.pods.required_node_terms`)
+        holds. Keys no inventory node lists, and the operators Gt and Lt, are not modelled (they hold)."""
+        labels = {**self.labels, HOSTNAME_LABEL: self.name}
+        for key, value in selector.items():
+            if (key == HOSTNAME_LABEL or key in known_keys) and labels.get(key) != value:
+                return False
+        return not affinity or any(all(self._holds(e, labels, known_keys) for e in term) for term in affinity)
+
+    @staticmethod
+    def _holds(expr: tuple[str, str, Sequence[str]], labels: Mapping[str, str], known_keys: frozenset[str]) -> bool:
+        key, op, values = expr
+        if key != HOSTNAME_LABEL and key not in known_keys:
+            return True
+        present = key in labels
+        return {"In": present and labels.get(key) in values, "NotIn": not present or labels.get(key) not in values,
+                "Exists": present, "DoesNotExist": not present}.get(op, True)
+
     @model_validator(mode="after")
     def _card_required(self) -> Node:
         if self.cards > 0 and self.card is None:
@@ -171,6 +235,14 @@ class ClusterInventory(_Strict):
     """The nodes of the cluster that workloads of this stack may land on."""
 
     nodes: tuple[Node, ...] = Field(min_length=1, description="The nodes, each named once.")
+    driver_injected_by_default: bool = Field(
+        default=False,
+        description=(
+            "The cluster's default container runtime injects the NVIDIA driver (GKE, the EKS and AKS GPU images, the GPU "
+            "Operator with the NVIDIA runtime as containerd's default), so GPU pods need no runtimeClassName. States what "
+            "omitting gpu_runtime_class leaves unsaid; the two together are refused. Default false: not recorded."
+        ),
+    )
     gpu_runtime_class: Subdomain | None = Field(
         default=None,
         description=(
@@ -206,6 +278,15 @@ class ClusterInventory(_Strict):
         ),
     )
 
+    uid_assigned_at_admission: bool = Field(
+        default=False,
+        description=(
+            "Admission gives a pod that sets no runAsUser a uid of its own (OpenShift's restricted-v2 SCC: a uid from "
+            "the namespace's openshift.io/sa.scc.uid-range), so runAsNonRoot without runAsUser starts. Default "
+            "false: the image's user is used (worker-1, GKE, EKS, AKS)."
+        ),
+    )
+
     kserve_deployment_mode: Literal["RawDeployment", "Serverless", "NoKnative"] | None = Field(
         default=None,
         description=(
@@ -215,6 +296,13 @@ class ClusterInventory(_Strict):
             "kserve #1768). Omitted: not recorded, and an InferenceService without the annotation is not judged."
         ),
     )
+
+    @model_validator(mode="after")
+    def _runtime_stated_once(self) -> ClusterInventory:
+        if self.driver_injected_by_default and self.gpu_runtime_class is not None:
+            raise ValueError(f"driver_injected_by_default is true and gpu_runtime_class is {self.gpu_runtime_class}: "
+                             "GPU pods either need that RuntimeClass or get the driver from the default runtime; keep one")
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> ClusterInventory:
@@ -232,6 +320,28 @@ class ClusterInventory(_Strict):
         ``llm-serving:workloads`` map. Raises ValueError for an invalid ``measured``."""  # noqa: D404
         merged = measurements(workloads, self.measured)
         return self if merged == self.measured else self.model_copy(update={"measured": merged})
+
+    @property
+    def label_keys(self) -> frozenset[str]:
+        """Every label key some node of the inventory lists."""
+        return frozenset(k for n in self.nodes for k in n.labels)
+
+    def placed_on(self, node_name: str | None, node_selector: Mapping[str, str],
+                  affinity: Sequence[Sequence[tuple[str, str, Sequence[str]]]] = ()) -> tuple[list[Node], bool]:
+        """``(nodes, pinned)``: the inventory nodes (or pools) a pod with ``nodeName`` / ``nodeSelector`` /
+        required node ``affinity`` can land on.
+
+        A ``nodeName`` or a hostname selector pins it to that node (``[]`` when the inventory lacks it). Otherwise
+        the nodes whose labels match every selector key and affinity expression the inventory records
+        (:meth:`Node.selected_by`); ``pinned`` is True when they narrowed the nodes by a recorded label."""
+        host = node_name or node_selector.get(HOSTNAME_LABEL)
+        if host:
+            found = self.node(host)
+            return ([found] if found is not None else []), True
+        keys = self.label_keys | {HOSTNAME_LABEL}
+        matched = [n for n in self.nodes if n.selected_by(node_selector, keys, affinity)]
+        named = [*node_selector, *(e[0] for term in affinity for e in term)]
+        return matched, any(k in keys for k in named)
 
     def node(self, name: str) -> Node | None:
         """The node called ``name``, or None."""

@@ -350,7 +350,8 @@ def policies_index() -> str:
     from core import registry
 
     names = {p.name for p in _policies()}
-    stack_only = [r for r in registry.RULES.values() if r.policy is None or r.policy not in names]
+    # By id: the registry's order is the order its families were imported in, which a test run may change.
+    stack_only = sorted((r for r in registry.RULES.values() if r.policy is None or r.policy not in names), key=lambda r: r.id)
     lines = [_banner("the pack's metadata (policies/) and core/registry.py"), "# The policy pack: every policy", "",
              "`policies/` is a pulumi-policy (CrossGuard) pack: one module a policy, each with its description, "
              "enforcement level, severity, remediation steps, an optional config schema, and allowed/disallowed "

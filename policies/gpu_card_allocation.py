@@ -36,9 +36,13 @@ says so. A node total is a stack-level finding (the node is not a resource): it 
 
 Parameter: ``countSurge`` (boolean, default true): count RollingUpdate surge pods.
 
-Does NOT check: node affinity, taints and tolerations, or nodeSelectors other than the
-hostname (such pods are treated as unpinned); card models (a pod asking for a V100 lands on
-any node with free cards); fractional or time-sliced cards; bare Pods, Jobs and DaemonSets;
+Node labels: a nodeSelector or required node affinity on labels the inventory records
+(``nodes[].labels``) restricts the pods to the nodes (or pools) that carry them, packed among
+those; keys no node records are not modelled. A node pool that autoscales (``autoscaling``)
+counts at its most nodes, so a surge pod that fits a node the pool can add is no finding.
+
+Does NOT check: taints and tolerations; fractional cards (time-sliced cards count as the
+nvidia.com/gpu the node advertises); bare Pods, Jobs and DaemonSets;
 joint placement with memory (node-memory-allocation packs memory on its own). Worst-fit is a
 heuristic: a failed packing on several nodes may still be schedulable by a cleverer order.
 

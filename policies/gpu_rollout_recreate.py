@@ -78,7 +78,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     inventory = stack_helpers.read_inventory(report_violation, NAME)
     if inventory is None:
         return
-    alloc = allocation.cards(allocation.demands(gpu, lambda w: float(w.cards_per_pod)), inventory)
+    alloc = allocation.cards(allocation.demands(gpu, lambda w: float(w.cards_per_pod), inventory), inventory)
     for w in surging:
         for use in alloc.nodes.values():
             share = use.share_of(w.id)

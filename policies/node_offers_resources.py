@@ -31,12 +31,14 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         inv = stackconfig.inventory()
     except stackconfig.StackConfigError:
         return
-    pinned = inv.node(w.node) if w.node else None
-    nodes = [pinned] if pinned is not None else list(inv.nodes)
+    picked, narrowed = inv.placed_on(w.node_name, w.node_selector, w.node_affinity)
+    pinned = picked[0] if w.node and picked else None
+    nodes = picked if (pinned is not None or narrowed) and picked else [] if w.node else list(inv.nodes)
     if not nodes or any(n.extended_resources is None for n in nodes):
         return
     offered = sorted({r for n in nodes for r in (n.extended_resources or ())})
-    where = f"node {pinned.name}" if pinned is not None else "any node of the inventory"
+    where = (f"node {pinned.name}" if pinned is not None else f"the nodes its nodeSelector picks ({', '.join(n.name for n in nodes)})"
+             if narrowed else "any node of the inventory")
     for c in (*w.init_containers, *w.containers):
         tp = c.server.tensor_parallel if c.server is not None else 1
         for name, amount in c.resource_amounts.items():

@@ -139,6 +139,8 @@ def _check_workload(name: str, wl: Any, nodes: dict[str, Node] | None, models: d
     if nodes is not None and node is None:
         out += _judged(at, [("node", wl.node, allocation_rules.node_listed(wl.node, list(nodes), wl.cards))])
     elif node is not None:
+        out += _judged(at, [("node", wl.node, allocation_rules.node_is_one_host(
+            wl.node, node.autoscaling.max_nodes if node.autoscaling is not None else None))])
         out.extend(_check_fits_node(at, wl, node))
     card = node.card if node is not None else None
     threshold = startup_threshold(wl.cold_start_seconds, wl.startup_probe)

@@ -293,6 +293,9 @@ class Workload:
         controller knows (``pod-template-hash``: one ReplicaSet), or None. Two workloads cannot
         both carry one such value, so such a selector is no collision."""
         return next((k for k in selector if k in self.controller_labels and self.controller_labels[k] is None), None)
+    #: The required node affinity (:func:`required_node_terms`): terms ORed, each a tuple of
+    #: ``(key, operator, values)`` ANDed; ``()`` when none.
+    node_affinity: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] = ()
 
     def run_as(self, c: Container) -> tuple[Any, int | None]:
         """``(runAsNonRoot, runAsUser)`` of container ``c``: each the container's, else the pod's
@@ -490,6 +493,7 @@ def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
             security_context=plain(as_map(pod_spec.get("securityContext"))),
             controller_labels={CONTROLLER_REVISION_HASH_LABEL: None, STATEFULSET_POD_NAME_LABEL: None,
                                POD_INDEX_LABEL: None, LWS_GROUP_INDEX_LABEL: frozenset(str(i) for i in range(groups))},
+            node_affinity=required_node_terms(pod_spec),
         ))
     return out
 
@@ -590,7 +594,23 @@ def workload(resource_type: str, props: Mapping, urn: str = "", runtimes: Sequen
         security_context=plain(as_map(pod_spec.get("securityContext"))),
         controller_labels=controller_labels(kind, name, replicas, spec),
         runtime=runtime,
+        node_affinity=required_node_terms(pod_spec),
     )
+
+
+def required_node_terms(pod_spec: Mapping) -> tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...]:
+    """``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`` as
+    plain values: one tuple a term (the scheduler ORs terms), of ``(key, operator, values)`` for each
+    ``matchExpressions`` entry (ANDed). ``matchFields`` are not read. ``()`` when there is none."""
+    required = as_map(as_map(as_map(pod_spec.get("affinity")).get("nodeAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"))
+    terms = []
+    for term in as_seq(required.get("nodeSelectorTerms")):
+        exprs = tuple((str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in as_seq(e.get("values"))))
+                      for e in (as_map(x) for x in as_seq(as_map(term).get("matchExpressions"))))
+        if exprs:
+            terms.append(exprs)
+    return tuple(terms)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ LESS_MEMORY = f"lower {S.memory_request} (model servers keep weights on the card
 def _over(use: NodeUse, unit: str, what: str, overflow: str) -> str:
     """``6 of 4 cards requested: candle-vllm 2, coder 2 (unpinned: coder); the pods beyond 4 cards stay Pending``."""
     cap = amount(use.capacity)
-    wrong = f"{amount(use.used)} of {cap} {what} requested: {', '.join(s.text() for s in use.ordered())}"
+    wrong = f"{amount(use.used)} of {use.capacity_text(what)} requested: {', '.join(s.text() for s in use.ordered())}"
     unpinned = use.unpinned_names()
     if unpinned:
         wrong += f" (unpinned: {', '.join(unpinned)})"
@@ -87,6 +87,19 @@ def node_listed(node: str, known: Sequence[str], cards: int = 0) -> Breach | Non
                   f"{', '.join(known)}); {pods} stay Pending",
                   f"set {NODE} to one of {', '.join(known) or '(none)'}" + only(STACK, " under {key}")
                   + ", or add the node to llm-serving:cluster")
+
+
+@rule("node-is-one-host", "A stack-file workload is pinned to one node, not to a node pool that autoscales.",
+      "components/workload.py and components/vllm.py pin pods by nodeSelector kubernetes.io/hostname: <node>")
+def node_is_one_host(node: str, max_nodes: int | None) -> Breach | None:
+    """``max_nodes``: the inventory entry's ``autoscaling.max_nodes`` (None: one fixed node). The program's
+    components pin a workload by its node's hostname, which no node of a pool carries (stack file only)."""
+    if max_nodes is None:
+        return None
+    return Breach(f"node {node} is a node pool of up to {max_nodes} nodes (autoscaling), and the components pin pods "
+                  f"by {facts.HOSTNAME_LABEL}: {node}, which no node of the pool carries; its pods stay Pending",
+                  f"set {NODE} to a fixed node of llm-serving:cluster (no autoscaling), or judge the pool's manifests "
+                  "with the policy pack instead (python3 dev.py analyze)")
 
 
 @rule("pod-cards-fit-node", "One pod asks no more cards than its node (or the largest node) has.",

@@ -22,10 +22,12 @@ HOME_SOURCE = ("kserve #5666 (KeyError: 'getpwuid(): uid not found'), llm-d-benc
 
 @rule("run-as-non-root-needs-uid", "runAsNonRoot on an image whose user is root comes with a non-zero runAsUser.",
       NEEDS_UID_SOURCE, policy="run-as-non-root-needs-uid")
-def non_root_needs_uid(image: str, image_user: str, run_as_non_root: object, run_as_user: int | None) -> Breach | None:
+def non_root_needs_uid(image: str, image_user: str, run_as_non_root: object, run_as_user: int | None,
+                       uid_assigned: bool = False) -> Breach | None:
     """``image_user``: the catalog's user of ``image`` (``root``); the container's ``runAsNonRoot``
-    and ``runAsUser`` (each the container's, else the pod's)."""
-    if run_as_non_root is not True or run_as_user is not None or image_user != "root":
+    and ``runAsUser`` (each the container's, else the pod's); ``uid_assigned``: the cluster's admission
+    sets a uid on a pod without one (the inventory's ``uid_assigned_at_admission``, OpenShift)."""
+    if run_as_non_root is not True or run_as_user is not None or image_user != "root" or uid_assigned:
         return None
     return Breach(
         f"{RUN_AS_NON_ROOT.to(True)} without {RUN_AS_USER}, and image {image} runs as root (its Dockerfile sets no "

@@ -167,7 +167,8 @@ def not_judged(resources: Iterable[Any], inventory: ClusterInventory | None, mod
         lines.append(f"weights-fit-card, kv-cache-fits-max-model-len and tensor-parallel-divisibility judged none of "
                      f"the {servers} vLLM / candle-vllm server(s): llm-serving:models lists no model, so their "
                      "model facts (config.json) are not known")
-    if any_gpu and (inventory is None or inventory.gpu_runtime_class is None):
+    if any_gpu and (inventory is None or (inventory.gpu_runtime_class is None and not inventory.driver_injected_by_default)):
         lines.append("gpu-runtime-class did not run: llm-serving:cluster does not say whether GPU pods need a "
-                     "RuntimeClass (gpu_runtime_class); on clusters whose default runtime injects the driver none is needed")
+                     "RuntimeClass (gpu_runtime_class); where the default runtime injects the driver none is needed: "
+                     "say so with driver_injected_by_default: true")
     return lines

@@ -128,16 +128,18 @@ def effective_pull_policy(ref: ImageRef, written: str | None) -> tuple[str, bool
 
 def candidate_nodes(w: manifests.Workload, inv: ClusterInventory) -> tuple[list[Node], bool]:
     """``(nodes, pinned)``: the node a pod is pinned to (``nodeName`` or the hostname
-    nodeSelector), else every node with at least the pod's cards.
+    nodeSelector), else the nodes (or pools) with at least the pod's cards among those its
+    nodeSelector's recorded labels pick (:meth:`core.inventory.ClusterInventory.placed_on`).
 
     A pin to a node missing from the inventory gives ``[]`` (gpu-card-allocation reports
-    it). Node labels other than the hostname and node affinity are not modelled: such pods
-    are judged as unpinned.
+    it). A required node affinity narrows the nodes like the nodeSelector.
     """
     if w.node:
         node = inv.node(w.node)
         return ([node] if node else []), True
-    return [n for n in inv.nodes if n.cards >= max(w.cards_per_pod, 1)], False
+    picked, narrowed = inv.placed_on(None, w.node_selector, w.node_affinity)
+    nodes = picked if narrowed and picked else list(inv.nodes)
+    return [n for n in nodes if n.cards >= max(w.cards_per_pod, 1)], False
 
 
 def pre_turing(nodes: Sequence[Node]) -> list[Node]:

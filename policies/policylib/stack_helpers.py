@@ -213,10 +213,11 @@ def report_allocation(
         return
     count_surge = bool(config_value(args, config_properties, "countSurge"))
     alloc = allocation.allocate(
-        allocation.demands(asking, per_pod),
+        allocation.demands(asking, per_pod, inventory),
         {n.name: capacity_of(n) for n in inventory.nodes},
         count_surge=count_surge,
         reserved=reserved_of(inventory),
+        pool_nodes=allocation.pool_nodes(inventory),
     )
     known = [n.name for n in inventory.nodes]
     for d in alloc.unknown_node:

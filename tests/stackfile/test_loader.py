@@ -393,3 +393,24 @@ def test_server_side_apply_off_is_refused(off):
     assert "needs server-side apply" in p.rule and "render-only stack" in p.fix
     config["kubernetes:enableServerSideApply"] = "true"
     assert load_stack_config(config).card_table()["worker-1"]["used"] == 4
+
+
+def test_a_workload_pinned_to_an_autoscaled_pool_is_refused_at_its_node_key():
+    """The components pin by kubernetes.io/hostname; a pool's nodes carry their own hostnames."""
+    config = prod()
+    cluster = config["llm-serving:cluster"]
+    cluster = json.loads(cluster) if isinstance(cluster, str) else cluster
+    cluster["nodes"][0]["autoscaling"] = {"max_nodes": 3}
+    config["llm-serving:cluster"] = cluster
+    found = problems_of(config)
+    nodes = [p for p in found if p.render().startswith("llm-serving:workloads.") and "node pool" in p.render()]
+    assert nodes, [p.render() for p in found]
+    assert "worker-1 is a node pool of up to 3 nodes (autoscaling)" in nodes[0].render()
+    assert ".node" in nodes[0].render().splitlines()[0]
+
+
+def test_the_new_cluster_keys_are_optional_so_prod_loads_unchanged():
+    cluster = load_stack_config(prod()).cluster
+    node = cluster.nodes[0]
+    assert (node.labels, node.autoscaling, node.max_nodes) == ({}, None, 1)
+    assert (cluster.driver_injected_by_default, cluster.uid_assigned_at_admission) == (False, False)

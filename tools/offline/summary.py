@@ -172,7 +172,7 @@ def card_allocation(view: manifests.Stack, inventory: ClusterInventory) -> alloc
     """The cards of the GPU workloads of ``view`` per node, by :func:`core.allocation.cards`
     (the allocation gpu-card-allocation judges and the stack output reports), surge counted."""
     gpu = [w for w in view.workloads if w.is_gpu]
-    return allocation.cards(allocation.demands(gpu, lambda w: float(w.cards_per_pod)), inventory)
+    return allocation.cards(allocation.demands(gpu, lambda w: float(w.cards_per_pod), inventory), inventory)
 
 
 def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
@@ -188,7 +188,7 @@ def card_rows(resources: Iterable[Resource], inventory: ClusterInventory,
         shares = [_held(s) for s in use.ordered() if s.reserved_reason is None]
         idle = [_idle(d) for d in sorted(use.idle, key=lambda d: d.name)]
         reserved = [_held(s) for s in use.shares if s.reserved_reason is not None]
-        rows.append(NodeCards(n.name, n.cards, tuple(shares + idle + reserved)))
+        rows.append(NodeCards(n.name, int(use.capacity), tuple(shares + idle + reserved)))
     loose = [Held(d.name, int(d.pods * d.per_pod), f"node {d.node}, not in the inventory", int(d.surge_pods * d.per_pod))
              for d in alloc.unknown_node]
     loose += [Held(d.name, int(d.pods * d.per_pod), f"one pod asks more than {'node ' + node if node else 'any node'} has ({int(cap)})",
