@@ -114,3 +114,99 @@ def is_hub_id(model: str | None) -> bool:
     """True when a server's model argument is a Hugging Face hub id (``Qwen/Qwen3-8B``), not a path
     (``/mnt/models/x``, ``./x``) or a URI (``s3://``, ``pvc://``)."""
     return model is not None and model != "" and not model.startswith(("/", ".", "~")) and "://" not in model
+
+
+# --- the container's filesystem, derived once ---------------------------------------------
+
+#: Directories a vLLM server writes while it starts, each with the env that moves it and its default
+#: under HOME (vllm/envs.py ``VLLM_CACHE_ROOT``: ``XDG_CACHE_HOME``/vllm, else ~/.cache/vllm, where
+#: torch.compile's cache goes; triton ``runtime/cache.py``: ``TRITON_CACHE_DIR``, else
+#: ``TRITON_HOME``/.triton/cache, else ~/.triton/cache, written by the first kernel compile, fatal when it
+#: cannot be written: llm-d/llm-d PR #1711). The Hugging Face cache is judged apart
+#: (:func:`hub_cache`, model-cache-usable).
+WRITTEN_AT_START: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("vLLM's cache (torch.compile)", "VLLM_CACHE_ROOT", (".cache", "vllm")),
+    ("Triton's kernel cache", "TRITON_CACHE_DIR", (".triton", "cache")),
+)
+#: Server flags that name a file the server reads at start (vLLM ``--chat-template``: a path, else the
+#: template itself; vllm/entrypoints/chat_utils.py ``load_chat_template`` raises on a path it cannot open).
+READ_AT_START = ("--chat-template",)
+
+
+@dataclass(frozen=True)
+class PathUse:
+    """One path a container's server uses: ``what`` (``Triton's kernel cache``), ``named_by`` (the env
+    or flag that set it, or ``the default under HOME``), ``path``, ``writes`` (it must be writable) and
+    where it lands (:class:`Place`); ``root_read_only``: the container's root filesystem is read-only."""
+
+    what: str
+    named_by: str
+    path: str
+    writes: bool
+    place: Place
+    root_read_only: bool
+
+    @property
+    def writable(self) -> bool:
+        """Writable: on a writable mount, or on a root filesystem that is not read-only."""
+        return self.place.writable and not (self.place.mount is None and self.root_read_only)
+
+    @property
+    def where(self) -> str:
+        """Where it lands, worded; the root filesystem says whether it is read-only."""
+        if self.place.mount is None and self.root_read_only:
+            return "the container's own filesystem, read-only (readOnlyRootFilesystem: true)"
+        return self.place.where
+
+
+def root_read_only(c: Container) -> bool:
+    """The container's ``securityContext.readOnlyRootFilesystem`` (there is no pod-level field)."""
+    return c.security_context.get("readOnlyRootFilesystem") is True
+
+
+def _xdg_cache(w: Workload, c: Container) -> str | None:
+    """``XDG_CACHE_HOME``, else HOME/.cache (None: HOME unknown)."""
+    if c.env.get("XDG_CACHE_HOME"):
+        return c.env["XDG_CACHE_HOME"]
+    h = home(w, c)
+    return posixpath.join(h, ".cache") if h else None
+
+
+def paths(w: Workload, c: Container) -> tuple[PathUse, ...]:
+    """Every path of :data:`WRITTEN_AT_START` and :data:`READ_AT_START` that container ``c`` of ``w`` uses,
+    resolved against its mounts (:func:`place`), its root filesystem's ``readOnlyRootFilesystem``, and
+    its env, user and HOME (:func:`home`, the image catalog); a default whose HOME is unknown is left out.
+    Only a vLLM server's (the engines that write these); ``()`` for other containers."""
+    server = c.server
+    if server is None or server.engine != "vllm":
+        return ()
+    ro = root_read_only(c)
+    out: list[PathUse] = []
+    for what, env, default in WRITTEN_AT_START:
+        if c.env.get(env):
+            path, by = c.env[env], f"env {env}"
+        elif env == "VLLM_CACHE_ROOT":
+            base = _xdg_cache(w, c)
+            path, by = (posixpath.join(base, "vllm") if base else ""), "its default (XDG_CACHE_HOME or HOME/.cache)/vllm"
+        elif c.env.get("TRITON_HOME"):
+            path, by = posixpath.join(c.env["TRITON_HOME"], ".triton", "cache"), "env TRITON_HOME"
+        else:
+            h = home(w, c)
+            path, by = (posixpath.join(h, *default) if h else ""), "its default HOME/.triton/cache"
+        if path and path.startswith("/"):
+            out.append(PathUse(what, by, posixpath.normpath(path), True, place(w, c, path), ro))
+    for flag in READ_AT_START:
+        value = server.get(flag)
+        if value and value.startswith("/") and "{" not in value:
+            out.append(PathUse("the chat template", flag, posixpath.normpath(value), False, place(w, c, value), ro))
+    return tuple(out)
+
+
+def in_image(c: Container, path: str) -> bool | None:
+    """True when ``path`` is under a directory the image ships (the image catalog's ``files``), False
+    when the catalog lists the image's directories and none holds it, None when the catalog does
+    not describe the image (its files are not known)."""
+    known = image_user(c.image)
+    if known is None or not known.files:
+        return None
+    return any(path == d.rstrip("/") or path.startswith(d.rstrip("/") + "/") for d in known.files)

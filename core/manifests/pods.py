@@ -80,6 +80,11 @@ class Container:
     security_context: Mapping = field(default_factory=dict)
     #: Each resource the container asks for and the amount, as written (the limit where both are given).
     resource_amounts: Mapping[str, str] = field(default_factory=dict)
+    #: ``resources.requests`` and ``resources.limits`` as written (resource name -> amount).
+    resource_requests: Mapping[str, str] = field(default_factory=dict)
+    resource_limits: Mapping[str, str] = field(default_factory=dict)
+    #: The container's ``lifecycle`` as written (plain; ``{}`` when absent).
+    lifecycle: Mapping = field(default_factory=dict)
 
     @property
     def cards(self) -> int:
@@ -160,6 +165,9 @@ def _container(raw: Mapping, at: str = "") -> Container:
         env_from=bool(as_seq(raw.get("envFrom"))),
         security_context=plain(as_map(raw.get("securityContext"))),
         resource_amounts={str(k): str(plain(v)) for k, v in (*requests.items(), *limits.items())},
+        resource_requests={str(k): str(plain(v)) for k, v in requests.items()},
+        resource_limits={str(k): str(plain(v)) for k, v in limits.items()},
+        lifecycle=plain(as_map(raw.get("lifecycle"))),
         invalid_quantities=tuple(
             (f"{at}.resources.{field}.memory", plain(value))
             for field, value in (("requests", requests.get("memory")), ("limits", limits.get("memory")))
@@ -207,6 +215,10 @@ class Workload:
     role: str = ""
     #: The pod spec's ``securityContext`` as written (plain; ``{}`` when absent).
     security_context: Mapping = field(default_factory=dict)
+    #: The pod spec's ``terminationGracePeriodSeconds`` (Kubernetes default 30).
+    termination_grace_seconds: int = 30
+    #: A Deployment's ``spec.progressDeadlineSeconds`` (Kubernetes default 600); None for other kinds.
+    progress_deadline_seconds: int | None = None
 
     def run_as(self, c: Container) -> tuple[Any, int | None]:
         """``(runAsNonRoot, runAsUser)`` of container ``c``: each the container's, else the pod's
@@ -402,6 +414,7 @@ def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
                                   for i, c in enumerate(as_seq(pod_spec.get("initContainers")))),
             role=role,
             security_context=plain(as_map(pod_spec.get("securityContext"))),
+            termination_grace_seconds=whole(pod_spec.get("terminationGracePeriodSeconds"), 30),
         ))
     return out
 
@@ -472,6 +485,8 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> Workload | No
         ),
         enable_service_links=pod_spec.get("enableServiceLinks") is not False,
         security_context=plain(as_map(pod_spec.get("securityContext"))),
+        termination_grace_seconds=whole(pod_spec.get("terminationGracePeriodSeconds"), 30),
+        progress_deadline_seconds=whole(spec.get("progressDeadlineSeconds"), 600) if kind == "Deployment" else None,
     )
 
 

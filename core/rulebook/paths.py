@@ -1,0 +1,41 @@
+"""The paths a model server uses, resolved once against its container's filesystem
+(:func:`core.manifests.filesystem.paths`): a directory it writes at start on a read-only place, and a
+file it reads at start that is on no mount and not in the image (``server-paths-usable``).
+
+Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+from core.registry import Breach, describe_policy, rule
+
+SOURCE = ("llm-d/llm-d PR #1711 (vLLM writes Triton's cache at start; where it cannot, the model server crashes); "
+          "vllm-project/vllm #20127 (VLLM_CACHE_ROOT moved, other caches still under HOME); vllm-project/vllm #7978 "
+          "(a chat template mounted from a ConfigMap); vllm entrypoints/chat_utils.py load_chat_template")
+
+
+@rule("server-writes-caches", "A directory a model server writes at start is writable.", SOURCE,
+      policy="server-paths-usable")
+def writes(what: str, path: str, named_by: str, where: str, writable: bool) -> Breach | None:
+    """``where``: the place it lands, worded (:attr:`core.manifests.filesystem.PathUse.where`)."""
+    if writable:
+        return None
+    return Breach(f"{what} is {path} ({named_by}), on {where}: the server's first write there fails (Read-only file "
+                  "system) and it crashes while starting",
+                  f"mount a writable emptyDir at {path} (or point the env that moves it at a writable mount)")
+
+
+@rule("chat-template-present", "A chat template file a server is given is on a mount or in its image.", SOURCE,
+      policy="server-paths-usable")
+def template_present(flag: str, path: str, mounted: bool, in_image: bool | None) -> Breach | None:
+    """``mounted``: the path lies under a volume mount; ``in_image``: under a directory the image ships (None: unknown)."""
+    if mounted or in_image is not False:
+        return None
+    return Breach(f"{flag}={path} is on no volume mount and not in the image: vLLM cannot open it and exits at start",
+                  f"mount the ConfigMap that holds the template at {path.rsplit('/', 1)[0]}, or pass the template's text")
+
+
+describe_policy("server-paths-usable",
+                "The directories a model server writes at start are writable, and the files it reads at start exist.",
+                "Mount a writable emptyDir where each cache goes (or set its env to one), and mount the chat template "
+                "where --chat-template names it.")

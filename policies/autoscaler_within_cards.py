@@ -1,0 +1,52 @@
+"""autoscaler-within-cards: a HorizontalPodAutoscaler of a GPU workload scales it only to pods whose cards its node has.
+
+Rule: for each HorizontalPodAutoscaler whose scaleTargetRef is a running GPU workload of the manifests
+pinned to a node of the inventory (or on the inventory's only node), ``maxReplicas`` x its cards a pod
+fit the node's cards less the reserved ones and every other running GPU workload's (replicas x cards a
+pod). A pod past them stays Pending. The HPA's bounds are read once (:mod:`core.manifests.objects`).
+
+Source: kserve #871 (50 autoscaled GPU pods on a 2-card node, most Pending). Does not check: surge
+pods (gpu-card-allocation), autoscalers of an InferenceService's own predictor (KServe makes them from
+minReplicas / maxReplicas, which gpu-card-allocation counts).
+Judged and worded once, in :mod:`core.rulebook.scaling`.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
+
+from core import registry
+from core.manifests import objects
+from core.rulebook import scaling
+from policylib import declare, stack_helpers, views
+from policylib import objects as glue
+
+NAME = "autoscaler-within-cards"
+SOURCE = registry.RULES[NAME].source
+
+
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    objs = views.objects_view(args.resources)
+    if not objs.autoscalers:
+        return
+    inv = stack_helpers.read_inventory(report_violation, NAME)
+    if inv is None:
+        return
+    stack = views.stack_view(args.resources)
+    nodes = {n.name: n for n in inv.nodes}
+    for a in objs.autoscalers:
+        for w in objects.scaled(a, stack.workloads):
+            node = w.node or (inv.nodes[0].name if len(inv.nodes) == 1 else None)
+            if not w.running or not w.is_gpu or node not in nodes:
+                continue
+            others = sum(o.replicas * o.cards_per_pod for o in stack.workloads
+                         if o.running and o.id != w.id and (o.node or node) == node)
+            free = nodes[node].cards - sum(r.cards for r in nodes[node].reserved) - others
+            breach = scaling.autoscaler_within_cards(f"HorizontalPodAutoscaler {a.name}", a.max_replicas, w.cards_per_pod,
+                                                     node, free, w.replicas)
+            message = glue.report(f"{w.kind} {w.name}", breach, w.annotations)
+            if message:
+                report_violation(message, a.urn)
+
+
+POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

@@ -1,0 +1,39 @@
+"""server-paths-usable: the directories a model server writes at start are writable, the files it reads exist.
+
+Rule: for each vLLM container, the paths of its filesystem derived once
+(:func:`core.manifests.filesystem.paths`: vLLM's cache root and Triton's kernel cache, from their env or
+their defaults under HOME, and ``--chat-template``'s file), each resolved against the volume mounts,
+their ``readOnly``, the volume type and the container's ``readOnlyRootFilesystem``: (1) a directory the
+server writes while starting is on a writable place (a writable mount, or a root filesystem that is not
+read-only); (2) the chat template is on a mount, or under a directory the image ships (the image
+catalog's ``files``; an image the catalog does not describe is not judged).
+
+The Hugging Face cache is judged by model-cache-usable; HOME on an arbitrary uid by arbitrary-uid-has-home.
+Source: llm-d PR #1711, vllm #20127, vllm #7978. Judged and worded once, in :mod:`core.rulebook.paths`.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
+
+from core import registry
+from core.manifests import filesystem
+from core.rulebook import paths
+from policylib import containers, declare
+
+NAME = "server-paths-usable"
+SOURCE = registry.RULES["server-writes-caches"].source
+
+
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    for w, c in containers.each(args):
+        for use in filesystem.paths(w, c):
+            if use.writes:
+                breach = paths.writes(use.what, use.path, use.named_by, use.where, use.writable)
+            else:
+                breach = paths.template_present(use.named_by, use.path, use.place.mount is not None,
+                                                filesystem.in_image(c, use.path))
+            containers.report(args, report_violation, w, breach, c)
+
+
+POLICY = declare.resource_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)
