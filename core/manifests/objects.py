@@ -348,6 +348,7 @@ def pool(props: Mapping, urn: str = "") -> Pool:
     meta, spec = as_map(props.get("metadata")), as_map(props.get("spec"))
     sel = as_map(spec.get("selector"))
     labels = as_map(sel.get("matchLabels")) if "matchLabels" in sel else sel
+    ports: tuple[int, ...]
     if spec.get("targetPortNumber") is not None:
         ports, at = (whole(spec.get("targetPortNumber"), 0),), "spec.targetPortNumber"
     else:

@@ -1,0 +1,51 @@
+"""core.manifests.filesystem.paths: the paths a vLLM server writes and reads at start, on its container's filesystem."""
+
+from __future__ import annotations
+
+from core.manifests import filesystem, pods
+
+IMAGE = "vllm/vllm-openai:v0.11.0"
+
+
+def workload(container: dict, volumes: list | None = None) -> pods.Workload:
+    w = pods.workload("kubernetes:apps/v1:Deployment", {"kind": "Deployment", "metadata": {"name": "d"}, "spec": {
+        "template": {"spec": {"containers": [container], "volumes": volumes or []}}}})
+    assert w is not None
+    return w
+
+
+def test_defaults_under_the_image_home_on_a_read_only_root():
+    w = workload({"name": "vllm", "image": IMAGE, "args": ["--model=/m"], "securityContext": {"readOnlyRootFilesystem": True}})
+    uses = {u.what: u for u in filesystem.paths(w, w.containers[0])}
+    assert uses["Triton's kernel cache"].path == "/root/.triton/cache"
+    assert uses["vLLM's cache (torch.compile)"].path == "/root/.cache/vllm"
+    assert not any(u.writable for u in uses.values())
+
+
+def test_env_moves_a_cache_onto_a_writable_mount_and_readonly_mounts_are_not_writable():
+    w = workload({"name": "vllm", "image": IMAGE, "args": ["--model=/m"], "securityContext": {"readOnlyRootFilesystem": True},
+                  "env": [{"name": "VLLM_CACHE_ROOT", "value": "/cache/vllm"}, {"name": "TRITON_CACHE_DIR", "value": "/m/t"}],
+                  "volumeMounts": [{"name": "c", "mountPath": "/cache"}, {"name": "m", "mountPath": "/m", "readOnly": True}]},
+                 [{"name": "c", "emptyDir": {}}, {"name": "m", "persistentVolumeClaim": {"claimName": "x"}}])
+    uses = {u.what: u for u in filesystem.paths(w, w.containers[0])}
+    assert uses["vLLM's cache (torch.compile)"].writable and uses["vLLM's cache (torch.compile)"].named_by == "env VLLM_CACHE_ROOT"
+    assert not uses["Triton's kernel cache"].writable
+
+
+def test_a_writable_root_holds_the_default_caches():
+    w = workload({"name": "vllm", "image": IMAGE, "args": ["--model=/m"]})
+    assert all(u.writable for u in filesystem.paths(w, w.containers[0]))
+
+
+def test_chat_template_on_a_mount_in_the_image_or_nowhere():
+    def template(path: str, mounts: list) -> tuple[bool, bool | None]:
+        w = workload({"name": "vllm", "image": IMAGE, "args": ["--model=/m", f"--chat-template={path}"], "volumeMounts": mounts},
+                     [{"name": "t", "configMap": {"name": "t"}}])
+        (use,) = [u for u in filesystem.paths(w, w.containers[0]) if not u.writes]
+        return use.place.mount is not None, filesystem.in_image(w.containers[0], use.path)
+
+    assert template("/etc/templates/t.jinja", [{"name": "t", "mountPath": "/etc/templates"}]) == (True, False)
+    assert template("/etc/templates/t.jinja", []) == (False, False)
+    assert template("/vllm-workspace/examples/tool_chat_template_llama3.1_json.jinja", []) == (False, True)
+    other = workload({"name": "vllm", "image": "quay.io/org/vllm-custom:1", "args": ["--model=/m", "--chat-template=/x.j2"]})
+    assert filesystem.in_image(other.containers[0], "/x.j2") is None  # the catalog does not describe it: not judged
