@@ -1,8 +1,9 @@
 """The objects that select, scale, limit, disrupt or route to a model server, read once into frozen
 views: HorizontalPodAutoscaler (:class:`Autoscaler`), PodDisruptionBudget (:class:`DisruptionBudget`),
 ResourceQuota (:class:`Quota`), LimitRange (:class:`LimitRange`), Ingress and Gateway API routes
-(:class:`Route`, each backend with the timeout that bounds it), and the Gateway API inference
-extension's InferencePool (:class:`Pool`). :func:`objects_view` reads them from a stack's resources;
+(:class:`Route`, each backend with the timeout that bounds it), the Gateway API inference
+extension's InferencePool (:class:`Pool`), and KServe's ServingRuntime (:class:`Runtime`) with the
+InferenceServices that name one (:class:`Predictor`). :func:`objects_view` reads them from a stack's resources;
 the relations to the workloads they act on (:func:`scaled`, :func:`disrupted`, :func:`pooled`) are
 computed here once, for every rule that judges them.
 
@@ -57,7 +58,9 @@ class Autoscaler:
     """A HorizontalPodAutoscaler: its ``scaleTargetRef`` (``target_kind``, ``target_name``), its
     bounds (``minReplicas`` default 1) and the resources whose ``Utilization`` it targets
     (autoscaling/v2 ``metrics[].resource``; autoscaling/v1 ``targetCPUUtilizationPercentage``): the
-    HPA computes utilization against the pods' requests, so a request it needs must be set."""
+    HPA computes a ``Resource`` metric's utilization against the requests of every container of the
+    pods (pkg/controller/podautoscaler/replica_calculator: "missing request for cpu" otherwise), so
+    each must set it; a ``containerResource`` metric is not read."""
 
     urn: str
     name: str
@@ -75,11 +78,9 @@ def autoscaler(props: Mapping, urn: str = "") -> Autoscaler:
     ref = as_map(spec.get("scaleTargetRef"))
     utilization: list[str] = []
     for m in as_seq(spec.get("metrics")):
-        m = as_map(m)
-        for key in ("resource", "containerResource"):
-            res = as_map(m.get(key))
-            if res and str(as_map(res.get("target")).get("type", "")) == "Utilization":
-                utilization.append(str(res.get("name", "")))
+        res = as_map(as_map(m).get("resource"))  # a containerResource metric needs its one container's request only
+        if res and str(as_map(res.get("target")).get("type", "")) == "Utilization":
+            utilization.append(str(res.get("name", "")))
     if spec.get("targetCPUUtilizationPercentage") is not None:
         utilization.append("cpu")
     return Autoscaler(urn, str(meta.get("name", "")), str(meta.get("namespace", "default")), str(ref.get("kind", "")),
@@ -358,6 +359,62 @@ def pool(props: Mapping, urn: str = "") -> Pool:
                 {str(k): str(v) for k, v in labels.items()}, tuple(p for p in ports if p), at)
 
 
+# --- ServingRuntime and the InferenceServices that name one ------------------------------
+
+@dataclass(frozen=True)
+class Runtime:
+    """A KServe ServingRuntime (namespaced; ClusterServingRuntimes are the cluster's, not read):
+    ``formats``, each ``supportedModelFormats[]`` entry as ``(name, version or None, autoSelect)``."""
+
+    urn: str
+    name: str
+    namespace: str
+    formats: tuple[tuple[str, str | None, bool], ...]
+    disabled: bool
+
+
+def runtime(props: Mapping, urn: str = "") -> Runtime:
+    """The :class:`Runtime` of a ServingRuntime manifest."""
+    meta, spec = as_map(props.get("metadata")), as_map(props.get("spec"))
+    formats = tuple((str(f.get("name", "")), str(f["version"]) if f.get("version") is not None else None,
+                     f.get("autoSelect") is True) for f in (as_map(x) for x in as_seq(spec.get("supportedModelFormats"))))
+    return Runtime(urn, str(meta.get("name", "")), str(meta.get("namespace", "default")), formats, spec.get("disabled") is True)
+
+
+@dataclass(frozen=True)
+class Predictor:
+    """An InferenceService's ``spec.predictor.model``: its ``modelFormat`` (name, version or None) and the
+    ``runtime`` it names (None: KServe selects one among those that auto-select the format)."""
+
+    urn: str
+    name: str
+    namespace: str
+    format_name: str
+    format_version: str | None
+    runtime: str | None
+    annotations: Mapping[str, str]
+
+
+def predictor(props: Mapping, urn: str = "") -> Predictor | None:
+    """The :class:`Predictor` of an InferenceService whose predictor uses ``model`` (None otherwise)."""
+    meta = as_map(props.get("metadata"))
+    model = as_map(as_map(as_map(props.get("spec")).get("predictor")).get("model"))
+    if not model:
+        return None
+    fmt = as_map(model.get("modelFormat"))
+    return Predictor(urn, str(meta.get("name", "")), str(meta.get("namespace", "default")), str(fmt.get("name", "")),
+                     str(fmt["version"]) if fmt.get("version") is not None else None,
+                     str(model["runtime"]) if model.get("runtime") else None,
+                     {str(k): str(v) for k, v in as_map(meta.get("annotations")).items()})
+
+
+def supports(r: Runtime, name: str, version: str | None) -> bool:
+    """Whether ``r`` serves model format ``name`` (at ``version``) as KServe matches it (case-insensitive name;
+    a version the predictor gives must be the runtime's, or the runtime's unset)."""
+    return not r.disabled and any(n.lower() == name.lower() and (version is None or v is None or v == version)
+                                  for n, v, _ in r.formats)
+
+
 # --- all of them, and what they act on ----------------------------------------------------
 
 @dataclass(frozen=True)
@@ -370,6 +427,8 @@ class Objects:
     limit_ranges: tuple[LimitRange, ...] = ()
     routes: tuple[Route, ...] = ()
     pools: tuple[Pool, ...] = ()
+    runtimes: tuple[Runtime, ...] = ()
+    predictors: tuple[Predictor, ...] = ()
 
     def limit_ranges_in(self, namespace: str) -> tuple[LimitRange, ...]:
         return tuple(r for r in self.limit_ranges if r.namespace == namespace)
@@ -378,7 +437,8 @@ class Objects:
 def objects_view(resources: Iterable[Any]) -> Objects:
     """The :class:`Objects` of pulumi-policy ``PolicyResource`` objects (``resource_type``,
     ``props``, ``urn``); other kinds are ignored."""
-    out: dict[str, list[Any]] = {k: [] for k in ("autoscalers", "budgets", "quotas", "limit_ranges", "routes", "pools")}
+    out: dict[str, list[Any]] = {k: [] for k in ("autoscalers", "budgets", "quotas", "limit_ranges", "routes", "pools",
+                                                  "runtimes", "predictors")}
     for r in resources:
         kind = kind_of(r.resource_type, r.props)
         if kind == "HorizontalPodAutoscaler":
@@ -391,6 +451,12 @@ def objects_view(resources: Iterable[Any]) -> Objects:
             out["limit_ranges"].append(limit_range(r.props, r.urn))
         elif kind == "InferencePool":
             out["pools"].append(pool(r.props, r.urn))
+        elif kind == "ServingRuntime":
+            out["runtimes"].append(runtime(r.props, r.urn))
+        elif kind == "InferenceService":
+            p = predictor(r.props, r.urn)
+            if p is not None:
+                out["predictors"].append(p)
         else:
             rt = route(r.resource_type, r.props, r.urn)
             if rt is not None:

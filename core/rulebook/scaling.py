@@ -1,7 +1,8 @@
 """What scales or disrupts a model server's pods, judged against its cards: a HorizontalPodAutoscaler's
 ``maxReplicas`` against the node's cards (``autoscaler-within-cards``), a PodDisruptionBudget that
 lets no pod of a server be evicted (``disruption-budget-allows-drain``), and a LeaderWorkerSet group's
-cards against the ranks its vLLM starts (``lws-group-ranks``). The policies read the objects
+cards against the ranks its vLLM starts (``lws-group-ranks``); an autoscaler whose utilization metric
+the pods do not request (``autoscaler-metric-has-requests``). The policies read the objects
 (:mod:`core.manifests.objects`) and call these judges.
 
 Plain Python, no Pulumi and no pydantic import.
@@ -16,6 +17,8 @@ HPA_SOURCE = ("kserve/kserve #871 (an autoscaler scaled a GPU predictor to 50 po
 PDB_SOURCE = ("kubernetes/kubernetes #48307 (a budget on a single-replica workload blocks every drain; \"this strongly "
               "affects GPU workloads which often cannot run with HA\"); NVIDIA/gpu-operator #901 (the driver upgrade "
               "drains GPU nodes)")
+METRIC_SOURCE = ("bentoml/Yatai #187 (\"the HPA was unable to compute the replica count: failed to get cpu utilization: "
+                 "missing request for cpu\"); kubernetes/kubernetes #78846")
 LWS_SOURCE = ("vllm-project/vllm #6938 (a Ray cluster of a multi-node vLLM must hold exactly TP x PP GPUs); "
               "vllm-project/vllm #36861 (\"Tensor parallel size (4) exceeds available GPUs\"); LeaderWorkerSet "
               "leaderWorkerTemplate.size")
@@ -34,6 +37,18 @@ def autoscaler_within_cards(hpa: str, max_replicas: int, cards_per_pod: int, nod
     return Breach(f"{hpa} may scale it to maxReplicas {max_replicas} pods x {cards_per_pod} cards = {need} cards, but "
                   f"{node} has {free} cards left for it: every pod past {fits} stays Pending (Insufficient nvidia.com/gpu)",
                   f"set maxReplicas to at most {max(fits, replicas)} (the cards left / cards a pod), or add cards to the inventory")
+
+
+@rule("autoscaler-metric-has-requests", "Every container of the pods an autoscaler scales on utilization requests that resource.",
+      METRIC_SOURCE, policy="autoscaler-metric-has-requests")
+def metric_has_requests(hpa: str, resource: str, missing: str) -> Breach | None:
+    """``missing``: the containers (``container vllm``) that request no ``resource``, comma-joined ('' for none)."""
+    if not missing:
+        return None
+    return Breach(f"{hpa} scales on {resource} utilization, but {missing} requests no {resource}: the HPA cannot compute "
+                  f"utilization (\"missing request for {resource}\") and never scales",
+                  f"set resources.requests.{resource} on every container of the pod (sidecars included), or scale on a "
+                  "Pods metric (vllm:num_requests_waiting)")
 
 
 @rule("disruption-budget-allows-drain", "A PodDisruptionBudget lets at least one pod of a model server be evicted.",
@@ -66,6 +81,9 @@ def group_ranks(tp: int, pp: int, size: int, cards: int) -> Breach | None:
 describe_policy("autoscaler-within-cards",
                 "A HorizontalPodAutoscaler's maxReplicas of a GPU workload fit the cards its node has left.",
                 "Lower maxReplicas to the pods whose cards the node holds, or add cards to the inventory.")
+describe_policy("autoscaler-metric-has-requests",
+                "An autoscaler that scales on a resource's utilization scales pods whose every container requests it.",
+                "Set the resource's request on every container, or scale on a Pods metric of the server.")
 describe_policy("disruption-budget-allows-drain",
                 "A PodDisruptionBudget of a model server allows at least one eviction, so nodes can be drained.",
                 "Use maxUnavailable: 1, or minAvailable below the replicas.")

@@ -85,3 +85,16 @@ def test_autoscaler_reads_its_target_and_utilization_metrics():
         "scaleTargetRef": {"kind": "Deployment", "name": "d"}, "maxReplicas": 4.0,
         "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}}]}})
     assert (a.target_kind, a.target_name, a.min_replicas, a.max_replicas, a.utilization_of) == ("Deployment", "d", 1, 4, ("cpu",))
+
+
+def test_a_runtime_supports_a_format_as_kserve_matches_it():
+    r = objects.runtime({"metadata": {"name": "vllm", "namespace": "ns"}, "spec": {"supportedModelFormats": [
+        {"name": "vLLM", "autoSelect": True}, {"name": "huggingface", "version": "1"}]}})
+    assert objects.supports(r, "vllm", None) and objects.supports(r, "huggingface", "1")
+    assert not objects.supports(r, "huggingface", "2") and not objects.supports(r, "sklearn", None)
+    off = objects.runtime({"metadata": {"name": "off"}, "spec": {"disabled": True, "supportedModelFormats": [{"name": "vLLM"}]}})
+    assert not objects.supports(off, "vLLM", None)
+    p = objects.predictor({"metadata": {"name": "isvc"}, "spec": {"predictor": {"model": {
+        "modelFormat": {"name": "vLLM"}, "runtime": "vllm"}}}})
+    assert p is not None and (p.format_name, p.format_version, p.runtime) == ("vLLM", None, "vllm")
+    assert objects.predictor({"metadata": {"name": "isvc"}, "spec": {"predictor": {"containers": []}}}) is None
