@@ -5,11 +5,11 @@ Rule: for each vLLM container, the paths of its filesystem derived once
 their defaults under HOME, and ``--chat-template``'s file), each resolved against the volume mounts,
 their ``readOnly``, the volume type and the container's ``readOnlyRootFilesystem``: (1) a directory the
 server writes while starting is on a writable place (a writable mount, or a root filesystem that is not
-read-only); (2) the chat template is on a mount, or under a directory the image ships (the image
-catalog's ``files``; an image the catalog does not describe is not judged).
+read-only); (2) the model's path and the chat template are on a mount, or under a directory the image
+ships (the image catalog's ``files``; an image the catalog does not describe is not judged).
 
 The Hugging Face cache is judged by model-cache-usable; HOME on an arbitrary uid by arbitrary-uid-has-home.
-Source: llm-d PR #1711, vllm #20127, vllm #7978. Judged and worded once, in :mod:`core.rulebook.paths`.
+Source: llm-d PR #1711, vllm #20127, vllm #7978, gpustack #4292. Judged and worded once, in :mod:`core.rulebook.paths`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
             if use.writes:
                 breach = paths.writes(use.what, use.path, use.named_by, use.where, use.writable)
             else:
-                breach = paths.template_present(use.named_by, use.path, use.place.mount is not None,
-                                                filesystem.in_image(c, use.path))
+                breach = paths.read_present(use.what, use.named_by, use.path, use.place.mount is not None,
+                                            filesystem.in_image(c, use.path))
             containers.report(args, report_violation, w, breach, c)
 
 

@@ -130,6 +130,8 @@ WRITTEN_AT_START: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 #: Server flags that name a file the server reads at start (vLLM ``--chat-template``: a path, else the
 #: template itself; vllm/entrypoints/chat_utils.py ``load_chat_template`` raises on a path it cannot open).
+#: The model's path (``--model`` / ``vllm serve``'s positional) is read too: a path that does not exist is
+#: taken for a hub id and refused ("Repo id must be in the form ...").
 READ_AT_START = ("--chat-template",)
 
 
@@ -173,7 +175,7 @@ def _xdg_cache(w: Workload, c: Container) -> str | None:
 
 
 def paths(w: Workload, c: Container) -> tuple[PathUse, ...]:
-    """Every path of :data:`WRITTEN_AT_START` and :data:`READ_AT_START` that container ``c`` of ``w`` uses,
+    """Every path of :data:`WRITTEN_AT_START`, the model's path and :data:`READ_AT_START` that container ``c`` of ``w`` uses,
     resolved against its mounts (:func:`place`), its root filesystem's ``readOnlyRootFilesystem``, and
     its env, user and HOME (:func:`home`, the image catalog); a default whose HOME is unknown is left out.
     Only a vLLM server's (the engines that write these); ``()`` for other containers."""
@@ -195,6 +197,10 @@ def paths(w: Workload, c: Container) -> tuple[PathUse, ...]:
             path, by = (posixpath.join(h, *default) if h else ""), "its default HOME/.triton/cache"
         if path and path.startswith("/"):
             out.append(PathUse(what, by, posixpath.normpath(path), True, place(w, c, path), ro))
+    model = server.model_arg
+    if model and model.startswith("/"):
+        out.append(PathUse("the model", "--model" if server.get("--model") else "vllm serve's model", posixpath.normpath(model),
+                           False, place(w, c, model), ro))
     for flag in READ_AT_START:
         value = server.get(flag)
         if value and value.startswith("/") and "{" not in value:

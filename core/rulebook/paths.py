@@ -1,6 +1,7 @@
 """The paths a model server uses, resolved once against its container's filesystem
 (:func:`core.manifests.filesystem.paths`): a directory it writes at start on a read-only place, and a
-file it reads at start that is on no mount and not in the image (``server-paths-usable``).
+path it reads at start (its model, its chat template) that is on no mount and not in the image
+(``server-paths-usable``).
 
 Plain Python, no Pulumi and no pydantic import.
 """
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 from core.registry import Breach, describe_policy, rule
 
-SOURCE = ("llm-d/llm-d PR #1711 (vLLM writes Triton's cache at start; where it cannot, the model server crashes); "
+SOURCE = ("gpustack/gpustack #4292 (the model's volume not mounted in the vLLM pod: \"Can't load the configuration of "
+          "'/model'\"); llm-d/llm-d PR #1711 (vLLM writes Triton's cache at start; where it cannot, the model server crashes); "
           "vllm-project/vllm #20127 (VLLM_CACHE_ROOT moved, other caches still under HOME); vllm-project/vllm #7978 "
           "(a chat template mounted from a ConfigMap); vllm entrypoints/chat_utils.py load_chat_template")
 
@@ -25,14 +27,14 @@ def writes(what: str, path: str, named_by: str, where: str, writable: bool) -> B
                   f"mount a writable emptyDir at {path} (or point the env that moves it at a writable mount)")
 
 
-@rule("chat-template-present", "A chat template file a server is given is on a mount or in its image.", SOURCE,
-      policy="server-paths-usable")
-def template_present(flag: str, path: str, mounted: bool, in_image: bool | None) -> Breach | None:
+@rule("server-reads-present", "A file or directory a server reads at start (its model, its chat template) is on a mount "
+      "or in its image.", SOURCE, policy="server-paths-usable")
+def read_present(what: str, flag: str, path: str, mounted: bool, in_image: bool | None) -> Breach | None:
     """``mounted``: the path lies under a volume mount; ``in_image``: under a directory the image ships (None: unknown)."""
     if mounted or in_image is not False:
         return None
-    return Breach(f"{flag}={path} is on no volume mount and not in the image: vLLM cannot open it and exits at start",
-                  f"mount the ConfigMap that holds the template at {path.rsplit('/', 1)[0]}, or pass the template's text")
+    return Breach(f"{what} ({flag} {path}) is on no volume mount and not in the image: vLLM cannot open it and exits at start",
+                  f"mount the volume that holds it at {path.rsplit('/', 1)[0] or '/'} (or point {flag} at the mount that holds it)")
 
 
 describe_policy("server-paths-usable",

@@ -41,7 +41,7 @@ def test_chat_template_on_a_mount_in_the_image_or_nowhere():
     def template(path: str, mounts: list) -> tuple[bool, bool | None]:
         w = workload({"name": "vllm", "image": IMAGE, "args": ["--model=/m", f"--chat-template={path}"], "volumeMounts": mounts},
                      [{"name": "t", "configMap": {"name": "t"}}])
-        (use,) = [u for u in filesystem.paths(w, w.containers[0]) if not u.writes]
+        (use,) = [u for u in filesystem.paths(w, w.containers[0]) if u.what == "the chat template"]
         return use.place.mount is not None, filesystem.in_image(w.containers[0], use.path)
 
     assert template("/etc/templates/t.jinja", [{"name": "t", "mountPath": "/etc/templates"}]) == (True, False)
@@ -49,3 +49,16 @@ def test_chat_template_on_a_mount_in_the_image_or_nowhere():
     assert template("/vllm-workspace/examples/tool_chat_template_llama3.1_json.jinja", []) == (False, True)
     other = workload({"name": "vllm", "image": "quay.io/org/vllm-custom:1", "args": ["--model=/m", "--chat-template=/x.j2"]})
     assert filesystem.in_image(other.containers[0], "/x.j2") is None  # the catalog does not describe it: not judged
+
+
+def test_the_model_path_is_read_where_it_is_mounted():
+    mounts = [{"name": "m", "mountPath": "/mnt/models", "readOnly": True}]
+    w = workload({"name": "vllm", "image": IMAGE, "args": ["--model=/mnt/models/x"], "volumeMounts": mounts},
+                 [{"name": "m", "persistentVolumeClaim": {"claimName": "models"}}])
+    (model,) = [u for u in filesystem.paths(w, w.containers[0]) if u.what == "the model"]
+    assert model.place.mount is not None and not model.writes
+    hub = workload({"name": "vllm", "image": IMAGE, "args": ["--model=Qwen/Qwen3-8B"]})
+    assert not [u for u in filesystem.paths(hub, hub.containers[0]) if u.what == "the model"]  # a hub id: model-cache-usable's
+    serve = workload({"name": "vllm", "image": IMAGE, "command": ["vllm", "serve", "/models/x"]})
+    (model,) = [u for u in filesystem.paths(serve, serve.containers[0]) if u.what == "the model"]
+    assert (model.named_by, model.place.mount, filesystem.in_image(serve.containers[0], model.path)) == ("vllm serve's model", None, False)
