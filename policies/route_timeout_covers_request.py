@@ -3,7 +3,7 @@
 Rule: for each Ingress or Gateway API route backend whose timeout the manifests say (ingress-nginx's
 ``proxy-read-timeout`` annotation, or its 60 s default on an Ingress of class nginx; an HTTPRoute rule's
 ``timeouts.request`` / ``timeouts.backendRequest``), and each running vLLM server behind it (through
-its Service) whose model and card the stack's inventory knows: the timeout is not shorter than the least
+its Service, or its InferencePool's pods) whose model and card the stack's inventory knows: the timeout is not shorter than the least
 time its longest request takes, ``--max-model-len`` tokens at the fastest decode the card allows (its
 memory bandwidth over the weights one token reads on a card: a lower bound of the time, an MoE's
 weights scaled by the experts a token uses). Read once in :mod:`core.manifests.objects`.
@@ -18,6 +18,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
 from core import manifests, registry
+from core.manifests import objects
 from core.rulebook import routes
 from policylib import capacity_helpers, declare, stackconfig, views
 from policylib import objects as glue
@@ -37,9 +38,22 @@ def fastest_tokens_per_second(sc: capacity_helpers.ServerCapacity) -> float | No
     return sc.card.hbm_bandwidth_gb_s * 1e9 / read if read > 0 else None
 
 
+def behind(b: objects.Backend, stack: manifests.Stack, objs: objects.Objects) -> list[manifests.Workload]:
+    """The running workloads a backend reaches: its Service's selected pods, or its InferencePool's (none
+    when the Service or pool is not among the manifests)."""
+    if b.kind == "InferencePool":
+        pool = next((p for p in objs.pools if p.namespace == b.namespace and p.name == b.name), None)
+        return [w for w in objects.pooled(pool, stack.workloads) if w.running] if pool is not None else []
+    svc = glue.service_named(stack.services, b.namespace, b.name)
+    if svc is None:
+        return []
+    return [w for w in stack.workloads
+            if w.running and w.namespace == svc.namespace and manifests.selector_matches(svc.selector, w.pod_labels)]
+
+
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     objs = views.objects_view(args.resources)
-    timed = [(rt, b) for rt in objs.routes for b in rt.backends if b.timeout_seconds and b.kind == "Service"]
+    timed = [(rt, b) for rt in objs.routes for b in rt.backends if b.timeout_seconds and b.kind in ("Service", "InferencePool")]
     if not timed:
         return
     try:
@@ -48,12 +62,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         return  # the capacity policies report an unreadable stack config once
     stack = views.stack_view(args.resources)
     for rt, b in timed:
-        svc = glue.service_named(stack.services, b.namespace, b.name)
-        if svc is None:
-            continue
-        for w in stack.workloads:
-            if not (w.running and w.namespace == svc.namespace and manifests.selector_matches(svc.selector, w.pod_labels)):
-                continue
+        for w in behind(b, stack, objs):
             for sc in capacity_helpers.servers(w, inv, models):
                 tps = fastest_tokens_per_second(sc)
                 tokens = sc.settings.max_model_len or (sc.facts.max_position_embeddings if sc.facts else None)
