@@ -2,8 +2,8 @@
 
 Rule: for each HorizontalPodAutoscaler whose scaleTargetRef is a running GPU workload of the manifests
 pinned to a node of the inventory (or on the inventory's only node), ``maxReplicas`` x its cards a pod
-fit the node's cards less the reserved ones and every other running GPU workload's (replicas x cards a
-pod). A pod past them stays Pending. The HPA's bounds are read once (:mod:`core.manifests.objects`).
+fit the node's cards less the reserved ones and every other running GPU workload's on it (replicas x
+cards a pod; an unpinned one counts on the inventory's only node). A pod past them stays Pending. The HPA's bounds are read once (:mod:`core.manifests.objects`).
 
 Source: kserve #871 (50 autoscaled GPU pods on a 2-card node, most Pending). Does not check: surge
 pods (gpu-card-allocation), autoscalers of an InferenceService's own predictor (KServe makes them from
@@ -39,8 +39,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             node = w.node or (inv.nodes[0].name if len(inv.nodes) == 1 else None)
             if not w.running or not w.is_gpu or node not in nodes:
                 continue
+            single = len(inv.nodes) == 1  # an unpinned workload is on this node only when it is the only one
             others = sum(o.replicas * o.cards_per_pod for o in stack.workloads
-                         if o.running and o.id != w.id and (o.node or node) == node)
+                         if o.running and o.id != w.id and (o.node == node or (o.node is None and single)))
             free = nodes[node].cards - sum(r.cards for r in nodes[node].reserved) - others
             breach = scaling.autoscaler_within_cards(f"HorizontalPodAutoscaler {a.name}", a.max_replicas, w.cards_per_pod,
                                                      node, free, w.replicas)

@@ -1,0 +1,46 @@
+"""autoscaler-within-cards beyond its fixtures: the other workloads on the node count, an HPA of a workload
+that is not among the manifests is not judged."""
+
+from __future__ import annotations
+
+from policylib.pack import policies
+from tests.paths import ROOT
+from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
+from tools.offline.manifests import load_stack_file
+
+POLICY = next(p for p in policies() if p.name == "autoscaler-within-cards")
+FIXTURE = ROOT / "policies" / "fixtures" / "autoscaler-within-cards" / "allowed" / "hpa-within-cards.yaml"
+
+
+def judge(text: str) -> list[str]:
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    return [v.message for v in run_policy(POLICY, manifests(text))]
+
+
+def test_another_workloads_cards_on_the_node_leave_less_room():
+    base = FIXTURE.read_text()
+    assert judge(base) == []  # maxReplicas 2 x 2 cards on 4
+    other = """---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: clef, namespace: llm-serving}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: clef}}
+  template:
+    metadata: {labels: {app: clef}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: worker-1}
+      containers:
+      - name: c
+        image: ghcr.io/acme/clef:1
+        resources: {limits: {nvidia.com/gpu: 1}}
+"""
+    (message,) = judge(base + other)
+    assert "maxReplicas 2 pods x 2 cards = 4 cards, but worker-1 has 3 cards left for it" in message
+
+
+def test_an_autoscaler_of_a_workload_not_in_the_manifests_is_not_judged():
+    text = FIXTURE.read_text().replace("    name: coder-vllm\n  minReplicas", "    name: elsewhere\n  minReplicas")
+    assert "name: elsewhere" in text
+    assert judge(text.replace("maxReplicas: 2", "maxReplicas: 40")) == []
