@@ -139,7 +139,9 @@ READ_AT_START = ("--chat-template",)
 class PathUse:
     """One path a container's server uses: ``what`` (``Triton's kernel cache``), ``named_by`` (the env
     or flag that set it, or ``the default under HOME``), ``path``, ``writes`` (it must be writable) and
-    where it lands (:class:`Place`); ``root_read_only``: the container's root filesystem is read-only."""
+    where it lands (:class:`Place`); ``root_read_only``: the container's root filesystem is read-only;
+    ``denied_uid``: the non-root uid the image's directories there do not belong to (HOME=/ for a uid the
+    image does not know: llm-d/llm-d PR #1711, "/.triton" fatal)."""
 
     what: str
     named_by: str
@@ -147,18 +149,40 @@ class PathUse:
     writes: bool
     place: Place
     root_read_only: bool
+    #: The uid that cannot write there on the container's own filesystem (a non-root uid outside its
+    #: HOME and /tmp, in an image the catalog describes); None: the container's user may.
+    denied_uid: int | None = None
 
     @property
     def writable(self) -> bool:
-        """Writable: on a writable mount, or on a root filesystem that is not read-only."""
-        return self.place.writable and not (self.place.mount is None and self.root_read_only)
+        """Writable: on a writable mount, or on a root filesystem that is not read-only and where the
+        container's user may write."""
+        if self.place.mount is not None:
+            return self.place.writable
+        return not self.root_read_only and self.denied_uid is None
 
     @property
     def where(self) -> str:
-        """Where it lands, worded; the root filesystem says whether it is read-only."""
+        """Where it lands, worded; the root filesystem says whether it is read-only or not the user's."""
         if self.place.mount is None and self.root_read_only:
             return "the container's own filesystem, read-only (readOnlyRootFilesystem: true)"
+        if self.place.mount is None and self.denied_uid is not None:
+            return f"the container's own filesystem, in a directory of the image's root that uid {self.denied_uid} cannot write"
         return self.place.where
+
+
+def _denied_uid(w: Workload, c: Container, path: str) -> int | None:
+    """The container's uid when it may not write ``path`` on the container's own filesystem: a non-root
+    uid, in an image the catalog describes, outside that uid's HOME (the image's user's, when it runs as
+    it) and /tmp (world-writable); None when it may, or when the image is not known."""
+    uid = w.run_as(c)[1]
+    known = image_user(c.image)
+    if uid is None or uid == 0 or known is None:
+        return None
+    mine = [known.home] if uid == known.uid else []
+    if any(path == d or path.startswith(d.rstrip("/") + "/") for d in (*mine, "/tmp")):
+        return None
+    return uid
 
 
 def root_read_only(c: Container) -> bool:
@@ -196,7 +220,8 @@ def paths(w: Workload, c: Container) -> tuple[PathUse, ...]:
             h = home(w, c)
             path, by = (posixpath.join(h, *default) if h else ""), "its default HOME/.triton/cache"
         if path and path.startswith("/"):
-            out.append(PathUse(what, by, posixpath.normpath(path), True, place(w, c, path), ro))
+            path = posixpath.normpath(path)
+            out.append(PathUse(what, by, path, True, place(w, c, path), ro, _denied_uid(w, c, path)))
     model = server.model_arg
     if model and model.startswith("/"):
         out.append(PathUse("the model", "--model" if server.get("--model") else "vllm serve's model", posixpath.normpath(model),

@@ -18,13 +18,15 @@ SOURCE = ("gpustack/gpustack #4292 (the model's volume not mounted in the vLLM p
 
 @rule("server-writes-caches", "A directory a model server writes at start is writable.", SOURCE,
       policy="server-paths-usable")
-def writes(what: str, path: str, named_by: str, where: str, writable: bool) -> Breach | None:
-    """``where``: the place it lands, worded (:attr:`core.manifests.filesystem.PathUse.where`)."""
+def writes(what: str, path: str, named_by: str, where: str, writable: bool, denied: bool = False) -> Breach | None:
+    """``where``: the place it lands, worded (:attr:`core.manifests.filesystem.PathUse.where`); ``denied``: it is
+    not writable for the container's uid (else: read-only)."""
     if writable:
         return None
-    return Breach(f"{what} is {path} ({named_by}), on {where}: the server's first write there fails (Read-only file "
-                  "system) and it crashes while starting",
-                  f"mount a writable emptyDir at {path} (or point the env that moves it at a writable mount)")
+    error = "Permission denied" if denied else "Read-only file system"
+    return Breach(f"{what} is {path} ({named_by}), on {where}: the server's first write there fails ({error}) and it "
+                  "crashes while starting",
+                  f"mount a writable emptyDir at {path} (or set HOME, or the env that moves it, to a writable mount)")
 
 
 @rule("server-reads-present", "A file or directory a server reads at start (its model, its chat template) is on a mount "

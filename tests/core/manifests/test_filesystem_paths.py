@@ -62,3 +62,18 @@ def test_the_model_path_is_read_where_it_is_mounted():
     serve = workload({"name": "vllm", "image": IMAGE, "command": ["vllm", "serve", "/models/x"]})
     (model,) = [u for u in filesystem.paths(serve, serve.containers[0]) if u.what == "the model"]
     assert (model.named_by, model.place.mount, filesystem.in_image(serve.containers[0], model.path)) == ("vllm serve's model", None, False)
+
+
+def test_a_uid_the_image_does_not_know_cannot_write_under_home_slash():
+    """llm-d/llm-d PR #1711: HOME=/ for a non-root uid, so Triton's /.triton cannot be written (fatal)."""
+    w = pods.workload("kubernetes:apps/v1:Deployment", {"kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": {
+        "spec": {"securityContext": {"runAsUser": 1000}, "containers": [{"name": "vllm", "image": IMAGE, "args": ["--model=/m"]}]}}}})
+    assert w is not None
+    uses = {u.what: u for u in filesystem.paths(w, w.containers[0])}
+    triton = uses["Triton's kernel cache"]
+    assert (triton.path, triton.denied_uid, triton.writable) == ("/.triton/cache", 1000, False)
+    assert "uid 1000 cannot write" in triton.where
+    moved = pods.workload("kubernetes:apps/v1:Deployment", {"kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": {
+        "spec": {"securityContext": {"runAsUser": 1000}, "containers": [{"name": "vllm", "image": IMAGE, "args": ["--model=/m"],
+                                                                         "env": [{"name": "HOME", "value": "/tmp/home"}]}]}}}})
+    assert moved is not None and all(u.writable for u in filesystem.paths(moved, moved.containers[0]))  # /tmp is world-writable
