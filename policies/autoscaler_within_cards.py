@@ -3,7 +3,8 @@
 Rule: for each HorizontalPodAutoscaler whose scaleTargetRef is a running GPU workload of the manifests
 pinned to a node of the inventory (or on the inventory's only node), ``maxReplicas`` x its cards a pod
 fit the node's cards less the reserved ones and every other running GPU workload's on it (replicas x
-cards a pod; an unpinned one counts on the inventory's only node). A pod past them stays Pending. The HPA's bounds are read once (:mod:`core.manifests.objects`).
+cards a pod; an unpinned one counts on the inventory's only node). A pod past them stays Pending. A
+LeaderWorkerSet scales by groups: its cards a group (the leader's and ``size - 1`` workers') count. The HPA's bounds are read once (:mod:`core.manifests.objects`).
 
 Source: kserve #871 (50 autoscaled GPU pods on a 2-card node, most Pending). Does not check: surge
 pods (gpu-card-allocation), autoscalers of an InferenceService's own predictor (KServe makes them from
@@ -34,20 +35,26 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         return
     stack = views.stack_view(args.resources)
     nodes = {n.name: n for n in inv.nodes}
+    single = len(inv.nodes) == 1  # an unpinned workload is on this node only when it is the only one
     for a in objs.autoscalers:
-        for w in objects.scaled(a, stack.workloads):
-            node = w.node or (inv.nodes[0].name if len(inv.nodes) == 1 else None)
-            if not w.running or not w.is_gpu or node not in nodes:
-                continue
-            single = len(inv.nodes) == 1  # an unpinned workload is on this node only when it is the only one
-            others = sum(o.replicas * o.cards_per_pod for o in stack.workloads
-                         if o.running and o.id != w.id and (o.node == node or (o.node is None and single)))
-            free = nodes[node].cards - sum(r.cards for r in nodes[node].reserved) - others
-            breach = scaling.autoscaler_within_cards(f"HorizontalPodAutoscaler {a.name}", a.max_replicas, w.cards_per_pod,
-                                                     node, free, w.replicas)
-            message = glue.report(f"{w.kind} {w.name}", breach, w.annotations)
-            if message:
-                report_violation(message, a.urn)
+        views_ = objects.scaled(a, stack.workloads)  # a LeaderWorkerSet's leaders and workers: its groups scale
+        if not views_:
+            continue
+        w = views_[0]
+        node = w.node or (inv.nodes[0].name if single else None)
+        groups = max(w.replicas, 1)
+        per_unit = sum(v.replicas * v.cards_per_pod for v in views_) // groups  # cards a pod, or a group
+        if not w.running or not per_unit or node not in nodes:
+            continue
+        others = sum(o.replicas * o.cards_per_pod for o in stack.workloads
+                     if o.running and all(o is not v for v in views_) and (o.node == node or (o.node is None and single)))
+        free = nodes[node].cards - sum(r.cards for r in nodes[node].reserved) - others
+        breach = scaling.autoscaler_within_cards(f"HorizontalPodAutoscaler {a.name}", a.max_replicas, per_unit,
+                                                 node, free, w.replicas,
+                                                 "groups" if w.kind == "LeaderWorkerSet" else "pods")
+        message = glue.report(f"{w.kind} {w.name}", breach, w.annotations)
+        if message:
+            report_violation(message, a.urn)
 
 
 POLICY = declare.stack_policy(NAME, validate, EnforcementLevel.MANDATORY, Severity.HIGH)

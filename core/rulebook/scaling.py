@@ -27,16 +27,18 @@ LWS_SOURCE = ("vllm-project/vllm #6938 (a Ray cluster of a multi-node vLLM must 
 @rule("autoscaler-within-cards", "An autoscaler's maxReplicas of a GPU workload fit the cards of its node.",
       HPA_SOURCE, policy="autoscaler-within-cards")
 def autoscaler_within_cards(hpa: str, max_replicas: int, cards_per_pod: int, node: str, free: int,
-                            replicas: int) -> Breach | None:
+                            replicas: int, unit: str = "pods") -> Breach | None:
     """``free``: the node's cards left for this workload (its cards minus every other workload's and the
-    reserved ones); ``replicas``: the pods the workload asks without the autoscaler."""
+    reserved ones); ``replicas``: the replicas the workload asks without the autoscaler; ``unit``: what a
+    replica is (``pods``; a LeaderWorkerSet's ``groups``), ``cards_per_pod`` the cards of one."""
     need = max_replicas * cards_per_pod
     if need <= free:
         return None
     fits = max(free // cards_per_pod, 0) if cards_per_pod else 0
-    return Breach(f"{hpa} may scale it to maxReplicas {max_replicas} pods x {cards_per_pod} cards = {need} cards, but "
-                  f"{node} has {free} cards left for it: every pod past {fits} stays Pending (Insufficient nvidia.com/gpu)",
-                  f"set maxReplicas to at most {max(fits, replicas)} (the cards left / cards a pod), or add cards to the inventory")
+    one = unit[:-1]
+    return Breach(f"{hpa} may scale it to maxReplicas {max_replicas} {unit} x {cards_per_pod} cards = {need} cards, but "
+                  f"{node} has {free} cards left for it: every {one} past {fits} stays Pending (Insufficient nvidia.com/gpu)",
+                  f"set maxReplicas to at most {max(fits, replicas)} (the cards left / cards a {one}), or add cards to the inventory")
 
 
 @rule("autoscaler-metric-has-requests", "Every container of the pods an autoscaler scales on utilization requests that resource.",

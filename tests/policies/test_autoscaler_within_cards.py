@@ -44,3 +44,19 @@ def test_an_autoscaler_of_a_workload_not_in_the_manifests_is_not_judged():
     text = FIXTURE.read_text().replace("    name: coder-vllm\n  minReplicas", "    name: elsewhere\n  minReplicas")
     assert "name: elsewhere" in text
     assert judge(text.replace("maxReplicas: 2", "maxReplicas: 40")) == []
+
+
+def test_a_leader_worker_set_scales_by_groups():
+    lws = (ROOT / "policies" / "fixtures" / "lws-group-ranks" / "allowed" / "tp2-pp2-on-4-cards.yaml").read_text()
+    hpa = """---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: coder-lws, namespace: llm-serving}
+spec:
+  scaleTargetRef: {apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, name: coder-vllm}
+  minReplicas: 1
+  maxReplicas: 2
+"""
+    (message,) = judge(lws + hpa)  # a group is 2 pods x 2 cards
+    assert "maxReplicas 2 groups x 4 cards = 8 cards, but worker-1 has 4 cards left for it: every group past 1" in message
+    assert judge(lws + hpa.replace("maxReplicas: 2", "maxReplicas: 1")) == []
