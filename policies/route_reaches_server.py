@@ -50,7 +50,7 @@ def _backends(objs: objects.Objects, stack: manifests.Stack, report_violation: R
                     continue  # a named targetPort the pods do not declare: service-target-port says so
             elif port is not None:
                 continue
-            breach = routes.backend_port(f"{rt.kind} {rt.name} ({b.at})", svc.name, asked, exposed,
+            breach = routes.backend_port(f"its backend {b.at}", svc.name, asked, exposed,
                                          reaches if port is not None else None, api, server)
             message = glue.report(f"{rt.kind} {rt.name}", breach)
             if message:

@@ -68,7 +68,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 tokens = sc.settings.max_model_len or (sc.facts.max_position_embeddings if sc.facts else None)
                 if sc.server.engine != "vllm" or tps is None or not tokens:
                     continue
-                breach = routes.timeout_covers(f"{rt.kind} {rt.name}", b.timeout_from, float(b.timeout_seconds or 0),
+                breach = routes.timeout_covers(f"its backend {b.at}", b.timeout_from, float(b.timeout_seconds or 0),
                                                f"{sc.container.name} of {w.kind} {w.name}", int(tokens), tps)
                 message = glue.report(f"{rt.kind} {rt.name}", breach)
                 if message:

@@ -31,7 +31,7 @@ def quota_cards(quota: str, resource: str, hard: str, asked: int, who: str) -> B
         return None
     if asked <= limit:
         return None
-    return Breach(f"ResourceQuota {quota} allows {resource}: {hard}, but the namespace's pods ask {asked} cards ({who}): "
+    return Breach(f"it allows {resource}: {hard}, but the namespace's pods ask {asked} cards ({who}): "
                   "the pods past the quota are refused at admission (exceeded quota) and never created",
                   f"raise {resource} in ResourceQuota {quota} to at least {asked}, or ask fewer cards")
 

@@ -44,15 +44,15 @@ def backend_port(route: str, service: str, asked: str, exposed: Sequence[str], r
       ROUTE_SOURCE, policy="route-reaches-server")
 def pool_selects_server(pool: str, selector: str, selected: Sequence[str], target_ports: Sequence[int],
                         listens: Sequence[str]) -> Breach | None:
-    """``selected``: the running server workloads the selector matches; ``listens``: ``<server> on <port>`` for each;
-    ``target_ports``: the pool's ports."""
+    """``pool``: the pool's name (the finding's subject names it); ``selected``: the running server workloads the
+    selector matches; ``listens``: ``<server> on <port>`` for each; ``target_ports``: the pool's ports."""
     if not selected:
-        return Breach(f"InferencePool {pool} selects {selector}, which no running model server's pods carry: the endpoint "
+        return Breach(f"it selects {selector}, which no running model server's pods carry: the endpoint "
                       "picker has no endpoint and every request through the pool fails",
                       "set the pool's selector to labels of the server's pod template")
     ports = {int(x.rsplit(" ", 1)[-1]) for x in listens}
     if ports and not ports & set(target_ports):
-        return Breach(f"InferencePool {pool} sends to port(s) {', '.join(str(p) for p in target_ports)}, but "
+        return Breach(f"it sends to port(s) {', '.join(str(p) for p in target_ports)}, but "
                       f"{', '.join(listens)}: the endpoint picker drops those pods and the pool has no endpoint",
                       f"set the pool's target port to {sorted(ports)[0]}")
     return None
