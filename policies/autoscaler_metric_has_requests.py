@@ -35,7 +35,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             for resource in a.utilization_of:
                 missing = [f"container {c.name}" for c in w.containers if resource not in objects.admitted(c, ranges).requests]
                 message = glue.report(f"{w.kind} {w.name}", scaling.metric_has_requests(
-                    f"HorizontalPodAutoscaler {a.name}", resource, ", ".join(missing)), w.annotations)
+                    f"{a.kind} {a.name}", resource, ", ".join(missing)), w.annotations)
                 if message:
                     report_violation(message, a.urn)
 

@@ -1,5 +1,5 @@
 """The objects that select, scale, limit, disrupt or route to a model server, read once into frozen
-views: HorizontalPodAutoscaler (:class:`Autoscaler`), PodDisruptionBudget (:class:`DisruptionBudget`),
+views: HorizontalPodAutoscaler, KEDA's ScaledObject and AIBrix's PodAutoscaler (:class:`Autoscaler`), PodDisruptionBudget (:class:`DisruptionBudget`),
 ResourceQuota (:class:`Quota`), LimitRange (:class:`LimitRange`), Ingress and Gateway API routes
 (:class:`Route`, each backend with the timeout that bounds it), the Gateway API inference
 extension's InferencePool (:class:`Pool`), and KServe's ServingRuntime (:class:`Runtime`) with the
@@ -70,22 +70,38 @@ class Autoscaler:
     min_replicas: int
     max_replicas: int
     utilization_of: tuple[str, ...]
+    #: The autoscaler's kind: ``HorizontalPodAutoscaler``, KEDA's ``ScaledObject``, AIBrix's ``PodAutoscaler``.
+    kind: str = "HorizontalPodAutoscaler"
+    #: The upper bound as the manifest names it: ``maxReplicas 4``, ``maxReplicaCount 100 (KEDA's default)``.
+    bound: str = ""
 
 
-def autoscaler(props: Mapping, urn: str = "") -> Autoscaler:
-    """The :class:`Autoscaler` of a HorizontalPodAutoscaler's manifest."""
+#: The autoscalers read as one (their scaleTargetRef and bounds): KEDA's ScaledObject (keda.sh/v1alpha1:
+#: ``maxReplicaCount`` default 100, ``minReplicaCount`` default 0, scaleTargetRef.kind default Deployment; it
+#: drives an HPA it creates) and AIBrix's PodAutoscaler (autoscaling.aibrix.ai/v1alpha1: minReplicas, maxReplicas).
+AUTOSCALER_KINDS = ("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler")
+
+
+def autoscaler(props: Mapping, urn: str = "", kind: str = "HorizontalPodAutoscaler") -> Autoscaler:
+    """The :class:`Autoscaler` of a HorizontalPodAutoscaler's, ScaledObject's or PodAutoscaler's manifest."""
     meta, spec = as_map(props.get("metadata")), as_map(props.get("spec"))
     ref = as_map(spec.get("scaleTargetRef"))
+    name, ns = str(meta.get("name", "")), str(meta.get("namespace", "default"))
+    if kind == "ScaledObject":
+        top = whole(spec.get("maxReplicaCount"), 100)
+        bound = f"maxReplicaCount {top}" + ("" if spec.get("maxReplicaCount") is not None else " (KEDA's default)")
+        return Autoscaler(urn, name, ns, str(ref.get("kind") or "Deployment"), str(ref.get("name", "")),
+                          whole(spec.get("minReplicaCount"), 0), top, (), kind, bound)
     utilization: list[str] = []
-    for m in as_seq(spec.get("metrics")):
+    for m in as_seq(spec.get("metrics")) if kind == "HorizontalPodAutoscaler" else ():
         res = as_map(as_map(m).get("resource"))  # a containerResource metric needs its one container's request only
         if res and str(as_map(res.get("target")).get("type", "")) == "Utilization":
             utilization.append(str(res.get("name", "")))
     if spec.get("targetCPUUtilizationPercentage") is not None:
         utilization.append("cpu")
-    return Autoscaler(urn, str(meta.get("name", "")), str(meta.get("namespace", "default")), str(ref.get("kind", "")),
-                      str(ref.get("name", "")), whole(spec.get("minReplicas"), 1), whole(spec.get("maxReplicas"), 1),
-                      tuple(dict.fromkeys(utilization)))
+    top = whole(spec.get("maxReplicas"), 1)
+    return Autoscaler(urn, name, ns, str(ref.get("kind", "")), str(ref.get("name", "")), whole(spec.get("minReplicas"), 1),
+                      top, tuple(dict.fromkeys(utilization)), kind, f"maxReplicas {top}")
 
 
 # --- PodDisruptionBudget ------------------------------------------------------------------
@@ -441,8 +457,8 @@ def objects_view(resources: Iterable[Any]) -> Objects:
                                                   "runtimes", "predictors")}
     for r in resources:
         kind = kind_of(r.resource_type, r.props)
-        if kind == "HorizontalPodAutoscaler":
-            out["autoscalers"].append(autoscaler(r.props, r.urn))
+        if kind in AUTOSCALER_KINDS:
+            out["autoscalers"].append(autoscaler(r.props, r.urn, kind))
         elif kind == "PodDisruptionBudget":
             out["budgets"].append(disruption_budget(r.props, r.urn))
         elif kind == "ResourceQuota":

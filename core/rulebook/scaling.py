@@ -13,7 +13,8 @@ from __future__ import annotations
 from core.registry import Breach, describe_policy, rule
 
 HPA_SOURCE = ("kserve/kserve #871 (an autoscaler scaled a GPU predictor to 50 pods on a node with 2 cards: most stayed "
-              "Pending); Kubernetes HorizontalPodAutoscaler: scaleTargetRef, maxReplicas")
+              "Pending); vllm-project/aibrix #2670 (replicas pile up while the ones asked stay pending); Kubernetes "
+              "HorizontalPodAutoscaler, KEDA ScaledObject (maxReplicaCount default 100)")
 PDB_SOURCE = ("kubernetes/kubernetes #48307 (a budget on a single-replica workload blocks every drain; \"this strongly "
               "affects GPU workloads which often cannot run with HA\"); NVIDIA/gpu-operator #901 (the driver upgrade "
               "drains GPU nodes)")
@@ -27,18 +28,20 @@ LWS_SOURCE = ("vllm-project/vllm #6938 (a Ray cluster of a multi-node vLLM must 
 @rule("autoscaler-within-cards", "An autoscaler's maxReplicas of a GPU workload fit the cards of its node.",
       HPA_SOURCE, policy="autoscaler-within-cards")
 def autoscaler_within_cards(hpa: str, max_replicas: int, cards_per_pod: int, node: str, free: int,
-                            replicas: int, unit: str = "pods") -> Breach | None:
+                            replicas: int, unit: str = "pods", bound: str = "") -> Breach | None:
     """``free``: the node's cards left for this workload (its cards minus every other workload's and the
     reserved ones); ``replicas``: the replicas the workload asks without the autoscaler; ``unit``: what a
-    replica is (``pods``; a LeaderWorkerSet's ``groups``), ``cards_per_pod`` the cards of one."""
+    replica is (``pods``; a LeaderWorkerSet's ``groups``), ``cards_per_pod`` the cards of one; ``bound``: the
+    upper bound as written (``maxReplicaCount 100 (KEDA's default)``; default ``maxReplicas <n>``)."""
     need = max_replicas * cards_per_pod
     if need <= free:
         return None
     fits = max(free // cards_per_pod, 0) if cards_per_pod else 0
     one = unit[:-1]
-    return Breach(f"{hpa} may scale it to maxReplicas {max_replicas} {unit} x {cards_per_pod} cards = {need} cards, but "
+    return Breach(f"{hpa} may scale it to {bound or f'maxReplicas {max_replicas}'} {unit} x {cards_per_pod} cards = {need} "
+                  "cards, but "
                   f"{node} has {free} cards left for it: every {one} past {fits} stays Pending (Insufficient nvidia.com/gpu)",
-                  f"set maxReplicas to at most {max(fits, replicas)} (the cards left / cards a {one}), or add cards to the inventory")
+                  f"set {(bound or 'maxReplicas').split(' ')[0]} to at most {max(fits, replicas)} (the cards left / cards a {one}), or add cards to the inventory")
 
 
 @rule("autoscaler-metric-has-requests", "Every container of the pods an autoscaler scales on utilization requests that resource.",

@@ -98,3 +98,12 @@ def test_a_runtime_supports_a_format_as_kserve_matches_it():
         "modelFormat": {"name": "vLLM"}, "runtime": "vllm"}}}})
     assert p is not None and (p.format_name, p.format_version, p.runtime) == ("vLLM", None, "vllm")
     assert objects.predictor({"metadata": {"name": "isvc"}, "spec": {"predictor": {"containers": []}}}) is None
+
+
+def test_keda_and_aibrix_autoscalers_are_read_as_one():
+    keda = objects.autoscaler({"metadata": {"name": "so"}, "spec": {"scaleTargetRef": {"name": "d"}}}, kind="ScaledObject")
+    assert (keda.target_kind, keda.min_replicas, keda.max_replicas, keda.bound) == ("Deployment", 0, 100,
+                                                                                     "maxReplicaCount 100 (KEDA's default)")
+    aibrix = objects.autoscaler({"metadata": {"name": "pa"}, "spec": {
+        "scaleTargetRef": {"kind": "Deployment", "name": "d"}, "minReplicas": 1, "maxReplicas": 3}}, kind="PodAutoscaler")
+    assert (aibrix.max_replicas, aibrix.bound, aibrix.utilization_of) == (3, "maxReplicas 3", ())
