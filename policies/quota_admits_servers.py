@@ -7,7 +7,8 @@ cpu / memory resource the quota limits (``requests.memory``, ``limits.cpu``, ``m
 namespace's LimitRanges of the manifests default them (:func:`core.manifests.objects.admitted`). The
 ResourceQuota admission refuses the pod otherwise ("must specify ..."; "exceeded quota").
 
-An InferenceService's predictor is not judged by (2): KServe gives its containers default resources.
+An InferenceService's predictor is not judged by (2): KServe gives its containers default resources. A
+quota with ``scopes`` or a ``scopeSelector`` (it counts only the pods they match) is not judged.
 Source: kserve #1242, #867. Judged and worded once, in :mod:`core.rulebook.limits`.
 """
 
@@ -34,6 +35,8 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         return
     stack = views.stack_view(args.resources)
     for q in objs.quotas:
+        if q.scoped:
+            continue  # it counts only the pods its scopes match: not judged
         running = [w for w in stack.workloads if w.namespace == q.namespace and w.running]
         for resource in (f"requests.{facts.GPU_RESOURCE}", f"limits.{facts.GPU_RESOURCE}"):
             if resource in q.hard:

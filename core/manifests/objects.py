@@ -165,6 +165,9 @@ class Quota:
     name: str
     namespace: str
     hard: Mapping[str, str]
+    #: The quota sets ``scopes`` or a ``scopeSelector``: it counts only the pods those match (PriorityClass,
+    #: BestEffort, Terminating, ...), which the rules do not resolve.
+    scoped: bool = False
 
     def amount(self, resource: str) -> Decimal | None:
         """The hard limit of ``resource`` as a number in base units (None: not set or not a quantity)."""
@@ -175,7 +178,8 @@ def quota(props: Mapping, urn: str = "") -> Quota:
     """The :class:`Quota` of a ResourceQuota's manifest."""
     meta, spec = as_map(props.get("metadata")), as_map(props.get("spec"))
     return Quota(urn, str(meta.get("name", "")), str(meta.get("namespace", "default")),
-                 {str(k): str(v) for k, v in as_map(spec.get("hard")).items()})
+                 {str(k): str(v) for k, v in as_map(spec.get("hard")).items()},
+                 bool(as_seq(spec.get("scopes")) or as_map(spec.get("scopeSelector"))))
 
 
 @dataclass(frozen=True)

@@ -36,3 +36,10 @@ def test_a_limit_range_default_satisfies_the_quota():
 def test_a_limit_range_in_another_namespace_does_not():
     text = CASE.read_text()
     assert any("container fetch-model does not set" in m for m in judge(text + DEFAULTS.replace("llm-serving", "other")))
+
+
+def test_a_scoped_quota_is_not_judged():
+    """A quota scoped to a PriorityClass (or BestEffort pods) does not count the server's pods."""
+    text = CASE.read_text().replace("spec:\n  hard:\n", "spec:\n  scopeSelector:\n    matchExpressions:\n"
+                                    "    - {scopeName: PriorityClass, operator: In, values: [batch-low]}\n  hard:\n")
+    assert "scopeName: PriorityClass" in text and judge(text) == []
