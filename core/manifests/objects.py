@@ -231,9 +231,12 @@ class Admitted:
 def admitted(c: pods.Container, ranges: Iterable[LimitRange]) -> Admitted:
     """The container ``c``'s requests and limits after the namespace's LimitRanges default them
     (k8s.io/kubernetes plugin/pkg/admission/limitranger ``mergeContainerResources``: the first
-    LimitRange that sets a default wins; a request defaults to the limit when no defaultRequest)."""
+    LimitRange that sets a default wins; a default request is ``defaultRequest``, else ``default``), after the
+    API server's own defaulting (a request the container leaves out is its limit)."""
     requests = {k[len("requests."):]: v for k, v in _resources(c).items() if k.startswith("requests.")}
     limits = {k[len("limits."):]: v for k, v in _resources(c).items() if k.startswith("limits.")}
+    for res, amount in limits.items():
+        requests.setdefault(res, amount)  # the API server's defaulting, before any admission: a request is its limit
     defaulted: dict[str, str] = {}
     for r in ranges:
         for item in r.items:
@@ -245,8 +248,6 @@ def admitted(c: pods.Container, ranges: Iterable[LimitRange]) -> Admitted:
                 if res not in requests:
                     requests[res] = amount
                     defaulted[f"requests.{res}"] = r.name
-    for res, amount in limits.items():
-        requests.setdefault(res, amount)  # the API server: a request defaults to its limit
     return Admitted(requests, limits, defaulted)
 
 

@@ -107,3 +107,11 @@ def test_keda_and_aibrix_autoscalers_are_read_as_one():
     aibrix = objects.autoscaler({"metadata": {"name": "pa"}, "spec": {
         "scaleTargetRef": {"kind": "Deployment", "name": "d"}, "minReplicas": 1, "maxReplicas": 3}}, kind="PodAutoscaler")
     assert (aibrix.max_replicas, aibrix.bound, aibrix.utilization_of) == (3, "maxReplicas 3", ())
+
+
+def test_a_request_left_out_is_its_own_limit_before_a_limit_range_defaults_it():
+    c = pods._container({"name": "vllm", "resources": {"limits": {"memory": "40Gi"}}})
+    lr = objects.limit_range({"metadata": {"name": "lr"}, "spec": {"limits": [
+        {"type": "Container", "defaultRequest": {"memory": "512Mi"}}]}})
+    got = objects.admitted(c, [lr])
+    assert got.requests == {"memory": "40Gi"} and got.defaulted == {}
