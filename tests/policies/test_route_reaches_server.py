@@ -34,3 +34,17 @@ def test_a_service_port_that_targets_another_port_than_the_api():
 def test_a_backend_service_elsewhere_is_not_judged():
     text = OK.read_text().replace("            name: coder\n", "            name: coder-elsewhere\n")
     assert "coder-elsewhere" in text and judge(text.replace("number: 80", "number: 1234")) == []
+
+
+def test_a_service_backend_without_a_port_is_said_so():
+    text = (ROOT / "policies" / "fixtures" / "route-reaches-server" / "allowed" / "ingress-port-80.yaml").read_text()
+    route = text.split("---\napiVersion: networking.k8s.io/v1")[0] + """---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: coder, namespace: llm-serving}
+spec:
+  rules:
+  - backendRefs: [{name: coder}]
+"""
+    (message,) = judge(route)
+    assert "sends to Service coder port (no port: a Service backend needs one), which the Service does not expose" in message
