@@ -185,6 +185,14 @@ def _denied_uid(w: Workload, c: Container, path: str) -> int | None:
     return uid
 
 
+def path_use(w: Workload, c: Container, what: str, named_by: str, path: str, writes: bool) -> PathUse:
+    """``path`` as container ``c`` of ``w`` sees it (:class:`PathUse`): its mount, the root filesystem's
+    ``readOnlyRootFilesystem`` and, for a path it ``writes``, whether its uid may write there."""
+    path = posixpath.normpath(path)
+    return PathUse(what, named_by, path, writes, place(w, c, path), root_read_only(c),
+                   _denied_uid(w, c, path) if writes else None)
+
+
 def root_read_only(c: Container) -> bool:
     """The container's ``securityContext.readOnlyRootFilesystem`` (there is no pod-level field)."""
     return c.security_context.get("readOnlyRootFilesystem") is True
@@ -206,7 +214,6 @@ def paths(w: Workload, c: Container) -> tuple[PathUse, ...]:
     server = c.server
     if server is None or server.engine != "vllm":
         return ()
-    ro = root_read_only(c)
     out: list[PathUse] = []
     for what, env, default in WRITTEN_AT_START:
         if c.env.get(env):
@@ -220,16 +227,14 @@ def paths(w: Workload, c: Container) -> tuple[PathUse, ...]:
             h = home(w, c)
             path, by = (posixpath.join(h, *default) if h else ""), "its default HOME/.triton/cache"
         if path and path.startswith("/"):
-            path = posixpath.normpath(path)
-            out.append(PathUse(what, by, path, True, place(w, c, path), ro, _denied_uid(w, c, path)))
+            out.append(path_use(w, c, what, by, path, True))
     model = server.model_arg
     if model and model.startswith("/"):
-        out.append(PathUse("the model", "--model" if server.get("--model") else "vllm serve's model", posixpath.normpath(model),
-                           False, place(w, c, model), ro))
+        out.append(path_use(w, c, "the model", "--model" if server.get("--model") else "vllm serve's model", model, False))
     for flag in READ_AT_START:
         value = server.get(flag)
         if value and value.startswith("/") and "{" not in value:
-            out.append(PathUse("the chat template", flag, posixpath.normpath(value), False, place(w, c, value), ro))
+            out.append(path_use(w, c, "the chat template", flag, value, False))
     return tuple(out)
 
 

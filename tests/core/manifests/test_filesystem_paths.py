@@ -77,3 +77,12 @@ def test_a_uid_the_image_does_not_know_cannot_write_under_home_slash():
         "spec": {"securityContext": {"runAsUser": 1000}, "containers": [{"name": "vllm", "image": IMAGE, "args": ["--model=/m"],
                                                                          "env": [{"name": "HOME", "value": "/tmp/home"}]}]}}}})
     assert moved is not None and all(u.writable for u in filesystem.paths(moved, moved.containers[0]))  # /tmp is world-writable
+
+
+def test_the_hub_cache_is_judged_on_the_same_filesystem():
+    """model-cache-usable's cache and the server's caches come from one model: a read-only root holds neither."""
+    w = workload({"name": "vllm", "image": IMAGE, "args": ["--model=Qwen/Qwen3-8B"], "securityContext": {"readOnlyRootFilesystem": True}})
+    cache = filesystem.hub_cache(w, w.containers[0])
+    assert cache == "/root/.cache/huggingface/hub"
+    use = filesystem.path_use(w, w.containers[0], "the Hugging Face cache", "HF_HOME", cache, writes=True)
+    assert use.place.writable and not use.writable  # the Place alone says writable; the root is read-only
