@@ -51,7 +51,7 @@ from components.pod import (
     startup_probe,
     workload_annotations,
 )
-from core import facts, rulebook
+from core import facts, rulebook, rules
 from core.engines import CandleConfig
 from core.inventory import CardSpec
 from core.modelfacts import ModelFacts
@@ -218,10 +218,18 @@ def deployment_manifest(args: GpuDeploymentArgs, component: str) -> dict[str, An
         "spec": {
             "replicas": 0 if args.placement.parked_reason else 1,
             "strategy": {"type": facts.GPU_ROLLOUT_STRATEGY},
+            **_progress_deadline(args.placement.cold_start_seconds),
             "selector": {"matchLabels": {"app": args.name}},
             "template": {"metadata": {"labels": deployment_pod_labels(args)}, "spec": gpu_pod_spec(args)},
         },
     }
+
+
+def _progress_deadline(cold_start_seconds: int) -> dict[str, int]:
+    """``{"progressDeadlineSeconds": n}`` when the default does not outlast the cold start
+    (:func:`core.rules.progress_deadline_seconds`), else ``{}``."""
+    seconds = rules.progress_deadline_seconds(cold_start_seconds)
+    return {} if seconds is None else {"progressDeadlineSeconds": seconds}
 
 
 class WorkloadComponent(pulumi.ComponentResource):

@@ -95,6 +95,9 @@ class ImageFacts(BaseModel):
     home: str = Field(pattern=r"^/", description="HOME of that user (root: /root); caches default under it.")
     passwd_uids: tuple[int, ...] = Field(
         description="The uids /etc/passwd of the image knows; another runAsUser has no name and no home (getpwuid fails).")
+    files: tuple[str, ...] = Field(
+        default=(), description="Directories the image ships files in (absolute, for the listed repositories): a path "
+                                "under none of them is not in the image; empty: not recorded, and no path is judged absent.")
     source: str = Field(min_length=1, description="Where these facts come from (the Dockerfile, a public report).")
 
 

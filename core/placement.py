@@ -151,8 +151,9 @@ class Placement(StrictModel):
     cold_start_seconds: Int = Field(
         gt=0,
         description=(
-            "Seconds from pod start to the health route answering; the startup probe budget is "
-            "built from it (002: clef-serve about 240; coder.yaml: vLLM TP=2 at 256K about 600)."
+            "Seconds from pod start to the health route answering; the startup probe budget, the deploy's "
+            "await timeout and, from 600 s on, the Deployment's progressDeadlineSeconds are built from it "
+            "(002: clef-serve about 240; coder.yaml: vLLM TP=2 at 256K about 600)."
         ),
     )
     startup_probe: StartupProbe = Field(default_factory=StartupProbe, description="Startup probe timing.")

@@ -211,6 +211,18 @@ def await_timeout_seconds(cold_start_s: int) -> int:
     return math.ceil(cold_start_s * AWAIT_SLOW_START_FACTOR) + AWAIT_ROLLOUT_SECONDS
 
 
+#: A Deployment's ``spec.progressDeadlineSeconds`` when it is not written (Kubernetes apps/v1 default).
+DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
+
+
+def progress_deadline_seconds(cold_start_s: int) -> int | None:
+    """The ``progressDeadlineSeconds`` a Deployment whose declared cold start is ``cold_start_s`` needs:
+    None while Kubernetes' default (600 s) exceeds the cold start (nothing is written, prod's rendering
+    stays as it was), else :func:`await_timeout_seconds` (past the deadline the Deployment reports
+    ProgressDeadlineExceeded and the provider's await fails the deploy; rollout-deadlines-cover-cold-start)."""
+    return None if cold_start_s < DEFAULT_PROGRESS_DEADLINE_SECONDS else await_timeout_seconds(cold_start_s)
+
+
 #: The largest tensor parallel size suggested in messages (a node rarely has more than 8 cards).
 MAX_SUGGESTED_TP = 8
 

@@ -7,12 +7,13 @@ HOME from the env or the image catalog) and the volume that directory lands on
 
 - offline (``HF_HUB_OFFLINE=1``): the cache is on a volume that outlives the pod (not an emptyDir or
   the container's own filesystem, which are empty at every start);
-- online: the cache is writable (not a ``readOnly`` mount, not a configMap or secret);
+- online: the cache is writable (not a ``readOnly`` mount, not a configMap or secret; on the container's
+  own filesystem, not a ``readOnlyRootFilesystem`` and, for a non-root uid, under its HOME or /tmp:
+  :func:`core.manifests.filesystem.path_use`, the model every path rule reads);
 - online on an emptyDir with a ``sizeLimit``: the limit holds the checkpoint's weights
   (:func:`core.capacity.weights_per_card` at one card, for a model in the stack's models).
 
-Not judged: a container whose HOME is not known (an image outside the catalog, with no cache env), a
-uid the image does not know (arbitrary-uid-has-home), a cache on the own filesystem when online.
+Not judged: a container whose HOME is not known (an image outside the catalog, with no cache env).
 Source: kserve #3562, #3792; llm-d-modelservice #243; huggingface_hub #2797; vllm-project/vllm #1986.
 Judged and worded once, in :mod:`core.rulebook.model_cache`.
 """
@@ -48,12 +49,14 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
         cache = fs.hub_cache(w, c, server.get("--download-dir"))
         if cache is None:
             continue
-        at = fs.place(w, c, cache)
+        use = fs.path_use(w, c, "the Hugging Face cache", "HF_HOME", cache, writes=True)  # the container's filesystem
+        at = use.place
         limit = quantity.parse_or_none(at.size_limit) if at.size_limit is not None else None
         offline = fs.offline(c)
         need = checkpoint_bytes(w, c) if limit is not None and not offline else None
-        breach = model_cache.cache_usable(str(server.model_arg), cache, at.where, at.writable, at.persistent, offline,
-                                          at.size_limit, int(limit) if limit is not None else None, need)
+        denied = at.mount is None and not use.root_read_only and use.denied_uid is not None
+        breach = model_cache.cache_usable(str(server.model_arg), cache, use.where, use.writable, at.persistent, offline,
+                                          at.size_limit, int(limit) if limit is not None else None, need, denied=denied)
         containers.report(args, report_violation, w, breach, c)
 
 

@@ -104,6 +104,11 @@ class Container:
     #: Every variable the kubelet sets, with its source (:func:`core.manifests.env.environment`):
     #: ``valueFrom`` and ``envFrom`` count as set, their values unknown.
     environment: _env.Environment = field(default_factory=_env.Environment)
+    #: ``resources.requests`` and ``resources.limits`` as written (resource name -> amount).
+    resource_requests: Mapping[str, str] = field(default_factory=dict)
+    resource_limits: Mapping[str, str] = field(default_factory=dict)
+    #: The container's ``lifecycle`` as written (plain; ``{}`` when absent).
+    lifecycle: Mapping = field(default_factory=dict)
 
     @property
     def cards(self) -> int:
@@ -196,6 +201,9 @@ def container(raw: Mapping, at: str = "") -> Container:
         env_from=bool(as_seq(raw.get("envFrom"))),
         security_context=plain(as_map(raw.get("securityContext"))),
         resource_amounts={str(k): str(plain(v)) for k, v in (*requests.items(), *limits.items())},
+        resource_requests={str(k): str(plain(v)) for k, v in requests.items()},
+        resource_limits={str(k): str(plain(v)) for k, v in limits.items()},
+        lifecycle=plain(as_map(raw.get("lifecycle"))),
         invalid_quantities=tuple(
             (f"{at}.resources.{field}.memory", plain(value))
             for field, value in (("requests", requests.get("memory")), ("limits", limits.get("memory")))
@@ -296,6 +304,10 @@ class Workload:
     #: The required node affinity (:func:`required_node_terms`): terms ORed, each a tuple of
     #: ``(key, operator, values)`` ANDed; ``()`` when none.
     node_affinity: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] = ()
+    #: The pod spec's ``terminationGracePeriodSeconds`` (Kubernetes default 30).
+    termination_grace_seconds: int = 30
+    #: A Deployment's ``spec.progressDeadlineSeconds`` (Kubernetes default 600); None for other kinds.
+    progress_deadline_seconds: int | None = None
 
     def run_as(self, c: Container) -> tuple[Any, int | None]:
         """``(runAsNonRoot, runAsUser)`` of container ``c``: each the container's, else the pod's
@@ -494,6 +506,7 @@ def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
             controller_labels={CONTROLLER_REVISION_HASH_LABEL: None, STATEFULSET_POD_NAME_LABEL: None,
                                POD_INDEX_LABEL: None, LWS_GROUP_INDEX_LABEL: frozenset(str(i) for i in range(groups))},
             node_affinity=required_node_terms(pod_spec),
+            termination_grace_seconds=whole(pod_spec.get("terminationGracePeriodSeconds"), 30),
         ))
     return out
 
@@ -595,6 +608,8 @@ def workload(resource_type: str, props: Mapping, urn: str = "", runtimes: Sequen
         controller_labels=controller_labels(kind, name, replicas, spec),
         runtime=runtime,
         node_affinity=required_node_terms(pod_spec),
+        termination_grace_seconds=whole(pod_spec.get("terminationGracePeriodSeconds"), 30),
+        progress_deadline_seconds=whole(spec.get("progressDeadlineSeconds"), 600) if kind == "Deployment" else None,
     )
 
 

@@ -31,6 +31,13 @@ imports them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(.
   and let a server that fetches its model by hub id reach DNS and the hub;
 - :mod:`core.rulebook.users`: the user a container runs as, against its image (the image catalog);
 - :mod:`core.rulebook.model_cache`: the Hugging Face cache of a server that fetches by hub id.
+- :mod:`core.rulebook.scaling`: autoscalers and disruption budgets against a server's cards, a
+  LeaderWorkerSet group's cards against its ranks;
+- :mod:`core.rulebook.limits`: ResourceQuota and LimitRange against the servers' pods;
+- :mod:`core.rulebook.routes`: Ingress, Gateway API routes and InferencePools against the server's endpoint,
+  and their timeouts against its longest request;
+- :mod:`core.rulebook.paths`: the paths a server writes and reads at start, on its container's filesystem;
+- :mod:`core.rulebook.time_budgets`: rollout deadlines against the cold start, the grace period against the drain;
 - :mod:`core.rulebook.stack_config`: the pack can read the stack's inventory and models, and a
   server's model is one they list.
 """
@@ -67,8 +74,9 @@ from core.rulebook.settings import S
 #: (``rulebook.capacity``) or all at once by :func:`register_all`. Not imported here, so the
 #: engine models (:mod:`core.engines`, which judge a served name) import no estimator through
 #: this package: no import cycle.
-FAMILIES = ("allocation", "candle", "capacity", "contract", "endpoints", "kserve", "model_cache", "network", "pod_security", "pods",
-            "probes", "served_names", "services", "stack_config", "users", "volta")
+FAMILIES = ("allocation", "candle", "capacity", "contract", "endpoints", "kserve", "limits", "model_cache",
+            "network", "paths", "pod_security", "pods", "probes", "routes", "scaling", "served_names",
+            "services", "stack_config", "time_budgets", "users", "volta")
 
 __all__ = [
     "FAMILIES", "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",

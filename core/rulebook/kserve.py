@@ -128,3 +128,24 @@ describe_policy(
         "nd record the cluster's default in the inventory (llm-serving:cluster kserve_deployment_mode)."
     ),
 )
+
+
+RUNTIME_SOURCE = ("kserve/kserve #3632, #4298 (\"no runtime found to support predictor with model type\"); KServe "
+                  "ServingRuntime supportedModelFormats")
+
+
+@rule("isvc-runtime-supports-format", "The ServingRuntime an InferenceService names supports its model format.",
+      RUNTIME_SOURCE, policy="isvc-runtime-supports-format")
+def runtime_supports(runtime: str, model_format: str, supported: str, supports: bool) -> Breach | None:
+    """``supported``: the runtime's formats, worded (``vllm, huggingface``); ``supports``: it serves the format."""
+    if supports:
+        return None
+    return Breach(f"it names runtime {runtime}, whose supportedModelFormats ({supported or 'none'}) do not include "
+                  f"{model_format}: KServe does not create the predictor and the InferenceService is never ready",
+                  f"set spec.predictor.model.modelFormat.name to one the runtime supports, or add {model_format} to "
+                  f"the ServingRuntime's supportedModelFormats")
+
+
+describe_policy("isvc-runtime-supports-format",
+                "An InferenceService that names a ServingRuntime of the manifests uses a model format the runtime supports.",
+                "Match the predictor's modelFormat to the runtime's supportedModelFormats.")

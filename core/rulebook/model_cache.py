@@ -18,10 +18,12 @@ SOURCE = ("kserve #3562, llm-d-modelservice #243, huggingface_hub #2797 (read-on
 @rule("model-cache-usable", "A server that fetches its model by hub id has a cache it can use: writable unless "
       "offline, persistent when offline, large enough on an emptyDir.", SOURCE, policy="model-cache-usable")
 def cache_usable(model: str, cache: str, where: str, writable: bool, persistent: bool, offline: bool,
-                 size_limit: str | None, limit_bytes: int | None, checkpoint_bytes: int | None) -> Breach | None:
+                 size_limit: str | None, limit_bytes: int | None, checkpoint_bytes: int | None,
+                 denied: bool = False) -> Breach | None:
     """``cache``: the cache directory; ``where``: the volume it lands on, worded; ``size_limit`` /
     ``limit_bytes``: an emptyDir's sizeLimit as written and in bytes; ``checkpoint_bytes``: the
-    model's weights on disk (None: not known)."""
+    model's weights on disk (None: not known); ``denied``: not writable because the container's uid may
+    not write there (else: read-only; :class:`core.manifests.filesystem.PathUse`)."""
     at = f"model {model} is fetched by hub id into {cache}, on {where}"
     if offline and not persistent:
         return Breach(f"{at}, with HF_HUB_OFFLINE=1: that volume is empty at every start, so the server cannot "
@@ -29,8 +31,8 @@ def cache_usable(model: str, cache: str, where: str, writable: bool, persistent:
                       "put the cache (HF_HOME) on a persistentVolumeClaim that holds the downloaded model, or unset "
                       "HF_HUB_OFFLINE so the server downloads it")
     if not writable and not offline:
-        return Breach(f"{at}, which is read-only: the hub client cannot write the download (or its lock files), "
-                      "so resolving the model fails",
+        return Breach(f"{at}, which " + ("its uid cannot write" if denied else "is read-only")
+                      + ": the hub client cannot write the download (or its lock files), so resolving the model fails",
                       "mount the cache writable, or download the model beforehand and set HF_HUB_OFFLINE=1 so the "
                       "cache is only read")
     if (not offline and limit_bytes is not None and checkpoint_bytes is not None and limit_bytes < checkpoint_bytes):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from core.manifests import objects as _objects
 from core.manifests import pods
 from core.manifests import stack as _stack
 from core.manifests.read import WORKLOAD_TYPES
@@ -52,5 +53,21 @@ def stack_view(resources: Iterable[Any]) -> _stack.Stack:
     if hit is not None and all(a is b for a, b in zip(hit[0], (r.props for r in resources), strict=True)):
         return hit[1]
     view = _stack.stack_view(resources, workload)
+    memo[key] = ([r.props for r in resources], view)
+    return view
+
+
+def objects_view(resources: Iterable[Any]) -> _objects.Objects:
+    """:func:`core.manifests.objects.objects_view` of a stack policy's resources (the HPAs, budgets,
+    quotas, LimitRanges, routes and pools), built once per ``AnalyzeStack`` request like :func:`stack_view`."""
+    memo = decode_once.request_memo()
+    resources = list(resources)
+    if memo is None:
+        return _objects.objects_view(resources)
+    key = ("objects", tuple((r.resource_type, r.urn, id(r.props)) for r in resources))
+    hit = memo.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], (r.props for r in resources), strict=True)):
+        return hit[1]
+    view = _objects.objects_view(resources)
     memo[key] = ([r.props for r in resources], view)
     return view

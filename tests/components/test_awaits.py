@@ -103,3 +103,15 @@ def test_the_program_registers_the_same_await_annotations():
         got = {k: v for k, v in registered[key].items() if k.startswith("pulumi.com/")}
         assert got == want, key
     assert registered[("Service", "coder-predictor")][facts.SKIP_AWAIT_ANNOTATION] == "true"
+
+
+def test_a_deployment_whose_cold_start_reaches_the_default_progress_deadline_gets_one_above_it():
+    """Past spec.progressDeadlineSeconds (default 600) the Deployment reports ProgressDeadlineExceeded and the
+    provider's await fails the deploy: a workload declaring 600 s or more renders the await's deadline, one
+    below it renders none (prod's Deployments, 180-300 s, are rendered as before)."""
+    config = copy.deepcopy(PROD_FILE)
+    config["llm-serving:workloads"]["candle-vllm"]["cold_start_seconds"] = 600
+    spec = _by_kind(config)[("Deployment", "candle-vllm")]["spec"]
+    assert spec["progressDeadlineSeconds"] == rules.await_timeout_seconds(600) == 960
+    assert all("progressDeadlineSeconds" not in m["spec"] for (kind, _), m in _by_kind(PROD_FILE).items() if kind == "Deployment")
+    assert rules.progress_deadline_seconds(599) is None and rules.progress_deadline_seconds(600) == 960

@@ -23,7 +23,7 @@ from tools.offline.manifests import load_manifest_dir, load_stack_file
 HELDOUT = ROOT / "tests" / "heldout"
 FILES = sorted(HELDOUT.glob("*.yaml"))
 #: Problems caught / carried, as docs/failure-kinds.md records them.
-CAUGHT, CARRIED = 5, 8
+CAUGHT, CARRIED = 7, 10
 
 
 def problems(path: Path) -> list[str]:

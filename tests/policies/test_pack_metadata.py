@@ -61,10 +61,14 @@ def test_enforcement_levels_are_the_documented_decision():
     nothing stops serving), a uid the image does not know (whether the server reaches getpwuid
     depends on its version), a card-less pod under the GPU RuntimeClass (it starts; the harm depends
     on what it does with the cards), a liveness window (timing judgement) and minReplicas 0 in
-    RawDeployment (the pod runs; the manifest says otherwise). Every other policy guards a failure
-    that stops a server or a client.
+    RawDeployment (the pod runs; the manifest says otherwise), an autoscaler that cannot compute its
+    metric (the server serves at its replicas), a disruption budget that blocks drains
+    (the server serves; its node's maintenance stops), a route timeout below the longest request and a
+    grace period below the drain (only the longest or in-flight requests are lost). Every other policy
+    guards a failure that stops a server or a client.
     """
     levels = {p.name: p.enforcement_level for p in policies()}
     advisory = sorted(n for n, level in levels.items() if level == EnforcementLevel.ADVISORY)
-    assert advisory == ["arbitrary-uid-has-home", "gpu-runtime-class-without-cards", "isvc-not-parked-silently",
-                        "isvc-raw-min-replicas", "liveness-probe-window", "served-model-name-unique"]
+    assert advisory == ["arbitrary-uid-has-home", "autoscaler-metric-has-requests", "disruption-budget-allows-drain", "gpu-runtime-class-without-cards",
+                        "isvc-not-parked-silently", "isvc-raw-min-replicas", "liveness-probe-window",
+                        "route-timeout-covers-request", "served-model-name-unique", "termination-grace-covers-drain"]

@@ -1,0 +1,48 @@
+"""Time budgets of a model server's pod: the rollout's deadlines against the declared cold start
+(``rollout-deadlines-cover-cold-start``: a Deployment's progressDeadlineSeconds, the provider's await
+timeout) and the shutdown against the grace period (``termination-grace-covers-drain``: preStop's sleep
+plus vLLM's --shutdown-timeout within terminationGracePeriodSeconds).
+
+Plain Python, no Pulumi and no pydantic import.
+"""
+
+from __future__ import annotations
+
+from core.registry import Breach, describe_policy, rule
+
+DEADLINE_SOURCE = ("rh-aiservices-bu/ai-on-openshift PR #100 (large models time out against the 10 minute progress "
+                   "deadline); kserve/kserve #3795 (large model deployment times out); Kubernetes Deployment "
+                   "progressDeadlineSeconds (default 600); pulumi-kubernetes await (pulumi.com/timeoutSeconds)")
+GRACE_SOURCE = ("kserve/kserve PR #5485 (a 15 s preStop sleep left 15 s of a 30 s grace to drain); vllm-project/vllm "
+                "PR #43208 (terminationGracePeriodSeconds >= preStop sleep + --shutdown-timeout); llm-d/llm-d #927")
+
+
+@rule("rollout-deadlines-cover-cold-start", "A Deployment's progress deadline and await timeout outlast its cold start.",
+      DEADLINE_SOURCE, policy="rollout-deadlines-cover-cold-start")
+def deadline_covers(deadline: str, seconds: int, cold_start: int) -> Breach | None:
+    """``deadline``: which one, worded (``spec.progressDeadlineSeconds 600 (Kubernetes' default)``)."""
+    if seconds > cold_start:
+        return None
+    return Breach(f"{deadline} is {seconds} s, but its declared cold start is {cold_start} s: every rollout is marked "
+                  "failed (ProgressDeadlineExceeded, or the deploy's await times out) before the server can be ready",
+                  f"set it above the cold start, e.g. {cold_start + max(60, cold_start // 2)}")
+
+
+@rule("termination-grace-covers-drain", "preStop's sleep and vLLM's --shutdown-timeout end within the grace period.",
+      GRACE_SOURCE, policy="termination-grace-covers-drain")
+def grace_covers(grace: int, pre_stop: int, shutdown: int) -> Breach | None:
+    """``pre_stop``: seconds the preStop hook sleeps; ``shutdown``: vLLM's --shutdown-timeout (0: aborts at SIGTERM)."""
+    if pre_stop + shutdown < grace:
+        return None
+    parts = [f"preStop sleeps {pre_stop} s"] + ([f"--shutdown-timeout={shutdown}"] if shutdown else [])
+    return Breach(f"{' and '.join(parts)} = {pre_stop + shutdown} s, but terminationGracePeriodSeconds is {grace}: the "
+                  "kubelet kills the server before in-flight requests drain",
+                  f"set terminationGracePeriodSeconds above {pre_stop + shutdown} (e.g. {pre_stop + shutdown + 15})")
+
+
+describe_policy("rollout-deadlines-cover-cold-start",
+                "A model server's Deployment progress deadline and the deploy's await timeout outlast its declared cold start.",
+                "Set spec.progressDeadlineSeconds and pulumi.com/timeoutSeconds above the cold start.")
+describe_policy("termination-grace-covers-drain",
+                "A model server's terminationGracePeriodSeconds outlasts its preStop sleep plus vLLM's --shutdown-timeout.",
+                "Raise terminationGracePeriodSeconds above preStop's sleep plus --shutdown-timeout.")
