@@ -66,7 +66,18 @@ from tools import cli
 from tools import context as running
 from tools.offline import packproc
 from tools.offline.manifests import InputError, Resource, config_env, load_stack_file, read_manifests
-from tools.offline.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
+from tools.offline.report import (
+    ADVISORY,
+    DISABLED,
+    FORMATS,
+    MANDATORY,
+    REMEDIATE,
+    WAIVED,
+    WAIVERS_POLICY,
+    Finding,
+    PolicySummary,
+    Report,
+)
 
 # grpc, protobuf, pulumi's stubs, jsonschema and pydantic's models load on first use, after the
 # pack process is spawned (``--manifests``: :func:`analyze_manifests`), so its start-up overlaps ours.
@@ -633,13 +644,23 @@ def strip_description(message: str, description: str) -> str:
 
 def _finding(d: pb.AnalyzeDiagnostic, urn: str, objects: dict[str, Resource], stage: str,
              sources: dict[str, str] | None) -> Finding:
+    """The report's finding of diagnostic ``d``; a waived finding (policy-waivers' ``waived ...`` form,
+    :mod:`core.rulebook.waivers`) is the waived policy's, at level ``waived``, with the waiver."""
     r = objects.get(urn)
     level = _enum_names().level_name.get(d.enforcementLevel, ADVISORY)
+    policy, message, waiver = d.policyName, strip_description(d.message, d.description), ""
+    if policy == WAIVERS_POLICY:
+        from core.rulebook import waivers  # noqa: PLC0415 - only when the pack reports a waiver
+
+        if (parsed := waivers.parse_waived(message)) is not None:
+            policy, key, reason, message = parsed
+            level, waiver = WAIVED, f"{key}: {reason}"
     return Finding(
-        policy=d.policyName,
+        policy=policy,
         level=MANDATORY if level == REMEDIATE else level,
         severity=_enum_names().severity.get(d.severity, "unspecified"),
-        message=strip_description(d.message, d.description),
+        message=message,
+        waiver=waiver,
         urn=urn,
         resource_type=r.type if r else "",
         resource_name=r.name if r else "",

@@ -30,7 +30,8 @@ imports them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(.
 - :mod:`core.rulebook.users`: the user a container runs as, against its image (the image catalog);
 - :mod:`core.rulebook.model_cache`: the Hugging Face cache of a server that fetches by hub id.
 - :mod:`core.rulebook.stack_config`: the pack can read the stack's inventory and models, and a
-  server's model is one they list.
+  server's model is one they list;
+- :mod:`core.rulebook.waivers`: per-object waiver annotations (a policy of the pack, a reason).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ from core.rulebook.settings import S
 #: engine models (:mod:`core.engines`, which judge a served name) import no estimator through
 #: this package: no import cycle.
 FAMILIES = ("allocation", "candle", "capacity", "endpoints", "kserve", "model_cache", "network", "pod_security", "pods",
-            "probes", "served_names", "services", "stack_config", "users", "volta")
+            "probes", "served_names", "services", "stack_config", "users", "volta", "waivers")
 
 __all__ = [
     "FAMILIES", "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
