@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from tools.cli import printable
 
@@ -68,7 +71,8 @@ class Finding:
     (``Deployment llm-serving/candle-vllm``), the same in program and plain-manifest runs;
     ``urn`` and ``resource_name`` are Pulumi's and differ between the two. ``stage`` is
     ``resource`` (from Analyze) or ``stack`` (from AnalyzeStack). ``source`` is the manifest
-    file when known. ``waiver`` (level ``waived``): the annotation that waives it and its reason,
+    file when known, ``line`` the 1-based line there (the object's document, or the stack file's key of
+    the object; 0: unknown). ``waiver`` (level ``waived``): the annotation that waives it and its reason,
     ``<annotation>: <reason>``."""  # noqa: D301
 
     policy: str
@@ -82,6 +86,7 @@ class Finding:
     stage: str = "resource"
     source: str = ""
     waiver: str = ""
+    line: int = 0
 
     def sort_key(self) -> tuple:
         return (LEVEL_ORDER.get(self.level, 9), self.policy, self.object, self.urn, self.message)
@@ -343,9 +348,29 @@ def _sarif_rule(p: PolicySummary) -> dict[str, Any]:
         "properties": {"enforcementLevel": p.level, "severity": p.severity, "policyType": p.policy_type,
                        "tags": list(p.tags)},
     }
-    if p.url:
-        rule["helpUri"] = p.url
+    uri = p.url or policy_doc_uri(p.name)
+    if uri:
+        rule["helpUri"] = uri
     return rule
+
+
+#: The policies' pages in the repository (``docs/gen.py`` writes them).
+POLICY_DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "policies"
+
+
+def policy_doc_uri(name: str) -> str:
+    """The absolute URI of policy ``name``'s page, docs/policies/<name>.md: on the forge, at the commit
+    under review, when a GitHub or Gitea Actions run says where (``GITHUB_SERVER_URL``,
+    ``GITHUB_REPOSITORY``, ``GITHUB_SHA``; Gitea sets them too, and ``GITEA_ACTIONS``); else the
+    page in this checkout as a ``file:`` URI; "" when there is no such page."""
+    page = POLICY_DOCS / f"{name}.md"
+    if not page.is_file():
+        return ""
+    server, repo, sha = (os.environ.get(k, "") for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_SHA"))
+    if server and repo and sha:
+        at = "src/commit" if os.environ.get("GITEA_ACTIONS") == "true" else "blob"
+        return f"{server.rstrip('/')}/{repo}/{at}/{sha}/docs/policies/{quote(name)}.md"
+    return page.as_uri()
 
 
 def _sarif_result(f: Finding, rule_index: int | None, report: Report) -> dict[str, Any]:
@@ -355,6 +380,8 @@ def _sarif_result(f: Finding, rule_index: int | None, report: Report) -> dict[st
     }
     if f.source:
         location["physicalLocation"] = {"artifactLocation": {"uri": f.source}}
+        if f.line > 0:
+            location["physicalLocation"]["region"] = {"startLine": f.line}
     level = f.level
     if level == WAIVED:  # shown at its policy's level, suppressed in source with the waiver's reason
         level = next((p.level for p in report.policies if p.name == f.policy), ADVISORY)

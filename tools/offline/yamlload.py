@@ -38,14 +38,14 @@ import math
 import re
 from typing import Any, Union
 
-from yaml import YAMLError
+from yaml import YAMLError, compose
 from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from core.problems import ConfigError, Problem
 from core.yaml12 import Yaml12Loader
 
-__all__ = ["NotYaml", "YAMLError", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
+__all__ = ["NotYaml", "YAMLError", "key_lines", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
 
 _Y = "tag:yaml.org,2002:"
 PLAIN_TAGS = frozenset(_Y + t for t in ("str", "int", "float", "bool", "null"))
@@ -229,9 +229,10 @@ def _labelled_children(node: Node, path: tuple[PathPart, ...]) -> list[tuple[Nod
     return []
 
 
-def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numbered: bool = True) -> list[Any]:
+def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numbered: bool = True,
+                   lines: list[int] | None = None) -> list[Any]:
     """The documents of ``text`` as plain data (``where`` names the file in messages; key paths
-    lose the leading ``strip``). Raises :class:`core.problems.ConfigError` listing every
+    lose the leading ``strip``; ``lines``, when given, gets each document's first line, 1-based). Raises :class:`core.problems.ConfigError` listing every
     problem of the first bad document (source ``<where>, document N``, or ``<where>`` alone
     when not ``numbered``: a stack file), text that is not YAML included (its line, column,
     rule and fix: :func:`syntax_problem`)."""
@@ -254,9 +255,30 @@ def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numb
             if problems:
                 raise ConfigError(problems, source)
             docs.append(loader.construct_document(node))
+            if lines is not None:
+                lines.append(_line(node))
     finally:
         loader.dispose()
     return docs
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """The 1-based line of every mapping key of the first document of ``text``, by key path
+    (``("config", "llm-serving:workloads", "coder")``); ``{}`` when it is not YAML (its reader
+    reports that)."""
+    try:
+        root = compose(text, Loader=StrictLoader)
+    except YAMLError:
+        return {}
+    out: dict[tuple[str, ...], int] = {}
+    todo: list[tuple[Node | None, tuple[str, ...]]] = [(root, ())]
+    while todo:
+        node, path = todo.pop()
+        if isinstance(node, MappingNode):
+            for k, v in node.value:
+                out.setdefault(path + (str(k.value),), _line(k))
+                todo.append((v, path + (str(k.value),)))
+    return out
 
 
 class NotYaml(ConfigError):  # noqa: N818
