@@ -61,11 +61,12 @@ def test_enforcement_levels_are_the_documented_decision():
     nothing stops serving), a uid the image does not know (whether the server reaches getpwuid
     depends on its version), a card-less pod under the GPU RuntimeClass (it starts; the harm depends
     on what it does with the cards), a liveness window (timing judgement) and minReplicas 0 in
-    RawDeployment (the pod runs; the manifest says otherwise), and the waivers (a waived finding is
+    RawDeployment (the pod runs; the manifest says otherwise), a credential in an env value (the pod
+    runs; who can read it is a judgement about exposure), and the waivers (a waived finding is
     shown, not enforced; a waiver that waives nothing leaves the finding with its own policy). Every other policy guards a failure
     that stops a server or a client.
     """
     levels = {p.name: p.enforcement_level for p in policies()}
     advisory = sorted(n for n, level in levels.items() if level == EnforcementLevel.ADVISORY)
-    assert advisory == ["arbitrary-uid-has-home", "gpu-runtime-class-without-cards", "isvc-not-parked-silently",
+    assert advisory == ["arbitrary-uid-has-home", "env-var-secret", "gpu-runtime-class-without-cards", "isvc-not-parked-silently",
                         "isvc-raw-min-replicas", "liveness-probe-window", "policy-waivers", "served-model-name-unique"]
