@@ -16,6 +16,7 @@ with the reason (:func:`parse_waived`).
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -73,8 +74,10 @@ def waiver_is_valid(waiver: Waiver, known: frozenset[str] | None = None) -> Brea
         return Breach(f"annotation {waiver.key} waives {NAME}, which cannot be waived: it is what shows the other waivers",
                       f"remove the annotation {waiver.key}")
     if waiver.policy not in known:
+        close = difflib.get_close_matches(waiver.policy, sorted(known - {NAME}), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else " (docs/policies/index.md lists them)"
         return Breach(f"annotation {waiver.key} names {waiver.policy!r}, which is no policy of the pack, so it waives nothing",
-                      f"name one of the pack's policies ({', '.join(sorted(known - {NAME}))}) or remove the annotation")
+                      f"name one of the pack's policies{hint} or remove the annotation")
     if not waiver.reason:
         return Breach(f"annotation {waiver.key} waives {waiver.policy} without a reason, so it waives nothing",
                       f"write why the finding is accepted as the value, e.g. {waiver.key}: \"<why this object is safe>\"")
