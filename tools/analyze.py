@@ -51,6 +51,7 @@ import functools
 import json
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -78,7 +79,7 @@ from tools.offline.report import (
     PolicySummary,
     Report,
 )
-from tools.offline.yamlload import key_lines
+from tools.offline.yamlload import container_lines, key_lines
 
 # grpc, protobuf, pulumi's stubs, jsonschema and pydantic's models load on first use, after the
 # pack process is spawned (``--manifests``: :func:`analyze_manifests`), so its start-up overlaps ours.
@@ -773,17 +774,32 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: dict
                                resources=len(found.resources), notes=(*report.notes, *found.notes, *notes))
 
 
+#: A finding's subject naming a container: ``Deployment x, container c:``, ``InferenceService y, predictor
+#: init container w:`` (``policylib.resource_helpers.container_label``).
+_CONTAINER_SUBJECT = re.compile(r"[^:\n]*?, (?:[a-z]+ )?(?:init |ephemeral )?container ([^\s:,]+)[:,]")
+
+
 def located(findings: Iterable[Finding], files: dict[str, str], lines: dict[str, int], stack_place: tuple[str, int],
             object_place: tuple[str, int] | None = None) -> tuple[Finding, ...]:
     """``findings`` with a file and line each (SARIF's physical location): an object's at its file
     (``files``, URN -> path) and line (``lines``); a finding on no object of ``files`` at
     ``stack_place`` (the stack file's ``llm-serving:cluster`` key: what a stack policy without a
     resource judged), or at ``object_place`` when it names an object (a kustomize build's object:
-    its kustomization file)."""
+    its kustomization file). A finding whose subject names a container (``Deployment x, container c:``)
+    is at that container's entry in the document, where the file is YAML."""
     out = []
+    containers: dict[str, dict[tuple[int, str], int]] = {}
     for f in findings:
         if f.urn in files:
             f = dataclasses.replace(f, source=files[f.urn], line=lines.get(f.urn, 0))
+            named = _CONTAINER_SUBJECT.match(f.message)
+            if named and f.source.endswith((".yaml", ".yml")):
+                if f.source not in containers:
+                    try:
+                        containers[f.source] = container_lines(read_text(Path(f.source), "manifest"))
+                    except InputFileError:
+                        containers[f.source] = {}
+                f = dataclasses.replace(f, line=containers[f.source].get((f.line, named[1]), f.line))
         elif f.object and object_place is not None:
             f = dataclasses.replace(f, source=object_place[0], line=object_place[1])
         elif not f.source:

@@ -5,6 +5,7 @@ tests/tools/offline/test_report.py)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,22 +40,31 @@ def _places(log: dict) -> list[tuple[str, int, dict]]:
     return out
 
 
-def test_manifest_results_sit_at_their_objects_document(tmp_path):
+def test_manifest_results_sit_at_their_objects_document_or_container(tmp_path):
     d = plain_manifest_dir(tmp_path / "m")
     log = _sarif(tmp_path, "--manifests", str(d), "--inventory", str(INVENTORY))
     places = _places(log)
     assert places, "the plain-manifest directory has findings"
+    seen_container = seen_object = False
     for uri, line, result in places:
         text = (ROOT / uri).read_text() if not Path(uri).is_absolute() else Path(uri).read_text()
         name = result["locations"][0]["logicalLocations"][0]["name"]
         if uri.endswith(INVENTORY.name):  # a stack finding on no object: the inventory's cluster key
             assert text.splitlines()[line - 1].strip().startswith("llm-serving:cluster:"), (uri, line)
             continue
+        container = re.match(r"[^:\n]*?, (?:[a-z]+ )?(?:init )?container ([^\s:,]+):", result["message"]["text"])
+        if container:  # the container's entry in the named object's document
+            assert re.fullmatch(rf"\s*- name: ['\"]?{re.escape(container[1])}['\"]?\s*", text.splitlines()[line - 1]), (
+                uri, line, result["message"]["text"][:80])
+            seen_container = True
+            continue
         # the line opens the document of the named object (Kind namespace/name)
         lines: list[int] = []
         docs = yamlload.load_documents(text, uri, lines=lines)
         at = [doc for doc, first in zip(docs, lines, strict=True) if first == line]
         assert at and f"{at[0]['kind']} " in name and at[0]["metadata"]["name"] in name, (uri, line, name)
+        seen_object = True
+    assert seen_container and seen_object
     rules = log["runs"][0]["tool"]["driver"]["rules"]
     assert all(r["help"]["text"] and r["helpUri"].endswith(f"/docs/policies/{r['id']}.md") for r in rules)
     assert all(r["helpUri"].startswith("file:") for r in rules)
@@ -109,3 +119,25 @@ def test_the_pull_request_workflow_uploads_the_sarif_analyze_writes(forge):
     assert written and [s["with"]["sarif_file"] for s in uploads] == written
     artifact = next(s for s in review["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
     assert all(any(w.startswith(p.strip() + "/") for p in artifact["with"]["path"].split()) for w in written)
+
+
+def test_container_lines_of_every_pod_spec_form():
+    text = """# c
+apiVersion: apps/v1
+kind: Deployment
+spec:
+  template:
+    spec:
+      initContainers:
+      - name: fetch
+      containers:
+      - image: x
+        name: vllm
+---
+kind: InferenceService
+spec:
+  predictor:
+    containers:
+    - {name: kserve-container}
+"""
+    assert yamlload.container_lines(text) == {(2, "fetch"): 8, (2, "vllm"): 10, (13, "kserve-container"): 17}

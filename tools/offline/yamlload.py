@@ -38,14 +38,14 @@ import math
 import re
 from typing import Any, Union
 
-from yaml import YAMLError, compose
+from yaml import YAMLError, compose, compose_all
 from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from core.problems import ConfigError, Problem
 from core.yaml12 import Yaml12Loader
 
-__all__ = ["NotYaml", "YAMLError", "key_lines", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
+__all__ = ["NotYaml", "YAMLError", "container_lines", "key_lines", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
 
 _Y = "tag:yaml.org,2002:"
 PLAIN_TAGS = frozenset(_Y + t for t in ("str", "int", "float", "bool", "null"))
@@ -278,6 +278,40 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
             for k, v in node.value:
                 out.setdefault(path + (str(k.value),), _line(k))
                 todo.append((v, path + (str(k.value),)))
+    return out
+
+
+#: The container lists of a pod spec, as the API names them.
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def container_lines(text: str) -> dict[tuple[int, str], int]:
+    """``(document's first line, container name) -> the line of that container's entry`` for every
+    container of every document of ``text`` (any pod spec: a template's, a predictor's, a
+    LeaderWorkerSet's); ``{}`` when it is not YAML."""
+    out: dict[tuple[int, str], int] = {}
+    try:
+        roots = list(compose_all(text, Loader=StrictLoader))
+    except YAMLError:
+        return {}
+    for root in roots:
+        if root is None:
+            continue
+        first = _line(root)
+        todo: list[Node] = [root]
+        while todo:
+            node = todo.pop()
+            if not isinstance(node, MappingNode):
+                todo.extend(_children(node))
+                continue
+            for k, v in node.value:
+                if str(k.value) in CONTAINER_LISTS and isinstance(v, SequenceNode):
+                    for item in v.value:
+                        name = next((c.value for kk, c in item.value if kk.value == "name" and isinstance(c, ScalarNode)),
+                                    None) if isinstance(item, MappingNode) else None
+                        if name is not None:
+                            out.setdefault((first, str(name)), _line(item))
+                todo.append(v)
     return out
 
 
