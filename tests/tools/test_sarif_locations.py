@@ -141,3 +141,14 @@ spec:
     - {name: kserve-container}
 """
     assert yamlload.container_lines(text) == {(2, "fetch"): 8, (2, "vllm"): 10, (13, "kserve-container"): 17}
+
+
+def test_the_previews_sarif_is_located_too(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "tools.preview", "--stack-file", str(AFTER_001), "--out", str(out),
+                           "--format", "sarif"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc.stderr
+    log = json.loads(proc.stdout)
+    jsonschema.validate(log, sarif_schema())
+    places = _places(log)
+    assert places and all(Path(uri).name == AFTER_001.name and line > 1 for uri, line, _ in places)
