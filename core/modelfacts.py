@@ -16,6 +16,7 @@ Plain pydantic, no Pulumi import; the program, the policy pack and the capacity 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -617,18 +618,69 @@ class Models:
     facts: dict[str, ModelFacts]
     _by_arg: dict[str, str] = field(default_factory=dict, repr=False)
 
+    _by_hub: dict[str, str] = field(default_factory=dict, repr=False)
+
     def __post_init__(self) -> None:
         for key, entry in self.entries.items():
             for name in (entry.hf_id, entry.weights_path):
                 if name:
                     self._by_arg.setdefault(name.rstrip("/"), key)
+            for hub in (entry.hf_id, entry.catalog):
+                if hub:
+                    self._by_hub.setdefault(hub.lower(), key)
 
     def find(self, model_arg: str | None) -> tuple[str, ModelFacts] | None:
         """(key, facts) of the model a server argument (``--model`` / ``--w``) names, or None.
 
         The first entry (in config order) whose ``hf_id`` or ``weights_path`` equals the argument
-        (trailing ``/`` ignored), as :meth:`ModelEntry.matches`; a dict lookup, not a scan."""
+        (trailing ``/`` ignored), as :meth:`ModelEntry.matches`; else the model the argument names
+        by its hub id (:func:`hub_ids`: ``hf://org/name``, a Hugging Face cache snapshot path, a
+        directory named as the repository): a stack entry of that ``hf_id`` or ``catalog``, else the
+        built-in :data:`CATALOG`'s entry (keyed by its hub id). Dict lookups, not a scan."""
         if not model_arg:
             return None
         key = self._by_arg.get(model_arg.rstrip("/"))
-        return (key, self.facts[key]) if key is not None else None
+        if key is not None:
+            return key, self.facts[key]
+        for hub in hub_ids(model_arg):
+            key = self._by_hub.get(hub.lower())
+            if key is not None:
+                return key, self.facts[key]
+            known = _CATALOG_BY_HUB.get(hub.lower())
+            if known is not None:
+                return known, CATALOG[known]
+        return None
+
+
+#: The catalog's hub ids by their lower case, and by the repository name alone where that is one model's.
+_CATALOG_BY_HUB: dict[str, str] = {k.lower(): k for k in CATALOG}
+_NAMES: dict[str, list[str]] = {}
+for _hub in CATALOG:
+    _NAMES.setdefault(_hub.rsplit("/", 1)[-1].lower(), []).append(_hub)
+_CATALOG_BY_NAME: dict[str, str] = {name: hubs[0] for name, hubs in _NAMES.items() if len(hubs) == 1}
+#: ``models--Qwen--Qwen3-8B`` in a Hugging Face cache (``<HF_HOME>/hub/models--<org>--<name>/snapshots/<rev>``).
+_CACHE_DIR = re.compile(r"models--([^/]+?)--([^/]+)")
+
+
+def hub_ids(model_arg: str) -> list[str]:
+    """The Hugging Face hub ids a server's model argument may name, most certain first (``[]``: none):
+
+    - ``org/name`` itself (vLLM's ``--model Qwen/Qwen3-8B``);
+    - ``hf://org/name`` (KServe's storageUri and vLLM's own hf:// form), a ``:revision`` dropped;
+    - a cache path ``.../models--org--name/snapshots/<rev>`` (huggingface_hub's layout);
+    - a local directory whose last part is a catalog repository's name (``/models/Qwen3-8B``, as
+      ``huggingface-cli download --local-dir`` writes it), when one catalog model has that name.
+    """
+    arg = model_arg.strip().rstrip("/")
+    if arg.lower().startswith("hf://"):
+        arg = arg[5:].split(":", 1)[0].rstrip("/")
+        return [arg] if arg.count("/") == 1 else []
+    cached = _CACHE_DIR.search(arg)
+    if cached:
+        return [f"{cached[1]}/{cached[2]}"]
+    if "://" in arg:
+        return []
+    if not arg.startswith(("/", ".", "~")) and arg.count("/") == 1:
+        return [arg]
+    named = _CATALOG_BY_NAME.get(arg.rsplit("/", 1)[-1].lower())
+    return [named] if named else []

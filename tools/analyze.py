@@ -51,6 +51,7 @@ import functools
 import json
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -65,8 +66,20 @@ from core.stackkeys import PROJECT
 from tools import cli
 from tools import context as running
 from tools.offline import packproc
-from tools.offline.manifests import InputError, Resource, config_env, load_stack_file, read_manifests
-from tools.offline.report import ADVISORY, DISABLED, FORMATS, MANDATORY, REMEDIATE, Finding, PolicySummary, Report
+from tools.offline.manifests import InputError, Resource, config_env, display_path, load_stack_file, read_manifests
+from tools.offline.report import (
+    ADVISORY,
+    DISABLED,
+    FORMATS,
+    MANDATORY,
+    REMEDIATE,
+    WAIVED,
+    WAIVERS_POLICY,
+    Finding,
+    PolicySummary,
+    Report,
+)
+from tools.offline.yamlload import container_lines, key_lines
 
 # grpc, protobuf, pulumi's stubs, jsonschema and pydantic's models load on first use, after the
 # pack process is spawned (``--manifests``: :func:`analyze_manifests`), so its start-up overlaps ours.
@@ -633,13 +646,23 @@ def strip_description(message: str, description: str) -> str:
 
 def _finding(d: pb.AnalyzeDiagnostic, urn: str, objects: dict[str, Resource], stage: str,
              sources: dict[str, str] | None) -> Finding:
+    """The report's finding of diagnostic ``d``; a waived finding (policy-waivers' ``waived ...`` form,
+    :mod:`core.rulebook.waivers`) is the waived policy's, at level ``waived``, with the waiver."""
     r = objects.get(urn)
     level = _enum_names().level_name.get(d.enforcementLevel, ADVISORY)
+    policy, message, waiver = d.policyName, strip_description(d.message, d.description), ""
+    if policy == WAIVERS_POLICY:
+        from core.rulebook import waivers  # noqa: PLC0415 - only when the pack reports a waiver
+
+        if (parsed := waivers.parse_waived(message)) is not None:
+            policy, key, reason, message = parsed
+            level, waiver = WAIVED, f"{key}: {reason}"
     return Finding(
-        policy=d.policyName,
+        policy=policy,
         level=MANDATORY if level == REMEDIATE else level,
         severity=_enum_names().severity.get(d.severity, "unspecified"),
-        message=strip_description(d.message, d.description),
+        message=message,
+        waiver=waiver,
         urn=urn,
         resource_type=r.type if r else "",
         resource_name=r.name if r else "",
@@ -754,7 +777,12 @@ def analyze_manifests(directory: Path, inventory: Path, policy_pack_config: dict
     notes = (f"judged beside {len(beside)} object(s) of {context_name}; their own findings are left out",) if context else ()
     # What was not judged: of the file's objects only, as for the findings (the context's are its own).
     unjudged = tuple(not_judged(found.resources, config)) if context else report.not_judged
-    return dataclasses.replace(report, findings=running.keep_file_findings(report.findings, beside),
+    shown = display_path(inventory)
+    cluster = (shown, key_lines(read_text(inventory, "inventory")).get(("config", f"{PROJECT}:cluster"), 1))
+    kustomization = next((display_path(p) for p in sorted(Path(directory).glob("[kK]ustomization*"))), "")
+    findings = located(running.keep_file_findings(report.findings, beside), found.sources, found.lines, cluster,
+                       (kustomization, 1) if kustomization else None)
+    return dataclasses.replace(report, findings=findings,
                                resources=len(found.resources), notes=(*report.notes, *found.notes, *notes),
                                not_judged=unjudged)
 
@@ -780,6 +808,60 @@ def _check_measured_servers(config: dict[str, Any], inventory: Path, resources: 
                            "fix: name the Deployment or InferenceService it was measured on, or remove it")
 
 
+
+#: A finding's subject naming a container: ``Deployment x, container c:``, ``InferenceService y, predictor
+#: init container w:`` (``policylib.resource_helpers.container_label``).
+_CONTAINER_SUBJECT = re.compile(r"[^:\n]*?, (?:[a-z]+ )?(?:init |ephemeral )?container ([^\s:,]+)[:,]")
+
+
+def located(findings: Iterable[Finding], files: dict[str, str], lines: dict[str, int], stack_place: tuple[str, int],
+            object_place: tuple[str, int] | None = None) -> tuple[Finding, ...]:
+    """``findings`` with a file and line each (SARIF's physical location): an object's at its file
+    (``files``, URN -> path) and line (``lines``); a finding on no object of ``files`` at
+    ``stack_place`` (the stack file's ``llm-serving:cluster`` key: what a stack policy without a
+    resource judged), or at ``object_place`` when it names an object (a kustomize build's object:
+    its kustomization file). A finding whose subject names a container (``Deployment x, container c:``)
+    is at that container's entry in the document, where the file is YAML."""
+    out = []
+    containers: dict[str, dict[tuple[int, str], int]] = {}
+    for f in findings:
+        if f.urn in files:
+            f = dataclasses.replace(f, source=files[f.urn], line=lines.get(f.urn, 0))
+            named = _CONTAINER_SUBJECT.match(f.message)
+            if named and f.source.endswith((".yaml", ".yml")):
+                if f.source not in containers:
+                    try:
+                        containers[f.source] = container_lines(read_text(Path(f.source), "manifest"))
+                    except InputFileError:
+                        containers[f.source] = {}
+                f = dataclasses.replace(f, line=containers[f.source].get((f.line, named[1]), f.line))
+        elif f.object and object_place is not None:
+            f = dataclasses.replace(f, source=object_place[0], line=object_place[1])
+        elif not f.source:
+            f = dataclasses.replace(f, source=stack_place[0], line=stack_place[1])
+        out.append(f)
+    return tuple(out)
+
+
+def stack_file_places(stack_file: Path, resources: Iterable[Resource]) -> tuple[dict[str, str], dict[str, int], tuple[str, int]]:
+    """Where each of the program's ``resources`` is written in ``stack_file``: (URN -> the file, URN ->
+    the line of its stack-file key, :func:`core.terms.stack_file_key`; the ``llm-serving:cluster`` key's
+    place for the rest). A resource no key made (the stack, a provider) is at the ``config:`` key."""
+    from core import terms  # noqa: PLC0415 - the stack file's terms, after the pack has started
+
+    shown = display_path(stack_file)
+    keys = key_lines(read_text(stack_file, "stack file"))
+    top = keys.get(("config",), 1)
+    files: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for r in resources:
+        meta = r.props.get("metadata") if isinstance(r.props, dict) else None
+        key = terms.stack_file_key((meta or {}).get("annotations") or {}) if isinstance(meta, dict) else None
+        files[r.urn] = shown
+        lines[r.urn] = keys.get(("config", *key.split(".", 1)), top) if key else top
+    return files, lines, (shown, keys.get(("config", f"{PROJECT}:cluster"), top))
+
+
 def analyze_program(stack_file: Path, policy_pack_config: dict[str, Any] | None = None,
                     pack_dir: Path = PACK_DIR, program: Path | None = None, workers: int = 1,
                     stack: str | None = None) -> Report:
@@ -790,7 +872,9 @@ def analyze_program(stack_file: Path, policy_pack_config: dict[str, Any] | None 
     stack = stack or stack_name_of(stack_file, default="prod")
     with start_pack(config, stack=stack, pack_dir=pack_dir, workers=workers) as pack:
         resources = program_resources(config, stack, program)
-        return pack.analyze(resources, policy_pack_config)
+        report = pack.analyze(resources, policy_pack_config)
+    files, lines, cluster = stack_file_places(stack_file, resources)
+    return dataclasses.replace(report, findings=located(report.findings, files, lines, cluster))
 
 
 def program_resources(config: dict[str, Any], stack: str, program: Path | None = None) -> list[Resource]:

@@ -45,6 +45,7 @@ printed, and nothing is written when the program crashed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import threading
@@ -209,6 +210,8 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             render.commit_tree(staged, out_dir)
             return EXIT_MANDATORY if refused else EXIT_OK
         report = verdicts.result()
+        report = dataclasses.replace(report, findings=analyze.located(report.findings,
+                                                                      *analyze.stack_file_places(stack_file, run.resources)))
         clock.lap("policy pack verdicts (after the summary)")
         render.commit_tree(staged, out_dir)  # the rendering lands with its verdict, never unjudged
         if args.format == "table":

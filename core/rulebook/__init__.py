@@ -39,7 +39,8 @@ imports them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(.
 - :mod:`core.rulebook.paths`: the paths a server writes and reads at start, on its container's filesystem;
 - :mod:`core.rulebook.time_budgets`: rollout deadlines against the cold start, the grace period against the drain;
 - :mod:`core.rulebook.stack_config`: the pack can read the stack's inventory and models, and a
-  server's model is one they list.
+  server's model is one they list;
+- :mod:`core.rulebook.waivers`: per-object waiver annotations (a policy of the pack, a reason).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ from core.rulebook.settings import S
 #: this package: no import cycle.
 FAMILIES = ("allocation", "candle", "capacity", "contract", "endpoints", "kserve", "limits", "model_cache",
             "network", "paths", "pod_security", "pods", "probes", "routes", "scaling", "served_names",
-            "services", "stack_config", "time_budgets", "users", "volta")
+            "services", "stack_config", "time_budgets", "users", "volta", "waivers")
 
 __all__ = [
     "FAMILIES", "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",

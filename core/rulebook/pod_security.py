@@ -1,5 +1,5 @@
 """The pod security rules of the pack's ``pod-security-baseline``, ``pod-security-restricted``,
-``pod-run-as-non-root``, ``no-service-account-token`` and ``model-mounts-read-only``: one
+``pod-run-as-non-root``, ``no-service-account-token``, ``model-mounts-read-only`` and ``env-var-secret``: one
 registry record a check (the Kubernetes Pod Security Standards' tables, row by row), each judge
 over the plain values of one pod or container field, worded once (:mod:`core.registry`).
 
@@ -13,6 +13,7 @@ and "Restricted" tables, Kubernetes v1.31). Plain Python, no Pulumi and no pydan
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -221,6 +222,33 @@ def models_read_only(name: str, path: str, read_only: Any, models_volume: bool) 
                   f"set {READ_ONLY.to(True)} on the volumeMount at {path}" + _WRITTEN)
 
 
+#: Env names that hold a credential: kube-linter's env-var-secret (pkg/builtinchecks/yamls/env-var-secret.yaml:
+#: ``(?i).*secret.*`` with a non-empty value), widened to tokens, API keys, passwords and private or access keys
+#: (HF_TOKEN, VLLM_API_KEY, OPENAI_API_KEY, ...). ``TOKEN`` only at the end: TOKENIZERS_PARALLELISM is no credential.
+SECRET_ENV_NAME = re.compile(r"(?i)(?:^|_)TOKEN$|SECRET|PASSW(?:OR)?D|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL")
+#: A reference to another variable, which the kubelet expands (``Bearer $(TOKEN)``: the secret lives in TOKEN).
+_REFERENCE = re.compile(r"(?<!\$)\$\([A-Za-z_][A-Za-z0-9_.-]*\)")
+#: Values that are no credential: a flag (HF_HUB_DISABLE_IMPLICIT_TOKEN=1), a file path (the secret is a mounted file,
+#: *_PASSWORD_FILE), vLLM's documented "no key" value for its OpenAI-compatible client (api_key="EMPTY").
+_NOT_A_SECRET = re.compile(r"(?i)(?:0|1|true|false|yes|no|on|off|empty|none)|/.*")
+
+
+@rule("env-var-secret", "A credential is not written in plain text in an env value.",
+      "kube-linter env-var-secret (stackrox/kube-linter, pkg/builtinchecks/yamls/env-var-secret.yaml)",
+      policy="env-var-secret")
+def env_var_secret(name: str, value: Any) -> Breach | None:
+    """One env entry of a container: ``name`` and its literal ``value`` (None: ``valueFrom`` or no value)."""
+    if not isinstance(value, str) or not SECRET_ENV_NAME.search(name):
+        return None
+    text = value.strip()
+    if not text or _REFERENCE.search(text) or _NOT_A_SECRET.fullmatch(text):
+        return None
+    return Breach(f"env {name} holds a literal value ({len(text)} characters), so the credential is in the manifest, "
+                  "in git and in the object anyone who may read the workload sees",
+                  f"put it in a Secret and read it with valueFrom.secretKeyRef (env {name}: valueFrom: secretKeyRef: "
+                  "{name: <secret>, key: <key>}), or mount the Secret as a file")
+
+
 # --- the pack policies' own text -----------------------------------------------------------------
 
 describe_policy(
@@ -271,5 +299,15 @@ describe_policy(
         "On every container: securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}. On the pod: "
         "securityContext: {seccompProfile: {type: RuntimeDefault}}. Use persistentVolumeClaim, emptyDir, configMap, secret, "
         "projected, downwardAPI, csi or ephemeral volumes. The stack file's components write all of it."
+    ),
+)
+
+describe_policy(
+    "env-var-secret",
+    "No token, API key or password is written in plain text in a container's env value.",
+    (
+        "Keep the credential in a Secret and read it with env valueFrom.secretKeyRef (or mount the Secret as a file); "
+        "write $(VAR) to compose it from another variable. A literal value is in git and in the object anyone who may "
+        "read the workload sees."
     ),
 )

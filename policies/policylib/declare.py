@@ -23,6 +23,7 @@ from pulumi_policy import (
 )
 
 from core import rulebook
+from policylib import waivers
 
 
 def resource_policy(
@@ -32,8 +33,10 @@ def resource_policy(
     severity: Severity,
     config_schema: PolicyConfigSchema | None = None,
 ) -> ResourceValidationPolicy:
-    """Policy ``name``, run on each resource, with its registered description and remediation."""
+    """Policy ``name``, run on each resource, with its registered description and remediation; silent on
+    an object that waives it (:func:`policylib.waivers.guard_resource`)."""
     text = rulebook.policy_text(name)
+    validate = validate if name == waivers.rules.NAME else waivers.guard_resource(name, validate)
     return ResourceValidationPolicy(name=name, description=text.description, validate=validate, enforcement_level=level,
                                     severity=severity, config_schema=config_schema, remediation_steps=text.remediation)
 
@@ -45,7 +48,9 @@ def stack_policy(
     severity: Severity,
     config_schema: PolicyConfigSchema | None = None,
 ) -> StackValidationPolicy:
-    """Policy ``name``, run once on the whole stack, with its registered description and remediation."""
+    """Policy ``name``, run once on the whole stack, with its registered description and remediation;
+    without its findings on objects that waive it (:func:`policylib.waivers.guard_stack`)."""
     text = rulebook.policy_text(name)
+    validate = validate if name == waivers.rules.NAME else waivers.guard_stack(name, validate)
     return StackValidationPolicy(name=name, description=text.description, validate=validate, enforcement_level=level,
                                  severity=severity, config_schema=config_schema, remediation_steps=text.remediation)

@@ -125,6 +125,12 @@ def writable_model_mounts(spec: Mapping, containers: list[tuple[str, Mapping]]) 
                     for where, c in containers for m in map(rh.mapping, rh.sequence(c.get("volumeMounts")))))
 
 
+def secret_env_values(containers: list[tuple[str, Mapping]]) -> list[Check]:
+    """Containers whose env writes a credential as a literal ``value`` (``valueFrom`` is not a literal)."""
+    return _found(*((where, ps.env_var_secret(str(e.get("name", "")), None if "valueFrom" in e else e.get("value")))
+                    for where, c in containers for e in map(rh.mapping, rh.sequence(c.get("env")))))
+
+
 def report_breaches(args: Any, found: list[Check], report_violation: Any) -> None:
     """Report each ``(where, breach)`` as the breach's finding about ``where``, in the pack's message
     form (:func:`core.terms.message`: the stack-file fix for objects the program made).

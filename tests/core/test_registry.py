@@ -80,6 +80,7 @@ RULEBOOK_POLICIES = [
     "vllm_gpu_memory_utilization", "vllm_parallelism", "vllm_served_model_names", "vllm_volta",
     "served_model_name_unique", "service_selector_uniqueness", "service_target_port", "service_link_env_collision",
     "network_ingress_for_clients", "ingress_admits_server_port", "model_mounts_read_only", "pod_run_as_non_root",
+    "env_var_secret", "policy_waivers",
     "pod_security_baseline", "pod_security_restricted", "no_service_account_token",
 ]
 #: Policies judged by several rules and no one rule of their name (each finding carries its rule's source):

@@ -64,11 +64,14 @@ def test_enforcement_levels_are_the_documented_decision():
     RawDeployment (the pod runs; the manifest says otherwise), an autoscaler that cannot compute its
     metric (the server serves at its replicas), a disruption budget that blocks drains
     (the server serves; its node's maintenance stops), a route timeout below the longest request and a
-    grace period below the drain (only the longest or in-flight requests are lost). Every other policy
+    grace period below the drain (only the longest or in-flight requests are lost), a credential in an env value (the pod
+    runs; who can read it is a judgement about exposure), and the waivers (a waived finding is
+    shown, not enforced; a waiver that waives nothing leaves the finding with its own policy). Every other policy
     guards a failure that stops a server or a client.
     """
     levels = {p.name: p.enforcement_level for p in policies()}
     advisory = sorted(n for n, level in levels.items() if level == EnforcementLevel.ADVISORY)
-    assert advisory == ["arbitrary-uid-has-home", "autoscaler-metric-has-requests", "disruption-budget-allows-drain", "gpu-runtime-class-without-cards",
-                        "isvc-not-parked-silently", "isvc-raw-min-replicas", "liveness-probe-window",
+    assert advisory == ["arbitrary-uid-has-home", "autoscaler-metric-has-requests", "disruption-budget-allows-drain",
+                        "env-var-secret", "gpu-runtime-class-without-cards", "isvc-not-parked-silently",
+                        "isvc-raw-min-replicas", "liveness-probe-window", "policy-waivers",
                         "route-timeout-covers-request", "served-model-name-unique", "termination-grace-covers-drain"]

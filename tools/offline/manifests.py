@@ -151,11 +151,13 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 @dataclass
 class ManifestSet:
     """The objects of a manifest path: ``resources``, ``sources`` (URN -> file; none for a
-    kustomize build) and ``notes`` (what was assumed or merged, for the report)."""
+    kustomize build), ``notes`` (what was assumed or merged, for the report) and ``lines`` (URN ->
+    the 1-based first line of the object's document in its file; a List's items: the List's)."""
 
     resources: list[Resource]
     sources: dict[str, str]
     notes: list[str]
+    lines: dict[str, int] = field(default_factory=dict)
 
 
 def read_manifests(path: Path, stack: str = "manifests", namespace: str | None = None) -> ManifestSet:
@@ -191,13 +193,15 @@ def read_manifests(path: Path, stack: str = "manifests", namespace: str | None =
         files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES)
         parsed = []
         for f in files:
-            shown = _display(f)
+            shown = display_path(f)
             parsed.append((shown, shown, _documents(read_input(f, "manifest"), shown, f.suffix)))
     out = ManifestSet([], {}, [])
     seen: dict[tuple[str, str, str, str], tuple[str, dict]] = {}
     refused: list[str] = []
-    for shown, source, docs in parsed:
+    for shown, source, (docs, lines) in parsed:
+        line_of = _document_lines(docs, lines)
         for r in resources_from_documents(docs, stack, shown):
+            line = line_of.get(id(r.props), 0)
             problems = apischema.refusals([(shown, r.props)])
             if problems:
                 refused += problems
@@ -220,6 +224,7 @@ def read_manifests(path: Path, stack: str = "manifests", namespace: str | None =
             out.resources.append(r)
             if source:
                 out.sources[r.urn] = source
+                out.lines[r.urn] = line
     if refused:
         raise InputError("the API server would refuse these objects (nothing was judged):\n" + "\n".join(refused))
     return out
@@ -231,7 +236,8 @@ def _in_namespace(r: Resource, namespace: str, stack: str) -> Resource:
     return Resource(type=r.type, name=name, urn=urn(stack, r.type, name), props=props)
 
 
-def _display(p: Path) -> str:
+def display_path(p: Path) -> str:
+    """``p`` relative to the working directory when it is below it (as reports name files), else absolute."""
     p = p.resolve()
     try:
         return p.relative_to(Path.cwd()).as_posix()
@@ -244,13 +250,25 @@ def load_manifest_dir(path: Path, stack: str = "manifests") -> list[Resource]:
     return read_manifests(path, stack).resources
 
 
-def _documents(text: str, where: str, suffix: str) -> list[Any]:
-    """The documents of a manifest file: JSON (one object) or YAML, with the one loader, its
-    scalars read as ``kubectl`` reads them (``defaultMode: 0700`` is 448: :mod:`core.yaml11`)."""
+def _document_lines(docs: list[Any], lines: list[int]) -> dict[int, int]:
+    """``id`` of each document (and of each item of a List) -> the document's first line."""
+    out: dict[int, int] = {}
+    for doc, line in zip(docs, lines, strict=False):
+        out[id(doc)] = line
+        if _is_list(doc) and isinstance(doc.get("items"), list):
+            out.update((id(item), line) for item in doc["items"])
+    return out
+
+
+def _documents(text: str, where: str, suffix: str) -> tuple[list[Any], list[int]]:
+    """The documents of a manifest file: JSON (one object, at line 1) or YAML, with the one loader,
+    its scalars read as ``kubectl`` reads them (``defaultMode: 0700`` is 448: :mod:`core.yaml11`);
+    and each document's first line."""
     try:
         if suffix == ".json":
-            return [json_object(text, where)]
-        return load_documents(text, where, kubectl=True)
+            return [json_object(text, where)], [1]
+        lines: list[int] = []
+        return load_documents(text, where, kubectl=True, lines=lines), lines
     except ConfigError as err:
         raise InputError(err.render()) from None
     except InputFileError as err:

@@ -8,11 +8,13 @@ order of the resources never changes the output. Every format is rendered from i
 * ``table``    -- plain text for a terminal (:meth:`Report.render_table`);
 * ``json``     -- :meth:`Report.to_dict` as JSON; :meth:`Report.from_dict` reads it back;
 * ``sarif``    -- SARIF 2.1.0: one rule per policy, rule id = the policy name (stable), help
-  text = the remediation steps, level mandatory -> ``error``, advisory -> ``warning``;
+  text = the remediation steps, level mandatory -> ``error``, advisory -> ``warning``; a waived
+  finding carries an ``inSource`` suppression with the waiver as its justification (SARIF 2.1.0
+  section 3.27.23, ``suppressions``; section 3.35, the suppression object);
 * ``junit``    -- JUnit XML: one ``testcase`` per policy; one ``failure`` per mandatory
   finding; advisory findings go to the testcase's ``system-out`` (the test passes: an
   advisory policy does not fail a review, and ``skipped`` would wrongly say it did not run);
-  a disabled policy is ``skipped``;
+  a disabled policy is ``skipped``; waived findings go to ``system-out`` too, with the waiver;
 * ``markdown`` -- a summary for a PR comment.
 
 What the pack did not judge (:attr:`Report.not_judged`) is in every format: ``not judged:``
@@ -28,14 +30,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from tools.cli import printable
 
 MANDATORY, ADVISORY, DISABLED, REMEDIATE = "mandatory", "advisory", "disabled", "remediate"
-LEVEL_ORDER = {MANDATORY: 0, ADVISORY: 1, DISABLED: 2}
+#: A finding the object waives by annotation (``Finding.waiver``): shown, never counted as a violation.
+WAIVED = "waived"
+#: The pack policy that reports waived findings (``core.rulebook.waivers.NAME``).
+WAIVERS_POLICY = "policy-waivers"
+LEVEL_ORDER = {MANDATORY: 0, ADVISORY: 1, DISABLED: 2, WAIVED: 3}
 #: SARIF ``level`` of a finding / a rule's default configuration.
 SARIF_LEVEL = {MANDATORY: "error", ADVISORY: "warning", DISABLED: "none"}
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -67,7 +76,9 @@ class Finding:
     (``Deployment llm-serving/candle-vllm``), the same in program and plain-manifest runs;
     ``urn`` and ``resource_name`` are Pulumi's and differ between the two. ``stage`` is
     ``resource`` (from Analyze) or ``stack`` (from AnalyzeStack). ``source`` is the manifest
-    file when known."""  # noqa: D301
+    file when known, ``line`` the 1-based line there (the object's document, or the stack file's key of
+    the object; 0: unknown). ``waiver`` (level ``waived``): the annotation that waives it and its reason,
+    ``<annotation>: <reason>``."""  # noqa: D301
 
     policy: str
     level: str
@@ -79,6 +90,8 @@ class Finding:
     object: str = ""
     stage: str = "resource"
     source: str = ""
+    waiver: str = ""
+    line: int = 0
 
     def sort_key(self) -> tuple:
         return (LEVEL_ORDER.get(self.level, 9), self.policy, self.object, self.urn, self.message)
@@ -119,12 +132,17 @@ class Report:
     def advisory(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.level == ADVISORY)
 
+    @property
+    def waived(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.level == WAIVED)
+
     def counts(self) -> dict[str, int]:
-        """``mandatory`` / ``advisory`` findings, ``policies``, ``policies_violated`` (with a
+        """``mandatory`` / ``advisory`` / ``waived`` findings, ``policies``, ``policies_violated`` (with a
         mandatory finding), ``policies_disabled`` and ``resources``."""
         return {
             "mandatory": len(self.mandatory),
             "advisory": len(self.advisory),
+            "waived": len(self.waived),
             "policies": len(self.policies),
             "policies_violated": len({f.policy for f in self.mandatory}),
             "policies_disabled": sum(1 for p in self.policies if p.level == DISABLED),
@@ -187,7 +205,8 @@ class Report:
                        f"of {c['policies_violated']} polic{'ies' if c['policies_violated'] != 1 else 'y'}")
         else:
             verdict = "PASS: no mandatory violation"
-        return f"{verdict}, {c['advisory']} advisory ({self.pack} on stack {self.stack}, {c['resources']} resources, {c['policies']} policies)"
+        waived = f", {c['waived']} waived" if c["waived"] else ""
+        return f"{verdict}, {c['advisory']} advisory{waived} ({self.pack} on stack {self.stack}, {c['resources']} resources, {c['policies']} policies)"
 
     # --- table -------------------------------------------------------------------------------
 
@@ -200,9 +219,11 @@ class Report:
         width = max((len(f.policy) for f in self.findings), default=0)
         for f in self.findings:
             lines.append(f"{f.level.upper():<10} {f.policy:<{width}}  {f.where}")
+            if f.waiver:
+                lines.append(f"    waived by {f.waiver}")
             for part in (f.message or "(no message)").splitlines():
                 lines.append(f"    {part}")
-        violated = {f.policy for f in self.findings}
+        violated = {f.policy for f in self.findings if f.level != WAIVED}
         for p in self.policies:
             if p.name in violated and p.remediation:
                 lines.append(f"how to fix {p.name}:")
@@ -271,10 +292,11 @@ class Report:
                     el = ET.SubElement(case, "failure", message=_first_line(f.message) or p.description,
                                        type=f"{f.level}/{f.severity}")
                     el.text = f"{f.where}\n{f.urn}\n{f.message}"
-            advisory = [f for f in groups.get(p.name, []) if f.level == ADVISORY]
-            if advisory:
+            shown = [f for f in groups.get(p.name, []) if f.level in (ADVISORY, WAIVED)]
+            if shown:
                 out = ET.SubElement(case, "system-out")
-                out.text = "\n".join(f"ADVISORY {f.where}: {f.message}" for f in advisory)
+                out.text = "\n".join(f"WAIVED {f.where} ({f.waiver}): {f.message}" if f.level == WAIVED
+                                     else f"ADVISORY {f.where}: {f.message}" for f in shown)
         if self.not_judged:
             out = ET.SubElement(suite, "system-out")
             out.text = "\n".join(f"NOT JUDGED {item}" for item in self.not_judged)
@@ -293,6 +315,13 @@ class Report:
                     f"{'s' if len(self.advisory) != 1 else ''}</summary>", ""]
             out += _md_table(self.advisory, self)
             out += ["</details>", ""]
+        if self.waived:
+            out += [f"<details><summary>{len(self.waived)} waived finding"
+                    f"{'s' if len(self.waived) != 1 else ''}</summary>", "",
+                    "| policy | object | waived by | message |", "| --- | --- | --- | --- |"]
+            out += [f"| `{f.policy}` | {_md_cell(f.where)} | {_md_cell(f.waiver)} | {_md_cell(f.message)} |"
+                    for f in self.waived]
+            out += ["", "</details>", ""]
         disabled = [p.name for p in self.policies if p.level == DISABLED]
         if disabled:
             out += [f"Disabled by the policy pack config: {', '.join(f'`{n}`' for n in disabled)}", ""]
@@ -335,9 +364,29 @@ def _sarif_rule(p: PolicySummary) -> dict[str, Any]:
         "properties": {"enforcementLevel": p.level, "severity": p.severity, "policyType": p.policy_type,
                        "tags": list(p.tags)},
     }
-    if p.url:
-        rule["helpUri"] = p.url
+    uri = p.url or policy_doc_uri(p.name)
+    if uri:
+        rule["helpUri"] = uri
     return rule
+
+
+#: The policies' pages in the repository (``docs/gen.py`` writes them).
+POLICY_DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "policies"
+
+
+def policy_doc_uri(name: str) -> str:
+    """The absolute URI of policy ``name``'s page, docs/policies/<name>.md: on the forge, at the commit
+    under review, when a GitHub or Gitea Actions run says where (``GITHUB_SERVER_URL``,
+    ``GITHUB_REPOSITORY``, ``GITHUB_SHA``; Gitea sets them too, and ``GITEA_ACTIONS``); else the
+    page in this checkout as a ``file:`` URI; "" when there is no such page."""
+    page = POLICY_DOCS / f"{name}.md"
+    if not page.is_file():
+        return ""
+    server, repo, sha = (os.environ.get(k, "") for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_SHA"))
+    if server and repo and sha:
+        at = "src/commit" if os.environ.get("GITEA_ACTIONS") == "true" else "blob"
+        return f"{server.rstrip('/')}/{repo}/{at}/{sha}/docs/policies/{quote(name)}.md"
+    return page.as_uri()
 
 
 def _sarif_result(f: Finding, rule_index: int | None, report: Report) -> dict[str, Any]:
@@ -347,9 +396,14 @@ def _sarif_result(f: Finding, rule_index: int | None, report: Report) -> dict[st
     }
     if f.source:
         location["physicalLocation"] = {"artifactLocation": {"uri": f.source}}
+        if f.line > 0:
+            location["physicalLocation"]["region"] = {"startLine": f.line}
+    level = f.level
+    if level == WAIVED:  # shown at its policy's level, suppressed in source with the waiver's reason
+        level = next((p.level for p in report.policies if p.name == f.policy), ADVISORY)
     result: dict[str, Any] = {
         "ruleId": f.policy,
-        "level": SARIF_LEVEL.get(f.level, "warning"),
+        "level": SARIF_LEVEL.get(level, "warning"),
         "message": {"text": f.message or f.policy},
         "locations": [location],
         "partialFingerprints": {
@@ -359,6 +413,8 @@ def _sarif_result(f: Finding, rule_index: int | None, report: Report) -> dict[st
         "properties": {"enforcementLevel": f.level, "severity": f.severity, "stage": f.stage,
                        "resourceType": f.resource_type},
     }
+    if f.waiver:
+        result["suppressions"] = [{"kind": "inSource", "status": "accepted", "justification": f.waiver}]
     if rule_index is not None:
         result["ruleIndex"] = rule_index
     return result

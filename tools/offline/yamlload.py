@@ -44,7 +44,7 @@ import math
 import re
 from typing import Any, Union
 
-from yaml import YAMLError
+from yaml import YAMLError, compose, compose_all
 from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -52,7 +52,7 @@ from core.problems import HIDDEN, ConfigError, Problem, redacted
 from core.yaml11 import Yaml11Loader
 from core.yaml12 import Yaml12Loader
 
-__all__ = ["NotYaml", "YAMLError", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
+__all__ = ["NotYaml", "YAMLError", "container_lines", "key_lines", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
 
 _Y = "tag:yaml.org,2002:"
 PLAIN_TAGS = frozenset(_Y + t for t in ("str", "int", "float", "bool", "null"))
@@ -271,9 +271,9 @@ def _labelled_children(node: Node, path: tuple[PathPart, ...]) -> list[tuple[Nod
 
 
 def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numbered: bool = True,
-                   kubectl: bool = False) -> list[Any]:
+                   kubectl: bool = False, lines: list[int] | None = None) -> list[Any]:
     """The documents of ``text`` as plain data (``where`` names the file in messages; key paths
-    lose the leading ``strip``). Raises :class:`core.problems.ConfigError` listing every
+    lose the leading ``strip``; ``lines``, when given, gets each document's first line, 1-based). Raises :class:`core.problems.ConfigError` listing every
     problem of the first bad document (source ``<where>, document N``, or ``<where>`` alone
     when not ``numbered``: a stack file), text that is not YAML included (its line, column,
     rule and fix: :func:`syntax_problem`). ``kubectl``: scalars resolved as ``kubectl`` reads a
@@ -298,9 +298,64 @@ def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numb
             if problems:
                 raise ConfigError(problems, source)
             docs.append(loader.construct_document(node))
+            if lines is not None:
+                lines.append(_line(node))
     finally:
         loader.dispose()
     return docs
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """The 1-based line of every mapping key of the first document of ``text``, by key path
+    (``("config", "llm-serving:workloads", "coder")``); ``{}`` when it is not YAML (its reader
+    reports that)."""
+    try:
+        root = compose(text, Loader=StrictLoader)
+    except YAMLError:
+        return {}
+    out: dict[tuple[str, ...], int] = {}
+    todo: list[tuple[Node | None, tuple[str, ...]]] = [(root, ())]
+    while todo:
+        node, path = todo.pop()
+        if isinstance(node, MappingNode):
+            for k, v in node.value:
+                out.setdefault(path + (str(k.value),), _line(k))
+                todo.append((v, path + (str(k.value),)))
+    return out
+
+
+#: The container lists of a pod spec, as the API names them.
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def container_lines(text: str) -> dict[tuple[int, str], int]:
+    """``(document's first line, container name) -> the line of that container's entry`` for every
+    container of every document of ``text`` (any pod spec: a template's, a predictor's, a
+    LeaderWorkerSet's); ``{}`` when it is not YAML."""
+    out: dict[tuple[int, str], int] = {}
+    try:
+        roots = list(compose_all(text, Loader=StrictLoader))
+    except YAMLError:
+        return {}
+    for root in roots:
+        if root is None:
+            continue
+        first = _line(root)
+        todo: list[Node] = [root]
+        while todo:
+            node = todo.pop()
+            if not isinstance(node, MappingNode):
+                todo.extend(_children(node))
+                continue
+            for k, v in node.value:
+                if str(k.value) in CONTAINER_LISTS and isinstance(v, SequenceNode):
+                    for item in v.value:
+                        name = next((c.value for kk, c in item.value if kk.value == "name" and isinstance(c, ScalarNode)),
+                                    None) if isinstance(item, MappingNode) else None
+                        if name is not None:
+                            out.setdefault((first, str(name)), _line(item))
+                todo.append(v)
+    return out
 
 
 class NotYaml(ConfigError):  # noqa: N818

@@ -56,7 +56,7 @@ def test_exit_code_is_one_only_for_a_mandatory_finding():
 
 
 def test_counts():
-    assert FULL.counts() == {"mandatory": 3, "advisory": 1, "policies": 4, "policies_violated": 2,
+    assert FULL.counts() == {"mandatory": 3, "advisory": 1, "waived": 0, "policies": 4, "policies_violated": 2,
                              "policies_disabled": 1, "resources": 7}
 
 
@@ -238,3 +238,33 @@ def test_what_was_not_judged_is_in_every_format():
     assert suite.find("system-out").text == f"NOT JUDGED {item}"
     assert item in r.render("markdown")
     assert "toolExecutionNotifications" not in FULL.render("sarif")
+
+
+# --- waived findings -----------------------------------------------------------------------------
+
+WAIVER = "llm-serving.riotpiao.com/ignore-gpu-card-allocation: the node pool autoscales"
+WAIVED_CARDS = Finding("gpu-card-allocation", "waived", "critical", CARDS.message, CARDS.urn, CARDS.resource_type,
+                       CARDS.resource_name, CARDS.object, "stack", "k8s/candle.yaml", waiver=WAIVER)
+
+
+def test_a_waived_finding_is_shown_in_every_format_with_its_reason_and_does_not_fail():
+    rep = report(WAIVED_CARDS, PROBE)
+    assert rep.exit_code() == 0 and rep.counts()["waived"] == 1 and rep.counts()["mandatory"] == 0
+    assert rep.headline().startswith("PASS: no mandatory violation, 1 advisory, 1 waived (")
+    table = rep.render_table()
+    assert "WAIVED     gpu-card-allocation" in table and f"    waived by {WAIVER}" in table
+    assert "how to fix gpu-card-allocation" not in table
+    assert Report.from_dict(json.loads(rep.render_json())) == rep
+    assert json.loads(rep.render_json())["findings"][-1]["waiver"] == WAIVER
+    junit = ET.fromstring(rep.render_junit())
+    case = next(c for c in junit.iter("testcase") if c.get("name") == "gpu-card-allocation")
+    assert case.find("failure") is None and f"({WAIVER})" in case.find("system-out").text
+    assert f"| `gpu-card-allocation` | {WAIVED_CARDS.where} | {WAIVER} |" in rep.render_markdown()
+    result = next(r for r in json.loads(rep.render_sarif())["runs"][0]["results"] if r["ruleId"] == "gpu-card-allocation")
+    assert result["level"] == "error"
+    assert result["suppressions"] == [{"kind": "inSource", "status": "accepted", "justification": WAIVER}]
+
+
+def test_a_report_with_a_waived_finding_is_valid_sarif():
+    schema = sarif_schema()
+    jsonschema.validate(json.loads(report(WAIVED_CARDS, TAG).render_sarif()), schema)
