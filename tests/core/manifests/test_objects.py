@@ -26,7 +26,7 @@ def test_a_budget_allows_what_the_disruption_controller_allows():
 
 
 def test_limit_range_defaults_fill_only_what_is_missing():
-    c = pods._container({"name": "vllm", "resources": {"requests": {"memory": "12Gi"}, "limits": {"nvidia.com/gpu": 2}}})
+    c = pods.container({"name": "vllm", "resources": {"requests": {"memory": "12Gi"}, "limits": {"nvidia.com/gpu": 2}}})
     lr = objects.limit_range({"metadata": {"name": "lr", "namespace": "ns"}, "spec": {"limits": [
         {"type": "Container", "default": {"memory": "512Mi", "cpu": "500m"}, "defaultRequest": {"cpu": "250m"}},
         {"type": "PersistentVolumeClaim", "max": {"storage": "1Gi"}}]}})
@@ -110,7 +110,7 @@ def test_keda_and_aibrix_autoscalers_are_read_as_one():
 
 
 def test_a_request_left_out_is_its_own_limit_before_a_limit_range_defaults_it():
-    c = pods._container({"name": "vllm", "resources": {"limits": {"memory": "40Gi"}}})
+    c = pods.container({"name": "vllm", "resources": {"limits": {"memory": "40Gi"}}})
     lr = objects.limit_range({"metadata": {"name": "lr"}, "spec": {"limits": [
         {"type": "Container", "defaultRequest": {"memory": "512Mi"}}]}})
     got = objects.admitted(c, [lr])
