@@ -24,6 +24,10 @@ Skipped: Services with no selector, and Services that select no running workload
 (service-selector-uniqueness reports those). A Service that selects two workloads is checked
 against each.
 
+- A port the Service's own ``prometheus.io/port`` annotation names, beside a port that reaches
+  the server's API, is a metrics scrape port (AIBrix's samples: 8080 for the aibrix-runtime
+  sidecar, serve 8000 for clients) and is not judged: the clients are served either way.
+
 Does NOT check: protocols (TCP/UDP), hostPort, sidecars that listen on undeclared ports,
 servers other than vLLM / candle-vllm (their listen port is not parsed), or servers whose
 argv cannot be read literally (a ``$(VAR)`` port, an ``sh -c`` script: ``endpoint`` is None).
@@ -57,12 +61,25 @@ def _port_label(sp: manifests.ServicePort) -> str:
 SOURCE = registry.RULES[NAME].source
 
 
+#: The Service annotation that names its metrics port for annotation-based Prometheus discovery.
+SCRAPE_PORT_ANNOTATION = "prometheus.io/port"
+
+
+def _scrape_port(svc: manifests.Service, sp: manifests.ServicePort, w: manifests.Workload) -> bool:
+    """``sp`` is the port the Service's ``prometheus.io/port`` annotation names, and another port of
+    the Service reaches the API port of a server in ``w``."""
+    if str(svc.annotations.get(SCRAPE_PORT_ANNOTATION, "")).strip() not in {str(sp.port), str(sp.target_port)}:
+        return False
+    api = {c.endpoint.port for c in w.containers if c.endpoint is not None}
+    return any(other is not sp and stack_helpers.target_port_number(other.target_port, w) in api for other in svc.ports)
+
+
 def check_port(svc: manifests.Service, sp: manifests.ServicePort, w: manifests.Workload) -> str | None:
     """The violation message for one Service port against one selected workload, or None."""
     breach = service_rules.target_port(
         sp.target_port, stack_helpers.target_port_number(sp.target_port, w), f"{w.name} ({w.kind})",
         {n for c in w.containers for n in c.port_names}, stack_helpers.declared_ports(w),
-        [(c.name, c.ports, c.endpoint) for c in w.containers])
+        [(c.name, c.ports, c.endpoint) for c in w.containers], scrape_port=_scrape_port(svc, sp, w))
     return None if breach is None else terms.message(svc.annotations, breach.finding(f"Service {svc.name} {_port_label(sp)}"))
 
 

@@ -17,7 +17,7 @@ Plain Python, no Pulumi.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from core import contracts, images
 from core.contracts import Flag, Release
@@ -164,16 +164,24 @@ def env_known(rel: Release, name: str) -> Breach | None:
                   f"rename the variable to {near[0]}")
 
 
+def kernels_run_on(built: Collection[int], sm: int) -> bool:
+    """Kernels compiled for capabilities ``built`` (x10) run on a card of capability ``sm`` (x10):
+    a cubin for X.y runs on X.z with z >= y (NVIDIA's CUDA C++ Programming Guide, Binary
+    Compatibility), so vLLM's sm_80 build serves an A10's sm_86."""
+    return any(c // 10 == sm // 10 and c <= sm for c in built)
+
+
 @rule("vllm-image-capability", "The image's build carries kernels for the card's compute capability.",
       "the release's docker/Dockerfile torch_cuda_arch_list within CMakeLists.txt CUDA_SUPPORTED_ARCHS",
       policy="engine-contract")
 def image_capability(rel: Release, image: str, sm: int, card: str) -> Breach | None:
-    """The default build of ``rel`` (the image its release tag names) lists compute capability
-    ``sm`` (x10) of ``card``. Judged for the project's published images only
+    """The default build of ``rel`` (the image its release tag names) carries kernels that run on
+    compute capability ``sm`` (x10) of ``card``: one compiled for the same major capability at or
+    below it (:func:`kernels_run_on`). Judged for the project's published images only
     (:data:`OFFICIAL_IMAGES`): an image built elsewhere from the same release may carry another
     arch list."""
     build = next((b for b in rel.image_builds if b.variant == "default"), None)
-    if build is None or sm in build.capabilities or images.repository_path(image) not in OFFICIAL_IMAGES:
+    if build is None or kernels_run_on(build.capabilities, sm) or images.repository_path(image) not in OFFICIAL_IMAGES:
         return None
     shown = ", ".join(f"sm_{c}" for c in build.capabilities)
     return Breach(f"image {image} ({rel.label}, CUDA {build.cuda}) is built for {shown}: no kernels for the {card}'s "

@@ -80,12 +80,17 @@ def selects_running(running: int, parked: Sequence[str], service_parked: bool,
 @rule("service-target-port", "Each Service port reaches a port the selected pods listen on.",
       "spec, stable Services (coder-service.yaml: port 80 and 8080 -> 8080)", policy="service-target-port")
 def target_port(target: object, number: int | None, who: str, port_names: Collection[str],
-                declared: Sequence[int], containers: Sequence[tuple[str, Collection[int], Endpoint | None]]
-                ) -> Breach | None:
+                declared: Sequence[int], containers: Sequence[tuple[str, Collection[int], Endpoint | None]],
+                scrape_port: bool = False) -> Breach | None:
     """One Service port against one selected workload ``who``: ``target``, its targetPort as
     written; ``number``, that port resolved on the pods (None: a name no container port has);
     ``port_names``, the pods' named ports; ``declared``, their containerPorts; ``containers``,
-    ``(name, containerPorts, endpoint)`` each (:func:`core.manifests.servers.endpoint`).
+    ``(name, containerPorts, endpoint)`` each (:func:`core.manifests.servers.endpoint`);
+    ``scrape_port``, the Service's own ``prometheus.io/port`` annotation names this port while
+    another port of the Service reaches the server's API port (default False).
+
+    A scrape port passes: it is where Prometheus looks for a sidecar's metrics (AIBrix's samples:
+    port 8080 for the aibrix-runtime sidecar beside serve 8000), not where clients are served.
 
     A server listening on the port passes (containerPort lists are informational), and so does
     a side port: one the server's own arguments open (:attr:`core.manifests.servers.Endpoint.side_ports`:
@@ -97,7 +102,7 @@ def target_port(target: object, number: int | None, who: str, port_names: Collec
     if number is None:
         return Breach(f"{shown} names no containerPort of {who} (named ports: {', '.join(sorted(port_names)) or 'none'}); "
                       "Kubernetes publishes no endpoint for it", "name the container port or use the number")
-    if any(ep is not None and (ep.port == number or number in ep.side_ports) for _, _, ep in containers):
+    if scrape_port or any(ep is not None and (ep.port == number or number in ep.side_ports) for _, _, ep in containers):
         return None
     if declared and number not in declared:
         return Breach(f"{shown} is not a containerPort of {who} (containerPorts: {', '.join(map(str, declared))}); "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import engine_contract as mod
 
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
-from tools.offline.manifests import load_stack_file
+from tools.offline.manifests import load_manifest_dir, load_stack_file
 
 PUBLIC = FIXTURES / "Pulumi.public.yaml"
 V100_STACK = FIXTURES / "Pulumi.public-v100.yaml"
@@ -269,3 +269,35 @@ def test_dtype_and_quantization_against_the_releases_capability_rules(tmp_path):
     assert "--quantization fp8: vLLM 0.11.0's Fp8Config needs sm_80, the Tesla-T4 is sm_75" in message
     assert _run(_t4("v0.19.1", [*model, "--quantization", "fp8"]), stack) == []
     assert _run(_t4("v0.11.0", [*model, "--quantization", "gptq"]), stack) == []
+
+
+def test_a_cubin_of_the_cards_major_capability_below_it_serves_the_card():
+    """CUDA's binary compatibility: a cubin for X.y runs on X.z, z >= y (NVIDIA's CUDA C++
+    Programming Guide); across majors it does not."""
+    from core.rulebook.contract import kernels_run_on
+
+    builds = (70, 75, 80, 89, 90, 100, 120)
+    assert [sm for sm in (61, 70, 75, 80, 86, 87, 89, 90, 100, 103, 120, 121) if not kernels_run_on(builds, sm)] == [61]
+    assert not kernels_run_on((75, 90), 86)
+    assert not kernels_run_on((80,), 90)
+
+
+def test_vllms_published_image_serves_an_a10_on_aibrixs_quickstart(monkeypatch):
+    """AIBrix's quickstart (vllm-project/aibrix samples/quickstart/model.yaml, Apache-2.0; the corpus case
+    carries its source and commit) runs vllm/vllm-openai:v0.11.0 on VKE's A10 pool (sm_86): the build's
+    sm_80 kernels run there. A build without sm_80 still leaves the A10 without kernels."""
+    import json
+
+    from core import contracts
+    from tests.policies import corpus
+
+    case = corpus.CORPUS / "cases" / "aibrix-quickstart.yaml"
+    use_stack_config(json.loads(corpus._config(corpus.header(case)["Inventory"])))
+    resources = load_manifest_dir(case, stack="corpus")
+    assert [v.message for v in run_policy(mod.POLICY, resources) if "kernels" in v.message] == []
+    rel = contracts.release("0.11.0")
+    (build,) = rel.image_builds
+    narrowed = rel.model_copy(update={"image_builds": (build.model_copy(update={"capabilities": (75, 90)}),)})
+    monkeypatch.setattr(contracts, "release_of_image", lambda image: narrowed if "0.11.0" in image else None)
+    found = [v.message for v in run_policy(mod.POLICY, resources) if "kernels" in v.message]
+    assert any("is built for sm_75, sm_90: no kernels for the NVIDIA-A10's sm_86" in m for m in found), found

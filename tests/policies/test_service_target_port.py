@@ -151,3 +151,31 @@ def test_a_side_port_the_servers_arguments_open_passes_without_a_declaration():
     assert _run(text + _service(21001)) == []
     (v,) = _run(text + _service(21002))
     assert "targetPort 21002 reaches pod port 21002" in v.message
+
+
+#: AIBrix's autoscaling sample (vllm-project/aibrix samples/autoscaling/deploy.yaml, Apache-2.0; the
+#: corpus case carries its source and commit): Service ports serve 8000 -> vLLM's --port 8000 and
+#: http 8080, the aibrix-runtime sidecar's metrics port the Service's prometheus.io/port names.
+AIBRIX_AUTOSCALING = ROOT / "tests" / "corpus" / "cases" / "aibrix-autoscaling.yaml"
+
+
+def test_the_services_scrape_port_beside_the_api_port_passes_on_aibrixs_sample():
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    assert run_policy(mod.POLICY, load_manifest_dir(AIBRIX_AUTOSCALING)) == []
+
+
+def test_a_dead_port_the_scrape_annotation_does_not_name_still_fails():
+    text = AIBRIX_AUTOSCALING.read_text().replace('prometheus.io/port: "8080"', 'prometheus.io/port: "9090"')
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    (v,) = run_policy(mod.POLICY, manifests(text))
+    assert v.message.startswith("Service deepseek-r1-distill-llama-8b port 8080 (http): targetPort 8080 is not a "
+                                "containerPort of deepseek-r1-distill-llama-8b (Deployment) (containerPorts: 8000)")
+
+
+def test_the_scrape_port_fails_when_no_port_of_the_service_reaches_the_api():
+    """vLLM moved to --port 8001: serve 8000 reaches no listener either, so neither port is a side port."""
+    text = AIBRIX_AUTOSCALING.read_text().replace('- "8000"\n', '- "8001"\n', 1)
+    use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
+    found = sorted(v.message.split(":")[0] for v in run_policy(mod.POLICY, manifests(text)))
+    assert found == ["Service deepseek-r1-distill-llama-8b port 8000 (serve)",
+                     "Service deepseek-r1-distill-llama-8b port 8080 (http)"], found
