@@ -173,7 +173,7 @@ def test_a_dead_port_the_scrape_annotation_does_not_name_still_fails():
 
 
 def test_the_scrape_port_fails_when_no_port_of_the_service_reaches_the_api():
-    """vLLM moved to --port 8001: serve 8000 reaches no listener either, so neither port is a side port."""
+    """With --port 8001, serve 8000 reaches no listener either, so neither port is a side port."""
     text = AIBRIX_AUTOSCALING.read_text().replace('- "8000"\n', '- "8001"\n', 1)
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
     found = sorted(v.message.split(":")[0] for v in run_policy(mod.POLICY, manifests(text)))
