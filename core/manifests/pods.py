@@ -161,9 +161,11 @@ class Container:
         return endpoint(self.server, self.environment)
 
 
-def container(raw: Mapping, at: str = "") -> Container:
+def container(raw: Mapping, at: str = "", controller_env: Sequence[Mapping[str, str]] = ()) -> Container:
     """One container as the kubelet would run it (:class:`Container`: its environment, argv, server
-    and endpoint); ``at`` is its key path in the object (``spec.template.spec.containers[0]``)."""
+    and endpoint); ``at`` is its key path in the object (``spec.template.spec.containers[0]``);
+    ``controller_env``: ``env`` entries the workload's controller adds before the container's own
+    (:func:`lws_env`), in its environment only (:attr:`Container.env_list` stays as written)."""
     resources = as_map(raw.get("resources"))
     limits = as_map(resources.get("limits"))
     requests = as_map(resources.get("requests"))
@@ -177,7 +179,7 @@ def container(raw: Mapping, at: str = "") -> Container:
             if p.get("name"):
                 names[str(p["name"])] = port
     env_list = tuple(plain(as_map(e)) for e in as_seq(raw.get("env")))
-    environment = _env.environment(env_list, tuple(plain(as_map(e)) for e in as_seq(raw.get("envFrom"))))
+    environment = _env.environment((*controller_env, *env_list), tuple(plain(as_map(e)) for e in as_seq(raw.get("envFrom"))))
     return Container(
         name=str(raw.get("name", "")),
         image=str(raw.get("image", "")),
@@ -452,7 +454,7 @@ def _strategy(kind: str, spec: Mapping, replicas: int) -> tuple[Mapping, str, _a
     return raw, at, plan
 
 
-def _containers(pod_spec: Mapping, pod_at: str) -> tuple[Container, ...]:
+def _containers(pod_spec: Mapping, pod_at: str, controller_env: Sequence[Mapping[str, str]] = ()) -> tuple[Container, ...]:
     """The containers of a pod spec; an InferenceService predictor's ``model`` (the KServe
     ``predictor.model`` form: the ServingRuntime's container, named ``kserve-container``, with the
     model's resources, env and args) comes first when present."""
@@ -462,7 +464,26 @@ def _containers(pod_spec: Mapping, pod_at: str) -> tuple[Container, ...]:
         raw = dict(plain(model))
         raw.setdefault("name", KSERVE_MODEL_CONTAINER)
         out.append(replace(container(raw, f"{pod_at}.model"), from_runtime=True))
-    out += [container(as_map(c), f"{pod_at}.containers[{i}]") for i, c in enumerate(as_seq(pod_spec.get("containers")))]
+    out += [container(as_map(c), f"{pod_at}.containers[{i}]", controller_env)
+            for i, c in enumerate(as_seq(pod_spec.get("containers")))]
+    return tuple(out)
+
+
+#: The variables the LeaderWorkerSet controller's pod webhook adds to every container of a group
+#: (sigs.k8s.io/lws, docs "Labels, Annotations and Environment Variables"; vLLM's LWS example
+#: passes ``--ray_cluster_size=$(LWS_GROUP_SIZE)``).
+LWS_GROUP_SIZE_ENV = "LWS_GROUP_SIZE"
+LWS_WORKER_INDEX_ENV = "LWS_WORKER_INDEX"
+
+
+def lws_env(size: int, role: str) -> tuple[dict[str, str], ...]:
+    """The LeaderWorkerSet variables whose value is the same on every pod of the ``role`` view:
+    ``LWS_GROUP_SIZE`` (the group's pods, leader included) and, on the leaders, ``LWS_WORKER_INDEX``
+    0. ``LWS_LEADER_ADDRESS`` (each group's own leader) and a worker's index differ by pod: left
+    unset, so an argv that needs them stays unread."""
+    out = [{"name": LWS_GROUP_SIZE_ENV, "value": str(size)}]
+    if role == "leader":
+        out.append({"name": LWS_WORKER_INDEX_ENV, "value": "0"})
     return tuple(out)
 
 
@@ -494,7 +515,7 @@ def lws_workloads(props: Mapping, urn: str) -> list[Workload]:
             replicas=pods, min_replicas=pods, pod_labels=labels,
             node_selector={str(k): str(v) for k, v in as_map(pod_spec.get("nodeSelector")).items()},
             node_name=pod_spec.get("nodeName"), runtime_class=pod_spec.get("runtimeClassName"),
-            containers=_containers(pod_spec, f"{at}.spec"),
+            containers=_containers(pod_spec, f"{at}.spec", lws_env(size, role)),
             volumes=tuple(as_map(v) for v in as_seq(pod_spec.get("volumes"))),
             strategy_type=plan.strategy, rollout=plan, strategy={}, strategy_at=strategy_at,
             annotations={str(k): str(v) for k, v in as_map(meta.get("annotations")).items()},
