@@ -5,6 +5,7 @@
     python3 dev.py test [PYTEST ARGS]  the fast suite, then the real suite (builds the toolchain when missing)
     python3 dev.py test --fast [...]   the fast suite only (mock runtime, pack over gRPC; no Go needed)
     python3 dev.py test --real [...]   the real suite only (real CLI, real pack, loopback cluster)
+    python3 dev.py test --each [...]   as test, each real-suite module in a pytest of its own (CI)
     python3 dev.py lint [--fix-all]    ruff and mypy, as CI runs them (--fix-all: ruff's fixes, noqa for the rest)
     python3 dev.py analyze [ARGS...]   the policy pack on a stack or a manifest directory (tools.analyze)
     python3 dev.py plan PLAN.json      cards per node at the peak of a real `pulumi preview --json` (tools.plan)
@@ -40,6 +41,7 @@ from __future__ import annotations
 import compileall
 import hashlib
 import os
+import random
 import re
 import subprocess
 import sys
@@ -209,6 +211,36 @@ PYTEST_NO_TESTS = 5
 REAL_SUITE_GRACE_S = 60.0
 
 
+#: Options that choose the fast suite's workers or order themselves: given one, dev.py adds none of its own.
+WORKER_OPTIONS = ("-n", "--numprocesses", "-p no:xdist", "--dist")
+ORDER_OPTIONS = ("--random-order", "-p no:random_order")
+#: Where the real suite's modules are (``--each`` runs every ``test_real_*.py`` of it alone).
+REAL_SUITE = ROOT / "tests" / "real"
+
+
+def _given(args: list[str], options: tuple[str, ...]) -> bool:
+    """Whether ``args`` hold one of ``options`` (``-n 2``, ``-n2``, ``--random-order-seed=7``, ``-p no:xdist``)."""
+    joined = [f"{a} {b}" for a, b in zip(args, args[1:], strict=False)]
+    return any(a == o or a.startswith(o) or (" " in o and o in joined) for a in args for o in options)
+
+
+def fast_options(args: list[str]) -> list[str]:
+    """What dev.py adds to the fast suite's pytest: both cores (pytest-xdist, ``-n 2``, each test
+    module on one worker: ``--dist loadfile``, so a module's fixtures are made once) and a random
+    order (pytest-random-order: modules shuffled, tests shuffled within each) under a fresh seed,
+    printed so a failure can be run again in the same order (``--random-order-seed=N``). Options
+    of the caller's that choose either are kept instead."""
+    out = []
+    if not _given(args, WORKER_OPTIONS):
+        out += ["-n", "2", "--dist", "loadfile"]
+    if not _given(args, ORDER_OPTIONS):
+        seed = random.randrange(1_000_000)
+        print(f"dev.py: the fast suite in a random order, seed {seed} (the same order again: "
+              f"python3 dev.py test --fast --random-order-seed={seed})", file=sys.stderr, flush=True)
+        out += ["--random-order-bucket=module", f"--random-order-seed={seed}"]
+    return out
+
+
 def _pytest(marker: str, args: list[str]) -> int:
     grace = REAL_SUITE_GRACE_S if marker == "real" else cli.CHILD_GRACE_S
     code = cli.call([str(PY), "-m", "pytest", "-m", marker, *args], cwd=str(ROOT), grace=grace)
@@ -220,21 +252,43 @@ def _pytest(marker: str, args: list[str]) -> int:
     return {2: cli.INTERRUPTED, 3: cli.CRASH, 4: cli.BAD_INPUT}.get(code, code)
 
 
+def real_each(args: list[str]) -> int:
+    """Every module of the real suite in a pytest of its own (``-m real tests/real/<module>``), so
+    none leans on another's leftovers; all run, then the worst exit code (an interruption stops at
+    once), with one line naming the modules that failed."""
+    failed: list[str] = []
+    worst = 0
+    for module in sorted(REAL_SUITE.glob("test_real_*.py")):
+        name = module.relative_to(ROOT).as_posix()
+        print(f"dev.py: the real suite, {name} alone", file=sys.stderr, flush=True)
+        code = _pytest("real", [*args, name])
+        if code < 0 or code >= cli.INTERRUPTED:  # interrupted or signalled: stop here
+            return code
+        if code:
+            failed.append(name)
+            worst = max(worst, code)
+    if failed:
+        print(f"dev.py: real-suite modules that failed alone: {', '.join(failed)}", file=sys.stderr)
+    return worst
+
+
 def test(args: list[str]) -> int:
-    """The fast suite (``-m "not real"``), then the toolchain (built when missing), then the
-    real suite (``-m real``). ``--fast`` / ``--real`` run one of them; other arguments go to
-    pytest. Stops at the first part that fails, with its exit code."""
-    fast_only, real_only = "--fast" in args, "--real" in args
-    args = [a for a in args if a not in ("--fast", "--real")]
+    """The fast suite (``-m "not real"``, on both cores in a random order: :func:`fast_options`),
+    then the toolchain (built when missing), then the real suite (``-m real``). ``--fast`` /
+    ``--real`` run one of them; ``--each`` runs every real-suite module in a pytest of its own
+    (:func:`real_each`); other arguments go to pytest. Stops at the first part that fails, with its
+    exit code."""
+    fast_only, real_only, each = "--fast" in args, "--real" in args, "--each" in args
+    args = [a for a in args if a not in ("--fast", "--real", "--each")]
     if not real_only:
-        code = _pytest("not real", args)
+        code = _pytest("not real", [*fast_options(args), *args])
         if code != 0 or fast_only:
             return code
     print("dev.py: the real suite: building the toolchain if missing (python3 dev.py toolchain)", file=sys.stderr, flush=True)
     code = cli.call([str(PY), "-m", "testbed.toolchain"], cwd=str(ROOT), stdout=subprocess.DEVNULL)
     if code != 0:
         return code
-    return _pytest("real", args)
+    return real_each(args) if each else _pytest("real", args)
 
 
 #: The commands dev.py runs itself (after .venv is ready), beside :data:`COMMANDS`.

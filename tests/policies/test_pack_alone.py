@@ -7,23 +7,23 @@ The install follows PulumiPolicy.yaml's ``runtime`` options as the CLI reads the
 pip`` creates the virtualenv named by ``virtualenv`` inside the pack's folder and runs ``pip
 install -r requirements.txt`` there (the CLI's InstallDependencies for a policy pack). Nothing of
 the repository is on that environment's path: ``core`` comes from the copy (policies/core links
-to ../core, so the upload holds the files). The copy is kept under ``.venv-pack/<hash of the
-requirements and the runtime options>`` and refreshed each run, so its virtualenv is built once.
+to ../core, so the upload holds the files). The copy is made afresh for the module; its
+virtualenv is built that way once per requirements (the lock) and Python, in the toolchain's
+cache, and linked in at the ``virtualenv`` name (``tests/pack_env.py``), so the fast suite builds
+it only on a machine's first run after the lock changed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import subprocess
-import venv
 from pathlib import Path
 
 import pytest
 import yaml
 
 from policylib.pack import policies as pack_policies
+from tests import pack_env
 from tests.paths import ROOT
 from tools import analyze
 from tools.offline.manifests import load_stack_file
@@ -44,38 +44,26 @@ def runtime_options() -> dict:
 
 
 def publish_copy(dest: Path) -> Path:
-    """``policies/`` as the upload holds it, written to ``dest`` (its virtualenv, if any, kept)."""
-    keep = runtime_options().get("virtualenv", "venv")
-    if dest.exists():
-        for entry in dest.iterdir():
-            if entry.name != keep:
-                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-    shutil.copytree(POLICIES, dest, symlinks=False, ignore=PUBLISH_IGNORES, dirs_exist_ok=True)
+    """``policies/`` as the upload holds it, written to ``dest`` (a new folder)."""
+    shutil.copytree(POLICIES, dest, symlinks=False, ignore=PUBLISH_IGNORES)
     return dest
 
 
 def install_as_the_cli_does(pack: Path) -> str:
-    """The pack's virtualenv and its requirements, per PulumiPolicy.yaml; returns its python."""
+    """The pack's virtualenv per PulumiPolicy.yaml (``toolchain: pip``, at ``virtualenv``): the
+    cached build of the copy's requirements.txt linked in; returns its python."""
     options = runtime_options()
     assert options.get("toolchain", "pip") == "pip"
-    home = pack / options.get("virtualenv", "venv")
-    python = home / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    done = home / ".installed"
-    if not done.exists():
-        venv.EnvBuilder(with_pip=True, clear=True).create(home)
-        result = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                                 "-r", "requirements.txt"], cwd=pack, capture_output=True, text=True)
-        if result.returncode != 0:
-            pytest.fail(f"pip install of the pack's requirements failed:\n{result.stderr[-3000:]}")
-        done.write_text("ok")
-    return str(python)
+    try:
+        return str(pack_env.link_into(pack, options.get("virtualenv", "venv"), pack / "requirements.txt"))
+    except pack_env.PackEnvError as err:
+        pytest.fail(str(err), pytrace=False)
 
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory) -> tuple[Path, str]:
-    """The copy and its installed python, reused across runs for the same requirements."""
-    key = hashlib.sha256((POLICIES / "requirements.txt").read_bytes() + repr(runtime_options()).encode()).hexdigest()[:16]
-    pack = publish_copy(ROOT / ".venv-pack" / key)
+    """A fresh copy of the upload and its installed python."""
+    pack = publish_copy(tmp_path_factory.mktemp("published") / "pack")
     return pack, install_as_the_cli_does(pack)
 
 
@@ -117,3 +105,30 @@ def test_the_copy_gives_the_repository_packs_verdicts(published, stack_file):
         assert alone.findings == ()
     if stack == "after-001":
         assert any("worker-1: 6 of 4 cards" in f.message for f in alone.findings)
+
+
+def test_the_virtualenv_is_built_once_per_requirements_and_linked(tmp_path, monkeypatch):
+    """tests/pack_env.py: a second copy links the first build (not rebuilt); other requirements
+    get their own; a build whose pip failed is not taken as done."""
+    monkeypatch.setenv("LLM_SERVING_CACHE", str(tmp_path / "cache"))
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("# nothing to install\n")
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    (second / "venv").mkdir()  # what a copy had there is replaced by the link
+    python = pack_env.link_into(first, "venv", requirements)
+    built = pack_env.pack_venv(requirements)
+    stamp = (built / ".complete").stat().st_mtime_ns
+    assert pack_env.link_into(second, "venv", requirements) == second / "venv" / "bin" / "python"
+    assert (first / "venv").resolve() == (second / "venv").resolve() == built.resolve()
+    assert (built / ".complete").stat().st_mtime_ns == stamp
+    probe = subprocess.run([str(python), "-c", "import sys; print(sys.prefix != sys.base_prefix)"], capture_output=True,
+                           text=True, check=True)
+    assert probe.stdout.strip() == "True"
+    requirements.write_text("no-such-package-llm-serving-test==0.0.0\n")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    with pytest.raises(pack_env.PackEnvError, match="no-such-package-llm-serving-test"):
+        pack_env.pack_venv(requirements)
+    failed = [p for p in (tmp_path / "cache").iterdir() if p.is_dir() and p != built]
+    assert len(failed) == 1 and not (failed[0] / ".complete").exists()

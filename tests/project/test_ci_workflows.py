@@ -218,7 +218,7 @@ def test_lint_and_types_are_their_own_step():
     """Ruff and mypy run before the tests in CI (.ci/run), from `make lint` and from pre-commit,
     with pyproject.toml's configuration (no test runs them)."""
     ci = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln and not ln.startswith("#")]
-    assert ci.index("python3 dev.py lint") < ci.index("exec python3 dev.py test -q")
+    assert ci.index("python3 dev.py lint") < ci.index("exec python3 dev.py test --each -q")
     hooks = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
     assert [h["id"] for h in hooks] == ["ruff", "mypy", "lock"]
     assert "lint:  ## ruff and mypy, as CI runs them\n\tpython3 dev.py lint\n" in (ROOT / "Makefile").read_text()

@@ -67,3 +67,12 @@ def cluster(toolchain_ready, tmp_path_factory) -> Iterator[Path]:
 def project(cluster, tmp_path_factory) -> RealProject:
     """A copy of the project for the real CLI, pointed at the module's cluster."""
     return RealProject(tmp_path_factory.mktemp("real"), cluster)
+
+
+@pytest.fixture(scope="module")
+def stack(project: RealProject, request: pytest.FixtureRequest) -> str:
+    """The module's stack (its ``STACK``), initialised on the module's project copy: the tests
+    that read it ask for it rather than lean on an earlier test's ``stack init``."""
+    name = request.module.STACK
+    project.stack_init(name)
+    return name

@@ -8,7 +8,7 @@ passphrase secrets provider) and the loopback cluster's kubeconfig. The policy p
 virtualenv (``policies/venv``) is what the user's workflow creates
 (``python3 -m venv policies/venv && policies/venv/bin/pip install -r policies/requirements.txt``;
 the CLI does not create it for a local pack), built once per ``policies/requirements.txt`` in
-the toolchain cache and linked into each copy.
+the toolchain cache and linked into each copy (``tests/pack_env.py``).
 
 :func:`policy_verdicts` reads the engine's events: ``--json`` with
 ``PULUMI_ENABLE_STREAMING_JSON_PREVIEW=true`` streams them on stdout (``policyEvent``:
@@ -20,7 +20,6 @@ keeps only the events (:func:`tools.plan.read_events`, the parser ``python3 dev.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -28,13 +27,13 @@ import signal
 import subprocess
 import sys
 import time
-import venv
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from testbed import toolchain
+from tests import pack_env
 from tests.paths import PROD_STACK_FILE
 from tools.plan import read_events
 
@@ -66,21 +65,6 @@ class CliResult:
 
     def __str__(self) -> str:  # shown by pytest when an assertion fails
         return f"pulumi {' '.join(self.args)} -> exit {self.code}\n--- stdout\n{self.stdout[-6000:]}\n--- stderr\n{self.stderr[-4000:]}"
-
-
-def pack_venv() -> Path:
-    """The policy pack's virtualenv for ``policies/requirements.txt`` (built once, cached)."""
-    req = ROOT / "policies" / "requirements.txt"
-    digest = hashlib.sha256(req.read_bytes() + str(ROOT).encode()).hexdigest()[:12]
-    target = toolchain.cache_dir() / f"pack-venv-{digest}"
-    if not (target / ".complete").exists():
-        shutil.rmtree(target, ignore_errors=True)
-        venv.EnvBuilder(with_pip=True).create(target)
-        # From policies/, as the user runs it (core is the pack's own: policies/core links to ../core).
-        subprocess.run([str(target / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "-r", str(req)], check=True, cwd=req.parent)
-        (target / ".complete").write_text(digest)
-    return target
 
 
 def diagnostics(events: Iterable[dict], severity: str = "error") -> list[str]:
@@ -130,7 +114,7 @@ class RealProject:
         # The real tests assert prod's exact values: the copy's prod is the frozen one (tests/paths.py).
         shutil.copy2(PROD_STACK_FILE, self.dir / "Pulumi.prod.yaml")
         (self.dir / ".venv").symlink_to(ROOT / ".venv")
-        (self.dir / "policies" / "venv").symlink_to(pack_venv())
+        pack_env.link_into(self.dir / "policies", "venv")
         for f in sorted(STACKS.glob("*.yaml")):
             shutil.copy2(f, self.dir / f"Pulumi.{f.stem}.yaml")
         self.backend.mkdir(parents=True)

@@ -31,7 +31,7 @@ object's version or field managers move. Every difference it would make is liste
 (``tests/real/test_real_render_argocd.py``); objects that already equal the program's restart no
 pod (``tests/real/test_real_adoption_rendered.py``).
 
-Drift: after adoption, ArgoCD re-applying seed 002's NetworkPolicy (forcing: Pulumi now owns
+Drift: after adoption (the ``adopted`` fixture, so the test also passes alone), ArgoCD re-applying seed 002's NetworkPolicy (forcing: Pulumi now owns
 ``spec.ingress``) is invisible to a plain ``pulumi preview`` (``same``: the engine diffs against
 its state) and an ``update`` of that object alone in ``pulumi preview --refresh``.
 
@@ -48,7 +48,7 @@ import json
 import pytest
 import yaml
 
-from tests.real.realpath import ROOT, RealProject, kubectl, kubectl_json
+from tests.real.realpath import ROOT, CliResult, RealProject, kubectl, kubectl_json
 
 pytestmark = pytest.mark.real
 
@@ -112,8 +112,7 @@ def _owns(cluster, kind: str, name: str, manager_prefix: str, field: str) -> boo
                for m in obj["metadata"].get("managedFields") or [])
 
 
-def test_the_first_up_takes_the_argocd_objects_over_in_place(project: RealProject, cluster, seeded):
-    project.stack_init(STACK)
+def test_the_first_up_takes_the_argocd_objects_over_in_place(project: RealProject, stack, cluster, seeded):
     preview = project.preview(STACK, policy_pack=False)
     assert preview.code == 0, preview
     ops = {(e["resourcePreEvent"]["metadata"]["type"].rsplit(":", 1)[-1], e["resourcePreEvent"]["metadata"]["urn"].rsplit("::", 1)[-1]):
@@ -166,7 +165,17 @@ def _op(res, kind: str, name: str) -> str:
     return "same"
 
 
-def test_a_later_change_by_argocd_is_drift_in_a_refreshed_preview(project: RealProject, cluster, seeded):
+@pytest.fixture(scope="module")
+def adopted(project: RealProject, stack: str, seeded) -> CliResult:
+    """The seeded objects taken over in adoption mode: what the test above ends with (then this
+    ``up`` changes nothing), or, alone, this ``up`` itself."""
+    project.config_set(stack, "llm-serving:adopt", "true")
+    res = project.up(stack, policy_pack=False)
+    assert res.code == 0, res
+    return res
+
+
+def test_a_later_change_by_argocd_is_drift_in_a_refreshed_preview(project: RealProject, adopted, cluster, seeded):
     """ArgoCD's selfHeal re-applies seed 002's NetworkPolicy (forcing, since Pulumi now owns
     spec.ingress): ``pulumi preview --refresh`` shows the update that restores the program's form."""
     path = cluster.parent / "seed-002-netpol.yaml"

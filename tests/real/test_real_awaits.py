@@ -8,7 +8,8 @@ delay (``testbed.cluster up --pod-ready-delay``) stands in for the server's cold
 1. Ready delay 45 s, past the declared cold start, within the await: ``pulumi up`` succeeds and
    takes at least the 45 s (the Deployment and Service awaits held it until the pod was Ready:
    it did not return early either), and the parked Service finished long before (no await).
-2. Ready delay 400 s, past the await: an update that adds ``late`` (the same workload) fails
+2. Ready delay 400 s, past the await, on the stack step 1 left (:func:`first_up`, a module
+   fixture, so this test also passes alone): an update that adds ``late`` (the same workload) fails
    after about 90 s, the bound the annotation sets, not after the provider's default of 10
    minutes, and says it timed out.
 
@@ -53,7 +54,7 @@ import pytest
 import yaml
 
 from tests.paths import PROD_STACK_FILE
-from tests.real.realpath import RealProject, diagnostics, kubectl_json, pod_ready_delay
+from tests.real.realpath import CliResult, RealProject, diagnostics, kubectl_json, pod_ready_delay, up_timed
 from tools import rollout
 from tools.offline.manifests import load_stack_file
 
@@ -100,14 +101,19 @@ def _finished(res) -> dict[str, float]:
     return out
 
 
-def test_the_rendered_awaits_reach_the_objects(project: RealProject, cluster):
-    """The annotations are applied as the program renders them (not stripped by the provider)."""
+@pytest.fixture(scope="module")
+def first_up(project: RealProject, cluster) -> tuple[CliResult, float]:
+    """Step 1, the module's stack: ``slow`` and ``idle`` brought up with a ready delay of 45 s
+    (the ``up``'s result, its seconds)."""
     pod_ready_delay(cluster, 45)
     _write(project, {"REV": "1"})
     project.stack_init(STACK)
-    started = time.monotonic()
-    res = project.up(STACK, policy_pack=False)
-    elapsed = time.monotonic() - started
+    return up_timed(project, STACK)
+
+
+def test_the_rendered_awaits_reach_the_objects(first_up: tuple[CliResult, float], cluster):
+    """The annotations are applied as the program renders them (not stripped by the provider)."""
+    res, elapsed = first_up
     assert res.code == 0, res
     dep = kubectl_json(cluster, "get", "deployment", "slow", "-n", NS)
     svc = kubectl_json(cluster, "get", "service", "slow", "-n", NS)
@@ -129,7 +135,8 @@ def test_the_rendered_awaits_reach_the_objects(project: RealProject, cluster):
                                            "rollout: slow rolled out (within its 90 s bound)"], out.getvalue()
 
 
-def test_a_pod_that_is_not_ready_in_time_fails_the_update_at_its_await_not_the_default(project: RealProject, cluster):
+def test_a_pod_that_is_not_ready_in_time_fails_the_update_at_its_await_not_the_default(project: RealProject, first_up, cluster):
+    assert first_up[0].code == 0, first_up[0]
     pod_ready_delay(cluster, 400)
     # A new workload whose pod stays not Ready (`slow` unchanged). Not a new pod template of
     # `slow`: see the module docstring for the provider's early success on a Recreate rollout.

@@ -27,8 +27,7 @@ STACK = "after-001"
 NS = "llm-serving"
 
 
-def test_the_pack_refuses_seed_001_with_the_offline_runners_verdicts(project: RealProject):
-    project.stack_init(STACK)
+def test_the_pack_refuses_seed_001_with_the_offline_runners_verdicts(project: RealProject, stack):
     res = project.preview(STACK)
     assert res.code != 0, res
     real = policy_verdicts(res.events)
@@ -41,7 +40,7 @@ def _cards(pod) -> int:
     return sum(int(c["resources"].get("requests", {}).get("nvidia.com/gpu", 0)) for c in pod["spec"]["containers"])
 
 
-def test_applied_without_the_pack_the_scheduler_leaves_a_gpu_pod_pending(project: RealProject, cluster):
+def test_applied_without_the_pack_the_scheduler_leaves_a_gpu_pod_pending(project: RealProject, stack, cluster):
     pack = analyze.analyze_program(STACKS / f"{STACK}.yaml", stack=STACK)
     message = next(f.message for f in pack.findings if f.policy == "gpu-card-allocation")
     m = re.search(r"worker-1: (\d+) of (\d+) cards", message)

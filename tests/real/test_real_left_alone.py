@@ -73,10 +73,9 @@ def seeded(cluster) -> dict:
     return coder
 
 
-def test_the_real_preview_names_the_coder_inference_service_as_left_alone(project: RealProject, cluster, seeded):
+def test_the_real_preview_names_the_coder_inference_service_as_left_alone(project: RealProject, stack, cluster, seeded):
     expected = _prod_left_alone()
     assert [(o["kind"], o["namespace"], o["name"]) for o in expected] == [("InferenceService", NS, "coder")]
-    project.stack_init(STACK)
     res = project.preview(STACK, policy_pack=False)
     assert res.code == 0, res
     infos = diagnostics(res.events, "info")
@@ -94,7 +93,7 @@ def test_the_real_preview_names_the_coder_inference_service_as_left_alone(projec
     assert "Diagnostics:" in text.stdout and left_alone_text(**expected[0]) in " ".join(text.stdout.split()), text
 
 
-def test_up_leaves_the_coder_inference_service_as_it_was(project: RealProject, cluster, seeded):
+def test_up_leaves_the_coder_inference_service_as_it_was(project: RealProject, stack, cluster, seeded):
     res = project.up(STACK, policy_pack=False)
     assert res.code == 0, res
     assert any("left alone: InferenceService llm-serving/coder" in m for m in diagnostics(res.events, "info")), res

@@ -2,7 +2,9 @@
 
 ``pulumi preview --policy-pack policies`` of a fresh prod stack (nothing created yet, so many
 values are unknown to the pack), ``pulumi up`` onto the loopback cluster, a second ``up``,
-and ``pulumi destroy``. Run in file order, on one cluster and one project copy.
+and ``pulumi destroy``. Run in file order, on one cluster and one project copy; the stack
+(the ``stack`` fixture) and its first ``up`` (:func:`applied`) are module fixtures, so each test also
+passes alone.
 
 Untested here, because no KServe controller runs on the test cluster: the predictor Service,
 hostname and status KServe would create for ``reasoning``; ``testbed.kserve_standin`` only
@@ -16,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from tests.paths import PROD_STACK_FILE
-from tests.real.realpath import change_summary, diagnostics, kubectl_json, policy_verdicts, wait_for
+from tests.real.realpath import CliResult, RealProject, change_summary, diagnostics, kubectl_json, policy_verdicts, wait_for
 from tools import analyze
 from tools.offline.manifests import load_stack_file
 
@@ -36,8 +38,13 @@ def _expected_objects() -> set[tuple[str, str]]:
     return out
 
 
-def test_preview_of_a_fresh_prod_stack_passes_the_pack(project):
-    project.stack_init(STACK)
+@pytest.fixture(scope="module")
+def applied(project: RealProject, stack: str) -> CliResult:
+    """The first ``pulumi up`` of the stack, with the pack."""
+    return project.up(stack)
+
+
+def test_preview_of_a_fresh_prod_stack_passes_the_pack(project, stack):
     res = project.preview(STACK, extra=("--diff",))
     assert res.code == 0, res
     # The pack ran its stack policies and every one passed; no policy event at all.
@@ -53,9 +60,8 @@ def test_preview_of_a_fresh_prod_stack_passes_the_pack(project):
     assert change_summary(res.events).get("create", 0) == len(registered), res
 
 
-def test_up_creates_every_object_and_the_pods_run_on_worker_1(project, cluster):
-    res = project.up(STACK)
-    assert res.code == 0, res
+def test_up_creates_every_object_and_the_pods_run_on_worker_1(applied: CliResult, cluster):
+    assert applied.code == 0, applied
     present = set()
     for kind in ("deployments", "services", "networkpolicies", "inferenceservices.serving.kserve.io"):
         for item in kubectl_json(cluster, "get", kind, "-n", NS)["items"]:
@@ -92,14 +98,16 @@ def test_up_creates_every_object_and_the_pods_run_on_worker_1(project, cluster):
     assert cards == 4
 
 
-def test_a_second_up_changes_nothing(project):
+def test_a_second_up_changes_nothing(project, applied: CliResult):
+    assert applied.code == 0, applied
     res = project.up(STACK)
     assert res.code == 0, res
     changes = change_summary(res.events)
     assert set(changes) == {"same"}, res
 
 
-def test_destroy_refuses_the_protected_services(project, cluster):
+def test_destroy_refuses_the_protected_services(project, applied: CliResult, cluster):
+    assert applied.code == 0, applied
     before = {s["metadata"]["name"]: s["spec"]["clusterIP"] for s in kubectl_json(cluster, "get", "services", "-n", NS)["items"]}
     res = project.run("destroy", "--yes", "--stack", STACK, events=True)
     assert res.code != 0, res

@@ -2,7 +2,9 @@
 
 Scaled down: worker-1 (4 cards) runs ``big`` (3 cards) and ``clef-candle`` (1 card) behind the
 protected Service ``clef-serve``: 4 of 4. Declared cold starts of 10 s, so each await is
-ceil(1.5 x 10) + 60 = 75 s; kwok makes pods Ready at once.
+ceil(1.5 x 10) + 60 = 75 s; kwok makes pods Ready at once. Each step is a module fixture
+(:func:`full_node`, :func:`stranded`, :func:`restored`) that the tests of its outcome ask for, so
+each test passes alone (its steps run first) and the steps run once in file order.
 
 1. Renaming ``clef-candle`` to ``clef-flash`` as a plain rename: the engine creates
    ``clef-flash`` first and would delete ``clef-candle`` only at the end of the update. The new
@@ -32,7 +34,7 @@ does (``tests/tools/offline/test_transition.py``, ``tests/tools/test_plan.py``).
 from __future__ import annotations
 
 import io
-import time
+from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
@@ -41,7 +43,7 @@ import yaml
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE
-from tests.real.realpath import RealProject, kubectl_json, wait_for
+from tests.real.realpath import CliResult, RealProject, kubectl_json, up_timed, wait_for
 from tools import plan
 from tools.offline import render
 from tools.offline.manifests import load_stack_file
@@ -100,8 +102,11 @@ def _ts(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def _plan(project: RealProject, tmp_path, streaming: bool, flags: tuple[str, ...] = ("--show-sames", "--show-replacement-steps")
-          ) -> tuple[int, str]:
+#: The preview's flags ``python3 dev.py plan`` asks for (tools.plan.PREVIEW).
+FLAGS = ("--show-sames", "--show-replacement-steps")
+
+
+def _plan(project: RealProject, tmp_path, streaming: bool, flags: tuple[str, ...] = FLAGS) -> tuple[int, str]:
     """``pulumi preview --json FLAGS`` read back by ``python3 dev.py plan``: (exit code, its output)."""
     res = project.run("preview", "--stack", STACK, *flags, events=True, streaming=streaming)
     assert res.code == 0, res
@@ -112,37 +117,72 @@ def _plan(project: RealProject, tmp_path, streaming: bool, flags: tuple[str, ...
     return code, out.getvalue()
 
 
-def test_the_full_node_runs_4_of_4(project: RealProject, cluster):
+@dataclass(frozen=True)
+class Stranded:
+    """What step 1 saw: the protected Service before, each plan read back (streaming?, flags) ->
+    (exit code, output), the failed ``up`` and its seconds."""
+
+    service: tuple[str, str]
+    plans: dict[tuple[bool, tuple[str, ...]], tuple[int, str]]
+    up: CliResult
+    elapsed: float
+
+
+@pytest.fixture(scope="module")
+def full_node(project: RealProject, cluster) -> CliResult:
+    """Step 0, the module's stack: ``big`` and ``clef-candle`` up on worker-1 (4 of 4)."""
     _write(project, "clef-candle")
     project.stack_init(STACK)
     res = project.up(STACK, policy_pack=False)
     assert res.code == 0, res
+    return res
+
+
+@pytest.fixture(scope="module")
+def stranded(project: RealProject, cluster, full_node, tmp_path_factory) -> Stranded:
+    """Step 1: the plain rename planned (both --json forms, and the document without --show-sames),
+    then applied (it fails, leaving both Deployments)."""
+    tmp_path = tmp_path_factory.mktemp("plain-rename")
+    before = _service(cluster)
+    _write(project, "clef-flash")
+    plans = {(streaming, flags): _plan(project, tmp_path, streaming, flags)
+             for streaming, flags in ((False, FLAGS), (True, FLAGS), (False, ("--show-replacement-steps",)))}
+    res, elapsed = up_timed(project, STACK)
+    return Stranded(before, plans, res, elapsed)
+
+
+@pytest.fixture(scope="module")
+def restored(project: RealProject, cluster, full_node) -> CliResult:
+    """Step 2: back to the original stack file (after step 1, when it ran): 4 of 4 again."""
+    _write(project, "clef-candle")
+    res = project.up(STACK, policy_pack=False)
+    assert res.code == 0, res
+    return res
+
+
+def test_the_full_node_runs_4_of_4(full_node, cluster):
     pods = kubectl_json(cluster, "get", "pods", "-n", NS)["items"]
     assert sum(int(c["resources"]["requests"]["nvidia.com/gpu"]) for p in pods for c in p["spec"]["containers"]
                if p["status"].get("phase") == "Running") == 4
 
 
-def test_a_plain_rename_creates_first_and_the_new_pod_waits_pending(project: RealProject, cluster, tmp_path):
-    before = _service(cluster)
-    _write(project, "clef-flash")
+def test_a_plain_rename_creates_first_and_the_new_pod_waits_pending(stranded: Stranded, cluster):
     # In review, the real plan read back names the peak and refuses it, in both --json forms.
     for streaming in (False, True):
-        code, text = _plan(project, tmp_path, streaming)
+        code, text = stranded.plans[(streaming, FLAGS)]
         assert code == plan.EXIT_REFUSED, text
         assert "worker-1  5 / 4  OVER by 1" in text, text
         assert "REFUSED: node worker-1: the update needs 5 of 4 cards at its peak (its end state needs 4): " \
                "the old objects (clef-candle)" in text, text
         assert "set former_names: [clef-candle] under llm-serving:workloads.clef-flash" in text, text
     # The CLI's document without --show-sames leaves out `big` (kept, 3 cards): refused as input.
-    code, text = _plan(project, tmp_path, streaming=False, flags=("--show-replacement-steps",))
+    code, text = stranded.plans[(False, ("--show-replacement-steps",))]
     assert code == plan.EXIT_INPUT, text
     assert f"fix: run `{plan.PREVIEW}`" in text, text
-    started = time.monotonic()
-    res = project.up(STACK, policy_pack=False)
-    elapsed = time.monotonic() - started
+    res = stranded.up
     assert res.code != 0, res
     # The provider's await of the new Deployment failed at its own bound (75 s), not at 10 minutes.
-    assert AWAIT - 5 <= elapsed <= AWAIT + 90, (elapsed, str(res))
+    assert AWAIT - 5 <= stranded.elapsed <= AWAIT + 90, (stranded.elapsed, str(res))
     steps = _steps(res)
     assert ("create", "clef-flash") in steps, steps
     assert not any(op.startswith("delete") for op, _ in steps), steps  # the old one was never deleted
@@ -153,19 +193,16 @@ def test_a_plain_rename_creates_first_and_the_new_pod_waits_pending(project: Rea
     events = kubectl_json(cluster, "get", "events", "-n", NS, "--field-selector", "reason=FailedScheduling")["items"]
     assert any(e["involvedObject"]["name"] == pods[0]["metadata"]["name"] and "Insufficient nvidia.com/gpu" in e["message"]
                for e in events), events
-    assert _service(cluster) == before  # the protected Service was updated in place
+    assert _service(cluster) == stranded.service  # the protected Service was updated in place
 
 
-def test_back_to_the_original_names_removes_the_stranded_copy(project: RealProject, cluster):
-    _write(project, "clef-candle")
-    res = project.up(STACK, policy_pack=False)
-    assert res.code == 0, res
-    assert "clef-flash" not in _deployments(cluster)
+def test_back_to_the_original_names_removes_the_stranded_copy(stranded: Stranded, restored: CliResult, cluster):
+    assert stranded.up.code != 0 and "clef-flash" not in _deployments(cluster)
     wait_for(lambda: not kubectl_json(cluster, "get", "pods", "-n", NS, "-l", "app=clef-flash")["items"], 60,
              what="the stranded clef-flash pod to go")
 
 
-def test_a_rename_with_former_names_deletes_first_and_goes_through(project: RealProject, cluster, tmp_path):
+def test_a_rename_with_former_names_deletes_first_and_goes_through(project: RealProject, restored, cluster, tmp_path):
     before = _service(cluster)
     _write(project, "clef-flash", former=True)
     for streaming in (False, True):

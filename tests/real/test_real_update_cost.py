@@ -7,7 +7,11 @@ ceil(1.5 x 20) + 60 = 90 s), ``clef-candle`` with an env value and a Secret valu
 KServe stand-in (``testbed/kserve_standin.py``) copies what KServe copies into the predictor's
 pod template and reports the InferenceService Ready once its predictor is.
 
-1. For each change, in order (each on the stack the previous one left): ``pulumi preview --json``
+The module's stack (:func:`running`, one per module) is brought up once with the baseline; each test
+below starts from the stack as it finds it, so each also passes alone (``-k await``).
+
+1. For each change, in order (each on the stack the previous one left, or on the baseline when run
+   alone; every change changes the baseline too): ``pulumi preview --json``
    read back by :func:`tools.plan.costs` names the servers that restart; ``pulumi up``; the pods
    whose UID changed are exactly those servers' pods:
 
@@ -41,7 +45,7 @@ import yaml
 
 from testbed import kserve_standin
 from tests.paths import PROD_STACK_FILE
-from tests.real.realpath import RealProject, diagnostics, kubectl_json, pod_ready_delay, up_timed, wait_for
+from tests.real.realpath import CliResult, RealProject, diagnostics, kubectl_json, pod_ready_delay, up_timed, wait_for
 from tools import plan
 from tools.offline.manifests import load_stack_file
 
@@ -128,13 +132,19 @@ def _restarted(before: dict[str, set[str]], after: dict[str, set[str]]) -> set[s
     return {name for name in before.keys() | after.keys() if before.get(name, set()) != after.get(name, set())}
 
 
-def test_the_stack_runs(project: RealProject, cluster):
+@pytest.fixture(scope="module")
+def running(project: RealProject, cluster) -> CliResult:
+    """The module's stack: the baseline brought up, every server Ready; the ``up``'s result."""
     project.stack_init(STACK)
     _stack_file(project).write_text(yaml.safe_dump({"config": _baseline()}, sort_keys=False))
     _secret(project, "hf-token-one")
     res = project.up(STACK, policy_pack=False)
     assert res.code == 0, res
     wait_for(lambda: _settled(cluster), 120, what="every server Ready")
+    return res
+
+
+def test_the_stack_runs(running: CliResult, cluster):
     isvc = kubectl_json(cluster, "get", "inferenceservices.serving.kserve.io", "reasoning", "-n", NS)
     assert isvc["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Ready"
     assert isvc["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
@@ -143,6 +153,18 @@ def test_the_stack_runs(project: RealProject, cluster):
 
 def _reasoning(key: str, value: Any):
     return lambda cfg: cfg["llm-serving:workloads"]["reasoning"].__setitem__(key, value)
+
+
+#: reasoning's two context lengths: the baseline's (prod's) and the other one the tests switch to.
+MAX_MODEL_LENS = (65536, 40960)
+
+
+def _other_max_model_len(cfg: dict) -> None:
+    """Switch reasoning's ``max_model_len`` to the other of :data:`MAX_MODEL_LENS` than the config's: a
+    change whatever the tests before left."""
+    reasoning = cfg["llm-serving:workloads"]["reasoning"]
+    assert reasoning["max_model_len"] in MAX_MODEL_LENS, reasoning
+    reasoning["max_model_len"] = MAX_MODEL_LENS[1 - MAX_MODEL_LENS.index(reasoning["max_model_len"])]
 
 
 def _client_port(cfg: dict) -> None:
@@ -154,7 +176,7 @@ def _env(cfg: dict) -> None:
 
 
 CHANGES = [
-    ("an argument", _reasoning("max_model_len", 40960), {"reasoning"}),
+    ("an argument", _other_max_model_len, {"reasoning"}),
     ("an InferenceService annotation", _reasoning("former_names", ["reasoning-v0"]), {"reasoning"}),
     ("an InferenceService label", _reasoning("labels", {"app.kubernetes.io/name": "llm-reasoning-2"}), {"reasoning"}),
     ("a Service's client port", _client_port, set()),
@@ -164,7 +186,8 @@ CHANGES = [
 
 
 @pytest.mark.parametrize("what, change, restarts", CHANGES, ids=[c[0] for c in CHANGES])
-def test_the_predicted_restarts_are_the_pods_whose_uid_changed(project: RealProject, cluster, tmp_path, what, change, restarts):
+def test_the_predicted_restarts_are_the_pods_whose_uid_changed(project: RealProject, running, cluster, tmp_path, what, change,
+                                                               restarts):
     if change is None:
         _secret(project, "hf-token-two")
     else:
@@ -180,9 +203,9 @@ def test_the_predicted_restarts_are_the_pods_whose_uid_changed(project: RealProj
     assert _restarted(before, _pods(cluster)) == predicted, (what, before, _pods(cluster))
 
 
-def test_the_inference_service_await_holds_until_ready_within_its_bound(project: RealProject, cluster, tmp_path):
+def test_the_inference_service_await_holds_until_ready_within_its_bound(project: RealProject, running, cluster, tmp_path):
     pod_ready_delay(cluster, 45)
-    _edit(project, _reasoning("max_model_len", 65536))
+    _edit(project, _other_max_model_len)
     predicted, text = _predicted(project, tmp_path)
     assert predicted == {"reasoning"} and "down about 20 s" in text, text
     res, elapsed = up_timed(project, STACK)
@@ -192,9 +215,9 @@ def test_the_inference_service_await_holds_until_ready_within_its_bound(project:
     assert isvc["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
 
 
-def test_the_inference_service_await_fails_past_its_bound_naming_it(project: RealProject, cluster):
+def test_the_inference_service_await_fails_past_its_bound_naming_it(project: RealProject, running, cluster):
     pod_ready_delay(cluster, 400)
-    _edit(project, _reasoning("max_model_len", 40960))
+    _edit(project, _other_max_model_len)
     res, elapsed = up_timed(project, STACK)
     # Failed at the InferenceService's own bound (90 s), naming it, far from the provider's 10 minutes.
     assert (res.code != 0, AWAIT - 5 <= elapsed <= AWAIT + 90) == (True, True), (elapsed, str(res))
