@@ -54,7 +54,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, cast
 
-from core import rules, stackkeys
+from core import rules, stackkeys, transition_cost
 from tools import analyze, cli
 from tools.offline import packproc
 from tools.offline.manifests import InputError, load_stack_file
@@ -199,10 +199,14 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         refused: list[str] = []
         if diff is not None and base is not None:
             side.write("\n" + diff.render())
-            refused = _transition(base, objects, diff, run, config, side)
+            refused, notes = _transition(base, objects, diff, run, config, stack, side)
+        else:
+            notes = []
         clock.lap("summary")
         if pack is None:
             render.commit_tree(staged, out_dir)
+            if refused or notes:
+                side.write(verdict_line(refused, notes, None) + "\n")
             return EXIT_MANDATORY if refused else EXIT_OK
         report = verdicts.result()
         clock.lap("policy pack verdicts (after the summary)")
@@ -212,6 +216,8 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(report.render(args.format))
         if args.format != "table":
             stderr.write(report.headline() + "\n")
+        if refused or notes:  # the last line states the command's verdict, not only the pack's
+            side.write(verdict_line(refused, notes, report.headline()) + "\n")
         return max(report.exit_code(), EXIT_MANDATORY if refused else EXIT_OK)
     except (KeyboardInterrupt, cli.Terminated):
         raise  # first: the clauses below load modules on first use, which an interrupt must not start
@@ -309,20 +315,44 @@ def _render(run: mockrun.ProgramRun) -> tuple[dict[str, str], dict[str, dict]]:
     return files, {render.render_path(o): o for o in objs}
 
 
+def verdict_line(refused: list[str], notes: list[str], headline: str | None) -> str:
+    """The last line of a ``--base`` preview that refuses its plan or has OUTAGE / BEFORE THE
+    DEPLOY lines (``notes``): the command's verdict first (REFUSED when ``refused``, else PASS),
+    what it found, then the pack's ``headline`` (:meth:`tools.offline.report.Report.headline`;
+    None with ``--no-policy``). An exit 1 never ends with the pack's PASS."""
+    policies = "the policy pack did not run (--no-policy)" if headline is None else "policies: " + headline
+    fail = headline is not None and not headline.startswith("PASS")
+    found = [f"{n} {what}{'s' if n != 1 else ''}" for n, what in (
+        (len(refused), "reason to refuse"),
+        (sum(1 for n in notes if n.startswith("OUTAGE")), "outage"),
+        (sum(1 for n in notes if n.startswith("BEFORE")), "step before the deploy")) if n]
+    verdict = "REFUSED" if refused or fail else "PASS"
+    if verdict == "REFUSED":
+        policies = policies.replace("policies: PASS: ", "policies: ")
+    return f"{verdict}: the update as planned: {', '.join(found)} (the lines above); {policies}"
+
+
 def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.TreeDiff, run: mockrun.ProgramRun,
-                config: dict, out: TextIO) -> list[str]:
-    """Print the cards per node at the update's peak (:mod:`tools.offline.transition`) and the reasons to
-    refuse the plan; returns those reasons ([] when the plan is safe, or the stack has no inventory)."""
+                config: dict, stack: str, out: TextIO) -> tuple[list[str], list[str]]:
+    """Print the cards per node at the update's peak (:mod:`tools.offline.transition`), what the
+    update leaves without a server (:func:`core.transition_cost.outages`), the way through for each
+    protected object it deletes, and the reasons to refuse the plan; returns those reasons ([] when
+    the plan is safe, or the stack has no inventory)."""
+    retire = transition.retire_of(config)
+    notes = transition_cost.outages(base, objects) + [
+        "BEFORE THE DEPLOY: " + transition_cost.protected_deletion(obj, transition_cost.object_urn(obj, stack), retire)
+        for obj in transition.protected_removals(base, diff)]
     inventory = summary.inventory_of(config)
-    if inventory is None:
-        return []
-    peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
-    refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources),
-                                  transition.retire_of(config))
-    out.write("\n" + "\n".join(peak.render()) + "\n")
+    refused: list[str] = []
+    if inventory is not None:
+        peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
+        refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources), retire)
+        out.write("\n" + "\n".join(peak.render()) + "\n")
+    for line in notes:
+        out.write(line + "\n")
     for reason in refused:
         out.write(f"REFUSED: {reason}\n")
-    return refused
+    return refused, notes
 
 
 def _display(path: Path) -> str:

@@ -130,6 +130,14 @@ def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.Tree
             + transition_cost.unintended_deletions(removed, retire or transition_cost.Retired()))
 
 
+def protected_removals(old: Mapping[str, dict], diff: render.TreeDiff) -> list[dict]:
+    """The old objects the update deletes that a protected component made
+    (:func:`core.transition_cost.protected_component`): the engine refuses each delete until the
+    state command clears its flag."""
+    return [old[o.old_path] for o in diff.objects
+            if o.action == "remove" and transition_cost.protected_component(old[o.old_path])]
+
+
 def over_capacity(pk: Peak, added: Mapping[str, dict]) -> list[str]:
     """One message per node over its cards at the peak, naming the old objects that hold them and
     the rename (``former_names``) that pairs a new object of ``added`` with an old one of its kind."""
