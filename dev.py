@@ -90,7 +90,7 @@ def ensure_venv() -> None:
     if not PY.exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
     count = sum(1 for line in DEV_REQUIREMENTS.read_text().splitlines() if re.match(r"^[A-Za-z0-9]", line))
-    print(f"dev.py: installing {count} pinned packages and this project into .venv (about a minute the first time) ...",
+    print(f"dev.py: installing {count} pinned packages and this project into .venv (a few minutes the first time) ...",
           end="", file=sys.stderr, flush=True)
     # From the project directory: requirements-dev.txt installs the package itself as `-e .`.
     proc = subprocess.run(

@@ -102,7 +102,7 @@ def test_dev_py_help_and_a_mistyped_command():
     assert bad.returncode == 2
     assert bad.stderr.splitlines() == [
         "dev.py: unknown command 'tset'; the commands are: preview, analyze, plan, adopt-diff, rollout, policies, "
-        "catalog, review-comment, deploy-guard, toolchain, cluster, bench, docs, test, lint, lock, pin (python3 dev.py --help)"]
+        "catalog, review-comment, deploy-guard, toolchain, cluster, bench, docs, test, lint, lock, venv, pin (python3 dev.py --help)"]
 
 
 def test_dev_py_compiles_the_project_bytecode_but_no_venv(tmp_path, monkeypatch):
