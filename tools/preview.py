@@ -45,6 +45,7 @@ printed, and nothing is written when the program crashed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import threading
@@ -112,19 +113,22 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-policy", action="store_true", help="do not run the policy pack")
     ap.add_argument("--policy-pack-config", type=Path, help="JSON, as `pulumi preview --policy-pack-config`")
     ap.add_argument("--format", choices=FORMATS, default="table", help="format of the policy findings (default: table)")
-    ap.add_argument("--program", type=Path, default=ROOT / "__main__.py", help=argparse.SUPPRESS)
+    ap.add_argument("--pack-dir", type=Path, default=None,
+                    help="the policy pack directory (default: the checkout's policies/, or the installed package's pack)")
+    cli.add_project(ap)
+    ap.add_argument("--program", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--timings", action="store_true", help=argparse.SUPPRESS)
     return ap
 
 
-def _stack_file_and_name(args: argparse.Namespace) -> tuple[Path, str]:
+def _stack_file_and_name(args: argparse.Namespace, project: Path) -> tuple[Path, str]:
     if args.stack_file is not None:
         # Pulumi.<stack>.yaml names its stack; another file is named by its stem, so
         # tests/stacks/after-001.yaml previews as stack after-001 into out/after-001/ and
         # never overwrites out/prod/.
         return args.stack_file, analyze.stack_name_of(args.stack_file, default=args.stack_file.stem)
     stack = "prod" if args.stack is None else args.stack
-    return ROOT / f"Pulumi.{stack}.yaml", stack
+    return project / f"Pulumi.{stack}.yaml", stack
 
 
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr,
@@ -140,14 +144,20 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
         given = "--format " + args.format if args.format != "table" else "--policy-pack-config"
         ap.error(f"{given} is about the policy findings, and --no-policy runs no policy (the report would be "
                  f"empty); fix: drop one of them")
-    with cli.collector_off():  # a short-lived process: collections over the program's heap only cost time
-        code = _preview(args, cast(TextIO, _Reader(stdout)), cast(TextIO, _Reader(stderr)))
-        if exit_process:
-            _exit(code)
-        return code
+    with contextlib.ExitStack() as scope:
+        try:
+            project = scope.enter_context(cli.project(args.project))
+        except ValueError as err:  # not a project directory
+            code = cli.fail("preview", err, stderr)
+        else:
+            with cli.collector_off():  # a short-lived process: collections over the program's heap only cost time
+                code = _preview(args, project, cast(TextIO, _Reader(stdout)), cast(TextIO, _Reader(stderr)))
+    if exit_process:
+        _exit(code)
+    return code
 
 
-def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def _preview(args: argparse.Namespace, project: Path, stdout: TextIO, stderr: TextIO) -> int:
     """The steps of the module docstring, with the collector off (:func:`main`)."""
     clock = _Clock(stderr if args.timings else None)
     pack: analyze.PackProcess | None = None
@@ -155,20 +165,20 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     staged: Path | None = None
     release: Callable[[], None] | None = None
     try:
-        stack_file, stack = _stack_file_and_name(args)
+        stack_file, stack = _stack_file_and_name(args, project)
         config = load_stack_file(stack_file)
         ppc = analyze.load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
         clock.lap("read the stack file")
         if not args.no_policy:
-            pack = analyze.start_pack(pack_config(config), stack=stack)
+            pack = analyze.start_pack(pack_config(config), stack=stack, pack_dir=args.pack_dir or analyze.PACK_DIR)
             clock.lap("start the policy pack")
-        out_dir = args.out or ROOT / "out" / stack
+        out_dir = args.out or project / "out" / stack
         render.check_out_dir(out_dir)  # before any work: a --out that cannot be written is exit 2
         release = render.lock_out_dir(out_dir)  # a second preview into it is refused meanwhile
         if pack is not None:
             stream = pack.stream(ppc)
         try:
-            run = mockrun.run_program(config, program=args.program, stack=stack,
+            run = mockrun.run_program(config, program=args.program or project / "__main__.py", stack=stack,
                                       on_register=stream.put if stream is not None else None)
         except mockrun.ProgramError:
             raise
