@@ -356,7 +356,7 @@ def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.Tr
     refused: list[str] = []
     if inventory is not None:
         peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
-        refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources), retire)
+        refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources), retire, stack)
         out.write("\n" + "\n".join(peak.render()) + "\n")
     for line in notes:
         out.write(line + "\n")

@@ -235,3 +235,24 @@ def test_a_service_pointed_at_a_parked_workload_is_an_outage_of_its_clients():
     assert transition_cost.outages(old, new) == [
         "OUTAGE: Service llm-serving/coder-predictor is left without a running backend: clients that lose it: "
         "poimen-memory (namespace poimen, port 8080)"]
+
+
+def test_a_protected_services_replacement_is_refused_with_the_state_command(prod_base, tmp_path):
+    """A field that forces a replacement of a protected Service (its clusterIP) is refused offline,
+    naming the state command with the Service's URN (the engine refuses it too)."""
+    import shutil
+
+    import yaml
+
+    base = tmp_path / "base"
+    shutil.copytree(prod_base, base)
+    path = base / SERVICE
+    svc = yaml.safe_load(path.read_text())
+    svc["spec"]["clusterIP"] = "10.43.0.17"
+    path.write_text(yaml.safe_dump(svc, sort_keys=False))
+    code, text = _preview("--stack-file", str(PROD_STACK_FILE), "--base", str(base), "--out", str(tmp_path / "out"))
+    assert code == 1, text
+    assert "+- v1 Service llm-serving/coder-predictor (REPLACE)" in text
+    urn = "urn:pulumi:prod::llm-serving::llm-serving:index:StablePredictorService$kubernetes:core/v1:Service::coder-predictor"
+    assert f"or unprotect it deliberately first: `pulumi state unprotect --stack prod --yes '{urn}'`" in text
+    assert _last_line(text).startswith("REFUSED: the update as planned: 1 reason to refuse")
