@@ -27,6 +27,12 @@ serving until the new one is Ready (no outage, if the node has room: the peak ta
 A Secret's new value reaches no running pod (environment variables are read at start): the cost
 says so; nothing restarts. A Service port change restarts nothing either.
 
+A workload scaled to 0 replicas (parked) ``stops``: in place, yet no longer "update in place".
+What the update leaves without a server is stated by :func:`outages` (a server at 0 replicas, a
+Service without a running backend, with the clients that lose it), and what the engine refuses
+by :func:`protected_deletion` (an object ``facts.PROTECTED_COMPONENTS`` made, with the way
+through: ``llm-serving:retire``, then ``pulumi state unprotect`` with its URN, :func:`object_urn`).
+
 Plain Python: :func:`object_cost` takes the two objects and the changed field paths; the two
 paths compute those with the same field diff.
 """

@@ -55,7 +55,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, cast
 
-from core import rules, stackkeys, transition_cost
+from core import rules, stackkeys
 from tools import analyze, cli
 from tools.offline import packproc
 from tools.offline.manifests import InputError, load_stack_file
@@ -64,8 +64,10 @@ from tools.offline.report import FORMATS
 # The mock runtime (pulumi), the summary (the stack-file models) and the rendering load on first
 # use, after the pack process is spawned, so its start-up overlaps ours.
 if TYPE_CHECKING:
+    from core import transition_cost
     from tools.offline import apischema, mockrun, render, summary, transition
 else:
+    transition_cost = packproc.LazyModule("core.transition_cost")
     apischema = packproc.LazyModule("tools.offline.apischema")
     mockrun = packproc.LazyModule("tools.offline.mockrun")
     render = packproc.LazyModule("tools.offline.render")
