@@ -117,10 +117,22 @@ SARIF_STEP = (
 FAIL_STEP = "      - name: Fail on a mandatory violation, a refused plan or bad input\n"
 
 
+#: The artifact action: v3 on Gitea (the official v4 refuses a server that is not github.com),
+#: v4 on GitHub (which retired v3 in January 2025).
+GITEA_ARTIFACT = (
+    "        # Gitea serves upload-artifact v4's protocol since 1.23 (go-gitea/gitea pull 28965), but the\n"
+    "        # official v4 action refuses any server not github.com as GHES (GHESNotSupportedError, seen on\n"
+    "        # Gitea 1.22 to 1.25); v3 speaks the protocol Gitea has always served.\n"
+    "        uses: actions/upload-artifact@v3\n")
+GITHUB_ARTIFACT = (
+    "        # GitHub retired upload-artifact v3 (January 2025).\n"
+    "        uses: actions/upload-artifact@v4\n")
+
+
 def github_copy(gitea: str) -> str:
-    """The GitHub text of a Gitea workflow: the same, plus the SARIF upload to code scanning
-    before the review job's last step."""
-    return gitea.replace(FAIL_STEP, SARIF_STEP + FAIL_STEP)
+    """The GitHub text of a Gitea workflow: the same but for the artifact action's version, plus
+    the SARIF upload to code scanning before the review job's last step."""
+    return gitea.replace(GITEA_ARTIFACT, GITHUB_ARTIFACT).replace(FAIL_STEP, SARIF_STEP + FAIL_STEP)
 
 
 def test_the_sarif_goes_to_code_scanning_on_github_and_into_the_artifact_on_gitea():
