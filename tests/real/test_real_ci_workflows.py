@@ -202,6 +202,7 @@ def test_the_workflows_jobs_run_step_by_step(cluster, repo, forge, tmp_path):
     stack = work / "Pulumi.prod.yaml"
     stack.write_text(stack.read_text().replace("      max_model_len: 40960\n", "      max_model_len: 32768\n", 1))
     _git(work, "commit", "-qam", "reasoning: max_model_len 32768")
+    _git(work, "worktree", "remove", "--force", "../base")  # a runner starts each job in a fresh workspace
     logs = tmp_path / "review-2"
     logs.mkdir()
     ran = run_job("pull-request.yaml", "review", work, _context(repo, forge, cluster, backend, _git(work, "rev-parse", "HEAD")), logs)
