@@ -355,8 +355,9 @@ def outages(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str,
 
 # --- what the engine refuses: protected objects ------------------------------------------------------
 
-PROTECT_SOURCE = ("Pulumi's engine refuses to delete or replace a resource its state marks protected (pulumi "
-                  "DeleteStep.Apply: \"refusing to delete protected resource\"); coder-service.yaml")
+PROTECT_SOURCE = ("Pulumi's engine refuses to delete or replace a resource its state marks protected (pulumi v3.260.0: "
+                  "\"... because it is protected. To unprotect the resource, either remove the `protect` flag ... or use "
+                  "the command: `pulumi state unprotect`\"); coder-service.yaml")
 
 
 def protected_component(obj: Mapping[str, Any]) -> str | None:
