@@ -170,10 +170,12 @@ def _why(obj: Mapping[str, Any], causes: list[str]) -> str:
 
 
 def object_cost(action: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
-                paths: Iterable[str] = ()) -> ObjectCost:
+                paths: Iterable[str] = (), protected: bool | None = None) -> ObjectCost:
     """The cost of one object's change. ``action``: ``add``, ``update``, ``replace`` or
     ``remove``; ``old`` / ``new`` the object before and after (None when absent); ``paths`` the
-    changed field paths of an update or replacement."""
+    changed field paths of an update or replacement; ``protected``: the state's protect flag of
+    the old object (the real plan knows it; None: a protected component made it,
+    :func:`protected_component`, as offline)."""
     paths = list(paths)
     if action in ("update", "replace") and new is not None and _kind(new) == "Secret":
         # pulumi-kubernetes 4.x replaces a Secret whose data changes (``enableSecretMutable`` off,
@@ -182,7 +184,8 @@ def object_cost(action: str, old: Mapping[str, Any] | None, new: Mapping[str, An
                                  "it takes effect when the pods reading it next restart",))
     if action == "remove" and old is not None:
         s = _server(old, "is deleted", "the update removes it")
-        notes = (PROTECTED_NOTE,) if protected_component(old) else ()
+        guarded = protected if protected is not None else protected_component(old) is not None
+        notes = (PROTECTED_NOTE,) if guarded else ()
         return ObjectCost((s,) if s else (), notes)
     if action == "replace" and old is not None:
         s = _server(old, "is replaced", "the provider deletes and re-creates it")
@@ -202,7 +205,7 @@ def object_cost(action: str, old: Mapping[str, Any] | None, new: Mapping[str, An
 
 #: The cost line of a protected object's deletion (the way through follows the diff).
 PROTECTED_NOTE = ("protected: pulumi up refuses this delete while the stack's state marks it protected; the way "
-                  "through, in order, is the BEFORE THE DEPLOY line below the diff")
+                  "through, in order, follows (BEFORE THE DEPLOY offline, REFUSED on the real plan)")
 
 
 def label(action: str, cost: ObjectCost) -> str:
@@ -397,7 +400,7 @@ def protected_deletion(obj: Mapping[str, Any], urn: str, retire: Retired) -> str
     return Finding(
         f"{_kind(obj)} {_ref(obj)}",
         "pulumi up refuses to delete it while the stack's state marks it protected (the program creates it with "
-        "protect), and the update stops there with the rest of its deletions undone",
+        "protect): the update fails there, and what it did before (other deletions among them) stays done",
         f"in order: 1. list it under llm-serving:retire: {{{section}: [{_name(obj)}]}} {listed}; 2. before the deploy, "
         f"by someone with the stack's backend: `{unprotect_command(urn)}`; 3. pulumi up deletes it; 4. remove the "
         "retire entry in the next change",

@@ -290,7 +290,8 @@ def costs(steps: Iterable[Step]) -> list[tuple[str, str, transition_cost.ObjectC
         paths = [c.path for c in render.field_changes(old, new)] if old is not None and new is not None else []
         obj = new if new is not None else old
         assert obj is not None
-        out.append((render.title(obj), action, transition_cost.object_cost(action, old, new, paths)))
+        protected = s.old.protect if s.old is not None and _is_object(s.old) else None
+        out.append((render.title(obj), action, transition_cost.object_cost(action, old, new, paths, protected)))
     return out
 
 

@@ -310,8 +310,11 @@ def test_a_plan_deleting_a_protected_service_is_refused_with_the_way_through_unt
         transition_cost.Retired(services=frozenset({"clef-serve"})))
     assert f"REFUSED: {offline}" in text
 
+    assert "v1 Service llm-serving/clef-serve (remove, PROTECTED)" in text
     code, text = _run(_protected_delete_plan(tmp_path, protect=False, retire=True))
     assert code == plan.EXIT_OK, text
+    # The state says unprotected: the diff says so too (the component's annotation is not the state).
+    assert "v1 Service llm-serving/clef-serve (remove)\n" in text and "PROTECTED" not in text
     assert "REFUSED" not in text and "OUTAGE: Service llm-serving/clef-serve is deleted" in text
     assert text.rstrip("\n").rsplit("\n", 1)[-1] == ("PASS: the plan fits every node at its peak and nothing in it is "
                                                      "refused; 1 outage(s), the OUTAGE lines above")
