@@ -12,7 +12,7 @@
     python3 dev.py adopt-diff [--stack prod]   what adopting the live objects changes, field by field (tools.adopt_diff)
     python3 dev.py rollout [--namespace NS]    after pulumi up: every Deployment rolled out within its await (tools.rollout)
     python3 dev.py policies | catalog  the registry's rules; the model and card catalogs (tools.main)
-    python3 dev.py review-comment DIR [--check]   CI: the PR comment from the review job's outputs (tools.review_comment)
+    python3 dev.py review-comment DIR [--check | --post URL]   CI: the PR's one comment from the review job's outputs (tools.review_comment)
     python3 dev.py deploy-guard STATE.json ...    CI: refuse an unreviewed first adoption before pulumi up (tools.deploy_guard)
     python3 dev.py toolchain [ARGS]    build the real toolchain from the Go module proxy (testbed.toolchain)
     python3 dev.py cluster up|down|status|env   the loopback test cluster (testbed.cluster)
@@ -20,6 +20,7 @@
     python3 dev.py docs [--check]      write the generated reference pages of docs/ (docs/gen.py)
     python3 dev.py contract [--check]  the engine's contract per release, from each release's sdist on PyPI (tools.contract)
     python3 dev.py lock [--check]      re-lock (uv.lock) and export the requirements files from it
+    python3 dev.py venv                create or update .venv, nothing else (CI: its own step, its progress in its own log)
     python3 dev.py pin NAME            the pinned version of NAME (pyproject.toml), without .venv
 
 The first call creates ``.venv`` and installs ``requirements-dev.txt`` into it (the package itself
@@ -92,7 +93,7 @@ def ensure_venv() -> None:
     if not PY.exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
     count = sum(1 for line in DEV_REQUIREMENTS.read_text().splitlines() if re.match(r"^[A-Za-z0-9]", line))
-    print(f"dev.py: installing {count} pinned packages and this project into .venv (about a minute the first time) ...",
+    print(f"dev.py: installing {count} pinned packages and this project into .venv (a few minutes the first time) ...",
           end="", file=sys.stderr, flush=True)
     # From the project directory: requirements-dev.txt installs the package itself as `-e .`.
     proc = subprocess.run(
@@ -292,7 +293,7 @@ def test(args: list[str]) -> int:
 
 
 #: The commands dev.py runs itself (after .venv is ready), beside :data:`COMMANDS`.
-OWN = {"test": test, "lint": lint, "lock": lock}
+OWN = {"test": test, "lint": lint, "lock": lock, "venv": lambda args: cli.OK}
 
 
 def main(argv: list[str]) -> int:

@@ -127,6 +127,6 @@ class StablePredictorService(pulumi.ComponentResource):
             name,
             metadata=manifest["metadata"],
             spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self, protect=True),
+            opts=pulumi.ResourceOptions(parent=self, protect=type(self).__name__ in facts.PROTECTED_COMPONENTS),
         )
         self.register_outputs({"urls": self.urls, "selects": target.workload_name, "clusterIp": self.service.spec.cluster_ip})

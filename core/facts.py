@@ -80,6 +80,11 @@ COMPONENT_ANNOTATION = ANNOTATION_PREFIX + "component"
 #: The annotation contract's other half: the stack-file section each ComponentResource class is
 #: built from, so a policy names the stack-file key of an object it judges (``llm-serving:
 #: workloads.<name>``). tests/components/test_manifest_functions.py holds it equal to the classes of ``components/``.
+#: The ComponentResource classes whose Kubernetes object the program creates with Pulumi's
+#: ``protect`` option (``components/service.py`` reads it): the engine refuses to delete or
+#: replace such an object until ``pulumi state unprotect`` clears the flag in the stack's state.
+#: Source: coder-service.yaml ("Do not delete and recreate this Service").
+PROTECTED_COMPONENTS = frozenset({"StablePredictorService"})
 COMPONENT_SECTIONS = {
     "CandleDeployment": "workloads",
     "GpuDeployment": "workloads",

@@ -42,6 +42,7 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -52,9 +53,27 @@ from core.facts import MOST_TOKENS
 if TYPE_CHECKING:  # pragma: no cover
     from core.modelfacts import ModelFacts
 
-#: The project directory: ``Pulumi.yaml`` and the stack files; relative ``config_json`` paths
-#: of ``llm-serving:models`` resolve against it.
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+#: The environment variable that names the project directory (``--project DIR`` of the
+#: commands sets it for the processes they start: the policy pack).
+PROJECT_ENV = "LLM_SERVING_PROJECT"
+
+
+def project_dir(explicit: Path | None = None) -> Path:
+    """The project directory: ``explicit`` (``--project DIR``), else ``$LLM_SERVING_PROJECT``,
+    else the checkout this code runs from when it holds ``Pulumi.yaml`` (``pip install -e .``, as
+    ``python3 dev.py`` does), else the current directory (an installed package: the Pulumi CLI runs
+    the program there, and a user runs ``llm-serving`` there)."""
+    if explicit is not None:
+        return Path(explicit).resolve()
+    if os.environ.get(PROJECT_ENV):
+        return Path(os.environ[PROJECT_ENV]).resolve()
+    checkout = Path(__file__).resolve().parent.parent
+    return checkout if (checkout / "Pulumi.yaml").is_file() else Path.cwd().resolve()
+
+
+#: The project directory (:func:`project_dir`): ``Pulumi.yaml`` and the stack files; relative
+#: ``config_json`` paths of ``llm-serving:models`` resolve against it.
+PROJECT_DIR = project_dir()
 
 #: V100 (worker-1's card): compute capability 7.0. Source: nvidia-smi on worker-1 (spec), 001.
 SM_VOLTA = 70

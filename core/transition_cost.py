@@ -27,6 +27,12 @@ serving until the new one is Ready (no outage, if the node has room: the peak ta
 A Secret's new value reaches no running pod (environment variables are read at start): the cost
 says so; nothing restarts. A Service port change restarts nothing either.
 
+A workload scaled to 0 replicas (parked) ``stops``: in place, yet no longer "update in place".
+What the update leaves without a server is stated by :func:`outages` (a server at 0 replicas, a
+Service without a running backend, with the clients that lose it), and what the engine refuses
+by :func:`protected_deletion` (an object ``facts.PROTECTED_COMPONENTS`` made, with the way
+through: ``llm-serving:retire``, then ``pulumi state unprotect`` with its URN, :func:`object_urn`).
+
 Plain Python: :func:`object_cost` takes the two objects and the changed field paths; the two
 paths compute those with the same field diff.
 """
@@ -37,8 +43,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core.manifests import type_token, workload
+from core import facts
+from core.manifests import selector_matches, service, type_token, workload
 from core.problems import Finding
+from core.stackkeys import PROJECT
 
 #: InferenceService annotations KServe does not copy to the predictor (``constants.go``
 #: ``ServiceAnnotationDisallowedList``, kserve ``aaac4e2``; a cluster may add to it in the
@@ -101,7 +109,7 @@ def restart_causes(obj: Mapping[str, Any], paths: Iterable[str]) -> list[str]:
 @dataclass(frozen=True)
 class ServerCost:
     """One model server the update stops: ``server`` (the workload's name), ``effect``
-    (``restarts``, ``is replaced``, ``is deleted``), its ``node`` and ``cards``, ``down_seconds``
+    (``restarts``, ``is replaced``, ``is deleted``, ``stops``: scaled to 0 replicas), its ``node`` and ``cards``, ``down_seconds``
     (its declared cold start under Recreate; 0 under a RollingUpdate with surge; None when it
     declares none) and ``why`` (the change that causes it)."""
 
@@ -115,6 +123,8 @@ class ServerCost:
     def line(self) -> str:
         if self.effect == "is deleted":
             down = "down for good (nothing serves it after the update)"
+        elif self.effect == "stops":
+            down = "down until it is scaled up again (0 replicas after the update)"
         elif self.down_seconds is None:
             down = "down until its new pod is Ready (it declares no cold start)"
         elif self.down_seconds == 0:
@@ -142,8 +152,12 @@ class ObjectCost:
         return [f"cost: {s.line()}" for s in self.servers] + [f"cost: {n}" for n in self.notes]
 
 
+def _view(obj: Mapping[str, Any]):
+    return workload(type_token(str(obj.get("apiVersion")), _kind(obj)), obj)
+
+
 def _server(obj: Mapping[str, Any], effect: str, why: str) -> ServerCost | None:
-    view = workload(type_token(str(obj.get("apiVersion")), _kind(obj)), obj)
+    view = _view(obj)
     if view is None or not view.running:
         return None
     down = 0 if view.max_surge > 0 and effect == "restarts" else view.cold_start_seconds
@@ -158,10 +172,12 @@ def _why(obj: Mapping[str, Any], causes: list[str]) -> str:
 
 
 def object_cost(action: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
-                paths: Iterable[str] = ()) -> ObjectCost:
+                paths: Iterable[str] = (), protected: bool | None = None) -> ObjectCost:
     """The cost of one object's change. ``action``: ``add``, ``update``, ``replace`` or
     ``remove``; ``old`` / ``new`` the object before and after (None when absent); ``paths`` the
-    changed field paths of an update or replacement."""
+    changed field paths of an update or replacement; ``protected``: the state's protect flag of
+    the old object (the real plan knows it; None: a protected component made it,
+    :func:`protected_component`, as offline)."""
     paths = list(paths)
     if action in ("update", "replace") and new is not None and _kind(new) == "Secret":
         # pulumi-kubernetes 4.x replaces a Secret whose data changes (``enableSecretMutable`` off,
@@ -170,11 +186,17 @@ def object_cost(action: str, old: Mapping[str, Any] | None, new: Mapping[str, An
                                  "it takes effect when the pods reading it next restart",))
     if action == "remove" and old is not None:
         s = _server(old, "is deleted", "the update removes it")
-        return ObjectCost((s,) if s else ())
+        guarded = protected if protected is not None else protected_component(old) is not None
+        notes = (PROTECTED_NOTE,) if guarded else ()
+        return ObjectCost((s,) if s else (), notes)
     if action == "replace" and old is not None:
         s = _server(old, "is replaced", "the provider deletes and re-creates it")
         return ObjectCost((s,) if s else ())
     if action == "update" and new is not None and old is not None:
+        before, after = _view(old), _view(new)
+        if before is not None and before.running and (after is None or not after.running):
+            s = _server(old, "stops", f"its replicas go from {before.replicas} to 0")
+            return ObjectCost((s,) if s else ())
         causes = restart_causes(new, paths)
         if causes:
             s = _server(old, "restarts", _why(new, causes))
@@ -183,11 +205,20 @@ def object_cost(action: str, old: Mapping[str, Any] | None, new: Mapping[str, An
     return ObjectCost()
 
 
+#: The cost line of a protected object's deletion (the way through follows the diff).
+PROTECTED_NOTE = ("protected: pulumi up refuses this delete while the stack's state marks it protected; the way "
+                  "through, in order, follows (BEFORE THE DEPLOY offline, REFUSED on the real plan)")
+
+
 def label(action: str, cost: ObjectCost) -> str:
-    """How a diff names an object's change: ``add``, ``remove``, ``REPLACE``, ``update in place``,
-    or ``update, RESTARTS <server>`` when the update stops a server ("update in place" never does)."""
+    """How a diff names an object's change: ``add``, ``remove`` (``remove, PROTECTED`` for a protected
+    object), ``REPLACE``, ``update in place``, or ``update, RESTARTS <server>`` (``update, STOPS
+    <server>`` when it goes to 0 replicas) when the update stops a server ("update in place" never does)."""
     if action == "update" and cost.restarts:
-        return "update, RESTARTS " + ", ".join(s.server for s in cost.servers)
+        verb = "STOPS" if all(s.effect == "stops" for s in cost.servers) else "RESTARTS"
+        return f"update, {verb} " + ", ".join(s.server for s in cost.servers)
+    if action == "remove" and PROTECTED_NOTE in cost.notes:
+        return "remove, PROTECTED"
     return {"add": "add", "remove": "remove", "update": "update in place", "replace": "REPLACE"}[action]
 
 
@@ -199,7 +230,7 @@ def summary(costs: Iterable[ObjectCost]) -> list[str]:
         return ["update cost: no model server restarts"]
     parts = []
     for s in servers:
-        down = "for good" if s.effect == "is deleted" else (
+        down = "for good" if s.effect == "is deleted" else "until scaled up again" if s.effect == "stops" else (
             f"down about {s.down_seconds} s" if s.down_seconds else "no outage" if s.down_seconds == 0 else "down until Ready")
         parts.append(f"{s.server} {s.effect} ({down})")
     return [f"update cost: {len(servers)} model server(s) stop: {'; '.join(parts)}"]
@@ -256,3 +287,124 @@ def unintended_deletions(deleted: Iterable[Mapping[str, Any]], retire: Retired) 
 def is_guarded(obj: Mapping[str, Any]) -> bool:
     """True for a workload or Service object (:data:`GUARDED_KINDS`)."""
     return _kind(obj) in GUARDED_KINDS
+
+
+# --- what the update leaves without a server -------------------------------------------------------
+
+
+def _ref(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta['namespace']}/{_name(obj)}" if meta.get("namespace") else _name(obj)
+
+
+def _running_backends(svc_obj: Mapping[str, Any], objects: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Names of the running workloads of ``objects`` whose pods ``svc_obj``'s selector matches."""
+    svc = service(type_token(str(svc_obj.get("apiVersion")), _kind(svc_obj)), svc_obj)
+    if svc is None:
+        return []
+    out = []
+    for obj in objects:
+        view = _view(obj)
+        if view is not None and view.running and view.namespace == svc.namespace and selector_matches(svc.selector, view.pod_labels):
+            out.append(view.name)
+    return out
+
+
+def _clients(svc_obj: Mapping[str, Any]) -> str:
+    svc = service(type_token(str(svc_obj.get("apiVersion")), _kind(svc_obj)), svc_obj)
+    clients = svc.clients if svc is not None else ()
+    if not clients:
+        return "it declares no clients"
+    return "clients that lose it: " + ", ".join(f"{c.name} (namespace {c.namespace}, port {c.port})" for c in clients)
+
+
+def outages(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One ``OUTAGE:`` line per model server the update leaves at 0 replicas (scaled down, or
+    deleted while it was a Service's last backend) and per Service it leaves without a running backend (deleted, or its selector matches
+    no running pod), naming the Service's declared clients (``facts.CLIENTS_ANNOTATION``, the stack
+    file's ``llm-serving:services.<name>.clients``) that lose it. ``old`` / ``new``: render path ->
+    object before and after the update. ``[]`` when every Service that answered still does."""
+    new_by_ref = {(_kind(o), _ref(o)): o for o in new.values()}
+    lost: dict[str, list[str]] = {}  # old Service ref -> what it loses
+    for obj in old.values():
+        if _kind(obj) != "Service" or not _running_backends(obj, old.values()):
+            continue
+        after = new_by_ref.get(("Service", _ref(obj)))
+        if after is None:
+            lost[_ref(obj)] = ["is deleted", _clients(obj)]
+        elif not _running_backends(after, new.values()):
+            lost[_ref(obj)] = ["is left without a running backend", _clients(after)]
+    lines: list[str] = []
+    told: set[str] = set()
+    for obj in old.values():
+        before = _view(obj)
+        if before is None or not before.running:
+            continue
+        after_obj = new_by_ref.get((_kind(obj), _ref(obj)))
+        after = _view(after_obj) if after_obj is not None else None
+        if after is not None and after.running:
+            continue
+        how = "is deleted" if after_obj is None else f"goes from {before.replicas} to 0 replicas"
+        services = [ref for ref, svc in ((_ref(o), o) for o in old.values() if _kind(o) == "Service")
+                    if ref in lost and before.name in _running_backends(svc, [obj])]
+        if services:
+            told.update(services)
+            what = "; ".join(f"Service {ref} {lost[ref][0]}: {lost[ref][1]}" for ref in services)
+        elif after_obj is None:
+            continue  # deleted, its Services served by another workload (a rename): its cost line says it
+        else:
+            what = "no Service of the stack loses its last backend by it"
+        lines.append(f"OUTAGE: model server {before.name} {how}: {what}")
+    lines += [f"OUTAGE: Service {ref} {why}: {clients}" for ref, (why, clients) in lost.items() if ref not in told]
+    return lines
+
+
+# --- what the engine refuses: protected objects ------------------------------------------------------
+
+PROTECT_SOURCE = ("Pulumi's engine refuses to delete or replace a resource its state marks protected (pulumi v3.260.0: "
+                  "\"... because it is protected. To unprotect the resource, either remove the `protect` flag ... or use "
+                  "the command: `pulumi state unprotect`\"); coder-service.yaml")
+
+
+def protected_component(obj: Mapping[str, Any]) -> str | None:
+    """The component class (``facts.PROTECTED_COMPONENTS``) that created ``obj`` with ``protect``,
+    read from its ``facts.COMPONENT_ANNOTATION``; None for an object no protected component made."""
+    component = str(((obj.get("metadata") or {}).get("annotations") or {}).get(facts.COMPONENT_ANNOTATION, ""))
+    cls = component.split("/", 1)[0]
+    return cls if cls in facts.PROTECTED_COMPONENTS else None
+
+
+def object_urn(obj: Mapping[str, Any], stack: str, project: str = PROJECT) -> str:
+    """The URN Pulumi gives the Kubernetes object a component made: ``urn:pulumi:<stack>::<project>::
+    <project>:index:<Class>$kubernetes:<group or core>/<version>:<Kind>::<name>`` (the child is named
+    like its component; the engine joins the parent's type and the child's with ``$``)."""
+    component = str(((obj.get("metadata") or {}).get("annotations") or {}).get(facts.COMPONENT_ANNOTATION, ""))
+    cls = component.split("/", 1)[0]
+    api = str(obj.get("apiVersion", ""))
+    group_version = api if "/" in api else f"core/{api}"
+    child = f"kubernetes:{group_version}:{_kind(obj)}"
+    chain = f"{project}:index:{cls}${child}" if cls else child
+    return f"urn:pulumi:{stack}::{project}::{chain}::{_name(obj)}"
+
+
+def unprotect_command(urn: str) -> str:
+    """The state command that clears ``urn``'s protect flag (the stack is the URN's own)."""
+    stack = urn.split("::", 1)[0].rsplit(":", 1)[-1] if urn.startswith("urn:pulumi:") else ""
+    return f"pulumi state unprotect --stack {stack} --yes '{urn}'"
+
+
+def protected_deletion(obj: Mapping[str, Any], urn: str, retire: Retired) -> str:
+    """What the engine does with the deletion of a protected object, and the way through in order
+    (the offline diff shows it; :mod:`tools.plan` refuses it while the state still marks it
+    protected): list it under ``llm-serving:retire``, clear the flag with the state command, then
+    ``pulumi up`` deletes it."""
+    section = "services" if _kind(obj) == "Service" else "workloads"
+    listed = "(the stack file lists it)" if retire.covers(obj) else "(missing: add it)"
+    return Finding(
+        f"{_kind(obj)} {_ref(obj)}",
+        "pulumi up refuses to delete it while the stack's state marks it protected (the program creates it with "
+        "protect): the update fails there, and what it did before (other deletions among them) stays done",
+        f"in order: 1. list it under llm-serving:retire: {{{section}: [{_name(obj)}]}} {listed}; 2. before the deploy, "
+        f"by someone with the stack's backend: `{unprotect_command(urn)}`; 3. pulumi up deletes it; 4. remove the "
+        "retire entry in the next change",
+        PROTECT_SOURCE).render()

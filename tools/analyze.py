@@ -46,6 +46,7 @@ are errors (the CLI ignores both).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import json
@@ -94,7 +95,29 @@ else:
     pb = packproc.pb
 
 ROOT = Path(__file__).resolve().parent.parent
-PACK_DIR = ROOT / "policies"
+#: Where an installed package keeps the policy pack (``[tool.setuptools.data-files]`` of
+#: pyproject.toml), under the environment's data directory.
+INSTALLED_PACK = Path("share") / "llm-serving" / "policies"
+
+
+def default_pack_dir() -> Path:
+    """The policy pack: the checkout's ``policies/`` (``pip install -e .``, ``python3 dev.py``),
+    else the one ``pip install .`` put under the environment's data directory (the venv's prefix;
+    the user base for ``pip install --user``), else ``policies/`` beside the package (reported as
+    missing when it is used)."""
+    import site
+    import sysconfig
+
+    here = ROOT / "policies"
+    if (here / "PulumiPolicy.yaml").is_file():
+        return here
+    for base in (sysconfig.get_path("data"), site.getuserbase()):
+        if (Path(base) / INSTALLED_PACK / "PulumiPolicy.yaml").is_file():
+            return Path(base) / INSTALLED_PACK
+    return here
+
+
+PACK_DIR = default_pack_dir()
 #: The stack config key of the namespace (plain manifests without one are judged in it).
 NAMESPACE_KEY = f"{PROJECT}:namespace"
 #: The enforcement levels the CLI accepts (apitype.EnforcementLevel; injected into each
@@ -918,7 +941,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="also write the report in FORMAT to PATH (repeatable), e.g. sarif=out/policy.sarif")
     ap.add_argument("--force", action="store_true",
                     help="let --output / --also write outside out/ or over a file git tracks")
-    ap.add_argument("--pack-dir", type=Path, default=PACK_DIR, help="the policy pack directory (default: policies/)")
+    ap.add_argument("--pack-dir", type=Path, default=PACK_DIR,
+                    help="the policy pack directory (default: the checkout's policies/, or the installed package's pack)")
+    cli.add_project(ap)
     ap.add_argument("--workers", type=_workers, default=1,
                     help=f"pack processes, 1 to {MAX_WORKERS} (default 1, as the CLI); with more, the last judges the "
                          "stack while the others take the resources; same report")
@@ -969,9 +994,10 @@ def report_path(text: str, fmt: str) -> Path:
 OUTPUT_DIR = ROOT / "out"
 
 
-def check_output_path(path: Path, force: bool = False) -> None:
+def check_output_path(path: Path, force: bool = False, out_dir: Path | None = None) -> None:
     """Refuse a report path (``--output``, ``--also``) that is not a regular file or a new
-    path, and, unless ``force``, one outside :data:`OUTPUT_DIR` or tracked by git (a typo such
+    path, and, unless ``force``, one outside ``out_dir`` (default :data:`OUTPUT_DIR`; the
+    command passes its project's ``out/``) or tracked by git (a typo such
     as ``--output README.md`` would replace the project's file). Raises :class:`AnalyzeError`
     before anything is run or written."""
     target = Path(path).absolute()
@@ -979,7 +1005,7 @@ def check_output_path(path: Path, force: bool = False) -> None:
         raise AnalyzeError(f"cannot write the report to {path}: it is not a regular file; fix: name a file path")
     if force:
         return
-    out_dir = OUTPUT_DIR.resolve()
+    out_dir = (out_dir or OUTPUT_DIR).resolve()
     if not target.resolve().is_relative_to(out_dir):
         raise AnalyzeError(f"cannot write the report to {path}: it is outside the output folder {out_dir}; "
                            f"fix: write under {out_dir} (e.g. out/policy.sarif), or pass --force to write there")
@@ -1000,10 +1026,10 @@ def _git_tracked(path: Path) -> bool:
     return proc.returncode == 0
 
 
-def _context(args: argparse.Namespace) -> tuple[Callable[[], list[Resource]] | None, str]:
+def _context(args: argparse.Namespace, project: Path) -> tuple[Callable[[], list[Resource]] | None, str]:
     """The ``--context-stack`` / ``--context-namespace`` source (None: none) and its name."""
     if args.context_stack:
-        return (lambda: running.from_stack(args.context_stack, ROOT, program_resources)), f"stack {args.context_stack}"
+        return (lambda: running.from_stack(args.context_stack, project, program_resources)), f"stack {args.context_stack}"
     if args.context_namespace:
         return (lambda: running.from_namespace(args.context_namespace, args.kubeconfig)), \
             f"namespace {args.context_namespace} (live)"
@@ -1014,14 +1040,19 @@ def main(argv: list[str] | None = None) -> int:
     """The command line (the module docstring); returns the exit code. The cyclic collector is
     off while it runs, as in the preview (:func:`tools.cli.collector_off`): the schemas, the
     stack-file models and the gRPC stubs load inside it."""
-    with cli.collector_off():
-        return _main(argv)
-
-
-def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.output is not None:
         args.output = report_path(args.output, args.format)
+    with contextlib.ExitStack() as scope:
+        try:
+            project = scope.enter_context(cli.project(args.project))
+        except ValueError as err:  # not a project directory
+            return cli.fail("analyze", err)
+        with cli.collector_off():
+            return _main(args, project)
+
+
+def _main(args: argparse.Namespace, project: Path) -> int:
     try:
         extra = _extra_outputs(args.also)
         targets = [path.absolute() for _, path in [(args.format, args.output), *extra] if path is not None]
@@ -1031,22 +1062,22 @@ def _main(argv: list[str] | None) -> int:
                                "second would replace the first; fix: give each report its own path")
         for _, path in [(args.format, args.output), *extra]:
             if path is not None:
-                check_output_path(path, args.force)
+                check_output_path(path, args.force, project / "out")
         if args.inventory is not None and args.manifests is None:
             raise AnalyzeError("--inventory is read with --manifests only (a stack file holds its own inventory); "
                                "fix: drop --inventory, or pass --manifests DIR")
         ppc = load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
         if args.manifests is not None:
             if args.inventory is None and args.context_stack:
-                args.inventory = ROOT / f"Pulumi.{args.context_stack}.yaml"
+                args.inventory = project / f"Pulumi.{args.context_stack}.yaml"
             if args.inventory is None:
                 raise AnalyzeError("--manifests needs --inventory STACKFILE (a stack-format file with "
                                    "llm-serving:cluster and llm-serving:models, e.g. policies/fixtures/Pulumi.fixture.yaml)")
-            context, context_name = _context(args)
+            context, context_name = _context(args, project)
             report = analyze_manifests(args.manifests, args.inventory, ppc, args.pack_dir, args.workers, context, context_name)
         else:
-            stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
-            report = analyze_program(stack_file, ppc, args.pack_dir, workers=args.workers)
+            stack_file = args.stack_file or project / f"Pulumi.{args.stack}.yaml"
+            report = analyze_program(stack_file, ppc, args.pack_dir, program=project / "__main__.py", workers=args.workers)
     except (AnalyzeError, InputError, running.ContextError, packproc.PackStartError,
             packproc.PackCallError) as err:
         return cli.fail("analyze", err)

@@ -39,6 +39,7 @@ import sys
 import traceback
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 OK, VERDICT, BAD_INPUT, CRASH = 0, 1, 2, 3
@@ -254,6 +255,38 @@ def collector_off() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
+
+
+def add_project(ap: argparse.ArgumentParser) -> None:
+    """``--project DIR``: the project directory the command reads (:func:`core.rules.project_dir`)."""
+    ap.add_argument("--project", type=Path, metavar="DIR",
+                    help="the project directory: Pulumi.yaml, __main__.py, the Pulumi.<stack>.yaml files (default: the "
+                         "checkout this runs from, as python3 dev.py does; the current directory for an installed package)")
+
+
+@contextlib.contextmanager
+def project(explicit: Path | None) -> Iterator[Path]:
+    """Resolve the project directory (:func:`core.rules.project_dir`) and make it the one every
+    reader uses while the command runs: ``core.rules.PROJECT_DIR`` here (the program run in this
+    process reads it) and ``$LLM_SERVING_PROJECT`` for the processes started meanwhile (the pack);
+    both restored after. Raises ``ValueError`` when the directory holds no ``Pulumi.yaml``."""
+    from core import rules
+
+    where = rules.project_dir(explicit)
+    if not (where / "Pulumi.yaml").is_file():
+        raise ValueError(f"{where} is not a Pulumi project directory (it has no Pulumi.yaml); fix: run in the project "
+                         "directory or pass --project DIR")
+    before, env = rules.PROJECT_DIR, os.environ.get(rules.PROJECT_ENV)
+    rules.PROJECT_DIR = where
+    os.environ[rules.PROJECT_ENV] = str(where)
+    try:
+        yield where
+    finally:
+        rules.PROJECT_DIR = before
+        if env is None:
+            os.environ.pop(rules.PROJECT_ENV, None)
+        else:
+            os.environ[rules.PROJECT_ENV] = env
 
 
 def _main_thread() -> bool:

@@ -32,13 +32,20 @@ servers it restarts and for how long ("update in place" only when none restarts)
 or replaces. A plan that deletes a workload or a Service the stack file's ``llm-serving:retire``
 does not list is refused (the offline ``--base`` preview refuses the same deletion).
 
+A plan that deletes or replaces a resource whose state is protected (the state's ``protect``, in
+either form of the plan) is refused, as the engine refuses it at ``pulumi up``; a deletion's message
+gives the way through in order: ``llm-serving:retire``, then ``pulumi state unprotect`` with the
+plan's own URN. After the peak come the ``OUTAGE:`` lines (a server left at 0 replicas, a Service
+left without a running backend, with the clients that lose it), and the last line is the verdict.
+
 A plan that deletes an object the stack file lists under ``llm-serving:left_alone`` is refused
 too: the program registers nothing for it, but the stack's state still held it (an earlier update
 created or adopted it), so Pulumi would delete the live object the entry says it leaves alone.
 
 Exit codes: 0 the peak fits every node; 1 refused: a node over its cards at the peak (the message
 names the old objects holding them and the rename or the cards to free first), a left-alone
-object deleted, a workload or Service deleted without ``llm-serving:retire``, or a provider change
+object deleted, a workload or Service deleted without ``llm-serving:retire``, a protected resource
+deleted or replaced, or a provider change
 (render mode switched on a stack with state, server-side apply off: :mod:`tools.provider_change`);
 2 bad input, one line naming the line of the input and the reason: anything but exactly what
 ``pulumi preview --json`` writes (one document, or one engine event a line), a document missing
@@ -88,6 +95,8 @@ class State:
     type: str
     inputs: dict[str, Any]
     provider: str = ""
+    #: The state's ``protect`` flag: the engine refuses to delete or replace the resource.
+    protect: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,7 +135,7 @@ def _state(raw: Any) -> State | None:
         return None
     inputs = raw.get("inputs")
     return State(str(raw["urn"]), str(raw.get("type", "")), inputs if isinstance(inputs, dict) else {},
-                 str(raw.get("provider") or ""))
+                 str(raw.get("provider") or ""), raw.get("protect") is True)
 
 
 #: The keys of the engine's summary event (sdk/go/common/apitype events.go ``SummaryEvent``, and the
@@ -387,7 +396,8 @@ def costs(steps: Iterable[Step]) -> list[tuple[str, str, transition_cost.ObjectC
         paths = [c.path for c in render.field_changes(old, new)] if old is not None and new is not None else []
         obj = new if new is not None else old
         assert obj is not None
-        out.append((render.title(obj), action, transition_cost.object_cost(action, old, new, paths)))
+        protected = s.old.protect if s.old is not None and _is_object(s.old) else None
+        out.append((render.title(obj), action, transition_cost.object_cost(action, old, new, paths, protected)))
     return out
 
 
@@ -406,6 +416,54 @@ def unintended_deletions(steps: Iterable[Step], config: dict[str, Any]) -> list[
     plan's ``llm-serving:retire``."""
     deleted = [s.old.inputs for s in steps if s.op == "delete" and s.old is not None and _is_object(s.old)]
     return transition_cost.unintended_deletions(deleted, transition_cost.retired(summary.config_value(config, "llm-serving:retire")))
+
+
+def protected_steps(steps: Iterable[Step], config: dict[str, Any]) -> list[str]:
+    """One message per ``delete`` or ``replace`` step of a resource whose state is protected: the
+    engine refuses it, so ``pulumi up`` would stop there. A delete gets the way through in order
+    (:func:`core.transition_cost.protected_deletion`: ``llm-serving:retire``, then the state command
+    with this URN); a replacement, the field to keep (or the same state command, deliberately)."""
+    retire = transition_cost.retired(summary.config_value(config, "llm-serving:retire"))
+    out: list[str] = []
+    for s in steps:
+        if s.op not in ("delete", "replace") or s.old is None or not s.old.protect or not _is_object(s.old):
+            continue
+        if s.op == "delete":
+            out.append(transition_cost.protected_deletion(s.old.inputs, s.old.urn, retire))
+        else:
+            out.append(Finding(
+                render.title(s.old.inputs),
+                "the plan replaces it (a field that forces a replacement changed), and the engine refuses to replace "
+                "a resource its state marks protected, so pulumi up stops there",
+                "put back the field the diff marks [forces replacement] (for a Service: its name, namespace and "
+                "clusterIP); to replace it deliberately, first `" + transition_cost.unprotect_command(s.old.urn) + "`",
+                transition_cost.PROTECT_SOURCE).render())
+    return out
+
+
+def outages(steps: Iterable[Step]) -> list[str]:
+    """:func:`core.transition_cost.outages` of the plan: its old inputs against its new ones."""
+    old: dict[str, dict] = {}
+    new: dict[str, dict] = {}
+    for s in steps:
+        if s.op in ("create-replacement", "delete-replaced"):
+            continue
+        if _is_object(s.old) and s.old is not None:
+            old[_path(s.old.inputs)] = s.old.inputs
+        elif s.op == "same" and _is_object(s.new) and s.new is not None:
+            old[_path(s.new.inputs)] = s.new.inputs
+        if s.op in KEEPS and _is_object(s.new) and s.new is not None:
+            new[_path(s.new.inputs)] = s.new.inputs
+    return transition_cost.outages(old, new)
+
+
+def verdict(refused: list[str], outage_lines: list[str]) -> str:
+    """The last line: the command's verdict (REFUSED with exit 1, else PASS) and what it found."""
+    n = len(refused)
+    if refused:
+        return f"REFUSED: the plan cannot run as it stands ({n} reason{'s' if n != 1 else ''}, the REFUSED lines above)"
+    extra = f"; {len(outage_lines)} outage(s), the OUTAGE lines above" if outage_lines else ""
+    return f"PASS: the plan fits every node at its peak and nothing in it is refused{extra}"
 
 
 def _stdin() -> str:
@@ -438,9 +496,14 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     counted = count(steps, inventory)
     stdout.write("\n".join(map(cli.one_line, render_costs(costs(steps)))) + "\n\n")
     stdout.write("\n".join(map(cli.one_line, counted.peak.render())) + "\n")
-    refused = counted.refusals() + deleted + unintended_deletions(steps, config) + provider_change.refusals(steps)
+    outage_lines = outages(steps)
+    for line in outage_lines:
+        stdout.write(cli.one_line(line) + "\n")
+    refused = (counted.refusals() + deleted + unintended_deletions(steps, config) + protected_steps(steps, config)
+               + provider_change.refusals(steps))
     for reason in refused:  # each on its line: a name in the plan cannot forge another (ANSI, a newline)
         stdout.write(f"REFUSED: {cli.one_line(reason)}\n")
+    stdout.write(cli.one_line(verdict(refused, outage_lines)) + "\n")
     return EXIT_REFUSED if refused else EXIT_OK
 
 

@@ -45,6 +45,7 @@ printed, and nothing is written when the program crashed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
@@ -64,8 +65,10 @@ from tools.offline.report import FORMATS
 # The mock runtime (pulumi), the summary (the stack-file models) and the rendering load on first
 # use, after the pack process is spawned, so its start-up overlaps ours.
 if TYPE_CHECKING:
+    from core import transition_cost
     from tools.offline import apischema, mockrun, render, summary, transition
 else:
+    transition_cost = packproc.LazyModule("core.transition_cost")
     apischema = packproc.LazyModule("tools.offline.apischema")
     mockrun = packproc.LazyModule("tools.offline.mockrun")
     render = packproc.LazyModule("tools.offline.render")
@@ -113,19 +116,22 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-policy", action="store_true", help="do not run the policy pack")
     ap.add_argument("--policy-pack-config", type=Path, help="JSON, as `pulumi preview --policy-pack-config`")
     ap.add_argument("--format", choices=FORMATS, default="table", help="format of the policy findings (default: table)")
-    ap.add_argument("--program", type=Path, default=ROOT / "__main__.py", help=argparse.SUPPRESS)
+    ap.add_argument("--pack-dir", type=Path, default=None,
+                    help="the policy pack directory (default: the checkout's policies/, or the installed package's pack)")
+    cli.add_project(ap)
+    ap.add_argument("--program", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--timings", action="store_true", help=argparse.SUPPRESS)
     return ap
 
 
-def _stack_file_and_name(args: argparse.Namespace) -> tuple[Path, str]:
+def _stack_file_and_name(args: argparse.Namespace, project: Path) -> tuple[Path, str]:
     if args.stack_file is not None:
         # Pulumi.<stack>.yaml names its stack; another file is named by its stem, so
         # tests/stacks/after-001.yaml previews as stack after-001 into out/after-001/ and
         # never overwrites out/prod/.
         return args.stack_file, analyze.stack_name_of(args.stack_file, default=args.stack_file.stem)
     stack = "prod" if args.stack is None else args.stack
-    return ROOT / f"Pulumi.{stack}.yaml", stack
+    return project / f"Pulumi.{stack}.yaml", stack
 
 
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr,
@@ -141,14 +147,20 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
         given = "--format " + args.format if args.format != "table" else "--policy-pack-config"
         ap.error(f"{given} is about the policy findings, and --no-policy runs no policy (the report would be "
                  f"empty); fix: drop one of them")
-    with cli.collector_off():  # a short-lived process: collections over the program's heap only cost time
-        code = _preview(args, cast(TextIO, _Reader(stdout)), cast(TextIO, _Reader(stderr)))
-        if exit_process:
-            _exit(code)
-        return code
+    with contextlib.ExitStack() as scope:
+        try:
+            project = scope.enter_context(cli.project(args.project))
+        except ValueError as err:  # not a project directory
+            code = cli.fail("preview", err, stderr)
+        else:
+            with cli.collector_off():  # a short-lived process: collections over the program's heap only cost time
+                code = _preview(args, project, cast(TextIO, _Reader(stdout)), cast(TextIO, _Reader(stderr)))
+    if exit_process:
+        _exit(code)
+    return code
 
 
-def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def _preview(args: argparse.Namespace, project: Path, stdout: TextIO, stderr: TextIO) -> int:
     """The steps of the module docstring, with the collector off (:func:`main`)."""
     clock = _Clock(stderr if args.timings else None)
     pack: analyze.PackProcess | None = None
@@ -156,24 +168,25 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     staged: Path | None = None
     release: Callable[[], None] | None = None
     try:
-        if not Path(args.program).is_file():  # the console script of a plain `pip install .`: no project here
-            raise InputError(f"the program {_display(Path(args.program))} is not there: the preview runs the project's "
-                             "program from its checkout; fix: run it in the checkout (python3 dev.py preview), or "
-                             "install the checkout editable (pip install -e <checkout>)")
-        stack_file, stack = _stack_file_and_name(args)
+        program = Path(args.program) if args.program else project / "__main__.py"
+        if not program.is_file():  # a directory that is no project (the console script outside a checkout)
+            raise InputError(f"the program {_display(program)} is not there: the preview runs the project's "
+                             "program (__main__.py) from its project directory; fix: run it in the project directory, or "
+                             "pass --project DIR")
+        stack_file, stack = _stack_file_and_name(args, project)
         config = load_stack_file(stack_file)
         ppc = analyze.load_policy_pack_config(args.policy_pack_config) if args.policy_pack_config else None
         clock.lap("read the stack file")
         if not args.no_policy:
-            pack = analyze.start_pack(pack_config(config), stack=stack)
+            pack = analyze.start_pack(pack_config(config), stack=stack, pack_dir=args.pack_dir or analyze.PACK_DIR)
             clock.lap("start the policy pack")
-        out_dir = args.out or ROOT / "out" / stack
+        out_dir = args.out or project / "out" / stack
         render.check_out_dir(out_dir)  # before any work: a --out that cannot be written is exit 2
         release = render.lock_out_dir(out_dir)  # a second preview into it is refused meanwhile
         if pack is not None:
             stream = pack.stream(ppc)
         try:
-            run = mockrun.run_program(config, program=args.program, stack=stack,
+            run = mockrun.run_program(config, program=program, stack=stack,
                                       on_register=stream.put if stream is not None else None)
         except mockrun.ProgramError:
             raise
@@ -204,10 +217,14 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         refused: list[str] = []
         if diff is not None and base is not None:
             side.write("\n" + diff.render())
-            refused = _transition(base, objects, diff, run, config, side)
+            refused, notes = _transition(base, objects, diff, run, config, stack, side)
+        else:
+            notes = []
         clock.lap("summary")
         if pack is None:
             render.commit_tree(staged, out_dir)
+            if refused or notes:
+                side.write(verdict_line(refused, notes, None) + "\n")
             return EXIT_MANDATORY if refused else EXIT_OK
         report = verdicts.result()
         report = dataclasses.replace(report, findings=analyze.located(report.findings,
@@ -219,6 +236,8 @@ def _preview(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(report.render(args.format))
         if args.format != "table":
             stderr.write(report.headline() + "\n")
+        if refused or notes:  # the last line states the command's verdict, not only the pack's
+            side.write(verdict_line(refused, notes, report.headline()) + "\n")
         return max(report.exit_code(), EXIT_MANDATORY if refused else EXIT_OK)
     except (KeyboardInterrupt, cli.Terminated):
         raise  # first: the clauses below load modules on first use, which an interrupt must not start
@@ -316,20 +335,44 @@ def _render(run: mockrun.ProgramRun) -> tuple[dict[str, str], dict[str, dict]]:
     return files, {render.render_path(o): o for o in objs}
 
 
+def verdict_line(refused: list[str], notes: list[str], headline: str | None) -> str:
+    """The last line of a ``--base`` preview that refuses its plan or has OUTAGE / BEFORE THE
+    DEPLOY lines (``notes``): the command's verdict first (REFUSED when ``refused``, else PASS),
+    what it found, then the pack's ``headline`` (:meth:`tools.offline.report.Report.headline`;
+    None with ``--no-policy``). An exit 1 never ends with the pack's PASS."""
+    policies = "the policy pack did not run (--no-policy)" if headline is None else "policies: " + headline
+    fail = headline is not None and not headline.startswith("PASS")
+    found = [f"{n} {what}{'s' if n != 1 else ''}" for n, what in (
+        (len(refused), "reason to refuse"),
+        (sum(1 for n in notes if n.startswith("OUTAGE")), "outage"),
+        (sum(1 for n in notes if n.startswith("BEFORE")), "step before the deploy")) if n]
+    verdict = "REFUSED" if refused or fail else "PASS"
+    if verdict == "REFUSED":
+        policies = policies.replace("policies: PASS: ", "policies: ")
+    return f"{verdict}: the update as planned: {', '.join(found)} (the lines above); {policies}"
+
+
 def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.TreeDiff, run: mockrun.ProgramRun,
-                config: dict, out: TextIO) -> list[str]:
-    """Print the cards per node at the update's peak (:mod:`tools.offline.transition`) and the reasons to
-    refuse the plan; returns those reasons ([] when the plan is safe, or the stack has no inventory)."""
+                config: dict, stack: str, out: TextIO) -> tuple[list[str], list[str]]:
+    """Print the cards per node at the update's peak (:mod:`tools.offline.transition`), what the
+    update leaves without a server (:func:`core.transition_cost.outages`), the way through for each
+    protected object it deletes, and the reasons to refuse the plan; returns those reasons ([] when
+    the plan is safe, or the stack has no inventory)."""
+    retire = transition.retire_of(config)
+    notes = transition_cost.outages(base, objects) + [
+        "BEFORE THE DEPLOY: " + transition_cost.protected_deletion(obj, transition_cost.object_urn(obj, stack), retire)
+        for obj in transition.protected_removals(base, diff)]
     inventory = summary.inventory_of(config)
-    if inventory is None:
-        return []
-    peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
-    refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources),
-                                  transition.retire_of(config))
-    out.write("\n" + "\n".join(map(cli.one_line, peak.render())) + "\n")
-    for reason in refused:  # one line each: a name of the --base tree cannot forge another
-        out.write(f"REFUSED: {cli.one_line(reason)}\n")
-    return refused
+    refused: list[str] = []
+    if inventory is not None:
+        peak = transition.peak(base, objects, diff, inventory, transition.delete_first_paths(run.resources))
+        refused = transition.refusals(base, objects, diff, peak, transition.protected_paths(run.resources), retire, stack)
+        out.write("\n" + "\n".join(map(cli.one_line, peak.render())) + "\n")
+    for line in notes:
+        out.write(cli.one_line(line) + "\n")
+    for reason in refused:
+        out.write(f"REFUSED: {cli.one_line(reason)}\n")  # one line each: a name of the --base tree cannot forge another
+    return refused, notes
 
 
 def _display(path: Path) -> str:

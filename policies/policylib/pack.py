@@ -12,7 +12,21 @@ from types import ModuleType
 from pulumi_policy import EnforcementLevel, Policy, PolicyPack
 
 PACK_NAME = "llm-serving-policies"
-POLICIES_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
+
+
+def _pack_dir() -> str:
+    """The pack's folder: the one above ``policylib`` when it holds ``PulumiPolicy.yaml`` (the
+    checkout's ``policies/``, a published pack); else the working directory when it does (an
+    installed package: ``policylib`` is in site-packages, and the pack runs in its own folder, as
+    the CLI and ``tools.analyze`` start it); else the one above ``policylib``."""
+    beside = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
+    if os.path.isfile(os.path.join(beside, "PulumiPolicy.yaml")):  # noqa: PTH113, PTH118
+        return beside
+    here = os.getcwd()  # noqa: PTH109
+    return here if os.path.isfile(os.path.join(here, "PulumiPolicy.yaml")) else beside  # noqa: PTH113, PTH118
+
+
+POLICIES_DIR = _pack_dir()
 
 
 def policy_modules() -> list[str]:

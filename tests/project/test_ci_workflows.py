@@ -104,14 +104,61 @@ def test_the_github_workflows_are_the_gitea_ones():
         assert theirs.read_text() == github_copy(ours.read_text()), ours.name
 
 
+#: The GitHub copy's one addition: the policy findings uploaded to code scanning (Gitea has no
+#: code scanning; there the SARIF is kept in the job's artifact).
+SARIF_STEP = (
+    "      - name: Upload the policy findings (SARIF) to code scanning\n"
+    "        if: always() && hashFiles('out/policy/prod.sarif') != ''\n"
+    "        timeout-minutes: 5\n"
+    "        uses: github/codeql-action/upload-sarif@v3\n"
+    "        with:\n"
+    "          sarif_file: out/policy/prod.sarif\n"
+    "          category: llm-serving-policies\n")
+FAIL_STEP = "      - name: Fail on a mandatory violation, a refused plan or bad input\n"
+
+
+#: The artifact action: v3 on Gitea (the official v4 refuses a server that is not github.com),
+#: v4 on GitHub (which retired v3 in January 2025).
+GITEA_ARTIFACT = (
+    "        # Gitea serves upload-artifact v4's protocol since 1.23 (go-gitea/gitea pull 28965), but the\n"
+    "        # official v4 action refuses any server not github.com as GHES (GHESNotSupportedError, seen on\n"
+    "        # Gitea 1.22 to 1.25); v3 speaks the protocol Gitea has always served.\n"
+    "        uses: actions/upload-artifact@v3\n")
+GITHUB_ARTIFACT = (
+    "        # GitHub retired upload-artifact v3 (January 2025).\n"
+    "        uses: actions/upload-artifact@v4\n")
+
+
 def github_copy(gitea: str) -> str:
-    """The GitHub text of a Gitea workflow: the same but for the artifact action, whose v3 GitHub
-    retired (January 2025) while Gitea Actions supports only v3."""
-    return gitea.replace(
-        "        # Gitea Actions supports upload-artifact v3 (v4 needs the GitHub artifact service).\n"
-        "        uses: actions/upload-artifact@v3\n",
-        "        # GitHub retired upload-artifact v3 (January 2025); Gitea Actions supports v3 only.\n"
-        "        uses: actions/upload-artifact@v4\n")
+    """The GitHub text of a Gitea workflow: the same but for the artifact action's version, plus
+    the SARIF upload to code scanning before the review job's last step."""
+    return gitea.replace(GITEA_ARTIFACT, GITHUB_ARTIFACT).replace(FAIL_STEP, SARIF_STEP + FAIL_STEP)
+
+
+def test_the_sarif_goes_to_code_scanning_on_github_and_into_the_artifact_on_gitea():
+    gitea, github = load("pull-request.yaml"), yaml.safe_load((ROOT / ".github" / "workflows" / "pull-request.yaml").read_text())
+    [artifact] = [s for s in gitea["jobs"]["review"]["steps"] if _uses(s) == "actions/upload-artifact"]
+    assert "out/policy" in artifact["with"]["path"].split() and artifact["if"] == "always()"
+    [sarif] = [s for s in github["jobs"]["review"]["steps"] if _uses(s) == "github/codeql-action/upload-sarif"]
+    assert sarif["with"]["sarif_file"] == "out/policy/prod.sarif"
+    assert github["jobs"]["review"]["permissions"]["security-events"] == "write"
+    assert not [s for s in gitea["jobs"]["review"]["steps"] if _uses(s) == "github/codeql-action/upload-sarif"]
+    # The analyze step writes that SARIF file.
+    assert any("--also sarif=out/policy/prod.sarif" in s.get("run", "") for s in gitea["jobs"]["review"]["steps"])
+
+
+def test_the_review_posts_one_comment_and_its_outputs_hold_only_the_review():
+    """The comment is updated in place (review-comment --post, not a bare POST), and .venv is made in
+    a step of its own before any step that captures a command's output into out/review/."""
+    steps = load("pull-request.yaml")["jobs"]["review"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    assert not any("curl" in r for r in runs)
+    [post] = [s for s in steps if s.get("name") == "Post the comment on the pull request"]
+    assert post["run"] == 'python3 dev.py review-comment out/review --post "$API"' and "TOKEN" in post["env"]
+    venv_at = runs.index("python3 dev.py venv")
+    assert venv_at < min(i for i, r in enumerate(runs) if "out/review/" in r)
+    # Every step of the review job has its own bound (act ignores the job's).
+    assert all("timeout-minutes" in s for s in steps if "run" in s or _uses(s) == "actions/upload-artifact")
 
 
 def _uses(step: dict) -> str:

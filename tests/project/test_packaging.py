@@ -102,7 +102,7 @@ def test_dev_py_help_and_a_mistyped_command():
     assert bad.returncode == 2
     assert bad.stderr.splitlines() == [
         "dev.py: unknown command 'tset'; the commands are: preview, analyze, plan, adopt-diff, rollout, policies, "
-        "catalog, review-comment, deploy-guard, toolchain, cluster, bench, docs, contract, test, lint, lock, pin (python3 dev.py --help)"]
+        "catalog, review-comment, deploy-guard, toolchain, cluster, bench, docs, contract, test, lint, lock, venv, pin (python3 dev.py --help)"]
 
 
 def test_dev_py_compiles_the_project_bytecode_but_no_venv(tmp_path, monkeypatch):
@@ -197,6 +197,10 @@ def test_the_wheel_holds_the_package_and_the_console_script(tmp_path):
     assert {"core/data/models.yaml", "core/data/cards.yaml", "core/data/models.schema.json", "tools/offline/render.py",
             "policylib/pack.py"} <= set(names)
     assert "llm-serving = tools.main:run" in entry_points
+    # The policy pack rides along as data (pyproject.toml's data-files): an installed command judges with it.
+    pack = "llm_serving-0.1.0.data/data/share/llm-serving/policies/"
+    assert {n[len(pack):] for n in names if n.startswith(pack)} == (
+        {"PulumiPolicy.yaml"} | {p.name for p in (ROOT / "policies").glob("*.py")})
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     for verb in cli_main.VERBS:
         run = subprocess.run([sys.executable, "-c", "import sys, tools.main as m; assert '/site/' in m.__file__, m.__file__; m.run()",

@@ -10,11 +10,12 @@ passphrase); the ``uses:`` actions are replaced by what they install: the checko
 holds the plugin, so ``pulumi plugin install`` finds it installed), ``upload-artifact`` a check
 that its paths exist. A step's ``if:`` is ``always()`` or ``env.X != ''``; a failed step stops its
 job as on a runner (later ``always()`` steps still run). The forge's API is a local HTTP server
-that records the comment. The ``test`` jobs are the test suite itself and are not run here.
+that keeps the comments (tests/tools/test_review_comment_and_deploy_guard.py ``Forge``). The ``test`` jobs are the test suite itself and are not run here.
 
 - pull-request ``review``: one comment, with the offline diff against main (40960), the update's
   cards per node, the capacity table, the verdicts, and the real ``pulumi preview --refresh`` and
-  its plan, each PASS; the job passes.
+  its plan, each PASS; the job passes. A second push runs it again: the PR still holds one review
+  comment, updated in place with the second push's diff.
 - deploy ``up`` on the merge: refused by the guard (a first adoption nobody reviewed), nothing
   applied; started again with ``adopt_commit`` = the merged commit: the plan re-checked, ``pulumi
   up`` applied, every Deployment rolled out.
@@ -22,13 +23,10 @@ that records the comment. The ``test`` jobs are the test suite itself and are no
 
 from __future__ import annotations
 
-import http.server
-import json
 import os
 import re
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ import yaml
 from testbed import toolchain
 from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import PASSPHRASE, ROOT, kubectl_json
+from tests.tools.test_review_comment_and_deploy_guard import Forge
 
 pytestmark = pytest.mark.real
 
@@ -51,28 +50,12 @@ def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
-class _Comments(http.server.BaseHTTPRequestHandler):
-    posted: list[tuple[str, str, dict]] = []
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.posted.append((self.path, self.headers.get("Authorization", ""), body))
-        self.send_response(201)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(b"{}")
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
-def forge() -> Iterator[str]:
-    server = http.server.HTTPServer(("127.0.0.1", 0), _Comments)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/api/v1"
-    server.shutdown()
+def forge() -> Iterator[Forge]:
+    """The forge's comments API (Gitea's paths), on loopback: tests/tools/test_review_comment_and_deploy_guard.py."""
+    server = Forge(gitea=True, comments=["a reviewer's comment"], repo="riotpiao/llm-serving", number=7, token="job-token")
+    yield server
+    server.server.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +160,7 @@ def run_job(workflow: str, job: str, work: Path, context: dict[str, str], logs: 
     return ran
 
 
-def _context(repo: dict[str, Any], forge: str, cluster: Path, backend: Path, sha: str) -> dict[str, str]:
+def _context(repo: dict[str, Any], forge: Forge, cluster: Path, backend: Path, sha: str) -> dict[str, str]:
     return {
         "secrets.KUBECONFIG_DATA": cluster.read_text(),
         "secrets.PULUMI_BACKEND_URL": f"file://{backend}",
@@ -185,7 +168,7 @@ def _context(repo: dict[str, Any], forge: str, cluster: Path, backend: Path, sha
         "secrets.PULUMI_ACCESS_TOKEN": "",
         "secrets.PR_COMMENT_TOKEN": "",
         "github.token": "job-token",
-        "github.api_url": forge,
+        "github.api_url": forge.api,
         "github.repository": "riotpiao/llm-serving",
         "github.event.pull_request.number": "7",
         "github.base_ref": "main",
@@ -203,15 +186,31 @@ def test_the_workflows_jobs_run_step_by_step(cluster, repo, forge, tmp_path):
     log_text = "".join(p.read_text() for p in sorted(logs.glob("*.log")))
     assert [code for _, code in ran] == [0] * len(ran), (ran, log_text[-6000:])
     assert len(ran) == len(yaml.safe_load((work / ".gitea/workflows/pull-request.yaml").read_text())["jobs"]["review"]["steps"])
-    [(path, auth, body)] = _Comments.posted
-    assert path == "/api/v1/repos/riotpiao/llm-serving/issues/7/comments" and auth == "token job-token"
-    text = body["body"]
+    [ours] = forge.ours()
+    assert ("POST", "/api/v1/repos/riotpiao/llm-serving/issues/7/comments") in forge.calls
+    text = ours["body"]
     for heading in ("Offline preview against main: diff, restarts, update peak, capacity: PASS", "Policy verdicts: PASS",
                     "Real `pulumi preview --refresh` against the cluster: PASS",
                     "The real plan read back (`python3 dev.py plan`): PASS"):
         assert f"### {heading}" in text, text[:3000]
     assert "65536" in text and "40960" in text  # the field diff against main's rendering
     assert "cards per node" in text and "model servers (per card" in text
+    assert text.rstrip().endswith("**Verdict: PASS**: every section above passed; the check passes.")
+    assert "dev.py: installing" not in text  # .venv is made in its own step, never in a captured output
+
+    # A second push to the pull request: the same comment, updated in place with the second push's diff.
+    stack = work / "Pulumi.prod.yaml"
+    stack.write_text(stack.read_text().replace("      max_model_len: 40960\n", "      max_model_len: 32768\n", 1))
+    _git(work, "commit", "-qam", "reasoning: max_model_len 32768")
+    _git(work, "worktree", "remove", "--force", "../base")  # a runner starts each job in a fresh workspace
+    logs = tmp_path / "review-2"
+    logs.mkdir()
+    ran = run_job("pull-request.yaml", "review", work, _context(repo, forge, cluster, backend, _git(work, "rev-parse", "HEAD")), logs)
+    assert [code for _, code in ran] == [0] * len(ran), ran
+    [again] = forge.ours()
+    assert again is ours and "32768" in again["body"] and "32768" not in text  # text: the first push's body
+    assert [m for m, _ in forge.calls].count("POST") == 1 and [m for m, _ in forge.calls].count("PATCH") == 1
+    assert "a reviewer's comment" in [c["body"] for c in forge.comments]
 
     # The merge: the first deploy is an adoption nobody reviewed: refused, nothing applied.
     _git(work, "checkout", "-q", "main")

@@ -59,7 +59,7 @@ def test_collector_off_pauses_the_collector_and_restores_its_state():
 
 def test_analyze_runs_with_the_collector_off_and_restores_it(monkeypatch):
     seen = []
-    monkeypatch.setattr(analyze, "_main", lambda argv: seen.append(gc.isenabled()) or 0)
+    monkeypatch.setattr(analyze, "_main", lambda args, project: seen.append(gc.isenabled()) or 0)
     assert analyze.main(["--manifests", "m", "--inventory", "i.yaml"]) == 0  # _main is stubbed: nothing is read
     assert seen == [False] and gc.isenabled()
 

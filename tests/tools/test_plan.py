@@ -341,3 +341,81 @@ def test_a_resource_name_cannot_forge_a_refusal_line(tmp_path):
     assert "\\x1b[2K\\rREFUSED: nothing\\nREFUSED: forged" in out, out  # the name, escaped
     assert "\x1b" not in out and "\nREFUSED: forged" not in out, out
     assert not [ln for ln in out.splitlines() if ln.startswith("REFUSED: nothing")]
+
+
+def _protected_delete_plan(tmp_path: Path, protect: bool, retire: bool) -> Path:
+    """A ``pulumi preview --json`` document of prod with the clef-serve Service gone from the
+    program: every other object ``same``, the Service's ``delete`` step with its state's protect
+    flag (the CLI's document form: ``oldState.protect``; config values as JSON text)."""
+    from tests.paths import PROD_STACK_FILE
+    from tools.offline.manifests import load_stack_file
+
+    config = load_stack_file(PROD_STACK_FILE)
+    if retire:
+        config["llm-serving:retire"] = {"services": ["clef-serve"]}
+    objects = render_manifests(load_stack_config(load_stack_file(PROD_STACK_FILE)))
+    steps = []
+    for obj in objects:
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        group = obj["apiVersion"] if "/" in obj["apiVersion"] else "core/" + obj["apiVersion"]
+        state = {"urn": f"urn:pulumi:prod::llm-serving::x${name}", "type": f"kubernetes:{group}:{kind}", "inputs": obj}
+        if kind == "Service" and name == "clef-serve":
+            state["urn"] = ("urn:pulumi:prod::llm-serving::llm-serving:index:StablePredictorService"
+                            "$kubernetes:core/v1:Service::clef-serve")
+            state["protect"] = protect
+            steps.append({"op": "delete", "urn": state["urn"], "oldState": state})
+        else:
+            steps.append({"op": "same", "urn": state["urn"], "oldState": state, "newState": state})
+    doc = {"config": {k: json.dumps(v) if not isinstance(v, str) else v for k, v in config.items()},
+           "steps": steps, "changeSummary": {"same": len(steps) - 1, "delete": 1}}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_plan_deleting_a_protected_service_is_refused_with_the_way_through_until_unprotected(tmp_path):
+    """The engine refuses a protected delete at pulumi up: the plan says so with the state command
+    for the plan's own URN, after the retire entry; once the state is unprotected it passes, and
+    the Service's clients are named as losing it. The offline diff's way through is the same text."""
+    from core import transition_cost
+
+    urn = "urn:pulumi:prod::llm-serving::llm-serving:index:StablePredictorService$kubernetes:core/v1:Service::clef-serve"
+    code, text = _run(_protected_delete_plan(tmp_path, protect=True, retire=True))
+    assert code == plan.EXIT_REFUSED, text
+    assert ("REFUSED: Service llm-serving/clef-serve: pulumi up refuses to delete it while the stack's state marks it "
+            "protected") in text
+    assert f"2. before the deploy, by someone with the stack's backend: `pulumi state unprotect --stack prod --yes '{urn}'`" in text
+    assert "OUTAGE: Service llm-serving/clef-serve is deleted: clients that lose it: gateway (namespace gateway, port 80)" in text
+    assert text.rstrip("\n").rsplit("\n", 1)[-1].startswith("REFUSED: the plan cannot run as it stands (1 reason")
+    offline = transition_cost.protected_deletion(
+        next(o for o in render_manifests(load_stack_config(_prod())) if o["kind"] == "Service" and o["metadata"]["name"] == "clef-serve"),
+        transition_cost.object_urn({"kind": "Service", "apiVersion": "v1", "metadata": {
+            "name": "clef-serve", "annotations": {"llm-serving.riotpiao.com/component": "StablePredictorService/clef-serve"}}}, "prod"),
+        transition_cost.Retired(services=frozenset({"clef-serve"})))
+    assert f"REFUSED: {offline}" in text
+
+    assert "v1 Service llm-serving/clef-serve (remove, PROTECTED)" in text
+    code, text = _run(_protected_delete_plan(tmp_path, protect=False, retire=True))
+    assert code == plan.EXIT_OK, text
+    # The state says unprotected: the diff says so too (the component's annotation is not the state).
+    assert "v1 Service llm-serving/clef-serve (remove)\n" in text and "PROTECTED" not in text
+    assert "REFUSED" not in text and "OUTAGE: Service llm-serving/clef-serve is deleted" in text
+    assert text.rstrip("\n").rsplit("\n", 1)[-1] == ("PASS: the plan fits every node at its peak and nothing in it is "
+                                                     "refused; 1 outage(s), the OUTAGE lines above")
+
+    code, text = _run(_protected_delete_plan(tmp_path, protect=False, retire=False))
+    assert code == plan.EXIT_REFUSED and "llm-serving:retire: {services: [clef-serve]}" in text
+
+
+def _prod() -> dict:
+    from tests.paths import PROD_STACK_FILE
+    from tools.offline.manifests import load_stack_file
+
+    return load_stack_file(PROD_STACK_FILE)
+
+
+def test_every_plan_ends_with_its_verdict():
+    for fixture, verdict in (("rename-plain.jsonl", "REFUSED: "), ("rename-former.jsonl", "PASS: ")):
+        code, text = _run(PLANS / fixture)
+        assert text.rstrip("\n").rsplit("\n", 1)[-1].startswith(verdict), (fixture, text)
+        assert code == (plan.EXIT_REFUSED if verdict == "REFUSED: " else plan.EXIT_OK)

@@ -257,9 +257,9 @@ def test_a_stack_file_is_previewed_under_its_own_name_never_over_out_prod():
     from tools.preview import _parser, _stack_file_and_name
 
     args = _parser().parse_args(["--stack-file", "tests/stacks/after-001.yaml"])
-    assert _stack_file_and_name(args) == (_P("tests/stacks/after-001.yaml"), "after-001")
+    assert _stack_file_and_name(args, ROOT) == (_P("tests/stacks/after-001.yaml"), "after-001")
     args = _parser().parse_args(["--stack-file", "tests/fixtures/prod/Pulumi.prod.yaml"])
-    assert _stack_file_and_name(args)[1] == "prod"
+    assert _stack_file_and_name(args, ROOT)[1] == "prod"
 
 
 def test_a_misspelt_config_namespace_exits_2_and_writes_nothing(tmp_path):

@@ -119,15 +119,23 @@ def retire_of(config: Mapping[str, Any]) -> transition_cost.Retired:
 
 
 def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.TreeDiff, pk: Peak,
-             protected: set[str], retire: transition_cost.Retired | None = None) -> list[str]:
+             protected: set[str], retire: transition_cost.Retired | None = None, stack: str = "prod") -> list[str]:
     """The reasons to refuse the plan, one message each: a node over its cards at the peak
     (with the renames that would avoid it), a replacement of a protected Service, and a workload
     or Service deleted without ``retire`` (the stack file's ``llm-serving:retire``) naming it
     (:func:`core.transition_cost.unintended_deletions`, as :mod:`tools.plan` on the real plan)."""
     added = {o.new_path: new[o.new_path] for o in diff.objects if o.action == "add"}
     removed = [old[o.old_path] for o in diff.objects if o.action == "remove"]
-    return (over_capacity(pk, added) + protected_replacements(old, new, diff, protected)
+    return (over_capacity(pk, added) + protected_replacements(old, new, diff, protected, stack)
             + transition_cost.unintended_deletions(removed, retire or transition_cost.Retired()))
+
+
+def protected_removals(old: Mapping[str, dict], diff: render.TreeDiff) -> list[dict]:
+    """The old objects the update deletes that a protected component made
+    (:func:`core.transition_cost.protected_component`): the engine refuses each delete until the
+    state command clears its flag."""
+    return [old[o.old_path] for o in diff.objects
+            if o.action == "remove" and transition_cost.protected_component(old[o.old_path])]
 
 
 def over_capacity(pk: Peak, added: Mapping[str, dict]) -> list[str]:
@@ -154,20 +162,23 @@ def over_capacity(pk: Peak, added: Mapping[str, dict]) -> list[str]:
 
 
 def protected_replacements(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.TreeDiff,
-                           protected: set[str]) -> list[str]:
-    """One message per replacement of a protected object (the real CLI refuses it on its own)."""
+                           protected: set[str], stack: str = "prod") -> list[str]:
+    """One message per replacement of a protected object (the real CLI refuses it on its own),
+    naming the state command that would let it through (``stack``: the URN's)."""
     out: list[str] = []
     for o in diff.replacements:
         if o.new_path in protected or o.old_path in protected:
             obj = new.get(o.new_path) or old[o.old_path]
+            unprotect = transition_cost.unprotect_command(transition_cost.object_urn(old[o.old_path], stack))
             finding = Finding(
                 o.title,
                 f"the update replaces this protected object ({'; '.join(o.replace_reasons)}); pulumi up refuses "
                 "to replace a protected resource, and a delete would drop the ClusterIP its clients cached",
                 "keep metadata.name, metadata.namespace and spec.clusterIP as they are (point clients elsewhere by "
-                "changing the selector), or unprotect it deliberately first",
+                f"changing the selector), or unprotect it deliberately first: `{unprotect}`",
                 "coder-service.yaml (\"Do not delete and recreate this Service\"); pulumi-kubernetes forceNew table",
-                stack_fix="keep the Service's key {key} and change its selects: instead",
+                stack_fix="keep the Service's key {key} and change its selects: instead; or unprotect it deliberately "
+                          f"first: `{unprotect}`",
             )
             out.append(terms.message(_annotations(obj), finding))
     return out

@@ -158,12 +158,20 @@ def as_tree(*objects: dict) -> dict[str, dict]:
     return {render.render_path(o): copy.deepcopy(o) for o in objects}
 
 
-def test_a_changed_replica_count_is_an_in_place_change():
+def test_a_replica_count_to_zero_is_an_in_place_change_that_stops_the_server():
     d = render.diff_trees(as_tree(deployment(replicas=1), service()), as_tree(deployment(replicas=0), service()))
     assert [(o.action, o.title) for o in d.objects] == [("update", "apps/v1 Deployment llm-serving/candle-vllm")]
     assert [(c.path, c.old, c.new, c.replace_reason) for c in d.objects[0].changes] == [("spec.replicas", 1, 0, "")]
-    assert "~  apps/v1 Deployment llm-serving/candle-vllm (update in place)\n      spec.replicas: 1 -> 0" in d.render()
-    assert "REPLACE" not in d.render()
+    # In place (no replacement), but the server stops: never "update in place", never "no restarts".
+    assert "~  apps/v1 Deployment llm-serving/candle-vllm (update, STOPS candle-vllm)\n      spec.replicas: 1 -> 0" in d.render()
+    assert "update cost: 1 model server(s) stop: candle-vllm stops (until scaled up again)" in d.render()
+    assert "REPLACE" not in d.render() and "no model server restarts" not in d.render()
+
+
+def test_a_replica_count_up_is_an_in_place_change():
+    d = render.diff_trees(as_tree(deployment(replicas=1), service()), as_tree(deployment(replicas=2), service()))
+    assert "~  apps/v1 Deployment llm-serving/candle-vllm (update in place)\n      spec.replicas: 1 -> 2" in d.render()
+    assert "update cost: no model server restarts" in d.render()
 
 
 def test_a_changed_service_cluster_ip_is_a_replacement():

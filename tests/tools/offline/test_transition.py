@@ -120,7 +120,9 @@ def test_replacing_a_protected_service_is_refused_with_the_reason(prod_base, tmp
     assert "metadata.namespace changes: the provider deletes Service llm-serving/coder-predictor" in line
     assert "pulumi up refuses to replace a protected resource" in line
     # The fix in stack-file terms: the object came from the stack file.
-    assert "Fix: keep the Service's key llm-serving:services.coder-predictor and change its selects: instead." in line
+    urn = "urn:pulumi:moved::llm-serving::llm-serving:index:StablePredictorService$kubernetes:core/v1:Service::coder-predictor"
+    assert ("Fix: keep the Service's key llm-serving:services.coder-predictor and change its selects: instead; or unprotect "
+            f"it deliberately first: `pulumi state unprotect --stack moved --yes '{urn}'`.") in line
 
 
 def _prod_tree() -> dict[str, dict]:
