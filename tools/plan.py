@@ -143,12 +143,14 @@ def _state(raw: Any) -> State | None:
 SUMMARY_KEYS = frozenset({"maybeCorrupt", "durationSeconds", "resourceChanges", "PolicyPacks", "isPreview", "result"})
 
 
-def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
+def read_plan(text: str, failed: list[str] | None = None) -> tuple[dict[str, Any], list[Step]]:
     """(the stack's config, the steps in order) of a ``pulumi preview --json`` output, either
     form, exactly as the CLI writes it: one document, or one engine event a line. Raises
     :class:`PlanError` naming the line and the reason for anything else (a document followed by more
     JSON, a cut document, a line that is no event, a failed or corrupt preview's summary, a count
-    that is not a whole number)."""
+    that is not a whole number). ``failed``: a list that takes the error diagnostics of a document
+    whose preview failed (the engine refused steps, as it refuses a protected replacement) and its
+    steps are read as listed; None: such a document raises."""
     if not text.strip():
         raise PlanError(_NO_PLAN)
     try:
@@ -172,7 +174,7 @@ def read_plan(text: str) -> tuple[dict[str, Any], list[Step]]:
         what = "a document without a steps list" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
         raise PlanError(f"line 1: the input is {what}, not a `pulumi preview --json` plan; fix: pass the output of "
                         f"`{PREVIEW}`")
-    return _read_document(doc)
+    return _read_document(doc, failed)
 
 
 _NO_PLAN = ("no plan in the input: expected the output of `pulumi preview --json` (its document, or its event "
@@ -216,14 +218,16 @@ def _check_sames(steps: list[Step], kept: dict[str, int], where: str) -> None:
                         f"steps were left out; fix: run `{PREVIEW}` again and pass its whole output")
 
 
-def _read_document(doc: dict[str, Any]) -> tuple[dict[str, Any], list[Step]]:
+def _read_document(doc: dict[str, Any], errors: list[str] | None = None) -> tuple[dict[str, Any], list[Step]]:
     if "changeSummary" not in doc:
         raise PlanError("the plan document has no changeSummary (a `pulumi preview --json` document always ends with "
                         "one; this one was cut or written by hand), so what it leaves out cannot be checked; fix: "
                         f"run `{PREVIEW}` again and pass its whole output")
     kept = _counts(doc["changeSummary"], "the plan document's changeSummary")
     failed = [d for d in doc.get("diagnostics") or [] if isinstance(d, dict) and d.get("severity") == "error"]
-    if failed:
+    if failed and errors is not None:
+        errors += [" ".join(str(d.get("message", "")).split()) for d in failed]
+    elif failed:
         raise PlanError(f"the preview failed ({len(failed)} error diagnostic(s) in the document), so its steps are not "
                         "the update's; fix: correct what the preview reports and run it again")
     steps = [_step(i, s, "op", "oldState", "newState") for i, s in enumerate(doc["steps"])]
@@ -473,13 +477,24 @@ def _stdin() -> str:
     return text
 
 
+def preview_failed(errors: list[str]) -> list[str]:
+    """The refusal of a preview that failed: ``pulumi up`` stops at the same errors (its steps, read
+    as the engine listed them, are judged beside it); [] when it did not fail."""
+    shown = [e for e in errors if e and e != "error: preview failed"] or errors
+    if not errors:
+        return []
+    return [f"the preview failed with {len(errors)} error diagnostic(s), so pulumi up fails the same way (first: "
+            f"{cli.printable(shown[0])[:300]}); fix: correct what the preview reports, then preview again"]
+
+
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:  # noqa: D103
     ap = cli.parser("python3 dev.py plan", __doc__)
     ap.add_argument("plan", help="the output of `pulumi preview --json` (a file, or - for standard input)")
     args = ap.parse_args(argv)
     try:
         text = _stdin() if args.plan == "-" else read_text(Path(args.plan), "plan")
-        config, steps = read_plan(text)
+        failed: list[str] = []
+        config, steps = read_plan(text, failed)
         inventory = summary.inventory_of(config)
         cluster = config.get("llm-serving:cluster")
         if inventory is None and cluster is not None and (is_secret(cluster) or cluster == HIDDEN or (
@@ -500,7 +515,7 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     for line in outage_lines:
         stdout.write(cli.one_line(line) + "\n")
     refused = (counted.refusals() + deleted + unintended_deletions(steps, config) + protected_steps(steps, config)
-               + provider_change.refusals(steps))
+               + provider_change.refusals(steps) + preview_failed(failed))
     for reason in refused:  # each on its line: a name in the plan cannot forge another (ANSI, a newline)
         stdout.write(f"REFUSED: {cli.one_line(reason)}\n")
     stdout.write(cli.one_line(verdict(refused, outage_lines)) + "\n")

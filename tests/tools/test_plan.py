@@ -354,7 +354,9 @@ def _protected_delete_plan(tmp_path: Path, protect: bool, retire: bool) -> Path:
     if retire:
         config["llm-serving:retire"] = {"services": ["clef-serve"]}
     objects = render_manifests(load_stack_config(load_stack_file(PROD_STACK_FILE)))
-    steps = []
+    root = {"urn": "urn:pulumi:prod::llm-serving::pulumi:pulumi:Stack::llm-serving-prod", "type": "pulumi:pulumi:Stack",
+            "inputs": {}}
+    steps = [{"op": "same", "urn": root["urn"], "oldState": root, "newState": root}]  # every preview plans the stack
     for obj in objects:
         kind, name = obj["kind"], obj["metadata"]["name"]
         group = obj["apiVersion"] if "/" in obj["apiVersion"] else "core/" + obj["apiVersion"]
@@ -419,3 +421,25 @@ def test_every_plan_ends_with_its_verdict():
         code, text = _run(PLANS / fixture)
         assert text.rstrip("\n").rsplit("\n", 1)[-1].startswith(verdict), (fixture, text)
         assert code == (plan.EXIT_REFUSED if verdict == "REFUSED: " else plan.EXIT_OK)
+
+
+def test_a_failed_preview_is_a_refusal_naming_its_error_and_its_steps_are_still_judged(tmp_path):
+    """The CLI writes a failed preview's document whole (the engine refuses to replace a protected
+    object, the real suite's render-mode switch): pulumi up stops at the same error, so the plan
+    is refused (exit 1, not bad input), and the steps it lists are judged beside it."""
+    doc = _document(PLANS / "rename-former.jsonl")
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    assert _run(path)[0] == plan.EXIT_OK  # the same plan, succeeded
+    doc["diagnostics"] = [
+        {"urn": "urn:pulumi:prod::llm-serving::kubernetes:core/v1:Service::clef-serve", "severity": "error",
+         "message": "unable to replace resource \"urn:...clef-serve\"\nas it is currently marked for protection."},
+        {"severity": "error", "message": "error: preview failed"}]
+    path.write_text(json.dumps(doc))
+    code, out = _run(path)
+    assert code == plan.EXIT_REFUSED, out
+    [line] = [ln for ln in out.splitlines() if ln.startswith("REFUSED: the preview failed")]
+    assert "2 error diagnostic(s)" in line and "marked for protection" in line, line
+    assert "cards per node" in out or "worker-1" in out, out  # the steps were counted as well
+    with pytest.raises(plan.PlanError, match="the preview failed"):
+        plan.read_plan(json.dumps(doc))  # a caller that takes no errors is told, never handed partial steps
