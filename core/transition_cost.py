@@ -361,7 +361,7 @@ def outages(old: Mapping[str, Mapping[str, Any]], new: Mapping[str, Mapping[str,
 
 # --- what the engine refuses: protected objects ------------------------------------------------------
 
-PROTECT_SOURCE = ("Pulumi's engine refuses to delete or replace a resource its state marks protected (pulumi v3.260.0: "
+PROTECT_SOURCE = ("Pulumi's engine refuses to delete or replace a resource its state marks protected (the pinned pulumi CLI, pyproject.toml: "
                   "\"... because it is protected. To unprotect the resource, either remove the `protect` flag ... or use "
                   "the command: `pulumi state unprotect`\"); coder-service.yaml")
 

@@ -45,6 +45,7 @@ NEEDS_VERB = {
     "bench": "a benchmark run, minutes (tests/bench/ runs its code on small inputs)",
     "lint": "the lint step CI runs before the tests (.ci/run)",
     "lock": "the network (uv resolves against PyPI; tests/project/test_packaging.py checks the lock)",
+    "contract": "PyPI's vLLM sdists, minutes (tests/real/test_real_engine_contract.py runs `dev.py contract --check`)",
     "docs": "it rewrites docs/ (tests/project/test_docs_generated.py runs the generator and compares)",
 }
 
@@ -71,6 +72,8 @@ def needs(command: str) -> str | None:
         return "the installed package (tests/real/test_real_installed_package.py installs it and runs each verb)"
     if command.startswith(("python3 -m venv", "(cd policies", "cp ")):
         return "a set-up step of the by-hand path (it installs packages or copies a file the run below makes itself)"
+    if words[1:3] == ["-m", "tests.policies.corpus"]:
+        return "the whole public corpus judged, a minute (tests/policies/test_corpus.py checks the counts it prints)"
     if "|" in words:
         return "a list of alternatives, not one command"
     if "--context-namespace" in words:

@@ -116,7 +116,8 @@ def test_the_pull_request_workflow_uploads_the_sarif_analyze_writes(forge):
     written = [part.split("=", 1)[1] for s in review["steps"] for part in s.get("run", "").split()
                if part.startswith("sarif=")]
     uploads = [s for s in review["steps"] if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@")]
-    assert written and [s["with"]["sarif_file"] for s in uploads] == written
+    # GitHub's code scanning takes the SARIF; Gitea has none, so there it is kept in the artifact alone.
+    assert written and [s["with"]["sarif_file"] for s in uploads] == (written if forge == ".github" else [])
     artifact = next(s for s in review["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
     assert all(any(w.startswith(p.strip() + "/") for p in artifact["with"]["path"].split()) for w in written)
 
