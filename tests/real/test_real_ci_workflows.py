@@ -23,6 +23,7 @@ that keeps the comments (tests/tools/test_review_comment_and_deploy_guard.py ``F
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -124,6 +125,8 @@ def run_job(workflow: str, job: str, work: Path, context: dict[str, str], logs: 
         cond = str(step.get("if", "success()"))
         if cond == "always()":
             go = True
+        elif m := re.fullmatch(r"always\(\) && hashFiles\('([^']+)'\) != ''", cond):
+            go = (work / m.group(1)).is_file()  # hashFiles is '' when no file matches
         elif m := re.fullmatch(r"env\.(\w+) != ''", cond):
             go = not failed and bool(env.get(m.group(1)))
         else:
@@ -133,7 +136,10 @@ def run_job(workflow: str, job: str, work: Path, context: dict[str, str], logs: 
             continue
         if "uses" in step:
             action = step["uses"].split("@")[0]
-            assert action in ("actions/checkout", "actions/setup-python", "pulumi/actions", "actions/upload-artifact"), action
+            assert action in ("actions/checkout", "actions/setup-python", "pulumi/actions", "actions/upload-artifact",
+                              "github/codeql-action/upload-sarif"), action
+            if action == "github/codeql-action/upload-sarif":  # code scanning takes one SARIF 2.1.0 log
+                assert json.loads((work / step["with"]["sarif_file"]).read_text())["version"] == "2.1.0"
             if action == "actions/upload-artifact":
                 for path in step["with"]["path"].split():
                     assert (work / path).exists(), path
