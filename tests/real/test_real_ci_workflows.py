@@ -214,7 +214,9 @@ def test_the_workflows_jobs_run_step_by_step(cluster, repo, forge, tmp_path):
     ran = run_job("pull-request.yaml", "review", work, _context(repo, forge, cluster, backend, _git(work, "rev-parse", "HEAD")), logs)
     assert [code for _, code in ran] == [0] * len(ran), ran
     [again] = forge.ours()
-    assert again is ours and "32768" in again["body"] and "32768" not in text  # text: the first push's body
+    # The second push's field diff (32768 alone also stands in the rope override's context line).
+    pushed = '+ "--max-model-len=32768"'
+    assert again is ours and pushed in again["body"] and pushed not in text  # text: the first push's body
     assert [m for m, _ in forge.calls].count("POST") == 1 and [m for m, _ in forge.calls].count("PATCH") == 1
     assert "a reviewer's comment" in [c["body"] for c in forge.comments]
 
