@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core import facts
-from core.manifests import selector_matches, service, type_token, workload
+from core.manifests import service, type_token, workload
 from core.problems import Finding
 from core.stackkeys import PROJECT
 
@@ -305,7 +305,7 @@ def _running_backends(svc_obj: Mapping[str, Any], objects: Iterable[Mapping[str,
     out = []
     for obj in objects:
         view = _view(obj)
-        if view is not None and view.running and view.namespace == svc.namespace and selector_matches(svc.selector, view.pod_labels):
+        if view is not None and view.running and view.namespace == svc.namespace and view.selected_by(svc.selector):
             out.append(view.name)
     return out
 

@@ -39,7 +39,7 @@ def _backends(objs: objects.Objects, stack: manifests.Stack, report_violation: R
             asked = str(b.port) if b.port is not None else str(b.port_name) if b.port_name else "(no port: a Service backend needs one)"
             exposed = [f"{p.port}" + (f" ({p.name})" if p.name else "") for p in svc.ports]
             selected = [w for w in stack.workloads if w.namespace == svc.namespace
-                        and manifests.selector_matches(svc.selector, w.pod_labels)]
+                        and w.selected_by(svc.selector)]
             served = glue.listening(selected)
             reaches = api = None
             server = ""

@@ -48,7 +48,7 @@ def behind(b: objects.Backend, stack: manifests.Stack, objs: objects.Objects) ->
     if svc is None:
         return []
     return [w for w in stack.workloads
-            if w.running and w.namespace == svc.namespace and manifests.selector_matches(svc.selector, w.pod_labels)]
+            if w.running and w.namespace == svc.namespace and w.selected_by(svc.selector)]
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:

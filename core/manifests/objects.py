@@ -24,7 +24,6 @@ from typing import Any
 
 from core.manifests import pods
 from core.manifests.read import as_map, as_seq, quantity, whole, whole_number
-from core.manifests.services import label_selector_matches, selector_matches
 
 #: ingress-nginx's ``proxy-read-timeout`` when no annotation sets it, seconds (ingress-nginx
 #: docs, "ConfigMap": proxy-read-timeout "60").
@@ -492,10 +491,12 @@ def scaled(a: Autoscaler, workloads: Iterable[pods.Workload]) -> tuple[pods.Work
 
 
 def disrupted(b: DisruptionBudget, workloads: Iterable[pods.Workload]) -> tuple[pods.Workload, ...]:
-    """The workloads whose pods ``b``'s selector matches (an empty selector matches every pod of its namespace)."""
-    return tuple(w for w in workloads if w.namespace == b.namespace and label_selector_matches(b.selector, w.pod_labels))
+    """The workloads whose pods ``b``'s selector matches, the labels their
+    controller adds included (``Workload.matched_by``; an empty selector matches every pod of its namespace)."""
+    return tuple(w for w in workloads if w.namespace == b.namespace and w.matched_by(b.selector))
 
 
 def pooled(p: Pool, workloads: Iterable[pods.Workload]) -> tuple[pods.Workload, ...]:
-    """The workloads whose pods ``p``'s selector matches (equality selector; empty matches nothing)."""
-    return tuple(w for w in workloads if w.namespace == p.namespace and selector_matches(p.selector, w.pod_labels))
+    """The workloads whose pods ``p``'s selector matches, the labels their
+    controller adds included (``Workload.selected_by``; equality selector; empty matches nothing)."""
+    return tuple(w for w in workloads if w.namespace == p.namespace and w.selected_by(p.selector))

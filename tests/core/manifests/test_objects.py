@@ -115,3 +115,36 @@ def test_a_request_left_out_is_its_own_limit_before_a_limit_range_defaults_it():
         {"type": "Container", "defaultRequest": {"memory": "512Mi"}}]}})
     got = objects.admitted(c, [lr])
     assert got.requests == {"memory": "40Gi"} and got.defaulted == {}
+
+
+STATEFUL_SERVER = yaml.safe_load("""
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: vllm, namespace: ns}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: vllm}}
+  template:
+    metadata: {labels: {app: vllm}}
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        args: [--model, Qwen/Qwen3-8B]
+        resources: {limits: {nvidia.com/gpu: 1}}
+""")
+
+
+def test_budgets_and_pools_select_pods_by_the_labels_their_controller_adds():
+    """A selector on the pod index a StatefulSet's controller adds selects that pod (the read model's
+    ``Workload.matched_by`` / ``selected_by``), as a Service's does; a label no pod carries selects none."""
+    (w,) = [pods.workload("kubernetes:apps/v1:StatefulSet", STATEFUL_SERVER)]
+    budget = objects.disruption_budget({"metadata": {"name": "pdb", "namespace": "ns"}, "spec": {
+        "minAvailable": 1, "selector": {"matchLabels": {"apps.kubernetes.io/pod-index": "0"}}}})
+    assert objects.disrupted(budget, [w]) == (w,)
+    pool = objects.pool({"metadata": {"name": "p", "namespace": "ns"}, "spec": {
+        "targetPortNumber": 8000, "selector": {"statefulset.kubernetes.io/pod-name": "vllm-0"}}})
+    assert objects.pooled(pool, [w]) == (w,)
+    other = objects.pool({"metadata": {"name": "p", "namespace": "ns"}, "spec": {
+        "targetPortNumber": 8000, "selector": {"apps.kubernetes.io/pod-index": "5"}}})  # replicas 2: no pod 5
+    assert objects.pooled(other, [w]) == ()
