@@ -71,6 +71,62 @@ class DtypeRule(_Data):
     dtype: str = Field(description="torch dtype name (bfloat16).")
     min_capability: int = Field(description="Lowest compute capability x10 (80: sm_80).")
     file: str
+    function: str = Field(description="The function that refuses it at start.")
+
+
+class CapabilityDtypes(_Data):
+    """The dtypes the CUDA platform supports from a compute capability on."""
+
+    min_capability: int = Field(description="x10 (80: sm_80); 0: every card below the other entries.")
+    dtypes: tuple[str, ...] = Field(description="torch dtype names, the platform's order (auto falls back to the first).")
+
+
+class ModelTypeDtype(_Data):
+    """A dtype the release refuses for a config.json ``model_type`` (``_check_valid_dtype``)."""
+
+    model_type: str
+    dtype: str
+    reason: str | None
+
+
+class DtypeResolution(_Data):
+    """How ``--dtype`` becomes the model's dtype at start."""
+
+    spellings: dict[str, str] = Field(description="--dtype value -> torch dtype name (half -> float16).")
+    supported_by_capability: tuple[CapabilityDtypes, ...] = Field(description="Highest capability first.")
+    auto_falls_back: bool = Field(description="auto takes the platform's first supported dtype when the "
+                                              "checkpoint's torch_dtype is not supported on the card (no refusal).")
+    refused_by_model_type: tuple[ModelTypeDtype, ...]
+    files: dict[str, str] = Field(description="Each fact -> the release's file and function it came from.")
+
+    def supported(self, sm: int) -> tuple[str, ...]:
+        """The dtypes compute capability ``sm`` (x10) supports."""
+        return next((e.dtypes for e in self.supported_by_capability if sm >= e.min_capability), ())
+
+    def resolve(self, written: str | None, checkpoint: str | None, sm: int) -> str | None:
+        """The torch dtype the release runs: ``written`` (a --dtype spelling) as it maps it, or for
+        auto (None, ``auto``) the checkpoint's torch_dtype, float32 downcast to the first supported
+        and one the card lacks replaced by it when :attr:`auto_falls_back`; None when not known."""
+        if written and written != "auto":
+            return self.spellings.get(written)
+        if checkpoint is None:
+            return None
+        supported = self.supported(sm)
+        if not supported:
+            return None
+        if checkpoint == "float32":
+            return supported[0]
+        return checkpoint if checkpoint in supported or not self.auto_falls_back else supported[0]
+
+
+class Override(_Data):
+    """What a method's ``override_quantization_method`` takes over."""
+
+    accepts: tuple[str | None, ...] | None = Field(
+        description="The --quantization values it overrides (null in the list: the flag not given); null: any.")
+    reads: tuple[str, ...] | None = Field(description="The checkpoint quant_method values it compares with; null: "
+                                                      "not read literally (a checkpoint_format or algorithm decides).")
+    cuda: bool = Field(description="False when it applies on another platform only (CPU, XPU, ROCm).")
 
 
 class QuantizationMethod(_Data):
@@ -79,7 +135,29 @@ class QuantizationMethod(_Data):
     method: str
     config_class: str | None
     min_capability: int | None = Field(description="get_min_capability's literal (x10), or null when not a literal.")
+    act_dtypes: tuple[str, ...] | None = Field(
+        default=None, description="get_supported_act_dtypes' literal (torch dtype names), or null when not a literal.")
+    override: Override | None = Field(default=None, description="Its override_quantization_method, or null: none.")
     file: str
+
+
+class CheckpointRule(_Data):
+    """How ``--quantization`` is matched with the checkpoint's ``quant_method`` (``_verify_quantization``):
+    the written method must equal the checkpoint's unless an override (in ``override_order``) takes it."""
+
+    lowercased: bool = Field(description="The checkpoint's quant_method is lower-cased first.")
+    renames: dict[str, str] = Field(description="Names rewritten first (compressed_tensors -> compressed-tensors).")
+    override_order: tuple[str, ...]
+    file: str
+    normalized_in: str = Field(description="The file and function that rewrites the checkpoint's name.")
+    act_dtypes_checked: str | None = Field(description="Where the model's dtype is checked against the method's "
+                                                       "get_supported_act_dtypes.")
+
+    def normalize(self, quant_method: str) -> str:
+        out = quant_method.lower() if self.lowercased else quant_method
+        for old, new in self.renames.items():
+            out = out.replace(old, new)
+        return out
 
 
 class Parsers(_Data):
@@ -130,7 +208,9 @@ class Release(_Data):
     flags: tuple[Flag, ...]
     env: tuple[EnvVar, ...] = ()
     dtype_rules: tuple[DtypeRule, ...] = ()
+    dtype: DtypeResolution | None = None
     quantization: tuple[QuantizationMethod, ...] = ()
+    quantization_checkpoint: CheckpointRule | None = None
     parsers: tuple[Parsers, ...] = ()
     image_builds: tuple[ImageBuild, ...] = ()
     sampler: Sampler | None = None

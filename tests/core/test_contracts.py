@@ -114,3 +114,36 @@ def test_candle_vllm_flags_as_its_main_rs_declares_them():
     assert commit.flag("--multithread").kind == "switch"
     assert contracts.candle_commit_of_image(f"registry.local/candle-vllm:sm70-{commit.release[:9]}") == commit
     assert contracts.candle_commit_of_image("forgejo.riotpiao.com/riotpiao-poimen/candle-vllm:sm70") is None
+
+
+def test_dtype_resolution_as_each_release_checks_it_at_start():
+    # 0.10.1.1 checks bfloat16 in its V1 GPU worker, 0.11.0 on in the CUDA platform (both: sm_80)
+    old, prod = contracts.release("0.10.1.1"), contracts.release("0.11.0")
+    assert (old.dtype_rule("bfloat16").file, old.dtype_rule("bfloat16").function) == (
+        "vllm/v1/worker/gpu_worker.py", "_check_if_gpu_supports_dtype")
+    assert prod.dtype_rule("bfloat16").function == "check_if_supports_dtype"
+    # CudaPlatformBase.supported_dtypes: bf16 from sm_80, fp16 from sm_60; auto falls back
+    assert prod.dtype.supported(75) == ("float16", "float32") and prod.dtype.supported(80)[0] == "bfloat16"
+    assert prod.dtype.spellings["half"] == "float16" and prod.dtype.auto_falls_back is True
+    assert prod.dtype.resolve(None, "bfloat16", 75) == "float16"
+    assert prod.dtype.resolve("bfloat16", "float16", 75) == "bfloat16"
+    # _FLOAT16_NOT_SUPPORTED_MODELS: gemma3_text appears in 0.11.0, not in 0.10.1.1
+    refused = {(r.model_type, r.dtype) for r in prod.dtype.refused_by_model_type}
+    assert ("gemma2", "float16") in refused and ("gemma3_text", "float16") in refused
+    assert "gemma3_text" not in {r.model_type for r in old.dtype.refused_by_model_type}
+
+
+def test_quantization_act_dtypes_and_overrides_of_v0_11_0():
+    rel = contracts.release("0.11.0")
+    assert rel.quantization_method("gptq").act_dtypes == ("float16",)  # GPTQConfig: [torch.half]
+    assert rel.quantization_method("gptq_marlin").act_dtypes == ("float16", "bfloat16")
+    marlin = rel.quantization_method("gptq_marlin").override
+    assert marlin.reads == ("gptq",) and set(marlin.accepts) == {None, "gptq_marlin", "marlin"} and marlin.cuda
+    assert rel.quantization_method("ipex").override.cuda is False  # CPU and XPU only
+    assert rel.quantization_method("gptq").override is None
+    rule = rel.quantization_checkpoint
+    assert rule.normalize("COMPRESSED_TENSORS") == "compressed-tensors"
+    assert rule.override_order[:3] == ("bitblas", "gptq_marlin_24", "gptq_marlin")
+    # 0.14.1 rewrites the checkpoint's name in the config convertor, not in _verify_quantization
+    newer = contracts.release("0.14.1").quantization_checkpoint
+    assert newer.normalized_in.startswith("vllm/transformers_utils/model_arch_config_convertor.py")

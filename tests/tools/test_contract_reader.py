@@ -100,3 +100,86 @@ def test_the_sampler_default_and_what_it_does_on_an_unsupported_card(tmp_path):
         else:
             self.forward = self.forward_cuda''')
     assert falls["flashinfer_on_unsupported_card"] == "falls back"
+
+
+OVERRIDES = '''
+class GPTQMarlinConfig(QuantizationConfig):
+    @classmethod
+    def get_supported_act_dtypes(cls):
+        return [torch.half, torch.bfloat16]
+
+    @classmethod
+    def override_quantization_method(cls, hf_quant_cfg, user_quant):
+        can_convert = cls.is_gptq_marlin_compatible(hf_quant_cfg)
+        is_valid_user_quant = user_quant is None or user_quant == "marlin" or user_quant == "gptq_marlin"
+        if can_convert and is_valid_user_quant:
+            return cls.get_name()
+        if can_convert and user_quant == "gptq":
+            logger.info("forcing gptq")
+        return None
+
+    @classmethod
+    def is_gptq_marlin_compatible(cls, quant_config):
+        quant_method = quant_config.get("quant_method", "").lower()
+        if quant_method != "gptq":
+            return False
+        return True
+
+
+class RocmOnlyConfig(QuantizationConfig):
+    @classmethod
+    def override_quantization_method(cls, hf_quant_cfg, user_quant):
+        if not current_platform.is_rocm():
+            return None
+        return cls.get_name()
+
+
+class CpuAwqConfig(QuantizationConfig):
+    @classmethod
+    def override_quantization_method(cls, hf_quant_cfg, user_quant):
+        quant_method = hf_quant_cfg.get("quant_method", "").lower()
+        if current_platform.is_cpu() and quant_method == "awq":
+            return cls.get_name()
+        return None
+'''
+
+
+def test_an_override_reads_the_values_it_takes_over_not_the_ones_it_only_logs():
+    tree = ast.parse(OVERRIDES)
+    marlin = vs.read_override(tree, "GPTQMarlinConfig")
+    # "gptq" is compared only in the branch that returns None: not taken over
+    assert marlin == {"accepts": [None, "gptq_marlin", "marlin"], "reads": ["gptq"], "cuda": True}
+    assert vs.read_override(tree, "RocmOnlyConfig") == {"accepts": None, "reads": None, "cuda": False}
+    assert vs.read_override(tree, "CpuAwqConfig") == {"accepts": None, "reads": ["awq"], "cuda": False}
+    act = vs._literal_return(vs._class_method(tree, "GPTQMarlinConfig", "get_supported_act_dtypes"))
+    assert vs._torch_dtypes(act) == ["float16", "bfloat16"]
+
+
+def test_supported_dtypes_read_through_an_elif_chain(tmp_path):
+    (tmp_path / "vllm" / "platforms").mkdir(parents=True)
+    (tmp_path / "vllm" / "config").mkdir(parents=True)
+    (tmp_path / vs.CUDA_PLATFORM).write_text(textwrap.dedent('''
+        class CudaPlatformBase(Platform):
+            @property
+            def supported_dtypes(self):
+                if self.has_device_capability(80):
+                    return [torch.bfloat16, torch.float16, torch.float32]
+                elif (not self.has_device_capability(80)) and self.has_device_capability(60):
+                    return [torch.float16, torch.float32]
+                return [torch.float32]
+        '''))
+    (tmp_path / vs.MODEL_CONFIG).write_text(textwrap.dedent('''
+        _STR_DTYPE_TO_TORCH_DTYPE = {"half": torch.float16, "bfloat16": torch.bfloat16}
+        _FLOAT16_NOT_SUPPORTED_MODELS = {"gemma2": "Numerical instability."}
+        def _check_valid_dtype(model_type, dtype):
+            if model_type in _FLOAT16_NOT_SUPPORTED_MODELS and dtype == torch.float16:
+                raise ValueError("no")
+        def _resolve_auto_dtype(model_type, config_dtype):
+            supported_dtypes = [d for d in current_platform.supported_dtypes]
+            return supported_dtypes[0]
+        '''))
+    got = vs.read_dtype(tmp_path)
+    assert [(e["min_capability"], e["dtypes"][0]) for e in got["supported_by_capability"]] == [
+        (80, "bfloat16"), (60, "float16"), (0, "float32")]
+    assert got["refused_by_model_type"] == [{"model_type": "gemma2", "dtype": "float16", "reason": "Numerical instability."}]
+    assert got["spellings"] == {"half": "float16", "bfloat16": "bfloat16"} and got["auto_falls_back"] is True

@@ -9,10 +9,16 @@ What is read, and from where (paths inside the release):
   its type, choices and default from the config dataclass field (``vllm/config/``), as
   ``arg_utils._compute_kwargs`` derives them at run time;
 - the environment variables: the keys of ``environment_variables`` in ``vllm/envs.py``;
-- the dtype rules: ``check_if_supports_dtype`` of ``vllm/platforms/cuda.py``;
-- the quantization methods and their minimum capability: ``QuantizationMethods`` and
-  ``get_quantization_config`` of ``vllm/model_executor/layers/quantization/__init__.py``, each
-  method's ``get_min_capability``;
+- the dtype rules: ``check_if_supports_dtype`` of ``vllm/platforms/cuda.py`` (before 0.11,
+  ``_check_if_gpu_supports_dtype`` of ``vllm/v1/worker/gpu_worker.py``);
+- how ``--dtype`` resolves: ``_STR_DTYPE_TO_TORCH_DTYPE``, ``_resolve_auto_dtype`` and
+  ``_check_valid_dtype`` (``_FLOAT16_NOT_SUPPORTED_MODELS``) of ``ModelConfig``'s file, and
+  ``CudaPlatformBase.supported_dtypes``;
+- the quantization methods: ``QuantizationMethods`` and ``get_quantization_config`` of
+  ``vllm/model_executor/layers/quantization/__init__.py``, each config class's
+  ``get_min_capability``, ``get_supported_act_dtypes`` and ``override_quantization_method``; how
+  ``ModelConfig._verify_quantization`` matches ``--quantization`` with the checkpoint's
+  ``quant_method`` (its renames, the overrides' order) and where the act dtypes are checked;
 - the parser names: ``register_module("name")`` decorators and ``_*_PARSERS_TO_REGISTER`` tables
   of ``vllm/reasoning/`` and the tool parsers' package;
 - the image build: ``docker/Dockerfile`` (``CUDA_VERSION``, ``torch_cuda_arch_list``),
@@ -38,6 +44,10 @@ ENVS = "vllm/envs.py"
 CUDA_PLATFORM = "vllm/platforms/cuda.py"
 QUANT_INIT = "vllm/model_executor/layers/quantization/__init__.py"
 SAMPLER = "vllm/v1/sample/ops/topk_topp_sampler.py"
+GPU_WORKER = "vllm/v1/worker/gpu_worker.py"
+MODEL_CONFIG = "vllm/config/model.py"
+CONFIG_INIT = "vllm/config/__init__.py"
+ARCH_CONVERTOR = "vllm/transformers_utils/model_arch_config_convertor.py"
 DOCKERFILE = "docker/Dockerfile"
 CMAKE = "CMakeLists.txt"
 CUDA_REQUIREMENTS = "requirements/cuda.txt"
@@ -638,30 +648,232 @@ def read_env(root: Path) -> list[dict[str, Any]]:
     return out
 
 
+#: Where a release checks a dtype against the card at start: the CUDA platform (0.11.0 on), the V1
+#: GPU worker before it (0.10.1.1). The first file that has the function is read.
+DTYPE_CHECKS = ((CUDA_PLATFORM, "check_if_supports_dtype"), (GPU_WORKER, "_check_if_gpu_supports_dtype"))
+
+
 def read_dtype_rules(root: Path) -> list[dict[str, Any]]:
-    """``check_if_supports_dtype`` of the CUDA platform: each ``dtype == torch.X`` branch that
-    refuses below ``has_device_capability(N)``."""
-    tree = _parse(root, CUDA_PLATFORM)
-    try:
-        func = _function(tree, "check_if_supports_dtype")
-    except SourceError:
-        return []
+    """The start-up dtype check by card (:data:`DTYPE_CHECKS`): each ``dtype == torch.X`` branch
+    that refuses below ``has_device_capability(N)``."""
+    for rel, name in DTYPE_CHECKS:
+        if not (root / rel).is_file():
+            continue
+        try:
+            func = _function(_parse(root, rel), name)
+        except SourceError:
+            continue
+        out = []
+        for node in ast.walk(func):
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.comparators[0], ast.Attribute):
+                dtype = node.test.comparators[0].attr
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Call) and _name(inner.func) == "has_device_capability" and inner.args:
+                        ok, cap = _literal(inner.args[0])
+                        if ok and isinstance(cap, int):
+                            out.append({"dtype": dtype, "min_capability": cap, "file": rel, "function": name})
+                            break
+        if out:
+            return out
+    return []
+
+
+def _negated(root: ast.AST, target: ast.AST) -> bool:
+    """Whether ``target`` stands under a ``not`` within ``root``."""
+    return any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and any(m is target for m in ast.walk(n))
+               for n in ast.walk(root))
+
+
+def _torch_dtypes(node: ast.AST) -> list[str]:
+    """``[torch.half, torch.bfloat16]`` -> ``["float16", "bfloat16"]`` (torch's aliases as the dtype's name)."""
+    aliases = {"half": "float16", "float": "float32", "double": "float64"}
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        raise SourceError(f"not a literal list of torch dtypes: {ast.unparse(node)}")
     out = []
-    for node in ast.walk(func):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.comparators[0], ast.Attribute):
-            dtype = node.test.comparators[0].attr
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Call) and _name(inner.func) == "has_device_capability" and inner.args:
-                    ok, cap = _literal(inner.args[0])
-                    if ok and isinstance(cap, int):
-                        out.append({"dtype": dtype, "min_capability": cap, "file": CUDA_PLATFORM})
-                        break
+    for elt in node.elts:
+        if not (isinstance(elt, ast.Attribute) and _name(elt.value) == "torch"):
+            raise SourceError(f"not a torch dtype: {ast.unparse(elt)}")
+        out.append(aliases.get(elt.attr, elt.attr))
     return out
+
+
+def _model_config_file(root: Path) -> str:
+    """The file of ``ModelConfig``: ``vllm/config/model.py`` (0.11.0 on), ``vllm/config/__init__.py`` before."""
+    for rel in (MODEL_CONFIG, CONFIG_INIT):
+        if (root / rel).is_file() and "def _resolve_auto_dtype" in (root / rel).read_text(encoding="utf-8"):
+            return rel
+    raise SourceError(f"neither {MODEL_CONFIG} nor {CONFIG_INIT} defines _resolve_auto_dtype")
+
+
+def _module_dict(tree: ast.Module, name: str) -> ast.Dict | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            target: ast.expr | None = node.targets[0]
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == name and isinstance(node.value, ast.Dict):
+            return node.value
+    return None
+
+
+def read_dtype(root: Path) -> dict[str, Any]:
+    """How ``--dtype`` becomes the model's dtype at start: the spellings (``_STR_DTYPE_TO_TORCH_DTYPE``),
+    the dtypes the CUDA platform supports by capability (``CudaPlatformBase.supported_dtypes``: each
+    ``has_device_capability(N)`` branch and the last return), whether ``auto`` falls back to the
+    first supported dtype when the checkpoint's is not (``_resolve_auto_dtype`` reads
+    ``supported_dtypes``), and the model types a dtype is refused for (``_FLOAT16_NOT_SUPPORTED_MODELS``
+    as ``_check_valid_dtype`` refuses float16)."""
+    rel = _model_config_file(root)
+    tree = _parse(root, rel)
+    spellings = {}
+    table = _module_dict(tree, "_STR_DTYPE_TO_TORCH_DTYPE")
+    if table is None:
+        raise SourceError(f"{rel} has no _STR_DTYPE_TO_TORCH_DTYPE")
+    for k, v in zip(table.keys, table.values, strict=True):
+        ok, key = _literal(k)
+        if ok and isinstance(key, str):
+            spellings[key] = _torch_dtypes(ast.List(elts=[v]))[0]
+    auto = _function(tree, "_resolve_auto_dtype")
+    falls_back = "supported_dtypes" in ast.unparse(auto)
+    refused = []
+    check = _function(tree, "_check_valid_dtype")
+    reasons = _module_dict(tree, "_FLOAT16_NOT_SUPPORTED_MODELS")
+    refused_dtype = next((_torch_dtypes(ast.List(elts=[c.comparators[0]]))[0] for c in ast.walk(check)
+                          if isinstance(c, ast.Compare) and isinstance(c.comparators[0], ast.Attribute)
+                          and _name(c.comparators[0].value) == "torch"), None)
+    if reasons is not None and refused_dtype is not None:
+        for k, v in zip(reasons.keys, reasons.values, strict=True):
+            ok_k, model_type = _literal(k)
+            ok_v, reason = _literal(v)
+            if ok_k and isinstance(model_type, str):
+                refused.append({"model_type": model_type, "dtype": refused_dtype, "reason": reason if ok_v else None})
+    platform = _function(_parse(root, CUDA_PLATFORM), "supported_dtypes", "CudaPlatformBase")
+    by_cap = []
+    body = list(platform.body)
+    while body:
+        node = body.pop(0)
+        if isinstance(node, ast.If):
+            calls = [c for c in ast.walk(node.test) if isinstance(c, ast.Call) and _name(c.func) == "has_device_capability"
+                     and c.args and not _negated(node.test, c)]
+            ret = next((r for r in node.body if isinstance(r, ast.Return)), None)
+            ok, cap = _literal(calls[0].args[0]) if calls else (False, None)
+            if ok and isinstance(cap, int) and ret is not None and ret.value is not None:
+                by_cap.append({"min_capability": cap, "dtypes": _torch_dtypes(ret.value)})
+            body = list(node.orelse) + body  # an elif chain
+        elif isinstance(node, ast.Return) and node.value is not None:
+            by_cap.append({"min_capability": 0, "dtypes": _torch_dtypes(node.value)})
+    if not by_cap:
+        raise SourceError(f"{CUDA_PLATFORM} CudaPlatformBase.supported_dtypes has no capability branches")
+    return {
+        "spellings": spellings, "supported_by_capability": by_cap,
+        "auto_falls_back": falls_back, "refused_by_model_type": refused,
+        "files": {"spellings": f"{rel} _STR_DTYPE_TO_TORCH_DTYPE",
+                  "supported_by_capability": f"{CUDA_PLATFORM} CudaPlatformBase.supported_dtypes",
+                  "auto_falls_back": f"{rel} _resolve_auto_dtype",
+                  "refused_by_model_type": f"{rel} _check_valid_dtype (_FLOAT16_NOT_SUPPORTED_MODELS)"},
+    }
+
+
+def _class_method(tree: ast.Module, cls: str, name: str) -> ast.FunctionDef | None:
+    """Method ``name`` of class ``cls`` in ``tree``, or of its first base defined in the same file."""
+    classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    seen: set[str] = set()
+    while cls in classes and cls not in seen:
+        seen.add(cls)
+        node = classes[cls]
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef) and item.name == name:
+                return item
+        cls = _name(node.bases[0]) if node.bases else ""
+    return None
+
+
+def _literal_return(fn: ast.FunctionDef | None) -> ast.AST | None:
+    rets = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return)] if fn is not None else []
+    return rets[0] if len(rets) == 1 else None
+
+
+def _compared(node: ast.AST, subject: Any) -> tuple[bool, set[Any]]:
+    """(whether ``subject(expr)`` is compared at all, the literals it is compared with) in ``node``:
+    ``x == "a"``, ``x != "a"``, ``x is None``, ``x in ["a", "b"]``."""
+    seen, values = False, set[Any]()
+    for cmp in ast.walk(node):
+        if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and subject(cmp.left)):
+            continue
+        seen = True
+        ok, value = _literal(cmp.comparators[0])
+        if ok and isinstance(cmp.ops[0], (ast.In, ast.NotIn)) and isinstance(value, (list, tuple, set)):
+            values.update(v for v in value if isinstance(v, str))
+        elif ok and (value is None or isinstance(value, str)):
+            values.add(value)
+    return seen, values
+
+
+def _is_quant_method(node: ast.AST) -> bool:
+    """``quant_method`` or ``cfg.get("quant_method", ...)`` (optionally ``.lower()``)."""
+    if isinstance(node, ast.Call) and _name(node.func) == "lower" and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+    if isinstance(node, ast.Name):
+        return node.id == "quant_method"
+    return (isinstance(node, ast.Call) and _name(node.func) == "get" and bool(node.args)
+            and _literal(node.args[0]) == (True, "quant_method"))
+
+
+def read_override(tree: ast.Module, cls: str) -> dict[str, Any] | None:
+    """What ``cls.override_quantization_method`` takes over, or None when the class does not
+    define one: ``accepts``, the ``--quantization`` values it overrides (``None``: the flag not
+    given), null when it does not look at the flag; ``reads``, the checkpoint ``quant_method``
+    values it (or the class's methods it calls) compares with, null when it compares none
+    (a ``checkpoint_format`` or an algorithm name decides); ``cuda``, false when it returns
+    None unless the platform is another one (``if not current_platform.is_rocm(): return None``)."""
+    fn = _class_method(tree, cls, "override_quantization_method")
+    if fn is None or all(isinstance(n, ast.Return) and _literal(n.value) == (True, None) for n in ast.walk(fn)
+                         if isinstance(n, ast.Return)):
+        return None
+    env: dict[str, ast.AST] = {}
+    tests: list[ast.AST] = []
+    cuda = True
+    for stmt in fn.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            env[stmt.targets[0].id] = stmt.value
+        elif isinstance(stmt, ast.If):
+            returns = [r for r in ast.walk(stmt) if isinstance(r, ast.Return)]
+            gives = any(_literal(r.value) != (True, None) for r in returns)
+            text = ast.unparse(stmt.test)
+            if not gives and returns and "current_platform.is_" in text and "is_cuda" not in text:
+                cuda = False
+            if gives:
+                tests.append(stmt.test)
+                other = [c for c in ast.walk(stmt.test) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                         and _name(c.func.value) == "current_platform" and c.func.attr.startswith("is_")
+                         and c.func.attr != "is_cuda" and not _negated(stmt.test, c)]
+                if other and isinstance(stmt.test, (ast.Call, ast.BoolOp)) and \
+                        (isinstance(stmt.test, ast.Call) or isinstance(stmt.test.op, ast.And)):
+                    cuda = False
+    expanded = [ast.parse(ast.unparse(t), mode="eval") for t in tests]
+    for t in expanded:
+        for n in ast.walk(t):
+            if isinstance(n, ast.Name) and n.id in env:
+                expanded.append(ast.Expression(body=env[n.id]))  # type: ignore[arg-type]
+    seen, accepts = False, set[Any]()
+    for t in expanded:
+        s_, v_ = _compared(t, lambda n: isinstance(n, ast.Name) and n.id == "user_quant")
+        seen, accepts = seen or s_, accepts | v_
+    helpers = [_class_method(tree, cls, _name(c.func)) for c in ast.walk(fn) if isinstance(c, ast.Call)
+               and isinstance(c.func, ast.Attribute) and _name(c.func.value) == "cls" and c.func.attr != "get_name"]
+    reads: set[Any] = set()
+    for node in [fn, *[h for h in helpers if h is not None]]:
+        reads |= _compared(node, _is_quant_method)[1]
+    return {"accepts": sorted(accepts, key=lambda v: (v is not None, v or "")) if seen else None,
+            "reads": sorted(r for r in reads if isinstance(r, str)) or None, "cuda": cuda}
 
 
 def read_quantization(root: Path) -> list[dict[str, Any]]:
     """Each method of ``QuantizationMethods`` with its config class (``get_quantization_config``'s
-    table) and that class's ``get_min_capability`` where it returns a literal."""
+    table) and, from the class's file, ``get_min_capability`` and ``get_supported_act_dtypes``
+    where they return a literal, and its ``override_quantization_method`` (:func:`read_override`)."""
     tree = _parse(root, QUANT_INIT)
     methods: list[str] = []
     for node in tree.body:
@@ -684,20 +896,74 @@ def read_quantization(root: Path) -> list[dict[str, Any]]:
     for method in methods:
         cls = table.get(method)
         cap = None
+        act: list[str] | None = None
+        override = None
         rel = QUANT_INIT
         if cls and cls in imports:
             rel = str(base / (imports[cls].replace(".", "/") + ".py"))
             if (root / rel).is_file():
-                try:
-                    fn = _function(_parse(root, rel), "get_min_capability", cls)
-                    rets = [n.value for n in ast.walk(fn) if isinstance(n, ast.Return)]
-                    if len(rets) == 1:
-                        ok, value = _literal(rets[0])
-                        cap = value if ok and isinstance(value, int) else None
-                except SourceError:
-                    pass
-        out.append({"method": method, "config_class": cls, "min_capability": cap, "file": rel})
+                mod = _parse(root, rel)
+                ok, value = _literal(_literal_return(_class_method(mod, cls, "get_min_capability")))
+                cap = value if ok and isinstance(value, int) else None
+                ret = _literal_return(_class_method(mod, cls, "get_supported_act_dtypes"))
+                with contextlib.suppress(SourceError):
+                    act = _torch_dtypes(ret) if ret is not None else None
+                override = read_override(mod, cls)
+        out.append({"method": method, "config_class": cls, "min_capability": cap, "act_dtypes": act,
+                    "override": override, "file": rel})
     return out
+
+
+def read_checkpoint_rule(root: Path) -> dict[str, Any]:
+    """How the release matches ``--quantization`` with the checkpoint's ``quant_method``
+    (``ModelConfig._verify_quantization``): the names it rewrites (``.replace("compressed_tensors",
+    "compressed-tensors")``), the override methods in the order it tries them (``overrides = [...]``),
+    and where it checks the model's dtype against the method's ``get_supported_act_dtypes``."""
+    rel = _model_config_file(root)
+    verify = _function(_parse(root, rel), "_verify_quantization")
+    renames: dict[str, str] = {}
+    order: list[str] = []
+    lowered = False
+    normalized_in = f"{rel} ModelConfig._verify_quantization"
+    for fn in [verify, *_normalizers(root)]:
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and _name(node.func) == "replace" and len(node.args) == 2:
+                ok_a, a = _literal(node.args[0])
+                ok_b, b = _literal(node.args[1])
+                if ok_a and ok_b and isinstance(a, str) and isinstance(b, str):
+                    renames[a] = b
+                    if fn is not verify:
+                        normalized_in = f"{ARCH_CONVERTOR} {fn.name}"
+            if isinstance(node, ast.Call) and _name(node.func) == "lower" and isinstance(node.func, ast.Attribute) \
+                    and _is_quant_method(node.func.value):
+                lowered = True
+            if isinstance(node, ast.Assign) and _name(node.targets[0]) == "overrides":
+                ok, value = _literal(node.value)
+                order = list(value) if ok else []
+    checked = None
+    for cfg in [*_config_files(root)]:
+        tree = _parse(root, cfg)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and any(
+                    isinstance(c, ast.Call) and _name(c.func) == "get_supported_act_dtypes" for c in ast.walk(node)):
+                cls = next((c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and node in c.body), None)
+                checked = f"{cfg} {cls + '.' if cls else ''}{node.name}"
+                break
+        if checked:
+            break
+    return {"lowercased": lowered, "renames": renames, "override_order": order,
+            "file": f"{rel} ModelConfig._verify_quantization", "normalized_in": normalized_in,
+            "act_dtypes_checked": checked}
+
+
+def _normalizers(root: Path) -> list[ast.FunctionDef]:
+    """The functions of ``vllm/transformers_utils/model_arch_config_convertor.py`` (0.14 on) that
+    rewrite the checkpoint's ``quant_method`` before ``_verify_quantization`` reads it."""
+    if not (root / ARCH_CONVERTOR).is_file():
+        return []
+    return [fn for fn in ast.walk(_parse(root, ARCH_CONVERTOR)) if isinstance(fn, ast.FunctionDef)
+            and any(isinstance(c, ast.Call) and _name(c.func) == "replace" for c in ast.walk(fn))
+            and "quant_method" in ast.unparse(fn)]
 
 
 def read_parsers(root: Path) -> list[dict[str, Any]]:
@@ -827,7 +1093,9 @@ def read_release(root: Path) -> dict[str, Any]:
         "flags": read_flags(root),
         "env": read_env(root),
         "dtype_rules": read_dtype_rules(root),
+        "dtype": read_dtype(root),
         "quantization": read_quantization(root),
+        "quantization_checkpoint": read_checkpoint_rule(root),
         "parsers": read_parsers(root),
         "image_builds": [read_image_build(root)],
         "sampler": read_sampler(root),
