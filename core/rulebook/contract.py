@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from core import contracts, images
-from core.contracts import Flag, Release
+from core.contracts import Flag, QuantizationMethod, Release
 from core.engines import human_int
 from core.registry import Breach, describe_policy, rule
+
+if TYPE_CHECKING:
+    from core.modelfacts import ModelFacts
 
 #: ``--cpu-offload-gb``: GiB of weights each rank keeps in pinned CPU memory (CacheConfig /
 #: UVAOffloadConfig ``cpu_offload_gb``, "per GPU").
@@ -189,29 +193,122 @@ def image_capability(rel: Release, image: str, sm: int, card: str) -> Breach | N
                   f"run a vLLM release whose image is built for sm_{sm} on this node, or schedule the server on a newer card")
 
 
-#: ``--dtype`` spellings by the torch dtype the release's capability rule names (ModelConfig's
-#: ``_STR_DTYPE_TO_TORCH_DTYPE``: bfloat16 has one spelling).
-DTYPE_SPELLINGS = {"bfloat16": ("bfloat16",)}
+
+
+def _taken_over(rel: Release, written: str | None, checkpoint: str | None) -> bool:
+    """Whether an override method of ``rel`` that runs on CUDA may take ``written`` (the
+    ``--quantization`` value, None: not given) for a checkpoint of ``checkpoint`` (its
+    quant_method, None: not known): it accepts the value and reads that checkpoint (or reads none
+    literally), so the release may run another method than the one named."""
+    for m in rel.quantization:
+        o = m.override
+        if o is None or not o.cuda:
+            continue
+        if (o.accepts is None or written in o.accepts) and (o.reads is None or checkpoint is None or checkpoint in o.reads):
+            return True
+    return False
+
+
+def _checkpoint_method(rel: Release, checkpoint: ModelFacts | None) -> str | None:
+    """The checkpoint's config.json quant_method as ``rel`` normalizes it, or None (unquantized or not known)."""
+    if checkpoint is None or checkpoint.quantization is None:
+        return None
+    rule_ = rel.quantization_checkpoint
+    return rule_.normalize(checkpoint.quantization.method) if rule_ else checkpoint.quantization.method
 
 
 @rule("vllm-card-capability", "The dtype and quantization method are ones the release runs on the card.",
       "the release's vllm/platforms/cuda.py check_if_supports_dtype and each quantization method's "
       "get_min_capability (core/data/vllm_releases.json)", policy="engine-contract")
-def card_capability(rel: Release, dtype: str | None, quantization: str | None, sm: int, card: str) -> Breach | None:
-    """``--dtype`` and ``--quantization`` as written, against the capability rules of ``rel`` for
-    compute capability ``sm`` (x10) of ``card``: vLLM refuses a bfloat16 model below the dtype
-    rule's capability and a method below its config class's ``get_min_capability``."""
-    for torch_dtype, spellings in DTYPE_SPELLINGS.items():
-        rule_ = rel.dtype_rule(torch_dtype)
-        if dtype in spellings and rule_ is not None and sm < rule_.min_capability:
-            return Breach(f"--dtype {dtype}: {rel.label} refuses it below sm_{rule_.min_capability} and the {card} is "
-                          f"sm_{sm} ({rule_.file})", "set --dtype float16 (or half)")
-    method = rel.quantization_method(quantization) if quantization else None
+def card_capability(rel: Release, dtype: str | None, quantization: str | None, sm: int, card: str,
+                    checkpoint: ModelFacts | None = None) -> Breach | None:
+    """``--dtype`` and ``--quantization`` as written (or, not written, the ``checkpoint``'s
+    torch_dtype and quant_method, as the release resolves them), against the capability rules of
+    ``rel`` for compute capability ``sm`` (x10) of ``card``: vLLM refuses a bfloat16 model below
+    the dtype rule's capability (auto on a bfloat16 checkpoint falls back to float16 in the releases
+    whose ``_resolve_auto_dtype`` reads the platform's dtypes: no refusal) and a method below its
+    config class's ``get_min_capability`` (a checkpoint's own method only when no override may take it)."""
+    resolution = rel.dtype
+    written = dtype if dtype and dtype != "auto" else None
+    torch_dtype = resolution.resolve(written, checkpoint.torch_dtype if checkpoint else None, sm) if resolution else written
+    for rule_ in rel.dtype_rules:
+        if torch_dtype == rule_.dtype and sm < rule_.min_capability:
+            if written:  # the message as before the checkpoint was read
+                return Breach(f"--dtype {dtype}: {rel.label} refuses it below sm_{rule_.min_capability} and the {card} "
+                              f"is sm_{sm} ({rule_.file})", "set --dtype float16 (or half)")
+            return Breach(f"--dtype auto on a checkpoint of torch_dtype {checkpoint.torch_dtype if checkpoint else '?'}: "
+                          f"{rel.label} runs it as {torch_dtype}, which it refuses below sm_{rule_.min_capability}, and "
+                          f"the {card} is sm_{sm} ({rule_.file} {rule_.function})", "set --dtype float16 (or half)")
+    ckpt = _checkpoint_method(rel, checkpoint)
+    name = quantization or (ckpt if ckpt and not _taken_over(rel, None, ckpt) else None)
+    method = rel.quantization_method(name) if name else None
     if method is not None and method.min_capability is not None and 0 <= sm < method.min_capability:
-        return Breach(f"--quantization {quantization}: {rel.label}'s {method.config_class} needs sm_{method.min_capability}, "
+        how = f"--quantization {quantization}" if quantization else f"the checkpoint's quant_method {name}"
+        return Breach(f"{how}: {rel.label}'s {method.config_class} needs sm_{method.min_capability}, "
                       f"the {card} is sm_{sm} ({method.file})",
                       "use a checkpoint and method the card runs (gptq on this card, or float16 weights)")
     return None
+
+
+@rule("vllm-quantization-checkpoint", "--quantization names the method of the checkpoint, or one the release converts it to.",
+      "the release's ModelConfig._verify_quantization and each method's override_quantization_method "
+      "(core/data/vllm_releases.json)", policy="engine-contract")
+def checkpoint_format(rel: Release, quantization: str | None, checkpoint: ModelFacts | None) -> Breach | None:
+    """``--quantization`` as written against the quant_method of the checkpoint's config.json:
+    ``rel`` refuses a method that is neither the checkpoint's (as it normalizes the name) nor one
+    an override method running on CUDA takes for it (``awq_marlin`` for ``awq``, ``modelopt`` for
+    any value). Not judged: no flag, no quantized checkpoint known, an unread override."""
+    rule_ = rel.quantization_checkpoint
+    ckpt = _checkpoint_method(rel, checkpoint)
+    if rule_ is None or not quantization or ckpt is None or "$(" in quantization:
+        return None
+    written = quantization.lower()
+    if written == ckpt or rel.quantization_method(written) is None or _taken_over(rel, written, ckpt):
+        return None
+    return Breach(f"--quantization {quantization}: the checkpoint's config.json says quant_method {ckpt}, and "
+                  f"{rel.label} refuses a method that does not match it (\"Quantization method specified in the model "
+                  f"config ({ckpt}) does not match the quantization method specified in the `quantization` argument "
+                  f"({written})\", {rule_.file})",
+                  f"remove --quantization ({rel.label} reads {ckpt} from config.json) or set it to {ckpt}")
+
+
+def _act_dtypes_refuse(rel: Release, method: QuantizationMethod, torch_dtype: str) -> bool:
+    return method.act_dtypes is not None and torch_dtype not in method.act_dtypes
+
+
+@rule("vllm-quantization-dtype", "The model's dtype is one the quantization method runs activations in.",
+      "the release's get_supported_act_dtypes of each quantization config class, checked in "
+      "VllmConfig._get_quantization_config (core/data/vllm_releases.json)", policy="engine-contract")
+def quantization_dtype(rel: Release, quantization: str | None, dtype: str | None,
+                       checkpoint: ModelFacts | None = None) -> Breach | None:
+    """``--quantization`` and ``--dtype`` as written: ``rel`` refuses a dtype the method's
+    ``get_supported_act_dtypes`` lacks (gptq and awq: float16 only). Judged when both are written
+    and no override method may take the written one (``gptq_marlin`` runs bfloat16) for the
+    checkpoint (not known: taken to be of the written method, as the release requires)."""
+    if not quantization or not dtype or dtype == "auto" or rel.dtype is None or "$(" in quantization + dtype:
+        return None
+    method = rel.quantization_method(quantization.lower())
+    torch_dtype = rel.dtype.spellings.get(dtype)
+    ckpt = _checkpoint_method(rel, checkpoint) or method.method if method is not None else None
+    if method is None or torch_dtype is None or _taken_over(rel, method.method, ckpt):
+        return None
+    if not _act_dtypes_refuse(rel, method, torch_dtype):
+        return None
+    allowed = ", ".join(method.act_dtypes or ())
+    checked = rel.quantization_checkpoint.act_dtypes_checked if rel.quantization_checkpoint else None
+    return Breach(f"--quantization {quantization} with --dtype {dtype}: {rel.label}'s {method.config_class} runs "
+                  f"{allowed} only, and the release refuses {torch_dtype} at start "
+                  f"(\"torch.{torch_dtype} is not supported for quantization method {method.method}\", {checked or method.file})",
+                  f"set --dtype {(method.act_dtypes or ('float16',))[0]}")
+
+
+def catalog_model(model_arg: str | None) -> ModelFacts | None:
+    """The built-in model catalog's facts (core/data/models.yaml) for a server's model argument
+    by its hub id (``Qwen/Qwen3-14B``, ``hf://...``, a cache snapshot path), or None."""
+    from core import modelfacts  # noqa: PLC0415 (the catalog loads on first use)
+
+    hit = modelfacts.Models(entries={}, facts={}).find(model_arg)
+    return hit[1] if hit else None
 
 
 @rule("vllm-cpu-offload-memory", "CPU offload fits in the container's memory limit.",
@@ -231,9 +328,13 @@ def cpu_offload(rel: Release, offload_gib: float | None, ranks: int, limit_mib: 
                   "or lower --cpu-offload-gb")
 
 
-def flag_breaches(rel: Release, flags: Mapping[str, Iterable[str]], raw: Iterable[str]) -> list[Breach]:
+def flag_breaches(rel: Release, flags: Mapping[str, Iterable[str]], raw: Iterable[str],
+                  checkpoint: ModelFacts | None = None) -> list[Breach]:
     """Every flag breach of one server's flags (:attr:`core.manifests.servers.ServerArgs.flags`)
-    against ``rel``: unknown or removed flags, then values."""
+    against ``rel``: unknown or removed flags, then values, then ``--quantization`` against the
+    checkpoint (``checkpoint``; not given: the built-in catalog's model of the argv's model
+    argument, :func:`catalog_model`) and against ``--dtype``."""
+    raw = tuple(raw)
     written_eq = {t.partition("=")[0].replace("_", "-") if t.startswith("--") else t.partition("=")[0]
                   for t in raw if t.startswith("-") and "=" in t}
     out: list[Breach | None] = []
@@ -246,7 +347,26 @@ def flag_breaches(rel: Release, flags: Mapping[str, Iterable[str]], raw: Iterabl
         if flag is not None and flag.name in PARSER_FLAGS and values and rel.engine == "vllm":
             plugin = any((f := resolve(rel, s)) is not None and f.name == PARSER_FLAGS[flag.name][1] for s in flags)
             out.append(parser_known(rel, flag.name, tuple(values)[-1], plugin))
+    if rel.engine == "vllm":
+        quant = _last(rel, flags, "--quantization")
+        if quant is not None:
+            if checkpoint is None:
+                from core.manifests.servers import parse_args  # noqa: PLC0415 (the read model imports the rulebook's users)
+
+                checkpoint = catalog_model(parse_args("vllm", raw).model_arg)
+            out.append(checkpoint_format(rel, quant, checkpoint))
+            out.append(quantization_dtype(rel, quant, (_last(rel, flags, "--dtype") or "").lower() or None, checkpoint))
     return [b for b in out if b]
+
+
+def _last(rel: Release, flags: Mapping[str, Iterable[str]], name: str) -> str | None:
+    """The last value of the flag ``name`` as any spelling of ``rel`` gives it (``-q awq``), or None."""
+    value = None
+    for spelling, values in flags.items():
+        found = resolve(rel, spelling)
+        if found is not None and found.name == name and tuple(values):
+            value = tuple(values)[-1]
+    return value
 
 
 def env_breaches(rel: Release, env: Iterable[str]) -> list[Breach]:
