@@ -39,6 +39,16 @@ def test_a_model_outside_the_catalog_is_not_judged_for_its_format():
     assert _found("0.11.0", ["--model=/mnt/models", "--quantization=auto-round"]) == []
 
 
+def test_the_stacks_own_model_facts_judge_a_weights_path():
+    """A policy that knows the stack's models passes their facts for a path the catalog cannot name."""
+    rel = contracts.release("0.11.0")
+    argv = ["--model=/mnt/models/coder", "--quantization=auto-round"]
+    flags = {"--model": ("/mnt/models/coder",), "--quantization": ("auto-round",)}
+    found = contract.flag_breaches(rel, flags, argv, contract.catalog_model(GPTQ_MODEL))
+    assert len(found) == 1 and "quant_method gptq" in found[0].wrong and "(auto-round)" in found[0].wrong
+    assert contract.flag_breaches(rel, flags, argv) == []  # the catalog names no model at that path
+
+
 def test_awq_with_bfloat16_is_refused_by_its_act_dtypes():
     found = _found("0.11.0", ["--model=/mnt/models", "--quantization=awq", "--dtype=bfloat16"])
     assert len(found) == 1 and "AWQConfig runs float16 only" in found[0]
