@@ -171,7 +171,8 @@ def test_the_review_job_of_both_copies_under_act(cluster, repo):
 def deploy_copy(work: Path) -> str:
     """deploy.yaml with its ``test`` job one ``echo`` (act runs a job's needs first), written
     beside the workflows; every other key as shipped. Its path relative to ``work``."""
-    shipped = yaml.safe_load((work / ".gitea/workflows/deploy.yaml").read_text())
+    # PyYAML reads the bare key `on` as True: written back as `on`.
+    shipped = {"on" if k is True else k: v for k, v in yaml.safe_load((work / ".gitea/workflows/deploy.yaml").read_text()).items()}
     wf = json.loads(json.dumps(shipped))
     wf["jobs"]["test"]["steps"] = [{"name": "the test suite (not run here)", "run": "echo the test job is the test suite itself"}]
     assert {k: v for k, v in wf.items() if k != "jobs"} == {k: v for k, v in shipped.items() if k != "jobs"}
