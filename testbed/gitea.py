@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import secrets
 import socket
 import subprocess
@@ -123,6 +124,8 @@ class Gitea:
         ini = root / "app.ini"
         ini.write_text(app_ini(root, port, toolchain.gitea_share(cache)))
         env = {"HOME": str(root), "GITEA_WORK_DIR": str(root), "PATH": "/usr/local/bin:/usr/bin:/bin"}
+        if os.getuid() == 0:  # Gitea refuses root unless told (modules/setting/setting.go); a test container runs as root
+            env["GITEA_I_AM_BEING_UNSAFE_RUNNING_AS_ROOT"] = "true"
         base = [str(binary), "--config", str(ini), "--work-path", str(root)]
 
         def cli(*args: str) -> str:
