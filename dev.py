@@ -25,8 +25,8 @@
     python3 dev.py pin NAME            the pinned version of NAME (pyproject.toml), without .venv
 
 The first call creates ``.venv`` and installs ``requirements-dev.txt`` into it (the package itself
-editable, with every pin of ``uv.lock``; by uv when it is on PATH, else pip), showing one line of progress; later calls reuse it,
-reinstalling only when requirements-dev.txt or pyproject.toml changed. Each call then compiles
+editable, with every pin of ``uv.lock``; by uv when it is on PATH, else pip), showing one line of
+progress; later calls reuse it, reinstalling only when requirements-dev.txt or pyproject.toml changed. Each call then compiles
 what changed of the project's packages to bytecode (``__pycache__``, as pip does for an installed
 package; git ignores it; a few ms when nothing changed): where PYTHONDONTWRITEBYTECODE is set,
 Python otherwise compiles them from source at every start (docs/benchmarks.md). The real suite needs Go
