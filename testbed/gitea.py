@@ -188,7 +188,18 @@ class Gitea:
         if status != 201:
             raise RuntimeError(f"creating {name}: {status} {body}")
 
+    def wait_branch(self, repo: str, branch: str, timeout: float = 60) -> None:
+        """Wait until the API knows ``branch`` (a push's branch reaches Gitea's database through
+        its post-receive hook, after ``git push`` returns)."""
+        deadline = time.monotonic() + timeout
+        while (status := self.call("GET", f"/repos/{ADMIN}/{repo}/branches/{branch}")[0]) != 200:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"branch {branch} of {repo} not known to Gitea after {timeout:.0f} s (last status {status})")
+            time.sleep(0.5)
+
     def open_pull(self, repo: str, head: str, base: str, title: str) -> int:
+        for branch in (base, head):
+            self.wait_branch(repo, branch)
         status, body = self.call("POST", f"/repos/{ADMIN}/{repo}/pulls", {"head": head, "base": base, "title": title})
         if status != 201:
             raise RuntimeError(f"opening {head} -> {base}: {status} {body}")
