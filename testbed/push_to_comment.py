@@ -12,6 +12,7 @@ Needs act on PATH (``python3 dev.py toolchain``). Figures: docs/benchmarks.md "P
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import sys
@@ -45,8 +46,11 @@ def main(argv: list[str]) -> int:
     os.environ["UV_CACHE_DIR"] = str(args.cache / "uv")
     os.environ["PIP_CACHE_DIR"] = str(args.cache / "pip")
     from testbed import act
-    from tests.real.test_real_ci_workflows import git, make_clone
-    from tests.tools.test_review_comment_and_deploy_guard import Forge
+
+    # The test suite's clone and forge stand-in, loaded at run time: mypy checks testbed/, not tests/.
+    ci = importlib.import_module("tests.real.test_real_ci_workflows")
+    git, make_clone = ci.git, ci.make_clone
+    Forge = importlib.import_module("tests.tools.test_review_comment_and_deploy_guard").Forge  # noqa: N806
 
     top = Path(tempfile.mkdtemp(prefix="push-to-comment-"))
     work = make_clone(top)
