@@ -289,3 +289,22 @@ def test_lint_and_types_are_their_own_step():
     tools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
     assert {"B", "UP", "SIM", "I", "N", "PTH", "PT", "D"} <= set(tools["ruff"]["lint"]["select"])
     assert tools["mypy"]["check_untyped_defs"] is True and tools["mypy"]["plugins"] == ["pydantic.mypy"]
+
+
+@pytest.mark.parametrize("uv", ["/runner/tmp/bin/uv", None])
+def test_dev_installs_the_lock_with_uv_when_the_workflow_put_it_on_path(uv, tmp_path, monkeypatch):
+    """The review and deploy jobs put the lock's uv on PATH; dev.py's .venv then comes from
+    ``uv pip install`` (its cache makes the warm case fast), else from pip as before."""
+    py = tmp_path / "venv" / "bin" / "python"
+    py.parent.mkdir(parents=True)
+    py.write_text("")
+    monkeypatch.setattr(dev, "PY", py)
+    monkeypatch.setattr(dev, "STAMP", tmp_path / "venv" / ".requirements.sha256")
+    monkeypatch.setattr(dev.shutil, "which", lambda name: uv if name == "uv" else None)
+    ran = []
+    monkeypatch.setattr(dev.subprocess, "run", lambda cmd, **kw: ran.append(cmd) or subprocess.CompletedProcess(cmd, 0, "", ""))
+    dev.ensure_venv()
+    [cmd] = ran
+    expected = [uv, "pip", "install", "--python", str(py)] if uv else [str(py), "-m", "pip", "install"]
+    assert cmd[:len(expected)] == expected and cmd[-2:] == ["-r", str(dev.DEV_REQUIREMENTS)]
+    assert dev.STAMP.read_text() == dev._venv_digest()
