@@ -5,6 +5,7 @@
     python3 dev.py test [PYTEST ARGS]  the fast suite, then the real suite (builds the toolchain when missing)
     python3 dev.py test --fast [...]   the fast suite only (mock runtime, pack over gRPC; no Go needed)
     python3 dev.py test --real [...]   the real suite only (real CLI, real pack, loopback cluster)
+    python3 dev.py test --forge [...]  the forge suite only (a loopback Gitea, the review job under act)
     python3 dev.py test --each [...]   as test, each real-suite module in a pytest of its own (CI)
     python3 dev.py lint [--fix-all]    ruff and mypy, as CI runs them (--fix-all: ruff's fixes, noqa for the rest)
     python3 dev.py analyze [ARGS...]   the policy pack on a stack or a manifest directory (tools.analyze)
@@ -24,8 +25,8 @@
     python3 dev.py pin NAME            the pinned version of NAME (pyproject.toml), without .venv
 
 The first call creates ``.venv`` and installs ``requirements-dev.txt`` into it (the package itself
-editable, with every pin of ``uv.lock``), showing one line of progress; later calls reuse it,
-reinstalling only when requirements-dev.txt or pyproject.toml changed. Each call then compiles
+editable, with every pin of ``uv.lock``; by uv when it is on PATH, else pip), showing one line of
+progress; later calls reuse it, reinstalling only when requirements-dev.txt or pyproject.toml changed. Each call then compiles
 what changed of the project's packages to bytecode (``__pycache__``, as pip does for an installed
 package; git ignores it; a few ms when nothing changed): where PYTHONDONTWRITEBYTECODE is set,
 Python otherwise compiles them from source at every start (docs/benchmarks.md). The real suite needs Go
@@ -44,6 +45,7 @@ import hashlib
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -96,15 +98,17 @@ def ensure_venv() -> None:
     print(f"dev.py: installing {count} pinned packages and this project into .venv (a few minutes the first time) ...",
           end="", file=sys.stderr, flush=True)
     # From the project directory: requirements-dev.txt installs the package itself as `-e .`.
-    proc = subprocess.run(
-        [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off", "-q",
-         "-r", str(DEV_REQUIREMENTS)],
-        cwd=ROOT, capture_output=True, text=True,
-    )
+    # uv on PATH (the workflows put the lock's uv there) installs the same pins from its cache in
+    # seconds when warm (docs/benchmarks.md "Push to comment"); pip otherwise.
+    uv = shutil.which("uv")
+    installer = [uv, "pip", "install", "--python", str(PY), "-q"] if uv else \
+        [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "off", "-q"]
+    proc = subprocess.run([*installer, "-r", str(DEV_REQUIREMENTS)], cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         print(" failed", file=sys.stderr)
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-        raise VenvError(f"pip could not install requirements-dev.txt into .venv (exit {proc.returncode}; its message is "
+        tool = "uv" if uv else "pip"
+        raise VenvError(f"{tool} could not install requirements-dev.txt into .venv (exit {proc.returncode}; its message is "
                         "above); fix: check the network or the package index (pip config list), then run again")
     print(f" done in {time.monotonic() - started:.0f} s", file=sys.stderr)
     STAMP.write_text(want)
@@ -243,7 +247,7 @@ def fast_options(args: list[str]) -> list[str]:
 
 
 def _pytest(marker: str, args: list[str]) -> int:
-    grace = REAL_SUITE_GRACE_S if marker == "real" else cli.CHILD_GRACE_S
+    grace = REAL_SUITE_GRACE_S if marker in ("real", FORGE_MARKER) else cli.CHILD_GRACE_S
     code = cli.call([str(PY), "-m", "pytest", "-m", marker, *args], cwd=str(ROOT), grace=grace)
     if code == PYTEST_NO_TESTS:
         print(f"dev.py: pytest -m '{marker}' collected no test", file=sys.stderr)
@@ -273,16 +277,31 @@ def real_each(args: list[str]) -> int:
     return worst
 
 
+#: The forge suite's marker (tests/real/test_forge_*.py): a real Gitea and act; run only by ``test --forge``.
+FORGE_MARKER = "forge"
+
+
+def forge(args: list[str]) -> int:
+    """The forge suite alone (``-m forge``: a loopback Gitea receives the review job's comment under
+    act), after the toolchain with its forge parts (``python3 dev.py toolchain --forge``)."""
+    print("dev.py: the forge suite: building the toolchain with Gitea if missing (python3 dev.py toolchain --forge)",
+          file=sys.stderr, flush=True)
+    code = cli.call([str(PY), "-m", "testbed.toolchain", "--forge"], cwd=str(ROOT), stdout=subprocess.DEVNULL)
+    return code if code != 0 else _pytest(FORGE_MARKER, args)
+
+
 def test(args: list[str]) -> int:
-    """The fast suite (``-m "not real"``, on both cores in a random order: :func:`fast_options`),
-    then the toolchain (built when missing), then the real suite (``-m real``). ``--fast`` /
-    ``--real`` run one of them; ``--each`` runs every real-suite module in a pytest of its own
-    (:func:`real_each`); other arguments go to pytest. Stops at the first part that fails, with its
-    exit code."""
+    """The fast suite (``-m "not real and not forge"``, on both cores in a random order:
+    :func:`fast_options`), then the toolchain (built when missing), then the real suite (``-m
+    real``). ``--fast`` / ``--real`` run one of them; ``--each`` runs every real-suite module in a
+    pytest of its own (:func:`real_each`); ``--forge`` runs the forge suite alone (:func:`forge`);
+    other arguments go to pytest. Stops at the first part that fails, with its exit code."""
+    if "--forge" in args:
+        return forge([a for a in args if a != "--forge"])
     fast_only, real_only, each = "--fast" in args, "--real" in args, "--each" in args
     args = [a for a in args if a not in ("--fast", "--real", "--each")]
     if not real_only:
-        code = _pytest("not real", [*fast_options(args), *args])
+        code = _pytest(f"not real and not {FORGE_MARKER}", [*fast_options(args), *args])
         if code != 0 or fast_only:
             return code
     print("dev.py: the real suite: building the toolchain if missing (python3 dev.py toolchain)", file=sys.stderr, flush=True)

@@ -19,11 +19,14 @@ What it builds (versions pinned in ``testbed/toolchain/versions.json``, nowhere 
 * kube-apiserver, kube-controller-manager and kube-scheduler from ``k8s.io/kubernetes`` (the
   staging modules replaced by their published ``k8s.io/*`` versions), etcd
   (``go.etcd.io/etcd/server/v3``), kwok and kwokctl (both ``sigs.k8s.io/kwok``, one version; kwokctl
-  runs the loopback cluster of ``testbed/cluster`` on these binaries).
+  runs the loopback cluster of ``testbed/cluster`` on these binaries);
+* nektos/act (``github.com/nektos/act``), the Actions engine the workflows run under in the real
+  suite, and, for the forge suite only (``--forge``), Gitea (``code.gitea.io/gitea``: a copy of its
+  module directory, cgo and the SQLite tags, no bindata: ``share/gitea/{options,templates}``).
 
 Layout of the cache (``$LLM_SERVING_CACHE``, default ``~/.cache/llm-serving``): ``src/<part>/``
 the scratch modules, ``bin/`` the binaries, ``pulumi-home/`` the CLI's home with the plugin,
-``langhost-venv/`` the stand-in host's virtualenv, ``stamps/<part>.json`` what was built from
+``langhost-venv/`` the stand-in host's virtualenv, ``share/gitea/`` Gitea's run-time files, ``stamps/<part>.json`` what was built from
 what. A part is rebuilt only when its pinned versions (or this build recipe) change, so a second
 run with the same versions does nothing. Go's own caches (GOMODCACHE, GOCACHE) are reused.
 
@@ -367,6 +370,51 @@ def build_kwokctl(v: dict, cache: Path, out: Path) -> list[Path]:
     return [out / "kwokctl"]
 
 
+def build_act(v: dict, cache: Path, out: Path) -> list[Path]:
+    """nektos/act, the Actions engine the real suite runs the workflows under (host mode)."""
+    a = v["act"]
+    src = _scratch(cache, "act", _gomod("act", {a["module"]: a["version"]}, {}), [a["package"]])
+    run_go(["mod", "tidy"], src, "act (go mod tidy)")
+    ldflags = f"-s -w -X main.version={a['version'].lstrip('v')}"
+    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(src / "act"), a["package"]], src, "act")
+    _install(src / "act", out / "act")
+    return [out / "act"]
+
+
+def gitea_share(cache: Path) -> Path:
+    """Where Gitea's run-time files (``options/``, ``templates/``) are installed: its
+    ``STATIC_ROOT_PATH`` (a build without ``bindata`` reads them from disk)."""
+    return cache / "share" / "gitea"
+
+
+def build_gitea(v: dict, cache: Path, out: Path) -> list[Path]:
+    """Gitea from a copy of its module directory (its go.mod's replace directives apply only
+    there), with cgo and the SQLite tags; options/ and templates/ copied to :func:`gitea_share`."""
+    g = v["gitea"]
+    info = json.loads(run_go(["mod", "download", "-json", f"{g['module']}@{g['version']}"], cache, "gitea (download)"))
+    src = cache / "src" / "gitea"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(info["Dir"], src, copy_function=shutil.copy)  # the module cache is read-only
+    for folder, _, files in os.walk(src):
+        Path(folder).chmod(0o755)
+        for f in files:
+            (Path(folder) / f).chmod(0o644)
+    tags = " ".join(g["tags"])
+    ldflags = f'-s -w -X "main.Version={g["version"].lstrip("v")}" -X "main.Tags={tags}"'
+    env = dict(go_env(), CGO_ENABLED="1")
+    run_go(["build", "-v", "-trimpath", "-tags", tags, "-ldflags", ldflags, "-o", str(src / "gitea"), "."], src, "gitea", env=env)
+    share = gitea_share(cache)
+    shutil.rmtree(share, ignore_errors=True)
+    for name in g["runtime_dirs"]:
+        shutil.copytree(src / name, share / name)
+    _install(src / "gitea", out / "gitea")
+    return [out / "gitea", *(share / name for name in g["runtime_dirs"])]
+
+
+#: Parts only the forge suite needs (``python3 dev.py test --forge``): built by ``--forge`` or
+#: ``--only NAME``, and left out of ``--check``'s verdict otherwise.
+FORGE_PARTS = frozenset({"gitea"})
+
 #: (name, the versions.json keys it depends on, builder). Order: the CLI path first.
 PARTS: list[tuple[str, tuple[str, ...], Callable[[dict, Path, Path], list[Path]]]] = [
     ("pulumi", ("pulumi",), build_pulumi),
@@ -376,6 +424,8 @@ PARTS: list[tuple[str, tuple[str, ...], Callable[[dict, Path, Path], list[Path]]
     ("etcd", ("etcd",), build_etcd),
     ("kwok", ("kwok",), build_kwok),
     ("kwokctl", ("kwok", "kwokctl"), build_kwokctl),
+    ("act", ("act",), build_act),
+    ("gitea", ("gitea",), build_gitea),
 ]
 
 
@@ -415,11 +465,17 @@ def status(v: dict, cache: Path) -> dict[str, bool]:
     return out
 
 
-def build(only: list[str] | None = None) -> None:
+def wanted(name: str, only: list[str] | None, forge: bool) -> bool:
+    """Whether ``build`` makes part ``name``: the ones named by ``--only``, else every part but
+    :data:`FORGE_PARTS` (those too with ``--forge``)."""
+    return name in only if only else forge or name not in FORGE_PARTS
+
+
+def build(only: list[str] | None = None, forge: bool = False) -> None:
     v = load_versions()
     cache = cache_dir()
     have = status(v, cache)
-    todo = [(n, k, b) for n, k, b in PARTS if not have[n] and (not only or n in only)]
+    todo = [(n, k, b) for n, k, b in PARTS if not have[n] and wanted(n, only, forge)]
     if not todo:
         _say(f"up to date in {cache} (nothing to build)")
         return
@@ -443,15 +499,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--check", action="store_true", help="exit 0 if everything is built at the pinned versions, 1 if not")
     ap.add_argument("--env", action="store_true", help="print shell exports for the built toolchain")
     ap.add_argument("--only", action="append", choices=[n for n, _, _ in PARTS], help="build only this part (repeatable)")
+    ap.add_argument("--forge", action="store_true", help=f"also the forge suite's parts ({', '.join(sorted(FORGE_PARTS))})")
     args = ap.parse_args(argv)
     try:
         if args.check:
             st = status(load_versions(), cache_dir())
             for name, ok in st.items():
-                print(f"{name:22} {'built' if ok else 'missing or out of date'}")
-            return 0 if all(st.values()) else 1
+                extra = "" if name not in FORGE_PARTS else " (the forge suite's; counted with --forge)"
+                print(f"{name:22} {'built' if ok else 'missing or out of date'}{extra}")
+            return 0 if all(ok for n, ok in st.items() if wanted(n, args.only, args.forge)) else 1
         if not args.env:
-            build(args.only)
+            build(args.only, args.forge)
         for key, value in environment().items():
             print(f"export {key}={shlex.quote(value)}" if args.env else "", end="\n" if args.env else "")
         return 0

@@ -117,12 +117,14 @@ SARIF_STEP = (
 FAIL_STEP = "      - name: Fail on a mandatory violation, a refused plan or bad input\n"
 
 
-#: The artifact action: v3 on Gitea (the official v4 refuses a server that is not github.com),
+#: The artifact action: v3 on Gitea (the official v4 refuses a server_url that is not github.com's),
 #: v4 on GitHub (which retired v3 in January 2025).
 GITEA_ARTIFACT = (
-    "        # Gitea serves upload-artifact v4's protocol since 1.23 (go-gitea/gitea pull 28965), but the\n"
-    "        # official v4 action refuses any server not github.com as GHES (GHESNotSupportedError, seen on\n"
-    "        # Gitea 1.22 to 1.25); v3 speaks the protocol Gitea has always served.\n"
+    "        # Gitea 1.26 serves both artifact protocols (routers/init.go mounts v3's /api/actions_pipeline\n"
+    "        # and v4's twirp ArtifactService; the forge suite checks both answer), so the server is not\n"
+    "        # the limit: the official v4 action refuses, before any call, a server_url whose host is not\n"
+    "        # github.com, *.ghe.com or *.localhost (GHESNotSupportedError), and Gitea's server_url is its\n"
+    "        # ROOT_URL (services/actions/context.go). v3 uploads to the same Gitea.\n"
     "        uses: actions/upload-artifact@v3\n")
 GITHUB_ARTIFACT = (
     "        # GitHub retired upload-artifact v3 (January 2025).\n"
@@ -155,10 +157,25 @@ def test_the_review_posts_one_comment_and_its_outputs_hold_only_the_review():
     assert not any("curl" in r for r in runs)
     [post] = [s for s in steps if s.get("name") == "Post the comment on the pull request"]
     assert post["run"] == 'python3 dev.py review-comment out/review --post "$API"' and "TOKEN" in post["env"]
-    venv_at = runs.index("python3 dev.py venv")
+    [venv_at] = [i for i, r in enumerate(runs) if r.rstrip().endswith("python3 dev.py venv")]
     assert venv_at < min(i for i, r in enumerate(runs) if "out/review/" in r)
+    # The lock's uv installs the pins (dev.py uses uv on PATH), from a cache restored before it.
+    assert "grep -m1 '^uv==' requirements-dev.txt" in runs[venv_at] and 'PATH="$RUNNER_TEMP/bin:$PATH"' in runs[venv_at]
+    [cache] = [s for s in steps[:venv_at] if _uses(s) == "actions/cache"]
+    assert cache["with"]["path"].split() == ["~/.cache/uv", "~/.cache/pip"]
+    assert cache["with"]["key"] == "venv-${{ hashFiles('requirements-dev.txt') }}"
     # Every step of the review job has its own bound (act ignores the job's).
     assert all("timeout-minutes" in s for s in steps if "run" in s or _uses(s) == "actions/upload-artifact")
+
+
+@pytest.mark.parametrize("name", ["pull-request.yaml", "deploy.yaml"])
+def test_every_run_step_has_its_own_timeout(name):
+    """nektos/act ignores a job's timeout-minutes (the review-and-deploy trial under act v0.2.89):
+    each ``run:`` step carries its own, within its job's."""
+    for job, spec in load(name)["jobs"].items():
+        for step in spec["steps"]:
+            if "run" in step:
+                assert 0 < step.get("timeout-minutes", 0) <= spec["timeout-minutes"], (job, step.get("name"))
 
 
 def _uses(step: dict) -> str:
@@ -272,3 +289,22 @@ def test_lint_and_types_are_their_own_step():
     tools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
     assert {"B", "UP", "SIM", "I", "N", "PTH", "PT", "D"} <= set(tools["ruff"]["lint"]["select"])
     assert tools["mypy"]["check_untyped_defs"] is True and tools["mypy"]["plugins"] == ["pydantic.mypy"]
+
+
+@pytest.mark.parametrize("uv", ["/runner/tmp/bin/uv", None])
+def test_dev_installs_the_lock_with_uv_when_the_workflow_put_it_on_path(uv, tmp_path, monkeypatch):
+    """The review and deploy jobs put the lock's uv on PATH; dev.py's .venv then comes from
+    ``uv pip install`` (its cache makes the warm case fast), else from pip as before."""
+    py = tmp_path / "venv" / "bin" / "python"
+    py.parent.mkdir(parents=True)
+    py.write_text("")
+    monkeypatch.setattr(dev, "PY", py)
+    monkeypatch.setattr(dev, "STAMP", tmp_path / "venv" / ".requirements.sha256")
+    monkeypatch.setattr(dev.shutil, "which", lambda name: uv if name == "uv" else None)
+    ran = []
+    monkeypatch.setattr(dev.subprocess, "run", lambda cmd, **kw: ran.append(cmd) or subprocess.CompletedProcess(cmd, 0, "", ""))
+    dev.ensure_venv()
+    [cmd] = ran
+    expected = [uv, "pip", "install", "--python", str(py)] if uv else [str(py), "-m", "pip", "install"]
+    assert cmd[:len(expected)] == expected and cmd[-2:] == ["-r", str(dev.DEV_REQUIREMENTS)]
+    assert dev.STAMP.read_text() == dev._venv_digest()

@@ -1,6 +1,7 @@
 """Fixtures of the real suite (``pytest -m real``; ``python3 dev.py test`` runs it after the
-fast suite): the built toolchain, loopback clusters from ``testbed.cluster``, and copies of the
-project for the real CLI (:class:`tests.real.realpath.RealProject`)."""
+fast suite) and of the forge suite (``pytest -m forge``: ``python3 dev.py test --forge``): the
+built toolchain, loopback clusters from ``testbed.cluster``, and copies of the project for the
+real CLI (:class:`tests.real.realpath.RealProject`)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def interrupts_stop_the_clusters() -> Iterator[None]:
 def toolchain_ready() -> Iterator[None]:
     """The toolchain is built; its bin/ (pulumi, kubectl, the control plane) leads PATH."""
     status = toolchain.status(toolchain.load_versions(), toolchain.cache_dir())
-    missing = [name for name, ok in status.items() if not ok]
+    missing = [name for name, ok in status.items() if not ok and name not in toolchain.FORGE_PARTS]
     if missing:
         pytest.fail(f"the real toolchain is not built ({', '.join(missing)}): run `python3 dev.py toolchain` "
                     "(python3 dev.py test does it before the real suite)", pytrace=False)
@@ -76,3 +77,26 @@ def stack(project: RealProject, request: pytest.FixtureRequest) -> str:
     name = request.module.STACK
     project.stack_init(name)
     return name
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "forge: the forge suite (tests/real/test_forge_*.py): a real Gitea and act (python3 dev.py test --forge; "
+        "needs python3 dev.py toolchain --forge)",
+    )
+
+
+@pytest.fixture(scope="session")
+def forge_toolchain() -> Iterator[None]:
+    """The act and Gitea parts built (``python3 dev.py toolchain --forge``), the toolchain's bin/ first on PATH."""
+    status = toolchain.status(toolchain.load_versions(), toolchain.cache_dir())
+    missing = [name for name in ("act", "gitea") if not status[name]]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not built: run `python3 dev.py toolchain --forge` "
+                    "(python3 dev.py test --forge does it first)", pytrace=False)
+    mp = pytest.MonkeyPatch()
+    for key, value in toolchain.environment().items():
+        mp.setenv(key, value)
+    yield
+    mp.undo()
