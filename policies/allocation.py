@@ -1,15 +1,8 @@
-"""The pack's policies judged by :mod:`core.rulebook.allocation`: one record a policy
-(:func:`policylib.declare.resource_policy` / :func:`~policylib.declare.stack_policy`), each with its
-``validate`` (reads the manifests, reports the family's breaches) and its account (``doc``)."""
+"""The pack's policies judged by :mod:`core.rulebook.allocation`, one record each (docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    Severity,
-    StackValidationArgs,
-)
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
 from core import allocation, manifests
 from core.allocation import NodeUse

@@ -1,6 +1,4 @@
-"""The pack's policies judged by :mod:`core.rulebook.network`: one record a policy
-(:func:`policylib.declare.resource_policy` / :func:`~policylib.declare.stack_policy`), each with its
-``validate`` (reads the manifests, reports the family's breaches) and its account (``doc``)."""
+"""The pack's policies judged by :mod:`core.rulebook.network`, one record each (docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
@@ -8,12 +6,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    Severity,
-    StackValidationArgs,
-)
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
 from core import manifests, terms
 from core.manifests import filesystem as fs

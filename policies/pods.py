@@ -1,6 +1,4 @@
-"""The pack's policies judged by :mod:`core.rulebook.pods`: one record a policy
-(:func:`policylib.declare.resource_policy` / :func:`~policylib.declare.stack_policy`), each with its
-``validate`` (reads the manifests, reports the family's breaches) and its account (``doc``)."""
+"""The pack's policies judged by :mod:`core.rulebook.pods`, one record each (docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
@@ -8,12 +6,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    Severity,
-)
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
 from core import facts, manifests, terms
 from core.quantity import QuantityError

@@ -1,6 +1,4 @@
-"""The pack's policies judged by :mod:`core.rulebook.served_names`: one record a policy
-(:func:`policylib.declare.resource_policy` / :func:`~policylib.declare.stack_policy`), each with its
-``validate`` (reads the manifests, reports the family's breaches) and its account (``doc``)."""
+"""The pack's policies judged by :mod:`core.rulebook.served_names`, one record each (docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
