@@ -33,8 +33,9 @@ Kind = Literal["resource", "stack"]
 
 #: A policy name: lowercase words joined by ``-`` (its fixtures' folder and page name).
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-#: The account's paragraph on what the policy leaves alone (``Does not check: ...``).
-_DOES_NOT_CHECK = re.compile(r"^Does not check:\s*(.+?)(?:\n\s*\n|\Z)", re.I | re.M | re.S)
+#: The account's sentences on what the policy leaves alone (``Does not check: ...`` or ``Not judged: ...``,
+#: to the end of their paragraph).
+_DOES_NOT_CHECK = re.compile(r"\b(?:Does not check|Not judged):\s*(.+?)(?:\n\s*\n|\Z)", re.I | re.S)
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,8 @@ class PolicyRecord:
 
     @property
     def does_not_check(self) -> str:
-        """What the policy leaves alone: the account's ``Does not check:`` paragraph ("" if none)."""
-        m = _DOES_NOT_CHECK.search(self.doc)
-        return " ".join(m.group(1).split()) if m else ""
+        """What the policy leaves alone: the account's ``Does not check:`` / ``Not judged:`` text ("" if none)."""
+        return " ".join(" ".join(m.group(1).split()) for m in _DOES_NOT_CHECK.finditer(self.doc))
 
     def policy(self) -> Policy:
         """The pulumi-policy ``Policy`` (built once a record), its ``validate`` silent on an object

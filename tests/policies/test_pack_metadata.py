@@ -108,3 +108,11 @@ def test_enforcement_levels_are_the_documented_decision():
                         "env-var-secret", "gpu-runtime-class-without-cards", "isvc-not-parked-silently",
                         "isvc-raw-min-replicas", "liveness-probe-window", "policy-waivers",
                         "route-timeout-covers-request", "served-model-name-unique", "termination-grace-covers-drain"]
+
+
+def test_a_record_says_what_it_does_not_check():
+    """``does_not_check`` is the account's ``Does not check:`` / ``Not judged:`` text, whitespace folded."""
+    cards = declare.POLICIES["gpu-card-allocation"].does_not_check
+    assert cards.startswith("taints and tolerations; fractional cards (time-sliced cards count as the nvidia.com/gpu")
+    assert "\n" not in cards
+    assert declare.POLICIES["model-cache-usable"].does_not_check.startswith("a container whose HOME is not known")
