@@ -33,7 +33,10 @@ _REF = re.compile("\x1f([^\x1f=]+)(?:=([^\x1f]*))?\x1f")
 
 def only(audience: Audience, text: str) -> str:
     """``text`` in a wording that only ``audience`` reads (a stack-file default the manifest has no
-    counterpart of: ``, or leave it unset for 3 x cold_start_seconds``)."""
+    counterpart of: ``, or leave it unset for 3 x cold_start_seconds``). ValueError: ``audience`` is
+    neither :data:`STACK` nor :data:`MANIFEST` (the text would render for nobody)."""
+    if audience not in (STACK, MANIFEST):
+        raise ValueError(f"only({audience!r}, ...): the audience is {STACK!r} or {MANIFEST!r}")
     return f"\x1f@{audience}={json.dumps(text)}\x1f"
 
 
@@ -54,6 +57,9 @@ class Setting:
     wrap: str | None = None
 
     def __post_init__(self) -> None:
+        if not _ID.fullmatch(self.id) or not self.manifest:
+            raise ValueError(f"setting {self.id!r}: the id is a lowercase identifier and the manifest name is given "
+                             f"(a reference renders by id)")
         known = SETTINGS.setdefault(self.id, self)
         if known != self:  # a reference renders by id: two different settings under one id would mix
             raise ValueError(f"setting {self.id} is declared twice, differently: {known} and {self}")
@@ -61,7 +67,12 @@ class Setting:
     def __str__(self) -> str:
         return f"\x1f{self.id}\x1f"
 
-    __format__ = lambda self, spec: str(self)  # noqa: E731 - f"{S}" must give the reference
+    def __format__(self, spec: str) -> str:
+        """``f"{S}"`` gives the reference; a format spec (``f"{S:>9}"``) would be lost, so it is an error."""
+        if spec:
+            raise ValueError(f"setting {self.id} formatted with spec {spec!r}: a reference renders as a name, "
+                             f"write f\"{{S}}\" (or S.to(value) for a value)")
+        return str(self)
 
     def to(self, value: Any) -> str:
         """A reference to this setting set to ``value`` (JSON-encodable)."""
@@ -88,6 +99,8 @@ class Setting:
 
 #: Every setting by id (filled as :class:`Setting` objects are made).
 SETTINGS: dict[str, Setting] = {}
+#: A setting id: what a reference names.
+_ID = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def _flow(value: Any) -> str:
@@ -107,7 +120,9 @@ def render_text(text: str, audience: Audience) -> str:
     def one(m: re.Match[str]) -> str:
         if m.group(1).startswith("@"):
             return render_text(json.loads(m.group(2)), audience) if m.group(1)[1:] == audience else ""
-        setting = SETTINGS[m.group(1)]
+        setting = SETTINGS.get(m.group(1))
+        if setting is None:
+            raise ValueError(f"a wording names setting {m.group(1)!r}, which no Setting declares")
         if m.group(2) is None:
             return setting.name(audience)
         return setting.assignment(json.loads(m.group(2)), audience)

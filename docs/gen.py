@@ -291,16 +291,19 @@ def _fixture_header(path: Path) -> tuple[list[str], list[str], str]:
     return expect, notes, inventory
 
 
-def _module_doc(name: str) -> str:
-    module = sys.modules.get(name.replace("-", "_"))
-    return (module.__doc__ or "").strip() if module else ""
+def _record(name: str) -> Any:
+    """The policy's registry record (:class:`policylib.declare.PolicyRecord`)."""
+    from policylib.declare import POLICIES
+
+    return POLICIES[name]
 
 
 def policy_page(policy: Any) -> str:
     """``docs/policies/<policy>.md``: metadata, rules, configuration, the module's account, fixtures."""
     from core import registry
 
-    src = f"policies/{policy.name.replace('-', '_')}.py"
+    record = _record(policy.name)
+    src = f"policies/{record.family}.py"
     lines = [_banner(f"{src}, core/registry.py and policies/fixtures/{policy.name}/"), f"# `{policy.name}`", "",
              _cell(policy.description), "",
              "| kind | enforcement level | severity |", "| --- | --- | --- |",
@@ -322,7 +325,7 @@ def policy_page(policy: Any) -> str:
             default = f"`{json.dumps(spec['default'])}`" if "default" in spec else ""
             lines.append(f"| `{prop}` | {spec.get('type', '')} | {default} | {_cell(spec.get('description', ''))} |")
         lines.append("")
-    doc = _module_doc(policy.name)
+    doc = record.doc.strip()
     if doc:
         lines += [f"## What it judges ([{src}](../../{src}))", "", _rst(doc), ""]
     lines += ["## Fixtures", "",
@@ -353,9 +356,10 @@ def policies_index() -> str:
     # By id: the registry's order is the order its families were imported in, which a test run may change.
     stack_only = sorted((r for r in registry.RULES.values() if r.policy is None or r.policy not in names), key=lambda r: r.id)
     lines = [_banner("the pack's metadata (policies/) and core/registry.py"), "# The policy pack: every policy", "",
-             "`policies/` is a pulumi-policy (CrossGuard) pack: one module a policy, each with its description, "
+             "`policies/` is a pulumi-policy (CrossGuard) pack: one module a rule family (`policies/<family>.py`, "
+             "beside `core/rulebook/<family>.py`), each policy one record there with its description, "
              "enforcement level, severity, remediation steps, an optional config schema, and allowed/disallowed "
-             "fixtures under `policies/fixtures/<policy>/`. How the pack reads the stack and words a finding: "
+             "fixtures under `policies/fixtures/<policy>/`; adding one: [../adding-a-policy.md](../adding-a-policy.md). How the pack reads the stack and words a finding: "
              "[../policy-pack.md](../policy-pack.md).", "", policy_table(), ""]
     if stack_only:
         lines += ["## Rules the stack file judges alone", "",

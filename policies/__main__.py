@@ -1,7 +1,8 @@
-"""The llm-serving policy pack: assembles the PolicyPack from the policy modules beside it.
+"""The llm-serving policy pack: assembles the PolicyPack from the policy registry.
 
-Each module in this directory (not starting with "_", not ``policylib``) defines one policy
-as ``POLICY``; its fixtures are under ``fixtures/<policy-name>/``. The Pulumi CLI runs this
+Each module in this directory (not starting with "_", not ``policylib``) is a rule family
+(``allocation.py`` mirrors ``core/rulebook/allocation.py``) that declares its policies, one record
+each (:mod:`policylib.declare`); a policy's fixtures are under ``fixtures/<policy-name>/``. The Pulumi CLI runs this
 file (``pulumi preview --policy-pack policies``); so does the offline runner
 (``python -m tools.analyze``), as its own process over the analyzer gRPC protocol.
 """

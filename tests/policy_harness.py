@@ -12,6 +12,7 @@ End-to-end runs of the real pack process over gRPC are in ``tests/tools/test_ana
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,9 +84,10 @@ def run_policy(policy, resources: Iterable[Resource], policy_config: dict | None
     return found
 
 
-def fixture_cases(policy_name: str, verdict: str) -> list[Path]:
-    """The fixture files of ``policies/fixtures/<policy_name>/<verdict>/`` (verdict: allowed|disallowed)."""
-    return sorted((FIXTURES / policy_name / verdict).glob("*.yaml"))
+def fixture_cases(policy_name: str, verdict: str, root: Path = FIXTURES) -> list[Path]:
+    """The fixture files of ``<root>/<policy_name>/<verdict>/`` (verdict: allowed|disallowed; root:
+    ``policies/fixtures``)."""
+    return sorted((root / policy_name / verdict).glob("*.yaml"))
 
 
 def expectations(case: Path) -> list[str]:
@@ -114,6 +116,27 @@ def run_fixture(policy, case: Path) -> list[Violation]:
     """Load the fixture's stack config and run ``policy`` on its manifests."""
     use_stack_config(load_stack_file(stack_file_for(case)))
     return run_policy(policy, load_manifest_dir(case, stack="fixture"))
+
+
+def check_case(policy, case: Path) -> None:
+    """The one fixture runner (Polaris runs every check's samples through one): an ``allowed/`` case
+    gives ``policy`` no violation; a ``disallowed/`` one at least one whose message contains every
+    ``# expect:`` line, and every message has the one finding form (subject, what is wrong, fix,
+    source: :data:`core.problems.FINDING_FORM`). AssertionError otherwise, naming the case."""
+    from core.problems import FINDING_FORM  # noqa: PLC0415 - the message form, only here
+
+    messages = [v.message for v in run_fixture(policy, case)]
+    if case.parent.name == "allowed":
+        assert messages == [], f"{case}: an allowed fixture gives {policy.name} a violation"
+        return
+    assert case.parent.name == "disallowed", f"{case}: a fixture lives under allowed/ or disallowed/"
+    expected = expectations(case)
+    assert expected, f"{case}: a disallowed fixture starts with '# expect: <message part>'"
+    assert any(all(e in m for e in expected) for m in messages), (str(case), expected, messages)
+    for m in messages:
+        form = re.match(FINDING_FORM, m, re.S)
+        assert form and form["subject"] and form["wrong"] and form["fix"] and form["source"], m
+        assert "Fix:" not in form["wrong"] and "(rule " not in m, m
 
 
 def manifests(text: str) -> list[Resource]:

@@ -7,8 +7,6 @@ spelt again here (:func:`flag_setting`).
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from core import facts, flags
 from core.registry import Setting
 
@@ -21,30 +19,31 @@ def flag_setting(field: str, table: dict[str, str] = flags.VLLM, *, id_: str = "
     return Setting(id_ or field, field if in_stack_file else None, table[field], flag=True)
 
 
-#: The settings the shared rules name, by their stack-file key and their manifest form.
-S = SimpleNamespace(
-    cards=Setting("cards", "cards", f"the container's {facts.GPU_RESOURCE} (requests = limits)"),
-    model=flag_setting("model"),
-    image=Setting("image", "image", "image"),
-    server=Setting("server", "server", "the container's server"),
-    dtype=flag_setting("dtype"),
-    quantization=flag_setting("quantization"),
-    kv_cache_dtype=flag_setting("kv_cache_dtype"),
-    tp=flag_setting("tensor_parallel_size"),
-    pp=flag_setting("pipeline_parallel_size"),
-    disable_custom_all_reduce=flag_setting("disable_custom_all_reduce"),
-    gmu=flag_setting("gpu_memory_utilization"),
-    enforce_eager=flag_setting("enforce_eager"),
-    gmu_override=Setting("gpu_memory_utilization_override", "gpu_memory_utilization_override",
-                         f"annotation {facts.GMU_OVERRIDE_ANNOTATION}"),
-    max_model_len=flag_setting("max_model_len"),
-    served_model_names=flag_setting("served_model_names"),
+class S:
+    """The settings the shared rules name, by their stack-file key and their manifest form (a class, so a
+    misspelt ``S.<name>`` is a type error, and tests/core/test_registry.py walks every use)."""
+
+    cards = Setting("cards", "cards", f"the container's {facts.GPU_RESOURCE} (requests = limits)")
+    model = flag_setting("model")
+    image = Setting("image", "image", "image")
+    server = Setting("server", "server", "the container's server")
+    dtype = flag_setting("dtype")
+    quantization = flag_setting("quantization")
+    kv_cache_dtype = flag_setting("kv_cache_dtype")
+    tp = flag_setting("tensor_parallel_size")
+    pp = flag_setting("pipeline_parallel_size")
+    disable_custom_all_reduce = flag_setting("disable_custom_all_reduce")
+    gmu = flag_setting("gpu_memory_utilization")
+    enforce_eager = flag_setting("enforce_eager")
+    gmu_override = Setting("gpu_memory_utilization_override", "gpu_memory_utilization_override",
+                           f"annotation {facts.GMU_OVERRIDE_ANNOTATION}")
+    max_model_len = flag_setting("max_model_len")
+    served_model_names = flag_setting("served_model_names")
     # vLLM v0.11.0 reads --hf-overrides={"rope_scaling": ...}; --rope-scaling is deprecated there.
-    rope_scaling=Setting("rope_scaling", "rope_scaling", flags.VLLM["hf_overrides"], flag=True, wrap="rope_scaling"),
-    memory_request=Setting("memory_request", "resources.requests.memory", "resources.requests.memory"),
-    memory_limit=Setting("memory_limit", "resources.limits.memory", "resources.limits.memory"),
-    failure_threshold=Setting("startup_failure_threshold", "startup_probe.failure_threshold",
-                              "startupProbe.failureThreshold"),
-    cold_start=Setting("cold_start_seconds", "cold_start_seconds", f"annotation {facts.COLD_START_ANNOTATION}"),
-    name=Setting("name", "the workload's name", "metadata.name"),
-)
+    rope_scaling = Setting("rope_scaling", "rope_scaling", flags.VLLM["hf_overrides"], flag=True, wrap="rope_scaling")
+    memory_request = Setting("memory_request", "resources.requests.memory", "resources.requests.memory")
+    memory_limit = Setting("memory_limit", "resources.limits.memory", "resources.limits.memory")
+    failure_threshold = Setting("startup_failure_threshold", "startup_probe.failure_threshold",
+                                "startupProbe.failureThreshold")
+    cold_start = Setting("cold_start_seconds", "cold_start_seconds", f"annotation {facts.COLD_START_ANNOTATION}")
+    name = Setting("name", "the workload's name", "metadata.name")

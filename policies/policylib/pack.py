@@ -1,4 +1,6 @@
-"""Discovery and assembly of the policy modules (kept out of ``__main__`` so tests can list them)."""
+"""The pack built from the policy registry (:data:`policylib.declare.POLICIES`), kept out of
+``__main__`` so tests can list it: every rule family module of ``policies/`` imported, each of its
+policy records built once."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import sys
 from types import ModuleType
 
 from pulumi_policy import EnforcementLevel, Policy, PolicyPack
+
+from policylib import declare
 
 PACK_NAME = "llm-serving-policies"
 
@@ -30,7 +34,7 @@ POLICIES_DIR = _pack_dir()
 
 
 def policy_modules() -> list[str]:
-    """Names of the policy modules, sorted: every top-level module in ``policies/`` but
+    """Names of the rule family modules, sorted: every top-level module in ``policies/`` but
     ``__main__``, ``policylib`` and names starting with ``_``."""
     return sorted(
         m.name
@@ -40,7 +44,7 @@ def policy_modules() -> list[str]:
 
 
 def _module(name: str) -> ModuleType:
-    """The policy module ``name`` of ``policies/``: the one already imported (the pack process
+    """The rule family module ``name`` of ``policies/``: the one already imported (the pack process
     and the tests import it by name), else loaded from its file, registered under its name as
     an import would (the offline tools, whose path has the installed ``policylib`` only)."""
     if name in sys.modules:
@@ -58,9 +62,23 @@ def _module(name: str) -> ModuleType:
     return module
 
 
+def records() -> list[declare.PolicyRecord]:
+    """Every declared policy record (each family module imported), by name (``-`` read as ``_``,
+    the order the pack has always listed them in)."""
+    for name in policy_modules():
+        _module(name)
+    return sorted(declare.POLICIES.values(), key=lambda r: r.name.replace("-", "_"))
+
+
 def policies() -> list[Policy]:
-    """The ``POLICY`` of each policy module, in module order."""
-    return [_module(name).POLICY for name in policy_modules()]
+    """The pulumi-policy ``Policy`` of each record, in :func:`records` order."""
+    return [r.policy() for r in records()]
+
+
+def policy(name: str) -> Policy:
+    """The pack's policy ``name``. KeyError: no family declares it."""
+    records()
+    return declare.POLICIES[name].policy()
 
 
 def build_pack() -> PolicyPack:

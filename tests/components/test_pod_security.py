@@ -12,15 +12,10 @@ import os
 import shutil
 import subprocess
 
-import model_mounts_read_only
-import model_server_readiness
-import no_service_account_token
-import pod_run_as_non_root
-import pod_security_baseline
-import pod_security_restricted
 import pytest
 
 from core import facts
+from policylib.pack import policy
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE, ROOT
@@ -29,8 +24,8 @@ from tools.offline import mockrun, render
 from tools.offline.manifests import load_manifest_dir, load_stack_file, resources_from_documents
 
 PROD = load_stack_file(PROD_STACK_FILE)
-POLICIES = [pod_security_baseline, pod_security_restricted, pod_run_as_non_root, no_service_account_token,
-            model_mounts_read_only, model_server_readiness]
+POLICIES = ["pod-security-baseline", "pod-security-restricted", "pod-run-as-non-root", "no-service-account-token",
+            "model-mounts-read-only", "model-server-readiness"]
 
 
 def pods(manifests):
@@ -43,7 +38,7 @@ def pods(manifests):
 
 def findings(resources) -> list[tuple[str, str]]:
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return sorted((mod.NAME, v.message.split(":")[0]) for mod in POLICIES for v in run_policy(mod.POLICY, resources))
+    return sorted((name, v.message.split(":")[0]) for name in POLICIES for v in run_policy(policy(name), resources))
 
 
 def test_every_rendered_pod_carries_the_restricted_fields():
@@ -117,7 +112,7 @@ def test_baseline_names_each_breach():
                                                    "capabilities": {"add": ["NET_ADMIN", "CHOWN"]},
                                                    "seccompProfile": {"type": "Unconfined"}}}]}}}}
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    got = [v.message.split(". Fix:")[0] for v in run_policy(pod_security_baseline.POLICY, resources_from_documents([doc]))]
+    got = [v.message.split(". Fix:")[0] for v in run_policy(policy("pod-security-baseline"), resources_from_documents([doc]))]
     assert got == [
         "Deployment d: hostPID is true (the pod shares the node's namespace)",
         "Deployment d: hostIPC is true (the pod shares the node's namespace)",
@@ -135,9 +130,9 @@ def test_baseline_names_each_breach():
 def test_a_declared_reason_is_what_lets_a_root_container_pass():
     doc = json.loads(json.dumps(next(m for m in render_manifests(load_stack_config(PROD)) if m["kind"] == "InferenceService")))
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    assert run_policy(pod_run_as_non_root.POLICY, resources_from_documents([doc])) == []
+    assert run_policy(policy("pod-run-as-non-root"), resources_from_documents([doc])) == []
     doc["metadata"]["annotations"][facts.RUNS_AS_ROOT_ANNOTATION] = " "
-    (v,) = run_policy(pod_run_as_non_root.POLICY, resources_from_documents([doc]))
+    (v,) = run_policy(policy("pod-run-as-non-root"), resources_from_documents([doc]))
     assert "set run_as_user: <uid> under llm-serving:workloads.reasoning" in v.message
 
 

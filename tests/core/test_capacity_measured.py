@@ -179,18 +179,17 @@ def test_the_preview_shows_prods_measurements_beside_the_estimates():
 def test_the_pack_judges_a_vllm_server_against_its_measured_pool():
     """kv-cache-fits-max-model-len reads the workloads' measured figures beside the inventory: a
     measured pool below max-model-len is refused (vLLM refuses to start), whatever the estimate."""
-    import kv_cache_fits_max_model_len as kv
-
+    from policylib.pack import policy
     from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 
     text = (FIXTURES / "kv-cache-fits-max-model-len" / "allowed" / "reasoning-64k.yaml").read_text(encoding="utf-8")
     config = copy.deepcopy(load_stack_file(DEFAULT_STACK_FILE))
     try:
         use_stack_config(config)
-        assert run_policy(kv.POLICY, manifests(text)) == []
+        assert run_policy(policy("kv-cache-fits-max-model-len"), manifests(text)) == []
         config["llm-serving:workloads"] = {"reasoning": {"measured": {"kv_tokens": 60000, "source": "a log"}}}
         use_stack_config(config)
-        (violation,) = run_policy(kv.POLICY, manifests(text))
+        (violation,) = run_policy(policy("kv-cache-fits-max-model-len"), manifests(text))
         assert "the pool holds about 60,000 tokens" in violation.message
     finally:
         use_stack_config(load_stack_file(DEFAULT_STACK_FILE))

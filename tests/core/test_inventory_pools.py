@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from core import allocation
 from core.inventory import ClusterInventory
-from policies import gpu_card_allocation, gpu_rollout_recreate
+from policylib.pack import policy
 from tests.policy_harness import manifests, run_policy, use_stack_config
 
 L4 = {"product": "NVIDIA-L4", "memory_mib": 23034, "compute_capability": "8.9", "nvlink": False, "hbm_bandwidth_gb_s": 300}
@@ -52,10 +52,10 @@ def _findings(l4_nodes: dict | None, replicas: int = 1) -> dict[str, list[str]]:
     use_stack_config({"llm-serving:cluster": cluster(l4_nodes), "llm-serving:models": {}})
     res = manifests(SERVER.replace("REPLICAS", str(replicas)))
     out = {}
-    for policy in (gpu_card_allocation.POLICY, gpu_rollout_recreate.POLICY):
-        found = [v.message for v in run_policy(policy, res)]
+    for pack_policy in (policy("gpu-card-allocation"), policy("gpu-rollout-recreate")):
+        found = [v.message for v in run_policy(pack_policy, res)]
         if found:
-            out[policy.name] = found
+            out[pack_policy.name] = found
     return out
 
 
@@ -139,17 +139,13 @@ spec:
 
 @pytest.mark.parametrize("assigned, found", [(False, 1), (True, 0)])
 def test_runasnonroot_without_a_uid_is_refused_unless_admission_assigns_one(assigned, found):
-    from policies import run_as_non_root_needs_uid
-
     config = cluster({"max_nodes": 2})
     config["uid_assigned_at_admission"] = assigned  # OpenShift's restricted-v2 SCC
     use_stack_config({"llm-serving:cluster": config, "llm-serving:models": {}})
-    assert len(run_policy(run_as_non_root_needs_uid.POLICY, manifests(OPENSHIFT_TGI))) == found
+    assert len(run_policy(policy("run-as-non-root-needs-uid"), manifests(OPENSHIFT_TGI))) == found
 
 
 def test_memory_follows_the_pool_too():
-    from policies import node_memory_allocation
-
     # 3 replicas x 20,000 MiB on the L4 pool (30,000 MiB a node): one fixed node is over, a pool of 3 is not.
     text = SERVER.replace("REPLICAS", "3").replace('limits: {nvidia.com/gpu: "1"}',
                                                     'limits: {nvidia.com/gpu: "1"}, requests: {memory: 20000Mi}')
@@ -157,7 +153,7 @@ def test_memory_follows_the_pool_too():
     found = {}
     for nodes in (None, {"max_nodes": 3}):
         use_stack_config({"llm-serving:cluster": cluster(nodes), "llm-serving:models": {}})
-        found[bool(nodes)] = [v.message for v in run_policy(node_memory_allocation.POLICY, manifests(text))]
+        found[bool(nodes)] = [v.message for v in run_policy(policy("node-memory-allocation"), manifests(text))]
     assert found[True] == []
     (message,) = found[False]
     assert message.startswith("l4-pool: 60,000 of 30,000 MiB of memory requested")

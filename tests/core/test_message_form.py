@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import re
 
-import gpu_whole_cards
-import moving_tag_pull_always
 import pytest
-import vllm_volta
 
 from core import facts
 from core.problems import FINDING_FORM, Finding
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -51,13 +49,13 @@ def stack_config():
 @pytest.mark.parametrize(
     "policy, image, gpu, env, stack_words, yaml_words",
     [
-        (moving_tag_pull_always.POLICY, "ghcr.io/x/candle-vllm:sm70", "1", "",
+        (policy("moving-tag-pull-always"), "ghcr.io/x/candle-vllm:sm70", "1", "",
          "Fix: pin image by @sha256 digest under llm-serving:workloads.clef-candle",
          "Fix: pin image by @sha256 digest, or set imagePullPolicy: Always"),
-        (gpu_whole_cards.POLICY, "ghcr.io/x/candle-vllm@sha256:00", "0.5", "",
+        (policy("gpu-whole-cards"), "ghcr.io/x/candle-vllm@sha256:00", "0.5", "",
          "Fix: set cards to a whole number under llm-serving:workloads.clef-candle",
          "Fix: set requests and limits to the same whole number"),
-        (vllm_volta.POLICY, "vllm/vllm-openai@sha256:00", "1", "env: [{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]",
+        (policy("vllm-volta"), "vllm/vllm-openai@sha256:00", "1", "env: [{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]",
          "Fix: remove VLLM_USE_FLASHINFER_SAMPLER from env (the component sets it to 0) under "
          "llm-serving:workloads.clef-candle",
          "Fix: set env VLLM_USE_FLASHINFER_SAMPLER=0"),

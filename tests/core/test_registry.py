@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from types import SimpleNamespace
 
 import pytest
 
 from core import registry, rulebook
 from core.modelfacts import CATALOG
-from tests.paths import PROD_STACK_FILE
+from core.rulebook.settings import S
+from tests.paths import PROD_STACK_FILE, ROOT
 
 V100 = SimpleNamespace(sm=70, product="Tesla-V100-PCIE-32GB", nvlink=False)
 
@@ -68,36 +71,17 @@ def test_passing_values_give_no_breach():
     assert rulebook.custom_all_reduce(V100, 2, None) is None
 
 
-#: The policies whose checks are judges of core/rulebook/{allocation,capacity,pods,kserve}.py, of
-#: core/rulebook/{servers,volta,candle,served_names,probes,endpoints}.py and of
-#: core/rulebook/{services,network,pod_security}.py.
-RULEBOOK_POLICIES = [
-    "gpu_card_allocation", "node_memory_allocation", "gpu_rollout_recreate", "gpu_whole_cards", "weights_fit_card",
-    "kv_cache_fits_max_model_len", "multi_gpu_shm", "isvc_not_parked_silently", "moving_tag_pull_always",
-    "gpu_runtime_class", "kserve_owned_names",
-    "candle_vllm_args", "gpu_memory_request", "model_server_readiness", "server_listen_endpoint",
-    "startup_probe_covers_cold_start", "tensor_parallel_divisibility", "vllm_context_window",
-    "vllm_gpu_memory_utilization", "vllm_parallelism", "vllm_served_model_names", "vllm_volta",
-    "served_model_name_unique", "service_selector_uniqueness", "service_target_port", "service_link_env_collision",
-    "network_ingress_for_clients", "ingress_admits_server_port", "model_mounts_read_only", "pod_run_as_non_root",
-    "env_var_secret", "policy_waivers",
-    "pod_security_baseline", "pod_security_restricted", "no_service_account_token",
-]
-#: Policies judged by several rules and no one rule of their name (each finding carries its rule's source):
-#: vllm-volta (rules of different sources), the Pod Security profiles (a rule a row of the profile's table).
-SEVERAL_SOURCES = {"vllm_volta", "pod_security_baseline", "pod_security_restricted"}
+def test_a_policy_is_judged_by_its_registered_rules():
+    """Each policy of the pack (its registry record) is judged by registered rules that name it; a rule
+    filed under the policy's own name belongs to that policy. No hand list: every record is walked."""
+    from policylib.pack import records  # noqa: PLC0415 - the pack's registry
 
-
-@pytest.mark.parametrize("module", RULEBOOK_POLICIES)
-def test_a_policy_is_judged_by_its_registered_rules(module):
-    """Each policy has a registered rule of its name, and its SOURCE is that rule's (written once)."""
-    import importlib
-
-    policy = importlib.import_module(module)
-    rules = [r for r in rulebook.register_all().values() if r.policy == policy.NAME]
-    assert rules, policy.NAME
-    if module not in SEVERAL_SOURCES:
-        assert registry.RULES[policy.NAME].source == policy.SOURCE
+    recs = records()
+    assert recs, "no policy declared"
+    for record in recs:
+        assert record.rules, record.name
+        own = registry.RULES.get(record.name)
+        assert own is None or own.policy == record.name, record.name
 
 
 # --- judged once: the stack file and the pack report one rule's breach --------------------------
@@ -183,3 +167,58 @@ def test_each_policy_says_what_its_registered_text_says():
     assert registry.POLICY_TEXTS["vllm-context-window"].description.startswith("vLLM --max-model-len is within")
     with pytest.raises(ValueError, match="described twice"):
         registry.describe_policy("vllm-context-window", "another", "wording")
+
+
+# --- wording as data, checked: a reference that names nothing fails here, not in a user's report ----
+
+RULEBOOK = sorted((ROOT / "core" / "rulebook").glob("*.py"))
+#: ``{name}`` left in a plain string: an f-string whose ``f`` was forgotten (``{key}`` is the one
+#: placeholder a wording may carry: the stack-file key the finding is told under).
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+@pytest.mark.parametrize("path", RULEBOOK, ids=lambda p: p.stem)
+def test_every_wording_names_what_exists(path):
+    """Walk each rule family's source: every ``S.<setting>`` is a declared setting, every ``only(...)``
+    names an audience constant, and no string carries a ``{placeholder}`` but ``{key}``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "S":
+            assert isinstance(getattr(S, node.attr, None), registry.Setting), f"{path.name}:{node.lineno}: S.{node.attr}"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "only":
+            audience = node.args[0]
+            assert isinstance(audience, ast.Name) and audience.id in ("STACK", "MANIFEST"), f"{path.name}:{node.lineno}"
+    skipped = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    # A template filled by str.format (waivers.WAIVED) names its fields on purpose.
+    formatted = {n.func.value.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "format" and isinstance(n.func.value, ast.Name)}
+    skipped |= {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id in formatted for t in n.targets)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
+            stray = [m for m in _PLACEHOLDER.findall(node.value) if m != "{key}"]
+            assert not stray, f"{path.name}:{node.lineno}: {stray} in {node.value!r} (an f-string without its f?)"
+
+
+def test_every_setting_renders_for_both_audiences():
+    rulebook.register_all()
+    assert registry.SETTINGS
+    for setting in registry.SETTINGS.values():
+        for audience in (registry.STACK, registry.MANIFEST):
+            assert registry.render_text(f"set {setting}", audience) == f"set {setting.name(audience)}", setting.id
+            assert "\x1f" not in registry.render_text(f"{setting.to(1)}", audience), setting.id
+
+
+def test_a_wording_typo_raises_instead_of_rendering_wrong_text():
+    with pytest.raises(ValueError, match="the audience is 'stack' or 'manifest'"):
+        registry.only("stak", "leave it unset")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="formatted with spec '>9'"):
+        f"{S.max_model_len:>9}"  # noqa: B018
+    with pytest.raises(ValueError, match="names setting 'max_model_lenn', which no Setting declares"):
+        registry.render_text("lower \x1fmax_model_lenn\x1f", registry.STACK)
+    with pytest.raises(ValueError, match="the id is a lowercase identifier"):
+        registry.Setting("Max-Len", "max_len", "--max-len")
+    assert registry.render_text(f"lower {S.max_model_len}", registry.MANIFEST) == "lower --max-model-len"
+    assert _PLACEHOLDER.findall("raise {cap} for {key}, {reason: ...}") == ["{cap}", "{key}"]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
-import candle_vllm_args as mod
+import candle as mod
 import pulumi.runtime.config
 import pytest
 
 import core.manifests
 from core import registry
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -45,7 +46,7 @@ def test_device_problems(argv, cards, problems):
     assert [b.render(registry.MANIFEST) for b in breaches] == problems
     for b in breaches:  # the stack file has no --d: its user sets cards
         assert b.render(registry.STACK)[1] == "set cards to the tensor parallel size; the component writes --d"
-        assert b.source == mod.SOURCE
+        assert b.source == registry.RULES["candle-vllm-args"].source
 
 
 def _candle(dtype_args: str, node: str = "worker-1") -> str:
@@ -67,7 +68,7 @@ spec:
 
 
 def test_dtype_rule_follows_the_node_card(monkeypatch):
-    (v,) = run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16")))
+    (v,) = run_policy(policy("candle-vllm-args"), manifests(_candle(", --dtype, bf16")))
     assert v.message == (
         "Deployment c, container candle (on worker-1 (Tesla-V100-PCIE-32GB, sm_70)): --dtype bf16 needs compute "
         "capability 8.0; Tesla-V100-PCIE-32GB is sm_70. Fix: set --dtype=f16. Source: seed 001 and coder.yaml."
@@ -75,19 +76,19 @@ def test_dtype_rule_follows_the_node_card(monkeypatch):
     p100 = {"nodes": [{"name": "worker-1", "cards": 4, "allocatable_memory_mib": 63495, "card": {
         "product": "Tesla-P100", "memory_mib": 16384, "compute_capability": "6.0", "nvlink": False, "hbm_bandwidth_gb_s": 732}}]}
     monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps(p100))
-    (v,) = run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16")))
+    (v,) = run_policy(policy("candle-vllm-args"), manifests(_candle(", --dtype, bf16")))
     # The message states the card's own compute capability, not sm_70.
     assert "(Tesla-P100, sm_60)): --dtype bf16 needs compute capability 8.0; Tesla-P100 is sm_60" in v.message
     a100 = {"nodes": [{"name": "worker-1", "cards": 4, "allocatable_memory_mib": 63495, "card": {
         "product": "A100", "memory_mib": 81920, "compute_capability": "8.0", "nvlink": True, "hbm_bandwidth_gb_s": 2039}}]}
     monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps(a100))
-    assert run_policy(mod.POLICY, manifests(_candle(", --dtype, bf16"))) == []
+    assert run_policy(policy("candle-vllm-args"), manifests(_candle(", --dtype, bf16"))) == []
 
 
 def test_bad_inventory_still_checks_devices_and_reports_the_config_once(monkeypatch):
     monkeypatch.setitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster", json.dumps({"nodes": []}))
     text = _candle("").replace('--d, "0"', '--d, "1"')
-    messages = [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    messages = [v.message for v in run_policy(policy("candle-vllm-args"), manifests(text))]
     assert len(messages) == 2
     assert "--d 1 is not distinct devices 0..n-1" in messages[0]
     assert messages[1].startswith("policy candle-vllm-args: cannot judge this resource: llm-serving:cluster is invalid")

@@ -92,7 +92,7 @@ def _surge_findings(strip_autoscaling: bool) -> list[str]:
     autoscale, with the inventory as written or with each pool fixed at one node."""
     import json
 
-    from policies import gpu_card_allocation, gpu_rollout_recreate
+    from policylib.pack import policy
     from tests.policy_harness import run_policy, use_stack_config
     from tools.offline.manifests import InputError, load_manifest_dir
 
@@ -109,7 +109,7 @@ def _surge_findings(strip_autoscaling: bool) -> list[str]:
             resources = load_manifest_dir(path, stack="corpus")
         except InputError:
             continue
-        out += [v.message for p in (gpu_rollout_recreate.POLICY, gpu_card_allocation.POLICY) for v in run_policy(p, resources)]
+        out += [v.message for p in (policy("gpu-rollout-recreate"), policy("gpu-card-allocation")) for v in run_policy(p, resources)]
     return out
 
 

@@ -5,8 +5,7 @@ InferenceService; each judged against the release its image tag names, from the 
 
 from __future__ import annotations
 
-import engine_contract as mod
-
+from policylib.pack import policy
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 
@@ -16,7 +15,7 @@ V100_STACK = FIXTURES / "Pulumi.public-v100.yaml"
 
 def _run(text: str, stack=PUBLIC) -> list[str]:
     use_stack_config(load_stack_file(stack))
-    return [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    return [v.message for v in run_policy(policy("engine-contract"), manifests(text))]
 
 
 def production_stack(tag: str, extra: list[str] | None = None) -> str:
@@ -294,10 +293,10 @@ def test_vllms_published_image_serves_an_a10_on_aibrixs_quickstart(monkeypatch):
     case = corpus.CORPUS / "cases" / "aibrix-quickstart.yaml"
     use_stack_config(json.loads(corpus._config(corpus.header(case)["Inventory"])))
     resources = load_manifest_dir(case, stack="corpus")
-    assert [v.message for v in run_policy(mod.POLICY, resources) if "kernels" in v.message] == []
+    assert [v.message for v in run_policy(policy("engine-contract"), resources) if "kernels" in v.message] == []
     rel = contracts.release("0.11.0")
     (build,) = rel.image_builds
     narrowed = rel.model_copy(update={"image_builds": (build.model_copy(update={"capabilities": (75, 90)}),)})
     monkeypatch.setattr(contracts, "release_of_image", lambda image: narrowed if "0.11.0" in image else None)
-    found = [v.message for v in run_policy(mod.POLICY, resources) if "kernels" in v.message]
+    found = [v.message for v in run_policy(policy("engine-contract"), resources) if "kernels" in v.message]
     assert any("is built for sm_75, sm_90: no kernels for the NVIDIA-A10's sm_86" in m for m in found), found

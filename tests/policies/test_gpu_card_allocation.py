@@ -6,13 +6,13 @@ import copy
 import json
 import random
 
-import gpu_card_allocation as mod
 import pulumi.runtime.config as runtime_config
 
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, fixture_cases, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file
 
-NAME = mod.POLICY.name
+NAME = policy("gpu-card-allocation").name
 V100 = {"product": "Tesla-V100-PCIE-32GB", "memory_mib": 32768, "compute_capability": "7.0",
         "nvlink": False, "hbm_bandwidth_gb_s": 900}
 
@@ -78,7 +78,7 @@ CARD_FIX = (". Fix: bring the cards to 4 or fewer: park one workload (replicas 0
 
 def _run(text, config=None, stack=None):
     use_stack_config(stack or load_stack_file(DEFAULT_STACK_FILE))
-    return run_policy(mod.POLICY, manifests(text), config)
+    return run_policy(policy("gpu-card-allocation"), manifests(text), config)
 
 
 def test_shares_are_ordered_largest_first_then_by_name():
@@ -133,8 +133,8 @@ def test_count_surge_parameter_turns_the_surge_off():
     surge = next(c for c in case if c.name == "rolling-update-surge.yaml")
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
     resources = load_manifest_dir(surge, stack="fixture")
-    assert run_policy(mod.POLICY, resources, {"countSurge": True})
-    assert run_policy(mod.POLICY, resources, {"countSurge": False}) == []
+    assert run_policy(policy("gpu-card-allocation"), resources, {"countSurge": True})
+    assert run_policy(policy("gpu-card-allocation"), resources, {"countSurge": False}) == []
 
 
 def test_surge_that_is_not_the_cause_is_not_blamed():
@@ -204,7 +204,7 @@ def test_missing_inventory_is_one_violation_naming_the_key():
     saved = copy.copy(runtime_config.CONFIG.get())
     try:
         runtime_config.set_all_config({k: v for k, v in saved.items() if k != "llm-serving:cluster"})
-        found = run_policy(mod.POLICY, manifests(_deployment("a", 1) + _deployment("b", 1)))
+        found = run_policy(policy("gpu-card-allocation"), manifests(_deployment("a", 1) + _deployment("b", 1)))
     finally:
         runtime_config.set_all_config(saved)
     assert len(found) == 1
@@ -222,7 +222,7 @@ def test_no_gpu_workload_needs_no_inventory():
     saved = copy.copy(runtime_config.CONFIG.get())
     try:
         runtime_config.set_all_config({})
-        assert run_policy(mod.POLICY, manifests(_deployment("cpu-only", 0))) == []
+        assert run_policy(policy("gpu-card-allocation"), manifests(_deployment("cpu-only", 0))) == []
     finally:
         runtime_config.set_all_config(saved)
 
@@ -231,14 +231,14 @@ def test_result_does_not_depend_on_resource_order():
     case = next(c for c in fixture_cases(NAME, "disallowed") if c.name == "after-003.yaml")
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
     resources = load_manifest_dir(case, stack="fixture")
-    want = [v.message for v in run_policy(mod.POLICY, resources)]
+    want = [v.message for v in run_policy(policy("gpu-card-allocation"), resources)]
     for seed in range(5):
         shuffled = resources[:]
         random.Random(seed).shuffle(shuffled)
-        assert [v.message for v in run_policy(mod.POLICY, shuffled)] == want
+        assert [v.message for v in run_policy(policy("gpu-card-allocation"), shuffled)] == want
 
 
 def test_config_schema_documents_the_parameter_and_its_default():
-    props = mod.POLICY.config_schema.properties
+    props = policy("gpu-card-allocation").config_schema.properties
     assert props["countSurge"]["type"] == "boolean" and props["countSurge"]["default"] is True
     json.dumps(props)  # serialisable for GetAnalyzerInfo

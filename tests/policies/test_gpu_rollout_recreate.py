@@ -4,10 +4,10 @@ fires only when the surge does not fit, by the one allocation."""
 
 from __future__ import annotations
 
-import gpu_rollout_recreate as mod
 import pytest
 
 from core import allocation
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -31,7 +31,7 @@ spec:
 
 def _run(text: str):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    return [v.message for v in run_policy(policy("gpu-rollout-recreate"), manifests(text))]
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import gpu_runtime_class as mod
-
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -28,7 +27,7 @@ spec:
 
 def _run(text: str, config=None):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return run_policy(mod.POLICY, manifests(text), config)
+    return run_policy(policy("gpu-runtime-class"), manifests(text), config)
 
 
 def test_seed_001_message_names_object_cards_and_fix_and_carries_the_urn():
@@ -64,10 +63,10 @@ def _public_inventory() -> None:
 
 def test_not_run_when_the_inventory_does_not_say_the_cluster_needs_a_runtime_class():
     _public_inventory()
-    assert run_policy(mod.POLICY, manifests(_deployment())) == []
-    assert run_policy(mod.POLICY, manifests(_deployment(runtime="runc"))) == []
+    assert run_policy(policy("gpu-runtime-class"), manifests(_deployment())) == []
+    assert run_policy(policy("gpu-runtime-class"), manifests(_deployment(runtime="runc"))) == []
     # The parameter still asks for it explicitly.
-    (v,) = run_policy(mod.POLICY, manifests(_deployment()), {"runtimeClassName": "nvidia"})
+    (v,) = run_policy(policy("gpu-runtime-class"), manifests(_deployment()), {"runtimeClassName": "nvidia"})
     assert "need runtimeClassName nvidia" in v.message
 
 

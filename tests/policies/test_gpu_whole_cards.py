@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import gpu_whole_cards as mod
+import pods as mod
 import pytest
 
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -23,12 +24,12 @@ from tools.offline.manifests import load_stack_file
     ],
 )
 def test_container_problems(resources, problems):
-    assert mod.container_problems(resources) == problems
+    assert mod.gpu_whole_cards_container_problems(resources) == problems
 
 
 def _run(text: str):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return run_policy(mod.POLICY, manifests(text))
+    return run_policy(policy("gpu-whole-cards"), manifests(text))
 
 
 def test_every_kind_that_runs_pods_is_judged_with_its_component_named():

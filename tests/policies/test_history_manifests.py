@@ -22,17 +22,11 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import gpu_card_allocation
-import kserve_owned_names
-import network_ingress_for_clients
-import node_memory_allocation
 import pytest
-import served_model_name_unique
-import service_selector_uniqueness
-import service_target_port
 import yaml
 
 from core import facts
+from policylib.pack import policy
 from tests.paths import REFERENCE, ROOT
 from tests.policies.test_gpu_card_allocation import CARD_FIX
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
@@ -41,12 +35,12 @@ from tools.offline.manifests import load_stack_file, resources_from_documents
 HISTORY = ROOT / "tests" / "manifests" / "history"
 
 STACK_POLICIES = [
-    gpu_card_allocation.POLICY,
-    node_memory_allocation.POLICY,
-    service_selector_uniqueness.POLICY,
-    service_target_port.POLICY,
-    network_ingress_for_clients.POLICY,
-    served_model_name_unique.POLICY,
+    policy("gpu-card-allocation"),
+    policy("node-memory-allocation"),
+    policy("service-selector-uniqueness"),
+    policy("service-target-port"),
+    policy("network-ingress-for-clients"),
+    policy("served-model-name-unique"),
 ]
 
 
@@ -116,11 +110,11 @@ def _messages(policy, resources) -> list[str]:
 
 
 def test_after_002_fits_four_of_four():
-    assert _messages(gpu_card_allocation.POLICY, state("002")) == []
+    assert _messages(policy("gpu-card-allocation"), state("002")) == []
 
 
 def test_after_001_is_six_of_four_with_each_share():
-    assert _messages(gpu_card_allocation.POLICY, state("001")) == [
+    assert _messages(policy("gpu-card-allocation"), state("001")) == [
         "worker-1: 6 of 4 cards requested: candle-vllm 2, coder 2, clef-serve 1, reasoning 1 (unpinned: candle-vllm); "
         "the pods beyond 4 cards stay Pending; unpinned candle-vllm fits on no node (counted on the node with the "
         "most free cards)" + CARD_FIX
@@ -128,7 +122,7 @@ def test_after_001_is_six_of_four_with_each_share():
 
 
 def test_after_003_is_seven_of_four():
-    assert _messages(gpu_card_allocation.POLICY, state("003")) == [
+    assert _messages(policy("gpu-card-allocation"), state("003")) == [
         "worker-1: 7 of 4 cards requested: candle-vllm 2, coder 2, clef-candle 1, clef-serve 1, reasoning 1 "
         "(unpinned: candle-vllm, clef-candle); the pods beyond 4 cards stay Pending; unpinned candle-vllm, "
         "clef-candle fit on no node (counted on the node with the most free cards)" + CARD_FIX
@@ -136,7 +130,7 @@ def test_after_003_is_seven_of_four():
 
 
 def test_after_000_fits_four_of_four():
-    assert _messages(gpu_card_allocation.POLICY, state("000")) == []
+    assert _messages(policy("gpu-card-allocation"), state("000")) == []
 
 
 @pytest.mark.parametrize(
@@ -146,7 +140,7 @@ def test_after_000_fits_four_of_four():
 )
 def test_each_fix_of_seed_000_is_needed(undo, used):
     """Seed 000's two changes (park clef-serve, stop managing coder): undo either and it no longer fits."""
-    (message,) = _messages(gpu_card_allocation.POLICY, state("000", **undo))
+    (message,) = _messages(policy("gpu-card-allocation"), state("000", **undo))
     assert message.startswith(f"worker-1: {used} of 4 cards requested: candle-vllm 2, ")
 
 
@@ -154,7 +148,7 @@ def test_each_fix_of_seed_000_is_needed(undo, used):
 
 
 def test_after_002_reasoning_is_served_by_coder_and_reasoning():
-    assert _messages(served_model_name_unique.POLICY, state("002")) == [
+    assert _messages(policy("served-model-name-unique"), state("002")) == [
         "served model name reasoning: answered by 2 running servers: coder (InferenceService), reasoning "
         "(InferenceService); a client sending model=reasoning gets a different model depending on the host it "
         "calls. Fix: give each server its own --served-model-name, or park all but one. Source: seed 002 (two "
@@ -163,7 +157,7 @@ def test_after_002_reasoning_is_served_by_coder_and_reasoning():
 
 
 def test_after_000_each_served_name_has_one_server():
-    assert _messages(served_model_name_unique.POLICY, state("000")) == []
+    assert _messages(policy("served-model-name-unique"), state("000")) == []
 
 
 # --- memory (figures of the reconstructed manifests: reasoning 12Gi, clef-serve 16Gi) --------
@@ -171,11 +165,11 @@ def test_after_000_each_served_name_has_one_server():
 
 @pytest.mark.parametrize("name", ["002", "001", "000"])
 def test_memory_fits_where_the_reconstruction_says_so(name):
-    assert _messages(node_memory_allocation.POLICY, state(name)) == []
+    assert _messages(policy("node-memory-allocation"), state(name)) == []
 
 
 def test_after_003_memory_is_over_committed_too():
-    (message,) = _messages(node_memory_allocation.POLICY, state("003"))
+    (message,) = _messages(policy("node-memory-allocation"), state("003"))
     assert message.startswith(
         "worker-1: 69,632 of 63,495 MiB of memory requested: clef-candle 16,384, clef-serve 16,384, "
         "candle-vllm 12,288, coder 12,288, reasoning 12,288 (unpinned: candle-vllm, clef-candle);"
@@ -187,18 +181,18 @@ def test_after_003_memory_is_over_committed_too():
 
 def test_after_002_coder_predictor_selects_nothing_yet():
     """coder-service.yaml arrives with seed 002 and selects app: candle-vllm, which seed 001 adds."""
-    assert _messages(service_selector_uniqueness.POLICY, state("002")) == [
+    assert _messages(policy("service-selector-uniqueness"), state("002")) == [
         "Service coder-predictor: selects no workload (selector app=candle-vllm): it has no running endpoints and "
         "its clients get connection errors. Fix: select a running workload, or declare the Service parked with "
         "annotation llm-serving.riotpiao.com/parked: <reason>. Source: seed 002 (a Service that could select two models)."
     ]
-    assert _messages(service_selector_uniqueness.POLICY, state("001")) == []
+    assert _messages(policy("service-selector-uniqueness"), state("001")) == []
 
 
 def test_after_000_no_stack_policy_finds_anything():
     resources = state("000")
-    for policy in STACK_POLICIES:
-        assert _messages(policy, resources) == [], policy.name
+    for stack_policy in STACK_POLICIES:
+        assert _messages(stack_policy, resources) == [], stack_policy.name
 
 
 # --- KServe's own names -----------------------------------------------------------------------
@@ -207,7 +201,7 @@ def test_after_000_no_stack_policy_finds_anything():
 def test_the_stable_coder_predictor_beside_the_managed_coder_isvc_is_flagged(name, flagged):
     """coder-predictor is also the Service KServe creates for the coder InferenceService: while
     coder.yaml was managed (002, 001, 003) both owned it; seed 000 unmanaged the InferenceService."""
-    got = _messages(kserve_owned_names.POLICY, state(name))
+    got = _messages(policy("kserve-owned-names"), state(name))
     assert bool(got) is flagged
     if flagged:
         assert got == ["Service coder-predictor: is named like the Service KServe creates for InferenceService coder "

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import isvc_not_parked_silently as mod
+import kserve as mod
 import pytest
 
 from core import facts
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -39,7 +40,7 @@ spec:
 
 def _run(text: str):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return run_policy(mod.POLICY, manifests(text))
+    return run_policy(policy("isvc-not-parked-silently"), manifests(text))
 
 
 def test_grpc_floats_at_zero_are_reported_with_the_urn():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-import kv_cache_fits_max_model_len as mod
 import pulumi.runtime
 import pytest
 
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tests.policy_harness import FIXTURES as FIXTURES_DIR
 from tools.offline.manifests import load_stack_file
@@ -59,7 +59,7 @@ def coder_args(tp: int, mml: str = "262144") -> list[str]:
 def run(text: str, config: dict | None = None) -> list[str]:
     if config is not None:
         use_stack_config(config)
-    return [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    return [v.message for v in run_policy(policy("kv-cache-fits-max-model-len"), manifests(text))]
 
 
 def test_history_coder_262k_fits_at_tp2_and_not_at_tp1():

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-import lws_group_ranks as mod
-
 from core.manifests import pods
+from policylib.pack import policy
 from tests.policies import corpus
 from tests.policy_harness import manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_manifest_dir
@@ -35,7 +34,7 @@ def test_the_leaders_server_is_read_through_the_controllers_group_size():
 
 def test_the_public_example_passes_and_a_group_too_small_for_its_ranks_fails():
     _use_inventory()
-    assert run_policy(mod.POLICY, load_manifest_dir(LWS_VLLM, stack="corpus")) == []
+    assert run_policy(policy("lws-group-ranks"), load_manifest_dir(LWS_VLLM, stack="corpus")) == []
     text = LWS_VLLM.read_text().replace("--pipeline_parallel_size 2", "--pipeline_parallel_size 3")
-    (v,) = run_policy(mod.POLICY, manifests(text))
+    (v,) = run_policy(policy("lws-group-ranks"), manifests(text))
     assert "--tensor-parallel-size=8 x --pipeline-parallel-size=3 = 24 ranks, but a group of size 2 holds 16 cards" in v.message

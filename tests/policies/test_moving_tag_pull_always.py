@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import moving_tag_pull_always as mod
 import pytest
 
 from policylib import resource_helpers as rh
+from policylib.pack import policy
 from tests.paths import REFERENCE
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file
@@ -15,7 +15,7 @@ def test_spec_history_row_coder_14b_fp16_as_written_is_the_only_finding_among_th
     """Spec: "001's coder-14b-fp16.yaml as written: moving tag :sm70-gptq-slim without
     imagePullPolicy: Always"; clef-candle.yaml (Always) and coder.yaml (digest) pass."""
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    found = run_policy(mod.POLICY, load_manifest_dir(REFERENCE))
+    found = run_policy(policy("moving-tag-pull-always"), load_manifest_dir(REFERENCE))
     assert [(v.urn.rsplit("::", 1)[-1], ":sm70-gptq-slim" in v.message) for v in found] == [
         ("llm-serving/candle-vllm", True)
     ]
@@ -60,7 +60,7 @@ spec:
       - {name: a, image: "forgejo.riotpiao.com/x/clef-serve:latest", imagePullPolicy: IfNotPresent}
 """
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    (v,) = run_policy(mod.POLICY, manifests(text))
+    (v,) = run_policy(policy("moving-tag-pull-always"), manifests(text))
     assert v.message.startswith(
         "DaemonSet d, container a: image forgejo.riotpiao.com/x/clef-serve:latest has moving tag :latest "
         "and imagePullPolicy IfNotPresent, so a rebuilt image never reaches the pod"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import multi_gpu_shm as mod
-
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -30,7 +29,7 @@ spec:
 
 def _run(text: str, config=None):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return [v.message for v in run_policy(mod.POLICY, manifests(text), config)]
+    return [v.message for v in run_policy(policy("multi-gpu-shm"), manifests(text), config)]
 
 
 GOOD = "{name: shm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}"

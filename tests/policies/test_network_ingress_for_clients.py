@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-import network_ingress_for_clients as mod
-
+from policylib.pack import policy
 from tests.paths import ROOT
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
@@ -55,7 +54,7 @@ NS_GATEWAY = "{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ga
 
 def _run(text, config=None):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return run_policy(mod.POLICY, manifests(text), config)
+    return run_policy(policy("network-ingress-for-clients"), manifests(text), config)
 
 
 def test_rule_ports_are_the_pods_port_not_the_service_port():
@@ -198,7 +197,7 @@ def test_a_client_on_a_side_port_is_told_it_never_reaches_the_api():
         clients = json.dumps([{"name": "router", "namespace": "llm-serving", "port": port}])
         annotated = text.replace(head, f"{head}  annotations:\n    llm-serving.riotpiao.com/clients: '{clients}'\n", 1)
         use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-        return run_policy(mod.POLICY, manifests(annotated))
+        return run_policy(policy("network-ingress-for-clients"), manifests(annotated))
 
     assert run(8000) == []
     (v,) = run(55555)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import node_memory_allocation as mod
-
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -33,7 +32,7 @@ spec:
 
 def _run(text, config=None, stack=None):
     use_stack_config(stack or load_stack_file(DEFAULT_STACK_FILE))
-    return run_policy(mod.POLICY, manifests(text), config)
+    return run_policy(policy("node-memory-allocation"), manifests(text), config)
 
 
 def _two_nodes():
@@ -123,7 +122,7 @@ def test_missing_inventory_is_one_violation():
     try:
         runtime_config.set_all_config({})
         use_stack_config(stack)
-        found = run_policy(mod.POLICY, manifests(_deployment("a", "1Gi")))
+        found = run_policy(policy("node-memory-allocation"), manifests(_deployment("a", "1Gi")))
     finally:
         runtime_config.set_all_config(saved)
     assert [v.message for v in found] == [

@@ -1,43 +1,58 @@
 """Every policy of the pack is complete: name, description, level, severity, remediation, fixtures.
 
-gatekeeper-library style: one module per policy, allowed and disallowed fixtures beside it.
-A policy that lacks any of these fails here, so a new policy cannot land half-described.
+gatekeeper-library style: one record per policy in its rule family's module, allowed and disallowed
+fixtures under ``policies/fixtures/<policy>/``. A policy that lacks any of these fails here, so a new
+policy cannot land half-described.
 """
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from pulumi_policy import EnforcementLevel
 
-from policylib.pack import policies, policy_modules
+from policylib import declare
+from policylib.pack import policies, policy_modules, records
+from tests.paths import ROOT
 from tests.policy_harness import FIXTURES, expectations, fixture_cases
 
-KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-MODULES = policy_modules()
+NAMES = [r.name for r in records()]
 
 
-def test_the_pack_has_policies_and_unique_names():
+def test_the_pack_is_built_from_the_registry_with_unique_names():
     names = [p.name for p in policies()]
-    assert len(names) >= 10, names
-    assert len(names) == len(set(names)), names
+    assert names, "no policy declared"
+    assert names == NAMES and len(names) == len(set(names)), names
+    assert set(NAMES) == set(declare.POLICIES)
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_policy_metadata(module):
-    policy = __import__(module).POLICY
-    assert KEBAB.match(policy.name), policy.name
-    assert policy.name.replace("-", "_") == module, "module name is the policy name in snake case"
-    assert policy.description and not policy.description.endswith(" "), policy.name
-    assert policy.enforcement_level in (EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY), policy.name
-    assert policy.severity is not None, f"{policy.name}: set a severity"
-    assert policy.remediation_steps and len(policy.remediation_steps) > 20, f"{policy.name}: remediation steps"
+@pytest.mark.parametrize("name", NAMES)
+def test_policy_metadata(name):
+    record = declare.POLICIES[name]
+    policy = record.policy()
+    assert policy.name == name and policy.enforcement_level == record.level and policy.severity == record.severity
+    assert policy.description and not policy.description.endswith(" "), name
+    assert policy.enforcement_level in (EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY), name
+    assert policy.severity is not None, f"{name}: set a severity"
+    assert policy.remediation_steps and len(policy.remediation_steps) > 20, f"{name}: remediation steps"
+    assert record.doc.startswith(f"{name}: "), f"{name}: the account starts with the policy's name and what it holds"
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_policy_has_allowed_and_disallowed_fixtures(module):
-    name = module.replace("_", "-")
+@pytest.mark.parametrize("name", NAMES)
+def test_a_policy_lives_in_its_rule_family(name):
+    """Declared in ``policies/<family>.py`` beside ``core/rulebook/<family>.py``, and judged by rules
+    registered under its name there (a policy may also use another family's rules)."""
+    record = declare.POLICIES[name]
+    assert (ROOT / "core" / "rulebook" / f"{record.family}.py").is_file(), (name, record.family)
+    assert record.rules, f"{name}: no rule names it (core.registry.rule(..., policy={name!r}))"
+    assert f"core.rulebook.{record.family}" in {r.judge.__module__ for r in record.rules}, name
+
+
+def test_every_family_module_declares_a_policy():
+    assert {r.family for r in records()} == set(policy_modules())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_policy_has_allowed_and_disallowed_fixtures(name):
     allowed = fixture_cases(name, "allowed")
     disallowed = fixture_cases(name, "disallowed")
     assert allowed, f"no fixtures under {FIXTURES / name / 'allowed'}"
@@ -48,9 +63,27 @@ def test_policy_has_allowed_and_disallowed_fixtures(module):
 
 def test_fixture_directories_belong_to_policies():
     """A fixture directory without a policy is a renamed or deleted policy left behind."""
-    names = {m.replace("_", "-") for m in MODULES}
     dirs = {p.name for p in FIXTURES.iterdir() if p.is_dir()}
-    assert dirs <= names, sorted(dirs - names)
+    assert dirs <= set(NAMES), sorted(dirs - set(NAMES))
+
+
+def test_a_record_refuses_what_would_land_half_described():
+    """A bad name, a policy no rule family describes, an empty account, an undescribed parameter."""
+    def noop(args, report_violation):
+        return None
+
+    base = dict(validate=noop, level=EnforcementLevel.ADVISORY, severity=declare.Severity.LOW, doc="x: y")
+    with pytest.raises(ValueError, match="lowercase words joined by '-'"):
+        declare.resource_policy("Bad_Name", **base)
+    with pytest.raises(ValueError, match="no rule family describes it; add describe_policy"):
+        declare.resource_policy("no-such-policy", **base)
+    with pytest.raises(ValueError, match="doc is empty"):
+        declare.resource_policy("vllm-context-window", **{**base, "doc": " "})
+    with pytest.raises(ValueError, match="needs a type and a description"):
+        declare.stack_policy("gpu-card-allocation", **base, config={"countSurge": {"type": "boolean"}})
+    with pytest.raises(ValueError, match="declared twice"):
+        declare.resource_policy("vllm-context-window", **base)
+    assert "no-such-policy" not in declare.POLICIES
 
 
 def test_enforcement_levels_are_the_documented_decision():
@@ -75,3 +108,11 @@ def test_enforcement_levels_are_the_documented_decision():
                         "env-var-secret", "gpu-runtime-class-without-cards", "isvc-not-parked-silently",
                         "isvc-raw-min-replicas", "liveness-probe-window", "policy-waivers",
                         "route-timeout-covers-request", "served-model-name-unique", "termination-grace-covers-drain"]
+
+
+def test_a_record_says_what_it_does_not_check():
+    """``does_not_check`` is the account's ``Does not check:`` / ``Not judged:`` text, whitespace folded."""
+    cards = declare.POLICIES["gpu-card-allocation"].does_not_check
+    assert cards.startswith("taints and tolerations; fractional cards (time-sliced cards count as the nvidia.com/gpu")
+    assert "\n" not in cards
+    assert declare.POLICIES["model-cache-usable"].does_not_check.startswith("a container whose HOME is not known")

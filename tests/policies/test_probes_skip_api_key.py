@@ -3,8 +3,7 @@ chart renders VLLM_API_KEY from ``valueFrom.secretKeyRef``), ``--api-key $(VAR)`
 
 from __future__ import annotations
 
-import probes_skip_api_key as mod
-
+from policylib.pack import policy
 from tests.paths import ROOT
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
@@ -15,7 +14,7 @@ READINESS_ON_HEALTH = "periodSeconds: 5\n            failureThreshold: 3\n      
 
 def _run(text: str) -> list[str]:
     use_stack_config(load_stack_file(FIXTURES / "Pulumi.public.yaml"))
-    return [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    return [v.message for v in run_policy(policy("probes-skip-api-key"), manifests(text))]
 
 
 def test_the_rendered_chart_probing_health_passes():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from pulumi_policy import EnforcementLevel
 
-from policylib.pack import policies
+from policylib.pack import policies, policy
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
 from tools.analyze import not_judged
 from tools.offline.manifests import load_stack_file
@@ -109,12 +109,12 @@ def public_inventory():
 
 def _mandatory(text: str) -> dict[str, list[str]]:
     out = {}
-    for policy in policies():
-        if policy.enforcement_level != EnforcementLevel.MANDATORY:
+    for pack_policy in policies():
+        if pack_policy.enforcement_level != EnforcementLevel.MANDATORY:
             continue
-        found = [v.message for v in run_policy(policy, manifests(text))]
+        found = [v.message for v in run_policy(pack_policy, manifests(text))]
         if found:
-            out[policy.name] = found
+            out[pack_policy.name] = found
     return out
 
 
@@ -248,8 +248,7 @@ def test_a_model_the_inventory_does_not_list_is_not_judged_there_but_is_on_the_u
                for line in not_judged(manifests(text), load_stack_file(PUBLIC)))
     # The user's cluster lists every model it runs: an unlisted one is still a violation there.
     use_stack_config(load_stack_file(FIXTURES / "Pulumi.fixture.yaml"))
-    import weights_fit_card
-    (message,) = [v.message for v in run_policy(weights_fit_card.POLICY, manifests(text))]
+    (message,) = [v.message for v in run_policy(policy("weights-fit-card"), manifests(text))]
     assert "model mistralai/Mistral-7B-Instruct-v0.3 (--model) is not in the stack's models" in message
 
 

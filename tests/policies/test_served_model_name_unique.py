@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import served_model_name_unique as mod
-
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -36,7 +35,7 @@ spec:
 
 def _run(text):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return run_policy(mod.POLICY, manifests(text))
+    return run_policy(policy("served-model-name-unique"), manifests(text))
 
 
 def test_every_server_answering_the_name_is_named_once_per_name():

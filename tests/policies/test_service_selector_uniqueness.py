@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import service_selector_uniqueness as mod
-
 import core.manifests
+from policylib.pack import policy
 from policylib.stack_helpers import PodIndex
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
@@ -36,7 +35,7 @@ spec:
 
 def _run(text):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return run_policy(mod.POLICY, manifests(text))
+    return run_policy(policy("service-selector-uniqueness"), manifests(text))
 
 
 def test_exactly_one_running_match_passes_even_beside_parked_matches():

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import service_target_port as mod
+import services as mod
 
 import core.manifests
+from policylib.pack import policy
 from tests.paths import ROOT
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file
@@ -38,7 +39,7 @@ spec:
 
 def _run(text):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return run_policy(mod.POLICY, manifests(text))
+    return run_policy(policy("service-target-port"), manifests(text))
 
 
 def test_numeric_target_on_a_declared_port_passes():
@@ -125,13 +126,13 @@ def test_side_ports_beside_the_declared_api_port_pass_on_production_stacks_rende
     """production-stack's engine Service also exposes zmq-port and ucx-port (KV-cache transfer);
     before, every Service port was judged as the API port and both were blocked."""
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    assert run_policy(mod.POLICY, load_manifest_dir(PRODUCTION_STACK)) == []
+    assert run_policy(policy("service-target-port"), load_manifest_dir(PRODUCTION_STACK)) == []
 
 
 def test_a_wrong_api_target_port_beside_a_side_port_still_fails():
     text = PRODUCTION_STACK.read_text().replace('targetPort: "container-port"', "targetPort: 8080")
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    (v,) = run_policy(mod.POLICY, manifests(text))
+    (v,) = run_policy(policy("service-target-port"), manifests(text))
     assert v.message.startswith("Service vllm-llama3-engine-service port 8000 (service-port): targetPort 8080 is not a "
                                 "containerPort of vllm-llama3-deployment-vllm (Deployment) (containerPorts: 8000, 9999, 55555)")
 
@@ -161,13 +162,13 @@ AIBRIX_AUTOSCALING = ROOT / "tests" / "corpus" / "cases" / "aibrix-autoscaling.y
 
 def test_the_services_scrape_port_beside_the_api_port_passes_on_aibrixs_sample():
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    assert run_policy(mod.POLICY, load_manifest_dir(AIBRIX_AUTOSCALING)) == []
+    assert run_policy(policy("service-target-port"), load_manifest_dir(AIBRIX_AUTOSCALING)) == []
 
 
 def test_a_dead_port_the_scrape_annotation_does_not_name_still_fails():
     text = AIBRIX_AUTOSCALING.read_text().replace('prometheus.io/port: "8080"', 'prometheus.io/port: "9090"')
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    (v,) = run_policy(mod.POLICY, manifests(text))
+    (v,) = run_policy(policy("service-target-port"), manifests(text))
     assert v.message.startswith("Service deepseek-r1-distill-llama-8b port 8080 (http): targetPort 8080 is not a "
                                 "containerPort of deepseek-r1-distill-llama-8b (Deployment) (containerPorts: 8000)")
 
@@ -176,6 +177,6 @@ def test_the_scrape_port_fails_when_no_port_of_the_service_reaches_the_api():
     """With --port 8001, serve 8000 reaches no listener either, so neither port is a side port."""
     text = AIBRIX_AUTOSCALING.read_text().replace('- "8000"\n', '- "8001"\n', 1)
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    found = sorted(v.message.split(":")[0] for v in run_policy(mod.POLICY, manifests(text)))
+    found = sorted(v.message.split(":")[0] for v in run_policy(policy("service-target-port"), manifests(text)))
     assert found == ["Service deepseek-r1-distill-llama-8b port 8000 (serve)",
                      "Service deepseek-r1-distill-llama-8b port 8080 (http)"], found

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
-import startup_probe_covers_cold_start as mod
+import servers as mod
 
 from core import facts, registry
 from core.problems import FINDING_FORM
 from policylib import resource_helpers as rh
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -50,7 +51,7 @@ spec:
 
 def _run(text: str, config=None):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return [v.message for v in run_policy(mod.POLICY, manifests(text), config)]
+    return [v.message for v in run_policy(policy("startup-probe-covers-cold-start"), manifests(text), config)]
 
 
 def test_every_message_is_in_the_one_finding_form():

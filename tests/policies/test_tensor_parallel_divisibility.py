@@ -6,8 +6,8 @@ import json
 
 import pulumi.runtime
 import pytest
-import tensor_parallel_divisibility as mod
 
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -34,7 +34,7 @@ spec:
 
 
 def run(text: str) -> list[str]:
-    return [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    return [v.message for v in run_policy(policy("tensor-parallel-divisibility"), manifests(text))]
 
 
 def test_seed_001_dimensions_divide_by_two_and_four():

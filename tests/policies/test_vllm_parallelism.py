@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-import vllm_parallelism as mod
 
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -25,7 +25,7 @@ spec:
 
 def _run(text: str):
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    return [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    return [v.message for v in run_policy(policy("vllm-parallelism"), manifests(text))]
 
 
 @pytest.mark.parametrize(

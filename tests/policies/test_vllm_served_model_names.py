@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-import vllm_served_model_names as mod
+import served_names as mod
 
 from core import registry
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -35,7 +36,7 @@ def test_seed_002_comma_form_says_it_makes_one_model():
     assert "not reasoning, reasoning-long" in wrong
     assert fix == "give --served-model-name once followed by each name as its own argv item"
     assert breach.render(registry.STACK)[1] == "list each name as its own item of served_model_names"
-    assert breach.source == mod.SOURCE
+    assert breach.source == registry.RULES["vllm-served-model-names"].source
 
 
 def test_empty_name():
@@ -66,5 +67,5 @@ spec:
         args: [Qwen/Qwen3-30B-A3B-GPTQ-Int4, --served-model-name, "a b"]
 """
     use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
-    (v,) = run_policy(mod.POLICY, manifests(text))
+    (v,) = run_policy(policy("vllm-served-model-names"), manifests(text))
     assert v.message.startswith('Deployment d, container v: served model name "a b" contains a space')

@@ -6,8 +6,8 @@ import json
 
 import pulumi.runtime.config
 import pytest
-import vllm_volta as mod
 
+from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
@@ -50,7 +50,7 @@ def set_key(monkeypatch, key: str, value) -> None:
 
 
 def _run(text: str):
-    return [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    return [v.message for v in run_policy(policy("vllm-volta"), manifests(text))]
 
 
 BF16 = "[--model=Qwen/Qwen2.5-Coder-14B-Instruct, --dtype=bfloat16]"
@@ -77,7 +77,7 @@ def test_checkpoint_quantization_from_the_stack_models_is_judged_without_the_fla
         "vocab_size": 1000, "max_position_embeddings": 4096, "parameters": 1e8, "torch_dtype": "float16",
         "quantization": {"method": "awq", "bits": 4}}}}
     set_key(monkeypatch, "llm-serving:models", models)
-    found = run_policy(mod.POLICY, manifests(_vllm("[--model=org/m-AWQ, --dtype=half]")))
+    found = run_policy(policy("vllm-volta"), manifests(_vllm("[--model=org/m-AWQ, --dtype=half]")))
     assert [v.message.split(": ", 1)[1] for v in found] == [
         "the checkpoint's awq quantization needs compute capability 7.5; Tesla-V100-PCIE-32GB is sm_70. Fix: point "
         "--model at a gptq checkpoint (--quantization=gptq, which runs on sm_70) or a half-precision one. "
@@ -110,7 +110,7 @@ def test_pinned_to_a_node_missing_from_the_inventory_is_left_to_card_allocation(
 
 def test_missing_inventory_is_one_violation_that_says_which_key(monkeypatch):
     monkeypatch.delitem(pulumi.runtime.config.CONFIG.get(), "llm-serving:cluster")
-    (v,) = run_policy(mod.POLICY, manifests(_vllm(BF16)))
+    (v,) = run_policy(policy("vllm-volta"), manifests(_vllm(BF16)))
     assert v.message.startswith("policy vllm-volta: cannot judge this resource: the stack config has no llm-serving:cluster")
     assert "Fix: give the stack file's config the llm-serving:cluster inventory" in v.message
 

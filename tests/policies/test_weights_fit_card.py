@@ -6,12 +6,12 @@ import json
 
 import pulumi.runtime
 import pytest
-import weights_fit_card as mod
 
+from policylib.pack import policy
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
 
-NAME = mod.POLICY.name
+NAME = policy("weights-fit-card").name
 STACK = FIXTURES / NAME / "Pulumi.fixture.yaml"
 
 
@@ -40,7 +40,7 @@ spec:
 
 
 def run(text: str) -> list[str]:
-    return [v.message for v in run_policy(mod.POLICY, manifests(text))]
+    return [v.message for v in run_policy(policy("weights-fit-card"), manifests(text))]
 
 
 def candle(devices: str) -> str:

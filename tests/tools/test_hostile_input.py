@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from policylib.pack import policy
 from tests.paths import PROD_STACK_FILE, ROOT
 from tools import analyze, preview
 from tools.offline.manifests import InputError, read_manifests
@@ -295,8 +296,6 @@ def test_a_policy_pack_config_that_is_a_fifo_or_repeats_a_key_is_exit_2(tmp_path
 
 def test_a_network_policy_port_that_is_no_port_is_judged_without_a_crash():
     """Found by the fuzz test: network-ingress-for-clients compared a list with a port number."""
-    import network_ingress_for_clients as mod
-
     from stackfile import load_stack_config
     from stackfile.build import render_manifests
     from tests.policy_harness import run_policy, use_stack_config
@@ -308,7 +307,7 @@ def test_a_network_policy_port_that_is_no_port_is_judged_without_a_crash():
     for rule in netpol["spec"]["ingress"]:
         rule["ports"] = [{"port": [8080]}, {"port": {"a": 1}}, {"port": 0.5}]
     use_stack_config(config)
-    found = run_policy(mod.POLICY, resources_from_documents(docs))
+    found = run_policy(policy("network-ingress-for-clients"), resources_from_documents(docs))
     assert found and all("poimen-memory" in v.message or "gateway" in v.message or "qwen-finetune" in v.message
                          for v in found)
 

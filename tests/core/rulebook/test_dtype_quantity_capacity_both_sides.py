@@ -22,12 +22,10 @@ import copy
 import re
 from typing import Any
 
-import candle_vllm_args
-import gpu_card_allocation
-import node_memory_allocation
+import allocation as allocation_policies
 import pytest
-import vllm_volta
 
+from policylib.pack import policy
 from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
 from stackfile.build import StackResources, render_manifests, stack_outputs
 from tests.paths import PROD_STACK_FILE, ROOT
@@ -87,7 +85,7 @@ def test_vllm_dtype_the_loader_accepts_the_pack_accepts(dtype):
         assert dtype not in ("float16", "half")
         return
     assert dtype in ("float16", "half")
-    assert _pack_messages(vllm_volta.POLICY, config) == []
+    assert _pack_messages(policy("vllm-volta"), config) == []
 
 
 def test_dtype_auto_is_refused_by_the_loader_with_the_fix():
@@ -105,7 +103,7 @@ def test_candle_dtype_the_loader_accepts_the_pack_accepts(dtype):
         assert dtype != "f16"
         return
     assert dtype == "f16"
-    assert _pack_messages(candle_vllm_args.POLICY, config) == []
+    assert _pack_messages(policy("candle-vllm-args"), config) == []
 
 
 def test_capacity_the_pack_refuses_the_loader_refuses():
@@ -182,7 +180,7 @@ spec:
 @pytest.mark.parametrize("value", ["1e3Mi", "lots"])
 def test_pack_refuses_an_invalid_quantity_with_its_key_path(value):
     text = POD_WITH_MEMORY.format(memory=value, digest="0" * 64)
-    messages = [v.message for v in run_policy(node_memory_allocation.POLICY, manifests(text))]
+    messages = [v.message for v in run_policy(policy("node-memory-allocation"), manifests(text))]
     assert any(
         "spec.template.spec.containers[0].resources.requests.memory" in m and repr(value) in m
         and "not a Kubernetes quantity" in m
@@ -192,7 +190,7 @@ def test_pack_refuses_an_invalid_quantity_with_its_key_path(value):
 
 def test_pack_counts_a_pebibyte_request():
     text = POD_WITH_MEMORY.format(memory="1Pi", digest="0" * 64)
-    messages = [v.message for v in run_policy(node_memory_allocation.POLICY, manifests(text))]
+    messages = [v.message for v in run_policy(policy("node-memory-allocation"), manifests(text))]
     assert len(messages) == 1 and "1,073,741,824 MiB" in messages[0], messages
 
 
@@ -205,7 +203,7 @@ def _policy_used(resources, inv) -> dict[str, float]:
     from tools.offline.summary import view_of
 
     gpu = [w for w in view_of(resources).workloads if w.is_gpu]
-    alloc = allocation.allocate(allocation.demands(gpu, gpu_card_allocation._cards),
+    alloc = allocation.allocate(allocation.demands(gpu, allocation_policies._cards),
                                 {n.name: n.cards for n in inv.nodes}, reserved=allocation.reservations(inv))
     return {name: use.used for name, use in alloc.nodes.items()}
 
@@ -252,7 +250,7 @@ def test_one_allocation_function(monkeypatch):
     assert len(calls) == 1
     card_rows(resources, config.cluster)
     assert len(calls) == 2
-    run_policy(gpu_card_allocation.POLICY, resources)
+    run_policy(policy("gpu-card-allocation"), resources)
     assert len(calls) == 3
 
 
@@ -267,7 +265,7 @@ def test_valid_quantities_parse_as_the_official_client_parses_them(value):
 
 
 def test_pack_names_an_invalid_shm_size_limit():
-    import multi_gpu_shm
+    import pods as pod_policies
 
     import core.manifests
 
@@ -293,5 +291,5 @@ spec:
     (r,) = manifests(text)
     w = core.manifests.workload(r.type, r.props, r.urn)
     (c,) = w.containers
-    (breach,) = multi_gpu_shm.container_problems(w, c, 1024)
+    (breach,) = pod_policies.multi_gpu_shm_container_problems(w, c, 1024)
     assert "the container volume shm sizeLimit: 'lots' is not a Kubernetes quantity; write e.g. \"8Gi\"" in breach.wrong

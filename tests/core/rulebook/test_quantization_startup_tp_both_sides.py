@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
-import startup_probe_covers_cold_start
-import tensor_parallel_divisibility
-import vllm_volta
 
 from core import facts, rules
 from policylib import stackconfig
+from policylib.pack import policy
 from stackfile import ConfigError, VllmWorkload, load_stack_config
 from tests.paths import PROD_STACK_FILE, ROOT
 from tests.policies.test_tensor_parallel_divisibility import candle as candle_tp_server
@@ -81,7 +79,7 @@ def test_config_refuses_a_quantization_iff_the_pack_does(method):
         config[W]["reasoning"]["quantization"] = method
 
     refused = [p for p in config_problems(change) if p.path == f"{W}.reasoning.quantization"]
-    flagged = [m for m in policy_messages(vllm_volta.POLICY, _vllm_isvc(method)) if "--quantization" in m]
+    flagged = [m for m in policy_messages(policy("vllm-volta"), _vllm_isvc(method)) if "--quantization" in m]
     assert bool(refused) == bool(flagged), (refused, flagged)
     assert bool(flagged) == (not rules.quantization_runs_on(method, 70))
 
@@ -127,7 +125,7 @@ def test_config_and_pack_agree_the_budget_must_exceed_the_cold_start(cold, perio
         wl["startup_probe"] = {"period_seconds": period, "failure_threshold": threshold}
 
     refused = [p for p in config_problems(change) if p.path == f"{W}.reasoning.startup_probe.failure_threshold"]
-    flagged = policy_messages(startup_probe_covers_cold_start.POLICY, _deployment(cold, period, threshold))
+    flagged = policy_messages(policy("startup-probe-covers-cold-start"), _deployment(cold, period, threshold))
     assert rules.startup_budget_covers(period * threshold, cold) is covered
     assert (not refused) is covered and (not flagged) is covered, (refused, flagged)
     if not covered:
@@ -151,7 +149,7 @@ def test_config_and_pack_suggest_the_same_tp_sizes(workload, engine, model_arg, 
     (problem,) = [p for p in config_problems(change) if p.rule.startswith(f"tensor parallel {tp} does not divide")]
     from_config = problem.fix.rsplit(": ", 1)[1]
     server = tp_server(model_arg, tp) if engine == "vllm" else candle_tp_server(model_arg, tp)
-    (message,) = policy_messages(tensor_parallel_divisibility.POLICY, server)
+    (message,) = policy_messages(policy("tensor-parallel-divisibility"), server)
     from_pack = re.search(r"divides them: ([\d, ]+)[.,]", message).group(1)
     assert ("with --tensor-parallel-size to match" in message) is (engine == "vllm")
     key, model = stackconfig.models().find(model_arg)
@@ -164,7 +162,7 @@ def test_config_and_pack_agree_vllm_replicates_kv_heads_at_tp8():
         config[W]["reasoning"]["cards"] = 8
 
     assert not [p for p in config_problems(change) if p.rule.startswith("tensor parallel 8 does not divide")]
-    assert policy_messages(tensor_parallel_divisibility.POLICY, tp_server("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8)) == []
+    assert policy_messages(policy("tensor-parallel-divisibility"), tp_server("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8)) == []
 
 
 # --- config_json paths --------------------------------------------------------------------

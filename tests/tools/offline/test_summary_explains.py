@@ -4,6 +4,7 @@ the diff shows a changed argv as a list diff."""
 from __future__ import annotations
 
 from core import facts
+from policylib.pack import policy
 from tests.paths import ROOT
 from tests.tools.offline.test_summary import deployment
 from tools.offline.manifests import Resource
@@ -49,8 +50,6 @@ def test_an_argv_change_is_a_list_diff():
 def test_the_fix_is_in_the_stack_file_s_terms_for_the_program_s_objects():
     """After seed 001 through the program: the over-allocation's fix names the stack-file key
     (parked: {reason: ...} on llm-serving:workloads.<name>), not the annotation it renders to."""
-    import gpu_card_allocation
-
     from stackfile import load_stack_config
     from stackfile.build import render_manifests
     from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
@@ -60,7 +59,7 @@ def test_the_fix_is_in_the_stack_file_s_terms_for_the_program_s_objects():
     use_stack_config(raw)
     try:
         resources = resources_from_documents(render_manifests(load_stack_config(raw)), stack="after-001")
-        (v,) = run_policy(gpu_card_allocation.POLICY, resources)
+        (v,) = run_policy(policy("gpu-card-allocation"), resources)
     finally:
         use_stack_config(load_stack_file(DEFAULT_STACK_FILE))
     assert v.message.startswith("worker-1: 6 of 4 cards requested: candle-vllm 2, coder 2, clef-serve 1, reasoning 1")

@@ -1,0 +1,312 @@
+"""The pack's policies judged by :mod:`core.rulebook.network`, one record each (docs/adding-a-policy.md)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
+
+from core import manifests, terms
+from core.manifests import filesystem as fs
+from core.manifests.network_policies import IngressPolicy, parse_egress, parse_policy, ports_admit, ports_text
+from core.rulebook import network
+from policylib import containers, declare, stack_helpers, views
+from policylib.stack_helpers import PodIndex
+
+# --- ingress-admits-server-port: a NetworkPolicy that isolates a model server admits the port it listens on.
+
+
+def ingress_admits_server_port(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    stack = views.stack_view(args.resources)
+    by_ns: dict[str, list[manifests.IngressPolicy]] = defaultdict(list)
+    for urn, props in stack.network_policies:
+        pol = manifests.parse_policy(urn, props)
+        if pol is not None:
+            by_ns[pol.namespace].append(pol)
+    if not by_ns:
+        return
+    for w in stack.workloads:
+        if not w.running:
+            continue
+        policies = [p for p in by_ns.get(w.namespace, ()) if w.matched_by(p.pod_selector)]
+        if not policies:
+            continue
+        for c, _server in w.servers:
+            ep = c.endpoint
+            if ep is None:
+                continue
+            breach = network.server_port_admitted(
+                ep.engine, ep.port, ep.port_text, [p.name for p in policies],
+                sorted({t for p in policies for rule in p.rules for t in manifests.ports_text(rule.get("ports") or [])}),
+                manifests.admitting_any_source(policies, ep.port, stack_helpers.port_names_of(w, ep.port)))
+            if breach is not None:
+                report_violation(terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}, container {c.name}")), w.urn)
+
+
+declare.stack_policy(
+    "ingress-admits-server-port", ingress_admits_server_port, EnforcementLevel.MANDATORY, Severity.HIGH,
+    doc="""ingress-admits-server-port: a NetworkPolicy that isolates a model server admits the port it listens on.
+
+Rule: for each running workload with a vLLM / candle-vllm container whose endpoint is known
+(:func:`core.manifests.servers.endpoint`: ``--port`` / ``--p``, else the engine's default), the
+NetworkPolicies of its namespace that isolate ingress and select its pods admit, in some
+ingress rule and from some source, the TCP port the server listens on (a rule without
+``ports`` admits every port; a named rule port matches the container's named port). When no
+NetworkPolicy selects the pods, all ingress is allowed and nothing is judged.
+
+Why beside network-ingress-for-clients: that policy follows each DECLARED client from its
+Service port to the targetPort; this one needs no declaration, so it also judges hand-written
+YAML without the clients annotation, and it judges the port the server really listens on
+(a policy admitting 8080 in front of a vLLM on its default 8000 drops every packet).
+
+Source: seed 002 networkpolicy.yaml (a missing ingress rule looked like a hung engine for 34
+days: clients saw a bare timeout, the server log stayed empty); the server's endpoint
+is checked against the NetworkPolicy's ports.
+
+Does not check: which sources are admitted (network-ingress-for-clients, for declared
+clients), egress policies, ipBlock peers, UDP/SCTP.
+
+The rule is judged and worded once, in :mod:`core.rulebook.network`; this module reads the manifests
+and reports its breaches.
+""",
+)
+
+
+# --- network-egress-for-hub: a NetworkPolicy that isolates a model server's egress lets it fetch its model.
+
+
+def network_egress_for_hub(args: StackValidationArgs, report_violation: ReportViolation) -> None:  # noqa: F821
+    stack = views.stack_view(args.resources)
+    egress = [p for urn, props in stack.network_policies if (p := parse_egress(urn, props)) is not None]
+    if not egress:
+        return
+    for w in stack.workloads:
+        if not w.running:
+            continue
+        isolating = [p for p in egress if p.namespace == w.namespace and w.matched_by(p.pod_selector)]
+        if not isolating:
+            continue
+        for c, server in w.servers:
+            if server.engine != "vllm" or not fs.is_hub_id(server.model_arg) or fs.offline(c):
+                continue
+            dns = any(p.admits(53, "UDP") for p in isolating)
+            https = any(p.admits(443, "TCP") for p in isolating)
+            containers.report(args, report_violation, w,
+                              network.egress_for_hub(str(server.model_arg), [p.name for p in isolating], dns, https), c,
+                              stack=True)
+
+
+declare.stack_policy(
+    "network-egress-for-hub", network_egress_for_hub, EnforcementLevel.MANDATORY, Severity.HIGH,
+    doc="""network-egress-for-hub: a NetworkPolicy that isolates a model server's egress lets it fetch its model.
+
+Rule: a running vLLM server whose model is a hub id and whose Hugging Face client is online (no
+``HF_HUB_OFFLINE=1``), selected by NetworkPolicies that isolate egress, is admitted DNS (UDP 53) and
+HTTPS (TCP 443) by some egress rule of theirs: otherwise resolving and downloading the model fail at
+start. Destinations (``to``) are not judged; a rule naming the port to any peer counts.
+
+Source: aws-network-policy-agent #230. Judged and worded once, in :mod:`core.rulebook.network`.
+""",
+)
+
+
+# --- network-ingress-for-clients: every declared client of a Service gets through the NetworkPolicies.
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+NETWORK_INGRESS_FOR_CLIENTS_CONFIG = {
+    "podSelectorPeers": {
+        "type": "string",
+        "enum": ["admit", "refuse"],
+        "default": "admit",
+        "description": (
+            "How a peer with a non-empty podSelector is judged for a client whose pod labels are not "
+            "declared: admit (trust it) or refuse (require podSelector {} or none)."
+        ),
+    },
+}
+
+
+def _empty_selector(selector: Any) -> bool:
+    return isinstance(selector, Mapping) and not selector.get("matchLabels") and not selector.get("matchExpressions")
+
+
+def peer_admits(peer: Mapping, client_ns: str, policy_ns: str, trust_pod_selector: bool) -> bool:
+    """Whether one ``from`` peer admits a client pod of namespace ``client_ns`` (see the module docstring)."""
+    ns_sel, pod_sel = peer.get("namespaceSelector"), peer.get("podSelector")
+    if ns_sel is None and pod_sel is None:
+        return False  # ipBlock (or an empty peer): cannot be judged
+    if ns_sel is not None:
+        if not manifests.label_selector_matches(ns_sel, {NAMESPACE_NAME_LABEL: client_ns}):
+            return False
+    elif client_ns != policy_ns:
+        return False
+    return pod_sel is None or _empty_selector(pod_sel) or trust_pod_selector
+
+
+def from_admits(rule: Mapping, client_ns: str, policy_ns: str, trust_pod_selector: bool) -> bool:
+    """Whether a rule's ``from`` admits the client: none or empty admits every source."""
+    peers = rule.get("from")
+    if not peers:
+        return True
+    return any(isinstance(p, Mapping) and peer_admits(p, client_ns, policy_ns, trust_pod_selector) for p in peers)
+
+
+def _sort_ports(texts: set[str]) -> list[str]:
+    return sorted(texts, key=lambda t: (0, int(t.split("-")[0])) if t.split("-")[0].isdigit() else (1, t))
+
+
+def judge_client(client, pod_port: int, names, protocol: str, policies, trust: bool) -> str | None:
+    """None when some rule of ``policies`` admits the client on ``pod_port``; else what they do admit."""
+    seen: set[str] = set()
+    for pol in policies:
+        for rule in pol.rules:
+            if not from_admits(rule, client.namespace, pol.namespace, trust):
+                continue
+            if ports_admit(rule.get("ports"), pod_port, names, protocol):
+                return None
+            seen.update(ports_text(rule.get("ports") or []))
+    label, verb = ("NetworkPolicy", "admits") if len(policies) == 1 else ("NetworkPolicies", "admit")
+    which = ", ".join(sorted(p.name for p in policies))
+    if seen:
+        return f"{label} {which} {verb} {client.name} only on {', '.join(_sort_ports(seen))}"
+    return f"{label} {which} {verb} nothing from namespace {client.namespace}"
+
+
+class _Context:
+    """The NetworkPolicies by namespace, with the ones selecting each workload memoised."""
+
+    def __init__(self, netpols) -> None:
+        self.by_ns: dict[str, list[IngressPolicy]] = defaultdict(list)
+        for urn, props in netpols:
+            pol = parse_policy(urn, props)
+            if pol is not None:
+                self.by_ns[pol.namespace].append(pol)
+        self._memo: dict[str, list[IngressPolicy]] = {}
+
+    def selecting(self, w: manifests.Workload) -> list[IngressPolicy]:
+        key = w.urn or f"{w.kind}/{w.namespace}/{w.name}"
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = [p for p in self.by_ns.get(w.namespace, ()) if w.matched_by(p.pod_selector)]
+            self._memo[key] = hit
+        return hit
+
+
+def _api_breach(who: str, port: int, sp: manifests.ServicePort, w: manifests.Workload):
+    """The client's Service port lands on a pod port that is not the API port of the server that
+    declares (or opens) it: :func:`core.rulebook.network.client_reaches_api`; None when it is, or
+    when no modelled server's endpoint says (another program, an argv that cannot be read)."""
+    pod_port = stack_helpers.target_port_number(sp.target_port, w)
+    if pod_port is None:
+        return None
+    for c in w.containers:
+        ep = c.endpoint
+        if ep is None or ep.port == pod_port:
+            continue
+        beside = pod_port in c.ports and ep.port in c.ports  # a side port by service-target-port's reading too
+        side = ep.side_ports.get(pod_port) or (f"containerPort {pod_port} beside the API" if beside else None)
+        if side is not None:
+            return network.client_reaches_api(who, port, pod_port, ep.engine, ep.port, side)
+    return None
+
+
+def check_service(svc: manifests.Service, index: PodIndex, ctx: _Context, trust: bool) -> list[str]:
+    """The violation messages for one Service's declared clients."""
+    subject = f"Service {svc.name}"
+    breach = network.clients_declared(svc.clients_error)
+    if breach is not None:
+        return [terms.message(svc.annotations, breach.finding(subject))]
+    if not svc.clients or not svc.selector:
+        return []
+    out = []
+    by_port = {sp.port: sp for sp in svc.ports}
+    backends = stack_helpers.running(index.select(svc.namespace, svc.selector))
+    for client in svc.clients:
+        who = f"client {client.name} (namespace {client.namespace})"
+        breach = network.client_port_exposed(who, client.port, list(by_port))
+        if breach is not None:
+            out.append(terms.message(svc.annotations, breach.finding(subject)))
+            continue
+        sp = by_port[client.port]
+        for w in backends:
+            api = _api_breach(who, client.port, sp, w)
+            if api is not None:
+                out.append(terms.message(svc.annotations, api.finding(subject)))
+                continue
+            policies = ctx.selecting(w)
+            pod_port = stack_helpers.target_port_number(sp.target_port, w) if policies else None
+            if pod_port is None:
+                continue
+            verdict = judge_client(client, pod_port, stack_helpers.port_names_of(w, pod_port), sp.protocol, policies, trust)
+            breach = network.client_admitted(who, client.namespace, client.port, pod_port, verdict,
+                                             f" of {w.name}" if len(backends) > 1 else "")
+            if breach is not None:
+                out.append(terms.message(svc.annotations, breach.finding(subject)))
+    return out
+
+
+def network_ingress_for_clients(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    stack = views.stack_view(args.resources)
+    if not any(s.clients or s.clients_error for s in stack.services):
+        return
+    trust = stack_helpers.config_value(args, NETWORK_INGRESS_FOR_CLIENTS_CONFIG, "podSelectorPeers") != "refuse"
+    index = PodIndex(stack.workloads)
+    ctx = _Context(stack.network_policies)
+    for svc in stack.services:
+        for message in check_service(svc, index, ctx, trust):
+            report_violation(message, svc.urn)
+
+
+declare.stack_policy(
+    "network-ingress-for-clients", network_ingress_for_clients, EnforcementLevel.MANDATORY, Severity.HIGH,
+    config=NETWORK_INGRESS_FOR_CLIENTS_CONFIG,
+    doc="""network-ingress-for-clients: every declared client of a Service gets through the NetworkPolicies.
+
+Rule: for each declared client ``{name, namespace, port}`` of a Service (the JSON list in the
+``facts.CLIENTS_ANNOTATION`` annotation; port = the Service port it calls) and each running
+workload the Service selects: if some NetworkPolicy that isolates ingress selects the pods,
+an ingress rule of one of those policies admits the client's namespace on the POD's port.
+No NetworkPolicy selecting the pods = all ingress allowed = no finding.
+
+Source: seed 002 networkpolicy.yaml: poimen-memory's egress was allowed and its packets were
+dropped at llm-serving-ingress, which had no rule for namespace poimen; the client saw a
+bare timeout and the server log stayed empty, so it looked like a hung engine for 34 days.
+The coordinator's finding: the same seed admits the gateway on 80 and 8000 only, while the
+gateway calls clef-serve:80 -> targetPort 8080; Pulumi.prod.yaml adds 8080.
+
+NetworkPolicy semantics as Kubernetes applies them:
+- A policy isolates ingress when ``policyTypes`` contains Ingress, or is absent.
+- Ports match the pod's port after the Service's translation: the client's Service port ->
+  its ``targetPort`` (a name resolved through the pods' named containerPorts). A rule port
+  may be a number (with ``endPort``, a range) or a container port name; a rule without
+  ports admits every port; protocol defaults to TCP.
+- Peers: ``namespaceSelector`` is matched against the client namespace's labels, assumed to
+  be only the automatic ``kubernetes.io/metadata.name=<namespace>``; ``podSelector`` alone
+  means the policy's own namespace; both together = AND; an empty ``from`` (or none) admits
+  every source; ``ipBlock`` cannot be judged and admits nothing here.
+- A peer's non-empty ``podSelector`` cannot be proved to match the client pod (its labels are
+  not declared): parameter ``podSelectorPeers`` decides; ``"admit"`` (default) trusts it,
+  ``"refuse"`` requires an empty podSelector or none. ``podSelector: {}`` always admits.
+
+Also violations: a clients annotation that is not a JSON list of ``{name, namespace, port}``,
+a client that calls a port the Service does not expose, and a client whose Service port lands on
+a side port of the server (one its container declares beside the API port, or one the server's
+arguments open, :attr:`core.manifests.servers.Endpoint.side_ports`) rather than its API port.
+
+Message: ``Service clef-serve: client gateway (namespace gateway) calls port 80 -> pod port
+8080; NetworkPolicy llm-serving-ingress admits gateway only on 80, 8000: packets are dropped
+and the client sees a bare timeout (34 days for poimen-memory, seed 002)``.
+
+Skipped: Services without a selector or without running backends (service-selector-uniqueness
+reports those); a targetPort name that resolves nowhere (service-target-port reports it).
+Does NOT check: egress policies on the client's side (e.g. poimen/poimen-memory-llm-egress),
+namespace labels other than kubernetes.io/metadata.name, ipBlock peers, CNI-specific policies
+(Calico, Cilium). Cost: Services x NetworkPolicies of the backend's namespace, memoised per workload.
+
+The rule is judged and worded once, in :mod:`core.rulebook.network`; this module reads the manifests
+and reports its breaches.
+""",
+)

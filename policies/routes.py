@@ -1,0 +1,152 @@
+"""The pack's policies judged by :mod:`core.rulebook.routes`, one record each (docs/adding-a-policy.md)."""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
+
+from core import manifests
+from core.manifests import objects
+from core.rulebook import routes
+from policylib import capacity_helpers, declare, stack_helpers, stackconfig, views
+from policylib import objects as glue
+
+# --- route-reaches-server: Ingress, Gateway API routes and InferencePools reach a model server's API port.
+
+
+def _backends(objs: objects.Objects, stack: manifests.Stack, report_violation: ReportViolation) -> None:
+    for rt in objs.routes:
+        for b in rt.backends:
+            if b.kind != "Service":
+                continue
+            svc = glue.service_named(stack.services, b.namespace, b.name)
+            if svc is None:
+                continue
+            port = next((p for p in svc.ports if (b.port is not None and p.port == b.port)
+                         or (b.port_name is not None and p.name == b.port_name)), None)
+            asked = str(b.port) if b.port is not None else str(b.port_name) if b.port_name else "(no port: a Service backend needs one)"
+            exposed = [f"{p.port}" + (f" ({p.name})" if p.name else "") for p in svc.ports]
+            selected = [w for w in stack.workloads if w.namespace == svc.namespace
+                        and w.selected_by(svc.selector)]
+            served = glue.listening(selected)
+            reaches = api = None
+            server = ""
+            if port is not None and served:
+                w, c, ep = served[0]
+                reaches, api, server = stack_helpers.target_port_number(port.target_port, w), ep.port, f"{c.name} of {w.kind} {w.name}"
+                if reaches is None:
+                    continue  # a named targetPort the pods do not declare: service-target-port says so
+            elif port is not None:
+                continue
+            breach = routes.backend_port(f"its backend {b.at}", svc.name, asked, exposed,
+                                         reaches if port is not None else None, api, server)
+            message = glue.report(f"{rt.kind} {rt.name}", breach)
+            if message:
+                report_violation(message, rt.urn)
+
+
+def route_reaches_server(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    objs = views.objects_view(args.resources)
+    if not objs.routes and not objs.pools:
+        return
+    stack = views.stack_view(args.resources)
+    _backends(objs, stack, report_violation)
+    for p in objs.pools:
+        chosen = objects.pooled(p, stack.workloads)
+        served = glue.listening(chosen)
+        if (chosen and not served) or any(o.namespace == p.namespace and any(
+                manifests.selector_matches(p.selector, labels) for labels in o.label_sets) for o in stack.others):
+            continue  # pods the pack does not model, or a server whose port is not known: not judged
+        selector = ", ".join(f"{k}={v}" for k, v in p.selector.items()) or "nothing"
+        breach = routes.pool_selects_server(p.name, selector, [f"{w.kind} {w.name}" for w, _, _ in served], p.target_ports,
+                                            [f"{c.name} of {w.kind} {w.name} listens on {ep.port}" for w, c, ep in served])
+        message = glue.report(f"InferencePool {p.name}", breach)
+        if message:
+            report_violation(message, p.urn)
+
+
+declare.stack_policy(
+    "route-reaches-server", route_reaches_server, EnforcementLevel.MANDATORY, Severity.HIGH,
+    doc="""route-reaches-server: Ingress, Gateway API routes and InferencePools reach a model server's API port.
+
+Rule: (1) each Ingress / HTTPRoute / GRPCRoute backend that names a Service of the manifests names a
+port that Service exposes (by number, or an Ingress's port name), and when the Service selects a running
+model server, that Service port's targetPort is the port the server listens on
+(:func:`core.manifests.endpoint`); (2) each InferencePool selects the pods of a running model server
+and sends to a port one of them listens on (the endpoint picker drops a pod whose port is not among the
+pool's target ports). Routes and pools are read once (:mod:`core.manifests.objects`).
+
+A backend Service that is not among the manifests is not judged. Source: gateway-api-inference-extension
+#2562, ai-dynamo/dynamo PR #1940, helm/charts PR #20245. Judged and worded once, in
+:mod:`core.rulebook.routes`.
+""",
+)
+
+
+# --- route-timeout-covers-request: a proxy's or route's timeout outlasts the server's longest request.
+
+
+def fastest_tokens_per_second(sc: capacity_helpers.ServerCapacity) -> float | None:
+    """The card's bandwidth over the bytes a decoded token reads at least (its weights a card; an MoE
+    model's scaled by experts a token / experts), tokens/s; None when the estimate is missing."""
+    if sc.estimate is None or sc.card is None or sc.facts is None:
+        return None
+    read = sc.estimate.weights_gib_per_card * 2**30
+    if sc.facts.num_experts and sc.facts.num_experts_per_tok:
+        read *= sc.facts.num_experts_per_tok / sc.facts.num_experts
+    return sc.card.hbm_bandwidth_gb_s * 1e9 / read if read > 0 else None
+
+
+def behind(b: objects.Backend, stack: manifests.Stack, objs: objects.Objects) -> list[manifests.Workload]:
+    """The running workloads a backend reaches: its Service's selected pods, or its InferencePool's (none
+    when the Service or pool is not among the manifests)."""
+    if b.kind == "InferencePool":
+        pool = next((p for p in objs.pools if p.namespace == b.namespace and p.name == b.name), None)
+        return [w for w in objects.pooled(pool, stack.workloads) if w.running] if pool is not None else []
+    svc = glue.service_named(stack.services, b.namespace, b.name)
+    if svc is None:
+        return []
+    return [w for w in stack.workloads
+            if w.running and w.namespace == svc.namespace and w.selected_by(svc.selector)]
+
+
+def route_timeout_covers_request(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    objs = views.objects_view(args.resources)
+    timed = [(rt, b) for rt in objs.routes for b in rt.backends if b.timeout_seconds and b.kind in ("Service", "InferencePool")]
+    if not timed:
+        return
+    try:
+        inv, models = stackconfig.inventory(), stackconfig.models()
+    except stackconfig.StackConfigError:
+        return  # the capacity policies report an unreadable stack config once
+    stack = views.stack_view(args.resources)
+    for rt, b in timed:
+        for w in behind(b, stack, objs):
+            for sc in capacity_helpers.servers(w, inv, models):
+                tps = fastest_tokens_per_second(sc)
+                tokens = sc.settings.max_model_len or (sc.facts.max_position_embeddings if sc.facts else None)
+                if sc.server.engine != "vllm" or tps is None or not tokens:
+                    continue
+                breach = routes.timeout_covers(f"its backend {b.at}", b.timeout_from, float(b.timeout_seconds or 0),
+                                               f"{sc.container.name} of {w.kind} {w.name}", int(tokens), tps)
+                message = glue.report(f"{rt.kind} {rt.name}", breach)
+                if message:
+                    report_violation(message, rt.urn)
+
+
+declare.stack_policy(
+    "route-timeout-covers-request", route_timeout_covers_request, EnforcementLevel.ADVISORY, Severity.MEDIUM,
+    doc="""route-timeout-covers-request: a proxy's or route's timeout outlasts the server's longest request.
+
+Rule: for each Ingress or Gateway API route backend whose timeout the manifests say (ingress-nginx's
+``proxy-read-timeout`` annotation, or its 60 s default on an Ingress of class nginx; an HTTPRoute rule's
+``timeouts.request`` / ``timeouts.backendRequest``), and each running vLLM server behind it (through
+its Service, or its InferencePool's pods) whose model and card the stack's inventory knows: the timeout is not shorter than the least
+time its longest request takes, ``--max-model-len`` tokens at the fastest decode the card allows (its
+memory bandwidth over the weights one token reads on a card: a lower bound of the time, an MoE's
+weights scaled by the experts a token uses). Read once in :mod:`core.manifests.objects`.
+
+Advisory: short requests pass; streaming keeps a read timeout alive while tokens flow.
+Source: basetenlabs/truss PR #670, llm-d-benchmark PR #1617. Judged and worded once, in
+:mod:`core.rulebook.routes`.
+""",
+)

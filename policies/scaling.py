@@ -1,0 +1,165 @@
+"""The pack's policies judged by :mod:`core.rulebook.scaling`, one record each (docs/adding-a-policy.md)."""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
+
+from core.manifests import objects
+from core.rulebook import scaling
+from policylib import declare, stack_helpers, views
+from policylib import objects as glue
+
+# --- autoscaler-metric-has-requests: an autoscaler scaling on utilization scales pods that request the resource.
+
+
+def autoscaler_metric_has_requests(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    objs = views.objects_view(args.resources)
+    if not any(a.utilization_of for a in objs.autoscalers):
+        return
+    stack = views.stack_view(args.resources)
+    for a in objs.autoscalers:
+        for w in objects.scaled(a, stack.workloads):
+            ranges = objs.limit_ranges_in(w.namespace)
+            for resource in a.utilization_of:
+                missing = [f"container {c.name}" for c in w.containers if resource not in objects.admitted(c, ranges).requests]
+                message = glue.report(f"{w.kind} {w.name}", scaling.metric_has_requests(
+                    f"{a.kind} {a.name}", resource, ", ".join(missing)), w.annotations)
+                if message:
+                    report_violation(message, a.urn)
+
+
+declare.stack_policy(
+    "autoscaler-metric-has-requests", autoscaler_metric_has_requests, EnforcementLevel.ADVISORY, Severity.MEDIUM,
+    doc="""autoscaler-metric-has-requests: an autoscaler scaling on utilization scales pods that request the resource.
+
+Rule: for each HorizontalPodAutoscaler with a ``Resource`` metric of target type ``Utilization`` (or
+autoscaling/v1's ``targetCPUUtilizationPercentage``) whose scaleTargetRef is a workload of the manifests,
+every container of the workload's pods requests that resource, after the namespace's LimitRange defaults
+(:func:`core.manifests.objects.admitted`). The HPA computes utilization as usage over the pods' summed
+requests; one container without it ("missing request for cpu") leaves it unable to scale.
+
+Advisory: the server keeps serving at its current replicas; it does not scale under load.
+Source: bentoml/Yatai #187, kubernetes #78846. Judged and worded once, in :mod:`core.rulebook.scaling`.
+""",
+)
+
+
+# --- autoscaler-within-cards: an autoscaler of a GPU workload scales it only to pods whose cards its node has.
+
+
+def autoscaler_within_cards(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    objs = views.objects_view(args.resources)
+    if not objs.autoscalers:
+        return
+    inv = stack_helpers.read_inventory(report_violation, "autoscaler-within-cards")
+    if inv is None:
+        return
+    stack = views.stack_view(args.resources)
+    nodes = {n.name: n for n in inv.nodes}
+    single = len(inv.nodes) == 1  # an unpinned workload is on this node only when it is the only one
+    for a in objs.autoscalers:
+        views_ = objects.scaled(a, stack.workloads)  # a LeaderWorkerSet's leaders and workers: its groups scale
+        if not views_:
+            continue
+        w = views_[0]
+        node = w.node or (inv.nodes[0].name if single else None)
+        groups = max(w.replicas, 1)
+        per_unit = sum(v.replicas * v.cards_per_pod for v in views_) // groups  # cards a pod, or a group
+        if not w.running or not per_unit or node not in nodes:
+            continue
+        others = sum(o.replicas * o.cards_per_pod for o in stack.workloads
+                     if o.running and all(o is not v for v in views_) and (o.node == node or (o.node is None and single)))
+        free = nodes[node].cards - sum(r.cards for r in nodes[node].reserved) - others
+        breach = scaling.autoscaler_within_cards(f"{a.kind} {a.name}", a.max_replicas, per_unit,
+                                                 node, free, w.replicas,
+                                                 "groups" if w.kind == "LeaderWorkerSet" else "pods", a.bound)
+        message = glue.report(f"{w.kind} {w.name}", breach, w.annotations)
+        if message:
+            report_violation(message, a.urn)
+
+
+declare.stack_policy(
+    "autoscaler-within-cards", autoscaler_within_cards, EnforcementLevel.MANDATORY, Severity.HIGH,
+    doc="""autoscaler-within-cards: an autoscaler of a GPU workload scales it only to pods whose cards its node has.
+
+Rule: for each autoscaler (a HorizontalPodAutoscaler, KEDA's ScaledObject, whose maxReplicaCount defaults
+to 100, AIBrix's PodAutoscaler) whose scaleTargetRef is a running GPU workload of the manifests
+pinned to a node of the inventory (or on the inventory's only node), ``maxReplicas`` x its cards a pod
+fit the node's cards less the reserved ones and every other running GPU workload's on it (replicas x
+cards a pod; an unpinned one counts on the inventory's only node). A pod past them stays Pending. A
+LeaderWorkerSet scales by groups: its cards a group (the leader's and ``size - 1`` workers') count. The HPA's bounds are read once (:mod:`core.manifests.objects`).
+
+Source: kserve #871 (50 autoscaled GPU pods on a 2-card node, most Pending), vllm-project/aibrix #2670. Does not check: surge
+pods (gpu-card-allocation), autoscalers of an InferenceService's own predictor (KServe makes them from
+minReplicas / maxReplicas, which gpu-card-allocation counts).
+Judged and worded once, in :mod:`core.rulebook.scaling`.
+""",
+)
+
+
+# --- disruption-budget-allows-drain: a PodDisruptionBudget over a model server allows an eviction.
+
+
+def disruption_budget_allows_drain(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    objs = views.objects_view(args.resources)
+    if not objs.budgets:
+        return
+    stack = views.stack_view(args.resources)
+    for b in objs.budgets:
+        selected = [w for w in objects.disrupted(b, stack.workloads) if w.running and (w.servers or w.is_gpu)]
+        if not selected:
+            continue
+        pods = sum(w.replicas for w in selected)
+        breach = scaling.budget_allows_drain(b.name, b.setting, pods, b.allowed_disruptions(pods))
+        message = glue.report(", ".join(f"{w.kind} {w.name}" for w in selected), breach, selected[0].annotations)
+        if message:
+            report_violation(message, b.urn)
+
+
+declare.stack_policy(
+    "disruption-budget-allows-drain", disruption_budget_allows_drain, EnforcementLevel.ADVISORY, Severity.MEDIUM,
+    doc="""disruption-budget-allows-drain: a PodDisruptionBudget over a model server allows an eviction.
+
+Rule: for each PodDisruptionBudget whose selector matches the pods of running model servers (a vLLM or
+candle-vllm container, or a pod with cards), the evictions it allows with all of them healthy
+(minAvailable / maxUnavailable as the disruption controller computes them) are at least one. A budget
+of minAvailable equal to the replicas, or maxUnavailable 0, blocks every drain: the GPU Operator's
+driver upgrade, a node upgrade and ``kubectl drain`` wait forever. Read once in
+:mod:`core.manifests.objects`.
+
+Advisory: the server keeps serving; maintenance of its node is what stops.
+Source: kubernetes/kubernetes #48307, NVIDIA/gpu-operator #901. Judged and worded once, in
+:mod:`core.rulebook.scaling`.
+""",
+)
+
+
+# --- lws-group-ranks: a LeaderWorkerSet's vLLM starts as many ranks as its group holds cards.
+
+
+def lws_group_ranks(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    stack = views.stack_view(args.resources)
+    sets = [w for w in stack.workloads if w.kind == "LeaderWorkerSet"]
+    for leader in (w for w in sets if w.role == "leader"):
+        workers = next((w for w in sets if w.role == "worker" and w.urn == leader.urn and w.name == leader.name), None)
+        groups = max(leader.replicas, 1)
+        size = 1 + (workers.replicas // groups if workers is not None else 0)
+        cards = leader.cards_per_pod + (size - 1) * (workers.cards_per_pod if workers is not None else 0)
+        for c, server in leader.servers_of("vllm"):
+            breach = scaling.group_ranks(server.tensor_parallel, server.pipeline_parallel, size, cards)
+            message = glue.report(f"LeaderWorkerSet {leader.name}, container {c.name}", breach, leader.annotations)
+            if message:
+                report_violation(message, leader.urn)
+
+
+declare.stack_policy(
+    "lws-group-ranks", lws_group_ranks, EnforcementLevel.MANDATORY, Severity.HIGH,
+    doc="""lws-group-ranks: a LeaderWorkerSet's vLLM starts as many ranks as its group holds cards.
+
+Rule: for each LeaderWorkerSet whose leader runs vLLM with a known argv, TP x PP equals the group's
+cards (the leader's plus ``size - 1`` workers'). Ray places one rank on each card of the group; with
+more ranks the leader waits for GPUs that never join, with fewer the cards idle.
+
+Source: vllm #6938, #36861. Judged and worded once, in :mod:`core.rulebook.scaling`.
+""",
+)

@@ -1,0 +1,74 @@
+"""The pack's policies judged by :mod:`core.rulebook.served_names`, one record each (docs/adding-a-policy.md)."""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
+
+from core import terms
+from core.registry import Breach
+from core.rulebook import served_names
+from policylib import declare, views
+from policylib import resource_helpers as rh
+
+# --- vllm-served-model-names: each --served-model-name is its own argv item, without comma or space.
+
+FLAG = served_names.FLAG
+
+
+def occurrences(argv: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
+    """``(form, names)`` for each ``--served-model-name`` in ``argv`` (``--served_model_name``
+    too, as vLLM's FlexibleArgumentParser accepts it); ``form`` is the item as written."""
+    out: list[tuple[str, list[str]]] = []
+    current = None
+    for token in argv:
+        head, eq, value = token.partition("=")
+        if token.startswith("-") and head.replace("_", "-") == FLAG:
+            out.append((token, [value] if eq else []))
+            current = None if eq else out[-1][1]
+        elif token.startswith("-") and len(token) > 1:
+            current = None
+        elif current is not None:
+            current.append(token)
+    return [(form, tuple(names)) for form, names in out]
+
+
+def argv_breaches(argv: tuple[str, ...]) -> list[Breach]:
+    """One breach per problem of the served model names in ``argv`` (:mod:`core.rulebook.served_names`);
+    ``[]`` when they are fine. A flag with no value is one empty name."""
+    found = occurrences(argv)
+    out = [served_names.served_name(n, form) for form, names in found for n in (names or ("",))]
+    out.append(served_names.flag_once(found))
+    return [b for b in out if b]
+
+
+def vllm_served_model_names(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    w = views.of(args)
+    if w is None:
+        return
+    for c, server in w.servers_of("vllm"):
+        for breach in argv_breaches(server.raw):
+            report_violation(terms.message(w.annotations, breach.finding(f"{rh.workload_label(w)}, container {c.name}")),
+                             args.urn)
+
+
+declare.resource_policy(
+    "vllm-served-model-names", vllm_served_model_names, EnforcementLevel.MANDATORY, Severity.HIGH,
+    doc="""vllm-served-model-names: each --served-model-name is its own argv item, without comma or space.
+
+Rule, for every vLLM container (recognised by image or command, ``core.manifests``):
+  - no served model name contains a comma (``--served-model-name reasoning,reasoning-long``
+    and ``--served-model-name=reasoning,reasoning-long`` both make ONE model whose name
+    contains a comma) or whitespace (``"reasoning reasoning-long"`` as one argv item);
+  - no name is empty (the flag with no value);
+  - the flag is given once: argparse keeps the last occurrence, so the names of an earlier
+    one are silently dropped.
+
+Source: seed 002 reasoning.yaml ("This image's parser returns ['reasoning,reasoning-long']
+for the comma form, i.e. a single model whose name contains a comma ... Verified against
+vLLM 0.11.0: FlexibleArgumentParser().parse_args([... '--served-model-name', 'a', 'b']) ->
+['a', 'b']"); coder.yaml keeps the names as separate items.
+
+Does not check: that a name is unique across servers (served-model-name-unique); candle-vllm,
+which has no --served-model-name (it serves the basename of --w).
+""",
+)
