@@ -26,12 +26,18 @@ def engine_contract(args: ResourceValidationArgs, report_violation: ReportViolat
     if not vllm:
         return
     nodes = None
+    try:
+        models = stackconfig.models()
+    except stackconfig.StackConfigError:
+        models = None
     for c, server in vllm:
         rel = contracts.release_of_image(c.image)
         if rel is None:
             continue
         where = f"{rh.workload_label(w)}, container {c.name}"
-        found = contract.flag_breaches(rel, server.flags, server.raw) + contract.env_breaches(rel, c.env)
+        known = models.find(server.model_arg) if models else None
+        model = known[1] if known else None
+        found = contract.flag_breaches(rel, server.flags, server.raw, model) + contract.env_breaches(rel, c.env)
         offload = contract.flag_value(rel, contract.CPU_OFFLOAD_FLAG, ())
         if offload is None and server.get(contract.CPU_OFFLOAD_FLAG):
             try:
@@ -54,7 +60,7 @@ def engine_contract(args: ResourceValidationArgs, report_violation: ReportViolat
                 found += [hit] if hit else []
                 if not rules.needs_volta_path(sm):  # below sm_75 vllm-volta judges dtype and kernels
                     hit = contract.card_capability(rel, (server.get(VllmConfig.FLAGS["dtype"]) or "").lower() or None,
-                                                   server.setting("quantization"), sm, product)
+                                                   server.setting("quantization"), sm, product, model)
                     found += [hit] if hit else []
         for breach in found:
             report_violation(terms.message(w.annotations, breach.finding(where)), args.urn)
@@ -78,6 +84,9 @@ One violation per problem (:mod:`core.rulebook.contract`):
     (the Dockerfile's ``torch_cuda_arch_list`` within CMakeLists.txt's supported list);
   - on a card of sm_75 or more (below it ``vllm-volta`` judges them), ``--dtype bfloat16`` below the
     release's dtype rule and a ``--quantization`` method below its config class's minimum capability;
+  - ``--quantization`` that is neither the checkpoint's config.json ``quant_method`` (the stack's or
+    the catalog's model of ``--model``) nor one an override of the release takes for it; a written
+    ``--dtype`` the method's activation dtypes lack (awq, gptq: float16);
   - ``--cpu-offload-gb`` x the pod's ranks above the container's memory limit.
 
 A candle-vllm server is judged the same way for its flags (unknown: "did you mean"; a value not
