@@ -255,6 +255,14 @@ def test_cards_and_memory_beyond_the_node_are_refused_by_the_pack():
     assert "Fix: lower resources.requests.memory" in memory and "under llm-serving:workloads.reasoning" in memory
 
 
+def test_weights_beyond_the_card_are_refused_by_the_pack():
+    """The 14B in fp16 on one V100 through vLLM: its weights leave no room for the KV cache."""
+    raw = prod(reasoning={"model": "coder-14b-fp16", "measured": None, "rope_scaling": None, "max_model_len": 4096})
+    (m,) = mandatory(raw, "weights-fit-card")
+    assert m.startswith("InferenceService reasoning: 27.51 GiB of weights a card (coder-14b-fp16, TP=1)")
+    assert "Fix: split it over 2 cards (TP=2): set cards: 2 under llm-serving:workloads.reasoning" in m
+
+
 def test_a_memory_limit_under_the_shared_memory_is_refused_by_the_pack():
     """coder.yaml: a multi-card pod's 8Gi /dev/shm counts against its memory limit."""
     small = {"requests": {"memory": "4Gi"}, "limits": {"memory": "4Gi"}}
