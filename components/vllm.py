@@ -34,15 +34,13 @@ import posixpath
 from typing import Any, Literal
 
 import pulumi
-from pydantic import Field, ValidationInfo, model_validator
+from pydantic import Field
 
 from components import pod
 from components.workload import WorkloadArgs, WorkloadComponent, transition_options
-from core import facts, rulebook, rules
+from core import facts, rules
 from core.engines import VllmConfig
 from core.inventory import CardSpec
-from core.modelfacts import ModelFacts
-from core.values import judged
 
 KSERVE_API_VERSION = "serving.kserve.io/v1beta1"
 #: vLLM's health route (coder.yaml; readiness every facts.READINESS_PERIOD_SECONDS).
@@ -54,16 +52,13 @@ class VllmArgs(VllmConfig, WorkloadArgs):
     :class:`core.engines.VllmConfig` (its flags, declared once) and where it runs
     (:class:`components.workload.WorkloadArgs`).
 
-    Errors (ValueError): an image not pinned by digest, TP x PP different from the placement's
-    ``cards``, TP that does not divide the model, bf16 / FP8 / Marlin / AWQ on sm_70, custom
-    all-reduce explicitly on at TP 2 without NVLink, a hybrid model on sm_70, a served model
-    name with a comma or space, a startup budget not above the cold start.
+    Types only (a served model name is one argv item: no comma, no space): the server's rules
+    (TP x PP against the cards, TP against the model, dtype and kernels on the card, the context
+    window, the startup budget) are the policy pack's, judged once on the rendered InferenceService.
     """
 
     model: str = Field(min_length=1, description="--model: the Hugging Face id (or a path on the PVC).")
     card: CardSpec = Field(description="The node's card: sm_70 env and the NVLink default come from it.")
-    model_key: str = Field(default="", description="Model key, for messages.")
-    model_facts: ModelFacts | None = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
     port: Literal[8080] = Field(default=8080, description="--port (8080, facts.CONTAINER_PORT).")
 
     @property
@@ -71,16 +66,6 @@ class VllmArgs(VllmConfig, WorkloadArgs):
         """The tensor parallel size: explicit, else cards / pipeline_parallel_size."""
         return self.tp_for(self.placement.cards)
 
-    @model_validator(mode="after")
-    def _facts(self, info: ValidationInfo) -> VllmArgs:
-        if judged(info):
-            return self
-        error = rulebook.first_error(self.name, rulebook.vllm_breaches(
-            self, cards=self.placement.cards, card=self.card, model_key=self.model_key or self.model,
-            model=self.model_facts, env=self.placement.env))
-        if error:
-            raise ValueError(error)
-        return self
 
 
 def vllm_argv(args: VllmArgs) -> list[str]:

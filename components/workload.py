@@ -34,7 +34,7 @@ import posixpath
 from typing import Any
 
 import pulumi
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from components.pod import (
     checkov_waivers,
@@ -51,12 +51,10 @@ from components.pod import (
     startup_probe,
     workload_annotations,
 )
-from core import facts, rulebook, rules
+from core import facts, rules
 from core.engines import CandleConfig
-from core.inventory import CardSpec
-from core.modelfacts import ModelFacts
-from core.placement import Placement, secret_name, startup_threshold
-from core.values import JUDGED, REDACTED, judged
+from core.placement import Placement, secret_name
+from core.values import REDACTED
 
 #: candle-vllm's health route. Its router (src/main.rs) serves only ``GET /v1/models``,
 #: ``POST /v1/chat/completions`` and ``POST /v1/embeddings``, and binds the listener only after
@@ -79,8 +77,8 @@ class WorkloadArgs(ComponentArgs):
     runtime class, and whether a replacement deletes the old object first (a renamed workload
     must not hold its cards twice on a full node).
 
-    Errors (ValueError): a startup budget that does not exceed the declared cold start (not
-    judged again under ``context=core.values.JUDGED``: args from a stack file the loader judged).
+    Types only: the server's rules (the startup budget against the cold start, cards, dtype,
+    tensor parallel) are the policy pack's, judged once on the rendered manifest.
     """
 
     name: str = Field(description="Object name, e.g. candle-vllm or reasoning.")
@@ -95,17 +93,6 @@ class WorkloadArgs(ComponentArgs):
                      "object keeps its name and namespace (pulumi-kubernetes provider.go Diff); a rename "
                      "otherwise creates the new object while the old one still holds its cards."),
     )
-
-    @model_validator(mode="after")
-    def _startup_budget(self, info: ValidationInfo) -> WorkloadArgs:
-        if judged(info):
-            return self
-        p = self.placement
-        error = rulebook.first_error(self.name, rulebook.startup_breaches(
-            p.cold_start_seconds, p.startup_probe.period_seconds, startup_threshold(p.cold_start_seconds, p.startup_probe)))
-        if error:
-            raise ValueError(error)
-        return self
 
     def workload_fields(self) -> dict[str, Any]:
         """The :class:`WorkloadArgs` fields of these args (name, namespace, placement, runtime
@@ -138,7 +125,7 @@ def secret_manifest(workload: str, namespace: str, names: list[str], component: 
 
 class GpuDeploymentArgs(WorkloadArgs):
     """A single-replica GPU Deployment pinned to a node: where it runs (:class:`WorkloadArgs`)
-    and the container. Errors (ValueError): a startup budget that does not exceed the cold start."""
+    and the container."""
 
     image: str = Field(min_length=1, description="Image; pulled Always unless pinned by digest (003).")
     command: list[str] = Field(default_factory=list, description="Container command; empty: the image's.")
@@ -316,26 +303,11 @@ class CandleDeploymentArgs(CandleConfig, WorkloadArgs):
     """A candle-vllm server (coder-14b-fp16.yaml, clef-candle.yaml): the server settings of
     :class:`core.engines.CandleConfig` (its flags, declared once) and where it runs
     (:class:`WorkloadArgs`). TP is the placement's ``cards``; they become --d 0,1,... (001).
-
-    Errors (ValueError): TP that does not divide the model (001), a hybrid model on more than
-    one card (003), bf16 on a card below sm_80 (001), a startup budget not above the cold start.
+    Types only: TP against the model, the dtype on the card and the startup budget are the
+    pack's (tensor-parallel-divisibility, candle-vllm-args, startup-probe-covers-cold-start).
     """
 
     weights_path: str = Field(min_length=1, description="--w, e.g. /mnt/models/coder-14b-fp16 (from the model entry).")
-    model_key: str = Field(default="", description="Model key, for messages.")
-    model_facts: ModelFacts | None = Field(default=None, description="Checked for TP divisibility and hybrid layers.")
-    card: CardSpec | None = Field(default=None, description="The node's card, checked for dtype support.")
-
-    @model_validator(mode="after")
-    def _facts(self, info: ValidationInfo) -> CandleDeploymentArgs:
-        if judged(info):
-            return self
-        key = self.model_key or posixpath.basename(self.weights_path.rstrip("/"))
-        error = rulebook.first_error(self.name, rulebook.candle_breaches(
-            self, cards=self.placement.cards, card=self.card, model_key=key, model=self.model_facts))
-        if error:
-            raise ValueError(error)
-        return self
 
 
 def candle_argv(args: CandleDeploymentArgs) -> list[str]:
@@ -350,13 +322,12 @@ def candle_served_name(weights_path: str) -> str:
 
 def candle_gpu_args(args: CandleDeploymentArgs) -> GpuDeploymentArgs:
     """The generic Deployment args of a candle-vllm server (container ``candle``, health
-    route ``/v1/models``, models PVC read-only). Not judged again: ``args`` were, on the same
-    placement."""
+    route ``/v1/models``, models PVC read-only)."""
     return GpuDeploymentArgs.model_validate(dict(
         **args.workload_fields(), image=args.image, command=list(args.command), args=candle_argv(args),
         port=args.port, container_name="candle", health_path=CANDLE_HEALTH_PATH,
         served_model_names=[candle_served_name(args.weights_path)], root_reason=facts.ROOT_REASONS["candle-vllm"],
-    ), context=JUDGED)
+    ))
 
 
 class CandleDeployment(GpuDeployment):

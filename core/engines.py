@@ -20,12 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from core import facts, flags, rules
 from core.registry import STACK
 from core.rulebook import served_names
-from core.values import Image, Int, Real, judged, rule_error
+from core.values import Image, Int, Real, rule_error
 
 #: The candle-vllm binary in the image (coder-14b-fp16.yaml ``command``).
 CANDLE_BINARY = "/usr/local/bin/candle-vllm"
@@ -45,13 +45,8 @@ def check_served_name(value: str) -> str:
     return value
 
 
-def _served_name_field(value: str, info: ValidationInfo) -> str:
-    """:func:`check_served_name` as a field validator: skipped for values judged already
-    (:data:`core.values.JUDGED`)."""
-    return value if judged(info) else check_served_name(value)
-
-
-ServedName = Annotated[str, AfterValidator(_served_name_field)]
+#: A served model name: one argv item (:func:`check_served_name`).
+ServedName = Annotated[str, AfterValidator(check_served_name)]
 
 
 _HUMAN_INT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kKmMgG]?)$")

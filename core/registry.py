@@ -1,4 +1,4 @@
-"""Every rule the stack file, the component args and the policy pack share, registered once.
+"""Every rule of the policy pack and the stack file's cross-checks, registered once.
 
 Shaped like kube-score's ``RegisterAllChecks``: one typed record a rule (:class:`Rule`: its id,
 title, source and judge), filed in one table by :func:`core.rulebook.register_all`, which imports each
@@ -162,11 +162,6 @@ class Breach:
         """The stack file's :class:`~core.problems.Problem` at key ``path`` (value ``value``)."""
         wrong, fix = self._at(path)
         return Problem(path, value, wrong, fix, self.source)
-
-    def error_text(self, subject: str) -> str:
-        """One line for a component args error: ``<subject>: <wrong>; <fix>`` in stack-file terms."""
-        wrong, fix = self._at(subject)
-        return f"{subject}: {wrong}; {fix}"
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,9 @@
-"""Rules the program and the policy pack both enforce, as predicates over plain values.
+"""The rules' predicates over plain values.
 
-The program's stack-file checks (:mod:`stackfile`, and through it the component
-argument models) and the policy pack (``policies/``) call these, so a stack file the program
-accepts renders manifests the pack accepts on the same rule, and the other way round
-(``tests/core/rulebook/test_dtype_quantity_capacity_both_sides.py`` asserts it over generated stack files). Each side words the
-finding in its user's terms (a stack-file key, a server flag); the verdict is made here.
+The policy pack (``policies/``) judges by these, once, on the manifests a stack file renders and
+on hand-written YAML alike; the stack file's cross-checks (:mod:`stackfile`) call the few the pack
+does not judge. The finding is worded in its reader's terms (a stack-file key, a server flag)
+by :mod:`core.registry`; the verdict is made here.
 
 Compute capabilities are ``major * 10 + minor`` (V100: 70), as :attr:`core.inventory.CardSpec.sm`.
 

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, Strict, ValidationInfo
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, Strict
 from pydantic_core import PydanticCustomError
 
 from core import kube
@@ -31,19 +31,6 @@ def rule_error(rule: str, fix: str, hide_value: bool = False) -> PydanticCustomE
     the stack-file loader shows both under the key path). ``hide_value``: the value is a secret
     the loader must not show."""
     return PydanticCustomError("llm_serving_rule", "{rule}", {"rule": rule, "fix": fix, "hide": hide_value})
-
-
-#: The validation context of component args built from a stack file the loader has judged
-#: (``VllmArgs.model_validate(fields, context=JUDGED)``, ``stackfile/build.py``): their validators
-#: skip the rules the loader judged on the same values, so one run judges each rule once; args
-#: built directly (a component used without the stack file) are judged (:func:`judged`).
-JUDGED: dict[str, bool] = {"judged_by_the_stack_file_loader": True}
-
-
-def judged(info: ValidationInfo) -> bool:
-    """The values being validated were judged already (``context=JUDGED``)."""
-    context = info.context
-    return isinstance(context, dict) and context.get("judged_by_the_stack_file_loader") is True
 
 
 #: What a secret shows as in every rendering, diff, message and report (never its value).

@@ -6,15 +6,17 @@ Its public names, in one place to import them from; the code is split by job:
 - :mod:`stackfile.loader`: :func:`load_stack_config`, which validates the map and translates
   every error into a :class:`~core.problems.Problem` (key path, value, rule, fix), raising
   :class:`~core.problems.ConfigError` with every problem at once;
-- :mod:`stackfile.checks`: the cross-checks (each workload against its node and model, each
-  Service against its workload);
+- :mod:`stackfile.checks`: the cross-checks (each workload against the node and model it
+  names, each Service against its workload, the retire list); the engine, card and capacity
+  rules are the policy pack's, judged once on the rendered manifests;
 - :mod:`stackfile.objects`: the objects a stack renders and those it leaves alone
   (``llm-serving:left_alone``), with the one wording of an object left alone;
 - :mod:`stackfile.build`: the validated config as the components' typed args, the components
   built (:func:`~stackfile.build.build_stack`), the stack outputs, the manifests rendered
   without the engine;
-- :mod:`core.rulebook` (not re-exported here): the rules the component args, the cross-checks and
-  the policy pack share, each judged and worded once (registered in :mod:`core.registry`);
+- :mod:`core.rulebook` (not re-exported here): the rules, each worded once (registered in
+  :mod:`core.registry`) and judged once: by the policy pack, or by the cross-checks where
+  only the stack file can say it;
 - :mod:`core.placement`: where a workload runs (one model for every workload kind);
 - :mod:`core.engines`: the engines' server settings (one model per engine);
 - :mod:`core.problems`: the one message form.

@@ -157,8 +157,7 @@ def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDep
     return CandleDeploymentArgs.model_validate(dict(
         **settings_of(CandleConfig, wl), **_workload_args(name, wl, config),
         weights_path=config.models[wl.model].weights_path or "",
-        model_key=wl.model, model_facts=config.model_facts(wl.model), card=config.node(wl.node).card,
-    ), context=config.judged)
+    ))
 
 
 def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
@@ -169,8 +168,7 @@ def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
     return VllmArgs.model_validate(dict(
         **settings_of(VllmConfig, wl), **_workload_args(name, wl, config),
         model=entry.hf_id or entry.weights_path or "", card=config.node(wl.node).card,
-        model_key=wl.model, model_facts=config.model_facts(wl.model),
-    ), context=config.judged)
+    ))
 
 
 def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeploymentArgs:
@@ -180,7 +178,7 @@ def gpu_args(name: str, wl: PytorchWorkload, config: StackConfig) -> GpuDeployme
         **_workload_args(name, wl, config), image=wl.image, command=list(wl.command), args=list(wl.args),
         port=wl.port, health_path=wl.health_path, served_model_names=list(wl.served_model_names),
         root_reason=facts.ROOT_REASONS["pytorch"],
-    ), context=config.judged)
+    ))
 
 
 def build_workload(name: str, wl: Any, config: StackConfig, opts: pulumi.ResourceOptions | None) -> WorkloadComponent:

@@ -1,11 +1,16 @@
-"""Cross-checks of the stack file: each workload against its node and model, each Service
-against its workload. The rules a server shares with the component args and the policy pack
-are :mod:`core.rulebook`'s (registered in :mod:`core.registry`), reported here at their keys.
+"""Cross-checks of the stack file: what only the stack file can say. Each workload against
+the node the inventory lists and the model the catalog knows, each Service against its
+workload, the former names, the objects left alone and the retire list; and the few server
+rules no pack policy judges (a hybrid model on one card or on sm_70, the vLLM image pinned by
+digest, KServe's predictor label of the name, pipeline parallel within the model's layers,
+measured figures a card can hold), reported at their keys.
 
-Rules that judge several workloads together (cards or memory summed over a node, one served
-model name answered by two servers, two workloads behind one Service selector) are the policy
-pack's (``policies/``), because the history stacks (``tests/stacks/``) must load so the pack
-can judge them; these checks refuse what is wrong for one workload or one reference on its own.
+The engine, card and capacity rules (dtype on the card, kernels, tensor parallel, context
+window, GPU memory utilization, memory requests, cards and memory against the node, /dev/shm,
+the startup budget, weights and KV cache on the card) are judged once, by the policy pack on
+the rendered manifests, its fix worded in the stack file's keys (docs/architecture.md). So are
+the rules that judge several workloads together; the history stacks (``tests/stacks/``) load
+so the pack can judge them.
 
 Plain pydantic, no Pulumi import.
 """
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import capacity, capacity_measured, facts, kube, quantity, rulebook, rules
+from core import capacity, capacity_measured, facts, kube, rules
 from core.engines import ServerSettings
 from core.inventory import CardSpec, ClusterInventory, Node
 from core.modelfacts import ModelEntry, ModelFacts
@@ -23,7 +28,7 @@ from core.problems import Problem
 from core.registry import Breach
 from core.rulebook import allocation as allocation_rules
 from core.rulebook import capacity as capacity_rules
-from core.rulebook import pods as pods_rules
+from core.rulebook import servers as servers_rules
 from core.rulebook import services as service_rules
 from core.rulebook import stack_config as stack_config_rules
 from core.rulebook import volta as volta_rules
@@ -34,7 +39,6 @@ from stackfile.schema import (
     ServiceConfig,
     StackConfig,
     VllmWorkload,
-    mib,
 )
 
 # --- cross-field checks ---------------------------------------------------------------------
@@ -120,14 +124,11 @@ def _check_left_alone(parts: dict[str, Any]) -> list[Problem]:
     return out
 
 
-def _found(at: str, found: list[rulebook.Found]) -> list[Problem]:
-    """The rulebook's breaches of workload ``at`` (``workloads.<name>``) at their stack-file keys."""
-    return [breach.problem(f"{PREFIX}{at}.{key}" if key else f"{PREFIX}{at}", value) for key, value, breach in found]
-
-
 def _judged(at: str, judged: list[tuple[str, Any, Breach | None]]) -> list[Problem]:
-    """:func:`_found` of the judged ``(key, value, breach or None)`` that broke their rule."""
-    return _found(at, [(key, value, breach) for key, value, breach in judged if breach is not None])
+    """The breaches among the judged ``(key, value, breach or None)`` of workload ``at``
+    (``workloads.<name>``), each at its stack-file key (``""``: the workload itself)."""
+    return [breach.problem(f"{PREFIX}{at}.{key}" if key else f"{PREFIX}{at}", value)
+            for key, value, breach in judged if breach is not None]
 
 
 def _check_workload(name: str, wl: Any, nodes: dict[str, Node] | None, models: dict[str, ModelEntry],
@@ -141,19 +142,15 @@ def _check_workload(name: str, wl: Any, nodes: dict[str, Node] | None, models: d
     elif node is not None:
         out += _judged(at, [("node", wl.node, allocation_rules.node_is_one_host(
             wl.node, node.autoscaling.max_nodes if node.autoscaling is not None else None))])
-        out.extend(_check_fits_node(at, wl, node))
     card = node.card if node is not None else None
     threshold = startup_threshold(wl.cold_start_seconds, wl.startup_probe)
     if threshold > kube.INT32_MAX:
         most = kube.INT32_MAX * wl.startup_probe.period_seconds // STARTUP_HEADROOM
-        return out + [Problem(f"{PREFIX}{at}.cold_start_seconds", wl.cold_start_seconds,
-                              f"a cold start of {wl.cold_start_seconds:,} s needs a startup probe failureThreshold of "
-                              f"{threshold:,}, beyond the int32 the Kubernetes API accepts ({kube.INT32_MAX:,})",
-                              f"give the measured cold start in seconds (at most {most:,} at a "
-                              f"{wl.startup_probe.period_seconds} s period)")]
-    out += _found(at, rulebook.startup_breaches(wl.cold_start_seconds, wl.startup_probe.period_seconds, threshold))
-    out += _found(at, [("resources", wl.resources.model_dump(exclude_none=True), b) for b in [rulebook.memory_declared(
-        mib(wl.resources.requests.memory), mib(wl.resources.limits.memory), wl.cards)] if b])
+        out.append(Problem(f"{PREFIX}{at}.cold_start_seconds", wl.cold_start_seconds,
+                           f"a cold start of {wl.cold_start_seconds:,} s needs a startup probe failureThreshold of "
+                           f"{threshold:,}, beyond the int32 the Kubernetes API accepts ({kube.INT32_MAX:,})",
+                           f"give the measured cold start in seconds (at most {most:,} at a "
+                           f"{wl.startup_probe.period_seconds} s period)"))
     model_key = getattr(wl, "model", None)
     if model_key is not None and model_key not in invalid:
         out += _judged(at, [("model", model_key, stack_config_rules.model_listed(model_key, list(models)))])
@@ -182,52 +179,34 @@ def _check_former_names(name: str, wl: Any, workloads: dict[str, Any]) -> list[P
     return out
 
 
-def _check_fits_node(at: str, wl: Any, node: Node) -> list[Problem]:
-    """One pod against its node: the per-workload forms of gpu-card-allocation, node-memory-allocation
-    and multi-gpu-shm (the component's /dev/shm under the memory limit)."""
-    limit = mib(wl.resources.limits.memory)
-    return _judged(at, [
-        ("cards", wl.cards, allocation_rules.pod_cards_fit(wl.cards, node.cards, node.name)),
-        ("resources.requests.memory", wl.resources.requests.memory, allocation_rules.pod_memory_fits(
-            mib(wl.resources.requests.memory), node.allocatable_memory_mib, node.name)),
-        ("resources.limits.memory", wl.resources.limits.memory, pods_rules.shm_limit_covers(
-            wl.cards, limit, quantity.mib_of(facts.SHM_SIZE_LIMIT), facts.SHM_SIZE_LIMIT)),
-    ])
-
-
 def _check_candle(at: str, wl: CandleWorkload, card: CardSpec | None, entry: ModelEntry | None,
                   facts_: ModelFacts | None) -> list[Problem]:
-    out = _found(at, rulebook.candle_breaches(wl, cards=wl.cards, card=card, model_key=wl.model, model=facts_))
+    """The model entry's weights path (--w) and the rule no pack policy judges (a hybrid model on
+    one card, seed 003); the server's other rules are the pack's, on the rendered Deployment."""
+    out: list[Problem] = []
     if entry is not None and not entry.weights_path:
         out.append(Problem(f"{PREFIX}{at}.model", wl.model, f"model {wl.model} has no weights_path; candle-vllm loads --w from the PVC",
                            f"add weights_path: /mnt/models/<dir> to {PREFIX}models.{wl.model}"))
-    if facts_ is not None and card is not None and not out:
-        out += _capacity_problems(at, "candle-vllm", wl, facts_, card, wl.settings(cards=wl.cards))
+    if facts_ is not None:
+        out += _judged(at, [("cards", wl.cards, servers_rules.hybrid_one_card(wl.model, facts_, wl.cards))])
+        if card is not None:
+            out += _measured_problems(at, facts_, card, wl, wl.settings(cards=wl.cards))
     return out
 
 
-def _capacity_problems(at: str, engine: str, wl: Any, facts_: ModelFacts, card: CardSpec,
-                       settings: ServerSettings) -> list[Problem]:
-    """The weights and KV cache of one server on its card, by :func:`core.capacity.estimate`,
-    judged by the rules the pack's weights-fit-card and kv-cache-fits-max-model-len judge with."""
+def _measured_problems(at: str, facts_: ModelFacts, card: CardSpec, wl: Any, settings: ServerSettings) -> list[Problem]:
+    """The ``measured`` figures no card can hold (:func:`core.capacity_measured.impossible`): the
+    pack leaves them out of its capacity judgement, so the stack file refuses them. An estimate
+    the settings do not allow is the pack's (kv-cache-fits-max-model-len)."""
+    seen = getattr(wl, "measured", None)
+    if seen is None:
+        return []
     try:
         est = capacity.estimate(facts_, card, settings)
-    except ValueError as err:
-        return _judged(at, [("", None, capacity_rules.estimable(str(err)))])
-    seen = getattr(wl, "measured", None)
-    if seen is not None:
-        wrong = [(f"measured.{field}", value, capacity_rules.measured_within_card(field, value, bound))
-                 for field, value, bound in capacity_measured.impossible(seen, est)]
-        if wrong:
-            return _judged(at, wrong)
-    est = capacity_measured.judged(est, seen)  # the measured KV pool, where there is one
-    tp_key = "tensor_parallel_size" if getattr(wl, "tensor_parallel_size", None) else "cards"
-    if engine == "vllm":
-        kv = ("max_model_len", est.max_model_len, capacity_rules.kv_cache_fits(wl.model, est))
-    else:
-        kv = ("kv_fraction", wl.kv_fraction, capacity_rules.candle_kv_room(est, wl.kv_fraction))
-    judged = [(tp_key, est.tp, capacity_rules.weights_fit_card(wl.model, est)), kv]
-    return _judged(at, judged)[:1]
+    except ValueError:
+        return []
+    return _judged(at, [(f"measured.{field}", value, capacity_rules.measured_within_card(field, value, bound))
+                        for field, value, bound in capacity_measured.impossible(seen, est)])
 
 
 def _sampler_env(wl: VllmWorkload, card: CardSpec) -> str | None:
@@ -238,18 +217,22 @@ def _sampler_env(wl: VllmWorkload, card: CardSpec) -> str | None:
 
 
 def _check_vllm(at: str, wl: VllmWorkload, card: CardSpec | None, facts_: ModelFacts | None) -> list[Problem]:
+    """The rules no pack policy judges: the predictor label KServe derives from the name, the
+    image pinned by digest (coder.yaml), a hybrid model on sm_70, pipeline parallel within the
+    model's layers, measured figures a card can hold; the server's other rules are the pack's,
+    on the rendered InferenceService."""
     name = at.split(".", 1)[1]
-    out = _found(at, [("", name, b) for b in [rulebook.kserve_label(name)] if b])
-    out += _found(at, rulebook.vllm_breaches(wl, cards=wl.cards, card=card, model_key=wl.model, model=facts_,
-                                             env=wl.env))
+    out = _judged(at, [("", name, servers_rules.kserve_label(name)),
+                       ("image", wl.image, servers_rules.digest_pinned(wl.image))])
     if facts_ is not None:
-        if card is not None and not out:
-            out += _capacity_problems(at, "vllm", wl, facts_, card,
-                                      wl.settings(tp=wl.tp, flashinfer_sampler=_sampler_env(wl, card)))
+        out += _judged(at, [("model", wl.model, servers_rules.hybrid_on_volta_vllm(wl.model, facts_, card))])
         if wl.pipeline_parallel_size > facts_.num_hidden_layers:
             out.append(Problem(f"{PREFIX}{at}.pipeline_parallel_size", wl.pipeline_parallel_size,
                                f"pipeline parallel {wl.pipeline_parallel_size} exceeds the model's {facts_.num_hidden_layers} layers",
                                "lower pipeline_parallel_size"))
+        if card is not None:
+            out += _measured_problems(at, facts_, card, wl,
+                                      wl.settings(tp=wl.tp, flashinfer_sampler=_sampler_env(wl, card)))
     return out
 
 

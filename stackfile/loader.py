@@ -59,9 +59,10 @@ def load_stack_config(config: dict[str, Any], base_dir: Path | None = None, sour
     ``base_dir`` resolves a model's relative ``config_json``; default (and what the program,
     the pack and the preview use): the project directory, ``rules.PROJECT_DIR``. Raises :class:`ConfigError` with
     every problem found: unknown ``llm-serving:*`` keys, field errors of each item, and the
-    cross-field rules (node exists, cards fit the node, model exists, TP divides the model,
-    hybrid models on one card, vLLM pinned by digest, sm_70 dtypes and kernels, memory fits
-    the node, Service targets exist and are not parked, startup budget above the cold start).
+    cross-field checks of :mod:`stackfile.checks` (node listed, model listed, Service targets
+    exist and are not parked, the retire list, objects left alone, and the server rules no pack
+    policy judges). The engine, card and capacity rules are the policy pack's, on the rendered
+    manifests: a stack file that breaks one loads, and the pack refuses it (exit 1).
     """
     misplaced = misplaced_secrets(config)
     if misplaced:  # stop here: a field's error would show the value
@@ -83,9 +84,9 @@ def load_stack_config(config: dict[str, Any], base_dir: Path | None = None, sour
     parts["services"] = _validate_map(raw.get("services"), ServiceConfig, "services", problems, set(), keys_are_names=True)
     model_facts = _resolve_models(parts["models"], base_dir if base_dir is not None else rules.PROJECT_DIR, problems)
     # The cross checks run even when the cluster is missing or invalid (its problems are
-    # reported above): only the node-dependent ones (node exists, fits it, its card's
-    # capability) need it, the rest (Service targets, model references, TP, startup budget,
-    # vLLM image and parallelism) are reported at the same time.
+    # reported above): only the node-dependent ones (node listed, one host, the card's
+    # capability) need it, the rest (Service targets, model references, vLLM image) are
+    # reported at the same time.
     declared = [str(k) for k in raw.get("workloads") or {}] if isinstance(raw.get("workloads"), dict) else []
     problems.extend(cross_checks(parts, model_facts, invalid, declared))
     if problems:
@@ -93,7 +94,6 @@ def load_stack_config(config: dict[str, Any], base_dir: Path | None = None, sour
         raise ConfigError(problems, source)
     stack = StackConfig.model_construct(**parts)
     stack._facts = model_facts
-    stack._judged = True
     return stack
 
 

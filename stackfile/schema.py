@@ -57,7 +57,7 @@ from core.placement import (
 from core.problems import HIDDEN, SECRET_SIG, is_secret
 from core.stackkeys import PREFIX, PROJECT
 from core.traffic import NetworkPolicyConfig, ServiceClient
-from core.values import JUDGED, ArgString, Image, Int, ProjectDirectory, ServiceName
+from core.values import ArgString, Image, Int, ProjectDirectory, ServiceName
 from stackfile.objects import LeftAlone
 
 #: What Go's strconv.ParseBool reads as false, the way the provider reads a boolean setting.
@@ -256,16 +256,7 @@ class StackConfig(StrictModel):
     )
 
     _facts: dict[str, ModelFacts] = PrivateAttr(default_factory=dict)
-    #: The loader judged this config (every rule of :mod:`stackfile.checks`): the component args
-    #: built from it are not judged again (:data:`core.values.JUDGED`).
-    _judged: bool = PrivateAttr(default=False)
     _card_allocation: allocation.Allocation | None = PrivateAttr(default=None)
-
-    @property
-    def judged(self) -> dict[str, bool] | None:
-        """The validation context for the component args built from this config:
-        :data:`core.values.JUDGED` when :func:`load_stack_config` judged it, else None."""
-        return JUDGED if self._judged else None
 
     def model_facts(self, key: str) -> ModelFacts:
         """The resolved facts of model ``key`` (KeyError if unknown)."""

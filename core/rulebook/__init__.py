@@ -1,12 +1,11 @@
-"""Every rule the stack file, the component args and the policy pack share, one module a family,
-each judge registered in :mod:`core.registry` when its family is imported (:func:`register_all`
-imports them all). ``from core import rulebook`` then ``rulebook.vllm_breaches(...)`` /
+"""Every rule of the policy pack and the stack file's cross-checks, one module a family, each
+judge registered in :mod:`core.registry` when its family is imported (:func:`register_all`
+imports them all). ``from core import rulebook`` then ``rulebook.half_dtype(...)`` /
 ``rulebook.capacity.kv_cache_fits(...)``.
 
 - :mod:`core.rulebook.settings`: the settings the rules name (stack-file key and manifest form);
 - :mod:`core.rulebook.servers`: a model server's rules (start-up, tensor parallel, the card's
-  capabilities, memory, the context window, names) and the per-server bundles the stack file
-  and the component args judge with;
+  capabilities, memory, the context window, names);
 - :mod:`core.rulebook.capacity`: weights and KV cache on the card (weights-fit-card,
   kv-cache-fits-max-model-len);
 - :mod:`core.rulebook.allocation`: cards and memory asked of a node, a GPU workload's rollout
@@ -50,12 +49,9 @@ from types import ModuleType
 
 from core.registry import POLICY_TEXTS, RULES, PolicyText, Rule
 from core.rulebook.servers import (
-    Found,
-    candle_breaches,
     context_window,
     custom_all_reduce,
     digest_pinned,
-    first_error,
     gpu_memory_utilization,
     half_dtype,
     hybrid_on_volta_vllm,
@@ -63,10 +59,8 @@ from core.rulebook.servers import (
     kserve_label,
     memory_declared,
     parallel_matches_cards,
-    startup_breaches,
     startup_budget,
     tp_divides,
-    vllm_breaches,
     vllm_kernels,
 )
 from core.rulebook.settings import S
@@ -80,10 +74,10 @@ FAMILIES = ("allocation", "candle", "capacity", "contract", "endpoints", "kserve
             "services", "stack_config", "time_budgets", "users", "volta", "waivers")
 
 __all__ = [
-    "FAMILIES", "Found", "S", "candle_breaches", "context_window", "custom_all_reduce", "digest_pinned", "first_error",
+    "FAMILIES", "S", "context_window", "custom_all_reduce", "digest_pinned",
     "gpu_memory_utilization", "half_dtype", "hybrid_on_volta_vllm", "hybrid_one_card", "kserve_label",
-    "memory_declared", "parallel_matches_cards", "policy_text", "register_all", "startup_breaches", "startup_budget", "tp_divides",
-    "vllm_breaches", "vllm_kernels",
+    "memory_declared", "parallel_matches_cards", "policy_text", "register_all", "startup_budget", "tp_divides",
+    "vllm_kernels",
 ]
 
 

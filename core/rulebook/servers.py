@@ -1,5 +1,5 @@
-"""The model-server rules the stack file, the component args and the policy pack share, each judged
-and worded once (:mod:`core.registry`). A judge takes plain values (numbers, strings, model facts, a card)
+"""The model-server rules, each worded once (:mod:`core.registry`) and judged once: by the policy
+pack on the rendered manifests, or by the stack file's cross-checks where no policy judges it. A judge takes plain values (numbers, strings, model facts, a card)
 and returns a :class:`~core.registry.Breach` whose settings (:data:`S`) render as stack-file keys
 or as flags and manifest fields. The predicates are :mod:`core.rules`'.
 
@@ -266,70 +266,6 @@ def kserve_label(name: str) -> Breach | None:
         return None
     return Breach(f"KServe labels the predictor pods app: {label}, which Kubernetes refuses: {problems[0]}",
                   f"shorten {S.name} to at most {kube.LABEL_VALUE_MAX - len(label) + len(name)} characters")
-
-
-# --- a server's rules, judged once for the stack file and the component args -----------------
-
-#: One breach found on a workload: the stack-file key under the workload it is reported at
-#: (``max_model_len``; ``""``: the workload itself), the value there, the breach.
-Found = tuple[str, Any, Breach]
-
-
-def _found(*items: tuple[str, Any, Breach | None]) -> list[Found]:
-    return [(key, value, breach) for key, value, breach in items if breach is not None]
-
-
-def startup_breaches(cold_start_seconds: int, period: int, threshold: int) -> list[Found]:
-    """The startup budget of a workload's placement (every workload kind)."""
-    return _found(("startup_probe.failure_threshold", threshold, startup_budget(
-        cold_start_seconds, period, threshold)))
-
-
-def candle_breaches(settings: Any, *, cards: int, card: CardSpec | None, model_key: str,
-                    model: ModelFacts | None) -> list[Found]:
-    """Every shared rule of one candle-vllm server, in the stack file's key order: ``settings``
-    a :class:`core.engines.CandleConfig` (or what extends it); TP is ``cards`` (001)."""
-    found = _found(("dtype", settings.dtype, half_dtype(card, settings.dtype, "candle-vllm")))
-    if model is not None:
-        found += _found(("cards", cards, tp_divides(model_key, model, cards)),
-                        ("cards", cards, hybrid_one_card(model_key, model, cards)))
-    return found
-
-
-def vllm_breaches(settings: Any, *, cards: int, card: CardSpec | None, model_key: str,
-                  model: ModelFacts | None, env: Mapping[str, str]) -> list[Found]:
-    """Every shared rule of one vLLM server, in the stack file's key order: ``settings`` a
-    :class:`core.engines.VllmConfig` (or what extends it); ``env`` the workload's environment."""
-    tp = settings.tp_for(cards)
-    tp_key = "tensor_parallel_size" if settings.tensor_parallel_size is not None else "cards"
-    found = _found(
-        ("image", settings.image, digest_pinned(settings.image)),
-        ("dtype", settings.dtype, half_dtype(card, settings.dtype, "vllm")),
-        ("quantization", settings.quantization, vllm_kernels(card, settings.quantization, settings.kv_cache_dtype)),
-        (tp_key, tp, parallel_matches_cards(tp, settings.pipeline_parallel_size, cards)),
-        ("disable_custom_all_reduce", settings.disable_custom_all_reduce,
-         custom_all_reduce(card, tp, settings.disable_custom_all_reduce)),
-        ("gpu_memory_utilization", settings.gpu_memory_utilization,
-         gpu_memory_utilization(settings.gpu_memory_utilization, settings.enforce_eager,
-                                  settings.gpu_memory_utilization_override is not None)),
-    )
-    if model is not None:
-        override = settings.rope_scaling.as_config() if settings.rope_scaling is not None else None
-        rope = model.window_rope_scaling(override)
-        found += _found(
-            ("max_model_len", settings.max_model_len,
-             context_window(model_key, model.max_position_embeddings, settings.max_model_len, rope,
-                              rules.env_flag_on(env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")),
-                              from_checkpoint=override is None and rope is not None)),
-            (tp_key, tp, tp_divides(model_key, model, tp, "vllm")),
-            ("model", model_key, hybrid_on_volta_vllm(model_key, model, card)),
-        )
-    return found
-
-
-def first_error(subject: str, found: list[Found]) -> str | None:
-    """The component args' error for the first breach (``<subject>: <wrong>; <fix>``), or None."""
-    return found[0][2].error_text(subject) if found else None
 
 
 # --- the pack policies' own text -----------------------------------------------------------------

@@ -84,7 +84,10 @@ def test_a_policy_is_judged_by_its_registered_rules():
         assert own is None or own.policy == record.name, record.name
 
 
-# --- judged once: the stack file and the pack report one rule's breach --------------------------
+# --- a reference both judge: the stack file's loader and the pack report one rule's breach --------
+# (node listed, a Service's workload running: the loader refuses the stack file's reference, the pack
+# the hand-written YAML's; the engine, card and capacity rules are the pack's alone,
+# tests/stackfile/test_server_rules.py)
 
 def _stack_change(workload: str, **fields):
     def change(config):
@@ -94,24 +97,11 @@ def _stack_change(workload: str, **fields):
     return change
 
 
-_SMALL = {"requests": {"memory": "4Gi"}, "limits": {"memory": "4Gi"}}
-_YARN8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768}
 
 
 @pytest.mark.parametrize("family, judge, change, fixture", [
-    ("capacity", "kv_cache_fits", _stack_change("reasoning", max_model_len=262144, rope_scaling=_YARN8),
-     "kv-cache-fits-max-model-len/disallowed/coder-tp1-262k.yaml"),
-    ("capacity", "candle_kv_room", _stack_change("candle-vllm", kv_fraction=0.01),
-     "kv-cache-fits-max-model-len/disallowed/candle-kv-fraction-too-small.yaml"),
-    ("allocation", "pod_cards_fit", _stack_change("candle-vllm", cards=8),
-     "gpu-card-allocation/disallowed/pod-larger-than-any-node.yaml"),
-    ("allocation", "pod_memory_fits", _stack_change("reasoning", resources={
-        "requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}),
-     "node-memory-allocation/disallowed/pod-larger-than-node.yaml"),
     ("allocation", "node_listed", _stack_change("clef-candle", node="worker-2"),
      "gpu-card-allocation/disallowed/pinned-to-unknown-node.yaml"),
-    ("pods", "shm_limit_covers", _stack_change("candle-vllm", resources=_SMALL),
-     "multi-gpu-shm/disallowed/shm-above-memory-limit.yaml"),
     ("services", "selects_running", lambda config: config["llm-serving:services"]["clef-serve"].update(selects="clef-serve"),
      "service-selector-uniqueness/disallowed/seed-000-selects-parked.yaml"),
 ], ids=lambda v: v if isinstance(v, str) and "/" not in v else None)

@@ -93,13 +93,13 @@ def test_every_problem_is_reported_at_once_with_path_value_rule_and_fix():
     wl["clef-candle"]["max_num_seqs"] = "four"  # wrong type
     wl["reasoning"]["cards"] = -1  # negative card count
     config["llm-serving:services"]["coder-predictor"]["selects"] = "coder"  # no such workload
-    wl["candle-vllm"]["cards"] = 3  # TP 3 does not divide the 14B's 40 heads
+    wl["candle-vllm"]["model"] = "coder-15b"  # a model the catalog does not list
 
     found = {p.path: p for p in problems_of(config)}
     assert sorted(found) == [
         "llm-serving:services.coder-predictor.selects",
         "llm-serving:workload",
-        "llm-serving:workloads.candle-vllm.cards",
+        "llm-serving:workloads.candle-vllm.model",
         "llm-serving:workloads.clef-candle.max_num_seqs",
         "llm-serving:workloads.reasoning.cards",
     ]
@@ -124,26 +124,25 @@ def test_every_problem_is_reported_at_once_with_path_value_rule_and_fix():
     assert missing.rule == "Service coder-predictor selects workload coder, which is not in llm-serving:workloads"
     assert missing.fix == "use one of candle-vllm, clef-candle, reasoning, clef-serve, or add the workload"
 
-    tp = found["llm-serving:workloads.candle-vllm.cards"]
-    assert tp.value == 3
-    assert tp.rule.startswith("tensor parallel 3 does not divide model coder-14b-fp16: num_attention_heads 40 % 3 = 1")
-    assert tp.fix == "set cards to a tensor parallel size that divides them: 1, 2, 4, 8"
+    model = found["llm-serving:workloads.candle-vllm.model"]
+    assert model.value == "coder-15b"
+    assert "coder-15b" in model.rule and "llm-serving:models" in model.fix
 
 
 def test_an_invalid_cluster_does_not_hide_the_other_problems():
     """Every problem at once. A bad inventory skips only the checks that need
-    a node; the dangling Service selector and TP 3 are still reported."""
+    a node; the dangling Service selector and the unknown model are still reported."""
     config = prod()
     config["llm-serving:cluster"]["nodes"][0]["cards"] = -1
     config["llm-serving:services"]["coder-predictor"]["selects"] = "nope"
-    config["llm-serving:workloads"]["candle-vllm"]["cards"] = 3
+    config["llm-serving:workloads"]["candle-vllm"]["model"] = "coder-15b"
     found = problems_of(config)
     assert [p.path for p in found] == [
         "llm-serving:cluster.nodes.0.cards",
-        "llm-serving:workloads.candle-vllm.cards",
+        "llm-serving:workloads.candle-vllm.model",
         "llm-serving:services.coder-predictor.selects",
     ]
-    assert found[1].rule.startswith("tensor parallel 3 does not divide model coder-14b-fp16")
+    assert "coder-15b" in found[1].rule
     assert found[2].rule == "Service coder-predictor selects workload nope, which is not in llm-serving:workloads"
 
 
@@ -253,15 +252,6 @@ def test_a_service_must_not_select_a_parked_workload():
     assert "park the Service too" in p.fix
 
 
-def test_memory_request_must_fit_the_node():
-    """coder.yaml: worker-1 has 63,495 MiB allocatable."""
-    config = prod()
-    config["llm-serving:workloads"]["reasoning"]["resources"] = {"requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}
-    p = only(config)
-    assert (p.path, p.value) == ("llm-serving:workloads.reasoning.resources.requests.memory", "64Gi")
-    assert p.rule.startswith("one pod requests 65,536 MiB of memory and its node worker-1 has 63,495 MiB allocatable")
-
-
 def test_request_above_limit_is_refused():
     config = prod()
     config["llm-serving:workloads"]["reasoning"]["resources"] = {"requests": {"memory": "33Gi"}, "limits": {"memory": "32Gi"}}
@@ -270,25 +260,15 @@ def test_request_above_limit_is_refused():
     assert p.rule == "requests.memory 33Gi exceeds limits.memory 32Gi"
 
 
-def test_cards_beyond_the_node_and_an_unknown_node():
+def test_an_unknown_node_is_refused_and_cards_beyond_the_node_are_the_packs():
+    """A node the inventory does not list is the stack file's reference; 8 cards on a 4-card node
+    load and the pack's gpu-card-allocation refuses them (tests/stackfile/test_server_rules.py)."""
     config = prod()
     config["llm-serving:workloads"]["candle-vllm"]["cards"] = 8
     config["llm-serving:workloads"]["clef-candle"]["node"] = "worker-2"
-    found = {p.path: p for p in problems_of(config)}
-    assert found["llm-serving:workloads.candle-vllm.cards"].rule == (
-        "one pod asks 8 cards and its node worker-1 has 4; the pod never schedules")
-    assert found["llm-serving:workloads.clef-candle.node"].fix == (
-        "set node to one of worker-1, or add the node to llm-serving:cluster")
-
-
-def test_startup_budget_must_exceed_the_cold_start():
-    """002 / coder.yaml: the kubelet kills a server still loading."""
-    config = prod()
-    config["llm-serving:workloads"]["reasoning"]["startup_probe"] = {"period_seconds": 15, "failure_threshold": 40}
     p = only(config)
-    assert (p.path, p.value) == ("llm-serving:workloads.reasoning.startup_probe.failure_threshold", 40)
-    assert p.rule.startswith("the startup probe allows 15 s x 40 = 600 s, which does not exceed the declared cold start of 600 s")
-    assert p.fix.startswith("raise startup_probe.failure_threshold to at least 41")
+    assert p.path == "llm-serving:workloads.clef-candle.node"
+    assert p.fix == "set node to one of worker-1, or add the node to llm-serving:cluster"
 
 
 def test_cold_start_must_be_positive():
@@ -310,29 +290,23 @@ def test_comma_joined_served_names_are_refused():
     assert p.fix == "list each name as its own item of served_model_names"
 
 
-def test_sm70_refuses_bf16_fp8_and_custom_all_reduce():
-    """001 / coder.yaml: V100 has no bf16, no FP8; custom all-reduce deadlocked over PCIe."""
+def test_the_engine_card_and_capacity_rules_load_for_the_pack_to_judge():
+    """bf16 and FP8 on sm_70, custom all-reduce at TP 2 over PCIe, TP x PP against the cards, cards
+    and memory beyond the node, a startup budget under the cold start: the stack file loads, and the
+    pack refuses each on the rendered manifests, once (tests/stackfile/test_server_rules.py)."""
     config = prod()
     wl = config["llm-serving:workloads"]
     wl["candle-vllm"]["dtype"] = "bf16"
+    wl["candle-vllm"]["cards"] = 8
     wl["reasoning"]["kv_cache_dtype"] = "fp8"
-    found = {p.path: p for p in problems_of(config)}
-    assert found["llm-serving:workloads.candle-vllm.dtype"].fix == "set dtype: f16"
-    assert found["llm-serving:workloads.reasoning.quantization"].fix == "set kv_cache_dtype: auto"
-
-    config = load_stack_file(STACKS / "after-002.yaml")
-    config["llm-serving:workloads"]["coder"]["disable_custom_all_reduce"] = False
-    p = only(config)
-    assert p.path == "llm-serving:workloads.coder.disable_custom_all_reduce"
-    assert "deadlocked after CUDA graph capture" in p.rule
-
-
-def test_vllm_parallelism_must_match_the_cards():
-    config = load_stack_file(STACKS / "after-002.yaml")
-    config["llm-serving:workloads"]["coder"]["tensor_parallel_size"] = 1
-    p = only(config)
-    assert p.path == "llm-serving:workloads.coder.tensor_parallel_size"
-    assert p.rule == "tensor parallel 1 x pipeline parallel 1 = 1 ranks, but the pod holds 2 cards; 1 card(s) are held and idle"
+    wl["reasoning"]["tensor_parallel_size"] = 2
+    wl["reasoning"]["resources"] = {"requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}
+    wl["reasoning"]["startup_probe"] = {"period_seconds": 15, "failure_threshold": 40}
+    loaded = load_stack_config(config)
+    assert (loaded.workloads["candle-vllm"].dtype, loaded.workloads["reasoning"].tensor_parallel_size) == ("bf16", 2)
+    after_002 = load_stack_file(STACKS / "after-002.yaml")
+    after_002["llm-serving:workloads"]["coder"]["disable_custom_all_reduce"] = False
+    assert load_stack_config(after_002).workloads["coder"].disable_custom_all_reduce is False
 
 
 def test_prefill_chunk_must_be_a_multiple_of_1024():

@@ -1,46 +1,32 @@
-"""The model-server rules on the stack-file side (context window, service links, listen host,
-GPU memory utilization, memory requests): the rules the loader shares with the pack (core/rules.py), what
-the components render for them, and the capacity estimate that never rewards a utilization above
-the bound. The pack's side is in the per-policy tests and fixtures."""
+"""The model-server rules on a stack file (context window, service links, listen host, GPU memory
+utilization, memory requests, the card's capabilities, tensor parallel, cards and memory on the
+node, the startup budget, the KV cache): the predicates (core/rules.py), what the components render
+for them, the capacity estimate that never rewards a utilization above the bound, and the pack's
+finding on the rendered manifests, its fix in the stack file's keys: each rule is judged once, by
+the pack (docs/architecture.md). The per-policy tests and fixtures judge hand-written YAML."""
 
 from __future__ import annotations
 
-import copy
+import io
 import json
 from collections import Counter
 
 import pytest
+import yaml
 
-from components.vllm import VllmArgs
 from core import capacity, facts, rules
 from core.engines import ServerSettings
 from core.modelfacts import CATALOG
-from core.registry import Rule
-from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_config
-from stackfile.build import render_manifests, vllm_args
-from tests.paths import PROD_STACK_FILE
+from core.registry import RULES, Rule
+from stackfile import load_stack_config
+from stackfile.build import render_manifests
+from tests.paths import PROD_STACK_FILE, ROOT
+from tests.stackfile.verdicts import PROD, W, mandatory, prod, refused_once
+from tools import preview
 from tools.offline.manifests import load_stack_file
 
-PROD = load_stack_file(PROD_STACK_FILE)
-W = "llm-serving:workloads"
+STACKS = ROOT / "tests" / "stacks"
 YARN2 = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32768}
-
-
-def _prod(**changes) -> dict:
-    raw = copy.deepcopy(PROD)
-    for workload, fields in changes.items():
-        for key, value in fields.items():
-            if value is None:
-                raw[W][workload].pop(key, None)
-            else:
-                raw[W][workload][key] = value
-    return raw
-
-
-def _problems(raw: dict) -> list:
-    with pytest.raises(ConfigError) as info:
-        load_stack_config(raw)
-    return info.value.problems
 
 
 def _manifest(raw: dict, kind: str, name: str) -> dict:
@@ -145,54 +131,63 @@ def test_prod_reasoning_renders_the_qwen3_cards_yarn_as_hf_overrides():
     assert c["args"].index(item) == c["args"].index("--max-model-len=65536") + 1
 
 
-def test_max_model_len_above_the_window_without_rope_scaling_is_refused():
-    (p,) = _problems(_prod(reasoning={"rope_scaling": None}))
-    assert p.path == f"{W}.reasoning.max_model_len" and p.value == 65536
-    assert "above model qwen3-30b-a3b-gptq-int4's max_position_embeddings 40,960 and no rope scaling is set" in p.rule
-    assert "YaRN: rope_scaling: {rope_type: yarn, factor: 1.6, original_max_position_embeddings: 40960}" in p.fix
-    assert p.fix.endswith("or lower max_model_len to 40,960")
+def test_max_model_len_above_the_window_without_rope_scaling_is_refused_by_the_pack():
+    """Judged once, by vllm-context-window on the rendered InferenceService: the stack file loads
+    and the finding's fix names the stack file's keys."""
+    (m,) = mandatory(prod(reasoning={"rope_scaling": None}), "vllm-context-window")
+    assert m.startswith("InferenceService reasoning, container kserve-container: --max-model-len 65,536 is above model "
+                        "qwen3-30b-a3b-gptq-int4's max_position_embeddings 40,960 and no rope scaling is set")
+    assert "Fix: add the rope scaling the model card documents, e.g. YaRN: rope_scaling: {rope_type: yarn, factor: 1.6, " \
+           "original_max_position_embeddings: 40960}" in m
+    assert "or lower max_model_len to 40,960 under llm-serving:workloads.reasoning" in m
 
 
-def test_vllm_allow_long_max_model_len_lets_it_load():
-    load_stack_config(_prod(reasoning={"rope_scaling": None, "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}}))
+def test_vllm_allow_long_max_model_len_lets_it_start():
+    assert mandatory(prod(reasoning={"rope_scaling": None, "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}}),
+                     "vllm-context-window") == []
 
 
-def test_a_yarn_factor_short_of_max_model_len_is_refused():
-    (p,) = _problems(_prod(reasoning={"rope_scaling": {**YARN2, "factor": 1.5}}))
-    assert 'rope scaling {"rope_type":"yarn","factor":1.5,"original_max_position_embeddings":32768} stretches that to 49,152' in p.rule
+def test_a_yarn_factor_short_of_max_model_len_is_refused_by_the_pack():
+    (m,) = mandatory(prod(reasoning={"rope_scaling": {**YARN2, "factor": 1.5}}), "vllm-context-window")
+    assert 'rope scaling {"rope_type":"yarn","factor":1.5,"original_max_position_embeddings":32768} stretches that to 49,152' in m
 
 
-def test_gpu_memory_utilization_above_the_ceiling_is_refused():
-    (p,) = _problems(_prod(reasoning={"gpu_memory_utilization": 0.98}))
-    assert p.path == f"{W}.reasoning.gpu_memory_utilization" and p.value == 0.98
-    assert "vllm-project/vllm #15598" in p.source
+def test_gpu_memory_utilization_above_the_ceiling_is_refused_by_the_pack():
+    (m,) = mandatory(prod(reasoning={"gpu_memory_utilization": 0.98}), "vllm-gpu-memory-utilization")
+    assert "--gpu-memory-utilization 0.98 is above the 0.95 ceiling" in m
+    assert "Fix: lower gpu_memory_utilization to at most 0.95" in m and "under llm-serving:workloads.reasoning" in m
+    assert "vllm-project/vllm #15598" in m
 
 
 def test_enforce_eager_lifts_the_ceiling_and_renders_the_flag():
-    c = _isvc_container(_manifest(_prod(reasoning={"gpu_memory_utilization": 0.98, "enforce_eager": True}),
-                                  "InferenceService", "reasoning"))
+    raw = prod(reasoning={"gpu_memory_utilization": 0.98, "enforce_eager": True})
+    c = _isvc_container(_manifest(raw, "InferenceService", "reasoning"))
     assert "--enforce-eager" in c["args"] and "--gpu-memory-utilization=0.98" in c["args"]
+    assert mandatory(raw, "vllm-gpu-memory-utilization") == []
 
 
 def test_a_declared_override_lifts_the_ceiling_and_is_written_for_the_pack():
-    raw = _prod(reasoning={"gpu_memory_utilization": 0.97,
-                           "gpu_memory_utilization_override": {"reason": "measured 72 h at 0.97"}})
+    raw = prod(reasoning={"gpu_memory_utilization": 0.97,
+                          "gpu_memory_utilization_override": {"reason": "measured 72 h at 0.97"}})
     m = _manifest(raw, "InferenceService", "reasoning")
     assert m["metadata"]["annotations"][facts.GMU_OVERRIDE_ANNOTATION] == "measured 72 h at 0.97"
+    assert mandatory(raw, "vllm-gpu-memory-utilization") == []
 
 
-@pytest.mark.parametrize("workload", ["candle-vllm", "reasoning", "clef-serve"])
-def test_a_gpu_workload_without_memory_is_refused(workload):
-    raw = _prod(**{workload: {"resources": {"requests": {"cpu": "4"}}}})
-    (p,) = _problems(raw)
-    assert p.path == f"{W}.{workload}.resources"
-    assert "memory request none and limit none" in p.rule and "counts as 0 MiB" in p.rule
+@pytest.mark.parametrize("workload, subject", [("candle-vllm", "Deployment candle-vllm, container candle"),
+                                               ("reasoning", "InferenceService reasoning, container kserve-container")])
+def test_a_gpu_workload_without_memory_is_refused_by_the_pack(workload, subject):
+    (m,) = mandatory(prod(**{workload: {"resources": {"requests": {"cpu": "4"}}}}), "gpu-memory-request")
+    assert m.startswith(f"{subject}: it holds ")
+    assert "memory request none and limit none" in m and "counts as 0 MiB" in m
+    assert "Fix: set resources.requests.memory and resources.limits.memory" in m
+    assert f"under llm-serving:workloads.{workload}." in m
 
 
-def test_a_request_without_a_limit_is_refused_and_a_limit_alone_loads():
-    (p,) = _problems(_prod(reasoning={"resources": {"requests": {"memory": "12Gi"}}}))
-    assert "memory request 12,288 MiB and limit none: nothing bounds" in p.rule
-    load_stack_config(_prod(reasoning={"resources": {"limits": {"memory": "32Gi"}}}))
+def test_a_request_without_a_limit_is_refused_and_a_limit_alone_passes():
+    (m,) = mandatory(prod(reasoning={"resources": {"requests": {"memory": "12Gi"}}}), "gpu-memory-request")
+    assert "memory request 12,288 MiB and limit none: nothing bounds" in m
+    assert mandatory(prod(reasoning={"resources": {"limits": {"memory": "32Gi"}}}), "gpu-memory-request") == []
 
 
 def test_every_rendered_pod_has_service_links_off():
@@ -203,6 +198,98 @@ def test_every_rendered_pod_has_service_links_off():
         elif m["kind"] == "InferenceService":
             pods.append(m["spec"]["predictor"])
     assert len(pods) == 4 and all(p["enableServiceLinks"] is False for p in pods)
+
+
+# --- judged once: the engine, card and capacity rules are the pack's --------------------------------
+
+def test_startup_budget_is_refused_by_the_pack():
+    """002 / coder.yaml: the kubelet kills a server still loading."""
+    m = refused_once(prod(reasoning={"startup_probe": {"period_seconds": 15, "failure_threshold": 40}}),
+                     "startup-probe-covers-cold-start")
+    assert "the startup probe allows 15 s x 40 = 600 s, which does not exceed the declared cold start of 600 s" in m
+    assert "Fix: raise startup_probe.failure_threshold to at least 41 at a 15 s period" in m
+    assert "under llm-serving:workloads.reasoning" in m
+
+
+@pytest.mark.parametrize("workload, field, value, policy, text, fix", [
+    ("candle-vllm", "dtype", "bf16", "candle-vllm-args", "--dtype bf16 needs compute capability 8.0",
+     "Fix: set dtype: f16 under llm-serving:workloads.candle-vllm"),
+    ("reasoning", "kv_cache_dtype", "fp8", "vllm-volta", "--kv-cache-dtype fp8 needs FP8 support",
+     "Fix: set kv_cache_dtype: auto under llm-serving:workloads.reasoning"),
+    ("reasoning", "quantization", "awq", "vllm-volta", "--quantization awq needs compute capability 7.5",
+     "(quantization: gptq, which runs on sm_70)"),
+    ("reasoning", "tensor_parallel_size", 2, "vllm-parallelism",
+     "tensor parallel 2 x pipeline parallel 1 = 2 ranks, but the pod holds 1 cards",
+     "Fix: set cards: 2, or tensor_parallel_size x pipeline_parallel_size = 1 under llm-serving:workloads.reasoning"),
+])
+def test_the_cards_capabilities_are_judged_by_the_pack(workload, field, value, policy, text, fix):
+    """001 / coder.yaml: V100 has no bf16, no FP8, no AWQ kernels; ranks equal cards."""
+    m = refused_once(prod(**{workload: {field: value}}), policy)
+    assert text in m and fix in m
+
+
+def test_custom_all_reduce_at_tp2_without_nvlink_is_refused_by_the_pack():
+    """coder.yaml: the custom all-reduce deadlocked after CUDA graph capture over PCIe."""
+    raw = load_stack_file(STACKS / "after-002.yaml")
+    raw[W]["coder"]["disable_custom_all_reduce"] = False
+    (m,) = mandatory(raw, "vllm-volta")
+    assert "deadlocked after CUDA graph capture" in m and "under llm-serving:workloads.coder" in m
+
+
+def test_tensor_parallel_that_does_not_divide_the_model_is_refused_by_the_pack():
+    """Seed 001: the suggestion lists the sizes that divide the model, in stack-file keys."""
+    (m,) = mandatory(prod(**{"candle-vllm": {"cards": 3}}), "tensor-parallel-divisibility")
+    assert m.startswith("Deployment candle-vllm: tensor parallel 3 does not divide model coder-14b-fp16: "
+                        "num_attention_heads 40 % 3 = 1")
+    assert "Fix: set cards to a tensor parallel size that divides them: 1, 2, 4, 8 under llm-serving:workloads.candle-vllm" in m
+
+
+def test_cards_and_memory_beyond_the_node_are_refused_by_the_pack():
+    (cards,) = mandatory(prod(**{"candle-vllm": {"cards": 8}}), "gpu-card-allocation")
+    assert cards.startswith("Deployment candle-vllm: one pod asks 8 cards and its node worker-1 has 4; the pod never schedules")
+    assert "under llm-serving:workloads.candle-vllm" in cards
+    big = {"requests": {"memory": "64Gi"}, "limits": {"memory": "64Gi"}}
+    (memory,) = mandatory(prod(reasoning={"resources": big}), "node-memory-allocation")
+    assert memory.startswith("InferenceService reasoning: one pod requests 65,536 MiB of memory and its node worker-1 "
+                             "has 63,495 MiB allocatable")
+    assert "Fix: lower resources.requests.memory" in memory and "under llm-serving:workloads.reasoning" in memory
+
+
+def test_weights_beyond_the_card_are_refused_by_the_pack():
+    """The 14B in fp16 on one V100 through vLLM: its weights leave no room for the KV cache."""
+    raw = prod(reasoning={"model": "coder-14b-fp16", "measured": None, "rope_scaling": None, "max_model_len": 4096})
+    (m,) = mandatory(raw, "weights-fit-card")
+    assert m.startswith("InferenceService reasoning: 27.51 GiB of weights a card (coder-14b-fp16, TP=1)")
+    assert "Fix: split it over 2 cards (TP=2): set cards: 2 under llm-serving:workloads.reasoning" in m
+
+
+def test_a_memory_limit_under_the_shared_memory_is_refused_by_the_pack():
+    """coder.yaml: a multi-card pod's 8Gi /dev/shm counts against its memory limit."""
+    small = {"requests": {"memory": "4Gi"}, "limits": {"memory": "4Gi"}}
+    (m,) = mandatory(prod(**{"candle-vllm": {"resources": small}}), "multi-gpu-shm")
+    assert m.startswith("Deployment candle-vllm")
+    assert "under llm-serving:workloads.candle-vllm" in m
+
+
+def test_a_context_beyond_the_kv_cache_is_refused_by_the_pack():
+    raw = prod(reasoning={"max_model_len": 262144, "rope_scaling": None, "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}})
+    (m,) = mandatory(raw, "kv-cache-fits-max-model-len")
+    assert m.startswith("InferenceService reasoning: --max-model-len 262,144 needs 262,144 tokens of KV cache; "
+                        "the pool holds about 137,000 tokens")
+    assert "Fix: lower max_model_len to at most 137,000" in m and "under llm-serving:workloads.reasoning" in m
+
+
+#: The policies that judge the engine, card and capacity rules on the rendered manifests.
+ENGINE_CARD_CAPACITY_POLICIES = {
+    "vllm-context-window", "vllm-gpu-memory-utilization", "vllm-parallelism", "tensor-parallel-divisibility",
+    "candle-vllm-args", "vllm-volta", "startup-probe-covers-cold-start", "gpu-memory-request", "gpu-card-allocation",
+    "node-memory-allocation", "multi-gpu-shm", "weights-fit-card", "kv-cache-fits-max-model-len",
+}
+
+#: Rules filed under one of those policies that the loader judges: a reference (a node the inventory
+#: lists), and two the policy does not call (a hybrid model on more than one candle-vllm card, seed
+#: 003; on vLLM below sm_75, coder.yaml).
+STACK_FILE_ONLY = {"node-in-inventory", "hybrid-one-card", "hybrid-on-volta-vllm"}
 
 
 def _counting(monkeypatch) -> Counter:
@@ -218,35 +305,31 @@ def _counting(monkeypatch) -> Counter:
     return calls
 
 
-def test_one_run_judges_each_rule_once(monkeypatch):
-    """The loader judges prod's workloads; building their components' args (the program's
-    run, here without the engine) judges nothing again: one judgement per rule and workload.
-    (Before, building the args judged 21 rules again: the startup budget 6 times, twice for each
-    candle-vllm server, whose generic Deployment args judged it a third time.)"""
+def test_loading_and_rendering_judge_no_pack_rule(monkeypatch):
+    """Each rule is judged once: loading prod's stack file and building its components' args
+    (the program's run, here without the engine) judge none of the rules a pack policy judges;
+    the loader judges the stack file's own (node listed, model listed, the image pinned, ...)."""
     calls = _counting(monkeypatch)
-    config = load_stack_config(PROD)
-    by_loader = Counter(calls)
-    render_manifests(config)
-    assert calls == by_loader
-    vllm = [n for n, wl in config.workloads.items() if isinstance(wl, VllmWorkload)]
-    candle = [n for n, wl in config.workloads.items() if isinstance(wl, CandleWorkload)]
-    assert (len(vllm), len(candle), len(config.workloads)) == (1, 2, 4)
-    assert by_loader["startup-probe-covers-cold-start"] == 4  # every workload kind, pytorch too
-    assert by_loader["vllm-context-window"] == by_loader["vllm-digest-pinned"] == by_loader["vllm-parallelism"] == 1
-    assert by_loader["half-dtype"] == 3  # each server's dtype on its card
-    assert by_loader["tensor-parallel-divisibility"] == 3
+    render_manifests(load_stack_config(PROD))
+    engine_card_capacity = {rid for rid, rule in RULES.items()
+                            if rule.policy in ENGINE_CARD_CAPACITY_POLICIES} - STACK_FILE_ONLY
+    assert engine_card_capacity >= {"vllm-context-window", "half-dtype", "tensor-parallel-divisibility",
+                                    "startup-probe-covers-cold-start", "kv-cache-fits-max-model-len"}
+    assert set(calls) & engine_card_capacity == set(), sorted(set(calls) & engine_card_capacity)
+    # What the loader still judges: references, the served name's type, and the rules that name a
+    # policy which does not judge them (the two hybrid rules: only the stack file refuses them).
+    assert calls["vllm-digest-pinned"] == 1 and calls["model-in-models"] == 3 and calls["hybrid-one-card"] == 2
 
 
-def test_component_args_used_directly_still_judge(monkeypatch):
-    """Args not built from a judged stack file (a component used on its own) judge every rule
-    of their server, and raise the first breach."""
-    config = load_stack_config(PROD)
-    unjudged = config.model_copy()
-    unjudged._judged = False
-    calls = _counting(monkeypatch)
-    args = vllm_args("reasoning", config.workloads["reasoning"], unjudged)
-    assert calls["vllm-context-window"] == calls["startup-probe-covers-cold-start"] == 1
-    fields = {name: getattr(args, name) for name in type(args).model_fields}
-    with pytest.raises(ValueError, match="max_model_len"):
-        VllmArgs(**{**fields, "max_model_len": 10 ** 7})
-    assert calls["vllm-context-window"] == 2
+def test_a_stack_file_the_pack_refuses_shows_the_finding_in_the_preview_exit_1(tmp_path):
+    """A rule the loader used to refuse as bad input (exit 2) is now a mandatory finding (exit 1),
+    shown by the offline preview before anything is applied."""
+    data = yaml.safe_load(PROD_STACK_FILE.read_text())
+    data["config"][W]["candle-vllm"]["dtype"] = "bf16"
+    stack = tmp_path / "Pulumi.test.yaml"
+    stack.write_text(yaml.safe_dump(data, sort_keys=False))
+    out, err = io.StringIO(), io.StringIO()
+    code = preview.main(["--stack-file", str(stack), "--out", str(tmp_path / "out")], stdout=out, stderr=err)
+    assert code == 1, out.getvalue() + err.getvalue()
+    assert "--dtype bf16 needs compute capability 8.0" in out.getvalue() + err.getvalue()
+    assert "Fix: set dtype: f16 under llm-serving:workloads.candle-vllm" in out.getvalue() + err.getvalue()

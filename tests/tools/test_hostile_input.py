@@ -396,9 +396,16 @@ def _reasoning(tmp_path: Path, measured: str) -> Path:
 
 
 def test_a_long_context_is_refused_on_the_estimate(tmp_path):
-    code, text, out = run_preview(tmp_path, "--stack-file", str(_reasoning(tmp_path, "        kv_tokens: 137000\n")))
-    assert_input_error(code, text, "llm-serving:workloads.reasoning.max_model_len", "655,360")
-    assert not out.exists()
+    """Judged once, by the pack's kv-cache-fits-max-model-len on the rendered manifests: a mandatory
+    finding (exit 1) worded in the stack file's keys, where the loader refused it as bad input (exit 2)."""
+    out, err = io.StringIO(), io.StringIO()
+    stack = _reasoning(tmp_path, "        kv_tokens: 137000\n")
+    code = preview.main(["--stack-file", str(stack), "--out", str(tmp_path / "out")], stdout=out, stderr=err)
+    text = out.getvalue() + err.getvalue()
+    assert code == 1, text
+    assert "Traceback" not in text
+    assert "kv-cache-fits-max-model-len" in text and "--max-model-len 655,360 needs 655,360 tokens of KV cache" in text
+    assert "Fix: lower max_model_len to at most 137,000" in text and "under llm-serving:workloads.reasoning" in text
 
 
 @pytest.mark.parametrize("measured, key, words", [

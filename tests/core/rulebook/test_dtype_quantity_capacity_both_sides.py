@@ -1,9 +1,8 @@
-"""The program's stack-file validation and the policy pack agree, because both call one
-copy of each rule.
+"""A stack file's dtype, quantities, capacity and cards, from the stack file to the pack.
 
-1. ``dtype``: every dtype the stack-file model accepts on a V100 renders a manifest that
-   ``vllm-volta`` / ``candle-vllm-args`` accept; every other one is refused by the loader at the
-   key path (``dtype: auto`` passed the loader and then failed the pack, exit 1).
+1. ``dtype`` and capacity: every dtype the stack-file type takes loads; the pack judges it once
+   on the rendered manifest (``vllm-volta`` / ``candle-vllm-args`` refuse all but the card's half
+   dtype, ``kv-cache-fits-max-model-len`` the KV pool), its fix in stack-file keys.
 2. Kubernetes quantities: one parser (``core.quantity``) on both sides. ``1Pi`` is a valid
    quantity and is accepted by the stack file (it was refused, "not a memory quantity");
    ``1e3Mi`` and ``lots`` are not Kubernetes quantities (the grammar allows an exponent OR a
@@ -30,6 +29,7 @@ from stackfile import CandleWorkload, ConfigError, VllmWorkload, load_stack_conf
 from stackfile.build import StackResources, render_manifests, stack_outputs
 from tests.paths import PROD_STACK_FILE, ROOT
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
+from tests.stackfile.verdicts import mandatory
 from tests.tools.offline.test_summary import deployment, inventory, isvc
 from tools.offline.manifests import load_stack_file, resources_from_documents
 from tools.offline.summary import card_rows
@@ -63,74 +63,62 @@ def _set(workload: str, **fields):
     return change
 
 
-def _pack_messages(policy, config) -> list[str]:
-    resources = resources_from_documents(render_manifests(config), stack="prod")
-    return [v.message for v in run_policy(policy, resources)]
+def _pack(policy: str, change) -> list[str]:
+    """The mandatory findings of ``policy`` on the manifests prod renders with ``change``."""
+    config = copy.deepcopy(PROD)
+    change(config)
+    return mandatory(config, policy)
 
 
-# --- 1. dtype ---------------------------------------------------------------------------------
+# --- 1. dtype and capacity: judged once, by the pack on the rendered manifests -----------------
 
 VLLM_DTYPES = VllmWorkload.model_fields["dtype"].annotation.__args__
 CANDLE_DTYPES = CandleWorkload.model_fields["dtype"].annotation.__args__
 
 
 @pytest.mark.parametrize("dtype", VLLM_DTYPES)
-def test_vllm_dtype_the_loader_accepts_the_pack_accepts(dtype):
-    """Reasoning (vLLM on worker-1's V100): a dtype either fails the loader at its key path or
-    passes vllm-volta on the manifest the program renders from it."""
-    config, problems = _load(_set("reasoning", dtype=dtype))
-    if config is None:
-        paths = [p.path for p in problems]
-        assert paths == [f"{W}.reasoning.dtype"], paths
-        assert dtype not in ("float16", "half")
-        return
-    assert dtype in ("float16", "half")
-    assert _pack_messages(policy("vllm-volta"), config) == []
+def test_vllm_dtype_on_the_v100_is_judged_by_the_pack(dtype):
+    """Reasoning (vLLM on worker-1's V100): every dtype the stack-file type takes loads; the pack's
+    vllm-volta refuses all but the half ones on the rendered InferenceService."""
+    assert _load(_set("reasoning", dtype=dtype))[1] == []
+    found = _pack("vllm-volta", _set("reasoning", dtype=dtype))
+    assert bool(found) is (dtype not in ("float16", "half")), found
 
 
-def test_dtype_auto_is_refused_by_the_loader_with_the_fix():
-    _, problems = _load(_set("reasoning", dtype="auto"))
-    (p,) = problems
-    assert p.path == f"{W}.reasoning.dtype" and p.value == "auto"
-    assert "dtype: float16" in p.fix
+def test_dtype_auto_is_refused_by_the_pack_with_the_stack_file_fix():
+    """``dtype: auto`` takes the checkpoint's dtype; the pack says which to set, in stack-file keys."""
+    (m,) = _pack("vllm-volta", _set("reasoning", dtype="auto"))
+    assert "dtype: float16" in m and "under llm-serving:workloads.reasoning" in m
 
 
 @pytest.mark.parametrize("dtype", CANDLE_DTYPES)
-def test_candle_dtype_the_loader_accepts_the_pack_accepts(dtype):
-    config, problems = _load(_set("candle-vllm", dtype=dtype))
-    if config is None:
-        assert [p.path for p in problems] == [f"{W}.candle-vllm.dtype"]
-        assert dtype != "f16"
-        return
-    assert dtype == "f16"
-    assert _pack_messages(policy("candle-vllm-args"), config) == []
+def test_candle_dtype_on_the_v100_is_judged_by_the_pack(dtype):
+    assert _load(_set("candle-vllm", dtype=dtype))[1] == []
+    found = _pack("candle-vllm-args", _set("candle-vllm", dtype=dtype))
+    assert bool(found) is (dtype != "f16"), found
 
 
-def test_capacity_the_pack_refuses_the_loader_refuses():
+def test_capacity_is_refused_by_the_pack():
     """weights-fit-card / kv-cache-fits-max-model-len judge the estimate core.capacity.estimate
-    makes; the loader makes the same one from the workload's fields. (The pool went
-    from 129,984 to 124,400 tokens: runtime memory and the sampler's sort, tests/core/test_capacity.py.)"""
-    _, problems = _load(_set("candle-vllm", kv_fraction=0.01))
-    (p,) = problems
-    assert p.path == f"{W}.candle-vllm.kv_fraction" and "no room for a KV cache" in p.rule
+    makes from the rendered argv. (The pool went from 129,984 to 124,400 tokens: runtime memory
+    and the sampler's sort, tests/core/test_capacity.py.)"""
+    (m,) = _pack("kv-cache-fits-max-model-len", _set("candle-vllm", kv_fraction=0.01))
+    assert "no room for a KV cache" in m and "under llm-serving:workloads.candle-vllm" in m
     # With YaRN stretching the window to 262,144 (factor 8 from 32,768), the KV pool is what refuses it.
     yarn8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768}
-    _, problems = _load(_set("reasoning", max_model_len=262144, rope_scaling=yarn8))
-    (p,) = problems
-    assert p.path == f"{W}.reasoning.max_model_len"
-    assert "the pool holds about 124,400 tokens on one Tesla-V100-PCIE-32GB" in p.rule
-    assert p.fix.startswith("lower max_model_len to at most 124,400")
+    (m,) = _pack("kv-cache-fits-max-model-len", _set("reasoning", max_model_len=262144, rope_scaling=yarn8))
+    assert "the pool holds about 124,400 tokens on one Tesla-V100-PCIE-32GB" in m
+    assert "Fix: lower max_model_len to at most 124,400" in m and "under llm-serving:workloads.reasoning" in m
 
 
-def test_capacity_the_loader_takes_the_vllm_release_from_the_image_as_the_pack_does():
+def test_capacity_takes_the_vllm_release_from_the_stack_files_image():
     """The stack file's vLLM image names the release whose profile applies; v0.17.0's
     sampler warm-up needs no sort, so the same server holds more tokens than on v0.11.0."""
     image = "vllm/vllm-openai:v0.17.0@sha256:" + "0" * 64
     yarn8 = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32768}
-    _, problems = _load(_set("reasoning", max_model_len=262144, rope_scaling=yarn8, image=image))
-    (p,) = problems
-    held = re.search(r"at most ([\d,]+)", p.fix)
-    assert held and int(held.group(1).replace(",", "")) > 124_400, p.fix
+    (m,) = _pack("kv-cache-fits-max-model-len", _set("reasoning", max_model_len=262144, rope_scaling=yarn8, image=image))
+    held = re.search(r"at most ([\d,]+)", m)
+    assert held and int(held.group(1).replace(",", "")) > 124_400, m
 
 
 # --- 2. quantities ----------------------------------------------------------------------------

@@ -1,8 +1,7 @@
-"""The stack file and the policy pack give the same VERDICT on the rules they share, each judged
-once (core/rulebook, registered in core/registry.py): quantization refused on sm_70, the startup
-budget exceeding the cold start, and the tensor parallel sizes suggested. Each case runs the
-loader on the prod stack file and the policy on a manifest with the same values, on prod's V100
-inventory. The wording is one (tests/core/test_registry.py); these check the values both sides state."""
+"""Quantization on sm_70, the startup budget against the cold start and the tensor parallel sizes
+suggested, from a stack file: it loads, and the pack judges each rule once on the rendered manifests
+(its fix in the stack file's keys), with the values it states on hand-written YAML of the same
+values, on prod's V100 inventory. The wording is one (tests/core/test_registry.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from tests.paths import PROD_STACK_FILE, ROOT
 from tests.policies.test_tensor_parallel_divisibility import candle as candle_tp_server
 from tests.policies.test_tensor_parallel_divisibility import vllm as tp_server
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
+from tests.stackfile.verdicts import mandatory
 from tools.offline.manifests import load_stack_file
 
 PROD = load_stack_file(PROD_STACK_FILE)
@@ -44,6 +44,14 @@ def config_problems(change) -> list:
     except ConfigError as err:
         return err.problems
     return []
+
+
+def pack_messages(policy: str, change) -> list[str]:
+    """The mandatory findings of ``policy`` on the manifests prod renders with ``change`` (the
+    loader accepts it: the rule is the pack's)."""
+    config = copy.deepcopy(PROD)
+    change(config)
+    return mandatory(config, policy)
 
 
 def policy_messages(policy, text: str) -> list[str]:
@@ -74,14 +82,17 @@ QUANT_METHODS = [None, *get_args(get_args(VllmWorkload.model_fields["quantizatio
 
 
 @pytest.mark.parametrize("method", QUANT_METHODS)
-def test_config_refuses_a_quantization_iff_the_pack_does(method):
+def test_a_quantization_is_refused_by_the_pack_iff_sm70_lacks_its_kernels(method):
+    """The stack file loads every method its type takes; vllm-volta judges it once, on the rendered
+    InferenceService and on hand-written YAML alike."""
     def change(config):
         config[W]["reasoning"]["quantization"] = method
 
-    refused = [p for p in config_problems(change) if p.path == f"{W}.reasoning.quantization"]
-    flagged = [m for m in policy_messages(policy("vllm-volta"), _vllm_isvc(method)) if "--quantization" in m]
-    assert bool(refused) == bool(flagged), (refused, flagged)
-    assert bool(flagged) == (not rules.quantization_runs_on(method, 70))
+    assert config_problems(change) == []
+    from_stack = [m for m in pack_messages("vllm-volta", change) if "--quantization" in m]
+    from_yaml = [m for m in policy_messages(policy("vllm-volta"), _vllm_isvc(method)) if "--quantization" in m]
+    assert bool(from_stack) == bool(from_yaml) == (not rules.quantization_runs_on(method, 70)), (from_stack, from_yaml)
+    assert all("under llm-serving:workloads.reasoning" in m for m in from_stack)
 
 
 def test_the_sm70_verdicts_themselves():
@@ -118,20 +129,22 @@ spec:
     (601, 15, 40, False),
     (600, 15, 41, True),
 ])
-def test_config_and_pack_agree_the_budget_must_exceed_the_cold_start(cold, period, threshold, covered):
+def test_the_budget_must_exceed_the_cold_start(cold, period, threshold, covered):
+    """startup-probe-covers-cold-start, on the stack file's rendering (fix in its keys) and on YAML."""
     def change(config):
         wl = config[W]["reasoning"]
         wl["cold_start_seconds"] = cold
         wl["startup_probe"] = {"period_seconds": period, "failure_threshold": threshold}
 
-    refused = [p for p in config_problems(change) if p.path == f"{W}.reasoning.startup_probe.failure_threshold"]
-    flagged = policy_messages(policy("startup-probe-covers-cold-start"), _deployment(cold, period, threshold))
+    from_stack = pack_messages("startup-probe-covers-cold-start", change)
+    from_yaml = policy_messages(policy("startup-probe-covers-cold-start"), _deployment(cold, period, threshold))
     assert rules.startup_budget_covers(period * threshold, cold) is covered
-    assert (not refused) is covered and (not flagged) is covered, (refused, flagged)
+    assert (not from_stack) is covered and (not from_yaml) is covered, (from_stack, from_yaml)
     if not covered:
         need = rules.startup_threshold_needed(cold, period)
-        (message,) = flagged
-        assert f"at least {need} at a {period} s period" in refused[0].fix
+        (stack_message,) = from_stack
+        (message,) = from_yaml
+        assert f"Fix: raise startup_probe.failure_threshold to at least {need} at a {period} s period" in stack_message
         assert f"Fix: raise startupProbe.failureThreshold to at least {need} at a {period} s period" in message
 
 
@@ -142,26 +155,24 @@ def test_config_and_pack_agree_the_budget_must_exceed_the_cold_start(cold, perio
     ("reasoning", "vllm", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", 6),
     ("reasoning", "vllm", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", 3),
 ])
-def test_config_and_pack_suggest_the_same_tp_sizes(workload, engine, model_arg, tp):
+def test_the_pack_suggests_the_tp_sizes_that_divide_the_model(workload, engine, model_arg, tp):
+    """tensor-parallel-divisibility on the stack file's rendering names ``cards`` (the stack file's
+    key) and on YAML the flag; both list the sizes that divide the model."""
     def change(config):
         config[W][workload]["cards"] = tp
 
-    (problem,) = [p for p in config_problems(change) if p.rule.startswith(f"tensor parallel {tp} does not divide")]
-    from_config = problem.fix.rsplit(": ", 1)[1]
+    (from_stack,) = pack_messages("tensor-parallel-divisibility", change)
     server = tp_server(model_arg, tp) if engine == "vllm" else candle_tp_server(model_arg, tp)
     (message,) = policy_messages(policy("tensor-parallel-divisibility"), server)
-    from_pack = re.search(r"divides them: ([\d, ]+)[.,]", message).group(1)
+    sizes = [re.search(r"divides them: (\d+(?:, \d+)*)", m).group(1) for m in (from_stack, message)]
     assert ("with --tensor-parallel-size to match" in message) is (engine == "vllm")
+    assert f"set cards to a tensor parallel size that divides them: {sizes[0]}" in from_stack
     key, model = stackconfig.models().find(model_arg)
-    assert from_config == from_pack == ", ".join(map(str, rules.tp_sizes_that_divide(model, engine=engine)))
+    assert sizes == [", ".join(map(str, rules.tp_sizes_that_divide(model, engine=engine)))] * 2
 
 
-def test_config_and_pack_agree_vllm_replicates_kv_heads_at_tp8():
-    """VLLM at TP 8 on 4 KV heads replicates them; neither side refuses the split."""
-    def change(config):
-        config[W]["reasoning"]["cards"] = 8
-
-    assert not [p for p in config_problems(change) if p.rule.startswith("tensor parallel 8 does not divide")]
+def test_vllm_replicates_kv_heads_at_tp8():
+    """VLLM at TP 8 on 4 KV heads replicates them; the pack does not refuse the split."""
     assert policy_messages(policy("tensor-parallel-divisibility"), tp_server("Qwen/Qwen3-30B-A3B-GPTQ-Int4", 8)) == []
 
 
