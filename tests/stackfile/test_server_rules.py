@@ -21,7 +21,7 @@ from core.registry import RULES, Rule
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE, ROOT
-from tests.stackfile.verdicts import PROD, W, mandatory, prod, refused_once
+from tests.stackfile.verdicts import PROD, W, mandatory, prod, refused_once, verdicts
 from tools import preview
 from tools.offline.manifests import load_stack_file
 
@@ -216,8 +216,6 @@ def test_startup_budget_is_refused_by_the_pack():
      "Fix: set dtype: f16 under llm-serving:workloads.candle-vllm"),
     ("reasoning", "kv_cache_dtype", "fp8", "vllm-volta", "--kv-cache-dtype fp8 needs FP8 support",
      "Fix: set kv_cache_dtype: auto under llm-serving:workloads.reasoning"),
-    ("reasoning", "quantization", "awq", "vllm-volta", "--quantization awq needs compute capability 7.5",
-     "(quantization: gptq, which runs on sm_70)"),
     ("reasoning", "tensor_parallel_size", 2, "vllm-parallelism",
      "tensor parallel 2 x pipeline parallel 1 = 2 ranks, but the pod holds 1 cards",
      "Fix: set cards: 2, or tensor_parallel_size x pipeline_parallel_size = 1 under llm-serving:workloads.reasoning"),
@@ -226,6 +224,17 @@ def test_the_cards_capabilities_are_judged_by_the_pack(workload, field, value, p
     """001 / coder.yaml: V100 has no bf16, no FP8, no AWQ kernels; ranks equal cards."""
     m = refused_once(prod(**{workload: {field: value}}), policy)
     assert text in m and fix in m
+
+
+def test_awq_on_the_gptq_checkpoint_is_refused_for_the_card_and_for_the_checkpoint():
+    """001 / coder.yaml: V100 has no AWQ kernels (vllm-volta); and reasoning's checkpoint is GPTQ, whose
+    config.json quant_method vLLM 0.11.0 matches against ``--quantization`` (engine-contract)."""
+    found = {v.policy: v.message for v in verdicts(prod(reasoning={"quantization": "awq"})) if v.mandatory}
+    assert sorted(found) == ["engine-contract", "vllm-volta"], found
+    assert "--quantization awq needs compute capability 7.5" in found["vllm-volta"]
+    assert "(quantization: gptq, which runs on sm_70)" in found["vllm-volta"]
+    assert "the checkpoint's config.json says quant_method gptq" in found["engine-contract"]
+    assert "set it to gptq under llm-serving:workloads.reasoning" in found["engine-contract"]
 
 
 def test_custom_all_reduce_at_tp2_without_nvlink_is_refused_by_the_pack():
