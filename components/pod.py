@@ -23,7 +23,7 @@ LIVENESS_FAILURE_THRESHOLD = 4
 
 def former_names_annotation(former_names: list[str]) -> dict[str, str]:
     """``{facts.FORMER_NAMES_ANNOTATION: '["clef-candle"]'}`` when the workload was renamed, else {}:
-    the offline diff pairs the renamed object with its former self by it (tools/offline/render.py)."""
+    the offline diff pairs the renamed object with its former self by it (tools/offline/treediff.py)."""
     return {facts.FORMER_NAMES_ANNOTATION: json.dumps(list(former_names))} if former_names else {}
 
 

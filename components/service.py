@@ -99,10 +99,10 @@ class StablePredictorService(pulumi.ComponentResource):
     provider replaces a Service (delete, then create) when ``metadata.name`` or
     ``metadata.namespace`` changes (any kind) or ``spec.clusterIP`` changes: the provider's
     forceNew table (pulumi-kubernetes ``provider/pkg/provider/diff.go``) lists only
-    ``.spec.clusterIP`` for Service (``tools/offline/render.py`` ``FORCE_NEW`` agrees). ``spec.type``
+    ``.spec.clusterIP`` for Service (``tools/offline/treediff.py`` ``FORCE_NEW`` agrees). ``spec.type``
     is not in that table: the provider updates it in place, but a change to or from
     ``ExternalName`` makes Kubernetes release the ClusterIP, so clients lose it all the same;
-    that is our own addition (``tools/offline/render.py`` ``replace_reason``), not the provider's. This
+    that is our own addition (``tools/offline/treediff.py`` ``replace_reason``), not the provider's. This
     component therefore takes the name and namespace from the config key, never sets
     ``spec.clusterIP`` and always writes ``spec.type: ClusterIP``; with ``protect`` a change
     that would replace it fails the preview instead of running. To point clients at another server, change ``selects`` (an in-place

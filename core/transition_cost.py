@@ -1,6 +1,6 @@
 """What an update costs while it runs, per object: the model servers that restart, how long each
 is down, what is deleted or replaced, and the deletions to refuse. One model for the offline
-``--base`` diff (:func:`tools.offline.render.diff_trees`) and the real CLI's plan (:mod:`tools.plan`).
+``--base`` diff (:func:`tools.offline.treediff.diff_trees`) and the real CLI's plan (:mod:`tools.plan`).
 
 A server restarts when its pods are replaced:
 

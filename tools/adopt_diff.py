@@ -8,7 +8,7 @@ InferenceService), so the API server can say what it will do: for each object of
 rendering (:func:`stackfile.build.render_manifests`, with ``adopt`` on, as Pulumi will send it),
 this runs ``kubectl apply --server-side --dry-run=server`` (``--force-conflicts`` where the object
 is forced) and diffs the result against the live object (``kubectl get``), with the preview's
-field diff (:func:`tools.offline.render.diff_trees`), whose cost lines say which server restarts
+field diff (:func:`tools.offline.treediff.diff_trees`), whose cost lines say which server restarts
 (a changed InferenceService label or annotation rolls its predictor: ``core.transition_cost``). Under server-side apply this provider adds
 no label of its own (``provider.go`` sets ``app.kubernetes.io/managed-by`` for client-side apply
 only), so the dry run is what the provider applies; ``tests/real/test_real_adopt_diff.py`` checks
@@ -43,7 +43,7 @@ from core.problems import ConfigError
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tools import cli, kubectl
-from tools.offline import render
+from tools.offline import render, treediff
 from tools.offline.manifests import InputError, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,7 +131,7 @@ def live_tree(objects: list[dict[str, Any]], kubeconfig: Path | None) -> dict[st
     return out
 
 
-def adoption_diff(objects: list[dict[str, Any]], kubeconfig: Path | None) -> render.TreeDiff:
+def adoption_diff(objects: list[dict[str, Any]], kubeconfig: Path | None) -> treediff.TreeDiff:
     """The field-level diff from the live objects to what the adopting ``pulumi up`` leaves: an
     ``add`` for an object that is not live, an ``update`` with its fields for one that changes."""
     before = live_tree(objects, kubeconfig)
@@ -139,7 +139,7 @@ def adoption_diff(objects: list[dict[str, Any]], kubeconfig: Path | None) -> ren
     for obj in objects:
         path = render.render_path(obj)
         after[path] = comparable(planned(obj, kubeconfig) if path in before else obj)  # type: ignore[assignment]
-    return render.diff_trees(before, after)
+    return treediff.diff_trees(before, after)
 
 
 def stack_objects(stack_file: Path) -> list[dict[str, Any]]:

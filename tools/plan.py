@@ -74,7 +74,7 @@ from core.problems import HIDDEN, Finding, is_secret
 from stackfile.objects import LeftAlone, ObjectRef
 from stackfile.schema import StackConfig
 from tools import cli, provider_change
-from tools.offline import render, summary, transition
+from tools.offline import render, summary, transition, treediff
 
 EXIT_OK, EXIT_REFUSED, EXIT_INPUT = cli.OK, cli.VERDICT, cli.BAD_INPUT
 #: The preview command whose ``--json`` document this reads whole.
@@ -389,7 +389,7 @@ ACTIONS = {"create": "add", "update": "update", "replace": "replace", "delete": 
 def costs(steps: Iterable[Step]) -> list[tuple[str, str, transition_cost.ObjectCost]]:
     """(title, action, cost) of each Kubernetes object the plan changes, in plan order: the one
     cost model of the offline ``--base`` diff (:func:`core.transition_cost.object_cost`), on the
-    field paths that differ between the step's old and new inputs (:func:`tools.offline.render.field_changes`)."""
+    field paths that differ between the step's old and new inputs (:func:`tools.offline.treediff.field_changes`)."""
     out = []
     for s in steps:
         action = ACTIONS.get(s.op)
@@ -397,11 +397,11 @@ def costs(steps: Iterable[Step]) -> list[tuple[str, str, transition_cost.ObjectC
             continue
         old = s.old.inputs if s.old is not None and _is_object(s.old) else None
         new = s.new.inputs if s.new is not None and _is_object(s.new) else None
-        paths = [c.path for c in render.field_changes(old, new)] if old is not None and new is not None else []
+        paths = [c.path for c in treediff.field_changes(old, new)] if old is not None and new is not None else []
         obj = new if new is not None else old
         assert obj is not None
         protected = s.old.protect if s.old is not None and _is_object(s.old) else None
-        out.append((render.title(obj), action, transition_cost.object_cost(action, old, new, paths, protected)))
+        out.append((treediff.title(obj), action, transition_cost.object_cost(action, old, new, paths, protected)))
     return out
 
 
@@ -436,7 +436,7 @@ def protected_steps(steps: Iterable[Step], config: dict[str, Any]) -> list[str]:
             out.append(transition_cost.protected_deletion(s.old.inputs, s.old.urn, retire))
         else:
             out.append(Finding(
-                render.title(s.old.inputs),
+                treediff.title(s.old.inputs),
                 "the plan replaces it (a field that forces a replacement changed), and the engine refuses to replace "
                 "a resource its state marks protected, so pulumi up stops there",
                 "put back the field the diff marks [forces replacement] (for a Service: its name, namespace and "

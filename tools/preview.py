@@ -66,12 +66,15 @@ from tools.offline.report import FORMATS
 # use, after the pack process is spawned, so its start-up overlaps ours.
 if TYPE_CHECKING:
     from core import transition_cost
-    from tools.offline import apischema, mockrun, render, summary, transition
+    from tools.offline import apischema, mockrun, outdir, render, rendering, summary, transition, treediff
 else:
     transition_cost = packproc.LazyModule("core.transition_cost")
     apischema = packproc.LazyModule("tools.offline.apischema")
     mockrun = packproc.LazyModule("tools.offline.mockrun")
     render = packproc.LazyModule("tools.offline.render")
+    outdir = packproc.LazyModule("tools.offline.outdir")
+    rendering = packproc.LazyModule("tools.offline.rendering")
+    treediff = packproc.LazyModule("tools.offline.treediff")
     summary = packproc.LazyModule("tools.offline.summary")
     transition = packproc.LazyModule("tools.offline.transition")
 
@@ -181,8 +184,8 @@ def _preview(args: argparse.Namespace, project: Path, stdout: TextIO, stderr: Te
             pack = analyze.start_pack(pack_config(config), stack=stack, pack_dir=args.pack_dir or analyze.PACK_DIR)
             clock.lap("start the policy pack")
         out_dir = args.out or project / "out" / stack
-        render.check_out_dir(out_dir)  # before any work: a --out that cannot be written is exit 2
-        release = render.lock_out_dir(out_dir)  # a second preview into it is refused meanwhile
+        outdir.check_out_dir(out_dir)  # before any work: a --out that cannot be written is exit 2
+        release = outdir.lock_out_dir(out_dir)  # a second preview into it is refused meanwhile
         if pack is not None:
             stream = pack.stream(ppc)
         try:
@@ -204,10 +207,10 @@ def _preview(args: argparse.Namespace, project: Path, stdout: TextIO, stderr: Te
         if refused_by_api:
             raise InputError("the API server would refuse the rendering (nothing was written; a value the stack file "
                              "loader let through, or a fault of the program):\n" + "\n".join(refused_by_api))
-        base = render.load_tree(args.base) if args.base is not None else None  # read before --out is replaced
-        diff = render.diff_trees(base, objects) if base is not None else None
+        base = rendering.load_tree(args.base) if args.base is not None else None  # read before --out is replaced
+        diff = treediff.diff_trees(base, objects) if base is not None else None
         clock.lap(f"render {len(files)} manifests" + (" and diff" if diff is not None else ""))
-        staged = render.stage_tree(files, out_dir)  # moved in place once the verdict is in
+        staged = outdir.stage_tree(files, out_dir)  # moved in place once the verdict is in
         clock.lap("write")
         side = stdout if args.format == "table" else stderr
         side.write(summary.summary(run.resources, config, stack, run.outputs, base_dir=rules.PROJECT_DIR))
@@ -222,7 +225,7 @@ def _preview(args: argparse.Namespace, project: Path, stdout: TextIO, stderr: Te
             notes = []
         clock.lap("summary")
         if pack is None:
-            render.commit_tree(staged, out_dir)
+            outdir.commit_tree(staged, out_dir)
             if refused or notes:
                 side.write(verdict_line(refused, notes, None) + "\n")
             return EXIT_MANDATORY if refused else EXIT_OK
@@ -230,7 +233,7 @@ def _preview(args: argparse.Namespace, project: Path, stdout: TextIO, stderr: Te
         report = dataclasses.replace(report, findings=analyze.located(report.findings,
                                                                       *analyze.stack_file_places(stack_file, run.resources)))
         clock.lap("policy pack verdicts (after the summary)")
-        render.commit_tree(staged, out_dir)  # the rendering lands with its verdict, never unjudged
+        outdir.commit_tree(staged, out_dir)  # the rendering lands with its verdict, never unjudged
         if args.format == "table":
             stdout.write("\n")
         stdout.write(report.render(args.format))
@@ -252,7 +255,7 @@ def _preview(args: argparse.Namespace, project: Path, stdout: TextIO, stderr: Te
         return EXIT_CRASH
     finally:
         if staged is not None:
-            render.discard_tree(staged)  # interrupted, or refused before the verdict: the old --out stays
+            outdir.discard_tree(staged)  # interrupted, or refused before the verdict: the old --out stays
         if release is not None:
             release()
         if stream is not None:
@@ -352,7 +355,7 @@ def verdict_line(refused: list[str], notes: list[str], headline: str | None) -> 
     return f"{verdict}: the update as planned: {', '.join(found)} (the lines above); {policies}"
 
 
-def _transition(base: dict[str, dict], objects: dict[str, dict], diff: render.TreeDiff, run: mockrun.ProgramRun,
+def _transition(base: dict[str, dict], objects: dict[str, dict], diff: treediff.TreeDiff, run: mockrun.ProgramRun,
                 config: dict, stack: str, out: TextIO) -> tuple[list[str], list[str]]:
     """Print the cards per node at the update's peak (:mod:`tools.offline.transition`), what the
     update leaves without a server (:func:`core.transition_cost.outages`), the way through for each

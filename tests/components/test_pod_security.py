@@ -20,7 +20,7 @@ from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE, ROOT
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
-from tools.offline import mockrun, render
+from tools.offline import mockrun, outdir, render
 from tools.offline.manifests import load_manifest_dir, load_stack_file, resources_from_documents
 
 PROD = load_stack_file(PROD_STACK_FILE)
@@ -145,7 +145,7 @@ def test_checkov_finds_no_failed_check_on_prods_manifests(tmp_path):
     the pod security fields, 0 after,
     13 skipped by the Deployments' checkov.io/skip annotations, each with its reason."""
     run = mockrun.run_program(PROD)
-    render.write_tree(render.render(render.manifests(run.resources)), tmp_path / "prod")
+    outdir.write_tree(render.render(render.manifests(run.resources)), tmp_path / "prod")
     proc = subprocess.run([CHECKOV, "-d", str(tmp_path / "prod"), "--framework", "kubernetes", "-o", "json",
                            "--skip-download"], capture_output=True, text=True, timeout=600)
     data = json.loads(proc.stdout)

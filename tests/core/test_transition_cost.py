@@ -14,7 +14,7 @@ from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE
 from tests.tools.offline.test_transition import run_preview, write_stack
-from tools.offline import render
+from tools.offline import render, treediff
 from tools.offline.manifests import load_stack_file
 
 PROD = load_stack_file(PROD_STACK_FILE)
@@ -48,7 +48,7 @@ def _cost(path: str, change) -> transition_cost.ObjectCost:
     old = _tree(PROD)
     new = copy.deepcopy(old)
     change(new[path])
-    [diff] = render.diff_trees(old, new).objects
+    [diff] = treediff.diff_trees(old, new).objects
     return diff.cost
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from tests.paths import REFERENCE, ROOT
 from tools import analyze
-from tools.offline import mockrun, render
+from tools.offline import mockrun, outdir, render
 from tools.offline.manifests import load_stack_file
 
 INVENTORY = ROOT / "policies" / "fixtures" / "Pulumi.fixture.yaml"
@@ -101,7 +101,7 @@ def test_the_programs_objects_get_the_same_verdicts_as_the_yaml_it_writes(stack_
     from_program = analyze.run_pack(run.resources, config, stack="prod")
 
     out = tmp_path / "out"
-    render.write_tree(render.render(render.manifests(run.resources)), out)
+    outdir.write_tree(render.render(render.manifests(run.resources)), out)
     plain = analyze.analyze_manifests(out, stack_file)
 
     assert plain.verdicts() == from_program.verdicts()

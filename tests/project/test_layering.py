@@ -80,10 +80,10 @@ def test_offline_never_imports_the_commands():
     assert wrong == {}
 
 
-#: The tools that import the policy pack's own modules, and what of it they read: the analyzer
+#: The tools that import the policy pack's own modules, and what of it they read: the analyzer's pack run
 #: (``policylib.coverage``). The stack config keys the pack reads are ``core.stackkeys``' (the
 #: preview passes them to the pack it starts). The policy reference pages are docs/gen.py's, outside tools/.
-PACK_DRIVERS = {"tools/analyze.py"}
+PACK_DRIVERS = {"tools/offline/packrun.py"}
 
 
 def test_tools_never_import_the_packs_internals():

@@ -19,14 +19,14 @@ from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import ROOT, RealProject, kubectl
 from tests.real.test_real_adoption import REFERENCE, _seed_netpol, _versions
 from tools import adopt_diff
-from tools.offline import render
+from tools.offline import treediff
 
 pytestmark = pytest.mark.real
 
 STACK = "prod"
 
 
-def _fields(diff: render.TreeDiff) -> dict[str, tuple[str, set[str]]]:
+def _fields(diff: treediff.TreeDiff) -> dict[str, tuple[str, set[str]]]:
     return {(o.new_path or o.old_path): (o.action, {c.path for c in o.changes}) for o in diff.objects}
 
 
@@ -55,7 +55,7 @@ def test_adopt_diff_lists_exactly_the_fields_the_adopting_up_changes(project: Re
     res = project.up(STACK)
     assert res.code == 0, res
     after = adopt_diff.live_tree(objects, cluster)
-    actual = _fields(render.diff_trees(before, after))
+    actual = _fields(treediff.diff_trees(before, after))
     added = {p for p, (action, _) in predicted.items() if action == "add"}
     assert added == set(after) - set(before)  # the objects that were not live were created
     assert {p: v for p, v in actual.items() if p not in added} == {p: v for p, v in predicted.items() if p not in added}

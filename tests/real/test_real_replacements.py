@@ -5,7 +5,7 @@ A small program in the project copy registers three of prod's rendered objects a
 and reasoning's InferenceService) from a YAML file, so a change the stack file cannot express (a
 Service's clusterIP or type) reaches the provider too. After one ``pulumi up`` of the base, each
 change below is previewed with ``pulumi preview --diff`` and compared, object by object, with
-``tools.offline.render.diff_trees`` of the same two renderings: the same objects change, the same ones
+``tools.offline.treediff.diff_trees`` of the same two renderings: the same objects change, the same ones
 are replaced, and on the same fields (the engine's replacement ``keys`` equal the offline
 "[forces replacement]" paths).
 
@@ -30,7 +30,7 @@ from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import RealProject, diagnostics
-from tools.offline import render
+from tools.offline import render, treediff
 from tools.offline.manifests import load_stack_file
 
 pytestmark = pytest.mark.real
@@ -113,7 +113,7 @@ CHANGES = {
 def offline(objs: list[dict], changed: list[dict]) -> dict[str, tuple[str, frozenset[str]]]:
     """Object name -> (``update`` or ``replace``, the paths marked "forces replacement") per the
     offline diff (changed objects only)."""
-    diff = render.diff_trees({render.render_path(o): o for o in objs}, {render.render_path(o): o for o in changed})
+    diff = treediff.diff_trees({render.render_path(o): o for o in objs}, {render.render_path(o): o for o in changed})
     return {d.title.rsplit("/", 1)[-1]: (d.action, frozenset(c.path for c in d.changes if c.replace_reason))
             for d in diff.objects}
 

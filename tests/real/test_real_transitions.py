@@ -45,7 +45,7 @@ from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE
 from tests.real.realpath import CliResult, RealProject, kubectl_json, up_timed, wait_for
 from tools import plan
-from tools.offline import render
+from tools.offline import render, treediff
 from tools.offline.manifests import load_stack_file
 
 pytestmark = pytest.mark.real
@@ -227,7 +227,7 @@ def test_a_rename_with_former_names_deletes_first_and_goes_through(project: Real
             for k in e["resourcePreEvent"]["metadata"].get("keys") or ()}
     old_tree = {render.render_path(m): m for m in render_manifests(load_stack_config(_stack("clef-candle", False)["config"]))}
     new_tree = {render.render_path(m): m for m in render_manifests(load_stack_config(_stack("clef-flash", True)["config"]))}
-    [replaced] = render.diff_trees(old_tree, new_tree).replacements
+    [replaced] = treediff.diff_trees(old_tree, new_tree).replacements
     assert keys == {c.path for c in replaced.changes if c.replace_reason} == {"metadata.name", "spec.selector.matchLabels.app"}
     assert ("create", "clef-flash") not in steps, steps  # not a second copy
     assert _deployments(cluster) == {"big", "clef-flash"}

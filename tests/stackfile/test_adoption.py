@@ -44,11 +44,11 @@ def test_adopt_forces_every_object_in_the_program_and_the_rendering():
 def test_adoption_restarts_no_server_in_the_diff_against_the_plain_rendering():
     """The --base diff from prod to prod adopting: every object but the InferenceService gains the
     annotation, and no model server restarts (a Deployment's own annotations reach no pod)."""
-    from tools.offline import render
+    from tools.offline import render, treediff
 
     plain = {render.render_path(m): m for m in render_manifests(load_stack_config(PROD))}
     adopting = {render.render_path(m): m for m in render_manifests(load_stack_config(_adopting()))}
-    diff = render.diff_trees(plain, adopting)
+    diff = treediff.diff_trees(plain, adopting)
     assert len(diff.objects) == 7 and all(o.action == "update" and not o.cost.restarts for o in diff.objects)
     assert "update cost: no model server restarts" in diff.render()
 

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from stackfile import ConfigError, load_stack_config
 from tests.paths import PROD_STACK_FILE
 from tools import analyze, preview
-from tools.offline import mockrun, render, summary
+from tools.offline import mockrun, outdir, render, rendering, summary, treediff
 from tools.offline.manifests import load_stack_file
 from tools.offline.report import FORMATS
 
@@ -63,9 +63,9 @@ def test_the_planted_token_is_in_no_output(decrypted_run, tmp_path):
     config, run = decrypted_run
     files = render.render(render.manifests(run.resources))
     base = tmp_path / "base"
-    render.write_tree(render.render(render.manifests(mockrun.run_program(
+    outdir.write_tree(render.render(render.manifests(mockrun.run_program(
         load_stack_file(PROD_STACK_FILE)).resources)), base)
-    diff = render.diff_trees(render.load_tree(base), {render.render_path(o): o for o in render.manifests(run.resources)})
+    diff = treediff.diff_trees(rendering.load_tree(base), {render.render_path(o): o for o in render.manifests(run.resources)})
     report = analyze.run_pack(run.resources, preview.pack_config(config))
     texts = {
         "rendering": "\n".join(files.values()),

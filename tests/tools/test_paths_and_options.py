@@ -137,10 +137,10 @@ def test_render_yaml_to_directory_outside_the_project_is_refused(directory, tmp_
 
 
 def test_a_second_preview_into_the_same_out_is_refused_while_the_first_runs(tmp_path):
-    from tools.offline import render
+    from tools.offline import outdir
 
     out = tmp_path / "out"
-    release = render.lock_out_dir(out)
+    release = outdir.lock_out_dir(out)
     try:
         code, err = _preview(["--no-policy", "--out", str(out)])
         assert code == cli.BAD_INPUT
@@ -190,10 +190,10 @@ def test_a_signal_during_the_programs_run_ends_the_preview_and_its_pack_at_once(
 
 
 def test_two_previews_into_a_new_out_whose_parent_does_not_exist_take_one_lock(tmp_path):
-    from tools.offline import render
+    from tools.offline import outdir
 
     out = tmp_path / "a" / "b" / "out"
-    release = render.lock_out_dir(out)
+    release = outdir.lock_out_dir(out)
     try:
         code, err = _preview(["--no-policy", "--out", str(out)])
         assert code == cli.BAD_INPUT and f"another preview is writing {out} now" in err, err

@@ -21,7 +21,7 @@ from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import ROOT
 from tools import plan
-from tools.offline import render, summary, transition
+from tools.offline import render, summary, transition, treediff
 
 PLANS = ROOT / "tests" / "fixtures" / "plans"
 
@@ -162,7 +162,7 @@ def test_the_offline_base_preview_counts_the_same_peak_as_the_real_plan(fixture)
     """One counter: the offline ``--base`` transition of the same two stack files gives the real
     plan's rows (the old stack file is the new one with clef-candle back under its name)."""
     new_cfg, old, new = _before_after(fixture)
-    diff = render.diff_trees(old, new)
+    diff = treediff.diff_trees(old, new)
     inventory = summary.inventory_of(new_cfg)
     assert inventory is not None
     delete_first = {p for p, o in new.items()
@@ -249,7 +249,7 @@ def test_the_offline_base_preview_costs_and_refuses_as_the_real_plan(fixture):
     from core import transition_cost
 
     _, old, new = _before_after(fixture)
-    diff = render.diff_trees(old, new)
+    diff = treediff.diff_trees(old, new)
     config, steps = plan.read_plan((PLANS / fixture).read_text())
     real = plan.costs(steps)
     assert transition_cost.summary(diff.costs) == transition_cost.summary(c for _, _, c in real)

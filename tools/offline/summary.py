@@ -40,7 +40,7 @@ from core import allocation, capacity, capacity_view, facts, manifests, measured
 from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
 from core.stackkeys import PREFIX, PROJECT, WORKLOADS_KEY
 from stackfile.objects import left_alone_text
-from tools.offline import render
+from tools.offline import treediff
 from tools.offline.manifests import Resource
 
 
@@ -107,7 +107,7 @@ def counts_line(resources: Sequence[Resource]) -> str:
 
 def objects_section(resources: Sequence[Resource]) -> list[str]:  # noqa: D103
     objs = k8s_objects(resources)
-    rows = sorted((component_of(r), render.title(r.props), "protect" if r.protect else "") for r in objs)
+    rows = sorted((component_of(r), treediff.title(r.props), "protect" if r.protect else "") for r in objs)
     components = {c for c, _, _ in rows if c != "-"}
     head = f"objects: {len(objs)} from {len(components)} component{'s' if len(components) != 1 else ''}"
     return [head, *table(rows, header=("component", "object", "options")), counts_line(resources)]

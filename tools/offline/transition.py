@@ -26,7 +26,7 @@ from typing import Any
 from core import manifests, terms, transition_cost
 from core.inventory import ClusterInventory
 from core.problems import Finding
-from tools.offline import render, summary
+from tools.offline import render, summary, treediff
 from tools.offline.manifests import Resource
 
 #: How an old object still alive at the peak is named in the table.
@@ -62,7 +62,7 @@ def protected_paths(resources: Iterable[Resource]) -> set[str]:
     return {render.render_path(r.props) for r in summary.k8s_objects(resources) if r.protect}
 
 
-def old_alive(old: Mapping[str, dict], diff: render.TreeDiff, delete_first: set[str]) -> dict[str, dict]:
+def old_alive(old: Mapping[str, dict], diff: treediff.TreeDiff, delete_first: set[str]) -> dict[str, dict]:
     """The old objects still alive at the peak: every removed object, and the old side of a
     replacement that is not delete-first (the provider deletes first only when the name and
     namespace stay, or when the resource sets ``deleteBeforeReplace``)."""
@@ -82,7 +82,7 @@ def _renamed(obj: dict) -> dict:
     return {**obj, "metadata": {**meta, "name": OLD.format(name=meta.get("name", ""))}}
 
 
-def peak(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.TreeDiff, inventory: ClusterInventory,
+def peak(old: Mapping[str, dict], new: Mapping[str, dict], diff: treediff.TreeDiff, inventory: ClusterInventory,
          delete_first: set[str]) -> Peak:
     """Cards per node with every new object and the old objects still alive (:func:`old_alive`)."""
     return count(new, old_alive(old, diff, delete_first), inventory)
@@ -118,7 +118,7 @@ def retire_of(config: Mapping[str, Any]) -> transition_cost.Retired:
     return transition_cost.retired(summary.config_value(dict(config), "llm-serving:retire"))
 
 
-def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.TreeDiff, pk: Peak,
+def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: treediff.TreeDiff, pk: Peak,
              protected: set[str], retire: transition_cost.Retired | None = None, stack: str = "prod") -> list[str]:
     """The reasons to refuse the plan, one message each: a node over its cards at the peak
     (with the renames that would avoid it), a replacement of a protected Service, and a workload
@@ -130,7 +130,7 @@ def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.Tree
             + transition_cost.unintended_deletions(removed, retire or transition_cost.Retired()))
 
 
-def protected_removals(old: Mapping[str, dict], diff: render.TreeDiff) -> list[dict]:
+def protected_removals(old: Mapping[str, dict], diff: treediff.TreeDiff) -> list[dict]:
     """The old objects the update deletes that a protected component made
     (:func:`core.transition_cost.protected_component`): the engine refuses each delete until the
     state command clears its flag."""
@@ -161,7 +161,7 @@ def over_capacity(pk: Peak, added: Mapping[str, dict]) -> list[str]:
     return out
 
 
-def protected_replacements(old: Mapping[str, dict], new: Mapping[str, dict], diff: render.TreeDiff,
+def protected_replacements(old: Mapping[str, dict], new: Mapping[str, dict], diff: treediff.TreeDiff,
                            protected: set[str], stack: str = "prod") -> list[str]:
     """One message per replacement of a protected object (the real CLI refuses it on its own),
     naming the state command that would let it through (``stack``: the URN's)."""

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from core import facts
-from tools.offline import render
+from tools.offline import outdir, render, rendering, treediff
 from tools.offline.manifests import InputError
 
 
@@ -101,7 +101,7 @@ def tree(directory: Path) -> dict[str, str]:
 
 def test_write_tree_creates_both_directories(tmp_path):
     out = tmp_path / "out" / "prod"
-    render.write_tree(render.render([deployment()]), out)
+    outdir.write_tree(render.render([deployment()]), out)
     assert sorted(p.name for p in out.iterdir()) == ["0-crd", "1-manifest"]
     assert list(tree(out)) == ["1-manifest/apps_v1-deployment-llm-serving-candle-vllm.yaml"]
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["prod"]  # no temporary directory left
@@ -109,8 +109,8 @@ def test_write_tree_creates_both_directories(tmp_path):
 
 def test_write_tree_replaces_an_earlier_rendering_whole(tmp_path):
     out = tmp_path / "prod"
-    render.write_tree(render.render([deployment(), service()]), out)
-    render.write_tree(render.render([deployment(replicas=0)]), out)
+    outdir.write_tree(render.render([deployment(), service()]), out)
+    outdir.write_tree(render.render([deployment(replicas=0)]), out)
     assert list(tree(out)) == ["1-manifest/apps_v1-deployment-llm-serving-candle-vllm.yaml"]  # the Service file is gone
     assert "replicas: 0" in tree(out)["1-manifest/apps_v1-deployment-llm-serving-candle-vllm.yaml"]
     assert [p.name for p in tmp_path.iterdir()] == ["prod"]
@@ -118,12 +118,12 @@ def test_write_tree_replaces_an_earlier_rendering_whole(tmp_path):
 
 def test_a_failed_write_leaves_the_earlier_rendering_untouched(tmp_path):
     out = tmp_path / "prod"
-    render.write_tree(render.render([deployment()]), out)
+    outdir.write_tree(render.render([deployment()]), out)
     before = tree(out)
     files = render.render([service()])
     files["1-manifest/no-such-dir/x.yaml"] = "boom"  # cannot be written: its directory does not exist
     with pytest.raises(render.RenderError, match="cannot write"):
-        render.write_tree(files, out)
+        outdir.write_tree(files, out)
     assert tree(out) == before
     assert [p.name for p in tmp_path.iterdir()] == ["prod"]
 
@@ -133,7 +133,7 @@ def test_a_directory_that_is_not_a_rendering_is_not_replaced(tmp_path):
     home.mkdir()
     (home / "notes.txt").write_text("mine")
     with pytest.raises(render.RenderError, match="not an earlier rendering.*notes.txt"):
-        render.write_tree(render.render([deployment()]), home)
+        outdir.write_tree(render.render([deployment()]), home)
     assert tree(home) == {"notes.txt": "mine"}
 
 
@@ -141,13 +141,13 @@ def test_the_swap_is_one_exchange_where_the_c_library_has_renameat2(tmp_path, mo
     """With renameat2 the new tree replaces the old one in a single step; this pins that the
     exchange is used (the two-rename fallback has a moment with no directory)."""
     out = tmp_path / "prod"
-    render.write_tree(render.render([deployment()]), out)
+    outdir.write_tree(render.render([deployment()]), out)
     renames = []
     real_rename = os.rename
-    monkeypatch.setattr(render.os, "rename", lambda a, b: (renames.append((a, b)), real_rename(a, b)))
-    if not render._exchange(tmp_path / "prod", tmp_path / "prod"):  # exchanging a path with itself is a no-op
+    monkeypatch.setattr(outdir.os, "rename", lambda a, b: (renames.append((a, b)), real_rename(a, b)))
+    if not outdir._exchange(tmp_path / "prod", tmp_path / "prod"):  # exchanging a path with itself is a no-op
         pytest.skip("the C library has no renameat2 here; the two-rename fallback is used")
-    render.write_tree(render.render([service()]), out)
+    outdir.write_tree(render.render([service()]), out)
     assert renames == []
     assert list(tree(out)) == ["1-manifest/v1-service-llm-serving-coder-predictor.yaml"]
 
@@ -159,7 +159,7 @@ def as_tree(*objects: dict) -> dict[str, dict]:
 
 
 def test_a_replica_count_to_zero_is_an_in_place_change_that_stops_the_server():
-    d = render.diff_trees(as_tree(deployment(replicas=1), service()), as_tree(deployment(replicas=0), service()))
+    d = treediff.diff_trees(as_tree(deployment(replicas=1), service()), as_tree(deployment(replicas=0), service()))
     assert [(o.action, o.title) for o in d.objects] == [("update", "apps/v1 Deployment llm-serving/candle-vllm")]
     assert [(c.path, c.old, c.new, c.replace_reason) for c in d.objects[0].changes] == [("spec.replicas", 1, 0, "")]
     # In place (no replacement), but the server stops: never "update in place", never "no restarts".
@@ -169,13 +169,13 @@ def test_a_replica_count_to_zero_is_an_in_place_change_that_stops_the_server():
 
 
 def test_a_replica_count_up_is_an_in_place_change():
-    d = render.diff_trees(as_tree(deployment(replicas=1), service()), as_tree(deployment(replicas=2), service()))
+    d = treediff.diff_trees(as_tree(deployment(replicas=1), service()), as_tree(deployment(replicas=2), service()))
     assert "~  apps/v1 Deployment llm-serving/candle-vllm (update in place)\n      spec.replicas: 1 -> 2" in d.render()
     assert "update cost: no model server restarts" in d.render()
 
 
 def test_a_changed_service_cluster_ip_is_a_replacement():
-    d = render.diff_trees(as_tree(service(cluster_ip="10.43.0.17")), as_tree(service(cluster_ip="10.43.0.99")))
+    d = treediff.diff_trees(as_tree(service(cluster_ip="10.43.0.17")), as_tree(service(cluster_ip="10.43.0.99")))
     (o,) = d.objects
     assert o.action == "replace"
     assert o.changes[0].path == "spec.clusterIP"
@@ -191,7 +191,7 @@ def test_a_changed_service_cluster_ip_is_a_replacement():
 def test_a_changed_deployment_selector_is_a_replacement():
     old = deployment(app="candle-vllm")
     new = deployment(app="coder")
-    d = render.diff_trees(as_tree(old), as_tree(new))
+    d = treediff.diff_trees(as_tree(old), as_tree(new))
     (o,) = d.objects
     assert o.action == "replace"
     marked = {c.path: bool(c.replace_reason) for c in o.changes}
@@ -200,11 +200,11 @@ def test_a_changed_deployment_selector_is_a_replacement():
 
 
 def test_service_type_to_external_name_drops_the_cluster_ip():
-    d = render.diff_trees(as_tree(service()), as_tree(service(type_="ExternalName")))
+    d = treediff.diff_trees(as_tree(service()), as_tree(service(type_="ExternalName")))
     assert d.objects[0].action == "replace"
     assert "the ClusterIP its clients cached is dropped" in d.objects[0].replace_reasons[0]
     # a selector change of a Service is in place (it only moves the endpoints)
-    d = render.diff_trees(as_tree(service()), as_tree(service(selector={"app": "clef-candle"})))
+    d = treediff.diff_trees(as_tree(service()), as_tree(service(selector={"app": "clef-candle"})))
     assert d.objects[0].action == "update"
 
 
@@ -213,7 +213,7 @@ def test_a_renamed_object_is_paired_and_marked_replace():
     new = service("coder")
     for o in (old, new):
         o["metadata"]["annotations"] = {facts.COMPONENT_ANNOTATION: "StablePredictorService/coder-predictor"}
-    d = render.diff_trees(as_tree(old), as_tree(new))
+    d = treediff.diff_trees(as_tree(old), as_tree(new))
     (o,) = d.objects
     assert (o.action, o.old_path, o.new_path) == (
         "replace", "1-manifest/v1-service-llm-serving-coder-predictor.yaml", "1-manifest/v1-service-llm-serving-coder.yaml")
@@ -228,7 +228,7 @@ def test_added_and_removed_objects_and_named_list_items():
     old = as_tree(deployment(), service("gone", selector={"app": "gone"}))
     new_dep = deployment(image="forgejo.riotpiao.com/x/candle-vllm:sm70-v2")
     new = as_tree(new_dep, obj("v1", "ConfigMap", "new"))
-    d = render.diff_trees(old, new)
+    d = treediff.diff_trees(old, new)
     summary = [(o.action, o.title) for o in d.objects]
     assert summary == [
         ("update", "apps/v1 Deployment llm-serving/candle-vllm"),
@@ -239,23 +239,23 @@ def test_added_and_removed_objects_and_named_list_items():
     assert change.path == "spec.template.spec.containers[name=candle].image"
     assert d.render().splitlines()[0] == "diff: 1 to add, 1 to update, 1 to remove"
     # Removing a Service is never routine: its ClusterIP goes with it (newcomer finding).
-    assert d.objects[2].warning == render.SERVICE_REMOVAL_WARNING
+    assert d.objects[2].warning == treediff.SERVICE_REMOVAL_WARNING
     assert "      warning: deletes the Service: its ClusterIP is released" in d.render()
     assert d.objects[1].warning == ""  # an added ConfigMap needs no warning
 
 
 def test_identical_renderings_have_no_diff():
-    assert render.diff_trees(as_tree(deployment()), as_tree(deployment())).render() == "diff: no changes\n"
+    assert treediff.diff_trees(as_tree(deployment()), as_tree(deployment())).render() == "diff: no changes\n"
 
 
 def test_load_tree_reads_a_rendering_back(tmp_path):
     objects = [deployment(), service()]
-    render.write_tree(render.render(objects), tmp_path / "base")
-    assert render.load_tree(tmp_path / "base") == as_tree(*objects)
+    outdir.write_tree(render.render(objects), tmp_path / "base")
+    assert rendering.load_tree(tmp_path / "base") == as_tree(*objects)
     with pytest.raises(InputError, match="not a rendering"):
-        render.load_tree(tmp_path)
+        rendering.load_tree(tmp_path)
     with pytest.raises(InputError, match="no such directory"):
-        render.load_tree(tmp_path / "missing")
+        rendering.load_tree(tmp_path / "missing")
 
 
 def test_strings_kubectl_would_read_as_other_values_are_quoted():

@@ -8,8 +8,8 @@ from policylib.pack import policy
 from tests.paths import ROOT
 from tests.tools.offline.test_summary import deployment
 from tools.offline.manifests import Resource
-from tools.offline.render import list_diff
 from tools.offline.summary import counts_line, services_section
+from tools.offline.treediff import list_diff
 
 
 def _service(name: str, parked: str | None = None) -> Resource:

@@ -135,13 +135,13 @@ def _prod_tree() -> dict[str, dict]:
 def test_a_replacement_under_the_same_name_is_delete_first_by_the_provider():
     """The provider deletes first when the name and namespace stay (provider.go Diff): a selector
     change of clef-candle replaces it without a second copy, whatever the resource options."""
-    from tools.offline import render, transition
+    from tools.offline import transition, treediff
 
     old = _prod_tree()
     new = copy.deepcopy(old)
     path = "1-manifest/apps_v1-deployment-llm-serving-clef-candle.yaml"
     new[path]["spec"]["selector"]["matchLabels"]["tier"] = "gpu"
-    diff = render.diff_trees(old, new)
+    diff = treediff.diff_trees(old, new)
     assert [(o.action, o.new_path) for o in diff.objects] == [("replace", path)]
     inventory = load_stack_config(PROD).cluster
     pk = transition.peak(old, new, diff, inventory, delete_first=set())
@@ -151,14 +151,14 @@ def test_a_replacement_under_the_same_name_is_delete_first_by_the_provider():
 
 def test_a_removed_workload_holds_its_cards_until_the_end():
     """Adding clef-flash while removing clef-candle in one update (no former_names): 5 of 4 at the peak."""
-    from tools.offline import render, transition
+    from tools.offline import render, transition, treediff
 
     old = _prod_tree()
     new = copy.deepcopy(old)
     moved = new.pop("1-manifest/apps_v1-deployment-llm-serving-clef-candle.yaml")
     moved["metadata"]["name"] = "clef-flash"
     new[render.render_path(moved)] = moved
-    diff = render.diff_trees(old, new)
+    diff = treediff.diff_trees(old, new)
     pk = transition.peak(old, new, diff, load_stack_config(PROD).cluster, delete_first=set())
     assert list(pk.old) == ["1-manifest/apps_v1-deployment-llm-serving-clef-candle.yaml"]
     [row] = pk.rows
