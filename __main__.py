@@ -15,7 +15,7 @@ holds only objects that reference it by name (docs/secrets.md).
 
 import pulumi
 
-from core import rules
+from core.base import inputs
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import build_stack, config_from_pulumi, secrets_to, stack_outputs
 
@@ -25,15 +25,15 @@ def _written() -> "dict | None":
     from tools.offline.manifests import InputError, load_stack_file
 
     try:
-        return load_stack_file(rules.PROJECT_DIR / f"Pulumi.{pulumi.get_stack()}.yaml")
+        return load_stack_file(inputs.PROJECT_DIR / f"Pulumi.{pulumi.get_stack()}.yaml")
     except InputError:
         return None  # no stack file (config from elsewhere): secret_env values are taken as secret
 
 
 try:
-    # Relative config_json paths resolve against the project directory (core/rules.py).
+    # Relative config_json paths resolve against the project directory (core/rulebook/).
     config = load_stack_config(
-        config_from_pulumi(_written()), base_dir=rules.PROJECT_DIR, source=f"the {pulumi.get_stack()} stack config"
+        config_from_pulumi(_written()), base_dir=inputs.PROJECT_DIR, source=f"the {pulumi.get_stack()} stack config"
     )
 except ConfigError as err:
     raise pulumi.RunError(err.render()) from None

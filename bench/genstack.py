@@ -19,7 +19,7 @@ workloads' Services are declared parked), with one declared client from one of t
 namespaces, which the NetworkPolicy admits on port 8080.
 
 Every workload is pinned to its node: the stack config requires ``node`` (stackfile/,
-``core.placement.Placement.node``), so an unpinned workload cannot be written in a stack file; unpinned pods
+``core.k8s.placement.Placement.node``), so an unpinned workload cannot be written in a stack file; unpinned pods
 are covered by the policy pack's own benchmark (bench/pack_bench.py), which feeds manifests.
 
 Each candle-vllm workload has its own model entry and weights path, because candle-vllm answers

@@ -17,8 +17,8 @@ import pulumi
 from pydantic import Field
 
 from components.workload import ComponentArgs
-from core import facts
-from core.traffic import IngressRule, NetworkPolicyConfig
+from core.base import facts
+from core.k8s.traffic import IngressRule, NetworkPolicyConfig
 
 #: The label every namespace carries with its own name (Kubernetes 1.22+).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"

@@ -2,7 +2,7 @@
 template, an InferenceService's predictor): probes, volumes, security contexts, container
 resources, the environment from the workload's Secret, and the component -> policy annotations.
 Pure functions returning manifest fragments in the manifest's own shape (camelCase);
-:mod:`components.workload` and :mod:`components.vllm` assemble them. Sources in ``core/facts.py``.
+:mod:`components.workload` and :mod:`components.vllm` assemble them. Sources in ``core/base/facts.py``.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core import facts, rules
-from core.images import parse_image
-from core.placement import Placement, Resources, secret_name, startup_threshold
-from core.rules import is_digest_pinned
+from core.base import facts
+from core.catalog.images import is_digest_pinned, parse_image
+from core.k8s.placement import Placement, Resources, secret_name, startup_threshold
+from core.rulebook import time_budgets
 
 #: Liveness probe timing: a server that stops answering for 4 x 30 s is restarted. It starts
 #: only after the startup probe succeeded, so it never races the model load.
@@ -39,7 +39,7 @@ def http_get(path: str, port: int) -> dict[str, Any]:
 
 def startup_probe(path: str, port: int, placement: Placement) -> dict[str, Any]:
     """``startupProbe`` with ``failureThreshold`` x ``periodSeconds`` above the placement's
-    declared cold start (:func:`core.placement.startup_threshold` of its ``startup_probe``)."""
+    declared cold start (:func:`core.k8s.placement.startup_threshold` of its ``startup_probe``)."""
     probe = placement.startup_probe
     return {**http_get(path, port), "failureThreshold": startup_threshold(placement.cold_start_seconds, probe),
             "periodSeconds": probe.period_seconds}
@@ -94,15 +94,15 @@ def secret_env_entries(workload: str, names: list[str]) -> list[dict[str, Any]]:
 
 def workload_annotations(component: str, cold_start_seconds: int, served_names: list[str],
                          parked_reason: str | None, root_reason: str | None = None) -> dict[str, str]:
-    """The component -> policy annotations of a model server (core/facts.py), and how long
-    ``pulumi up`` waits for it (``pulumi.com/timeoutSeconds``: :func:`core.rules.await_timeout_seconds`
+    """The component -> policy annotations of a model server (core/base/facts.py), and how long
+    ``pulumi up`` waits for it (``pulumi.com/timeoutSeconds``: :func:`core.rulebook.time_budgets.await_timeout_seconds`
     of the cold start; reasoning's 600 s would otherwise hit the provider's 10-minute default);
     ``root_reason``: why its containers run as root (None when they run as a non-root user)."""
     out = {
         facts.COMPONENT_ANNOTATION: component,
         facts.COLD_START_ANNOTATION: str(cold_start_seconds),
         facts.SERVED_NAMES_ANNOTATION: json.dumps(list(served_names)),
-        facts.AWAIT_TIMEOUT_ANNOTATION: str(rules.await_timeout_seconds(cold_start_seconds)),
+        facts.AWAIT_TIMEOUT_ANNOTATION: str(time_budgets.await_timeout_seconds(cold_start_seconds)),
     }
     if parked_reason:
         out[facts.PARKED_ANNOTATION] = parked_reason
@@ -113,7 +113,7 @@ def workload_annotations(component: str, cold_start_seconds: int, served_names: 
 
 def checkov_waivers(image: str, root_reason: str | None) -> dict[str, str]:
     """``checkov.io/skip<N>`` annotations of a Deployment: each check it cannot meet with the
-    reason (:data:`core.facts.CHECKOV_WAIVER_REASONS`; root: ``root_reason``); a check that
+    reason (:data:`core.base.facts.CHECKOV_WAIVER_REASONS`; root: ``root_reason``); a check that
     does not apply (a digest-pinned image, a non-root user) is not waived."""
     ref = parse_image(image)
     waived = {"CKV_K8S_22": facts.CHECKOV_WAIVER_REASONS["CKV_K8S_22"]}

@@ -16,8 +16,9 @@ import pulumi
 from pydantic import ConfigDict, Field
 
 from components.workload import ComponentArgs, WorkloadComponent
-from core import facts, rules
-from core.traffic import ServiceClient
+from core.base import facts
+from core.k8s.traffic import ServiceClient
+from core.rulebook import time_budgets
 
 
 class StablePredictorServiceArgs(ComponentArgs):
@@ -43,7 +44,7 @@ def service_await(parked_reason: str | None, workload_parked_reason: str | None,
     """The await annotation of a Service: ``{"pulumi.com/skipAwait": "true"}`` when the Service
     or the workload it selects is parked (no endpoints, on purpose: nothing to wait for), else
     ``{"pulumi.com/timeoutSeconds": str(n)}`` with ``n`` the selected workload's own await
-    (:func:`core.rules.await_timeout_seconds` of its cold start).
+    (:func:`core.rulebook.time_budgets.await_timeout_seconds` of its cold start).
 
     Why the Service needs one (pulumi-kubernetes at f47bc2d6f199, ``provider/pkg/await/service.go``):
     a Service with a selector succeeds only once its Endpoints settled with no not-ready address,
@@ -54,7 +55,7 @@ def service_await(parked_reason: str | None, workload_parked_reason: str | None,
     """
     if parked_reason or workload_parked_reason:
         return {facts.SKIP_AWAIT_ANNOTATION: "true"}
-    return {facts.AWAIT_TIMEOUT_ANNOTATION: str(rules.await_timeout_seconds(workload_cold_start_seconds))}
+    return {facts.AWAIT_TIMEOUT_ANNOTATION: str(time_budgets.await_timeout_seconds(workload_cold_start_seconds))}
 
 
 def service_manifest(name: str, namespace: str, selector: dict[str, str], target_port: int,

@@ -5,7 +5,7 @@ The manifest is built by the pure :func:`inference_service_manifest` in coder.ya
 ``deploymentStrategy: Recreate``, container ``kserve-container`` with the arguments in
 coder.yaml's order (:func:`vllm_argv`), ``runtimeClassName: nvidia`` and the models PVC.
 
-Facts it carries (sources in ``core/facts.py``):
+Facts it carries (sources in ``core/base/facts.py``):
 
 * the image is pinned by digest (coder.yaml: v0.15.0 failed, error 803); default v0.11.0;
 * ``--served-model-name`` followed by each name as its own argv item (002 reasoning.yaml: the
@@ -38,9 +38,10 @@ from pydantic import Field
 
 from components import pod
 from components.workload import WorkloadArgs, WorkloadComponent, transition_options
-from core import facts, rules
-from core.engines import VllmConfig
-from core.inventory import CardSpec
+from core.base import facts
+from core.capacity.inventory import CardSpec
+from core.catalog import cards
+from core.engines.config import VllmConfig
 
 KSERVE_API_VERSION = "serving.kserve.io/v1beta1"
 #: vLLM's health route (coder.yaml; readiness every facts.READINESS_PERIOD_SECONDS).
@@ -49,7 +50,7 @@ VLLM_HEALTH_PATH = "/health"
 
 class VllmArgs(VllmConfig, WorkloadArgs):
     """The typed fields of a vLLM InferenceService: the server settings of
-    :class:`core.engines.VllmConfig` (its flags, declared once) and where it runs
+    :class:`core.engines.config.VllmConfig` (its flags, declared once) and where it runs
     (:class:`components.workload.WorkloadArgs`).
 
     Types only (a served model name is one argv item: no comma, no space): the server's rules
@@ -69,15 +70,15 @@ class VllmArgs(VllmConfig, WorkloadArgs):
 
 
 def vllm_argv(args: VllmArgs) -> list[str]:
-    """VLLM's argv (:meth:`core.engines.VllmConfig.argv`, coder.yaml's order and form)."""
+    """VLLM's argv (:meth:`core.engines.config.VllmConfig.argv`, coder.yaml's order and form)."""
     return args.argv(args.model, tp=args.tp, nvlink=args.card.nvlink, port=args.port)
 
 
 def vllm_env(args: VllmArgs) -> list[dict[str, str]]:
     """Environment: the sm_70 pair first when the card is below sm_75
-    (:func:`core.rules.needs_volta_path`), then HF_HOME, HF_HUB_OFFLINE=1 when HF_HOME is on the
+    (:func:`core.catalog.cards.needs_volta_path`), then HF_HOME, HF_HUB_OFFLINE=1 when HF_HOME is on the
     read-only models PVC, then extras."""
-    env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if rules.needs_volta_path(args.card.sm) else {}
+    env: dict[str, str] = dict(facts.VLLM_VOLTA_ENV) if cards.needs_volta_path(args.card.sm) else {}
     env["HF_HOME"] = args.hf_home
     home = posixpath.normpath(args.hf_home)
     if home == facts.MODELS_MOUNT_PATH or home.startswith(facts.MODELS_MOUNT_PATH + "/"):

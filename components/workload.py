@@ -6,7 +6,7 @@ in the manifest's own shape (camelCase), e.g. :func:`deployment_manifest`; tests
 without the Pulumi engine, and the components pass ``metadata`` / ``spec`` straight into the
 typed ``pulumi_kubernetes`` classes.
 
-Facts every GPU pod gets here (``core/facts.py`` names the sources):
+Facts every GPU pod gets here (``core/base/facts.py`` names the sources):
 
 * ``runtimeClassName: nvidia`` (001, 003: without it libcuda.so is never injected);
 * rollout ``Recreate`` (001, 003, coder.yaml: every card is allocated, a surge pod waits forever);
@@ -25,7 +25,7 @@ Facts every GPU pod gets here (``core/facts.py`` names the sources):
 
 Those pod parts are :mod:`components.pod`'s (the vLLM InferenceService uses them too). Every
 workload component's args extend :class:`WorkloadArgs`: the name, the namespace and where it
-runs as one value (:class:`core.placement.Placement`).
+runs as one value (:class:`core.k8s.placement.Placement`).
 """
 
 from __future__ import annotations
@@ -51,10 +51,11 @@ from components.pod import (
     startup_probe,
     workload_annotations,
 )
-from core import facts, rules
-from core.engines import CandleConfig
-from core.placement import Placement, secret_name
-from core.values import REDACTED
+from core.base import facts
+from core.engines.config import CandleConfig
+from core.k8s.placement import Placement, secret_name
+from core.k8s.values import REDACTED
+from core.rulebook import time_budgets
 
 #: candle-vllm's health route. Its router (src/main.rs) serves only ``GET /v1/models``,
 #: ``POST /v1/chat/completions`` and ``POST /v1/embeddings``, and binds the listener only after
@@ -72,7 +73,7 @@ class ComponentArgs(BaseModel):
 
 class WorkloadArgs(ComponentArgs):
     """What every model-server component takes whatever its server: its name and namespace,
-    where it runs (:class:`core.placement.Placement`, one value: node, cards, labels, env,
+    where it runs (:class:`core.k8s.placement.Placement`, one value: node, cards, labels, env,
     resources, cold start, startup probe, models PVC, parked, user, former names), the node's
     runtime class, and whether a replacement deletes the old object first (a renamed workload
     must not hold its cards twice on a full node).
@@ -109,7 +110,7 @@ def transition_options(args: WorkloadArgs, parent: pulumi.Resource) -> pulumi.Re
 
 def secret_manifest(workload: str, namespace: str, names: list[str], component: str) -> dict[str, Any]:
     """The workload's Secret (v1, Opaque) with each of ``names`` in ``stringData``, the values
-    shown as :data:`core.values.REDACTED`: the component registers the real values as Pulumi
+    shown as :data:`core.k8s.values.REDACTED`: the component registers the real values as Pulumi
     secrets (:meth:`WorkloadComponent._secret`), so no rendering, diff or report holds them."""
     return {
         "apiVersion": "v1",
@@ -214,8 +215,8 @@ def deployment_manifest(args: GpuDeploymentArgs, component: str) -> dict[str, An
 
 def _progress_deadline(cold_start_seconds: int) -> dict[str, int]:
     """``{"progressDeadlineSeconds": n}`` when the default does not outlast the cold start
-    (:func:`core.rules.progress_deadline_seconds`), else ``{}``."""
-    seconds = rules.progress_deadline_seconds(cold_start_seconds)
+    (:func:`core.rulebook.time_budgets.progress_deadline_seconds`), else ``{}``."""
+    seconds = time_budgets.progress_deadline_seconds(cold_start_seconds)
     return {} if seconds is None else {"progressDeadlineSeconds": seconds}
 
 
@@ -301,7 +302,7 @@ class GpuDeployment(WorkloadComponent):
 
 class CandleDeploymentArgs(CandleConfig, WorkloadArgs):
     """A candle-vllm server (coder-14b-fp16.yaml, clef-candle.yaml): the server settings of
-    :class:`core.engines.CandleConfig` (its flags, declared once) and where it runs
+    :class:`core.engines.config.CandleConfig` (its flags, declared once) and where it runs
     (:class:`WorkloadArgs`). TP is the placement's ``cards``; they become --d 0,1,... (001).
     Types only: TP against the model, the dtype on the card and the startup budget are the
     pack's (tensor-parallel-divisibility, candle-vllm-args, startup-probe-covers-cold-start).
@@ -311,7 +312,7 @@ class CandleDeploymentArgs(CandleConfig, WorkloadArgs):
 
 
 def candle_argv(args: CandleDeploymentArgs) -> list[str]:
-    """candle-vllm's argv (:meth:`core.engines.CandleConfig.argv`, the references' order)."""
+    """candle-vllm's argv (:meth:`core.engines.config.CandleConfig.argv`, the references' order)."""
     return args.argv(args.weights_path, cards=args.placement.cards)
 
 

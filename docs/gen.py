@@ -10,7 +10,7 @@ Pages and their sources:
 - ``docs/stack-file.md``: every key of the stack file, from the pydantic models of
   ``stackfile/schema.py`` (type, constraints, default, description with its source);
 - ``docs/policies/index.md`` and ``docs/policies/<policy>.md``: each policy from the pack's own
-  metadata (``policylib.pack.policies``), its rules from the registry (``core.registry.RULES``)
+  metadata (``policylib.pack.policies``), its rules from the registry (``core.judging.registry.RULES``)
   and its fixtures (``policies/fixtures/<policy>/{allowed,disallowed}``);
 - ``docs/cli.md``: every command's ``--help`` (the argparse parsers of ``tools/`` and of the
   ``dev.py`` commands) and the exit-code table of ``tools/cli.py``;
@@ -66,9 +66,9 @@ def _cell(text: object) -> str:
 
 def _aliases() -> list[tuple[Any, str]]:
     """The stack file's named value types and how the reference calls them."""
-    from core import values
-    from core.engines import ServedName
-    from core.placement import Quantity
+    from core.engines.config import ServedName
+    from core.k8s import values
+    from core.k8s.placement import Quantity
 
     return [
         (values.Int, "integer"), (values.Real, "number"), (values.Int32, "integer (int32)"),
@@ -300,11 +300,11 @@ def _record(name: str) -> Any:
 
 def policy_page(policy: Any) -> str:
     """``docs/policies/<policy>.md``: metadata, rules, configuration, the module's account, fixtures."""
-    from core import registry
+    from core.judging import registry
 
     record = _record(policy.name)
     src = f"policies/{record.family}.py"
-    lines = [_banner(f"{src}, core/registry.py and policies/fixtures/{policy.name}/"), f"# `{policy.name}`", "",
+    lines = [_banner(f"{src}, core/judging/registry.py and policies/fixtures/{policy.name}/"), f"# `{policy.name}`", "",
              _cell(policy.description), "",
              "| kind | enforcement level | severity |", "| --- | --- | --- |",
              f"| {_kind(policy)} | {_level(policy)} | {policy.severity.value if policy.severity else ''} |", ""]
@@ -312,7 +312,7 @@ def policy_page(policy: Any) -> str:
         lines += ["**How to fix.** " + _cell(policy.remediation_steps), ""]
     rules = [r for r in registry.RULES.values() if r.policy == policy.name]
     if rules:
-        lines += ["## Rules", "", "Each worded once in `core/rulebook/` (`core/registry.py`); the stack file and the component "
+        lines += ["## Rules", "", "Each worded once in `core/rulebook/` (`core/judging/registry.py`); the stack file and the component "
                   "args judge the same rules.", "", "| rule | what | source |", "| --- | --- | --- |"]
         lines += [f"| `{r.id}` | {_cell(r.title)} | {_cell(r.source)} |" for r in rules]
         lines.append("")
@@ -350,12 +350,12 @@ def policy_page(policy: Any) -> str:
 
 def policies_index() -> str:
     """``docs/policies/index.md``: the table of every policy, the stack-file-only rules, configuration."""
-    from core import registry
+    from core.judging import registry
 
     names = {p.name for p in _policies()}
     # By id: the registry's order is the order its families were imported in, which a test run may change.
     stack_only = sorted((r for r in registry.RULES.values() if r.policy is None or r.policy not in names), key=lambda r: r.id)
-    lines = [_banner("the pack's metadata (policies/) and core/registry.py"), "# The policy pack: every policy", "",
+    lines = [_banner("the pack's metadata (policies/) and core/judging/registry.py"), "# The policy pack: every policy", "",
              "`policies/` is a pulumi-policy (CrossGuard) pack: one module a rule family (`policies/<family>.py`, "
              "beside `core/rulebook/<family>.py`), each policy one record there with its description, "
              "enforcement level, severity, remediation steps, an optional config schema, and allowed/disallowed "
@@ -363,7 +363,7 @@ def policies_index() -> str:
              "[../policy-pack.md](../policy-pack.md).", "", policy_table(), ""]
     if stack_only:
         lines += ["## Rules the stack file judges alone", "",
-                  "Registered in `core/registry.py` with no policy: the loader refuses them in the stack file.", "",
+                  "Registered in `core/judging/registry.py` with no policy: the loader refuses them in the stack file.", "",
                   "| rule | what | source |", "| --- | --- | --- |"]
         lines += [f"| `{r.id}` | {_cell(r.title)} | {_cell(r.source)} |" for r in stack_only]
         lines.append("")
@@ -449,7 +449,7 @@ def cli_page() -> str:
 
 def catalog_page() -> str:
     """``docs/catalog.md``: every model and card of ``core/data/``."""
-    from core import cards, modelfacts
+    from core.catalog import cards, modelfacts
 
     models = modelfacts.CATALOG_FILE.load()
     lines = [_banner("core/data/models.yaml and core/data/cards.yaml"), "# The catalogs: models and cards", "",

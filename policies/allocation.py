@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import allocation, manifests
-from core.allocation import NodeUse
+from core.capacity import allocation
+from core.capacity.allocation import NodeUse
+from core.k8s import manifests
 from core.rulebook import allocation as rules
 from policylib import declare, stack_helpers, views
 
@@ -66,7 +67,7 @@ Rule: per node, the nvidia.com/gpu cards of the running pods (replicas x cards a
 InferenceService predictor by its replica bound, ``maxReplicas``), plus the surge a
 RollingUpdate starts when no old pod goes first (``maxSurge`` pods x cards, counted only when
 ``maxUnavailable`` resolves to 0 pods; percentages as Kubernetes scales them, surge rounded up and
-unavailability down: :func:`core.allocation.rollout`), plus the cards the inventory reserves for
+unavailability down: :func:`core.capacity.allocation.rollout`), plus the cards the inventory reserves for
 workloads outside the stack (``Node.reserved``), must not exceed the node's cards.
 
 Sources: spec "The history as test cases" (after 001: 6 of 4 on worker-1, after 003: 7 of 4);
@@ -79,7 +80,7 @@ Placement:
   there. A pod pinned to a node the inventory does not list is its own violation, and is
   not counted anywhere.
 - Unpinned pods are packed worst-fit decreasing (largest first, each onto the node with the
-  most free cards; :func:`core.allocation.allocate`, the function the preview summary and
+  most free cards; :func:`core.capacity.allocation.allocate`, the function the preview summary and
   the stack output call too). An unpinned pod that fits on
   no node is counted on the node with the most free cards, so that node's message shows
   the shortfall, lists the workload after ``(unpinned: ...)`` and ends with ``unpinned
@@ -175,11 +176,11 @@ Rule: a Deployment or InferenceService predictor whose pods hold cards and rolls
 ``RollingUpdate`` is reported when its surge pods need room beside every running pod
 (``maxUnavailable`` resolves to 0 pods, so no old pod goes first) and that room is not there:
 the node's cards with the surge counted exceed its cards, by the one allocation
-(:func:`core.allocation.cards`, what gpu-card-allocation judges). When the strategy is
+(:func:`core.capacity.allocation.cards`, what gpu-card-allocation judges). When the strategy is
 omitted, the API server (Deployment) and KServe (RawDeployment predictor,
 ``spec.predictor.deploymentStrategy``) use RollingUpdate with 25% / 25%: for one replica that
 is 1 surge pod and 0 unavailable (Kubernetes rounds a surge percentage up and an
-unavailability percentage down, :func:`core.allocation.rollout`). ``RollingUpdate`` with
+unavailability percentage down, :func:`core.capacity.allocation.rollout`). ``RollingUpdate`` with
 ``maxSurge`` and ``maxUnavailable`` both written as 0 is reported too: the API server rejects it.
 
 Allowed: ``Recreate``; ``maxSurge: 0``; ``maxUnavailable`` of one pod or more (the old pod
@@ -237,7 +238,7 @@ def memory_oversized_message(w: manifests.Workload, node: str | None, cap: float
 
 def invalid_quantity_message(w: manifests.Workload, path: str, value: object) -> str | None:
     """``Deployment m: spec.template.spec.containers[0].resources.requests.memory: 'lots' is not a
-    Kubernetes quantity ...``: the rule and the fix of :class:`core.quantity.QuantityError`."""
+    Kubernetes quantity ...``: the rule and the fix of :class:`core.k8s.quantity.QuantityError`."""
     return stack_helpers.report(w, rules.memory_quantity(path, value))
 
 
@@ -303,7 +304,7 @@ Parameters: ``countSurge`` (boolean, default true); ``headroomMiB`` (integer >= 
 like a reservation and shown as ``headroomMiB 4,096 (reserved outside the stack: ...)``).
 
 A memory request or limit that is not a Kubernetes quantity (``lots``, ``1e3Mi``;
-:mod:`core.quantity`, the parser the stack file uses too) is its own violation, naming its key
+:mod:`core.k8s.quantity`, the parser the stack file uses too) is its own violation, naming its key
 path, e.g. ``spec.template.spec.containers[0].resources.requests.memory``.
 
 Does NOT check: memory limits (overcommit is allowed by Kubernetes), CPU, ephemeral storage,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import manifests, rulebook, terms
-from core.engines import CandleConfig
-from core.registry import Breach
+from core import rulebook
+from core.engines.config import CandleConfig
+from core.judging import terms
+from core.judging.registry import Breach
+from core.k8s import manifests
 from core.rulebook import candle
 from policylib import declare, views
 from policylib import resource_helpers as rh
@@ -52,7 +54,7 @@ declare.resource_policy(
     "candle-vllm-args", candle_vllm_args, EnforcementLevel.MANDATORY, Severity.HIGH,
     doc="""candle-vllm-args: candle-vllm gets ``--dtype f16`` on sm_70 and one ``--d`` device per card.
 
-Rule, for every candle-vllm container (recognised by image or command, ``core.manifests``):
+Rule, for every candle-vllm container (recognised by image or command, ``core.k8s.manifests``):
   - ``--d`` lists the devices as one comma-separated item of distinct ordinals ``0..n-1``
     (inside the container the device plugin's cards are numbered from 0, so ``--d 1`` on a
     one-card pod names a device that does not exist), and n equals the container's

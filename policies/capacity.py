@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import capacity
-from core import capacity_view as cv
-from core.engines import CandleConfig
+from core.capacity import estimator as capacity
+from core.engines.config import CandleConfig
 from core.rulebook import capacity as rules
+from core.rulebook import capacity_view as cv
 from policylib import capacity_helpers as ch
 from policylib import declare, stackconfig
 
 # --- kv-cache-fits-max-model-len: a model server's KV cache holds one request of its context.
 
 
-#: How the messages name a server (``core.capacity_view.server_label``).
+#: How the messages name a server (``core.rulebook.capacity_view.server_label``).
 kv_cache_fits_max_model_len_label = cv.server_label
 
 
@@ -76,7 +76,7 @@ Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or Inference
 - vLLM: on a cluster whose inventory holds the team's conventions (``llm-serving:cluster``
   ``house_conventions: true``, the user's), ``--max-model-len`` is given explicitly (without it
   vLLM takes the model's ``max_position_embeddings``, 262,144 tokens for Qwen3-Coder, and a
-  ten-minute start ends in an error); everywhere, the KV pool estimated by :func:`core.capacity.estimate_vllm` holds
+  ten-minute start ends in an error); everywhere, the KV pool estimated by :func:`core.capacity.estimator.estimate_vllm` holds
   at least ``max-model-len`` tokens (vLLM v0.11 ``check_enough_kv_cache_memory`` refuses to
   start otherwise: "To serve at least one request with the models's max seq len ...").
 - candle-vllm: ``--kv-fraction`` leaves a KV pool of at least one block after the workspace
@@ -104,7 +104,7 @@ and reports its breaches.
 # --- weights-fit-card: a model server's weights fit its card and leave room for a KV cache.
 
 
-#: How the messages name a server (``core.capacity_view.server_label``).
+#: How the messages name a server (``core.rulebook.capacity_view.server_label``).
 weights_fit_card_label = cv.server_label
 
 
@@ -149,7 +149,7 @@ declare.resource_policy(
 
 Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or InferenceService,
 with the weights one card holds after quantization and tensor parallel split
-(:func:`core.capacity.weights_per_card`):
+(:func:`core.capacity.estimator.weights_per_card`):
 
 - vLLM: weights a card plus the activation peak of its memory profile stay below
   ``gpu-memory-utilization`` x the card's memory (vLLM v0.11 ``determine_available_memory``

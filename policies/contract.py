@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import contracts, rules, terms
-from core.engines import VllmConfig
+from core.catalog import cards as catalog_cards
+from core.engines import contracts
+from core.engines.config import VllmConfig
+from core.judging import terms
 from core.rulebook import contract
 from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
@@ -58,7 +60,7 @@ def engine_contract(args: ResourceValidationArgs, report_violation: ReportViolat
             for sm, product in sorted(cards):
                 hit = contract.image_capability(rel, c.image, sm, product)
                 found += [hit] if hit else []
-                if not rules.needs_volta_path(sm):  # below sm_75 vllm-volta judges dtype and kernels
+                if not catalog_cards.needs_volta_path(sm):  # below sm_75 vllm-volta judges dtype and kernels
                     hit = contract.card_capability(rel, (server.get(VllmConfig.FLAGS["dtype"]) or "").lower() or None,
                                                    server.setting("quantization"), sm, product, model)
                     found += [hit] if hit else []

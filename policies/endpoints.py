@@ -7,8 +7,9 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import manifests, terms
-from core.registry import Breach
+from core.judging import terms
+from core.judging.registry import Breach
+from core.k8s import manifests
 from core.rulebook import endpoints
 from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
@@ -78,11 +79,11 @@ declare.resource_policy(
     doc="""server-listen-endpoint: a model server listens where its pod is reached, and its probes knock there.
 
 Rule, for each vLLM / candle-vllm container, from the one model of where it listens
-(:func:`core.manifests.servers.endpoint`: ``--host``; ``--port`` / candle-vllm ``--p``, else the
+(:func:`core.k8s.manifests.servers.endpoint`: ``--host``; ``--port`` / candle-vllm ``--p``, else the
 engine's default port, vLLM 8000 and candle-vllm 2000):
 
 - the host is not a loopback address (``--host 127.0.0.1``, ``localhost``, ``::1``,
-  :func:`core.rules.loopback_host`): the Service's endpoints and the kubelet's probes connect to
+  :func:`core.rulebook.endpoints.loopback_host`): the Service's endpoints and the kubelet's probes connect to
   the pod IP, so a server bound to loopback answers nobody but itself;
 - every ``httpGet`` probe speaks the server's scheme: HTTPS when vLLM is given ``--ssl-certfile``
   (uvicorn then serves TLS only), else HTTP (the probe's default);

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity, StackValidationArgs
 
-from core import facts, manifests, terms
-from core.manifests import objects
-from core.manifests.read import as_map, whole_number
+from core.base import facts
+from core.judging import terms
+from core.judging.terms import message
+from core.k8s import manifests
+from core.k8s.manifests import objects
+from core.k8s.manifests.read import as_map, whole_number
 from core.rulebook import kserve
 from core.rulebook import kserve as rules
-from core.terms import message
 from policylib import containers, declare, stackconfig, views
 from policylib import objects as glue
 from policylib import resource_helpers as rh
@@ -89,7 +91,7 @@ declare.resource_policy(
 Rule: an InferenceService annotated ``serving.kserve.io/deploymentMode: RawDeployment`` whose
 predictor has ``minReplicas: 0`` and a ``maxReplicas`` other than 0 is reported: KServe gives no
 error and runs one pod (its HPA cannot scale to zero), which holds its cards. The pack's allocation
-counts that pod (:func:`core.manifests.pods.workload`). Both at 0 parks it (isvc-not-parked-silently).
+counts that pod (:func:`core.k8s.manifests.pods.workload`). Both at 0 parks it (isvc-not-parked-silently).
 
 Advisory: the pod runs; the manifest says something else.
 Source: kserve #3514. Judged and worded once, in :mod:`core.rulebook.kserve`.
@@ -188,7 +190,7 @@ declare.stack_policy(
     doc="""kserve-owned-names: no Service or Deployment takes the name KServe gives an InferenceService's predictor.
 
 Rule: for each InferenceService ``<isvc>`` in a namespace, no Service and no Deployment of the
-stack in that namespace is named ``<isvc>-predictor`` (``core.facts.KSERVE_PREDICTOR_SUFFIX``):
+stack in that namespace is named ``<isvc>-predictor`` (``core.base.facts.KSERVE_PREDICTOR_SUFFIX``):
 KServe's RawDeployment reconciler creates and keeps its own Service and Deployment under that
 name, so two owners overwrite each other's selector, ports and pods.
 

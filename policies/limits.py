@@ -6,8 +6,9 @@ from decimal import Decimal
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import facts, quantity
-from core.manifests import objects
+from core.base import facts
+from core.k8s import quantity
+from core.k8s.manifests import objects
 from core.rulebook import limits
 from policylib import declare, views
 from policylib import objects as glue
@@ -65,7 +66,7 @@ declare.stack_policy(
 
 Rule: for each running Deployment, StatefulSet or LeaderWorkerSet and each of its containers and init
 containers, with the namespace's LimitRanges of the manifests applied as the LimitRanger admission applies
-them (:func:`core.manifests.objects.admitted`: a missing limit from ``default``, a missing request from
+them (:func:`core.k8s.manifests.objects.admitted`: a missing limit from ``default``, a missing request from
 ``defaultRequest``): every request and limit is at least ``min`` and at most ``max``, and no request
 exceeds its (defaulted) limit. The admission refuses the pod otherwise, so it is never created.
 
@@ -123,7 +124,7 @@ Rule: for each ResourceQuota of the manifests, (1) the cards its namespace's run
 (replicas x cards a pod) fit its ``requests.nvidia.com/gpu`` (or ``limits.nvidia.com/gpu``); (2) every
 container and init container of a Deployment, StatefulSet or LeaderWorkerSet in its namespace sets each
 cpu / memory resource the quota limits (``requests.memory``, ``limits.cpu``, ``memory``, ...), after the
-namespace's LimitRanges of the manifests default them (:func:`core.manifests.objects.admitted`). The
+namespace's LimitRanges of the manifests default them (:func:`core.k8s.manifests.objects.admitted`). The
 ResourceQuota admission refuses the pod otherwise ("must specify ..."; "exceeded quota").
 
 An InferenceService's predictor is not judged by (2): KServe gives its containers default resources. A

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import capacity, quantity
-from core.manifests import filesystem as fs
+from core.capacity import estimator as capacity
+from core.k8s import quantity
+from core.k8s.manifests import filesystem as fs
 from core.rulebook import model_cache
 from policylib import capacity_helpers, containers, declare, stackconfig
 
@@ -48,15 +49,15 @@ declare.resource_policy(
 Rule, per vLLM container whose model is a hub id (``Qwen/Qwen3-8B``, not a path or a URI), with its
 cache directory (``--download-dir``, ``HF_HUB_CACHE``, ``HF_HOME``/hub, else HOME/.cache/huggingface/hub,
 HOME from the env or the image catalog) and the volume that directory lands on
-(:mod:`core.manifests.filesystem`):
+(:mod:`core.k8s.manifests.filesystem`):
 
 - offline (``HF_HUB_OFFLINE=1``): the cache is on a volume that outlives the pod (not an emptyDir or
   the container's own filesystem, which are empty at every start);
 - online: the cache is writable (not a ``readOnly`` mount, not a configMap or secret; on the container's
   own filesystem, not a ``readOnlyRootFilesystem`` and, for a non-root uid, under its HOME or /tmp:
-  :func:`core.manifests.filesystem.path_use`, the model every path rule reads);
+  :func:`core.k8s.manifests.filesystem.path_use`, the model every path rule reads);
 - online on an emptyDir with a ``sizeLimit``: the limit holds the checkpoint's weights
-  (:func:`core.capacity.weights_per_card` at one card, for a model in the stack's models).
+  (:func:`core.capacity.estimator.weights_per_card` at one card, for a model in the stack's models).
 
 Not judged: a container whose HOME is not known (an image outside the catalog, with no cache env).
 Source: kserve #3562, #3792; llm-d-modelservice #243; huggingface_hub #2797; vllm-project/vllm #1986.

@@ -8,9 +8,10 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import manifests, terms
-from core.manifests import filesystem as fs
-from core.manifests.network_policies import IngressPolicy, parse_egress, parse_policy, ports_admit, ports_text
+from core.judging import terms
+from core.k8s import manifests
+from core.k8s.manifests import filesystem as fs
+from core.k8s.manifests.network_policies import IngressPolicy, parse_egress, parse_policy, ports_admit, ports_text
 from core.rulebook import network
 from policylib import containers, declare, stack_helpers, views
 from policylib.stack_helpers import PodIndex
@@ -50,7 +51,7 @@ declare.stack_policy(
     doc="""ingress-admits-server-port: a NetworkPolicy that isolates a model server admits the port it listens on.
 
 Rule: for each running workload with a vLLM / candle-vllm container whose endpoint is known
-(:func:`core.manifests.servers.endpoint`: ``--port`` / ``--p``, else the engine's default), the
+(:func:`core.k8s.manifests.servers.endpoint`: ``--port`` / ``--p``, else the engine's default), the
 NetworkPolicies of its namespace that isolate ingress and select its pods admit, in some
 ingress rule and from some source, the TCP port the server listens on (a rule without
 ``ports`` admits every port; a named rule port matches the container's named port). When no
@@ -294,7 +295,7 @@ NetworkPolicy semantics as Kubernetes applies them:
 Also violations: a clients annotation that is not a JSON list of ``{name, namespace, port}``,
 a client that calls a port the Service does not expose, and a client whose Service port lands on
 a side port of the server (one its container declares beside the API port, or one the server's
-arguments open, :attr:`core.manifests.servers.Endpoint.side_ports`) rather than its API port.
+arguments open, :attr:`core.k8s.manifests.servers.Endpoint.side_ports`) rather than its API port.
 
 Message: ``Service clef-serve: client gateway (namespace gateway) calls port 80 -> pod port
 8080; NetworkPolicy llm-serving-ingress admits gateway only on 80, 8000: packets are dropped

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core.manifests import filesystem
+from core.k8s.manifests import filesystem
 from core.rulebook import paths
 from policylib import containers, declare
 
@@ -28,7 +28,7 @@ declare.resource_policy(
     doc="""server-paths-usable: the directories a model server writes at start are writable, the files it reads exist.
 
 Rule: for each vLLM container, the paths of its filesystem derived once
-(:func:`core.manifests.filesystem.paths`: vLLM's cache root and Triton's kernel cache, from their env or
+(:func:`core.k8s.manifests.filesystem.paths`: vLLM's cache root and Triton's kernel cache, from their env or
 their defaults under HOME, and ``--chat-template``'s file), each resolved against the volume mounts,
 their ``readOnly``, the volume type, the container's ``readOnlyRootFilesystem`` and its uid: (1) a directory
 the server writes while starting is on a writable place (a writable mount, or a root filesystem that is not

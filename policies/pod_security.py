@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import facts
-from core.terms import message
+from core.base import facts
+from core.judging.terms import message
 from policylib import declare, podsec
 from policylib import resource_helpers as rh
 from policylib.resource_helpers import annotations_of
@@ -64,7 +64,7 @@ declare.resource_policy(
     doc="""model-mounts-read-only: the models PVC is mounted read-only in every container.
 
 Rule: a container's volumeMount of the models PVC (a persistentVolumeClaim volume with claim
-``llm-models``, ``core.facts.MODELS_PVC``) or of anything at ``/mnt/models``
+``llm-models``, ``core.base.facts.MODELS_PVC``) or of anything at ``/mnt/models``
 (``facts.MODELS_MOUNT_PATH``) sets ``readOnly: true``. The PVC holds every model's weights and
 the fixed candle-vllm binary that clef-candle runs: a server that can write there can corrupt
 what every other server loads.
@@ -93,7 +93,7 @@ declare.resource_policy(
 
 Rule: every pod template sets ``automountServiceAccountToken: false`` (the model servers and
 the reference server never call the Kubernetes API; a mounted token is a credential for
-anyone who gets code execution in the server). ``core.facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN``.
+anyone who gets code execution in the server). ``core.base.facts.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN``.
 
 Source: CIS Kubernetes Benchmark 5.1.6 ("Ensure that Service Account Tokens are only mounted
 where necessary", checkov CKV_K8S_38, failed on all three of prod's Deployments before the components set it).
@@ -125,9 +125,9 @@ declare.resource_policy(
 Rule: every container of a Deployment, StatefulSet, InferenceService (or other pod owner) has
 ``runAsNonRoot: true`` (on the container or the pod) and no ``runAsUser: 0``
 (:func:`policylib.podsec.root_containers`), unless the object carries the annotation
-``llm-serving.riotpiao.com/runs-as-root`` with the reason (``core.facts.RUNS_AS_ROOT_ANNOTATION``).
+``llm-serving.riotpiao.com/runs-as-root`` with the reason (``core.base.facts.RUNS_AS_ROOT_ANNOTATION``).
 The components write that reason for every server here by default
-(``core.facts.ROOT_REASONS``: the vllm/vllm-openai image runs as root, the candle-vllm images
+(``core.base.facts.ROOT_REASONS``: the vllm/vllm-openai image runs as root, the candle-vllm images
 set no USER, clef-serve pip-installs at start); ``run_as_user: <uid>`` in the stack file runs
 the workload as that user instead.
 
@@ -186,7 +186,7 @@ Rule: every container sets ``allowPrivilegeEscalation: false`` and drops ALL cap
 (adding back NET_BIND_SERVICE at most); the pod (or every container) sets a RuntimeDefault or
 Localhost seccomp profile; volumes are configMap, csi, downwardAPI, emptyDir, ephemeral,
 persistentVolumeClaim, projected or secret (:func:`policylib.podsec.restricted`). The
-components set all of it (``core.facts.CONTAINER_SECURITY``, ``SECCOMP_PROFILE``).
+components set all of it (``core.base.facts.CONTAINER_SECURITY``, ``SECCOMP_PROFILE``).
 
 Source: Kubernetes Pod Security Standards, Restricted (kubernetes.io/docs/concepts/security/
 pod-security-standards); checkov 3.3.30 counted 37 failed checks on prod's manifests before the

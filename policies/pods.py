@@ -8,9 +8,11 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import facts, manifests, terms
-from core.quantity import QuantityError
-from core.registry import Breach
+from core.base import facts
+from core.judging import terms
+from core.judging.registry import Breach
+from core.k8s import manifests
+from core.k8s.quantity import QuantityError
 from core.rulebook import pods as rules
 from policylib import containers, declare, stackconfig, views
 from policylib import resource_helpers as rh
@@ -54,7 +56,7 @@ declare.resource_policy(
     doc="""gpu-runtime-class: on a cluster whose GPU pods need a RuntimeClass, every GPU pod names it.
 
 Rule: when the inventory says GPU pods need a RuntimeClass (``llm-serving:cluster``
-``gpu_runtime_class``, :class:`core.inventory.ClusterInventory`; the user's cluster:
+``gpu_runtime_class``, :class:`core.capacity.inventory.ClusterInventory`; the user's cluster:
 ``nvidia``), a Deployment, StatefulSet or InferenceService predictor whose pods hold cards
 (nvidia.com/gpu above 0 in any container) sets the pod's ``runtimeClassName`` to it. The
 policy parameter ``runtimeClassName``, when given, names the class instead (and asks for it
@@ -229,7 +231,7 @@ are rebuilt in place (``llm-serving:cluster`` ``image_tags_rebuilt: true``; the 
 rebuilds ``:sm70``, seed 003) every tag moves, whatever it says (``:sm70``, ``:v0.11.0``,
 ``:latest`` or none). Elsewhere a tag naming a build (it carries a number: a release
 ``v0.11.0``, a date ``20250312_0916_RC01``, a commit ``sha-3f2a1c9``;
-``core.images.ImageRef.names_a_build``) is taken as fixed, as public registries publish them,
+``core.catalog.images.ImageRef.names_a_build``) is taken as fixed, as public registries publish them,
 and only no tag and word-only tags (``latest``, ``nightly``, ``main``, ``stable``) are judged. An omitted policy counts as what the API server stores:
 ``Always`` for ``:latest`` or no tag, ``IfNotPresent`` for any other tag (Kubernetes docs,
 "Image pull policy").
@@ -280,7 +282,7 @@ def multi_gpu_shm_container_problems(w: manifests.Workload, c: manifests.Contain
     size_raw = empty_dir.get("sizeLimit")
     size = manifests.mib(size_raw)
     if size is None:
-        if size_raw is not None:  # core.quantity refuses it, as the stack file's check does
+        if size_raw is not None:  # core.k8s.quantity refuses it, as the stack file's check does
             problems.append(f"volume {name} sizeLimit: {QuantityError(size_raw).rule}; write e.g. \"8Gi\"")
         elif house:
             problems.append(f"volume {name} at {facts.SHM_MOUNT_PATH} has no sizeLimit")

@@ -7,8 +7,8 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import terms
-from core.manifests.read import as_map, as_seq, whole
+from core.judging import terms
+from core.k8s.manifests.read import as_map, as_seq, whole
 from core.rulebook import probes
 from policylib import containers, declare, stackconfig, views
 from policylib import resource_helpers as rh
@@ -114,7 +114,7 @@ declare.resource_policy(
     doc="""probes-skip-api-key: a vLLM server that requires an API key is probed on a route that needs none.
 
 Rule: a vLLM container given an API key (``--api-key``, or env ``VLLM_API_KEY`` with a value or
-from a Secret, ConfigMap or field: the server's endpoint, :attr:`core.manifests.Container.endpoint`)
+from a Secret, ConfigMap or field: the server's endpoint, :attr:`core.k8s.manifests.Container.endpoint`)
 has no startup, readiness or liveness probe whose ``httpGet.path`` is under ``/v1`` without an
 ``Authorization`` header: vLLM answers 401 on every /v1 route without the bearer token, so the
 probe never passes (the pod never becomes Ready, or is restarted forever). ``/health`` needs no

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import manifests
-from core.manifests import objects
+from core.k8s import manifests
+from core.k8s.manifests import objects
 from core.rulebook import routes
 from policylib import capacity_helpers, declare, stack_helpers, stackconfig, views
 from policylib import objects as glue
@@ -71,9 +71,9 @@ declare.stack_policy(
 Rule: (1) each Ingress / HTTPRoute / GRPCRoute backend that names a Service of the manifests names a
 port that Service exposes (by number, or an Ingress's port name), and when the Service selects a running
 model server, that Service port's targetPort is the port the server listens on
-(:func:`core.manifests.endpoint`); (2) each InferencePool selects the pods of a running model server
+(:func:`core.k8s.manifests.endpoint`); (2) each InferencePool selects the pods of a running model server
 and sends to a port one of them listens on (the endpoint picker drops a pod whose port is not among the
-pool's target ports). Routes and pools are read once (:mod:`core.manifests.objects`).
+pool's target ports). Routes and pools are read once (:mod:`core.k8s.manifests.objects`).
 
 A backend Service that is not among the manifests is not judged. Source: gateway-api-inference-extension
 #2562, ai-dynamo/dynamo PR #1940, helm/charts PR #20245. Judged and worded once, in
@@ -143,7 +143,7 @@ Rule: for each Ingress or Gateway API route backend whose timeout the manifests 
 its Service, or its InferencePool's pods) whose model and card the stack's inventory knows: the timeout is not shorter than the least
 time its longest request takes, ``--max-model-len`` tokens at the fastest decode the card allows (its
 memory bandwidth over the weights one token reads on a card: a lower bound of the time, an MoE's
-weights scaled by the experts a token uses). Read once in :mod:`core.manifests.objects`.
+weights scaled by the experts a token uses). Read once in :mod:`core.k8s.manifests.objects`.
 
 Advisory: short requests pass; streaming keeps a read timeout alive while tokens flow.
 Source: basetenlabs/truss PR #670, llm-d-benchmark PR #1617. Judged and worded once, in

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core.manifests import objects
+from core.k8s.manifests import objects
 from core.rulebook import scaling
 from policylib import declare, stack_helpers, views
 from policylib import objects as glue
@@ -35,7 +35,7 @@ declare.stack_policy(
 Rule: for each HorizontalPodAutoscaler with a ``Resource`` metric of target type ``Utilization`` (or
 autoscaling/v1's ``targetCPUUtilizationPercentage``) whose scaleTargetRef is a workload of the manifests,
 every container of the workload's pods requests that resource, after the namespace's LimitRange defaults
-(:func:`core.manifests.objects.admitted`). The HPA computes utilization as usage over the pods' summed
+(:func:`core.k8s.manifests.objects.admitted`). The HPA computes utilization as usage over the pods' summed
 requests; one container without it ("missing request for cpu") leaves it unable to scale.
 
 Advisory: the server keeps serving at its current replicas; it does not scale under load.
@@ -87,7 +87,7 @@ to 100, AIBrix's PodAutoscaler) whose scaleTargetRef is a running GPU workload o
 pinned to a node of the inventory (or on the inventory's only node), ``maxReplicas`` x its cards a pod
 fit the node's cards less the reserved ones and every other running GPU workload's on it (replicas x
 cards a pod; an unpinned one counts on the inventory's only node). A pod past them stays Pending. A
-LeaderWorkerSet scales by groups: its cards a group (the leader's and ``size - 1`` workers') count. The HPA's bounds are read once (:mod:`core.manifests.objects`).
+LeaderWorkerSet scales by groups: its cards a group (the leader's and ``size - 1`` workers') count. The HPA's bounds are read once (:mod:`core.k8s.manifests.objects`).
 
 Source: kserve #871 (50 autoscaled GPU pods on a 2-card node, most Pending), vllm-project/aibrix #2670. Does not check: surge
 pods (gpu-card-allocation), autoscalers of an InferenceService's own predictor (KServe makes them from
@@ -125,7 +125,7 @@ candle-vllm container, or a pod with cards), the evictions it allows with all of
 (minAvailable / maxUnavailable as the disruption controller computes them) are at least one. A budget
 of minAvailable equal to the replicas, or maxUnavailable 0, blocks every drain: the GPU Operator's
 driver upgrade, a node upgrade and ``kubectl drain`` wait forever. Read once in
-:mod:`core.manifests.objects`.
+:mod:`core.k8s.manifests.objects`.
 
 Advisory: the server keeps serving; maintenance of its node is what stops.
 Source: kubernetes/kubernetes #48307, NVIDIA/gpu-operator #901. Judged and worded once, in

@@ -1,12 +1,12 @@
-"""The pack's policies judged by :mod:`core.rulebook.served_names`, one record each (docs/adding-a-policy.md)."""
+"""The pack's policies judged by :mod:`core.engines.served_names`, one record each (docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import terms
-from core.registry import Breach
-from core.rulebook import served_names
+from core.engines import served_names
+from core.judging import terms
+from core.judging.registry import Breach
 from policylib import declare, views
 from policylib import resource_helpers as rh
 
@@ -33,7 +33,7 @@ def occurrences(argv: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def argv_breaches(argv: tuple[str, ...]) -> list[Breach]:
-    """One breach per problem of the served model names in ``argv`` (:mod:`core.rulebook.served_names`);
+    """One breach per problem of the served model names in ``argv`` (:mod:`core.engines.served_names`);
     ``[]`` when they are fine. A flag with no value is one empty name."""
     found = occurrences(argv)
     out = [served_names.served_name(n, form) for form, names in found for n in (names or ("",))]
@@ -55,7 +55,7 @@ declare.resource_policy(
     "vllm-served-model-names", vllm_served_model_names, EnforcementLevel.MANDATORY, Severity.HIGH,
     doc="""vllm-served-model-names: each --served-model-name is its own argv item, without comma or space.
 
-Rule, for every vLLM container (recognised by image or command, ``core.manifests``):
+Rule, for every vLLM container (recognised by image or command, ``core.k8s.manifests``):
   - no served model name contains a comma (``--served-model-name reasoning,reasoning-long``
     and ``--served-model-name=reasoning,reasoning-long`` both make ONE model whose name
     contains a comma) or whitespace (``"reasoning reasoning-long"`` as one argv item);

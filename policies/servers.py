@@ -8,12 +8,18 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import capacity_view as cv
-from core import facts, manifests, rulebook, rules, terms
-from core.engines import VllmConfig
-from core.images import image_user
-from core.registry import Breach
+from core import rulebook
+from core.base import facts
+from core.catalog.images import image_user
+from core.engines import config
+from core.engines.config import VllmConfig
+from core.judging import terms
+from core.judging.registry import Breach
+from core.k8s import manifests
+from core.k8s.manifests import env
+from core.rulebook import capacity_view as cv
 from core.rulebook import probes
+from core.rulebook import servers as rulebook_servers
 from policylib import capacity_helpers as ch
 from policylib import declare, stack_helpers, stackconfig, views
 from policylib import resource_helpers as rh
@@ -119,7 +125,7 @@ def probe_breach(c: manifests.Container, cold: int, declared: bool, house: bool 
         if c.startup_probe is not None or c.liveness_probe is None:
             return None
         grace, _ = rh.probe_budget(rh.mapping(c.liveness_probe))
-        if rules.startup_budget_covers(grace, cold):
+        if rulebook_servers.startup_budget_covers(grace, cold):
             return None
     if c.startup_probe is None:
         whose = (f"declared cold start of {cold} s" if declared
@@ -251,7 +257,7 @@ declare.resource_policy(
 
 Rule, per vLLM / candle-vllm container with tensor parallel above 1 (vLLM
 ``--tensor-parallel-size``, candle-vllm the count of ``--d`` devices), by engine
-(:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`): candle-vllm needs attention
+(:meth:`core.catalog.modelfacts.ModelFacts.tp_divisibility_problems`): candle-vllm needs attention
 heads, KV heads, intermediate size and vocabulary to divide by TP (it divides heads by the
 rank count with integer division, qwen.rs, so the shards no longer match the layer shapes);
 vLLM needs the attention heads to divide, replicates the KV heads when TP exceeds them (TP a
@@ -302,7 +308,7 @@ def message(sc: cv.ServerCapacity, _cards: int) -> str | None:
     override = rope_scaling_of(sc.server)
     rope = sc.facts.window_rope_scaling(override)
     breach = rulebook.context_window(sc.model_key, sc.facts.max_position_embeddings, sc.settings.max_model_len,
-                                     rope, rules.env_flag_on(sc.container.env.get(ALLOW_LONG)),
+                                     rope, env.env_flag_on(sc.container.env.get(ALLOW_LONG)),
                                      from_checkpoint=override is None and rope is not None)
     if breach is None:
         return None
@@ -320,13 +326,13 @@ declare.resource_policy(
 
 Rule: for each vLLM container whose model is in the stack's models (``llm-serving:models``),
 an explicit ``--max-model-len`` is at most the window vLLM derives
-(:func:`core.rules.derived_max_model_len`: the model's ``max_position_embeddings``, scaled by a
+(:func:`core.catalog.modelfacts.derived_max_model_len`: the model's ``max_position_embeddings``, scaled by a
 ``rope_scaling`` given as ``--hf-overrides '{"rope_scaling": {...}}'`` or the deprecated
 ``--rope-scaling '{...}'``; YaRN counts from ``original_max_position_embeddings``), unless the
 container sets ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` (``1`` or ``true``). Otherwise vLLM v0.11.0
 refuses to start ("User-specified max_model_len ... is greater than the derived max_model_len").
 The stack file and the component args judge by the same rule and wording,
-:func:`core.rulebook.context_window` (:func:`core.rules.max_model_len_ok`).
+:func:`core.rulebook.context_window` (:func:`core.catalog.modelfacts.max_model_len_ok`).
 
 Source: Prod's ``reasoning`` asks 65,536 of Qwen3-30B-A3B (config.json: 40,960), which
 the user measured serving 64k: the Qwen3 model card's YaRN setting (``rope_type: yarn``,
@@ -347,7 +353,7 @@ window itself), models not in the stack's models (kv-cache-fits-max-model-len re
 
 # --- vllm-gpu-memory-utilization: vLLM's --gpu-memory-utilization stays below its usual ceiling.
 
-VLLM_DEFAULT = rules.GPU_MEMORY_UTILIZATION_DEFAULT
+VLLM_DEFAULT = config.GPU_MEMORY_UTILIZATION_DEFAULT
 
 
 def vllm_gpu_memory_utilization(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -374,7 +380,7 @@ declare.resource_policy(
     doc="""vllm-gpu-memory-utilization: vLLM's --gpu-memory-utilization stays below its usual ceiling.
 
 Rule: each vLLM container's ``--gpu-memory-utilization`` (vLLM's default 0.90 when absent) is at
-most ``core.rules.GPU_MEMORY_UTILIZATION_CEILING`` (0.95), by
+most ``core.engines.config.GPU_MEMORY_UTILIZATION_CEILING`` (0.95), by
 :func:`core.rulebook.gpu_memory_utilization`, the rule the stack file judges by too.
 The bound is lifted only by ``--enforce-eager`` (no CUDA graphs are captured, so the headroom
 they need is not needed) or an explicit override: the annotation
@@ -384,7 +390,7 @@ file's ``gpu_memory_utilization_override: {reason: ...}``).
 Why: vLLM sizes the KV cache to fill ``utilization x card`` and captures CUDA graphs, NCCL
 buffers and the sampler's scratch afterwards from what is left: at 0.98 that ran out of memory
 in CUDA-graph capture (vllm-project/vllm #15598). The capacity estimate never credits more than
-the ceiling either (``core.capacity.estimate``), so the preview's table shows no extra room for it.
+the ceiling either (``core.capacity.estimator.estimate``), so the preview's table shows no extra room for it.
 
 Source: vllm-project/vllm #15598; coder.yaml runs 0.90. Does not check: values outside (0, 1]
 (the capacity policies report what the estimator refuses); candle-vllm (its ``--kv-fraction``
@@ -433,7 +439,7 @@ Does not check: that TP divides the model's heads (the TP divisibility policy, w
 facts); multi-node pipeline parallelism (Ray clusters, LeaderWorkerSets), which this stack does
 not run; a pod on another vendor's accelerator (``amd.com/gpu``, ``google.com/tpu``), whose cards
 are not nvidia.com/gpu (the analyze summary lists it as not judged); a container with no card whose
-image the image catalog does not know (``core.images.image_user``): it may be a CPU build of vLLM
+image the image catalog does not know (``core.catalog.images.image_user``): it may be a CPU build of vLLM
 (tchangkiat/aws-cdk-stacks' Graviton vLLM, tests/heldout/).
 """,
 )

@@ -6,7 +6,10 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
 
-from core import facts, manifests, rules, terms
+from core.base import facts
+from core.judging import terms
+from core.k8s import manifests
+from core.k8s.manifests import env
 from core.rulebook import services
 from core.rulebook import services as service_rules
 from policylib import declare, stack_helpers, stackconfig, views
@@ -42,7 +45,7 @@ declare.stack_policy(
 
 Rule: across the stack, each served model name (the ``model`` a client sends) is answered by
 the containers of at most one running workload. Served names come from the server's
-arguments (:attr:`core.manifests.servers.ServerArgs.served_model_names`): vLLM's
+arguments (:attr:`core.k8s.manifests.servers.ServerArgs.served_model_names`): vLLM's
 ``--served-model-name`` values (else ``--model``), candle-vllm's basename of ``--w``
 (else ``--m``), which is what its /v1/models reports (seed 001: ``coder-14b-fp16``).
 
@@ -81,7 +84,7 @@ def injected(svc: manifests.Service) -> list[str]:
     """The variables service links inject for ``svc`` (none for a headless Service)."""
     if svc.cluster_ip in ("None", ""):
         return []
-    return rules.service_link_env_names(svc.name, [(p.name or None, p.port, p.protocol) for p in svc.ports])
+    return env.service_link_env_names(svc.name, [(p.name or None, p.port, p.protocol) for p in svc.ports])
 
 
 def service_link_env_collision(args: StackValidationArgs, report_violation: ReportViolation) -> None:
@@ -102,7 +105,7 @@ def service_link_env_collision(args: StackValidationArgs, report_violation: Repo
                 continue
             for svc_name, names in names_by_ns.get(w.namespace, ()):
                 parsed = facts.ENGINE_ENV_PARSED.get(server.engine, frozenset())
-                hits = [n for n in rules.env_collisions(names, prefix) if c.environment.is_set(n) is False and n in parsed]
+                hits = [n for n in env.env_collisions(names, prefix) if c.environment.is_set(n) is False and n in parsed]
                 breach = service_rules.service_links(svc_name, server.engine, prefix, hits)
                 if breach is not None:
                     report_violation(terms.message(w.annotations, breach.finding(f"{w.kind} {w.name}, container {c.name}")),
@@ -117,7 +120,7 @@ Kubernetes service links (``enableServiceLinks``, default true) make the kubelet
 every container of every pod of a namespace, variables for each Service of that namespace
 with a cluster IP: ``<NAME>_SERVICE_HOST``, ``<NAME>_SERVICE_PORT``, ``<NAME>_PORT=tcp://<ip>:<port>``,
 ``<NAME>_PORT_<port>_TCP...`` (the name upper-cased, ``-`` as ``_``;
-:func:`core.rules.service_link_env_names`). A Service named ``vllm`` therefore sets
+:func:`core.k8s.manifests.env.service_link_env_names`). A Service named ``vllm`` therefore sets
 ``VLLM_PORT=tcp://10.x.y.z:8000`` in every vLLM pod, and vLLM, which reads ``VLLM_PORT`` as an
 integer, refuses to start (vllm-project/vllm #34199, and the docs note that followed).
 
@@ -221,7 +224,7 @@ Sources: spec "Facts each component must carry" (001, 003); kustomization.yaml i
 models"); clef-candle.yaml ("The reference pytorch Deployment must stay at replicas 0 while
 this runs, or the Service splits traffic across two different implementations").
 
-Pods carry the labels their controller adds (:attr:`core.manifests.Workload.controller_labels`):
+Pods carry the labels their controller adds (:attr:`core.k8s.manifests.Workload.controller_labels`):
 a Deployment's ``pod-template-hash``, a StatefulSet's ``controller-revision-hash``,
 ``statefulset.kubernetes.io/pod-name`` and ``apps.kubernetes.io/pod-index``, so a Service that
 selects one StatefulSet pod (``pod-index: "0"``) selects that workload, and a selector on a hash
@@ -229,7 +232,7 @@ selects one StatefulSet pod (``pod-index: "0"``) selects that workload, and a se
 
 InferenceService predictor pods carry the labels KServe gives them
 (``serving.kserve.io/inferenceservice``, ``component: predictor``, ``app: isvc.<name>-predictor``)
-beside the InferenceService's own labels (``core.manifests``).
+beside the InferenceService's own labels (``core.k8s.manifests``).
 
 Pod labels are indexed by (namespace, key, value) (:class:`policylib.stack_helpers.PodIndex`),
 so the cost is linear in Services plus the matches, not Services x workloads.
@@ -249,7 +252,7 @@ and reports its breaches.
 # --- service-target-port: each Service port reaches a port the selected pods listen on.
 
 def listen_port(server: manifests.ServerArgs) -> int | None:
-    """The port a vLLM or candle-vllm server listens on (:func:`core.manifests.servers.endpoint`:
+    """The port a vLLM or candle-vllm server listens on (:func:`core.k8s.manifests.servers.endpoint`:
     the port flag, else the engine's default), or None when its argv cannot be read literally."""
     ep = manifests.endpoint(server)
     return ep.port if ep else None
@@ -300,7 +303,7 @@ declare.stack_policy(
 Rule: for every port of a Service and every running workload it selects, the ``targetPort``
 (a number, or the name of a container port; absent = ``port``) resolves to a
 ``containerPort`` the pods declare, and, where the container runs vLLM or candle-vllm, to the
-port it listens on (:func:`core.manifests.servers.endpoint`, the one model of a server's
+port it listens on (:func:`core.k8s.manifests.servers.endpoint`, the one model of a server's
 endpoint: vLLM ``--port``, candle-vllm ``--p``, else the engine's default, vLLM 8000 and
 candle-vllm 2000).
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import facts
-from core.manifests.read import as_map, as_seq, whole, whole_number
+from core.base import facts
+from core.k8s.manifests.read import as_map, as_seq, whole, whole_number
 from core.rulebook import time_budgets
 from policylib import containers, declare, views
 

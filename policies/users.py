@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core.images import image_user
-from core.manifests import filesystem as fs
+from core.catalog.images import image_user
+from core.k8s.manifests import filesystem as fs
 from core.rulebook import users
 from policylib import containers, declare, stackconfig
 

@@ -6,11 +6,13 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
 
-from core import manifests, rulebook, terms
-from core.engines import VllmConfig
-from core.inventory import Node
-from core.modelfacts import ModelFacts
-from core.registry import Breach
+from core import rulebook
+from core.capacity.inventory import Node
+from core.catalog.modelfacts import ModelFacts
+from core.engines.config import VllmConfig
+from core.judging import terms
+from core.judging.registry import Breach
+from core.k8s import manifests
 from core.rulebook import volta as volta_env
 from policylib import declare, stackconfig, views
 from policylib import resource_helpers as rh
@@ -78,7 +80,7 @@ declare.resource_policy(
     doc="""vllm-volta: vLLM on Volta (sm_70) cards avoids every kernel path sm_70 does not have.
 
 Applies to a vLLM container whose pod holds cards and can land on a card below compute
-capability 7.5 (``core.rules.needs_volta_path``; worker-1's V100 is 7.0). The nodes come
+capability 7.5 (``core.catalog.cards.needs_volta_path``; worker-1's V100 is 7.0). The nodes come
 from the stack's inventory (``llm-serving:cluster``): a pinned pod (``nodeName`` or the
 ``kubernetes.io/hostname`` nodeSelector) is judged on its node; an unpinned pod on every node
 with enough cards, and the rules apply if ANY of them is Volta, because the scheduler may put
@@ -89,7 +91,7 @@ it there. One violation per problem:
   - no ``--quantization`` (or checkpoint quantization, from the stack's model facts when
     vLLM would pick it up by itself) whose kernels need more than the card's compute
     capability: fp8 / fp4 / awq / any marlin / compressed-tensors / modelopt need sm75+ or
-    sm80+; gptq is fine. The table is ``core.rules.QUANT_MIN_SM``, the one the
+    sm80+; gptq is fine. The table is ``core.catalog.cards.QUANT_MIN_SM``, the one the
     program's config checks use too;
   - no fp8 KV cache (``--kv-cache-dtype fp8``, ``fp8_e4m3``, ``fp8_e5m2``);
   - env ``VLLM_USE_FLASHINFER_SAMPLER=0`` (FlashInfer's check_cuda_arch raises on 7.0), on the
@@ -97,7 +99,7 @@ it there. One violation per problem:
     is read from the image tag, and a tag naming none is taken as a current release and said so);
   - ``VLLM_ATTENTION_BACKEND`` names neither FLASH_ATTN nor FLASHINFER (both need sm75+);
   - TP 2 on a node without NVLink: ``--disable-custom-all-reduce`` (above two PCIe-only cards vLLM
-    disables its custom all-reduce itself: ``core.rules.custom_all_reduce_must_be_disabled``).
+    disables its custom all-reduce itself: ``core.engines.config.custom_all_reduce_must_be_disabled``).
 
 Source: coder.yaml (env block "Required on this hardware, not tuning"; the custom
 all-reduce "went silent for 14+ minutes" after CUDA graph capture on the Volta/PCIe pair),

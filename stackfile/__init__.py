@@ -4,8 +4,8 @@ Its public names, in one place to import them from; the code is split by job:
 - :mod:`stackfile.schema`: the ``config:`` map as typed pydantic models (extra keys refused),
   the checks one field or one item needs on its own, and the stack output's card table;
 - :mod:`stackfile.loader`: :func:`load_stack_config`, which validates the map and translates
-  every error into a :class:`~core.problems.Problem` (key path, value, rule, fix), raising
-  :class:`~core.problems.ConfigError` with every problem at once;
+  every error into a :class:`~core.judging.problems.Problem` (key path, value, rule, fix), raising
+  :class:`~core.judging.problems.ConfigError` with every problem at once;
 - :mod:`stackfile.checks`: the cross-checks (each workload against the node and model it
   names, each Service against its workload, the retire list); the engine, card and capacity
   rules are the policy pack's, judged once on the rendered manifests;
@@ -15,11 +15,11 @@ Its public names, in one place to import them from; the code is split by job:
   built (:func:`~stackfile.build.build_stack`), the stack outputs, the manifests rendered
   without the engine;
 - :mod:`core.rulebook` (not re-exported here): the rules, each worded once (registered in
-  :mod:`core.registry`) and judged once: by the policy pack, or by the cross-checks where
+  :mod:`core.judging.registry`) and judged once: by the policy pack, or by the cross-checks where
   only the stack file can say it;
-- :mod:`core.placement`: where a workload runs (one model for every workload kind);
-- :mod:`core.engines`: the engines' server settings (one model per engine);
-- :mod:`core.problems`: the one message form.
+- :mod:`core.k8s.placement`: where a workload runs (one model for every workload kind);
+- :mod:`core.engines.config`: the engines' server settings (one model per engine);
+- :mod:`core.judging.problems`: the one message form.
 
 The package imports :mod:`components` (for :mod:`stackfile.build`) and :mod:`core`; the
 components never import it. This ``__init__`` itself is plain pydantic, no Pulumi import.
@@ -27,8 +27,9 @@ components never import it. This ``__init__`` itself is plain pydantic, no Pulum
 
 from __future__ import annotations
 
-from core.engines import CANDLE_BINARY, ServedName, check_served_name, fraction_text
-from core.placement import (
+from core.engines.config import CANDLE_BINARY, ServedName, check_served_name, fraction_text
+from core.judging.problems import ConfigError, Problem
+from core.k8s.placement import (
     STARTUP_HEADROOM,
     STARTUP_PERIOD_SECONDS,
     Parked,
@@ -40,8 +41,7 @@ from core.placement import (
     secret_name,
     startup_threshold,
 )
-from core.problems import ConfigError, Problem
-from core.traffic import IngressRule, NetworkPolicyConfig, ServiceClient
+from core.k8s.traffic import IngressRule, NetworkPolicyConfig, ServiceClient
 from stackfile.loader import load_stack_config
 from stackfile.objects import LeftAlone, ObjectRef, left_alone_text
 from stackfile.schema import (

@@ -39,9 +39,9 @@ from components.workload import (
     deployment_manifest,
     secret_manifest,
 )
-from core import facts
-from core.engines import CandleConfig, VllmConfig, settings_of
-from core.placement import Placement
+from core.base import facts
+from core.engines.config import CandleConfig, VllmConfig, settings_of
+from core.k8s.placement import Placement
 from stackfile import (
     PREFIX,
     PROJECT,
@@ -143,7 +143,7 @@ def _parked(item: Any) -> str | None:
 
 def _workload_args(name: str, wl: Placement, config: StackConfig) -> dict[str, Any]:
     """The :class:`components.workload.WorkloadArgs` fields of one workload: its name and
-    namespace, its placement handed over whole (:meth:`core.placement.Placement.of`), the
+    namespace, its placement handed over whole (:meth:`core.k8s.placement.Placement.of`), the
     inventory's runtime class, and whether a replacement deletes first
     (:meth:`StackConfig.replace_delete_first`)."""
     return {"name": name, "namespace": config.namespace, "placement": Placement.of(wl),
@@ -152,7 +152,7 @@ def _workload_args(name: str, wl: Placement, config: StackConfig) -> dict[str, A
 
 def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDeploymentArgs:
     """The component args of a ``server: candle-vllm`` workload: its server settings
-    (:class:`core.engines.CandleConfig`) and its placement, each handed over whole, with the
+    (:class:`core.engines.config.CandleConfig`) and its placement, each handed over whole, with the
     weights path from its model entry and the node's card."""
     return CandleDeploymentArgs.model_validate(dict(
         **settings_of(CandleConfig, wl), **_workload_args(name, wl, config),
@@ -162,7 +162,7 @@ def candle_args(name: str, wl: CandleWorkload, config: StackConfig) -> CandleDep
 
 def vllm_args(name: str, wl: VllmWorkload, config: StackConfig) -> VllmArgs:
     """The component args of a ``server: vllm`` workload: its server settings
-    (:class:`core.engines.VllmConfig`) and its placement, each handed over whole, with
+    (:class:`core.engines.config.VllmConfig`) and its placement, each handed over whole, with
     --model = the model entry's hf_id, else its path, and the node's card."""
     entry = config.models[wl.model]
     return VllmArgs.model_validate(dict(
@@ -209,7 +209,7 @@ def adopt_object(obj: Mapping[str, Any]) -> dict[str, Any]:
     (a transformation of every Kubernetes resource) and :func:`render_manifests` alike.
 
     An InferenceService is left as it is: KServe copies its annotations into the predictor's pod
-    template (``core.transition_cost``; kserve #2743, #3710), so the annotation would roll the
+    template (``core.k8s.manifests.transition_cost``; kserve #2743, #3710), so the annotation would roll the
     predictor once when added and again when removed. Its takeover is an unforced server-side
     apply: fields of equal value become shared; a field whose live value differs fails with a
     field conflict that names it, and ``PULUMI_K8S_ENABLE_PATCH_FORCE=true pulumi up`` forces that

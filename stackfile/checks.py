@@ -19,13 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import capacity, capacity_measured, facts, kube, rules
-from core.engines import ServerSettings
-from core.inventory import CardSpec, ClusterInventory, Node
-from core.modelfacts import ModelEntry, ModelFacts
-from core.placement import STARTUP_HEADROOM, startup_threshold
-from core.problems import Problem
-from core.registry import Breach
+from core.base import facts
+from core.capacity import comparison as capacity_measured
+from core.capacity import estimator as capacity
+from core.capacity.inventory import CardSpec, ClusterInventory, Node
+from core.catalog import cards
+from core.catalog.modelfacts import ModelEntry, ModelFacts
+from core.engines.config import ServerSettings
+from core.judging.problems import Problem
+from core.judging.registry import Breach
+from core.k8s import kube
+from core.k8s.placement import STARTUP_HEADROOM, startup_threshold
 from core.rulebook import allocation as allocation_rules
 from core.rulebook import capacity as capacity_rules
 from core.rulebook import servers as servers_rules
@@ -195,7 +199,7 @@ def _check_candle(at: str, wl: CandleWorkload, card: CardSpec | None, entry: Mod
 
 
 def _measured_problems(at: str, facts_: ModelFacts, card: CardSpec, wl: Any, settings: ServerSettings) -> list[Problem]:
-    """The ``measured`` figures no card can hold (:func:`core.capacity_measured.impossible`): the
+    """The ``measured`` figures no card can hold (:func:`core.capacity.comparison.impossible`): the
     pack leaves them out of its capacity judgement, so the stack file refuses them. An estimate
     the settings do not allow is the pack's (kv-cache-fits-max-model-len)."""
     seen = getattr(wl, "measured", None)
@@ -212,7 +216,7 @@ def _measured_problems(at: str, facts_: ModelFacts, card: CardSpec, wl: Any, set
 def _sampler_env(wl: VllmWorkload, card: CardSpec) -> str | None:
     """``VLLM_USE_FLASHINFER_SAMPLER`` as the component's env sets it (components/vllm.py
     ``vllm_env``: the sm_70 pair below sm_75, then the workload's env)."""
-    env = {**(facts.VLLM_VOLTA_ENV if rules.needs_volta_path(card.sm) else {}), **dict(wl.env or {})}
+    env = {**(facts.VLLM_VOLTA_ENV if cards.needs_volta_path(card.sm) else {}), **dict(wl.env or {})}
     return env.get(volta_rules.SAMPLER_ENV)
 
 

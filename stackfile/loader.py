@@ -1,7 +1,7 @@
 """Loading the stack file: :func:`load_stack_config` validates the ``config:`` map with the
 schema (:mod:`stackfile.schema`), translates every pydantic error into a
-:class:`~core.problems.Problem` (key path, value, rule, fix), runs the cross-checks
-(:mod:`stackfile.checks`) and raises :class:`~core.problems.ConfigError` with EVERY problem at
+:class:`~core.judging.problems.Problem` (key path, value, rule, fix), runs the cross-checks
+(:mod:`stackfile.checks`) and raises :class:`~core.judging.problems.ConfigError` with EVERY problem at
 once, in key order.
 
 Plain pydantic, no Pulumi import.
@@ -21,10 +21,10 @@ from pydantic import (
     ValidationError,
 )
 
-from core import rules
-from core.modelfacts import ModelEntry, ModelFacts
-from core.problems import ConfigError, Problem, redacted
-from core.values import REDACTED
+from core.base import inputs
+from core.catalog.modelfacts import ModelEntry, ModelFacts
+from core.judging.problems import ConfigError, Problem, redacted
+from core.k8s.values import REDACTED
 from stackfile.checks import cross_checks
 from stackfile.schema import (
     _SINGLE_SECTIONS,
@@ -82,7 +82,7 @@ def load_stack_config(config: dict[str, Any], base_dir: Path | None = None, sour
     parts["models"] = _validate_map(raw.get("models"), ModelEntry, "models", problems, invalid)
     parts["workloads"] = _validate_workloads(raw.get("workloads"), problems, invalid)
     parts["services"] = _validate_map(raw.get("services"), ServiceConfig, "services", problems, set(), keys_are_names=True)
-    model_facts = _resolve_models(parts["models"], base_dir if base_dir is not None else rules.PROJECT_DIR, problems)
+    model_facts = _resolve_models(parts["models"], base_dir if base_dir is not None else inputs.PROJECT_DIR, problems)
     # The cross checks run even when the cluster is missing or invalid (its problems are
     # reported above): only the node-dependent ones (node listed, one host, the card's
     # capability) need it, the rest (Service targets, model references, vLLM image) are
@@ -326,7 +326,7 @@ def _describe(e: Any, rel: tuple, field: str, root: Any) -> tuple[Any, str, str]
     if etype == "multiple_of":
         return value, rule, f"give a multiple of {ctx.get('multiple_of')}"
     if etype == "int_type" and isinstance(value, (bool, str, float)):
-        # Strict whole numbers (core.values.Int): lax pydantic read true as 1 and "2" as 2.
+        # Strict whole numbers (core.k8s.values.Int): lax pydantic read true as 1 and "2" as 2.
         what = {bool: "a boolean", str: "text", float: "a fraction"}[type(value)]
         unquote = " (write it without quotes)" if isinstance(value, str) and value.strip().isdigit() else ""
         return value, f"{field}: {json.dumps(value)} is {what}, not a whole number", f"give a whole number{unquote}"

@@ -13,8 +13,8 @@ from typing import Annotated, Any, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from core.placement import secret_name
-from core.values import ServiceName, Subdomain, rule_error
+from core.k8s.placement import secret_name
+from core.k8s.values import ServiceName, Subdomain, rule_error
 
 #: A Kubernetes kind as the API names it: CamelCase, a letter first (``InferenceService``).
 _KIND = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")

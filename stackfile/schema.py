@@ -6,7 +6,7 @@ are ignored):
 ===============================================  ============================================
 ``llm-serving:namespace``                        str, default ``llm-serving``
 ``llm-serving:render_yaml_to_directory``         optional str: the provider writes YAML there
-``llm-serving:cluster``                          :class:`core.inventory.ClusterInventory`
+``llm-serving:cluster``                          :class:`core.capacity.inventory.ClusterInventory`
 ``llm-serving:models``                           map of model key -> ``ModelEntry``
 ``llm-serving:workloads``                        map of name -> :data:`Workload` (``server:``
                                                  ``candle-vllm`` | ``vllm`` | ``pytorch``)
@@ -21,9 +21,9 @@ are ignored):
 
 The keys every workload shares, whatever its ``server`` (node, cards, labels, env, resources,
 cold start, startup probe, models PVC, parked, user, former names), are
-:class:`core.placement.Placement`'s, the model the components' args take whole; its server
-settings are :mod:`core.engines`'. What one field or one item needs on its own is checked by
-the models (a DNS label, a Kubernetes quantity through :mod:`core.quantity`, a request within
+:class:`core.k8s.placement.Placement`'s, the model the components' args take whole; its server
+settings are :mod:`core.engines.config`'. What one field or one item needs on its own is checked by
+the models (a DNS label, a Kubernetes quantity through :mod:`core.k8s.quantity`, a request within
 its limit, a reserved label); what relates items is :mod:`stackfile.checks`; loading and error
 translation is :mod:`stackfile.loader`.
 
@@ -44,20 +44,19 @@ from pydantic import (
     SecretStr,
 )
 
-from core import allocation, facts, quantity, rules
-from core.engines import CandleConfig, ServedName, VllmConfig
-from core.inventory import ClusterInventory, Node
-from core.measured import Measured
-from core.modelfacts import ModelEntry, ModelFacts
-from core.placement import (
-    Parked,
-    Placement,
-    StrictModel,
-)
-from core.problems import HIDDEN, SECRET_SIG, is_secret
-from core.stackkeys import PREFIX, PROJECT
-from core.traffic import NetworkPolicyConfig, ServiceClient
-from core.values import ArgString, Image, Int, ProjectDirectory, ServiceName
+from core.base import facts
+from core.base.stackkeys import PREFIX, PROJECT
+from core.capacity import allocation
+from core.capacity.inventory import ClusterInventory, Node
+from core.capacity.measured import Measured
+from core.catalog import images
+from core.catalog.modelfacts import ModelEntry, ModelFacts
+from core.engines.config import CandleConfig, ServedName, VllmConfig
+from core.judging.problems import HIDDEN, SECRET_SIG, is_secret
+from core.k8s import quantity
+from core.k8s.placement import Parked, Placement, StrictModel
+from core.k8s.traffic import NetworkPolicyConfig, ServiceClient
+from core.k8s.values import ArgString, Image, Int, ProjectDirectory, ServiceName
 from stackfile.objects import LeftAlone
 
 #: What Go's strconv.ParseBool reads as false, the way the provider reads a boolean setting.
@@ -134,19 +133,19 @@ def config_keys_read(keys: Iterable[str]) -> list[str]:
     return sorted(k for k in keys if k.startswith(PREFIX) or misspelt_namespace(k) or k in PROVIDER_KEYS_REFUSED)
 
 
-#: A Service, workload, namespace or NetworkPolicy name: a DNS-1035 label (core.kube), the
+#: A Service, workload, namespace or NetworkPolicy name: a DNS-1035 label (core.k8s.kube), the
 #: strictest of the names it becomes (a Service name, an ``app`` label value, a Deployment name).
 Name = ServiceName
 
 
 def mib(value: str | None) -> float | None:
-    """A memory quantity in MiB ("12Gi" -> 12288.0); None for None (:func:`core.quantity.mib`).
-    Raises :class:`core.quantity.QuantityError` if it is not a Kubernetes quantity."""
+    """A memory quantity in MiB ("12Gi" -> 12288.0); None for None (:func:`core.k8s.quantity.mib`).
+    Raises :class:`core.k8s.quantity.QuantityError` if it is not a Kubernetes quantity."""
     return quantity.mib(value)
 
 
-#: ``core.rules.is_digest_pinned``: an image pinned by ``@sha256:<64 hex>``.
-is_digest_pinned = rules.is_digest_pinned
+#: ``core.catalog.images.is_digest_pinned``: an image pinned by ``@sha256:<64 hex>``.
+is_digest_pinned = images.is_digest_pinned
 
 
 
@@ -154,22 +153,22 @@ is_digest_pinned = rules.is_digest_pinned
 
 class CandleWorkload(CandleConfig, Placement):
     """A candle-vllm Deployment (coder-14b-fp16.yaml, clef-candle.yaml): TP = ``cards``; its
-    server settings are :class:`core.engines.CandleConfig`'s."""
+    server settings are :class:`core.engines.config.CandleConfig`'s."""
 
     KIND: ClassVar[str] = "Deployment"  # the kind of the object its component makes
     server: Literal["candle-vllm"]
     model: str = Field(description="Key of llm-serving:models; its weights_path becomes --w.")
-    measured: Measured | None = Field(default=None, description="What its own log gave on the cluster (core.measured).")
+    measured: Measured | None = Field(default=None, description="What its own log gave on the cluster (core.capacity.measured).")
 
 
 class VllmWorkload(VllmConfig, Placement):
     """A vLLM server in a KServe InferenceService, RawDeployment (coder.yaml, 002 reasoning.yaml);
-    its server settings are :class:`core.engines.VllmConfig`'s."""
+    its server settings are :class:`core.engines.config.VllmConfig`'s."""
 
     KIND: ClassVar[str] = "InferenceService"  # the kind of the object its component makes
     server: Literal["vllm"]
     model: str = Field(description="Key of llm-serving:models; its hf_id (else weights_path) becomes --model.")
-    measured: Measured | None = Field(default=None, description="What its own log gave on the cluster (core.measured).")
+    measured: Measured | None = Field(default=None, description="What its own log gave on the cluster (core.capacity.measured).")
 
     @property
     def tp(self) -> int:
@@ -214,7 +213,7 @@ class ServiceConfig(StrictModel):
 class Retire(StrictModel):
     """``llm-serving:retire``: names the next update deletes on purpose, by section (a workload and
     a Service may share a name: prod's clef-serve). Anything else deleted is refused in review
-    (:func:`core.transition_cost.unintended_deletions`)."""
+    (:func:`core.k8s.manifests.transition_cost.unintended_deletions`)."""
 
     workloads: list[Name] = Field(default_factory=list, description="Workloads removed from llm-serving:workloads.")
     services: list[Name] = Field(default_factory=list, description="Services removed from llm-serving:services.")
@@ -231,8 +230,8 @@ class StackConfig(StrictModel):
     render_yaml_to_directory: ProjectDirectory | None = Field(
         default=None, description="Directory the kubernetes provider writes YAML to instead of applying (ArgoCD)."
     )
-    cluster: ClusterInventory = Field(description="Nodes, cards and memory (core/inventory.py).")
-    models: dict[str, ModelEntry] = Field(default_factory=dict, description="Model key -> entry (core/modelfacts.py).")
+    cluster: ClusterInventory = Field(description="Nodes, cards and memory (core/capacity/inventory.py).")
+    models: dict[str, ModelEntry] = Field(default_factory=dict, description="Model key -> entry (core/catalog/modelfacts.py).")
     workloads: dict[Name, Workload] = Field(default_factory=dict, description="Workload name -> workload.")
     services: dict[Name, ServiceConfig] = Field(default_factory=dict, description="Service name -> Service.")
     network_policy: NetworkPolicyConfig | None = Field(default=None, description="The namespace ingress policy.")
@@ -270,7 +269,7 @@ class StackConfig(StrictModel):
         return node
 
     def card_demands(self) -> list[allocation.Demand]:
-        """Each workload's cards as a :class:`core.allocation.Demand`: one pod of ``cards``
+        """Each workload's cards as a :class:`core.capacity.allocation.Demand`: one pod of ``cards``
         on its node (0 pods when parked; the components roll out with Recreate: no surge)."""
         return [
             allocation.Demand(name, float(wl.cards), 0 if wl.parked else 1, 0, wl.node, name,
@@ -281,7 +280,7 @@ class StackConfig(StrictModel):
     def replace_delete_first(self, name: str) -> bool:
         """True when a replacement of running workload ``name`` must delete the old object first:
         its node has fewer free cards than one pod of it asks, with the whole stack placed by
-        :func:`core.allocation.cards` (the allocation the card table and gpu-card-allocation use),
+        :func:`core.capacity.allocation.cards` (the allocation the card table and gpu-card-allocation use),
         so a second copy would wait Pending for a card the old one holds. Prod: every running
         workload (worker-1 at 4 of 4). False for a parked workload (no pod to overlap)."""
         wl = self.workloads[name]
@@ -291,7 +290,7 @@ class StackConfig(StrictModel):
         return use is None or use.capacity - use.used < wl.cards
 
     def card_allocation(self) -> allocation.Allocation:
-        """:func:`core.allocation.cards` of :meth:`card_demands` on the inventory, computed once
+        """:func:`core.capacity.allocation.cards` of :meth:`card_demands` on the inventory, computed once
         (the config is immutable)."""
         if self._card_allocation is None:
             self._card_allocation = allocation.cards(self.card_demands(), self.cluster)
@@ -299,7 +298,7 @@ class StackConfig(StrictModel):
 
     def card_table(self) -> dict[str, dict[str, Any]]:
         """Cards per node: ``{node: {"cards": n, "used": n, "workloads": {name: cards}}}``, from
-        :func:`core.allocation.cards` (the allocation gpu-card-allocation judges and the preview
+        :func:`core.capacity.allocation.cards` (the allocation gpu-card-allocation judges and the preview
         prints). A parked workload counts 0; cards reserved outside the stack count as used
         and appear under their holder's name, first. Prod: worker-1 4 of 4 (2 + 1 + 1 + 0).
         """

@@ -10,7 +10,7 @@ tests need: for each InferenceService it server-side-applies a Deployment
 KServe puts on predictor pods (the InferenceService's own labels and ``spec.predictor.labels``,
 plus ``serving.kserve.io/inferenceservice: <name>``, ``component: predictor``,
 ``app: isvc.<name>-predictor``) and the annotations KServe copies (the InferenceService's own,
-less :data:`core.transition_cost.KSERVE_NOT_COPIED`, and ``spec.predictor.annotations``): as
+less :data:`core.k8s.manifests.transition_cost.KSERVE_NOT_COPIED`, and ``spec.predictor.annotations``): as
 KServe's ``buildObjectMeta`` (kserve ``aaac4e2``,
 ``pkg/controller/v1beta1/inferenceservice/components/predictor.go``) and
 ``createRawDefaultDeployment`` (``reconcilers/deployment/deployment_reconciler.go``: the pod
@@ -60,8 +60,8 @@ import threading
 import time
 from typing import Any
 
-from core.manifests.pods import raw_deployment_min_replicas
-from core.transition_cost import KSERVE_NOT_COPIED
+from core.k8s.manifests.pods import raw_deployment_min_replicas
+from core.k8s.manifests.transition_cost import KSERVE_NOT_COPIED
 
 #: Fields of ``spec.predictor`` that configure KServe itself, not the pod.
 PREDICTOR_ONLY = {

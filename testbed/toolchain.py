@@ -57,7 +57,7 @@ import venv
 from collections.abc import Callable
 from pathlib import Path
 
-from core.inputs import read_text
+from core.base.inputs import read_text
 from tools import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -443,7 +443,7 @@ def _stamp(path: Path) -> dict | None:
     then counts as not built, and building it writes the stamp anew."""
     if not path.exists() and not path.is_symlink():
         return None
-    try:  # a regular file only (core.inputs): a FIFO in its place is damaged, not waited on
+    try:  # a regular file only (core.base.inputs): a FIFO in its place is damaged, not waited on
         data = json.loads(read_text(path, "toolchain stamp"))
     except (OSError, ValueError, RecursionError):
         _say(f"{path}: damaged stamp, ignored (the part is built again)")

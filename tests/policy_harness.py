@@ -122,8 +122,8 @@ def check_case(policy, case: Path) -> None:
     """The one fixture runner (Polaris runs every check's samples through one): an ``allowed/`` case
     gives ``policy`` no violation; a ``disallowed/`` one at least one whose message contains every
     ``# expect:`` line, and every message has the one finding form (subject, what is wrong, fix,
-    source: :data:`core.problems.FINDING_FORM`). AssertionError otherwise, naming the case."""
-    from core.problems import FINDING_FORM  # noqa: PLC0415 - the message form, only here
+    source: :data:`core.judging.problems.FINDING_FORM`). AssertionError otherwise, naming the case."""
+    from core.judging.problems import FINDING_FORM  # noqa: PLC0415 - the message form, only here
 
     messages = [v.message for v in run_fixture(policy, case)]
     if case.parent.name == "allowed":

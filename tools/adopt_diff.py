@@ -9,7 +9,7 @@ rendering (:func:`stackfile.build.render_manifests`, with ``adopt`` on, as Pulum
 this runs ``kubectl apply --server-side --dry-run=server`` (``--force-conflicts`` where the object
 is forced) and diffs the result against the live object (``kubectl get``), with the preview's
 field diff (:func:`tools.offline.treediff.diff_trees`), whose cost lines say which server restarts
-(a changed InferenceService label or annotation rolls its predictor: ``core.transition_cost``). Under server-side apply this provider adds
+(a changed InferenceService label or annotation rolls its predictor: ``core.k8s.manifests.transition_cost``). Under server-side apply this provider adds
 no label of its own (``provider.go`` sets ``app.kubernetes.io/managed-by`` for client-side apply
 only), so the dry run is what the provider applies; ``tests/real/test_real_adopt_diff.py`` checks
 on the loopback cluster that the listed fields are exactly the fields ``pulumi up`` then changed.
@@ -38,8 +38,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from core import facts
-from core.problems import ConfigError
+from core.base import facts
+from core.judging.problems import ConfigError
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tools import cli, kubectl

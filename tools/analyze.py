@@ -52,7 +52,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from core.stackkeys import PROJECT
+from core.base.stackkeys import PROJECT
 from tools import cli
 from tools import context as running
 from tools.analyze_inputs import (

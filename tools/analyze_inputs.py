@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.inputs import read_text
-from core.stackkeys import PROJECT
+from core.base.inputs import read_text
+from core.base.stackkeys import PROJECT
 from tools import cli
 from tools import context as running
 from tools.offline import packproc
@@ -65,7 +65,7 @@ def load_inventory(path: Path) -> dict[str, Any]:
 def check_inventory(config: dict[str, Any], path: Path) -> None:
     """Validate the stack config ``config`` read from ``path`` as :func:`load_inventory` does.
     Raises :class:`AnalyzeError`."""
-    from core.stackkeys import CONFIG_KEYS
+    from core.base.stackkeys import CONFIG_KEYS
     from stackfile import ConfigError, load_stack_config
 
     read = {k: config[k] for k in (*CONFIG_KEYS, NAMESPACE_KEY) if k in config}

@@ -219,7 +219,7 @@ def environment_error(err: BaseException) -> str | None:
     if isinstance(err, RecursionError):
         return ("an input nests too deeply to read (deeper than any stack file, manifest or plan); "
                 "fix: check the file for runaway nesting, e.g. [[[[...]]]]")
-    datafile = sys.modules.get("core.datafile")
+    datafile = sys.modules.get("core.catalog.datafile")
     if datafile is not None and isinstance(err, datafile.DataFileError):  # a damaged install, not a bug
         return " ".join(err.render().split("\n", 1)[-1].split())
     if isinstance(err, OSError) and err.errno == errno.EROFS:
@@ -258,7 +258,7 @@ def collector_off() -> Iterator[None]:
 
 
 def add_project(ap: argparse.ArgumentParser) -> None:
-    """``--project DIR``: the project directory the command reads (:func:`core.rules.project_dir`)."""
+    """``--project DIR``: the project directory the command reads (:func:`core.base.inputs.project_dir`)."""
     ap.add_argument("--project", type=Path, metavar="DIR",
                     help="the project directory: Pulumi.yaml, __main__.py, the Pulumi.<stack>.yaml files (default: the "
                          "checkout this runs from, as python3 dev.py does; the current directory for an installed package)")
@@ -266,27 +266,27 @@ def add_project(ap: argparse.ArgumentParser) -> None:
 
 @contextlib.contextmanager
 def project(explicit: Path | None) -> Iterator[Path]:
-    """Resolve the project directory (:func:`core.rules.project_dir`) and make it the one every
-    reader uses while the command runs: ``core.rules.PROJECT_DIR`` here (the program run in this
+    """Resolve the project directory (:func:`core.base.inputs.project_dir`) and make it the one every
+    reader uses while the command runs: ``core.base.inputs.PROJECT_DIR`` here (the program run in this
     process reads it) and ``$LLM_SERVING_PROJECT`` for the processes started meanwhile (the pack);
     both restored after. Raises ``ValueError`` when the directory holds no ``Pulumi.yaml``."""
-    from core import rules
+    from core.base import inputs
 
-    where = rules.project_dir(explicit)
+    where = inputs.project_dir(explicit)
     if not (where / "Pulumi.yaml").is_file():
         raise ValueError(f"{where} is not a Pulumi project directory (it has no Pulumi.yaml); fix: run in the project "
                          "directory or pass --project DIR")
-    before, env = rules.PROJECT_DIR, os.environ.get(rules.PROJECT_ENV)
-    rules.PROJECT_DIR = where
-    os.environ[rules.PROJECT_ENV] = str(where)
+    before, env = inputs.PROJECT_DIR, os.environ.get(inputs.PROJECT_ENV)
+    inputs.PROJECT_DIR = where
+    os.environ[inputs.PROJECT_ENV] = str(where)
     try:
         yield where
     finally:
-        rules.PROJECT_DIR = before
+        inputs.PROJECT_DIR = before
         if env is None:
-            os.environ.pop(rules.PROJECT_ENV, None)
+            os.environ.pop(inputs.PROJECT_ENV, None)
         else:
-            os.environ[rules.PROJECT_ENV] = env
+            os.environ[inputs.PROJECT_ENV] = env
 
 
 def _main_thread() -> bool:

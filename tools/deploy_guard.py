@@ -22,8 +22,8 @@ from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from core.inputs import InputFileError, json_object, read_text
-from core.problems import shown
+from core.base.inputs import InputFileError, json_object, read_text
+from core.judging.problems import shown
 from tools import cli
 from tools.offline import summary
 from tools.offline.manifests import InputError, load_stack_file
@@ -40,7 +40,7 @@ def managed_objects(state: Any) -> int:
 
 def export_of(path: Path) -> dict[str, Any]:
     """The ``pulumi stack export`` document in ``path`` (``{}``: the job's stand-in for a stack without
-    state). Raises :class:`core.inputs.InputFileError` for anything else (an empty file, an array, an
+    state). Raises :class:`core.base.inputs.InputFileError` for anything else (an empty file, an array, an
     object without ``deployment``, resources that are not a list): read as "no state", it would pass
     for a first adoption."""
     text = read_text(path, "state")

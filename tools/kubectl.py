@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from core.inputs import InputFileError, read_text
+from core.base.inputs import InputFileError, read_text
 
 #: How long one kubectl call may take by default (seconds).
 TIMEOUT_S = 120

@@ -5,7 +5,7 @@
     llm-serving plan PLAN.json     cards per node at the peak of a real `pulumi preview --json` (tools.plan)
     llm-serving adopt-diff [ARGS]  what adopting the live objects changes, field by field (tools.adopt_diff)
     llm-serving rollout [ARGS]     after `pulumi up`: every Deployment rolled out within its await (tools.rollout)
-    llm-serving policies           the rules of the registry (core.registry): id, policy, title, source
+    llm-serving policies           the rules of the registry (core.judging.registry): id, policy, title, source
     llm-serving catalog            the model catalog and the card catalog (core/data/*.yaml)
 
 Each verb's ``--help`` says its arguments. The commands read the stack files and the pack of the
@@ -39,7 +39,7 @@ MODULES = {
 def policies(argv: list[str], stdout: TextIO | None = None) -> int:
     """Print every rule of the registry, one a line: ``id``, the pack policy that judges it (``-``:
     the stack file only) and the title; ``--sources`` adds each rule's source."""
-    ap = cli.parser(f"{PROG} policies", "The rules of the registry (core/registry.py, core/rulebook/), one a line.")
+    ap = cli.parser(f"{PROG} policies", "The rules of the registry (core/judging/registry.py, core/rulebook/), one a line.")
     ap.add_argument("--sources", action="store_true", help="also print each rule's source (seeds, public reports)")
     args = ap.parse_args(argv)
     stdout = stdout or sys.stdout
@@ -62,7 +62,7 @@ def catalog(argv: list[str], stdout: TextIO | None = None) -> int:
     ap.add_argument("which", nargs="?", choices=("models", "cards"), help="one catalog only (default: both)")
     args = ap.parse_args(argv)
     stdout = stdout or sys.stdout
-    from core import cards, modelfacts
+    from core.catalog import cards, modelfacts
 
     if args.which in (None, "models"):
         stdout.write("models (core/data/models.yaml), each usable as `catalog: ID` under llm-serving:models:\n")

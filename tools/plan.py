@@ -27,7 +27,7 @@ object is alive at the peak; checked: a ``replace`` step without its ``create-re
 document missing either is refused as input.
 
 Before the peak, each Kubernetes object the plan changes is listed with its cost
-(:func:`costs`, the offline ``--base`` diff's model, :mod:`core.transition_cost`): the model
+(:func:`costs`, the offline ``--base`` diff's model, :mod:`core.k8s.manifests.transition_cost`): the model
 servers it restarts and for how long ("update in place" only when none restarts), what it deletes
 or replaces. A plan that deletes a workload or a Service the stack file's ``llm-serving:retire``
 does not list is refused (the offline ``--base`` preview refuses the same deletion).
@@ -67,10 +67,10 @@ from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from core import transition_cost
-from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text
-from core.inventory import ClusterInventory
-from core.problems import HIDDEN, Finding, is_secret
+from core.base.inputs import MAX_INPUT_BYTES, InputFileError, read_text
+from core.capacity.inventory import ClusterInventory
+from core.judging.problems import HIDDEN, Finding, is_secret
+from core.k8s.manifests import transition_cost
 from stackfile.objects import LeftAlone, ObjectRef
 from stackfile.schema import StackConfig
 from tools import cli, provider_change
@@ -381,14 +381,14 @@ def left_alone_deleted(steps: Iterable[Step], config: dict[str, Any]) -> list[st
     return out
 
 
-#: Plan operation -> the diff's action (:func:`core.transition_cost.object_cost`); the
+#: Plan operation -> the diff's action (:func:`core.k8s.manifests.transition_cost.object_cost`); the
 #: ``create-replacement`` / ``delete-replaced`` halves of a replacement are its ``replace`` step.
 ACTIONS = {"create": "add", "update": "update", "replace": "replace", "delete": "remove"}
 
 
 def costs(steps: Iterable[Step]) -> list[tuple[str, str, transition_cost.ObjectCost]]:
     """(title, action, cost) of each Kubernetes object the plan changes, in plan order: the one
-    cost model of the offline ``--base`` diff (:func:`core.transition_cost.object_cost`), on the
+    cost model of the offline ``--base`` diff (:func:`core.k8s.manifests.transition_cost.object_cost`), on the
     field paths that differ between the step's old and new inputs (:func:`tools.offline.treediff.field_changes`)."""
     out = []
     for s in steps:
@@ -416,7 +416,7 @@ def render_costs(costed: list[tuple[str, str, transition_cost.ObjectCost]]) -> l
 
 
 def unintended_deletions(steps: Iterable[Step], config: dict[str, Any]) -> list[str]:
-    """:func:`core.transition_cost.unintended_deletions` of the plan's ``delete`` steps, against the
+    """:func:`core.k8s.manifests.transition_cost.unintended_deletions` of the plan's ``delete`` steps, against the
     plan's ``llm-serving:retire``."""
     deleted = [s.old.inputs for s in steps if s.op == "delete" and s.old is not None and _is_object(s.old)]
     return transition_cost.unintended_deletions(deleted, transition_cost.retired(summary.config_value(config, "llm-serving:retire")))
@@ -425,7 +425,7 @@ def unintended_deletions(steps: Iterable[Step], config: dict[str, Any]) -> list[
 def protected_steps(steps: Iterable[Step], config: dict[str, Any]) -> list[str]:
     """One message per ``delete`` or ``replace`` step of a resource whose state is protected: the
     engine refuses it, so ``pulumi up`` would stop there. A delete gets the way through in order
-    (:func:`core.transition_cost.protected_deletion`: ``llm-serving:retire``, then the state command
+    (:func:`core.k8s.manifests.transition_cost.protected_deletion`: ``llm-serving:retire``, then the state command
     with this URN); a replacement, the field to keep (or the same state command, deliberately)."""
     retire = transition_cost.retired(summary.config_value(config, "llm-serving:retire"))
     out: list[str] = []
@@ -446,7 +446,7 @@ def protected_steps(steps: Iterable[Step], config: dict[str, Any]) -> list[str]:
 
 
 def outages(steps: Iterable[Step]) -> list[str]:
-    """:func:`core.transition_cost.outages` of the plan: its old inputs against its new ones."""
+    """:func:`core.k8s.manifests.transition_cost.outages` of the plan: its old inputs against its new ones."""
     old: dict[str, dict] = {}
     new: dict[str, dict] = {}
     for s in steps:

@@ -7,7 +7,7 @@ policy pack's verdicts. No cluster, no Pulumi CLI.
 Steps:
 
 1. read ``Pulumi.<stack>.yaml`` (or ``--stack-file``) and start the policy pack process
-   (``tools.analyze.start_pack``) with the config keys it reads (``core.stackkeys.CONFIG_KEYS``); it
+   (``tools.analyze.start_pack``) with the config keys it reads (``core.base.stackkeys.CONFIG_KEYS``); it
    imports its policies while the program runs;
 2. run ``__main__.py`` under the mock runtime (:func:`tools.offline.mockrun.run_program`);
    each resource is handed to the pack as the program registers it
@@ -21,7 +21,7 @@ Steps:
    layout (:mod:`tools.offline.render`), with ``--base`` diff against that earlier rendering, and
    replace ``--out`` (default ``out/<stack>/``) atomically;
 5. print the summary (:mod:`tools.offline.summary`), the diff (each object with its cost: the servers
-   it restarts and for how long, :mod:`core.transition_cost`) and, with ``--base``, the cards per node at
+   it restarts and for how long, :mod:`core.k8s.manifests.transition_cost`) and, with ``--base``, the cards per node at
    the update's peak (old and new objects alive at once, :mod:`tools.offline.transition`), then the pack's
    findings in ``--format``.
 
@@ -56,7 +56,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, cast
 
-from core import rules, stackkeys
+from core.base import inputs, stackkeys
 from tools import analyze, cli
 from tools.offline import packproc
 from tools.offline.manifests import InputError, load_stack_file
@@ -65,10 +65,10 @@ from tools.offline.report import FORMATS
 # The mock runtime (pulumi), the summary (the stack-file models) and the rendering load on first
 # use, after the pack process is spawned, so its start-up overlaps ours.
 if TYPE_CHECKING:
-    from core import transition_cost
+    from core.k8s.manifests import transition_cost
     from tools.offline import apischema, mockrun, outdir, render, rendering, summary, transition, treediff
 else:
-    transition_cost = packproc.LazyModule("core.transition_cost")
+    transition_cost = packproc.LazyModule("core.k8s.manifests.transition_cost")
     apischema = packproc.LazyModule("tools.offline.apischema")
     mockrun = packproc.LazyModule("tools.offline.mockrun")
     render = packproc.LazyModule("tools.offline.render")
@@ -82,7 +82,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_MANDATORY, EXIT_INPUT, EXIT_CRASH = cli.OK, cli.VERDICT, cli.BAD_INPUT, cli.CRASH
 
 def pack_config(config: dict) -> dict:
-    """The part of a stack's ``config:`` map the policy pack reads (``core.stackkeys.CONFIG_KEYS``,
+    """The part of a stack's ``config:`` map the policy pack reads (``core.base.stackkeys.CONFIG_KEYS``,
     the keys ``policylib.stackconfig`` reads).
 
     Only these keys are handed to the pack, so the verdicts are the same as with the whole
@@ -94,7 +94,7 @@ def pack_config(config: dict) -> dict:
     config of that stack is (the real CLI would meet the same limit there).
 
     Of ``llm-serving:workloads`` the pack reads only each workload's ``measured`` figures
-    (``core.measured``), so only those are handed on: no env value or secret reaches the pack's
+    (``core.capacity.measured``), so only those are handed on: no env value or secret reaches the pack's
     environment, and the config stays small.
     """
     out = {k: v for k, v in config.items() if k in stackkeys.CONFIG_KEYS}
@@ -213,7 +213,7 @@ def _preview(args: argparse.Namespace, project: Path, stdout: TextIO, stderr: Te
         staged = outdir.stage_tree(files, out_dir)  # moved in place once the verdict is in
         clock.lap("write")
         side = stdout if args.format == "table" else stderr
-        side.write(summary.summary(run.resources, config, stack, run.outputs, base_dir=rules.PROJECT_DIR))
+        side.write(summary.summary(run.resources, config, stack, run.outputs, base_dir=inputs.PROJECT_DIR))
         side.write(f"\nwrote {len(files)} manifests to {_display(out_dir)}\n")
         for kept in render.kept_by_pulumi(run.resources):
             side.write(f"not rendered: {kept}, applied by pulumi up only (Secrets stay with Pulumi; docs/secrets.md)\n")
@@ -358,7 +358,7 @@ def verdict_line(refused: list[str], notes: list[str], headline: str | None) -> 
 def _transition(base: dict[str, dict], objects: dict[str, dict], diff: treediff.TreeDiff, run: mockrun.ProgramRun,
                 config: dict, stack: str, out: TextIO) -> tuple[list[str], list[str]]:
     """Print the cards per node at the update's peak (:mod:`tools.offline.transition`), what the
-    update leaves without a server (:func:`core.transition_cost.outages`), the way through for each
+    update leaves without a server (:func:`core.k8s.manifests.transition_cost.outages`), the way through for each
     protected object it deletes, and the reasons to refuse the plan; returns those reasons ([] when
     the plan is safe, or the stack has no inventory)."""
     retire = transition.retire_of(config)

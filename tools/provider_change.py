@@ -14,7 +14,7 @@ Two changes the pack cannot see, because it judges the objects, not the provider
   (the stack file's ``kubernetes:enableServerSideApply`` is refused by the loader for the same
   reason, :data:`stackfile.schema.PROVIDER_KEYS_REFUSED`; this catches a provider set elsewhere).
 
-:func:`refusals` gives one message per change, in the one finding form (:class:`core.problems.Finding`).
+:func:`refusals` gives one message per change, in the one finding form (:class:`core.judging.problems.Finding`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from core.problems import Finding, redacted
+from core.judging.problems import Finding, redacted
 from stackfile.schema import PROVIDER_KEYS_REFUSED
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"

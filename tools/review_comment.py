@@ -41,7 +41,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.inputs import MAX_INPUT_BYTES, InputFileError, read_text_inside
+from core.base.inputs import MAX_INPUT_BYTES, InputFileError, read_text_inside
 from tools import cli
 
 #: The comment's first line: how the next push finds the comment to update (an HTML comment,
@@ -72,7 +72,7 @@ class OutputError(ValueError):
 
 def _code(directory: Path, stem: str) -> int | None:
     """The exit code ``<stem>.code`` holds, None when there is none; text that is not an ASCII
-    whole number counts as a crash (3). Read by :func:`core.inputs.read_text_inside`: a link, a
+    whole number counts as a crash (3). Read by :func:`core.base.inputs.read_text_inside`: a link, a
     FIFO, a directory, a device or a file that is not UTF-8 raises :class:`OutputError`."""
     try:
         text = read_text_inside(directory, f"{stem}.code", "exit-code file", MAX_CODE_BYTES)

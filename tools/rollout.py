@@ -9,7 +9,7 @@ commit; seen once on the loopback cluster). ``kubectl rollout status`` waits for
 controller's own verdict (updated, available and no old replicas). This runs it on each
 Deployment labelled ``app.kubernetes.io/part-of: llm-serving`` in the namespace (KServe's predictor
 Deployments carry the InferenceService's labels), bounded by the Deployment's
-``pulumi.com/timeoutSeconds`` (ceil(1.5 x declared cold start) + 60 s, ``core.rules``), or 600 s
+``pulumi.com/timeoutSeconds`` (ceil(1.5 x declared cold start) + 60 s, ``core.rulebook``), or 600 s
 (the provider's default) where it has none.
 
     python3 dev.py rollout [--namespace llm-serving] [--kubeconfig FILE]
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from core import facts
+from core.base import facts
 from stackfile.schema import StackConfig
 from tools import cli, kubectl
 

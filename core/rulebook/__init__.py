@@ -1,9 +1,9 @@
 """Every rule of the policy pack and the stack file's cross-checks, one module a family, each
-judge registered in :mod:`core.registry` when its family is imported (:func:`register_all`
+judge registered in :mod:`core.judging.registry` when its family is imported (:func:`register_all`
 imports them all). ``from core import rulebook`` then ``rulebook.half_dtype(...)`` /
 ``rulebook.capacity.kv_cache_fits(...)``.
 
-- :mod:`core.rulebook.settings`: the settings the rules name (stack-file key and manifest form);
+- :mod:`core.engines.settings`: the settings the rules name (stack-file key and manifest form);
 - :mod:`core.rulebook.servers`: a model server's rules (start-up, tensor parallel, the card's
   capabilities, memory, the context window, names);
 - :mod:`core.rulebook.capacity`: weights and KV cache on the card (weights-fit-card,
@@ -18,7 +18,7 @@ imports them all). ``from core import rulebook`` then ``rulebook.half_dtype(...)
 - :mod:`core.rulebook.contract`: a vLLM server against the contract of its image's release
   (flags, values, env names, the image build's compute capabilities, CPU offload);
 - :mod:`core.rulebook.candle`: candle-vllm's ``--d`` device list;
-- :mod:`core.rulebook.served_names`: vLLM's served model names;
+- :mod:`core.engines.served_names`: vLLM's served model names;
 - :mod:`core.rulebook.probes`: readiness and startup probes, the declared cold start, probes past an API
   key, the liveness probe's window;
 - :mod:`core.rulebook.endpoints`: where a server listens;
@@ -47,7 +47,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from core.registry import POLICY_TEXTS, RULES, PolicyText, Rule
+from core.engines.settings import S
+from core.judging.registry import POLICY_TEXTS, RULES, PolicyText, Rule
 from core.rulebook.servers import (
     context_window,
     custom_all_reduce,
@@ -63,15 +64,13 @@ from core.rulebook.servers import (
     tp_divides,
     vllm_kernels,
 )
-from core.rulebook.settings import S
 
 #: The rule families beside :mod:`core.rulebook.servers`, imported on first use
 #: (``rulebook.capacity``) or all at once by :func:`register_all`. Not imported here, so the
-#: engine models (:mod:`core.engines`, which judge a served name) import no estimator through
+#: engine models (:mod:`core.engines.config`, which judge a served name) import no estimator through
 #: this package: no import cycle.
 FAMILIES = ("allocation", "candle", "capacity", "contract", "endpoints", "kserve", "limits", "model_cache",
-            "network", "paths", "pod_security", "pods", "probes", "routes", "scaling", "served_names",
-            "services", "stack_config", "time_budgets", "users", "volta", "waivers")
+            "network", "paths", "pod_security", "pods", "probes", "routes", "scaling", "services", "stack_config", "time_budgets", "users", "volta", "waivers")
 
 __all__ = [
     "FAMILIES", "S", "context_window", "custom_all_reduce", "digest_pinned",
@@ -90,7 +89,7 @@ def __getattr__(name: str) -> ModuleType:
 
 def register_all() -> dict[str, Rule]:
     """Every rule family imported, so every rule is registered (idempotent): the one place that
-    lists them, as kube-score's ``RegisterAllChecks``. Returns :data:`core.registry.RULES`."""
+    lists them, as kube-score's ``RegisterAllChecks``. Returns :data:`core.judging.registry.RULES`."""
     for family in FAMILIES:
         importlib.import_module(f"{__name__}.{family}")
     return RULES
@@ -98,6 +97,6 @@ def register_all() -> dict[str, Rule]:
 
 def policy_text(name: str) -> PolicyText:
     """The description and remediation of pack policy ``name``, as its rule family files them
-    (:func:`core.registry.describe_policy`). KeyError: no family describes it."""
+    (:func:`core.judging.registry.describe_policy`). KeyError: no family describes it."""
     register_all()
     return POLICY_TEXTS[name]

@@ -1,7 +1,7 @@
 """Cards and memory asked of a node, and a GPU workload's rollout: judged once for the stack file
 (``stackfile/checks.py``, one workload against its node) and the pack (gpu-card-allocation and
-node-memory-allocation, every pod summed over a node by :func:`core.allocation.allocate`;
-gpu-rollout-recreate). A node total's judge takes the :class:`core.allocation.NodeUse` the
+node-memory-allocation, every pod summed over a node by :func:`core.capacity.allocation.allocate`;
+gpu-rollout-recreate). A node total's judge takes the :class:`core.capacity.allocation.NodeUse` the
 allocation gives.
 
 Plain Python, no Pulumi and no pydantic import.
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from core import facts
-from core.allocation import NodeUse, amount
-from core.quantity import QuantityError
-from core.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
-from core.rulebook.settings import S
+from core.base import facts
+from core.capacity.allocation import NodeUse, amount
+from core.engines.settings import S
+from core.judging.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
+from core.k8s.quantity import QuantityError
 
 #: The node a workload is pinned to.
 NODE = Setting("node", "node", "nodeSelector kubernetes.io/hostname")
@@ -128,7 +128,7 @@ def pod_memory_fits(request_mib: float | None, allocatable_mib: float, node: str
 @rule("memory-quantity", "A memory request or limit is a Kubernetes quantity.",
       "Kubernetes API, resource.Quantity grammar", policy="node-memory-allocation")
 def memory_quantity(path: str, value: Any) -> Breach | None:
-    """``value`` found at ``path`` (``...resources.requests.memory``), refused by :mod:`core.quantity`."""
+    """``value`` found at ``path`` (``...resources.requests.memory``), refused by :mod:`core.k8s.quantity`."""
     err = QuantityError(value)
     return Breach(f"{path}: {err.rule}, so its memory cannot be counted", err.fix)
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core import facts, flags
-from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
-from core.rulebook.settings import S, flag_setting
+from core.base import facts
+from core.engines import flags
+from core.engines.settings import S, flag_setting
+from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 #: candle-vllm's device list; the stack file has no key for it (the component writes it from cards).
 DEVICES = flag_setting("devices", flags.CANDLE, id_="candle_devices", in_stack_file=False)

@@ -1,7 +1,7 @@
 """A model server's memory on its card: the weights fit with room for a KV cache, and the KV
 cache holds one request of the context. Judged once for the stack file (``stackfile/checks.py``)
-and the pack (weights-fit-card, kv-cache-fits-max-model-len) on :func:`core.capacity.estimate`'s
-:class:`~core.capacity.Estimate`.
+and the pack (weights-fit-card, kv-cache-fits-max-model-len) on :func:`core.capacity.estimator.estimate`'s
+:class:`~core.capacity.estimator.Estimate`.
 
 Plain Python, no Pulumi and no pydantic import.
 """
@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core import facts, flags
-from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
-from core.rulebook.settings import S, flag_setting
+from core.base import facts
+from core.engines import flags
+from core.engines.settings import S, flag_setting
+from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 if TYPE_CHECKING:  # pragma: no cover
-    from core.capacity import Estimate
+    from core.capacity.estimator import Estimate
 
 #: Where the capacity rules come from.
-CAPACITY_SOURCE = "spec, the user's measured figures (README Capacity); core/capacity.py"
+CAPACITY_SOURCE = "spec, the user's measured figures (README Capacity); core/capacity/estimator.py"
 
 #: candle-vllm's share of the free card memory for the KV cache.
 KV_FRACTION = flag_setting("kv_fraction", flags.CANDLE)
@@ -112,7 +113,7 @@ def candle_kv_room(e: Estimate, kv_fraction: object) -> Breach | None:
 @rule("capacity-estimable", "The capacity estimator accepts a server's settings.", CAPACITY_SOURCE,
       policy="kv-cache-fits-max-model-len")
 def estimable(refusal: str | None) -> Breach | None:
-    """``refusal``: :func:`core.capacity.estimate`'s ValueError text (a utilization above 1, a
+    """``refusal``: :func:`core.capacity.estimator.estimate`'s ValueError text (a utilization above 1, a
     fraction of 0); None: it estimated."""
     if refusal is None:
         return None
@@ -122,7 +123,7 @@ def estimable(refusal: str | None) -> Breach | None:
 
 @rule("measured-within-card", "A measured figure fits the card it was measured on.", CAPACITY_SOURCE)
 def measured_within_card(field: str, value: float, bound: str) -> Breach | None:
-    """One figure of :func:`core.capacity_measured.impossible`: ``field`` of ``measured``, the
+    """One figure of :func:`core.capacity.comparison.impossible`: ``field`` of ``measured``, the
     ``value`` written and the ``bound`` it exceeds. Judged on every figure it returns."""
     return Breach(f"measured {field} {value:,} is beyond what the card can hold ({bound}), so it explains no "
                   "estimate and the estimate is judged instead",

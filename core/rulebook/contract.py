@@ -1,11 +1,11 @@
 """A vLLM server judged against the contract of the release its image runs
-(:mod:`core.contracts`, read from the release itself): every flag known to that release (a typo
+(:mod:`core.engines.contracts`, read from the release itself): every flag known to that release (a typo
 says "did you mean", a flag a newer release dropped names both releases), each value of the
 flag's type and among its choices, the ``VLLM_*`` environment variables the release reads, the
 card's compute capability among those the image build carries, and CPU offload within the pod's
 memory limit.
 
-The flags and env come from the existing read model (:class:`core.manifests.servers.ServerArgs`:
+The flags and env come from the existing read model (:class:`core.k8s.manifests.servers.ServerArgs`:
 ``_`` already read as ``-``; the container's env as the kubelet sets it); nothing here parses
 an argv. Release unknown to the data: nothing is judged here (the pack's coverage lists it).
 
@@ -20,13 +20,14 @@ import difflib
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from core import contracts, images
-from core.contracts import Flag, QuantizationMethod, Release
-from core.engines import human_int
-from core.registry import Breach, describe_policy, rule
+from core.catalog import images
+from core.engines import contracts
+from core.engines.config import human_int
+from core.engines.contracts import Flag, QuantizationMethod, Release
+from core.judging.registry import Breach, describe_policy, rule
 
 if TYPE_CHECKING:
-    from core.modelfacts import ModelFacts
+    from core.catalog.modelfacts import ModelFacts
 
 #: ``--cpu-offload-gb``: GiB of weights each rank keeps in pinned CPU memory (CacheConfig /
 #: UVAOffloadConfig ``cpu_offload_gb``, "per GPU").
@@ -130,7 +131,7 @@ def flag_value(rel: Release, spelling: str, values: Iterable[str], with_equals: 
                   f"set {flag.name} to {_allowed(flag)}")
 
 
-#: The flags that name a parser, by the kind the contract lists (:class:`core.contracts.Parsers`), and
+#: The flags that name a parser, by the kind the contract lists (:class:`core.engines.contracts.Parsers`), and
 #: the flag that loads a plugin, whose parsers the release cannot list.
 PARSER_FLAGS = {"--reasoning-parser": ("reasoning", "--reasoning-parser-plugin"),
                 "--tool-call-parser": ("tool_call", "--tool-parser-plugin")}
@@ -305,7 +306,7 @@ def quantization_dtype(rel: Release, quantization: str | None, dtype: str | None
 def catalog_model(model_arg: str | None) -> ModelFacts | None:
     """The built-in model catalog's facts (core/data/models.yaml) for a server's model argument
     by its hub id (``Qwen/Qwen3-14B``, ``hf://...``, a cache snapshot path), or None."""
-    from core import modelfacts  # noqa: PLC0415 (the catalog loads on first use)
+    from core.catalog import modelfacts  # noqa: PLC0415 (the catalog loads on first use)
 
     hit = modelfacts.Models(entries={}, facts={}).find(model_arg)
     return hit[1] if hit else None
@@ -330,7 +331,7 @@ def cpu_offload(rel: Release, offload_gib: float | None, ranks: int, limit_mib: 
 
 def flag_breaches(rel: Release, flags: Mapping[str, Iterable[str]], raw: Iterable[str],
                   checkpoint: ModelFacts | None = None) -> list[Breach]:
-    """Every flag breach of one server's flags (:attr:`core.manifests.servers.ServerArgs.flags`)
+    """Every flag breach of one server's flags (:attr:`core.k8s.manifests.servers.ServerArgs.flags`)
     against ``rel``: unknown or removed flags, then values, then ``--quantization`` against the
     checkpoint (``checkpoint``; not given: the built-in catalog's model of the argv's model
     argument, :func:`catalog_model`) and against ``--dtype``."""
@@ -351,7 +352,7 @@ def flag_breaches(rel: Release, flags: Mapping[str, Iterable[str]], raw: Iterabl
         quant = _last(rel, flags, "--quantization")
         if quant is not None:
             if checkpoint is None:
-                from core.manifests.servers import parse_args  # noqa: PLC0415 (the read model imports the rulebook's users)
+                from core.k8s.manifests.servers import parse_args  # noqa: PLC0415 (the read model imports the rulebook's users)
 
                 checkpoint = catalog_model(parse_args("vllm", raw).model_arg)
             out.append(checkpoint_format(rel, quant, checkpoint))

@@ -1,4 +1,4 @@
-"""Where a model server listens (:func:`core.manifests.servers.endpoint`): a pod-reachable host,
+"""Where a model server listens (:func:`core.k8s.manifests.servers.endpoint`): a pod-reachable host,
 the port its probes knock on and its containerPort names. The components render one port for
 all of them (8080), so these judge hand-written manifests.
 
@@ -10,9 +10,21 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from core import rules
-from core.registry import Breach, Setting, describe_policy, rule
-from core.rulebook.settings import flag_setting
+from core.engines.settings import flag_setting
+from core.judging.registry import Breach, Setting, describe_policy, rule
+
+# --- where a server listens -------------------------------------------------------------------
+
+
+def loopback_host(host: str | None) -> bool:
+    """True for a listen address only the pod itself reaches (``127.0.0.0/8``, ``localhost``,
+    ``::1``): the Service's endpoints and the kubelet's probes connect to the pod IP, so a
+    server bound there is unreachable. None (the engine's default: every interface) is False."""
+    if host is None:
+        return False
+    h = host.strip().strip("[]").lower()
+    return h in ("localhost", "::1", "ip6-localhost") or h.startswith("127.")
+
 
 HOST = flag_setting("host", in_stack_file=False)
 CONTAINER_PORT = Setting("container_port", None, "containerPort")
@@ -22,8 +34,8 @@ _SOURCE = "coder.yaml (--host=0.0.0.0 --port=8080, probes on 8080)"
 @rule("server-listen-endpoint", "A model server listens on a pod-reachable host.", _SOURCE,
       policy="server-listen-endpoint")
 def reachable_host(engine: str, host: str | None) -> Breach | None:
-    """:func:`core.rules.loopback_host`: the Service and the probes connect to the pod IP."""
-    if not rules.loopback_host(host):
+    """:func:`core.rulebook.endpoints.loopback_host`: the Service and the probes connect to the pod IP."""
+    if not loopback_host(host):
         return None
     return Breach(f"{engine} listens on --host {host}, a loopback address: the Service and the kubelet's probes "
                   "connect to the pod IP and are refused",
@@ -61,7 +73,7 @@ _TLS_SOURCE = ("vLLM's --ssl-keyfile / --ssl-certfile (vllm/entrypoints/openai/c
       policy="server-listen-endpoint")
 def probe_scheme(field: str, probe: str, server: str, engine: str) -> Breach | None:
     """``field``: the probe (``readinessProbe``); ``probe``: its ``httpGet.scheme`` (``HTTP`` when
-    omitted); ``server``: the scheme the endpoint serves (:attr:`core.manifests.servers.Endpoint.scheme`)."""
+    omitted); ``server``: the scheme the endpoint serves (:attr:`core.k8s.manifests.servers.Endpoint.scheme`)."""
     if probe.upper() == server.upper():
         return None
     why = ("the server serves TLS only (--ssl-certfile), so a plain-HTTP request gets no answer and the probe never passes"

@@ -7,8 +7,8 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from core import facts
-from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.base import facts
+from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 OWNED_SOURCE = ("KServe RawDeployment names its predictor Service and Deployment <isvc>-predictor; seed 001 "
                 "(coder-service.yaml beside the still-managed coder InferenceService)")

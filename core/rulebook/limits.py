@@ -3,7 +3,7 @@ a quota the servers' cards exceed, a quota on a resource a container does not se
 (``quota-admits-servers``), a container's request or limit outside a LimitRange's bounds, or a default
 limit below the container's own request (``limit-range-admits-servers``). The admission plugins
 (ResourceQuota, LimitRanger) refuse such a pod, so the ReplicaSet never creates it. The policies read
-the objects (:mod:`core.manifests.objects`) and call these judges.
+the objects (:mod:`core.k8s.manifests.objects`) and call these judges.
 
 Plain Python, no Pulumi and no pydantic import.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, describe_policy, rule
 
 QUOTA_SOURCE = ("kserve/kserve #1242 (\"pods ... is forbidden: failed quota: kf-resource-quota: must specify memory\"); "
                 "kserve/kserve #867 (ResourceQuota and LimitRange: the predictor's pod is not created); Kubernetes "

@@ -9,7 +9,7 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from core.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, describe_policy, rule
 
 SOURCE = ("kserve #3562, llm-d-modelservice #243, huggingface_hub #2797 (read-only cache); vllm-project/vllm #1986 "
           "(offline with an empty cache); kserve #3792 (emptyDir sizeLimit below the checkpoint)")
@@ -23,7 +23,7 @@ def cache_usable(model: str, cache: str, where: str, writable: bool, persistent:
     """``cache``: the cache directory; ``where``: the volume it lands on, worded; ``size_limit`` /
     ``limit_bytes``: an emptyDir's sizeLimit as written and in bytes; ``checkpoint_bytes``: the
     model's weights on disk (None: not known); ``denied``: not writable because the container's uid may
-    not write there (else: read-only; :class:`core.manifests.filesystem.PathUse`)."""
+    not write there (else: read-only; :class:`core.k8s.manifests.filesystem.PathUse`)."""
     at = f"model {model} is fetched by hub id into {cache}, on {where}"
     if offline and not persistent:
         return Breach(f"{at}, with HF_HUB_OFFLINE=1: that volume is empty at every start, so the server cannot "

@@ -1,8 +1,8 @@
-"""The NetworkPolicy rules of the pack, each judged and worded once (:mod:`core.registry`): every
+"""The NetworkPolicy rules of the pack, each judged and worded once (:mod:`core.judging.registry`): every
 declared client of a Service gets through (``network-ingress-for-clients``), and a policy that
 isolates a model server admits the port it listens on (``ingress-admits-server-port``). A judge
 takes plain values (names, ports, what the policies admit); the policies read the NetworkPolicies
-(:mod:`core.manifests.network_policies`) and call it.
+(:mod:`core.k8s.manifests.network_policies`) and call it.
 
 The stack file writes the NetworkPolicy from ``llm-serving:network_policy`` (its ``gateway`` and
 ``clients`` ports) and a Service's ``clients``; its fixes name those keys.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 CLIENTS_SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
 #: The stack file's NetworkPolicy section, where its admitted ports are written.
@@ -50,7 +50,7 @@ def client_port_exposed(client: str, port: int, exposed: Sequence[int]) -> Breac
       policy="network-ingress-for-clients")
 def client_reaches_api(client: str, port: int, pod_port: int, engine: str, api: int, side: str | None) -> Breach | None:
     """``port``: the Service port the client calls; ``pod_port``: where its targetPort lands on the
-    pods; ``api``: the server's API port (:attr:`core.manifests.servers.Endpoint.port`); ``side``:
+    pods; ``api``: the server's API port (:attr:`core.k8s.manifests.servers.Endpoint.port`); ``side``:
     what listens on ``pod_port`` instead (a side port, e.g. KV-cache transfer), or None."""
     if pod_port == api:
         return None

@@ -1,5 +1,5 @@
 """The paths a model server uses, resolved once against its container's filesystem
-(:func:`core.manifests.filesystem.paths`): a directory it writes at start on a read-only place, and a
+(:func:`core.k8s.manifests.filesystem.paths`): a directory it writes at start on a read-only place, and a
 path it reads at start (its model, its chat template) that is on no mount and not in the image
 (``server-paths-usable``).
 
@@ -8,7 +8,7 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from core.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, describe_policy, rule
 
 SOURCE = ("gpustack/gpustack #4292 (the model's volume not mounted in the vLLM pod: \"Can't load the configuration of "
           "'/model'\"); llm-d/llm-d PR #1711 (vLLM writes Triton's cache at start; where it cannot, the model server crashes); "
@@ -19,7 +19,7 @@ SOURCE = ("gpustack/gpustack #4292 (the model's volume not mounted in the vLLM p
 @rule("server-writes-caches", "A directory a model server writes at start is writable.", SOURCE,
       policy="server-paths-usable")
 def writes(what: str, path: str, named_by: str, where: str, writable: bool, denied: bool = False) -> Breach | None:
-    """``where``: the place it lands, worded (:attr:`core.manifests.filesystem.PathUse.where`); ``denied``: it is
+    """``where``: the place it lands, worded (:attr:`core.k8s.manifests.filesystem.PathUse.where`); ``denied``: it is
     not writable for the container's uid (else: read-only)."""
     if writable:
         return None

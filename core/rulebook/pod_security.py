@@ -1,7 +1,7 @@
 """The pod security rules of the pack's ``pod-security-baseline``, ``pod-security-restricted``,
 ``pod-run-as-non-root``, ``no-service-account-token``, ``model-mounts-read-only`` and ``env-var-secret``: one
 registry record a check (the Kubernetes Pod Security Standards' tables, row by row), each judge
-over the plain values of one pod or container field, worded once (:mod:`core.registry`).
+over the plain values of one pod or container field, worded once (:mod:`core.judging.registry`).
 
 The stack file has no key for these fields: the components write them on every pod they render,
 so a stack user's fix is to preview again (:data:`_WRITTEN`, :data:`_NEVER`).
@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
+from core.base import facts
+from core.judging.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
 
 SOURCE_BASELINE = ("Kubernetes Pod Security Standards, Baseline profile "
                    "(kubernetes.io/docs/concepts/security/pod-security-standards)")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
-from core.rulebook.settings import S
+from core.base import facts
+from core.engines.settings import S
+from core.judging.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
 
 RUNTIME_CLASS = Setting("runtime_class", None, "runtimeClassName")
 PULL_POLICY = Setting("image_pull_policy", None, "imagePullPolicy")

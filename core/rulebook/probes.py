@@ -8,9 +8,9 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from core import facts
-from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
-from core.rulebook.settings import S
+from core.base import facts
+from core.engines.settings import S
+from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 
 @rule("model-server-readiness", "Every model server has a readiness probe.",

@@ -2,8 +2,8 @@
 API route whose backend port the Service does not expose or whose Service port does not reach the API
 port, an InferencePool that selects no server pods or sends to a port the server does not listen on
 (``route-reaches-server``), and a route or proxy timeout shorter than the server's longest request
-(``route-timeout-covers-request``). The policies read the objects (:mod:`core.manifests.objects`) and
-the endpoint (:func:`core.manifests.servers.endpoint`) and call these judges.
+(``route-timeout-covers-request``). The policies read the objects (:mod:`core.k8s.manifests.objects`) and
+the endpoint (:func:`core.k8s.manifests.servers.endpoint`) and call these judges.
 
 Plain Python, no Pulumi and no pydantic import.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, describe_policy, rule
 
 ROUTE_SOURCE = ("kubernetes-sigs/gateway-api-inference-extension #2562 (pods whose port is not the pool's targetPorts "
                 "are silently dropped); ai-dynamo/dynamo PR #1940 (an InferencePool's targetPortNumber 3000 and selector "

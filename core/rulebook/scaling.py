@@ -3,14 +3,14 @@
 lets no pod of a server be evicted (``disruption-budget-allows-drain``), and a LeaderWorkerSet group's
 cards against the ranks its vLLM starts (``lws-group-ranks``); an autoscaler whose utilization metric
 the pods do not request (``autoscaler-metric-has-requests``). The policies read the objects
-(:mod:`core.manifests.objects`) and call these judges.
+(:mod:`core.k8s.manifests.objects`) and call these judges.
 
 Plain Python, no Pulumi and no pydantic import.
 """
 
 from __future__ import annotations
 
-from core.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, describe_policy, rule
 
 HPA_SOURCE = ("kserve/kserve #871 (an autoscaler scaled a GPU predictor to 50 pods on a node with 2 cards: most stayed "
               "Pending); vllm-project/aibrix #2670 (replicas pile up while the ones asked stay pending); Kubernetes "

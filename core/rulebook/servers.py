@@ -1,7 +1,7 @@
-"""The model-server rules, each worded once (:mod:`core.registry`) and judged once: by the policy
+"""The model-server rules, each worded once (:mod:`core.judging.registry`) and judged once: by the policy
 pack on the rendered manifests, or by the stack file's cross-checks where no policy judges it. A judge takes plain values (numbers, strings, model facts, a card)
-and returns a :class:`~core.registry.Breach` whose settings (:data:`S`) render as stack-file keys
-or as flags and manifest fields. The predicates are :mod:`core.rules`'.
+and returns a :class:`~core.judging.registry.Breach` whose settings (:data:`S`) render as stack-file keys
+or as flags and manifest fields. The predicates are :mod:`core.rulebook`'.
 
 Plain Python, no Pulumi and no pydantic import.
 """
@@ -12,14 +12,53 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from core import facts, kube, rules
-from core.facts import STARTUP_HEADROOM
-from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
-from core.rulebook.settings import S
+from core.base import facts
+from core.base.facts import STARTUP_HEADROOM
+from core.catalog import cards as catalog_cards
+from core.catalog import images, modelfacts
+from core.engines import config
+from core.engines.settings import S
+from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.k8s import kube
 
 if TYPE_CHECKING:  # pragma: no cover
-    from core.inventory import CardSpec
-    from core.modelfacts import ModelFacts
+    from core.capacity.inventory import CardSpec
+    from core.catalog.modelfacts import ModelFacts
+
+
+def startup_budget_covers(budget_s: float, cold_start_s: float) -> bool:
+    """A startup probe budget covers the declared cold start only when it EXCEEDS it (spec:
+    the budget "must exceed" the cold start; equal leaves no margin for the last probe)."""
+    return budget_s > cold_start_s
+
+
+def startup_threshold_needed(cold_start_s: int, period_s: int, initial_delay_s: int = 0) -> int:
+    """The smallest failure threshold whose budget (delay + period x threshold) exceeds the cold start."""
+    return max(1, (cold_start_s - initial_delay_s) // period_s + 1)
+
+
+#: The largest tensor parallel size suggested in messages (a node rarely has more than 8 cards).
+MAX_SUGGESTED_TP = 8
+
+
+def tp_sizes_that_divide(facts: ModelFacts, max_cards: int = MAX_SUGGESTED_TP, engine: str = "candle-vllm") -> list[int]:
+    """Tensor parallel sizes 1 .. ``max_cards`` that divide every dimension ``engine`` shards
+    (:meth:`core.catalog.modelfacts.ModelFacts.tp_divisibility_problems`; candle-vllm's rule, the
+    stricter, by default)."""
+    return [tp for tp in range(1, max_cards + 1) if not facts.tp_divisibility_problems(tp, engine)]
+
+
+# --- host memory of a GPU workload ------------------------------------------------------------
+
+
+def gpu_memory_declared(request_mib: float | None, limit_mib: float | None) -> bool:
+    """A container holding cards declares a memory request and a memory limit (MiB; None: not
+    declared). A limit alone counts as both: the API server copies it into the missing request.
+    Without either the scheduler and node-memory-allocation count the pod as 0 MiB; without a
+    limit nothing bounds what it takes from the node. coder.yaml: 12Gi request, 40Gi limit."""
+    request = request_mib if request_mib is not None else limit_mib
+    return request is not None and limit_mib is not None
+
 
 # --- start-up ---------------------------------------------------------------------------------
 
@@ -32,9 +71,9 @@ def startup_budget(cold_start_seconds: int, period: int, threshold: int, initial
     ``assumed``: the cold start was not declared but assumed, by this (a manifest's policy
     parameter), and the fix offers declaring it."""
     budget = initial_delay + period * threshold
-    if rules.startup_budget_covers(budget, cold_start_seconds):
+    if startup_budget_covers(budget, cold_start_seconds):
         return None
-    need = rules.startup_threshold_needed(cold_start_seconds, period, initial_delay)
+    need = startup_threshold_needed(cold_start_seconds, period, initial_delay)
     formula = (f"{initial_delay} + " if initial_delay else "") + f"{period} s x {threshold}"
     whose = (f"cold start of {cold_start_seconds} s assumed for a model server that declares none ({assumed})"
              if assumed else f"declared cold start of {cold_start_seconds} s")
@@ -53,7 +92,7 @@ def startup_budget(cold_start_seconds: int, period: int, threshold: int, initial
 @rule("tensor-parallel-divisibility", "Tensor parallel size divides what the engine shards.", "seed 001",
       policy="tensor-parallel-divisibility")
 def tp_divides(model_key: str, model: ModelFacts, tp: int, engine: str = "candle-vllm") -> Breach | None:
-    """``tp`` divides what ``engine`` shards (:meth:`core.modelfacts.ModelFacts.tp_divisibility_problems`):
+    """``tp`` divides what ``engine`` shards (:meth:`core.catalog.modelfacts.ModelFacts.tp_divisibility_problems`):
     candle-vllm heads, KV heads, intermediate size and vocab (001); vLLM heads, KV heads (or their
     replicas), a dense MLP."""
     if tp <= 1:
@@ -61,7 +100,7 @@ def tp_divides(model_key: str, model: ModelFacts, tp: int, engine: str = "candle
     bad = model.tp_divisibility_problems(tp, engine)
     if not bad:
         return None
-    fits = ", ".join(map(str, rules.tp_sizes_that_divide(model, engine=engine)))
+    fits = ", ".join(map(str, tp_sizes_that_divide(model, engine=engine)))
     return Breach(
         f"tensor parallel {tp} does not divide model {model_key}: {'; '.join(bad)}; the shards would be uneven "
         "and the server fails at load",
@@ -87,7 +126,7 @@ def hybrid_one_card(model_key: str, model: ModelFacts, tp: int) -> Breach | None
       "seed 001 (ranks equal cards; an idle card is a card another server waits for)", policy="vllm-parallelism")
 def parallel_matches_cards(tp: int, pp: int, cards: int, dp: int = 1) -> Breach | None:
     """VLLM starts one rank a card."""
-    if rules.parallel_matches_cards(tp, pp, cards, dp):
+    if config.parallel_matches_cards(tp, pp, cards, dp):
         return None
     ranks = tp * pp * dp
     formula = f"tensor parallel {tp} x pipeline parallel {pp}" + (f" x data parallel {dp}" if dp != 1 else "")
@@ -104,14 +143,14 @@ def parallel_matches_cards(tp: int, pp: int, cards: int, dp: int = 1) -> Breach 
       policy="vllm-volta")
 def half_dtype(card: CardSpec | None, dtype: str | None, engine: str,
                checkpoint_dtype: str | None = None, explicit: bool = True) -> Breach | None:
-    """:func:`core.rules.dtype_runs_on`; ``dtype`` None: not given (the checkpoint's, bf16 for most).
+    """:func:`core.catalog.cards.dtype_runs_on`; ``dtype`` None: not given (the checkpoint's, bf16 for most).
     ``explicit`` False (a cluster without the house conventions): ``auto`` or no dtype on a
     ``checkpoint_dtype`` of float16 passes, as vLLM then serves float16."""
-    if card is None or rules.dtype_runs_on(engine, dtype, card.sm):
+    if card is None or catalog_cards.dtype_runs_on(engine, dtype, card.sm):
         return None
     if not explicit and (not dtype or dtype == "auto") and checkpoint_dtype == "float16":
         return None
-    half = rules.half_dtype(engine)
+    half = catalog_cards.half_dtype(engine)
     where = f"{card.product} is sm_{card.sm}"
     if dtype in ("bf16", "bfloat16"):
         why = f"{S.dtype} {dtype} needs compute capability 8.0; {where}"
@@ -134,15 +173,15 @@ def vllm_kernels(card: CardSpec | None, quantization: str | None, kv_cache_dtype
     """``quantization``: the method (``written`` False: the checkpoint's, picked up without the flag)."""
     if card is None:
         return None
-    need = rules.quantization_min_sm(quantization)
-    if need is not None and not rules.quantization_runs_on(quantization, card.sm):
+    need = catalog_cards.quantization_min_sm(quantization)
+    if need is not None and not catalog_cards.quantization_runs_on(quantization, card.sm):
         how = f"{S.quantization} {quantization}" if written else f"the checkpoint's {quantization} quantization"
         return Breach(
             f"{how} needs compute capability {need / 10:.1f}; {card.product} is sm_{card.sm}",
             f"point {S.model} at a gptq checkpoint ({S.quantization.to('gptq')}, which runs on sm_70) or a "
             "half-precision one",
         )
-    if not rules.kv_cache_dtype_runs_on(kv_cache_dtype, card.sm):
+    if not catalog_cards.kv_cache_dtype_runs_on(kv_cache_dtype, card.sm):
         return Breach(
             f"{S.kv_cache_dtype} {kv_cache_dtype} needs FP8 support; {card.product} (sm_{card.sm}) has none",
             f"set {S.kv_cache_dtype.to('auto')}", "coder.yaml",
@@ -156,7 +195,7 @@ def custom_all_reduce(card: CardSpec | None, tp: int, disabled: bool | None,
                       nodes: tuple[str, ...] = ()) -> Breach | None:
     """``disabled``: the setting (None: the component's default, on without NVLink); ``nodes``: the
     nodes without NVLink the pod can land on, named in the wording."""
-    if disabled is not False or card is None or not rules.custom_all_reduce_must_be_disabled(tp, card.nvlink):
+    if disabled is not False or card is None or not config.custom_all_reduce_must_be_disabled(tp, card.nvlink):
         return None
     where = f" ({', '.join(nodes)})" if nodes else ""
     return Breach(
@@ -169,7 +208,7 @@ def custom_all_reduce(card: CardSpec | None, tp: int, disabled: bool | None,
 @rule("hybrid-on-volta-vllm", "vLLM's GatedDeltaNet kernels need sm_75.", "coder.yaml", policy="vllm-volta")
 def hybrid_on_volta_vllm(model_key: str, model: ModelFacts, card: CardSpec | None) -> Breach | None:
     """A hybrid (GDN) model on vLLM needs compute capability 7.5 and the fla module."""
-    if card is None or rules.gdn_runs_on_vllm(model.is_hybrid, card.sm):
+    if card is None or catalog_cards.gdn_runs_on_vllm(model.is_hybrid, card.sm):
         return None
     return Breach(
         f"model {model_key} is hybrid (GatedDeltaNet); vLLM's GDN kernels need compute capability 7.5 and the fla "
@@ -181,7 +220,7 @@ def hybrid_on_volta_vllm(model_key: str, model: ModelFacts, card: CardSpec | Non
 @rule("vllm-digest-pinned", "The vLLM image is pinned by digest.", "coder.yaml")
 def digest_pinned(image: str) -> Breach | None:
     """coder.yaml: v0.15.0 failed on this node (error 803); a digest never moves."""
-    if rules.is_digest_pinned(image):
+    if images.is_digest_pinned(image):
         return None
     return Breach(
         f"vLLM image {image} is not pinned by digest; a tag can move, and v0.15.0 failed on this node (empty arch "
@@ -195,10 +234,10 @@ def digest_pinned(image: str) -> Breach | None:
 @rule("vllm-gpu-memory-utilization", "vLLM --gpu-memory-utilization is at most 0.95.",
       "vllm-project/vllm #15598 (0.98 ran out of memory in CUDA-graph capture)", policy="vllm-gpu-memory-utilization")
 def gpu_memory_utilization(value: float, enforce_eager: bool, overridden: bool) -> Breach | None:
-    """:func:`core.rules.gpu_memory_utilization_ok`."""
-    if rules.gpu_memory_utilization_ok(value, enforce_eager=enforce_eager, overridden=overridden):
+    """:func:`core.engines.config.gpu_memory_utilization_ok`."""
+    if config.gpu_memory_utilization_ok(value, enforce_eager=enforce_eager, overridden=overridden):
         return None
-    ceiling = rules.GPU_MEMORY_UTILIZATION_CEILING
+    ceiling = config.GPU_MEMORY_UTILIZATION_CEILING
     return Breach(
         f"{S.gmu} {value} is above the {ceiling} ceiling without {S.enforce_eager} or {S.gmu_override}: vLLM "
         "fills that much of the card with weights and KV cache and has too little left for CUDA graph capture and NCCL",
@@ -210,8 +249,8 @@ def gpu_memory_utilization(value: float, enforce_eager: bool, overridden: bool) 
 @rule("gpu-memory-request", "A container holding cards declares a memory request and limit.",
       "coder.yaml (12Gi request, 40Gi limit on a node with 63,495 MiB allocatable)", policy="gpu-memory-request")
 def memory_declared(request_mib: float | None, limit_mib: float | None, cards: int = 1) -> Breach | None:
-    """:func:`core.rules.gpu_memory_declared`; MiB, None: not declared."""
-    if rules.gpu_memory_declared(request_mib, limit_mib):
+    """:func:`core.rulebook.servers.gpu_memory_declared`; MiB, None: not declared."""
+    if gpu_memory_declared(request_mib, limit_mib):
         return None
 
     def shown(v: float | None) -> str:
@@ -234,14 +273,14 @@ def memory_declared(request_mib: float | None, limit_mib: float | None, cards: i
 def context_window(model_key: str, max_position_embeddings: int, max_model_len: int,
                    rope_scaling: Mapping[str, Any] | None, allow_long: bool, *,
                    from_checkpoint: bool = False) -> Breach | None:
-    """:func:`core.rules.max_model_len_ok`; ``rope_scaling`` the one vLLM derives the window from
-    (:meth:`core.modelfacts.ModelFacts.window_rope_scaling`), ``from_checkpoint`` when it is the
+    """:func:`core.catalog.modelfacts.max_model_len_ok`; ``rope_scaling`` the one vLLM derives the window from
+    (:meth:`core.catalog.modelfacts.ModelFacts.window_rope_scaling`), ``from_checkpoint`` when it is the
     checkpoint's config.json's, not the manifest's; ``allow_long``: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is on."""
     window = max_position_embeddings
-    if rules.max_model_len_ok(max_model_len, window, rope_scaling, allow_long):
+    if modelfacts.max_model_len_ok(max_model_len, window, rope_scaling, allow_long):
         return None
-    derived = rules.derived_max_model_len(window, rope_scaling)
-    factor = rules.yarn_factor_needed(max_model_len, window)
+    derived = modelfacts.derived_max_model_len(window, rope_scaling)
+    factor = modelfacts.yarn_factor_needed(max_model_len, window)
     whose = "its config.json's rope scaling" if from_checkpoint else "its rope scaling"
     how = (f"{whose} {json.dumps(dict(rope_scaling), separators=(',', ':'))} stretches that to {derived:,}"
            if rope_scaling else "no rope scaling is set")

@@ -1,9 +1,9 @@
 """The Service rules the policy pack and the stack file share, each judged and worded once
-(:mod:`core.registry`): one served model name a running server (``served-model-name-unique``), one
+(:mod:`core.judging.registry`): one served model name a running server (``served-model-name-unique``), one
 running workload behind each Service (``service-selector-uniqueness``), a targetPort the pods
 listen on (``service-target-port``), no service-link variable in a server's own environment
 namespace (``service-link-env-collision``). A judge takes plain values: names, counts, ports and
-the :mod:`core.manifests` read model's endpoints; the policies walk the stack and call it.
+the :mod:`core.k8s.manifests` read model's endpoints; the policies walk the stack and call it.
 
 Plain Python, no Pulumi and no pydantic import.
 """
@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from core import facts
-from core.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
-from core.rulebook.settings import S
+from core.base import facts
+from core.engines.settings import S
+from core.judging.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
 
 if TYPE_CHECKING:  # pragma: no cover
-    from core.manifests.servers import Endpoint
+    from core.k8s.manifests.servers import Endpoint
 
 #: vLLM's ``--served-model-name`` (candle-vllm answers the basename of ``--w``).
 SERVED_MODEL_NAMES = S.served_model_names
@@ -85,7 +85,7 @@ def target_port(target: object, number: int | None, who: str, port_names: Collec
     """One Service port against one selected workload ``who``: ``target``, its targetPort as
     written; ``number``, that port resolved on the pods (None: a name no container port has);
     ``port_names``, the pods' named ports; ``declared``, their containerPorts; ``containers``,
-    ``(name, containerPorts, endpoint)`` each (:func:`core.manifests.servers.endpoint`);
+    ``(name, containerPorts, endpoint)`` each (:func:`core.k8s.manifests.servers.endpoint`);
     ``scrape_port``, the Service's own ``prometheus.io/port`` annotation names this port while
     another port of the Service reaches the server's API port (default False).
 
@@ -93,7 +93,7 @@ def target_port(target: object, number: int | None, who: str, port_names: Collec
     port 8080 for the aibrix-runtime sidecar beside serve 8000), not where clients are served.
 
     A server listening on the port passes (containerPort lists are informational), and so does
-    a side port: one the server's own arguments open (:attr:`core.manifests.servers.Endpoint.side_ports`:
+    a side port: one the server's own arguments open (:attr:`core.k8s.manifests.servers.Endpoint.side_ports`:
     KV-cache transfer, NIXL's side channel), or a containerPort of a container that declares its
     API port too (production-stack's engine Service: the API, ``zmq-port`` and ``ucx-port``). A port
     no container declares, when some are, fails; else the containers declaring it (or all, when

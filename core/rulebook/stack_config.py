@@ -1,6 +1,6 @@
 """The stack's own config as the rules need it: the pack can read the inventory and models it was
 given, and a server's model is one the stack lists (its facts are what the capacity, tensor
-parallel and context-window rules judge). Each worded once (:mod:`core.registry`); the stack
+parallel and context-window rules judge). Each worded once (:mod:`core.judging.registry`); the stack
 file's loader, the capacity view and the policies report these breaches.
 
 Plain Python, no Pulumi and no pydantic import.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.registry import MANIFEST, STACK, Breach, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, only, rule
 
 #: The stack file's model map, as both audiences name it.
 MODELS_KEY = "llm-serving:models"

@@ -8,7 +8,44 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from core.registry import Breach, describe_policy, rule
+import math
+
+from core.judging.registry import Breach, describe_policy, rule
+
+#: The await's margin over the declared cold start: a start this much slower than measured
+#: (cold page cache of the weights on the PVC, a busy node) is still waited for.
+AWAIT_SLOW_START_FACTOR = 1.5
+#: Seconds added to every await for what happens before the cold start begins: the old pod's
+#: termination under Recreate (terminationGracePeriodSeconds, 30 s by default), scheduling, the
+#: pull of an unchanged moving tag (Always: a digest check), and the readiness probe's period
+#: (10 s, coder.yaml).
+AWAIT_ROLLOUT_SECONDS = 60
+
+
+def await_timeout_seconds(cold_start_s: int) -> int:
+    """Seconds ``pulumi up`` waits for a workload whose declared cold start is ``cold_start_s``
+    seconds to become ready (the ``pulumi.com/timeoutSeconds`` annotation on the workload and on
+    the Service in front of it): ``ceil(1.5 x cold start) + 60``. Prod: reasoning 600 s -> 960 s
+    (the provider's default, 600 s, would fail it at its declared cold start), candle-vllm 300 s
+    -> 510 s, clef-candle 180 s -> 330 s, clef-serve 240 s -> 420 s.
+
+    Always above the cold start, so ``pulumi up`` does not fail a start that is on time; bounded,
+    so a pod that never becomes ready fails the update instead of holding it for the default.
+    """
+    return math.ceil(cold_start_s * AWAIT_SLOW_START_FACTOR) + AWAIT_ROLLOUT_SECONDS
+
+
+#: A Deployment's ``spec.progressDeadlineSeconds`` when it is not written (Kubernetes apps/v1 default).
+DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
+
+
+def progress_deadline_seconds(cold_start_s: int) -> int | None:
+    """The ``progressDeadlineSeconds`` a Deployment whose declared cold start is ``cold_start_s`` needs:
+    None while Kubernetes' default (600 s) exceeds the cold start (nothing is written, prod's rendering
+    stays as it was), else :func:`await_timeout_seconds` (past the deadline the Deployment reports
+    ProgressDeadlineExceeded and the provider's await fails the deploy; rollout-deadlines-cover-cold-start)."""
+    return None if cold_start_s < DEFAULT_PROGRESS_DEADLINE_SECONDS else await_timeout_seconds(cold_start_s)
+
 
 DEADLINE_SOURCE = ("rh-aiservices-bu/ai-on-openshift PR #100 (large models time out against the 10 minute progress "
                    "deadline); kserve/kserve #3795 (large model deployment times out); Kubernetes Deployment "

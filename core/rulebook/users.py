@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, describe_policy, rule
 from core.rulebook.pod_security import RUN_AS_NON_ROOT, RUN_AS_USER
 
 NEEDS_UID_SOURCE = ("kubelet: 'container has runAsNonRoot and image will run as root' (llm-d/llm-d #12, "

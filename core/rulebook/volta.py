@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core import contracts, facts, images, rules
-from core.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.base import facts
+from core.catalog import cards, images
+from core.engines import contracts
+from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
 
 SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
@@ -32,13 +34,13 @@ def _env_fix(name: str, value: str) -> str:
       "coder.yaml (VLLM_USE_FLASHINFER_SAMPLER=0, required on this hardware); FlashInfer check_cuda_arch; the release's "
       "vllm/v1/sample/ops/topk_topp_sampler.py (core/data/vllm_releases.json)",
       policy="vllm-volta")
-def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = rules.SM_VOLTA) -> Breach | None:
+def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = cards.SM_VOLTA) -> Breach | None:
     """The FlashInfer sampler on compute capability ``sm``, as the release the image's tag names
-    does it: for a release the engine contract covers (:mod:`core.contracts`), its sampler's own
+    does it: for a release the engine contract covers (:mod:`core.engines.contracts`), its sampler's own
     default (on unless ``0`` through 0.11; opt-in with ``1`` later) and what it does on a card
     FlashInfer lacks (no check: FlashInfer raises when it samples; vLLM's own check raises at
     start; or a fall back, which is no breach). Other releases: on by default from the V1 engine
-    (:func:`core.rules.flashinfer_sampler_on_by_default`; a tag naming none is taken as a current
+    (:func:`core.engines.contracts.flashinfer_sampler_on_by_default`; a tag naming none is taken as a current
     release). ``VLLM_USE_V1=0`` selects V0, which samples with FlashInfer only when it is ``1``."""
     value = env.get(SAMPLER_ENV)
     if value == "0":
@@ -59,11 +61,11 @@ def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = rules.SM_VO
                           _env_fix(SAMPLER_ENV, "0"))
         why = "" if value == "1" else f" ({release.label} samples with FlashInfer unless it is 0)"
         return Breach(f"env {SAMPLER_ENV} {shown}: FlashInfer's sampler raises on sm_{sm}{why}", _env_fix(SAMPLER_ENV, "0"))
-    by_default = rules.flashinfer_sampler_on_by_default(version, sm, v1_disabled=env.get("VLLM_USE_V1") == "0")
+    by_default = contracts.flashinfer_sampler_on_by_default(version, sm, v1_disabled=env.get("VLLM_USE_V1") == "0")
     if value != "1" and by_default is False:
         return None
     if version is None:
-        since = rules.VLLM_V1_PRE_AMPERE_FROM if sm < rules.SM_AMPERE else rules.VLLM_V1_FROM
+        since = contracts.VLLM_V1_PRE_AMPERE_FROM if sm < cards.SM_AMPERE else contracts.VLLM_V1_FROM
         why = (f"; the image tag {ref.shown_tag} names no release, so the sampler is taken as on, as in every "
                f"release from {'.'.join(map(str, since))} on sm_{sm}")
     else:
@@ -74,7 +76,7 @@ def flashinfer_sampler(env: Mapping[str, str], image: str, sm: int = rules.SM_VO
 
 @rule("vllm-volta-attention-backend", "No FlashAttention-2 or FlashInfer attention backend below sm_75.",
       "coder.yaml (VLLM_ATTENTION_BACKEND=TRITON_ATTN on the V100s)", policy="vllm-volta")
-def attention_backend(env: Mapping[str, str], sm: int = rules.SM_VOLTA) -> Breach | None:
+def attention_backend(env: Mapping[str, str], sm: int = cards.SM_VOLTA) -> Breach | None:
     """``VLLM_ATTENTION_BACKEND`` names neither FLASH_ATTN nor FLASHINFER (both need sm_75); unset
     is left to vLLM's own selection."""
     backend = env.get(BACKEND_ENV, "")

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core import facts
-from core.registry import POLICY_TEXTS, Breach, describe_policy, rule
+from core.base import facts
+from core.judging.registry import POLICY_TEXTS, Breach, describe_policy, rule
 
 NAME = "policy-waivers"
 #: The house form's key prefix: ``llm-serving.riotpiao.com/ignore-<policy>``.

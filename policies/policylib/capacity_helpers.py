@@ -1,4 +1,4 @@
-"""The policy pack's glue to :mod:`core.capacity_view` (a model server's capacity read from its
+"""The policy pack's glue to :mod:`core.rulebook.capacity_view` (a model server's capacity read from its
 manifest): the stack config it reads (:mod:`policylib.stackconfig`), each server's assessment once
 per analyzer request (:func:`servers`), and the capacity policies' messages in the user's terms.
 Used by the kv-cache-fits-max-model-len, weights-fit-card, vllm-context-window and
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from core import capacity_view, manifests, terms
-from core.capacity_view import ServerCapacity, server_label
-from core.inventory import ClusterInventory
-from core.modelfacts import Models
-from core.registry import Breach
+from core.capacity.inventory import ClusterInventory
+from core.catalog.modelfacts import Models
+from core.judging import terms
+from core.judging.registry import Breach
+from core.k8s import manifests
+from core.rulebook import capacity_view
+from core.rulebook.capacity_view import ServerCapacity, server_label
 from policylib import decode_once, stackconfig, views
 from policylib import resource_helpers as rh
 
@@ -33,7 +35,7 @@ def unknown_model(sc: ServerCapacity, checking: str) -> Breach:
 
 
 def servers(w: manifests.Workload, inv: ClusterInventory, models: Models) -> list[ServerCapacity]:
-    """:func:`core.capacity_view.assess` for every vLLM / candle-vllm container of ``w`` (``[]`` for none), once per
+    """:func:`core.rulebook.capacity_view.assess` for every vLLM / candle-vllm container of ``w`` (``[]`` for none), once per
     analyzer request for the same workload view, inventory and models (three resource policies
     and the stack's capacity rows read it; :func:`policylib.decode_once.request_memo`)."""
     memo = decode_once.request_memo()
@@ -89,7 +91,7 @@ def validate_servers(
 # --- the preview summary ------------------------------------------------------------------
 
 def capacity_rows(stack_view: manifests.Stack, inventory: ClusterInventory, models: Models) -> list[capacity_view.Row]:
-    """:func:`core.capacity_view.capacity_rows` with this request's memoised :func:`servers`."""
+    """:func:`core.rulebook.capacity_view.capacity_rows` with this request's memoised :func:`servers`."""
     return capacity_view.capacity_rows(stack_view, inventory, models, servers)
 
 

@@ -1,14 +1,15 @@
 """The walk the per-container policies share: each container of the workload a resource policy
 judges (:func:`policylib.views.of`), and reporting a breach about it in the pack's message form
-(:func:`core.terms.message`: the stack-file fix for objects the program made)."""
+(:func:`core.judging.terms.message`: the stack-file fix for objects the program made)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from core import manifests, terms
-from core.registry import Breach
+from core.judging import terms
+from core.judging.registry import Breach
+from core.k8s import manifests
 from policylib import views
 
 

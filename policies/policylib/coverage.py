@@ -7,8 +7,8 @@ guess, and :func:`not_judged` says what was left out, one line each:
 - a server of an engine the pack recognises but does not model (SGLang, TGI, Triton, llama.cpp,
   Ollama, LocalAI, Ray Serve: :attr:`Container.call`, or the image's name: :attr:`Container.engine`);
 - a running container that holds cards and runs no server the pack knows;
-- a server whose argv cannot be known from the manifest (:func:`core.manifests.argv.effective_argv`);
-- a vLLM server whose image tag names no release the engine contract covers (:mod:`core.contracts`),
+- a server whose argv cannot be known from the manifest (:func:`core.k8s.manifests.argv.effective_argv`);
+- a vLLM server whose image tag names no release the engine contract covers (:mod:`core.engines.contracts`),
   or a candle-vllm server whose tag names no covered commit: its flags are not judged against one;
 - an InferenceService in the KServe ``predictor.model`` form (the server comes from a
   ServingRuntime, not from the manifest);
@@ -28,11 +28,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from core import contracts, facts, images, manifests
-from core.inventory import ClusterInventory
+from core.base import facts
+from core.capacity.inventory import ClusterInventory
+from core.catalog import images
+from core.engines import contracts
+from core.k8s import manifests
 from policylib import views
 
-#: How messages name the engines :func:`core.manifests.argv.server_of` knows.
+#: How messages name the engines :func:`core.k8s.manifests.argv.server_of` knows.
 ENGINE_NAMES = {"vllm": "vLLM", "candle-vllm": "candle-vllm", "sglang": "SGLang", "tgi": "TGI (text-generation-inference)",
                 "triton": "Triton Inference Server", "llama.cpp": "llama.cpp's server", "ollama": "Ollama",
                 "localai": "LocalAI", "ray-serve": "Ray Serve", "ray": "Ray (and any Serve application on it)"}

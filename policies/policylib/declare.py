@@ -4,8 +4,8 @@ A rule family module of ``policies/`` (``policies/<family>.py``, mirroring
 ``core/rulebook/<family>.py``) declares each of its policies with :func:`resource_policy` or
 :func:`stack_policy`: name, ``validate``, enforcement level, severity, configuration properties and
 its account (``doc``: what it judges, its sources, what it does not check). The description and
-remediation are the text the rule family files beside its rules (:func:`core.registry.describe_policy`),
-its rules the registered ones of its name (``core.registry.RULES``); so each is worded in one place.
+remediation are the text the rule family files beside its rules (:func:`core.judging.registry.describe_policy`),
+its rules the registered ones of its name (``core.judging.registry.RULES``); so each is worded in one place.
 :mod:`policylib.pack` builds the PolicyPack from :data:`POLICIES`. Pulumi's own compliance
 policies declare a policy the same way, in one ``registerPolicy({...})`` record.
 """
@@ -26,7 +26,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from core import registry, rulebook
+from core import rulebook
+from core.judging import registry
 from policylib import waivers
 
 Kind = Literal["resource", "stack"]
@@ -105,7 +106,7 @@ def _build(record: PolicyRecord) -> Policy:
 
 def declare(record: PolicyRecord) -> PolicyRecord:
     """File ``record``. ValueError: a name that is not lowercase words joined by ``-``, no description
-    filed by a rule family (:func:`core.registry.describe_policy`), a ``doc`` left empty, a
+    filed by a rule family (:func:`core.judging.registry.describe_policy`), a ``doc`` left empty, a
     configuration property without a type or description, or a name another function declared."""
     if not _NAME.fullmatch(record.name):
         raise ValueError(f"policy name {record.name!r}: use lowercase words joined by '-' (e.g. gpu-card-allocation)")

@@ -1,14 +1,15 @@
 """The shared reading of the stack policies that judge objects acting on model servers
-(:mod:`core.manifests.objects`): the running server workloads an object reaches, where each server
+(:mod:`core.k8s.manifests.objects`): the running server workloads an object reaches, where each server
 listens, and reporting a breach about an object (not a workload) in the pack's message form."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from core import manifests, terms
-from core.manifests.pods import Workload
-from core.registry import Breach
+from core.judging import terms
+from core.judging.registry import Breach
+from core.k8s import manifests
+from core.k8s.manifests.pods import Workload
 
 
 def report(subject: str, breach: Breach | None, annotations: Mapping[str, str] | None = None) -> str | None:
@@ -18,7 +19,7 @@ def report(subject: str, breach: Breach | None, annotations: Mapping[str, str] |
 
 def listening(workloads: Iterable[Workload]) -> list[tuple[Workload, manifests.Container, manifests.Endpoint]]:
     """``(workload, container, endpoint)`` of every running vLLM / candle-vllm server among ``workloads``
-    whose endpoint can be known (:func:`core.manifests.endpoint`)."""
+    whose endpoint can be known (:func:`core.k8s.manifests.endpoint`)."""
     out = []
     for w in workloads:
         if not w.running:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from core import facts
-from core.images import image_user
-from core.registry import Breach
+from core.base import facts
+from core.catalog.images import image_user
+from core.judging.registry import Breach
 from core.rulebook import pod_security as ps
 from policylib import resource_helpers as rh
 
@@ -133,12 +133,12 @@ def secret_env_values(containers: list[tuple[str, Mapping]]) -> list[Check]:
 
 def report_breaches(args: Any, found: list[Check], report_violation: Any) -> None:
     """Report each ``(where, breach)`` as the breach's finding about ``where``, in the pack's message
-    form (:func:`core.terms.message`: the stack-file fix for objects the program made).
+    form (:func:`core.judging.terms.message`: the stack-file fix for objects the program made).
 
     Only where the inventory sets ``house_conventions`` (the user's cluster hardens every pod): elsewhere the namespace's Pod Security admission, not this pack, says which
     profile a pod must meet, and a public manifest without these fields is not wrong for its
     cluster (the team's rules do not block other teams' YAML)."""
-    from core.terms import message
+    from core.judging.terms import message
     from policylib.stackconfig import house_conventions
 
     if not found or not house_conventions():

@@ -1,6 +1,6 @@
 """Shared pieces of the pack's resource policies (one resource at a time).
 
-What :mod:`core.manifests` does not give: the raw pod specs of every kind that runs
+What :mod:`core.k8s.manifests` does not give: the raw pod specs of every kind that runs
 containers (for the checks that also look at ``initContainers``, Pods, Jobs, DaemonSets),
 image references, numbers as the analyzer protocol delivers them, the nodes a workload can
 land on, probe budgets and the one violation a policy reports when the stack config is bad.
@@ -16,16 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from core import images, manifests, rules
-from core.inventory import ClusterInventory, Node
-from core.problems import Finding
-from core.registry import MANIFEST
+from core.capacity.inventory import ClusterInventory, Node
+from core.catalog import cards, images
+from core.judging.problems import Finding
+from core.judging.registry import MANIFEST
+from core.k8s import manifests
 from core.rulebook import stack_config
 from policylib import stackconfig
 
 # --- numbers and raw objects --------------------------------------------------------------
 
-#: The read model's tolerant readers (:mod:`core.manifests.read`) under the names the policies use:
+#: The read model's tolerant readers (:mod:`core.k8s.manifests.read`) under the names the policies use:
 #: ``mapping`` (``{}`` unless a mapping), ``sequence`` (``()`` unless a list) and ``whole`` (an
 #: integer field, or None).
 mapping = manifests.as_map
@@ -98,14 +99,14 @@ def container_label(label: str, where: str, field: str, container: Mapping) -> s
 
 
 def workload_label(w: manifests.Workload) -> str:
-    """``"<Kind> <name>"`` of a :class:`~core.manifests.pods.Workload`."""
+    """``"<Kind> <name>"`` of a :class:`~core.k8s.manifests.pods.Workload`."""
     return f"{w.kind} {w.name}"
 
 
 # --- images ------------------------------------------------------------------------------
 
 
-#: One image parser for the stack file and the pack: ``core.images``.
+#: One image parser for the stack file and the pack: ``core.catalog.images``.
 ImageRef = images.ImageRef
 parse_image = images.parse_image
 
@@ -129,7 +130,7 @@ def effective_pull_policy(ref: ImageRef, written: str | None) -> tuple[str, bool
 def candidate_nodes(w: manifests.Workload, inv: ClusterInventory) -> tuple[list[Node], bool]:
     """``(nodes, pinned)``: the node a pod is pinned to (``nodeName`` or the hostname
     nodeSelector), else the nodes (or pools) with at least the pod's cards among those its
-    nodeSelector's recorded labels pick (:meth:`core.inventory.ClusterInventory.placed_on`).
+    nodeSelector's recorded labels pick (:meth:`core.capacity.inventory.ClusterInventory.placed_on`).
 
     A pin to a node missing from the inventory gives ``[]`` (gpu-card-allocation reports
     it). A required node affinity narrows the nodes like the nodeSelector.
@@ -143,9 +144,9 @@ def candidate_nodes(w: manifests.Workload, inv: ClusterInventory) -> tuple[list[
 
 
 def pre_turing(nodes: Sequence[Node]) -> list[Node]:
-    """The nodes whose card gets the Volta rules (:func:`core.rules.needs_volta_path`: below
+    """The nodes whose card gets the Volta rules (:func:`core.catalog.cards.needs_volta_path`: below
     sm_75; V100: sm_70)."""
-    return [n for n in nodes if n.card is not None and rules.needs_volta_path(n.card.sm)]
+    return [n for n in nodes if n.card is not None and cards.needs_volta_path(n.card.sm)]
 
 
 def describe_nodes(nodes: Sequence[Node], pinned: bool) -> str:

@@ -2,7 +2,7 @@
 
 Used by gpu-card-allocation, node-memory-allocation, service-selector-uniqueness,
 service-target-port, network-ingress-for-clients and served-model-name-unique. Reads
-resources only through :mod:`core.manifests` and the inventory through
+resources only through :mod:`core.k8s.manifests` and the inventory through
 :mod:`policylib.stackconfig`; reports nothing itself (except :func:`read_inventory`, which
 turns a config error into the one violation the conventions ask for).
 
@@ -10,7 +10,7 @@ Everything here is O(n) or O(n log n) in the number of resources:
 
 - :class:`PodIndex` indexes pod labels by ``(namespace, key, value)`` and answers a Service
   selector by filtering the shortest posting list, memoised by selector.
-- :func:`report_allocation` places pods on nodes with :func:`core.allocation.allocate` (the
+- :func:`report_allocation` places pods on nodes with :func:`core.capacity.allocation.allocate` (the
   function the preview summary and the stack output call too) and reports what does not fit.
 """
 
@@ -20,10 +20,12 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
-from core import allocation, manifests, terms
-from core.allocation import NodeUse
-from core.inventory import ClusterInventory
-from core.registry import Breach
+from core.capacity import allocation
+from core.capacity.allocation import NodeUse
+from core.capacity.inventory import ClusterInventory
+from core.judging import terms
+from core.judging.registry import Breach
+from core.k8s import manifests
 from policylib import resource_helpers as rh
 from policylib import stackconfig, views
 
@@ -100,7 +102,7 @@ class PodIndex:
         self.others: tuple[manifests.OtherPods, ...] = ()
 
     def select(self, namespace: str, selector: Mapping[str, str]) -> tuple[manifests.Workload, ...]:
-        """Workloads in ``namespace`` whose pods ``selector`` matches (:meth:`core.manifests.Workload.selected_by`:
+        """Workloads in ``namespace`` whose pods ``selector`` matches (:meth:`core.k8s.manifests.Workload.selected_by`:
         template labels, and the labels controllers add, such as a StatefulSet's
         ``apps.kubernetes.io/pod-index``); ``()`` for an empty selector."""
         if not selector:
@@ -201,7 +203,7 @@ def report_allocation(
     """The shared tail of the allocation policies (gpu-card-allocation, node-memory-allocation).
 
     Reads the inventory (one violation and stop when it is missing or invalid) and the
-    ``countSurge`` parameter, places ``asking`` with :func:`core.allocation.allocate` (``capacity_of(node)``: what an
+    ``countSurge`` parameter, places ``asking`` with :func:`core.capacity.allocation.allocate` (``capacity_of(node)``: what an
     inventory node offers; ``reserved_of(inventory)``: what is held outside the stack), then
     reports, in this order: each workload pinned to a node the inventory does not list
     (``unknown_node_message(w, the inventory's node names)``; None: not reported by this policy), each

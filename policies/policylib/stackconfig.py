@@ -6,7 +6,7 @@ runtime config before every Analyze / AnalyzeStack call. The offline runner
 (``tools/analyze.py``) starts the pack the same way. This module reads the two keys the
 policies need, ``llm-serving:cluster`` and ``llm-serving:models`` (and the ``measured`` figures of
 ``llm-serving:workloads``, merged into the inventory), and validates them with the
-program's own models (:mod:`core.inventory`, :mod:`core.modelfacts`): one
+program's own models (:mod:`core.capacity.inventory`, :mod:`core.catalog.modelfacts`): one
 source of truth.
 
 Parsed values are cached by their raw text, so 10,000 Analyze calls parse the inventory once.
@@ -18,15 +18,15 @@ import functools
 import json
 import os
 
-from core import rules
-from core.inventory import ClusterInventory
-from core.modelfacts import ModelEntry, Models
-from core.stackkeys import CLUSTER_CONFIG_KEY, MODELS_CONFIG_KEY, PREFIX, PROJECT, WORKLOADS_CONFIG_KEY
+from core.base import inputs
+from core.base.stackkeys import CLUSTER_CONFIG_KEY, MODELS_CONFIG_KEY, PREFIX, PROJECT, WORKLOADS_CONFIG_KEY
+from core.capacity.inventory import ClusterInventory
+from core.catalog.modelfacts import ModelEntry, Models
 
 #: Relative ``config_json`` paths resolve against the project directory (where the stack files
-#: are), as the program and the preview resolve them (``core.rules.PROJECT_DIR``); the
+#: are), as the program and the preview resolve them (``core.base.inputs.PROJECT_DIR``); the
 #: pack's own working directory is ``policies/``.
-PROJECT_DIR = rules.PROJECT_DIR
+PROJECT_DIR = inputs.PROJECT_DIR
 
 
 class StackConfigError(Exception):
@@ -110,7 +110,7 @@ def models() -> Models:
 
 
 def house_conventions() -> bool:
-    """The inventory's ``house_conventions`` (:class:`core.inventory.ClusterInventory`): the
+    """The inventory's ``house_conventions`` (:class:`core.capacity.inventory.ClusterInventory`): the
     team's own conventions are mandatory on this cluster (the user's: true). False when the
     inventory is missing or invalid (the stack policies report that)."""
     try:

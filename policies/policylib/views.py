@@ -1,8 +1,8 @@
-"""The pack's entry to the manifest read model (:mod:`core.manifests`): each workload's view built
+"""The pack's entry to the manifest read model (:mod:`core.k8s.manifests`): each workload's view built
 once per analyzer request.
 
 Within one request every policy reads the same properties object (:mod:`policylib.decode_once`),
-so :func:`workload` keeps the frozen :class:`core.manifests.pods.Workload` it built for it.
+so :func:`workload` keeps the frozen :class:`core.k8s.manifests.pods.Workload` it built for it.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from core.manifests import objects as _objects
-from core.manifests import pods
-from core.manifests import stack as _stack
-from core.manifests.read import WORKLOAD_TYPES
+from core.k8s.manifests import objects as _objects
+from core.k8s.manifests import pods
+from core.k8s.manifests import stack as _stack
+from core.k8s.manifests.read import WORKLOAD_TYPES
 from policylib import decode_once
 
 
 def workload(resource_type: str, props: Mapping, urn: str = "") -> pods.Workload | None:
-    """:func:`core.manifests.pods.workload`, built once per analyzer request
+    """:func:`core.k8s.manifests.pods.workload`, built once per analyzer request
     (:func:`policylib.decode_once.request_memo`, keyed with ``id`` of the properties and holding them)."""
     memo = decode_once.request_memo()
     if memo is None or resource_type not in WORKLOAD_TYPES:
@@ -33,14 +33,14 @@ def workload(resource_type: str, props: Mapping, urn: str = "") -> pods.Workload
 
 
 def of(args: Any) -> pods.Workload | None:
-    """The :class:`~core.manifests.pods.Workload` a resource policy is judging
+    """The :class:`~core.k8s.manifests.pods.Workload` a resource policy is judging
     (``ResourceValidationArgs``), or None when the resource is not a Deployment, StatefulSet or
     InferenceService."""
     return workload(args.resource_type, args.props, args.urn)
 
 
 def stack_view(resources: Iterable[Any]) -> _stack.Stack:
-    """:func:`core.manifests.stack.stack_view` with :func:`workload`'s per-request memo, built once
+    """:func:`core.k8s.manifests.stack.stack_view` with :func:`workload`'s per-request memo, built once
     per ``AnalyzeStack`` request: every stack policy of the request gets its own list of
     ``PolicyResource`` objects, but over the same properties objects (:mod:`policylib.decode_once`),
     so the view is keyed with the type, URN and ``id`` of each resource's properties, and holds them."""
@@ -58,7 +58,7 @@ def stack_view(resources: Iterable[Any]) -> _stack.Stack:
 
 
 def objects_view(resources: Iterable[Any]) -> _objects.Objects:
-    """:func:`core.manifests.objects.objects_view` of a stack policy's resources (the HPAs, budgets,
+    """:func:`core.k8s.manifests.objects.objects_view` of a stack policy's resources (the HPAs, budgets,
     quotas, LimitRanges, routes and pools), built once per ``AnalyzeStack`` request like :func:`stack_view`."""
     memo = decode_once.request_memo()
     resources = list(resources)

@@ -20,7 +20,7 @@ from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArg
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError
 
-from core.manifests.read import as_map
+from core.k8s.manifests.read import as_map
 from core.rulebook import waivers as rules
 from policylib import decode_once
 from policylib.resource_helpers import object_label

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.inputs import read_text
+from core.base.inputs import read_text
 
 LOOPBACK = "127.0.0.1"
 NODE_NAME = "worker-1"

@@ -18,7 +18,7 @@ def test_base_rows_run_the_archived_revisions_own_code(tmp_path):
     base = peers_bench.archive("HEAD", tmp_path)
     assert base.label == "@HEAD" and (base.root / "tools" / "analyze.py").is_file()
     assert (base.root / "policies" / "core").is_symlink()  # the pack's core, as in the checkout
-    assert list((base.root / "core" / "__pycache__").glob("stackkeys.*.pyc"))  # compiled as dev.py does
+    assert list((base.root / "core" / "base" / "__pycache__").glob("stackkeys.*.pyc"))  # compiled as dev.py does
     cmds = peers_bench.commands(Path("/m"), Path("/inv.yaml"), tmp_path / "preview", base)
     assert list(cmds) == ["analyze", "preview", "analyze@HEAD", "preview@HEAD", *[n for n in cmds if "@" not in n
                                                                                  and n not in ("analyze", "preview")]]

@@ -5,7 +5,7 @@ Deployment to become available and for a Service's Endpoints to settle with no n
 address. ``reasoning`` declares a 600 s cold start: with the default, a start that is on time
 plus its rollout fails the update. Each workload, and the Service in front of it, carries
 ``pulumi.com/timeoutSeconds`` from the workload's declared cold start
-(:func:`core.rules.await_timeout_seconds`); a Service in front of a parked workload carries
+(:func:`core.rulebook.time_budgets.await_timeout_seconds`); a Service in front of a parked workload carries
 ``pulumi.com/skipAwait: "true"`` instead. The real provider's behaviour with these values is
 ``tests/real/test_real_awaits.py``.
 """
@@ -16,7 +16,8 @@ import copy
 
 import pytest
 
-from core import facts, rules
+from core.base import facts
+from core.rulebook import time_budgets
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE
@@ -36,17 +37,17 @@ def _annotations(m: dict) -> dict[str, str]:
 
 def test_await_timeout_is_the_cold_start_with_its_margin():
     # ceil(1.5 x cold start) + 60 s of rollout (termination under Recreate, scheduling, pull check).
-    assert rules.await_timeout_seconds(600) == 960  # reasoning: over the provider's 600 s default
-    assert rules.await_timeout_seconds(300) == 510  # candle-vllm
-    assert rules.await_timeout_seconds(180) == 330  # clef-candle
-    assert rules.await_timeout_seconds(240) == 420  # clef-serve
-    assert rules.await_timeout_seconds(1) == 62  # ceil(1.5) + 60
+    assert time_budgets.await_timeout_seconds(600) == 960  # reasoning: over the provider's 600 s default
+    assert time_budgets.await_timeout_seconds(300) == 510  # candle-vllm
+    assert time_budgets.await_timeout_seconds(180) == 330  # clef-candle
+    assert time_budgets.await_timeout_seconds(240) == 420  # clef-serve
+    assert time_budgets.await_timeout_seconds(1) == 62  # ceil(1.5) + 60
 
 
 @pytest.mark.parametrize("cold_start", [1, 7, 59, 60, 61, 599, 600, 601, 1799, 3600])
 def test_await_never_fails_an_on_time_start(cold_start):
     # Strictly above the cold start, with at least the rollout margin to spare.
-    assert rules.await_timeout_seconds(cold_start) >= cold_start + rules.AWAIT_ROLLOUT_SECONDS
+    assert time_budgets.await_timeout_seconds(cold_start) >= cold_start + time_budgets.AWAIT_ROLLOUT_SECONDS
 
 
 def test_prod_workloads_await_their_cold_start_with_the_margin():
@@ -57,7 +58,7 @@ def test_prod_workloads_await_their_cold_start_with_the_margin():
         ann = _annotations(objects[key])
         assert ann[facts.AWAIT_TIMEOUT_ANNOTATION] == timeout, key
         # From the object's own declared cold start, the same value the pack reads.
-        assert int(timeout) == rules.await_timeout_seconds(int(ann[facts.COLD_START_ANNOTATION]))
+        assert int(timeout) == time_budgets.await_timeout_seconds(int(ann[facts.COLD_START_ANNOTATION]))
         assert facts.SKIP_AWAIT_ANNOTATION not in ann
 
 
@@ -112,6 +113,6 @@ def test_a_deployment_whose_cold_start_reaches_the_default_progress_deadline_get
     config = copy.deepcopy(PROD_FILE)
     config["llm-serving:workloads"]["candle-vllm"]["cold_start_seconds"] = 600
     spec = _by_kind(config)[("Deployment", "candle-vllm")]["spec"]
-    assert spec["progressDeadlineSeconds"] == rules.await_timeout_seconds(600) == 960
+    assert spec["progressDeadlineSeconds"] == time_budgets.await_timeout_seconds(600) == 960
     assert all("progressDeadlineSeconds" not in m["spec"] for (kind, _), m in _by_kind(PROD_FILE).items() if kind == "Deployment")
-    assert rules.progress_deadline_seconds(599) is None and rules.progress_deadline_seconds(600) == 960
+    assert time_budgets.progress_deadline_seconds(599) is None and time_budgets.progress_deadline_seconds(600) == 960

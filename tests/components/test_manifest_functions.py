@@ -18,9 +18,9 @@ from components.workload import (
     deployment_manifest,
     pull_policy,
 )
-from core import facts
-from core.inventory import CardSpec
-from core.placement import Parked, Placement
+from core.base import facts
+from core.capacity.inventory import CardSpec
+from core.k8s.placement import Parked, Placement
 from stackfile import NetworkPolicyConfig, Resources, ServiceClient, StartupProbe, load_stack_config
 from stackfile.build import candle_args, gpu_args, vllm_args
 from tests.paths import PROD_STACK_FILE, ROOT
@@ -88,7 +88,7 @@ def test_candle_deployment_carries_the_gpu_facts():
         facts.COLD_START_ANNOTATION: "300",
         facts.SERVED_NAMES_ANNOTATION: '["coder-14b-fp16"]',
         facts.RUNS_AS_ROOT_ANNOTATION: facts.ROOT_REASONS["candle-vllm"],
-        facts.AWAIT_TIMEOUT_ANNOTATION: "510",  # ceil(1.5 x 300) + 60 (core.rules.await_timeout_seconds)
+        facts.AWAIT_TIMEOUT_ANNOTATION: "510",  # ceil(1.5 x 300) + 60 (core.rulebook.time_budgets.await_timeout_seconds)
     }
     assert sorted(v.split("=")[0] for v in waived.values()) == ["CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_40", "CKV_K8S_43"]
 
@@ -287,14 +287,14 @@ def test_the_runtime_class_is_the_inventorys():
 
 def test_every_component_class_names_its_stack_file_section():
     """The pack names an object's stack-file key from its component annotation's class
-    (core.facts.COMPONENT_SECTIONS): every ComponentResource that renders objects has a section,
+    (core.base.facts.COMPONENT_SECTIONS): every ComponentResource that renders objects has a section,
     and the table names no class that does not exist."""
     import inspect
 
     import pulumi
 
     from components import network, service, vllm, workload
-    from core import facts
+    from core.base import facts
 
     classes = {name for module in (network, service, vllm, workload)
                for name, cls in inspect.getmembers(module, inspect.isclass)

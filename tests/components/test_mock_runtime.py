@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from core import facts
+from core.base import facts
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE
@@ -144,8 +144,8 @@ def test_components_built_by_hand(tmp_path):
     reference) and its targetPort is that component's port."""
     program = tmp_path / "program.py"
     program.write_text(textwrap.dedent('''
-        from core.placement import Placement
-        from core.traffic import ServiceClient
+        from core.k8s.placement import Placement
+        from core.k8s.traffic import ServiceClient
         from components.service import StablePredictorService, StablePredictorServiceArgs
         from components.workload import GpuDeployment, GpuDeploymentArgs
 

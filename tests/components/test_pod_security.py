@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from core import facts
+from core.base import facts
 from policylib.pack import policy
 from stackfile import load_stack_config
 from stackfile.build import render_manifests

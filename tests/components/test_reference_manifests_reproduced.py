@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from core import facts
+from core.base import facts
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import REFERENCE, ROOT
@@ -43,7 +43,7 @@ POD = ("spec", "template", "spec")
 PREDICTOR = ("spec", "predictor")
 ISVC_CONTAINER = PREDICTOR + ("containers", 0)
 
-CONTRACT = "the component -> policy contract annotations (core/facts.py), so the policy pack judges"
+CONTRACT = "the component -> policy contract annotations (core/base/facts.py), so the policy pack judges"
 NODE = ("pinned to worker-1 with nodeSelector kubernetes.io/hostname, as coder.yaml pins its predictor; "
         "cards are counted per node")
 STARTUP = "a startup probe whose budget exceeds the declared cold start (002, coder.yaml: 120 x 15 s)"
@@ -52,7 +52,7 @@ SERVICE_LINKS = ("enableServiceLinks: false: a Service named like the engine (vl
                  "and vLLM refuses to start (vllm-project/vllm #34199)")
 
 
-#: The pod security added to every model server (core/facts.py, components/workload.py).
+#: The pod security added to every model server (core/base/facts.py, components/workload.py).
 SECURITY = "pod security: Pod Security Standards restricted where a GPU server allows it"
 AS_ROOT = "runs as the image's user (root), with the reason written as the runs-as-root annotation"
 WAIVERS = "checkov's skip annotations: each check the Deployment cannot meet, with its reason"
@@ -71,7 +71,7 @@ def _pod_security(pod: tuple, container: tuple, readiness: bool) -> list[Delta]:
     return out
 
 
-AWAIT = ("how long pulumi up waits for it, from the declared cold start (core.rules.await_timeout_seconds; "
+AWAIT = ("how long pulumi up waits for it, from the declared cold start (core.rulebook.time_budgets.await_timeout_seconds; "
          "the provider's default is 10 minutes, less than reasoning's cold start with a margin)")
 
 

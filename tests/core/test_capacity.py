@@ -3,12 +3,12 @@
 Each test names the figure's source. vLLM figures must come out within 5%; candle-vllm's
 MB-to-tokens step exactly as its code computes it. Where a figure and the engine's current
 code disagree, the test states both numbers and the reason. No constant here is fitted to a
-figure: every constant in core/capacity.py is cited from the engine's code or a public log
+figure: every constant in core/capacity/estimator.py is cited from the engine's code or a public log
 (tests/core/test_capacity_public.py checks the public figures).
 
 Figures that changed when the estimate began to count the runtime memory, the sampler's sort and
 the engine version, each test saying why: the vLLM pools lost the runtime memory beside the weights a rank now holds
-(0.15 GiB at TP=1, 0.55 at TP=2 over PCIe: core.capacity.runtime_bytes), the default-limits
+(0.15 GiB at TP=1, 0.55 at TP=2 over PCIe: core.capacity.estimator.runtime_bytes), the default-limits
 reasoning figure also the sort's transient buffers in the sampler warm-up (36 bytes a logit, not
 26), and candle-vllm's pools the CUDA context and NCCL (0.35 + 0.4 GiB). Every measured figure
 still holds within its tolerance, most closer than before.
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import pytest
 
-from core import capacity
-from core.capacity import GIB, MIB, estimate_candle, estimate_vllm, weights_per_card
-from core.inventory import CardSpec
-from core.modelfacts import CATALOG, ModelFacts
+from core.capacity import estimator as capacity
+from core.capacity.estimator import GIB, MIB, estimate_candle, estimate_vllm, weights_per_card
+from core.capacity.inventory import CardSpec
+from core.catalog.modelfacts import CATALOG, ModelFacts
 
 V100 = CardSpec(
     product="Tesla-V100-PCIE-32GB", memory_mib=32768, compute_capability="7.0", nvlink=False, hbm_bandwidth_gb_s=900
@@ -68,7 +68,7 @@ def test_reasoning_kv_tokens_and_concurrency_match_the_measured_figures():
     is 134,736 tokens (-1.7%) and 2.06x (-1.6%). At vLLM's defaults see the next test.
 
     Changed when the runtime memory was counted: 136,384 before; the 0.15 GiB a V1 rank holds outside torch at TP=1
-    (core.capacity.VLLM_RUNTIME_GIB, the llm-d report) is 1,648 tokens of 96 KiB.
+    (core.capacity.estimator.VLLM_RUNTIME_GIB, the llm-d report) is 1,648 tokens of 96 KiB.
     """
     e = estimate_vllm(REASONING, V100, max_model_len=65536, gpu_memory_utilization=0.90, **CODER_YAML_LIMITS)
     assert e.kv_tokens == 134_736
@@ -89,7 +89,7 @@ def test_reasoning_at_vllm_defaults_loses_the_sampler_warmup_to_activations():
     Changed when the sampler's sort was counted: 129,984 / 1.98x / 1.022 GiB before. The warm-up's peak is during
     ``logits.sort()``, whose radix sort holds the input indices and its alternate key and value
     buffers beside the outputs: 36 bytes a logit beside the fp16 logits, not 26
-    (core.capacity.VLLM_SAMPLER_BYTES_PER_LOGIT, checked on the llm-d report and
+    (core.capacity.estimator.VLLM_SAMPLER_BYTES_PER_LOGIT, checked on the llm-d report and
     vllm-project/vllm #13061 in tests/core/test_capacity_public.py); and the 0.15 GiB runtime."""
     default = estimate_vllm(REASONING, V100, max_model_len=65536)
     limited = estimate_vllm(REASONING, V100, max_model_len=65536, **CODER_YAML_LIMITS)
@@ -146,7 +146,7 @@ def test_coder_262k_fits_at_tp2_and_not_at_tp1():
     """History (coder.yaml): 262,144 tokens on one V100 cannot be held; TP=2 frees the room.
 
     Changed when the runtime memory was counted: 444,464 tokens at TP=2 before; each rank now also holds 0.55 GiB of
-    runtime (0.15 + NCCL's 0.4 over PCIe, core.capacity.runtime_bytes)."""
+    runtime (0.15 + NCCL's 0.4 over PCIe, core.capacity.estimator.runtime_bytes)."""
     one = estimate_vllm(CODER, V100, tp=1, max_model_len=262144, **CODER_YAML_LIMITS)
     two = estimate_vllm(CODER, V100, tp=2, max_model_len=262144, **CODER_YAML_LIMITS)
     assert not one.fits_kv and one.kv_tokens < 262_144

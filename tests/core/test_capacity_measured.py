@@ -1,4 +1,4 @@
-"""Measured figures as input (core/measured.py, core/capacity_measured.py), a card's measured CUDA total, and the
+"""Measured figures as input (core/capacity/measured.py, core/capacity/comparison.py), a card's measured CUDA total, and the
 checkpoint's own rope_scaling in the window vLLM derives (vLLM v0.11.0 ``_get_and_verify_max_len``).
 
 Sources: seed 002 reasoning.yaml (15.55 GiB, 137k tokens, 2.09x), seed 000 clef-candle.yaml
@@ -13,11 +13,14 @@ import copy
 import pytest
 from pydantic import ValidationError
 
-from core import capacity, capacity_measured, rulebook, rules
-from core.engines import ServerSettings
-from core.inventory import CardSpec, ClusterInventory
-from core.measured import Measured
-from core.modelfacts import CATALOG, CheckpointRopeScaling, ModelEntry, ModelFacts, facts_from_config_json
+from core import rulebook
+from core.capacity import comparison as capacity_measured
+from core.capacity import estimator as capacity
+from core.capacity.inventory import CardSpec, ClusterInventory
+from core.capacity.measured import Measured
+from core.catalog import modelfacts
+from core.catalog.modelfacts import CATALOG, CheckpointRopeScaling, ModelEntry, ModelFacts, facts_from_config_json
+from core.engines.config import ServerSettings
 from tests.paths import PROD_STACK_FILE, ROOT
 from tests.policy_harness import FIXTURES
 from tools.offline.manifests import load_manifest_dir, load_stack_file
@@ -50,7 +53,7 @@ def _config(rope, arch="LlamaForCausalLM", max_pos=4096):
 ])
 def test_the_checkpoints_rope_scaling_sets_the_window_vllm_derives(rope, window):
     facts = facts_from_config_json(_config(rope))
-    assert rules.derived_max_model_len(facts.max_position_embeddings, facts.window_rope_scaling()) == window
+    assert modelfacts.derived_max_model_len(facts.max_position_embeddings, facts.window_rope_scaling()) == window
 
 
 def test_vllm_context_window_accepts_what_the_checkpoints_linear_x4_allows():
@@ -65,7 +68,7 @@ def test_vllm_context_window_accepts_what_the_checkpoints_linear_x4_allows():
 def test_a_manifests_rope_scaling_replaces_the_checkpoints_whole():
     facts = facts_from_config_json(_config({"type": "linear", "factor": 4.0}))
     override = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4096}
-    assert rules.derived_max_model_len(4096, facts.window_rope_scaling(override)) == 8192
+    assert modelfacts.derived_max_model_len(4096, facts.window_rope_scaling(override)) == 8192
 
 
 def test_gemma3_window_is_already_scaled():

@@ -4,7 +4,7 @@ Each test names its source in its docstring. The public figures check mechanisms
 numbers: the forward's activation (the profiled tokens x hidden and MLP widths), the sampler
 warm-up (rows x vocabulary x the bytes a logit its code path holds), the vLLM release from the
 image tag, the card's CUDA-visible total, and the minimum over ranks. Which constant of
-core/capacity.py comes from which log is said where it is used; a figure that is a constant's
+core/capacity/estimator.py comes from which log is said where it is used; a figure that is a constant's
 own source is not counted as reproduced.
 """
 
@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import pytest
 
-from core import capacity, cards
-from core.capacity import GIB, MIB, estimate, estimate_candle, estimate_vllm
-from core.engines import ServerSettings
-from core.images import parse_image
-from core.inventory import CardSpec
-from core.modelfacts import CATALOG, ModelFacts, facts_from_config_json
+from core.capacity import estimator as capacity
+from core.capacity.estimator import GIB, MIB, estimate, estimate_candle, estimate_vllm
+from core.capacity.inventory import CardSpec
+from core.catalog import cards
+from core.catalog.images import parse_image
+from core.catalog.modelfacts import CATALOG, ModelFacts, facts_from_config_json
+from core.engines.config import ServerSettings
 
 
 def card(product: str, memory_mib: int, cc: str, nvlink: bool = False) -> CardSpec:
@@ -108,7 +109,7 @@ def test_llm_d_qwen3_14b_on_an_h100_at_0_17():
 
     Changed on evidence: the term was 12 bytes (2.11 GiB, 5.5% low, the pool 45.47); this log
     implies 12.85 bytes a logit and three v0.19.0 logs of the llm-d sweep 12.9
-    (core.capacity.VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT), so this figure is one of the term's
+    (core.capacity.estimator.VLLM_SORT_FREE_SAMPLER_BYTES_PER_LOGIT), so this figure is one of the term's
     sources and no longer an independent check."""
     e = estimate(QWEN3_14B, H100, ServerSettings("vllm", dtype="bfloat16", gpu_memory_utilization=0.95, max_model_len=8192,
                  image="vllm/vllm-openai:v0.17.0"))
@@ -207,7 +208,7 @@ def test_the_sampler_warm_up_takes_the_path_of_the_release_and_card():
 
 
 def test_the_release_comes_from_the_image_tag_and_an_unnamed_one_is_assumed():
-    """core.images.ImageRef.version is the one tag parser; a tag naming no release (``sm70``,
+    """core.catalog.images.ImageRef.version is the one tag parser; a tag naming no release (``sm70``,
     ``latest``) follows v0.11.0 and says so."""
     tagged = estimate(QWEN3_14B, H100, ServerSettings("vllm", max_model_len=8192, image="vllm/vllm-openai:v0.16.0@sha256:" + "a" * 64))
     moving = estimate(QWEN3_14B, H100, ServerSettings("vllm", max_model_len=8192, image="registry.local/vllm:sm70"))
@@ -314,7 +315,7 @@ def test_card_spec_uses_the_catalog_and_falls_back_to_the_nameplate():
     unknown = card("Some-Card-16GB", 16384, "8.0")
     assert unknown.cuda_total_bytes == 16384 * MIB and unknown.catalog is None
     e = estimate_vllm(LLAMA_8B, unknown, max_model_len=4096)
-    assert any("not in core.cards" in n for n in e.notes)
+    assert any("not in core.catalog.cards" in n for n in e.notes)
     l4 = estimate_vllm(LLAMA_8B, card("NVIDIA-L4", 24576, "8.9"), max_model_len=4096)
     assert any("derived, not measured" in n for n in l4.notes)
 

@@ -17,7 +17,7 @@ Sources (each test names its own):
   DeepSeek-Coder-V2-Lite at TP=4, weights only.
 
 The models' facts are their config.json fields as Hugging Face publishes them (``CONFIGS``,
-trimmed to what the estimate reads), through :func:`core.modelfacts.facts_from_config_json`, so
+trimmed to what the estimate reads), through :func:`core.catalog.modelfacts.facts_from_config_json`, so
 the reader is checked with them: DeepSeek's ``n_routed_experts`` / ``n_shared_experts`` /
 ``first_k_dense_replace`` and MLA's ``kv_lora_rank`` / ``qk_rope_head_dim``, Qwen2-MoE's
 ``shared_expert_intermediate_size``, Kimi-VL's nested ``text_config``.
@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import pytest
 
-from core import capacity
-from core.capacity import GIB, estimate, estimate_vllm
-from core.engines import ServerSettings
-from core.inventory import CardSpec
-from core.modelfacts import ModelFacts, facts_from_config_json
+from core.capacity import estimator as capacity
+from core.capacity.estimator import GIB, estimate, estimate_vllm
+from core.capacity.inventory import CardSpec
+from core.catalog.modelfacts import ModelFacts, facts_from_config_json
+from core.engines.config import ServerSettings
 
 LLM_D = ("https://github.com/llm-d-incubation/llm-d-planner/blob/d3121e059da88662db39a926a3ead964be97359b/"
          "accuracy/results/v0.19.0/logs/")
@@ -212,7 +212,7 @@ def test_kimi_vl_a3b_deepseek_v3_text_model(tp, weights, tokens, estimated):
 
 
 def test_moe_workspace_is_held_from_v0_19_only():
-    """The fused-MoE workspace (core.capacity.VLLM_MOE_WORKSPACE_FROM) is counted on v0.19.0, not on
+    """The fused-MoE workspace (core.capacity.estimator.VLLM_MOE_WORKSPACE_FROM) is counted on v0.19.0, not on
     v0.11.0 (the user's figures hold without it), and a release between them says it cannot know."""
     qwen = FACTS["Qwen/Qwen1.5-MoE-A2.7B"]
     assert round(capacity.vllm_moe_workspace_bytes(qwen, 1, 8192, dtype="bfloat16") / GIB, 2) == 0.3

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import pytest
 
-from core import capacity
-from core.capacity import GIB, estimate
-from core.engines import ServerSettings
-from core.inventory import CardSpec
-from core.modelfacts import CATALOG, ModelFacts, Quantization, facts_from_config_json
+from core.capacity import estimator as capacity
+from core.capacity.estimator import GIB, estimate
+from core.capacity.inventory import CardSpec
+from core.catalog.modelfacts import CATALOG, ModelFacts, Quantization, facts_from_config_json
+from core.engines.config import ServerSettings
 
 LOGS = ("https://github.com/llm-d-incubation/llm-d-planner/blob/d3121e059da88662db39a926a3ead964be97359b/"
         "accuracy/results/v0.19.0/logs/")
@@ -124,7 +124,7 @@ def test_share_within_5_percent_is_every_run():
 def test_pipeline_stages_add_no_all_reduce_buffers():
     """The PP=2 / PP=4 logs show 0.07 GiB of non-torch memory a rank, the TP=2 / TP=4 ones
     2.07-2.13: only tensor parallelism adds NCCL / custom all-reduce buffers
-    (core.capacity.runtime_bytes takes the TP group)."""
+    (core.capacity.estimator.runtime_bytes takes the TP group)."""
     pp2 = run_estimate("meta-llama/Llama-3.1-8B-Instruct", 1, 2, {})
     tp2 = run_estimate("meta-llama/Llama-3.1-8B-Instruct", 2, 1, {})
     assert round(pp2.runtime_gib, 2) == 0.15 and round(tp2.runtime_gib, 2) == 2.0
@@ -138,7 +138,7 @@ NON_TORCH_BY_TP = {1: (0.24, 0.27), 2: (2.06, 2.11), 4: (2.13, 2.21)}
 
 @pytest.mark.parametrize("tp", sorted(NON_TORCH_BY_TP))
 def test_runtime_by_tp_width_over_nvlink_meets_every_logged_run(tp):
-    """core.capacity.runtime_bytes by TP width over NVLink against the sweep's logged non-torch memory:
+    """core.capacity.estimator.runtime_bytes by TP width over NVLink against the sweep's logged non-torch memory:
     the all-reduce adds 1.8-1.9 GiB at TP=2 and TP=4 alike (over 0.24-0.27 at TP=1), which the one
     figure COMM_NVLINK_GIB (1.85) over the TP=1 figure (0.15, from vLLM 0.15-0.17) puts at most 0.21
     GiB under every logged run (TP=4's 2.21), never above: 0.3% of the card's budget. A wider group

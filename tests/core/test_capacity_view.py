@@ -1,4 +1,4 @@
-"""core.capacity_view (through policylib.capacity_helpers in the pack): the capacity read model the policies and the preview summary share."""
+"""core.rulebook.capacity_view (through policylib.capacity_helpers in the pack): the capacity read model the policies and the preview summary share."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-import core.manifests
-from core import capacity_view as ch
-from core.engines import human_int
-from core.inventory import ClusterInventory
+import core.k8s.manifests
+from core.capacity.inventory import ClusterInventory
+from core.engines.config import human_int
+from core.rulebook import capacity_view as ch
 from policylib import stackconfig
 from tests.policy_harness import DEFAULT_STACK_FILE, FIXTURES, manifests, use_stack_config
 from tools.offline.manifests import load_manifest_dir, load_stack_file
@@ -39,7 +39,7 @@ def config():
 
 
 def view(resources):
-    return core.manifests.stack_view(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources)
+    return core.k8s.manifests.stack_view(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources)
 
 
 def test_prod_servers_give_one_row_each_with_their_numbers(config):
@@ -66,7 +66,7 @@ def test_prod_servers_give_one_row_each_with_their_numbers(config):
 def test_unknown_model_row_says_why_and_server_estimate_is_none(config):
     inv, models = config
     (r,) = manifests(open(PROD_SERVERS[2]).read().replace("Qwen/Qwen3-30B-A3B-GPTQ-Int4", "acme/unknown"))  # noqa: PTH123, SIM115
-    w = core.manifests.workload(r.type, r.props, r.urn)
+    w = core.k8s.manifests.workload(r.type, r.props, r.urn)
     (c, s), = w.servers
     assert ch.server_estimate(w, c, s, inv, models) is None
     (row,) = ch.capacity_rows(view([r]), inv, models)
@@ -96,7 +96,7 @@ spec:
       {sel}
       containers: [{{name: c, image: x, resources: {{limits: {{nvidia.com/gpu: "{cards}"}}}}}}]
 """)
-        return core.manifests.workload(r.type, r.props, r.urn)
+        return core.k8s.manifests.workload(r.type, r.props, r.urn)
 
     assert ch.card_for(workload(1), inv)[:2] == ("b-small", inv.node("b-small").card)  # smallest card
     assert ch.card_for(workload(3), inv)[0] == "a-v100"  # the small node has 2 cards
@@ -112,7 +112,7 @@ def test_human_int_reads_vllm_spellings(text, value):
 
 
 def test_the_pack_takes_the_vllm_release_from_the_containers_image(config):
-    """The vLLM release comes from the image tag (core.images). The reasoning server
+    """The vLLM release comes from the image tag (core.catalog.images). The reasoning server
     of the prod fixture, on v0.6.4 (V0 on sm_70: the profile runs 2048 tokens, chunked prefill
     being on above 32,768, and the driver rank samples), on v0.17.0 (no sort in the sampler
     warm-up: less activation, a larger pool) and on v0.11.0 as in prod."""
@@ -121,7 +121,7 @@ def test_the_pack_takes_the_vllm_release_from_the_containers_image(config):
     pools = {}
     for tag in ("v0.6.4", "v0.11.0", "v0.17.0"):
         (r,) = manifests(text.replace("vllm/vllm-openai:v0.11.0@", f"vllm/vllm-openai:{tag}@"))
-        w = core.manifests.workload(r.type, r.props, r.urn)
+        w = core.k8s.manifests.workload(r.type, r.props, r.urn)
         (c, s), = w.servers
         e = ch.server_estimate(w, c, s, inv, models)
         assert e is not None and e.engine_version == tuple(int(x) for x in tag[1:].split("."))

@@ -9,8 +9,9 @@ import re
 import jsonschema
 import pytest
 
-from core import cards, catalogs, datafile, images, modelfacts
-from core.problems import ConfigError
+from core.catalog import cards, datafile, images, modelfacts
+from core.catalog import schemas as catalogs
+from core.judging.problems import ConfigError
 from tools.offline.yamlload import load_documents
 
 CATALOGS = {"models": modelfacts.CATALOG_FILE, "cards": cards.CARDS_FILE, "images": images.IMAGES_FILE}
@@ -27,7 +28,7 @@ def test_the_committed_schema_is_what_the_types_generate(name):
     assert [c.name for c in catalogs.catalogs()] == ["models", "cards", "images"]
     committed = CATALOGS[name].schema_path.read_text(encoding="utf-8")
     assert committed == CATALOGS[name].schema_text(), (
-        f"core/data/{name}.schema.json is stale; regenerate: python -m core.catalogs")
+        f"core/data/{name}.schema.json is stale; regenerate: python -m core.catalog.schemas")
 
 
 @pytest.mark.parametrize("name", sorted(CATALOGS))

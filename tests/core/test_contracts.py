@@ -1,4 +1,4 @@
-"""The engine's contract per release (core/data/vllm_releases.json, core/contracts.py): the
+"""The engine's contract per release (core/data/vllm_releases.json, core/engines/contracts.py): the
 committed schema is what the type generates, every entry validates against it, each fact names
 the release's file it came from, and the facts read from the releases hold what their sources
 say (each value below was checked against the release's own file, named beside it)."""
@@ -9,7 +9,7 @@ import json
 
 import jsonschema
 
-from core import contracts
+from core.engines import contracts
 
 
 def _raw() -> list[dict]:

@@ -1,4 +1,4 @@
-"""Each engine flag is declared once (core/engines.py) and the stack file's workload,
+"""Each engine flag is declared once (core/engines/config.py) and the stack file's workload,
 the component args and the rendered argv all come from that one model; the model reads an argv
 back into the typed settings the capacity estimator takes (the inverse of ``argv()``), and the
 estimator runs once per server."""
@@ -11,12 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
-import core.manifests
+import core.k8s.manifests
 from components.vllm import VllmArgs, vllm_argv
 from components.workload import CandleDeploymentArgs, candle_argv
-from core import capacity, rulebook
-from core.engines import CandleConfig, ServerSettings, VllmConfig
-from core.registry import SETTINGS
+from core import rulebook
+from core.capacity import estimator as capacity
+from core.engines.config import CandleConfig, ServerSettings, VllmConfig
+from core.judging.registry import SETTINGS
 from policylib import capacity_helpers as ch
 from policylib import stackconfig
 from policylib.pack import policies
@@ -72,7 +73,7 @@ def _prod_rendered():
 
 
 def _stack(resources):
-    return core.manifests.stack_view(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources)
+    return core.k8s.manifests.stack_view(SimpleNamespace(resource_type=r.type, props=r.props, urn=r.urn) for r in resources)
 
 
 def test_prod_servers_read_back_to_the_stack_files_settings():
@@ -92,7 +93,7 @@ def test_prod_servers_read_back_to_the_stack_files_settings():
 
 def test_the_rules_name_each_flag_as_the_engine_models_declare_it():
     """Every flag a rule's wording names is a value of VllmConfig.FLAGS or CandleConfig.FLAGS
-    (core/flags.py), never spelt again in the rulebook."""
+    (core/engines/flags.py), never spelt again in the rulebook."""
     rulebook.register_all()
     declared = set(VllmConfig.FLAGS.values()) | set(CandleConfig.FLAGS.values())
     named = {s.id: s.manifest for s in SETTINGS.values() if s.flag}
@@ -103,19 +104,19 @@ def test_the_rules_name_each_flag_as_the_engine_models_declare_it():
 
 
 def test_vllms_short_spellings_read_as_the_long_flags():
-    s = core.manifests.parse_args("vllm", ["--model=m", "-tp", "2", "-pp", "2", "-dp", "3", "-q", "gptq"])
+    s = core.k8s.manifests.parse_args("vllm", ["--model=m", "-tp", "2", "-pp", "2", "-dp", "3", "-q", "gptq"])
     assert (s.tensor_parallel, s.pipeline_parallel, s.setting("data_parallel_size"), s.setting("quantization")) == (
         2, 2, "3", "gptq")
-    long = core.manifests.parse_args("vllm", ["--model=m", "--tensor-parallel-size=4", "-tp", "2"])
+    long = core.k8s.manifests.parse_args("vllm", ["--model=m", "--tensor-parallel-size=4", "-tp", "2"])
     assert long.tensor_parallel == 4  # the flag first, as before
-    assert core.manifests.parse_args("candle-vllm", ["--m", "Qwen/Qwen3-8B"]).model_arg == "Qwen/Qwen3-8B"
+    assert core.k8s.manifests.parse_args("candle-vllm", ["--m", "Qwen/Qwen3-8B"]).model_arg == "Qwen/Qwen3-8B"
 
 
 def test_an_unknown_or_unreadable_flag_is_the_engines_default():
-    s = core.manifests.parse_args("vllm", ["--model=m", "--max-model-len=lots", "--frobnicate", "--block_size", "32",
+    s = core.k8s.manifests.parse_args("vllm", ["--model=m", "--max-model-len=lots", "--frobnicate", "--block_size", "32",
                                            "--gpu_memory_utilization=0.8", "-tp", "2"])
     assert s.settings() == ServerSettings("vllm", tp=2, gpu_memory_utilization=0.8, block_size=32)
-    c = core.manifests.parse_args("candle-vllm", ["--w", "/mnt/models/x", "--d", "0,1", "--fp8-kvcache", "--mem", "4K"])
+    c = core.k8s.manifests.parse_args("candle-vllm", ["--w", "/mnt/models/x", "--d", "0,1", "--fp8-kvcache", "--mem", "4K"])
     assert c.settings() == ServerSettings("candle-vllm", tp=2, kv_cache_dtype="fp8", mem_mib=4096)
 
 
@@ -211,11 +212,11 @@ def test_max_model_len_reaches_the_verdicts_and_the_capacity_table_in_four_hops(
         assert any("65,536" in line for line in table)
 
     route = _route_of(65536, run)
-    first = ["stackfile/loader.py:_validate", "core/engines.py:VllmConfig.argv", "core/engines.py:VllmConfig.read"]
+    first = ["stackfile/loader.py:_validate", "core/engines/config.py:VllmConfig.argv", "core/engines/config.py:VllmConfig.read"]
     at = [route.index(h) for h in first]
     assert at == sorted(at), route
     judged = ["core/rulebook/servers.py:context_window", "core/rulebook/capacity.py:kv_cache_fits", "tools/offline/summary.py:_num"]
     assert min(route.index(h) for h in judged) > at[-1], route  # the pack's verdicts and the table, on the manifest read back
     assert route.count("core/rulebook/servers.py:context_window") == 1  # the pack's, once
-    assert route.count("core/capacity.py:estimate") == 1  # cached on its inputs: once per server and process
+    assert route.count("core/capacity/estimator.py:estimate") == 1  # cached on its inputs: once per server and process
     assert route.count("core/rulebook/capacity.py:kv_cache_fits") == 1  # the pack's, once

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from core.inventory import ClusterInventory
+from core.capacity.inventory import ClusterInventory
 from tests.paths import PROD_STACK_FILE, REFERENCE
 from tools.offline import manifests as m
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from core import allocation
-from core.inventory import ClusterInventory
+from core.capacity import allocation
+from core.capacity.inventory import ClusterInventory
 from policylib.pack import policy
 from tests.policy_harness import manifests, run_policy, use_stack_config
 
@@ -107,7 +107,7 @@ def test_autoscaling_bounds_are_checked():
 
 
 def test_required_node_affinity_picks_the_pool_like_a_selector():
-    from core.manifests.pods import required_node_terms
+    from core.k8s.manifests.pods import required_node_terms
 
     inv = ClusterInventory.model_validate(cluster({"max_nodes": 2}))
     pod = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [

@@ -1,5 +1,5 @@
 """Values Kubernetes would refuse are refused at the stack file, at their
-key path, by Kubernetes' own rules (core.kube: apimachinery's validation.go regexes and limits,
+key path, by Kubernetes' own rules (core.k8s.kube: apimachinery's validation.go regexes and limits,
 the distribution reference grammar for images, int32 API fields), and counts are whole numbers
 written as numbers (``cards: true`` was 1 card).
 """
@@ -10,7 +10,7 @@ import copy
 
 import pytest
 
-from core import kube
+from core.k8s import kube
 from stackfile import ConfigError, load_stack_config
 from tests.paths import PROD_STACK_FILE
 from tools.offline.manifests import load_stack_file
@@ -83,14 +83,14 @@ def test_a_card_whose_memory_contradicts_its_product_is_refused():
     found = problems_of(edit)
     p = found["llm-serving:cluster.nodes.0.card"]
     assert ("memory_mib 16384 contradicts the product Tesla-V100-PCIE-32GB, for which the card catalog "
-            "(core.cards) gives 32768 MiB (within 5%)") in p.rule
+            "(core.catalog.cards) gives 32768 MiB (within 5%)") in p.rule
 
 
 def test_a_card_memory_as_the_driver_reports_it_is_accepted():
     """nvidia-smi's figure names the card as well as the nameplate: an L4 at 23,034 MiB (24 GB
     nameplate, 6% apart) and an H200 at 143,771 MiB are not contradictions; an unknown product
     is judged by the size its name states (a 48GB name at 24,576 MiB is)."""
-    from core.inventory import CardSpec
+    from core.capacity.inventory import CardSpec
 
     def card(product, mib):
         return CardSpec(product=product, memory_mib=mib, compute_capability="8.9", nvlink=False,

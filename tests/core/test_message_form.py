@@ -1,4 +1,4 @@
-"""One message form for every policy (``core.problems.Finding``), with the fix in
+"""One message form for every policy (``core.judging.problems.Finding``), with the fix in
 the user's own terms: an object the program made from a stack file (it carries the component
 annotation) is told the stack-file key; the same object written by hand is told the manifest field."""
 
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from core import facts
-from core.problems import FINDING_FORM, Finding
+from core.base import facts
+from core.judging.problems import FINDING_FORM, Finding
 from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file

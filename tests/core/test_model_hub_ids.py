@@ -1,11 +1,11 @@
 """A model the catalog knows is recognised when a manifest names it by its hub id, in the forms teams
-write (core.modelfacts.hub_ids, Models.find), so capacity and model rules judge it."""
+write (core.catalog.modelfacts.hub_ids, Models.find), so capacity and model rules judge it."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.modelfacts import CATALOG, ModelEntry, Models, hub_ids
+from core.catalog.modelfacts import CATALOG, ModelEntry, Models, hub_ids
 from policylib.pack import policies
 from tests.policy_harness import FIXTURES, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file

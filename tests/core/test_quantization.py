@@ -9,10 +9,11 @@ import json
 
 import pytest
 
-from core import capacity, modelfacts, rules
-from core.engines import ServerSettings
-from core.inventory import CardSpec
-from core.problems import ConfigError
+from core.capacity import estimator as capacity
+from core.capacity.inventory import CardSpec
+from core.catalog import cards, modelfacts
+from core.engines.config import ServerSettings
+from core.judging.problems import ConfigError
 from stackfile.loader import load_stack_config
 from tests.paths import PROD_STACK_FILE, ROOT
 from tests.policy_harness import DEFAULT_STACK_FILE
@@ -38,8 +39,8 @@ def test_gpt_oss_120b_mxfp4_fits_one_141_gb_card():
 
 
 def test_mxfp4_needs_sm80_and_runs_on_hopper():
-    assert rules.quantization_min_sm("mxfp4") == 80
-    assert rules.quantization_runs_on("mxfp4", 90) and not rules.quantization_runs_on("mxfp4", 70)
+    assert cards.quantization_min_sm("mxfp4") == 80
+    assert cards.quantization_runs_on("mxfp4", 90) and not cards.quantization_runs_on("mxfp4", 70)
 
 
 @pytest.mark.parametrize(

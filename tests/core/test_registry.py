@@ -8,9 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from core import registry, rulebook
-from core.modelfacts import CATALOG
-from core.rulebook.settings import S
+from core import rulebook
+from core.catalog.modelfacts import CATALOG
+from core.engines.settings import S
+from core.judging import registry
 from tests.paths import PROD_STACK_FILE, ROOT
 
 V100 = SimpleNamespace(sm=70, product="Tesla-V100-PCIE-32GB", nvlink=False)

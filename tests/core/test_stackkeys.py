@@ -1,4 +1,4 @@
-"""core.stackkeys: the stack config keys the policy pack reads, named once and read without
+"""core.base.stackkeys: the stack config keys the policy pack reads, named once and read without
 loading the models (the offline preview hands the pack those keys before it loads anything)."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from core import stackkeys
-from core.inventory import CLUSTER_CONFIG_KEY
-from core.modelfacts import MODELS_CONFIG_KEY
+from core.base import stackkeys
+from core.capacity.inventory import CLUSTER_CONFIG_KEY
+from core.catalog.modelfacts import MODELS_CONFIG_KEY
 from tools.preview import pack_config
 
 

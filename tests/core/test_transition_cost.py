@@ -1,5 +1,5 @@
 """What an update costs, offline: the servers it restarts and for how long, per object, in the
-preview's ``--base`` diff (:mod:`core.transition_cost`), and the deletions it refuses unless the
+preview's ``--base`` diff (:mod:`core.k8s.manifests.transition_cost`), and the deletions it refuses unless the
 stack file retires them (``llm-serving:retire``). The real plan's side is ``tests/tools/test_plan.py``;
 on the loopback cluster, ``tests/real/test_real_update_cost.py``."""
 
@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from core import transition_cost
+from core.k8s.manifests import transition_cost
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE
@@ -165,7 +165,7 @@ def _last_line(text: str) -> str:
 def test_the_protected_components_are_the_ones_the_program_protects_and_their_urns_are_the_engines():
     """facts.PROTECTED_COMPONENTS drives the program's protect option, and object_urn names each
     protected object as the engine does (the mock runtime builds URNs as the engine)."""
-    from core import facts
+    from core.base import facts
     from tools.offline import mockrun
 
     run = mockrun.run_program(PROD, stack="prod")

@@ -1,13 +1,13 @@
-"""Manifests read as kubectl reads them (sigs.k8s.io/yaml over yaml.v2, YAML 1.1: core/yaml11.py),
-stack files still as the Pulumi CLI reads them (core/yaml12.py)."""
+"""Manifests read as kubectl reads them (sigs.k8s.io/yaml over yaml.v2, YAML 1.1: core/k8s/yaml11.py),
+stack files still as the Pulumi CLI reads them (core/base/yaml12.py)."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from core.problems import ConfigError
-from core.yaml11 import Yaml11Loader, resolve
+from core.judging.problems import ConfigError
+from core.k8s.yaml11 import Yaml11Loader, resolve
 from tests.paths import ROOT
 from tools.offline.manifests import read_manifests
 from tools.offline.yamlload import load_documents

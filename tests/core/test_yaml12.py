@@ -1,4 +1,4 @@
-"""YAML read as the Pulumi CLI reads it (YAML 1.2, as Go's yaml.v3 does: core/yaml12.py), with the
+"""YAML read as the Pulumi CLI reads it (YAML 1.2, as Go's yaml.v3 does: core/base/yaml12.py), with the
 strict loader's guards kept, and every answer on text that is not YAML giving line, rule and fix."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import io
 import pytest
 import yaml
 
-from core.problems import ConfigError
-from core.yaml12 import Yaml12Loader
+from core.base.yaml12 import Yaml12Loader
+from core.judging.problems import ConfigError
 from tests.paths import PROD_STACK_FILE, ROOT
 from tools import cli, preview
 from tools.offline.yamlload import load_documents

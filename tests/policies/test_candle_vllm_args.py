@@ -8,8 +8,8 @@ import candle as mod
 import pulumi.runtime.config
 import pytest
 
-import core.manifests
-from core import registry
+import core.k8s.manifests
+from core.judging import registry
 from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file
@@ -21,7 +21,7 @@ def stack_config():
 
 
 def _args(*argv):
-    return core.manifests.parse_args("candle-vllm", argv)
+    return core.k8s.manifests.parse_args("candle-vllm", argv)
 
 
 @pytest.mark.parametrize(

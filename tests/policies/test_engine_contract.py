@@ -137,7 +137,7 @@ spec:
 
 
 def test_a_dollar_var_is_judged_as_the_kubelet_expands_it():
-    """The read model expands $(VAR) from the env (core.manifests.argv): 64k is a valid
+    """The read model expands $(VAR) from the env (core.k8s.manifests.argv): 64k is a valid
     human-readable integer, lots is not; a value from a ConfigMap is not in the manifest."""
     assert _run(_dollar_var("64k")) == []
     (message,) = _run(_dollar_var("lots"))
@@ -169,7 +169,7 @@ def test_an_image_build_without_the_cards_capability_is_refused(monkeypatch):
     """Every covered release's default build carries sm_70 (docker/Dockerfile
     torch_cuda_arch_list within CMakeLists.txt's 12.8 branch); a release whose build lacks it is
     refused on the V100, and an image built elsewhere is not judged on it."""
-    from core import contracts
+    from core.engines import contracts
 
     assert _run(production_stack("v0.11.0").replace("meta-llama/Llama-3.1-8B-Instruct", "m"), V100_STACK) == []
     rel = contracts.release("0.19.1")
@@ -206,7 +206,7 @@ CANDLE_ARGS = ["--w", "/mnt/models/coder-14b-fp16", "--d", "0,1", "--dtype", "f1
 
 
 def test_candle_flags_are_judged_against_the_commit_the_tag_names():
-    from core import contracts
+    from core.engines import contracts
 
     (commit,) = contracts.candle_commits()
     tag = f"sm70-{commit.release[:7]}"
@@ -287,7 +287,7 @@ def test_vllms_published_image_serves_an_a10_on_aibrixs_quickstart(monkeypatch):
     sm_80 kernels run there. A build without sm_80 still leaves the A10 without kernels."""
     import json
 
-    from core import contracts
+    from core.engines import contracts
     from tests.policies import corpus
 
     case = corpus.CORPUS / "cases" / "aibrix-quickstart.yaml"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import allocation
+from core.capacity import allocation
 from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file

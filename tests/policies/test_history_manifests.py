@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core import facts
+from core.base import facts
 from policylib.pack import policy
 from tests.paths import REFERENCE, ROOT
 from tests.policies.test_gpu_card_allocation import CARD_FIX

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from core.manifests import pods
+from core.k8s.manifests import pods
 from policylib.pack import policy
 from tests.policies import corpus
 from tests.policy_harness import manifests, run_policy, use_stack_config

@@ -71,7 +71,7 @@ def test_the_upload_reaches_nothing_outside_the_folder(tmp_path):
     pack = publish_copy(tmp_path / "pack")
     text = (pack / "requirements.txt").read_text()
     assert "../" not in text and "-e " not in text and "file:" not in text
-    assert (pack / "core" / "rules.py").is_file() and not (pack / "core").is_symlink()
+    assert (pack / "core" / "rulebook" / "__init__.py").is_file() and not (pack / "core").is_symlink()
     assert {p.name for p in (pack / "core" / "data").iterdir()} == {
         "models.yaml", "models.schema.json", "cards.yaml", "cards.schema.json", "images.yaml", "images.schema.json",
         "vllm_releases.json", "vllm_releases.schema.json", "candle_vllm_commits.json", "candle_vllm_commits.schema.json"}

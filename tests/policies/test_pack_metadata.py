@@ -43,7 +43,7 @@ def test_a_policy_lives_in_its_rule_family(name):
     registered under its name there (a policy may also use another family's rules)."""
     record = declare.POLICIES[name]
     assert (ROOT / "core" / "rulebook" / f"{record.family}.py").is_file(), (name, record.family)
-    assert record.rules, f"{name}: no rule names it (core.registry.rule(..., policy={name!r}))"
+    assert record.rules, f"{name}: no rule names it (core.judging.registry.rule(..., policy={name!r}))"
     assert f"core.rulebook.{record.family}" in {r.judge.__module__ for r in record.rules}, name
 
 

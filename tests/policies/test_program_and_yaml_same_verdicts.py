@@ -1,7 +1,7 @@
 """The policy pack gives the same verdicts on the same objects, from the program or as plain YAML.
 
 What only a component knows (a Service's clients, a parked workload, a cold start) is
-declared the same way in both modes (the annotations of ``core/facts.py``), so a team
+declared the same way in both modes (the annotations of ``core/base/facts.py``), so a team
 can check its hand-written YAML before migrating and get the verdicts the program will get.
 
 1. The user's directory: the five reference manifests plus a hand-written clef-serve

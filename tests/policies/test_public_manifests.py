@@ -169,10 +169,10 @@ spec:
 
 
 def test_kserve_model_form_counts_its_cards_and_leaves_the_runtime_alone():
-    import core.manifests
+    import core.k8s.manifests
 
     (r,) = manifests(MODEL_FORM)
-    w = core.manifests.workload(r.type, r.props, r.urn)
+    w = core.k8s.manifests.workload(r.type, r.props, r.urn)
     (c,) = w.containers
     assert (c.name, c.cards, c.from_runtime, w.cards_per_pod) == ("kserve-container", 2, True, 2)
     assert _mandatory(MODEL_FORM) == {}

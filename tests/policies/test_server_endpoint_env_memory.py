@@ -1,7 +1,7 @@
 """Edge cases the fixtures do not show, of the policies on model servers: where a server listens
 (server-listen-endpoint, ingress-admits-server-port), service links (service-link-env-collision),
 --gpu-memory-utilization, the context window and GPU memory requests. Each message is in the
-pack's one form (core.problems.Finding) and states the value the object has."""
+pack's one form (core.judging.problems.Finding) and states the value the object has."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import sys
 import endpoints as mod
 import yaml
 
-from core import facts, manifests
-from core.manifests.pods import container
-from core.problems import FINDING_FORM
+from core.base import facts
+from core.judging.problems import FINDING_FORM
+from core.k8s import manifests
+from core.k8s.manifests.pods import container
 from policylib.pack import policies, policy
 from tests.paths import ROOT
 from tests.policy_harness import DEFAULT_STACK_FILE, run_policy, use_stack_config
@@ -91,7 +92,7 @@ def test_tcp_and_grpc_probes_are_judged_and_a_named_port_resolves():
 
 
 def test_a_server_wrapped_in_a_shell_is_read_as_it_will_run():
-    """The shell script is read as the server's argv (core.manifests.argv): its loopback
+    """The shell script is read as the server's argv (core.k8s.manifests.argv): its loopback
     host and its port are judged like a literal argv."""
     d = copy.deepcopy(DEP)
     c = _c(d)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import core.manifests
+import core.k8s.manifests
 from policylib.pack import policy
 from policylib.stack_helpers import PodIndex
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
@@ -93,10 +93,10 @@ def test_service_without_selector_is_not_applicable():
 
 def test_index_answers_identical_selectors_once_and_matches_pairwise_filtering():
     docs = manifests("".join(_deployment(f"w{i}", f"{{app: w{i % 3}, shard: s{i % 2}}}") for i in range(12)))
-    ws = [core.manifests.workload(r.type, r.props, r.urn) for r in docs]
+    ws = [core.k8s.manifests.workload(r.type, r.props, r.urn) for r in docs]
     index = PodIndex(ws)
     for selector in ({"app": "w1"}, {"app": "w1", "shard": "s0"}, {"shard": "s1"}, {"app": "nope"}):
-        brute = [w.name for w in ws if core.manifests.selector_matches(selector, w.pod_labels)]
+        brute = [w.name for w in ws if core.k8s.manifests.selector_matches(selector, w.pod_labels)]
         assert [w.name for w in index.select("llm-serving", selector)] == brute
     assert index.select("llm-serving", {"app": "w1"}) is index.select("llm-serving", {"app": "w1"})
     assert index.select("llm-serving", {}) == ()
@@ -146,7 +146,7 @@ def test_a_pod_template_hash_selector_is_one_replicaset_not_a_collision():
 
 
 def test_the_controller_labels_of_each_kind():
-    ws = {r.props["metadata"]["name"]: core.manifests.workload(r.type, r.props, r.urn)
+    ws = {r.props["metadata"]["name"]: core.k8s.manifests.workload(r.type, r.props, r.urn)
           for r in manifests(_statefulset("s", "{app: s}", replicas=3) + _deployment("d", "{app: d}"))}
     assert ws["s"].controller_labels == {
         "controller-revision-hash": None,

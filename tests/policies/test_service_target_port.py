@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import services as mod
 
-import core.manifests
+import core.k8s.manifests
 from policylib.pack import policy
 from tests.paths import ROOT
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
@@ -99,14 +99,14 @@ def test_each_selected_workload_is_checked():
 
 
 def test_listen_port_reads_the_engine_flag():
-    assert mod.listen_port(core.manifests.parse_args("vllm", ["--port", "8080"])) == 8080
-    assert mod.listen_port(core.manifests.parse_args("candle-vllm", ["--p", "2000"])) == 2000
+    assert mod.listen_port(core.k8s.manifests.parse_args("vllm", ["--port", "8080"])) == 8080
+    assert mod.listen_port(core.k8s.manifests.parse_args("candle-vllm", ["--p", "2000"])) == 2000
     # No port flag: the engine's default (vLLM 8000, candle-vllm 2000), not "unknown".
-    assert mod.listen_port(core.manifests.parse_args("vllm", ["--model", "m"])) == 8000
-    assert mod.listen_port(core.manifests.parse_args("candle-vllm", ["--w", "/mnt/models/m"])) == 2000
+    assert mod.listen_port(core.k8s.manifests.parse_args("vllm", ["--model", "m"])) == 8000
+    assert mod.listen_port(core.k8s.manifests.parse_args("candle-vllm", ["--w", "/mnt/models/m"])) == 2000
     # A port that is not a literal, or an argv still inside a shell script, is not guessed.
-    assert mod.listen_port(core.manifests.parse_args("vllm", ["--port", "$(PORT)"])) is None
-    assert mod.listen_port(core.manifests.parse_args("vllm", ["-c", "vllm serve m --port 8080"])) is None
+    assert mod.listen_port(core.k8s.manifests.parse_args("vllm", ["--port", "$(PORT)"])) is None
+    assert mod.listen_port(core.k8s.manifests.parse_args("vllm", ["-c", "vllm serve m --port 8080"])) is None
 
 
 def test_numbers_that_arrive_as_doubles_are_shown_as_whole_numbers():

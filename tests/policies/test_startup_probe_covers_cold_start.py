@@ -7,8 +7,9 @@ import re
 import pytest
 import servers as mod
 
-from core import facts, registry
-from core.problems import FINDING_FORM
+from core.base import facts
+from core.judging import registry
+from core.judging.problems import FINDING_FORM
 from policylib import resource_helpers as rh
 from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
@@ -62,7 +63,7 @@ def test_every_message_is_in_the_one_finding_form():
 
 
 def test_budget_must_exceed_the_cold_start_equal_does_not_cover_it():
-    """Spec: the budget "must exceed" the cold start (core/rules.py, as the config check)."""
+    """Spec: the budget "must exceed" the cold start (core/rulebook/, as the config check)."""
     probe = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 10, failureThreshold: 24}"
     assert _run(_server("239", probe)) == []
     (message,) = _run(_server("240", probe))

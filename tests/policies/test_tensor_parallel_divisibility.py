@@ -76,7 +76,7 @@ def test_candle_vllm_keeps_the_stricter_rule_of_seed_001():
     """candle-vllm divides the KV heads and the vocabulary too (seed 001): TP=3 names each."""
     (message,) = run(candle("/mnt/models/coder-14b-fp16", 3))
     assert "does not divide model coder-14b-fp16: num_attention_heads 40 % 3 = 1; num_key_value_heads 8 % 3 = 2;" in message
-    from core import modelfacts
+    from core.catalog import modelfacts
     qwen3 = modelfacts.CATALOG["Qwen/Qwen3-30B-A3B-GPTQ-Int4"]
     assert "num_key_value_heads 4 % 8 = 4" in qwen3.tp_divisibility_problems(8, "candle-vllm")
     assert qwen3.tp_divisibility_problems(8, "vllm") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import served_names as mod
 
-from core import registry
+from core.judging import registry
 from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
 from tools.offline.manifests import load_stack_file

@@ -137,7 +137,7 @@ def test_sampler_rule_follows_the_releases_own_sampler():
     and 0.19.1 take FlashInfer's sampler only when VLLM_USE_FLASHINFER_SAMPLER=1, and then check
     the card and refuse to start; 0.10.1.1 and 0.11.0 take it unless it is 0 and do not check, so
     FlashInfer's own check raises. A V100 manifest of a newer release without the variable is
-    correct; the V1 default alone (core.rules) would have refused it."""
+    correct; the V1 default alone (core.rulebook) would have refused it."""
     assert _sampler_case("vllm/vllm-openai:v0.14.1") == []
     assert _sampler_case("vllm/vllm-openai:v0.19.1") == []
     (message,) = _sampler_case("vllm/vllm-openai:v0.19.1", env="[{name: VLLM_USE_FLASHINFER_SAMPLER, value: '1'}]")
@@ -155,7 +155,7 @@ def test_sampler_rule_says_when_the_release_is_unknown():
 
 
 def test_below_sm_80_vllm_ran_v0_until_0_10():
-    """On sm_70, V1's oracle fell back to V0 until 0.10.0 (core.rules.vllm_v1_by_default, the fact
+    """On sm_70, V1's oracle fell back to V0 until 0.10.0 (core.engines.contracts.vllm_v1_by_default, the fact
     the capacity figures use too), and V0 samples with FlashInfer only when asked: a v0.9.2 V100
     manifest without the variable is fine; v0.10.0 is V1 there and needs it."""
     assert _sampler_case("vllm/vllm-openai:v0.9.2") == []
@@ -200,7 +200,7 @@ def test_custom_all_reduce_flag_is_needed_at_tp2_only():
 def test_a_release_whose_sampler_falls_back_needs_no_variable(monkeypatch):
     """A release that checks the card and falls back to the PyTorch path (the contract's
     ``falls back``) runs on sm_70 whatever the variable says: no breach, even asked for."""
-    from core import contracts
+    from core.engines import contracts
 
     rel = contracts.release("0.11.0")
     falls = rel.model_copy(update={"sampler": rel.sampler.model_copy(update={"flashinfer_on_unsupported_card": "falls back"})})

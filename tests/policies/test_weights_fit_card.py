@@ -75,7 +75,7 @@ def test_vllm_budget_is_utilization_times_the_card():
         "31.75 GiB = 26.99 GiB of a Tesla-V100-PCIE-32GB"
     )
     assert message.endswith("Fix: split it over 2 cards (TP=2). Source: spec, the user's measured figures "
-                            "(README Capacity); core/capacity.py.")
+                            "(README Capacity); core/capacity/estimator.py.")
 
 
 def test_no_split_suggested_beyond_the_node():
@@ -87,7 +87,7 @@ def test_no_split_suggested_beyond_the_node():
     (message,) = run(server("vllm/vllm-openai:v0.11.0", args, 1))
     assert message.endswith("Fix: point --model at a quantized checkpoint the card supports (GPTQ on sm_70), or use a "
                             "larger card. Source: spec, the user's "
-                            "measured figures (README Capacity); core/capacity.py.")
+                            "measured figures (README Capacity); core/capacity/estimator.py.")
 
 
 def test_invalid_models_config_gives_one_violation_naming_the_key():

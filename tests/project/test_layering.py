@@ -81,7 +81,7 @@ def test_offline_never_imports_the_commands():
 
 
 #: The tools that import the policy pack's own modules, and what of it they read: the analyzer's pack run
-#: (``policylib.coverage``). The stack config keys the pack reads are ``core.stackkeys``' (the
+#: (``policylib.coverage``). The stack config keys the pack reads are ``core.base.stackkeys``' (the
 #: preview passes them to the pack it starts). The policy reference pages are docs/gen.py's, outside tools/.
 PACK_DRIVERS = {"tools/offline/packrun.py"}
 

@@ -111,19 +111,19 @@ def test_dev_py_compiles_the_project_bytecode_but_no_venv(tmp_path, monkeypatch)
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     dev = _dev()
     root = tmp_path / "venv" / "checkout"  # a checkout under a folder named venv is still compiled
-    for rel in ("core/stackkeys.py", "policies/rule.py", "policies/venv/lib/site.py", "tests/test_x.py"):
+    for rel in ("core/base/stackkeys.py", "policies/rule.py", "policies/venv/lib/site.py", "tests/test_x.py"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("X = 1\n")
     dev.compile_bytecode(root)
     compiled = {p.relative_to(root).as_posix() for p in root.rglob("*.pyc")}
     tag = sys.implementation.cache_tag
-    assert compiled == {f"core/__pycache__/stackkeys.{tag}.pyc", f"policies/__pycache__/rule.{tag}.pyc"}
+    assert compiled == {f"core/base/__pycache__/stackkeys.{tag}.pyc", f"policies/__pycache__/rule.{tag}.pyc"}
     # Each command compiles again what changed since (no stamp to go stale after a pull or an edit).
-    pyc = root / f"core/__pycache__/stackkeys.{tag}.pyc"
+    pyc = root / f"core/base/__pycache__/stackkeys.{tag}.pyc"
     before = pyc.read_bytes()
-    (root / "core/stackkeys.py").write_text("X = 2  # edited after the set-up\n")
+    (root / "core/base/stackkeys.py").write_text("X = 2  # edited after the set-up\n")
     later = pyc.stat().st_mtime + 10  # compileall compares the source's mtime in whole seconds
-    os.utime(root / "core/stackkeys.py", (later, later))
+    os.utime(root / "core/base/stackkeys.py", (later, later))
     dev.compile_bytecode(root)
     assert pyc.read_bytes() != before
 

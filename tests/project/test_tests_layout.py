@@ -1,5 +1,5 @@
 """The tests' layout mirrors the code (docs/testing.md): every test module sits in a folder of tests/
-named as the code folder it tests (tests/core/manifests/ for core/manifests/, tests/policies/ for
+named as the code folder it tests (tests/core/k8s/manifests/ for core/k8s/manifests/, tests/policies/ for
 policies/, ...), or in tests/project/ for checks of the whole project. tests/real/ (the real
 suite, selected by its marker) and tests/heldout/ (data) keep their own places. A flat
 tests/test_x.py, or a folder no code folder matches, fails here with where it should go.
@@ -54,7 +54,7 @@ def test_every_test_folder_is_a_package():
     ("nowhere/test_x.py", False),
     ("fixtures/test_x.py", False),
     ("core/test_x.py", True),
-    ("core/manifests/test_x.py", True),
+    ("core/k8s/manifests/test_x.py", True),
     ("policies/policylib/test_x.py", True),
     ("tools/offline/test_x.py", True),
     ("project/test_x.py", True),

@@ -63,7 +63,7 @@ pytestmark = pytest.mark.real
 STACK = "awaits"
 NS = "llm-serving"
 COLD_START = 20
-AWAIT = 90  # core.rules.await_timeout_seconds(20)
+AWAIT = 90  # core.rulebook.time_budgets.await_timeout_seconds(20)
 
 
 def _stack(env: dict[str, str], late: bool = False) -> dict:

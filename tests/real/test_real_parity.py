@@ -47,7 +47,7 @@ def test_provider_rendering_equals_the_offline_preview(project: RealProject, tmp
     shutil.copy2(project.dir / ("Pulumi.prod.yaml" if stack == "prod" else f"Pulumi.{stack}.yaml"),
                  project.dir / f"Pulumi.{render_stack}.yaml")
     project.stack_init(render_stack)
-    # A directory inside the project (core.values.ProjectDirectory refuses any other).
+    # A directory inside the project (core.k8s.values.ProjectDirectory refuses any other).
     real_dir = project.dir / f"rendered-{stack}"
     project.config_set(render_stack, "llm-serving:render_yaml_to_directory", real_dir.name)
     res = project.up(render_stack, policy_pack=False)

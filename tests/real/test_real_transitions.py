@@ -53,7 +53,7 @@ pytestmark = pytest.mark.real
 STACK = "full"
 NS = "llm-serving"
 COLD_START = 10
-AWAIT = 75  # core.rules.await_timeout_seconds(10)
+AWAIT = 75  # core.rulebook.time_budgets.await_timeout_seconds(10)
 
 
 def _stack(clef_name: str, former: bool) -> dict:

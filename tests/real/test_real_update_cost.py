@@ -54,7 +54,7 @@ pytestmark = pytest.mark.real
 STACK = "cost"
 NS = "llm-serving"
 COLD_START = 20
-AWAIT = 90  # core.rules.await_timeout_seconds(20)
+AWAIT = 90  # core.rulebook.time_budgets.await_timeout_seconds(20)
 
 
 def _baseline() -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 
-from core import facts
+from core.base import facts
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE

@@ -16,7 +16,8 @@ import copy
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from core import facts, manifests
+from core.base import facts
+from core.k8s import manifests
 from stackfile import ConfigError, load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE

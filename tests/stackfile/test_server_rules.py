@@ -1,6 +1,6 @@
 """The model-server rules on a stack file (context window, service links, listen host, GPU memory
 utilization, memory requests, the card's capabilities, tensor parallel, cards and memory on the
-node, the startup budget, the KV cache): the predicates (core/rules.py), what the components render
+node, the startup budget, the KV cache): the predicates (core/rulebook/), what the components render
 for them, the capacity estimate that never rewards a utilization above the bound, and the pack's
 finding on the rendered manifests, its fix in the stack file's keys: each rule is judged once, by
 the pack (docs/architecture.md). The per-policy tests and fixtures judge hand-written YAML."""
@@ -14,10 +14,15 @@ from collections import Counter
 import pytest
 import yaml
 
-from core import capacity, facts, rules
-from core.engines import ServerSettings
-from core.modelfacts import CATALOG
-from core.registry import RULES, Rule
+from core.base import facts
+from core.capacity import estimator as capacity
+from core.catalog import modelfacts
+from core.catalog.modelfacts import CATALOG
+from core.engines import config
+from core.engines.config import ServerSettings
+from core.judging.registry import RULES, Rule
+from core.k8s.manifests import env
+from core.rulebook import endpoints, servers
 from stackfile import load_stack_config
 from stackfile.build import render_manifests
 from tests.paths import PROD_STACK_FILE, ROOT
@@ -38,7 +43,7 @@ def _isvc_container(m: dict) -> dict:
     return m["spec"]["predictor"]["containers"][0]
 
 
-# --- core.rules ---------------------------------------------------------------------------------
+# --- core.rulebook ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
     "window, scaling, derived",
@@ -53,30 +58,30 @@ def _isvc_container(m: dict) -> dict:
     ],
 )
 def test_derived_max_model_len_as_vllm_derives_it(window, scaling, derived):
-    assert rules.derived_max_model_len(window, scaling) == derived
+    assert modelfacts.derived_max_model_len(window, scaling) == derived
 
 
 def test_max_model_len_ok_and_the_long_env_flag():
-    assert not rules.max_model_len_ok(65536, 40960)
-    assert rules.max_model_len_ok(65536, 40960, YARN2)
-    assert not rules.max_model_len_ok(65537, 40960, YARN2)
-    assert rules.max_model_len_ok(65536, 40960, None, rules.env_flag_on("1"))
-    assert [rules.env_flag_on(v) for v in ("1", "true", "TRUE", "0", "false", "", None)] == [
+    assert not modelfacts.max_model_len_ok(65536, 40960)
+    assert modelfacts.max_model_len_ok(65536, 40960, YARN2)
+    assert not modelfacts.max_model_len_ok(65537, 40960, YARN2)
+    assert modelfacts.max_model_len_ok(65536, 40960, None, env.env_flag_on("1"))
+    assert [env.env_flag_on(v) for v in ("1", "true", "TRUE", "0", "false", "", None)] == [
         True, True, True, False, False, False, False]
 
 
 def test_service_link_names_follow_the_kubelet():
     """pkg/kubelet/envvars FromServices: Service vllm (ports http 80, http-8080 8080) -> VLLM_PORT and more."""
-    names = rules.service_link_env_names("vllm", [("http", 80, "TCP"), ("http-8080", 8080, "TCP")])
+    names = env.service_link_env_names("vllm", [("http", 80, "TCP"), ("http-8080", 8080, "TCP")])
     assert names == [
         "VLLM_SERVICE_HOST", "VLLM_SERVICE_PORT", "VLLM_SERVICE_PORT_HTTP", "VLLM_SERVICE_PORT_HTTP_8080",
         "VLLM_PORT",
         "VLLM_PORT_80_TCP", "VLLM_PORT_80_TCP_PROTO", "VLLM_PORT_80_TCP_PORT", "VLLM_PORT_80_TCP_ADDR",
         "VLLM_PORT_8080_TCP", "VLLM_PORT_8080_TCP_PROTO", "VLLM_PORT_8080_TCP_PORT", "VLLM_PORT_8080_TCP_ADDR",
     ]
-    coder = rules.service_link_env_names("coder-predictor", [(None, 80, "TCP")])
+    coder = env.service_link_env_names("coder-predictor", [(None, 80, "TCP")])
     assert coder[0] == "CODER_PREDICTOR_SERVICE_HOST"
-    assert rules.env_collisions(coder, facts.ENGINE_ENV_PREFIXES["vllm"]) == []
+    assert env.env_collisions(coder, facts.ENGINE_ENV_PREFIXES["vllm"]) == []
 
 
 @pytest.mark.parametrize("host, loopback", [
@@ -84,22 +89,22 @@ def test_service_link_names_follow_the_kubelet():
     ("0.0.0.0", False), ("::", False), ("10.0.0.5", False), (None, False),
 ])
 def test_loopback_hosts(host, loopback):
-    assert rules.loopback_host(host) is loopback
+    assert endpoints.loopback_host(host) is loopback
 
 
 def test_gpu_memory_utilization_bound():
-    assert rules.GPU_MEMORY_UTILIZATION_CEILING == 0.95
-    assert rules.gpu_memory_utilization_ok(0.95)
-    assert not rules.gpu_memory_utilization_ok(0.98)
-    assert rules.gpu_memory_utilization_ok(0.98, enforce_eager=True)
-    assert rules.gpu_memory_utilization_ok(0.98, overridden=True)
+    assert config.GPU_MEMORY_UTILIZATION_CEILING == 0.95
+    assert config.gpu_memory_utilization_ok(0.95)
+    assert not config.gpu_memory_utilization_ok(0.98)
+    assert config.gpu_memory_utilization_ok(0.98, enforce_eager=True)
+    assert config.gpu_memory_utilization_ok(0.98, overridden=True)
 
 
 def test_gpu_memory_declared():
-    assert rules.gpu_memory_declared(12288, 40960)
-    assert rules.gpu_memory_declared(None, 40960)  # the API server copies the limit into the request
-    assert not rules.gpu_memory_declared(12288, None)
-    assert not rules.gpu_memory_declared(None, None)
+    assert servers.gpu_memory_declared(12288, 40960)
+    assert servers.gpu_memory_declared(None, 40960)  # the API server copies the limit into the request
+    assert not servers.gpu_memory_declared(12288, None)
+    assert not servers.gpu_memory_declared(None, None)
 
 
 # --- the estimate never rewards a utilization above the bound ---------------------------------

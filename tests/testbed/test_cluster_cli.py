@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core import facts
+from core.base import facts
 from testbed.cluster import cmd, kwokctl, layout, setup
 from tests.paths import PROD_STACK_FILE, ROOT
 

@@ -425,8 +425,9 @@ def test_a_measurement_no_card_can_hold_does_not_turn_a_refusal_into_a_pass(tmp_
 def test_an_impossible_measurement_leaves_the_estimate_to_the_policies():
     """The pack's side (``--manifests`` with an inventory's ``measured``): the figure is left out
     and the estimate judged, so it cannot turn a refusal into a pass either."""
-    from core import capacity, capacity_measured
-    from core.measured import Measured
+    from core.capacity import comparison as capacity_measured
+    from core.capacity import estimator as capacity
+    from core.capacity.measured import Measured
     from stackfile import load_stack_config
     from tools.offline.manifests import load_stack_file
 

@@ -243,10 +243,10 @@ def test_a_plan_that_deletes_a_workload_is_refused_unless_the_stack_file_retires
 
 @pytest.mark.parametrize("fixture", ["rename-plain.jsonl", "rename-former.jsonl"])
 def test_the_offline_base_preview_costs_and_refuses_as_the_real_plan(fixture):
-    """One cost model and one deletion refusal (core.transition_cost), on both paths: the offline
+    """One cost model and one deletion refusal (core.k8s.manifests.transition_cost), on both paths: the offline
     ``--base`` diff of the same two stack files stops the same servers for as long, and refuses the
     same deletions, as the real plan."""
-    from core import transition_cost
+    from core.k8s.manifests import transition_cost
 
     _, old, new = _before_after(fixture)
     diff = treediff.diff_trees(old, new)
@@ -379,7 +379,7 @@ def test_a_plan_deleting_a_protected_service_is_refused_with_the_way_through_unt
     """The engine refuses a protected delete at pulumi up: the plan says so with the state command
     for the plan's own URN, after the retire entry; once the state is unprotected it passes, and
     the Service's clients are named as losing it. The offline diff's way through is the same text."""
-    from core import transition_cost
+    from core.k8s.manifests import transition_cost
 
     urn = "urn:pulumi:prod::llm-serving::llm-serving:index:StablePredictorService$kubernetes:core/v1:Service::clef-serve"
     code, text = _run(_protected_delete_plan(tmp_path, protect=True, retire=True))

@@ -34,7 +34,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from core import contracts
+from core.engines import contracts
 from tools import cli
 from tools.contract import RELEASES, candle_source, vllm_source
 

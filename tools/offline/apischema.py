@@ -11,13 +11,13 @@ beyond it that a hostile manifest reached the pack with.
   readOnly").
 - **Beyond the schema** (``k8s.io/kubernetes/pkg/apis/core/validation``): ``metadata.name`` a
   DNS-1123 subdomain (a Service's a DNS-1035 label), so a zero-width space, an RTL override or
-  254 characters are refused (:mod:`core.kube`); a pod template with no container; a negative
+  254 characters are refused (:mod:`core.k8s.kube`); a pod template with no container; a negative
   resource quantity.
 - **KServe's InferenceService**: no CRD schema ships with the test bed (its CRD is a schema-less
   stand-in), so each predictor container is checked against the Kubernetes ``Container`` schema,
   which KServe's v1beta1 ``PredictorSpec`` embeds.
 
-:func:`object_problems` gives every problem of one object as :class:`core.problems.Problem`
+:func:`object_problems` gives every problem of one object as :class:`core.judging.problems.Problem`
 (key path, value, rule, fix). Kinds without a schema (other custom resources) get the name check only.
 """
 
@@ -37,11 +37,11 @@ import jsonschema
 from pydantic import TypeAdapter, ValidationError
 from referencing import Registry, Resource
 
-from core import kube, quantity
-from core.engines import CandleConfig, VllmConfig, human_int, number
-from core.manifests import pods as manifests_pods
-from core.manifests.servers import parse_args
-from core.problems import HIDDEN, Problem, described, shown
+from core.engines.config import CandleConfig, VllmConfig, human_int, number
+from core.judging.problems import HIDDEN, Problem, described, shown
+from core.k8s import kube, quantity
+from core.k8s.manifests import pods as manifests_pods
+from core.k8s.manifests.servers import parse_args
 
 #: The Kubernetes minor version the schema is of: the toolchain's kube-apiserver (k8s.io/kubernetes v1.34.2).
 KUBERNETES_MINOR = "1.34"
@@ -177,7 +177,7 @@ def _user_problems(context: Any, at: tuple[Any, ...]) -> list[Problem]:
 
 
 def _exec_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Problem]:
-    """A command, argument or ``NAME=value`` longer than execve(2) takes (:data:`core.kube.MAX_ARG_STRLEN`):
+    """A command, argument or ``NAME=value`` longer than execve(2) takes (:data:`core.k8s.kube.MAX_ARG_STRLEN`):
     the container would fail to start with E2BIG. Values are never quoted (an env value may be a secret)."""
     out = []
     strings = [(key, i, a) for key in ("command", "args") if isinstance(container.get(key), list)
@@ -209,16 +209,16 @@ def _secret_data_problems(obj: dict[str, Any]) -> list[Problem]:
     return out
 
 
-#: The engine settings whose flag takes a number with bounds (core.engines' field constraints).
+#: The engine settings whose flag takes a number with bounds (core.engines.config' field constraints).
 _BOUNDED = ("gt", "ge", "lt", "le")
 
 
 def _engine_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Problem]:
     """A model server's numeric flags judged by the engine's own argument rules, the constraints of
-    :class:`core.engines.VllmConfig` / :class:`core.engines.CandleConfig` the stack file is held
+    :class:`core.engines.config.VllmConfig` / :class:`core.engines.config.CandleConfig` the stack file is held
     to (``--max-model-len=0``: "must be greater than 0"); a flag the engine would not parse as
     a number is one problem too. The argv is the one the kubelet starts
-    (:attr:`core.manifests.Container.argv`: ``--tensor-parallel-size=$(TP)`` with ``TP=8`` is 8);
+    (:attr:`core.k8s.manifests.Container.argv`: ``--tensor-parallel-size=$(TP)`` with ``TP=8`` is 8);
     one that cannot be known (a value from a Secret or ConfigMap) is not judged here."""
     read = manifests_pods.container(container)
     call = read.call  # the argv as the kubelet runs it: $(VAR) expanded from the env, sh -c split
@@ -242,7 +242,7 @@ def _engine_problems(container: dict[str, Any], at: tuple[Any, ...]) -> list[Pro
             TypeAdapter(Annotated[float, *field.metadata]).validate_python(value)
         except ValidationError as err:
             out.append(Problem(_path((*at, "args")), f"{flag}={text}",
-                               f"{call.engine}'s {flag} {err.errors()[0]['msg'].replace('Input should be', 'must be')} (core/engines.py: "
+                               f"{call.engine}'s {flag} {err.errors()[0]['msg'].replace('Input should be', 'must be')} (core/engines/config.py: "
                                f"{field.description or name})", f"give {flag} a value within its bounds"))
     return out
 

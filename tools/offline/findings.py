@@ -15,8 +15,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from core.inputs import InputFileError, read_text
-from core.stackkeys import PROJECT
+from core.base.inputs import InputFileError, read_text
+from core.base.stackkeys import PROJECT
 from tools.offline import packproc
 from tools.offline.manifests import Resource, display_path
 from tools.offline.report import ADVISORY, DISABLED, MANDATORY, REMEDIATE, WAIVED, WAIVERS_POLICY, Finding, PolicySummary
@@ -159,9 +159,9 @@ def located(findings: Iterable[Finding], files: dict[str, str], lines: dict[str,
 
 def stack_file_places(stack_file: Path, resources: Iterable[Resource]) -> tuple[dict[str, str], dict[str, int], tuple[str, int]]:
     """Where each of the program's ``resources`` is written in ``stack_file``: (URN -> the file, URN ->
-    the line of its stack-file key, :func:`core.terms.stack_file_key`; the ``llm-serving:cluster`` key's
+    the line of its stack-file key, :func:`core.judging.terms.stack_file_key`; the ``llm-serving:cluster`` key's
     place for the rest). A resource no key made (the stack, a provider) is at the ``config:`` key."""
-    from core import terms  # noqa: PLC0415 - the stack file's terms, after the pack has started
+    from core.judging import terms  # noqa: PLC0415 - the stack file's terms, after the pack has started
 
     shown = display_path(stack_file)
     keys = key_lines(read_text(stack_file, "stack file"))

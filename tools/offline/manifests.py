@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.inputs import InputFileError, json_object, read_text
-from core.problems import ConfigError, Problem
-from core.stackkeys import PROJECT
+from core.base.inputs import InputFileError, json_object, read_text
+from core.base.stackkeys import PROJECT
+from core.judging.problems import ConfigError, Problem
 from tools.offline.yamlload import YAMLError, load_documents
 
 
@@ -262,7 +262,7 @@ def _document_lines(docs: list[Any], lines: list[int]) -> dict[int, int]:
 
 def _documents(text: str, where: str, suffix: str) -> tuple[list[Any], list[int]]:
     """The documents of a manifest file: JSON (one object, at line 1) or YAML, with the one loader,
-    its scalars read as ``kubectl`` reads them (``defaultMode: 0700`` is 448: :mod:`core.yaml11`);
+    its scalars read as ``kubectl`` reads them (``defaultMode: 0700`` is 448: :mod:`core.k8s.yaml11`);
     and each document's first line."""
     try:
         if suffix == ".json":
@@ -278,7 +278,7 @@ def _documents(text: str, where: str, suffix: str) -> tuple[list[Any], list[int]
 
 
 def read_input(path: Path, what: str) -> str:
-    """:func:`core.inputs.read_text`, its error as :class:`InputError`."""
+    """:func:`core.base.inputs.read_text`, its error as :class:`InputError`."""
     try:
         return read_text(path, what)
     except InputFileError as err:
@@ -289,7 +289,7 @@ def load_stack_file(path: Path, what: str = "stack file") -> dict[str, Any]:
     """The ``config:`` map of a stack file, keys as written (``llm-serving:cluster`` ...).
 
     Raises :class:`InputError` when the file is missing, not a regular file of at most
-    :data:`core.inputs.MAX_INPUT_BYTES`, not YAML, not plain data (a repeated key, a date, a
+    :data:`core.base.inputs.MAX_INPUT_BYTES`, not YAML, not plain data (a repeated key, a date, a
     tag, aliases beyond the budget: :mod:`tools.offline.yamlload`, with the config key path), has
     no ``config:`` map, or a config key without a value (``null``: the program would get the
     text "null", a valid namespace name). ``what`` names the file in errors (``inventory`` for

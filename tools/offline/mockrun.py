@@ -52,7 +52,7 @@ from pulumi.runtime import rpc, settings
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 
-from core.values import REDACTED
+from core.k8s.values import REDACTED
 from tools import cli
 from tools.offline.manifests import PROJECT, Resource, config_env
 
@@ -189,7 +189,7 @@ def struct_to_plain(struct: Any) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """Pulumi's encodings made plain: a secret is :data:`core.values.REDACTED`, a resource reference its URN, an
+    """Pulumi's encodings made plain: a secret is :data:`core.k8s.values.REDACTED`, a resource reference its URN, an
     unknown (preview) ``None``; whole numbers are ints (protobuf numbers are doubles, and Go's
     JSON, so the provider, writes 1.0 as 1)."""
     if isinstance(value, dict):
@@ -211,7 +211,7 @@ def _plain(value: Any) -> Any:
 
 
 def _redacted(value: Any) -> Any:
-    """``value`` with every leaf replaced by :data:`core.values.REDACTED`, its keys kept (a
+    """``value`` with every leaf replaced by :data:`core.k8s.values.REDACTED`, its keys kept (a
     Secret's ``stringData`` still names its keys)."""
     if isinstance(value, dict):
         return {k: _redacted(v) for k, v in value.items()}

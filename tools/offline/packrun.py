@@ -35,7 +35,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from core.stackkeys import PROJECT
+from core.base.stackkeys import PROJECT
 from tools.offline import packproc
 from tools.offline.findings import finding, k8s_object, pack_version, policy_summary, root_stack_urn
 from tools.offline.manifests import Resource, config_env
@@ -376,8 +376,8 @@ class _Clock:
 def not_judged(resources: Sequence[Resource], config: dict[str, Any]) -> list[str]:
     """What the pack did not judge in ``resources`` (``policylib.coverage``), with the inventory of
     the stack ``config`` (None when it has none or it is invalid: the policies report that)."""
-    from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
-    from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry
+    from core.capacity.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+    from core.catalog.modelfacts import MODELS_CONFIG_KEY, ModelEntry
     from policylib import coverage
 
     raw = config.get(f"{PROJECT}:{CLUSTER_CONFIG_KEY}")

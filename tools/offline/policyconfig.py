@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.inputs import InputFileError, json_object, read_text
+from core.base.inputs import InputFileError, json_object, read_text
 from tools.offline import packproc
 from tools.offline.findings import enum_names
 from tools.offline.report import DISABLED
@@ -53,7 +53,7 @@ class PolicyConfigError(AnalyzeError):
 
 def load_policy_pack_config(path: Path) -> dict[str, Any]:
     """The JSON object of a ``--policy-pack-config`` file (empty file: ``{}``), read with
-    :mod:`core.inputs` (a regular file of at most 16 MiB, UTF-8, each key once). Raises
+    :mod:`core.base.inputs` (a regular file of at most 16 MiB, UTF-8, each key once). Raises
     :class:`PolicyConfigError` when it is unreadable, not JSON or not a JSON object."""
     path = Path(path)
     try:

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from core import yaml11
+from core.k8s import yaml11
 from tools.offline.manifests import Resource
 
 CRD_DIR = "0-crd"
@@ -39,7 +39,7 @@ _BASE_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 class _Dumper(_BASE_DUMPER):
     """The safe dumper, quoting a string kubectl would read as something else (``y`` is a boolean
-    and ``08`` a number to yaml.v2, :func:`core.yaml11.plain_is_text`), so ``kubectl apply -f`` of
+    and ``08`` a number to yaml.v2, :func:`core.k8s.yaml11.plain_is_text`), so ``kubectl apply -f`` of
     a rendering reads what the program made; other strings are quoted as PyYAML quotes them."""
 
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from core.problems import ConfigError
+from core.judging.problems import ConfigError
 from tools.offline import apischema
 from tools.offline.manifests import InputError, object_problem, read_input
 from tools.offline.render import CRD_DIR, MANIFEST_DIR

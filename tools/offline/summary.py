@@ -7,8 +7,8 @@ Five parts:
   else ``-`` for an object the program creates outside any component), and ``protect`` when
   the resource is protected (the Services: never deleted and re-created);
 * **cards per node** (``nvidia.com/gpu``): ``used / capacity`` and each workload's share, read
-  from the rendered objects with the policy pack's own view (``core/manifests/``)
-  and the allocation gpu-card-allocation judges (:func:`core.allocation.cards`): replicas x
+  from the rendered objects with the policy pack's own view (``core/k8s/manifests/``)
+  and the allocation gpu-card-allocation judges (:func:`core.capacity.allocation.cards`): replicas x
   cards a pod (an InferenceService by its replica bound), plus the surge pod a RollingUpdate
   starts, plus cards the inventory reserves for workloads outside the stack; unpinned pods
   are packed where the policy packs them (``(unpinned)``). A
@@ -16,7 +16,7 @@ Five parts:
   reasoning 1, clef-serve 0 (parked)``;
 * **model servers**: per running vLLM / candle-vllm server, TP, weights a card (GiB), KV pool
   (GiB and tokens), max-model-len (tokens) and concurrency at max-model-len, from
-  ``core/capacity.py`` through ``core/capacity_view.py`` (the same
+  ``core/capacity/estimator.py`` through ``core/rulebook/capacity_view.py`` (the same
   figures the kv-cache and weights policies judge);
 * **service URLs**: the stack output ``services`` (each Service's in-cluster URLs);
 * **left alone**: the stack output ``left_alone`` (``llm-serving:left_alone``: live objects the
@@ -25,7 +25,7 @@ Five parts:
   llm-serving/coder, not managed by this stack (Pulumi neither changes nor deletes it): ...``.
 
 The inventory comes from the stack config (``llm-serving:cluster``), validated with
-``core.inventory.ClusterInventory``.
+``core.capacity.inventory.ClusterInventory``.
 """
 
 from __future__ import annotations
@@ -36,9 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core import allocation, capacity, capacity_view, facts, manifests, measured
-from core.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
-from core.stackkeys import PREFIX, PROJECT, WORKLOADS_KEY
+from core.base import facts
+from core.base.stackkeys import PREFIX, PROJECT, WORKLOADS_KEY
+from core.capacity import allocation, measured
+from core.capacity import estimator as capacity
+from core.capacity.inventory import CLUSTER_CONFIG_KEY, ClusterInventory
+from core.k8s import manifests
+from core.rulebook import capacity_view
 from stackfile.objects import left_alone_text
 from tools.offline import treediff
 from tools.offline.manifests import Resource
@@ -117,8 +121,8 @@ def objects_section(resources: Sequence[Resource]) -> list[str]:  # noqa: D103
 
 @dataclass(frozen=True)
 class Held:
-    """How the summary shows one share of a node (:class:`core.allocation.Share`, or an idle
-    :class:`core.allocation.Demand`): ``cards`` held by running pods, ``surge`` more during a
+    """How the summary shows one share of a node (:class:`core.capacity.allocation.Share`, or an idle
+    :class:`core.capacity.allocation.Demand`): ``cards`` held by running pods, ``surge`` more during a
     RollingUpdate, and a note (``parked``, ``unpinned``, ``reserved: <reason>`` ...)."""
 
     name: str
@@ -169,7 +173,7 @@ def view_of(resources: Iterable[Resource]) -> manifests.Stack:
 
 
 def card_allocation(view: manifests.Stack, inventory: ClusterInventory) -> allocation.Allocation:
-    """The cards of the GPU workloads of ``view`` per node, by :func:`core.allocation.cards`
+    """The cards of the GPU workloads of ``view`` per node, by :func:`core.capacity.allocation.cards`
     (the allocation gpu-card-allocation judges and the stack output reports), surge counted."""
     gpu = [w for w in view.workloads if w.is_gpu]
     return allocation.cards(allocation.demands(gpu, lambda w: float(w.cards_per_pod), inventory), inventory)
@@ -232,7 +236,7 @@ def inventory_of(config: dict[str, Any]) -> ClusterInventory | None:
         return None
 
 
-# --- model servers (core/capacity.py) ---------------------------------------------------
+# --- model servers (core/capacity/estimator.py) ---------------------------------------------------
 
 @dataclass(frozen=True)
 class View:
@@ -244,8 +248,8 @@ class View:
 
 
 def _models(config: dict[str, Any], base_dir: Path | None):
-    """The stack's models as the policy pack resolves them (:class:`core.modelfacts.Models`)."""
-    from core.modelfacts import MODELS_CONFIG_KEY, ModelEntry, Models  # noqa: PLC0415
+    """The stack's models as the policy pack resolves them (:class:`core.catalog.modelfacts.Models`)."""
+    from core.catalog.modelfacts import MODELS_CONFIG_KEY, ModelEntry, Models  # noqa: PLC0415
 
     raw = config_value(config, PREFIX + MODELS_CONFIG_KEY) or {}
     if not isinstance(raw, dict):
@@ -283,7 +287,7 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
                      base_dir: Path | None = None, view: manifests.Stack | None = None) -> list[str]:
     """Per running model server: TP, weights a card (GiB), KV pool (GiB and tokens),
     max-model-len (tokens) and concurrency at max-model-len, from the estimator
-    (``core/capacity.py``) through ``core/capacity_view.py``, as the policy pack does,
+    (``core/capacity/estimator.py``) through ``core/rulebook/capacity_view.py``, as the policy pack does,
     so the preview and the kv-cache / weights policies compute the same figures. [] when the
     stack runs no vLLM or candle-vllm server.
 
@@ -313,13 +317,13 @@ def capacity_section(resources: Sequence[Resource], config: dict[str, Any], inve
     notes = [note for flag, note in ((any(r.kv_upper_bound for r in rows), UPPER_BOUND_NOTE),
                                      (any(r.provisional for r in rows), PROVISIONAL_NOTE)) if flag]
     unknown = [f"  {UNKNOWN_MARK} {r.server}: the estimate cannot know: {'; '.join(r.unknowns)}" for r in rows if r.unknowns]
-    return ["model servers (per card; estimated by core/capacity.py)", *table(lines, header=header),
+    return ["model servers (per card; estimated by core/capacity/estimator.py)", *table(lines, header=header),
             *(f"  {n}" for n in notes), *unknown, *measured_lines(rows)]
 
 
 def measured_lines(rows: Sequence[capacity_view.Row]) -> list[str]:
-    """One line per running server with a measurement (:mod:`core.measured`): each measured figure
-    beside the estimate's, and, for a disagreement beyond :data:`core.measured.DISAGREEMENT`, what
+    """One line per running server with a measurement (:mod:`core.capacity.measured`): each measured figure
+    beside the estimate's, and, for a disagreement beyond :data:`core.capacity.measured.DISAGREEMENT`, what
     the estimate assumed and the measurement's own note. [] when nothing was measured."""
     out = []
     for r in rows:

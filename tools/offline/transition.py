@@ -11,10 +11,10 @@ shows it on the cluster).
 
 :func:`peak` lists the objects alive at the update's peak (every object of the new rendering,
 every removed object, and the old side of each create-first replacement) and places their pods
-with :func:`core.allocation.cards` through the same workload view as the preview's card table
+with :func:`core.capacity.allocation.cards` through the same workload view as the preview's card table
 (:func:`tools.offline.summary.card_rows`): no second counter. :func:`refusals` turns a node over its
 cards at the peak, and a replacement of a protected Service, into findings in the one message
-form (:class:`core.problems.Finding`).
+form (:class:`core.judging.problems.Finding`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from core import manifests, terms, transition_cost
-from core.inventory import ClusterInventory
-from core.problems import Finding
+from core.capacity.inventory import ClusterInventory
+from core.judging import terms
+from core.judging.problems import Finding
+from core.k8s import manifests
+from core.k8s.manifests import transition_cost
 from tools.offline import render, summary, treediff
 from tools.offline.manifests import Resource
 
@@ -123,7 +125,7 @@ def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: treediff.Tr
     """The reasons to refuse the plan, one message each: a node over its cards at the peak
     (with the renames that would avoid it), a replacement of a protected Service, and a workload
     or Service deleted without ``retire`` (the stack file's ``llm-serving:retire``) naming it
-    (:func:`core.transition_cost.unintended_deletions`, as :mod:`tools.plan` on the real plan)."""
+    (:func:`core.k8s.manifests.transition_cost.unintended_deletions`, as :mod:`tools.plan` on the real plan)."""
     added = {o.new_path: new[o.new_path] for o in diff.objects if o.action == "add"}
     removed = [old[o.old_path] for o in diff.objects if o.action == "remove"]
     return (over_capacity(pk, added) + protected_replacements(old, new, diff, protected, stack)
@@ -132,7 +134,7 @@ def refusals(old: Mapping[str, dict], new: Mapping[str, dict], diff: treediff.Tr
 
 def protected_removals(old: Mapping[str, dict], diff: treediff.TreeDiff) -> list[dict]:
     """The old objects the update deletes that a protected component made
-    (:func:`core.transition_cost.protected_component`): the engine refuses each delete until the
+    (:func:`core.k8s.manifests.transition_cost.protected_component`): the engine refuses each delete until the
     state command clears its flag."""
     return [old[o.old_path] for o in diff.objects
             if o.action == "remove" and transition_cost.protected_component(old[o.old_path])]

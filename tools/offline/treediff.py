@@ -15,7 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import facts, transition_cost
+from core.base import facts
+from core.k8s.manifests import transition_cost
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<none>"})()
 
@@ -42,7 +43,7 @@ class ObjectDiff:
     new_path: str = ""
     changes: tuple[FieldChange, ...] = ()
     warning: str = ""
-    #: What the change costs while the update runs (:func:`core.transition_cost.object_cost`).
+    #: What the change costs while the update runs (:func:`core.k8s.manifests.transition_cost.object_cost`).
     cost: transition_cost.ObjectCost = field(default_factory=transition_cost.ObjectCost)
 
     @property

@@ -22,7 +22,7 @@ It accepts plain data only, what the Pulumi CLI and the Kubernetes API accept:
 A stack file, the ``--inventory`` file and the catalogs are read as the Pulumi CLI reads them;
 a manifest (``kubectl=True``) as ``kubectl`` reads it (sigs.k8s.io/yaml over yaml.v2, YAML 1.1:
 ``defaultMode: 0700`` is 448, ``yes`` / ``on`` are booleans, a date is text:
-:mod:`core.yaml11`), with the same guards.
+:mod:`core.k8s.yaml11`), with the same guards.
 
 A stack file is read as the Pulumi CLI does (Go's ``gopkg.in/yaml.v3``, YAML 1.2's core schema): ``5:00``
 is the text "5:00" (YAML 1.1 read it as 300, base 60), ``yes`` / ``no`` / ``on`` / ``off`` are
@@ -30,11 +30,11 @@ text, ``0o17`` is 15 and ``0x1F`` 31. A plain ``0777`` is refused as ambiguous: 
 777, yaml.v3 keeps YAML 1.1's octal 511 ("Octals from the 1.1 spec, spelled as 0777, are still
 decoded by default in v3", its ``resolve.go``).
 
-The base is :class:`core.yaml12.Yaml12Loader` (PyYAML's libyaml parser with ruamel.yaml's YAML 1.2
+The base is :class:`core.base.yaml12.Yaml12Loader` (PyYAML's libyaml parser with ruamel.yaml's YAML 1.2
 resolution); :class:`StrictLoader` keeps only its plain-data constructors. :func:`load_documents`
 composes each document, checks its node graph (:func:`node_problems`) before constructing it,
-so every problem of a document is listed at once, as :class:`core.problems.Problem` (key path,
-value, rule, fix), in a :class:`core.problems.ConfigError`; text that is not YAML is one such
+so every problem of a document is listed at once, as :class:`core.judging.problems.Problem` (key path,
+value, rule, fix), in a :class:`core.judging.problems.ConfigError`; text that is not YAML is one such
 problem too, with its line, column and a fix (:func:`syntax_problem`).
 """
 
@@ -48,9 +48,9 @@ from yaml import YAMLError, compose, compose_all
 from yaml.error import MarkedYAMLError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from core.problems import HIDDEN, ConfigError, Problem, redacted
-from core.yaml11 import Yaml11Loader
-from core.yaml12 import Yaml12Loader
+from core.base.yaml12 import Yaml12Loader
+from core.judging.problems import HIDDEN, ConfigError, Problem, redacted
+from core.k8s.yaml11 import Yaml11Loader
 
 __all__ = ["NotYaml", "YAMLError", "container_lines", "key_lines", "load_documents", "node_problems", "key_path", "MAX_DEPTH"]
 
@@ -81,7 +81,7 @@ class StrictLoader(Yaml12Loader):
 
 
 class KubectlLoader(Yaml11Loader):
-    """:class:`StrictLoader`'s plain-data constructors on :class:`core.yaml11.Yaml11Loader`'s
+    """:class:`StrictLoader`'s plain-data constructors on :class:`core.k8s.yaml11.Yaml11Loader`'s
     resolution: a manifest read as ``kubectl`` reads it (``defaultMode: 0700`` is 448)."""
 
     yaml_constructors = {
@@ -273,7 +273,7 @@ def _labelled_children(node: Node, path: tuple[PathPart, ...]) -> list[tuple[Nod
 def load_documents(text: str, where: str, strip: tuple[PathPart, ...] = (), numbered: bool = True,
                    kubectl: bool = False, lines: list[int] | None = None) -> list[Any]:
     """The documents of ``text`` as plain data (``where`` names the file in messages; key paths
-    lose the leading ``strip``; ``lines``, when given, gets each document's first line, 1-based). Raises :class:`core.problems.ConfigError` listing every
+    lose the leading ``strip``; ``lines``, when given, gets each document's first line, 1-based). Raises :class:`core.judging.problems.ConfigError` listing every
     problem of the first bad document (source ``<where>, document N``, or ``<where>`` alone
     when not ``numbered``: a stack file), text that is not YAML included (its line, column,
     rule and fix: :func:`syntax_problem`). ``kubectl``: scalars resolved as ``kubectl`` reads a
@@ -392,7 +392,7 @@ _SYNTAX_CAUSES: tuple[tuple[str, str, str, str], ...] = (
 
 
 def syntax_problem(err: YAMLError, text: str) -> Problem:
-    """The :class:`core.problems.Problem` for text that is not YAML: the line and column where
+    """The :class:`core.judging.problems.Problem` for text that is not YAML: the line and column where
     the parser stopped (its path), the line's text (its value), what the parser found and why
     (its rule: a template, tabs, an unquoted colon, uneven indentation, an undefined alias),
     and the fix."""

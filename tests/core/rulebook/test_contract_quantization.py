@@ -5,7 +5,7 @@ the public reports show (vllm/vllm-project recipes, intel/auto-round 2242, vllm 
 
 from __future__ import annotations
 
-from core import contracts
+from core.engines import contracts
 from core.rulebook import contract
 
 GPTQ_MODEL = "Qwen/Qwen3-30B-A3B-GPTQ-Int4"  # core/data/models.yaml: quant_method gptq, torch_dtype float16

@@ -3,7 +3,7 @@
 1. ``dtype`` and capacity: every dtype the stack-file type takes loads; the pack judges it once
    on the rendered manifest (``vllm-volta`` / ``candle-vllm-args`` refuse all but the card's half
    dtype, ``kv-cache-fits-max-model-len`` the KV pool), its fix in stack-file keys.
-2. Kubernetes quantities: one parser (``core.quantity``) on both sides. ``1Pi`` is a valid
+2. Kubernetes quantities: one parser (``core.k8s.quantity``) on both sides. ``1Pi`` is a valid
    quantity and is accepted by the stack file (it was refused, "not a memory quantity");
    ``1e3Mi`` and ``lots`` are not Kubernetes quantities (the grammar allows an exponent OR a
    suffix, not both: ``k8s.io/apimachinery/pkg/api/resource`` ``<suffix> ::= <binarySI> |
@@ -11,7 +11,7 @@
    pack counted ``1e3Mi`` as 1000 Mi and ignored ``lots``).
 3. Cards per node: the stack output's card table, the preview summary and
    ``gpu-card-allocation`` count the same shares, through one function
-   (``core.allocation.allocate``); an unpinned pod used to be "not placed" in the summary and
+   (``core.capacity.allocation.allocate``); an unpinned pod used to be "not placed" in the summary and
    packed onto a node by the policy.
 """
 
@@ -99,7 +99,7 @@ def test_candle_dtype_on_the_v100_is_judged_by_the_pack(dtype):
 
 
 def test_capacity_is_refused_by_the_pack():
-    """weights-fit-card / kv-cache-fits-max-model-len judge the estimate core.capacity.estimate
+    """weights-fit-card / kv-cache-fits-max-model-len judge the estimate core.capacity.estimator.estimate
     makes from the rendered argv. (The pool went from 129,984 to 124,400 tokens: runtime memory
     and the sampler's sort, tests/core/test_capacity.py.)"""
     (m,) = _pack("kv-cache-fits-max-model-len", _set("candle-vllm", kv_fraction=0.01))
@@ -186,8 +186,8 @@ def test_pack_counts_a_pebibyte_request():
 
 def _policy_used(resources, inv) -> dict[str, float]:
     """What gpu-card-allocation counts per node: the arguments its validate passes to
-    stack_helpers.report_allocation, placed by core.allocation.allocate."""
-    from core import allocation
+    stack_helpers.report_allocation, placed by core.capacity.allocation.allocate."""
+    from core.capacity import allocation
     from tools.offline.summary import view_of
 
     gpu = [w for w in view_of(resources).workloads if w.is_gpu]
@@ -221,17 +221,17 @@ def test_an_unpinned_pod_is_counted_where_the_policy_counts_it():
 
 
 def test_one_allocation_function(monkeypatch):
-    """The policy, the summary and the stack output all call core.allocation.allocate."""
-    import core.allocation
+    """The policy, the summary and the stack output all call core.capacity.allocation.allocate."""
+    import core.capacity.allocation
 
     calls: list[str] = []
-    real = core.allocation.allocate
+    real = core.capacity.allocation.allocate
 
     def spy(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(core.allocation, "allocate", spy)
+    monkeypatch.setattr(core.capacity.allocation, "allocate", spy)
     config = load_stack_config(PROD)
     resources = resources_from_documents(render_manifests(config), stack="prod")
     stack_outputs(config, StackResources({}, {}, None))
@@ -244,10 +244,10 @@ def test_one_allocation_function(monkeypatch):
 
 @pytest.mark.parametrize("value", ["1Pi", "12Gi", "500m", "1.5", ".5Ki", "1e3", "2E", "+4", "-1", "100n", "7u", "3k", "5M"])
 def test_valid_quantities_parse_as_the_official_client_parses_them(value):
-    """core.quantity is the official client's parse_quantity behind the API grammar."""
+    """core.k8s.quantity is the official client's parse_quantity behind the API grammar."""
     from kubernetes.utils.quantity import parse_quantity
 
-    from core import quantity
+    from core.k8s import quantity
 
     assert quantity.parse(value) == parse_quantity(value)
 
@@ -255,7 +255,7 @@ def test_valid_quantities_parse_as_the_official_client_parses_them(value):
 def test_pack_names_an_invalid_shm_size_limit():
     import pods as pod_policies
 
-    import core.manifests
+    import core.k8s.manifests
 
     text = """
 apiVersion: apps/v1
@@ -277,7 +277,7 @@ spec:
         resources: {limits: {nvidia.com/gpu: "2", memory: 32Gi}}
 """
     (r,) = manifests(text)
-    w = core.manifests.workload(r.type, r.props, r.urn)
+    w = core.k8s.manifests.workload(r.type, r.props, r.urn)
     (c,) = w.containers
     (breach,) = pod_policies.multi_gpu_shm_container_problems(w, c, 1024)
     assert "the container volume shm sizeLimit: 'lots' is not a Kubernetes quantity; write e.g. \"8Gi\"" in breach.wrong

@@ -14,7 +14,9 @@ from typing import get_args
 
 import pytest
 
-from core import facts, rules
+from core.base import facts, inputs
+from core.catalog import cards
+from core.rulebook import servers
 from policylib import stackconfig
 from policylib.pack import policy
 from stackfile import ConfigError, VllmWorkload, load_stack_config
@@ -91,16 +93,16 @@ def test_a_quantization_is_refused_by_the_pack_iff_sm70_lacks_its_kernels(method
     assert config_problems(change) == []
     from_stack = [m for m in pack_messages("vllm-volta", change) if "--quantization" in m]
     from_yaml = [m for m in policy_messages(policy("vllm-volta"), _vllm_isvc(method)) if "--quantization" in m]
-    assert bool(from_stack) == bool(from_yaml) == (not rules.quantization_runs_on(method, 70)), (from_stack, from_yaml)
+    assert bool(from_stack) == bool(from_yaml) == (not cards.quantization_runs_on(method, 70)), (from_stack, from_yaml)
     assert all("under llm-serving:workloads.reasoning" in m for m in from_stack)
 
 
 def test_the_sm70_verdicts_themselves():
     """Gptq and bitsandbytes run on sm_70; AWQ, FP8, Marlin and compressed-tensors do not."""
-    runs = {m: rules.quantization_runs_on(m, 70) for m in QUANT_METHODS}
+    runs = {m: cards.quantization_runs_on(m, 70) for m in QUANT_METHODS}
     assert {m for m, ok in runs.items() if ok} == {None, "gptq", "bitsandbytes"}
-    assert rules.quantization_min_sm("awq_marlin") == 80 and rules.quantization_min_sm("compressed_tensors") == 75
-    assert rules.quantization_runs_on("awq", 75) and not rules.quantization_runs_on("fp8", 75)
+    assert cards.quantization_min_sm("awq_marlin") == 80 and cards.quantization_min_sm("compressed_tensors") == 75
+    assert cards.quantization_runs_on("awq", 75) and not cards.quantization_runs_on("fp8", 75)
 
 
 # --- startup budget -----------------------------------------------------------------------
@@ -138,10 +140,10 @@ def test_the_budget_must_exceed_the_cold_start(cold, period, threshold, covered)
 
     from_stack = pack_messages("startup-probe-covers-cold-start", change)
     from_yaml = policy_messages(policy("startup-probe-covers-cold-start"), _deployment(cold, period, threshold))
-    assert rules.startup_budget_covers(period * threshold, cold) is covered
+    assert servers.startup_budget_covers(period * threshold, cold) is covered
     assert (not from_stack) is covered and (not from_yaml) is covered, (from_stack, from_yaml)
     if not covered:
-        need = rules.startup_threshold_needed(cold, period)
+        need = servers.startup_threshold_needed(cold, period)
         (stack_message,) = from_stack
         (message,) = from_yaml
         assert f"Fix: raise startup_probe.failure_threshold to at least {need} at a {period} s period" in stack_message
@@ -168,7 +170,7 @@ def test_the_pack_suggests_the_tp_sizes_that_divide_the_model(workload, engine, 
     assert ("with --tensor-parallel-size to match" in message) is (engine == "vllm")
     assert f"set cards to a tensor parallel size that divides them: {sizes[0]}" in from_stack
     key, model = stackconfig.models().find(model_arg)
-    assert sizes == [", ".join(map(str, rules.tp_sizes_that_divide(model, engine=engine)))] * 2
+    assert sizes == [", ".join(map(str, servers.tp_sizes_that_divide(model, engine=engine)))] * 2
 
 
 def test_vllm_replicates_kv_heads_at_tp8():
@@ -181,8 +183,8 @@ def test_vllm_replicates_kv_heads_at_tp8():
 def test_config_json_resolves_against_the_project_directory_everywhere(tmp_path, monkeypatch):
     """One rule: relative to the project directory (Pulumi.yaml), in the program (default of
     load_stack_config and __main__.py), the pack (stackconfig.PROJECT_DIR) and the preview."""
-    assert rules.PROJECT_DIR == ROOT == stackconfig.PROJECT_DIR
-    assert (rules.PROJECT_DIR / "Pulumi.yaml").is_file()
+    assert inputs.PROJECT_DIR == ROOT == stackconfig.PROJECT_DIR
+    assert (inputs.PROJECT_DIR / "Pulumi.yaml").is_file()
     prod = load_stack_config(PROD)
     source = tmp_path / "config.json"
     clef = prod.model_facts("clef-flash")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core import facts
+from core.base import facts
 from tools.offline import outdir, render, rendering, treediff
 from tools.offline.manifests import InputError
 
@@ -260,7 +260,7 @@ def test_load_tree_reads_a_rendering_back(tmp_path):
 
 def test_strings_kubectl_would_read_as_other_values_are_quoted():
     """yaml.v2 (kubectl) reads a plain y as true and 08 as 8.0; PyYAML's dumper left both plain."""
-    from core.yaml11 import Yaml11Loader
+    from core.k8s.yaml11 import Yaml11Loader
     from tools.offline.render import dump
 
     obj = {"labels": {"a": "y", "b": "N", "c": "08", "d": "1e3", "e": "on", "f": "text", "g": "0700"}}

@@ -9,8 +9,8 @@ without the component annotation.
 
 from __future__ import annotations
 
-from core import facts
-from core.inventory import ClusterInventory
+from core.base import facts
+from core.capacity.inventory import ClusterInventory
 from tools.offline.manifests import Resource
 from tools.offline.summary import card_rows, cards_section, component_of, objects_section, table
 

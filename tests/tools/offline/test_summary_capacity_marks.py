@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from core import capacity_view as ch
-from core import manifests
-from core.modelfacts import ModelEntry
+from core.catalog.modelfacts import ModelEntry
+from core.k8s import manifests
+from core.rulebook import capacity_view as ch
 from tests.paths import PROD_STACK_FILE, ROOT
 from tests.policy_harness import FIXTURES
 from tools.offline.manifests import load_manifest_dir, load_stack_file
@@ -124,7 +124,7 @@ def test_confirmed_facts_drop_the_mark(config):
 
 
 def test_a_release_the_estimate_does_not_model_is_marked_not_given_a_false_precision(config):
-    """core.capacity.Estimate.unknowns: a vLLM release newer than any the estimate was checked on
+    """core.capacity.estimator.Estimate.unknowns: a vLLM release newer than any the estimate was checked on
     (v0.19.0) is estimated as the newest, its KV tokens shown ``~N`` and the reason printed under
     the table; the release the seed names (v0.11.0) is not marked."""
     plain = section(config, REASONING)

@@ -3,7 +3,7 @@ the diff shows a changed argv as a list diff."""
 
 from __future__ import annotations
 
-from core import facts
+from core.base import facts
 from policylib.pack import policy
 from tests.paths import ROOT
 from tests.tools.offline.test_summary import deployment

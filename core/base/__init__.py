@@ -1,0 +1,1 @@
+"""core/base/: see docs/layout.md."""

@@ -1,0 +1,1 @@
+"""core/capacity/: see docs/layout.md."""

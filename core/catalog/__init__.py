@@ -1,0 +1,1 @@
+"""core/catalog/: see docs/layout.md."""

@@ -1,0 +1,1 @@
+"""core/engines/: see docs/layout.md."""

@@ -1,0 +1,1 @@
+"""core/judging/: see docs/layout.md."""

@@ -1,0 +1,1 @@
+"""core/k8s/: see docs/layout.md."""
