@@ -1,9 +1,8 @@
 """Every rule of the policy pack and the stack file's cross-checks, one module a family, each
-judge registered in :mod:`core.judging.registry` when its family is imported (:func:`register_all`
-imports them all). ``from core import rulebook`` then ``rulebook.half_dtype(...)`` /
-``rulebook.capacity.kv_cache_fits(...)``.
+judge registered in :mod:`core.judging.registry` when its family is imported; this package
+imports every family, so importing it registers every rule. ``from core import rulebook`` then
+``rulebook.half_dtype(...)`` / ``rulebook.capacity.kv_cache_fits(...)``.
 
-- :mod:`core.engines.settings`: the settings the rules name (stack-file key and manifest form);
 - :mod:`core.rulebook.servers`: a model server's rules (start-up, tensor parallel, the card's
   capabilities, memory, the context window, names);
 - :mod:`core.rulebook.capacity`: weights and KV cache on the card (weights-fit-card,
@@ -40,13 +39,15 @@ imports them all). ``from core import rulebook`` then ``rulebook.half_dtype(...)
 - :mod:`core.rulebook.stack_config`: the pack can read the stack's inventory and models, and a
   server's model is one they list;
 - :mod:`core.rulebook.waivers`: per-object waiver annotations (a policy of the pack, a reason).
+
+The settings the rules name are :mod:`core.engines.settings`; :mod:`core.rulebook.capacity_view`
+(a server's capacity read from its manifest, for the capacity policies and the preview's table)
+is no family: it reads the families.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
-
+from core.engines import served_names
 from core.engines.settings import S
 from core.judging.registry import POLICY_TEXTS, RULES, PolicyText, Rule
 from core.rulebook.servers import (
@@ -65,12 +66,40 @@ from core.rulebook.servers import (
     vllm_kernels,
 )
 
-#: The rule families beside :mod:`core.rulebook.servers`, imported on first use
-#: (``rulebook.capacity``) or all at once by :func:`register_all`. Not imported here, so the
-#: engine models (:mod:`core.engines.config`, which judge a served name) import no estimator through
-#: this package: no import cycle.
-FAMILIES = ("allocation", "candle", "capacity", "contract", "endpoints", "kserve", "limits", "model_cache",
-            "network", "paths", "pod_security", "pods", "probes", "routes", "scaling", "services", "stack_config", "time_budgets", "users", "volta", "waivers")
+# isort: split
+# The servers' rules are filed first, then each family's in turn (docs/policies/ lists them so).
+from core.rulebook import (
+    allocation,
+    candle,
+    capacity,
+    contract,
+    endpoints,
+    kserve,
+    limits,
+    model_cache,
+    network,
+    paths,
+    pod_security,
+    pods,
+    probes,
+    routes,
+    scaling,
+    servers,
+    services,
+    stack_config,
+    time_budgets,
+    users,
+    volta,
+    waivers,
+)
+
+#: Every rule family, each imported above (its rules registered): the one place that lists them,
+#: as kube-score's ``RegisterAllChecks``. Nothing a family imports imports this package (the
+#: engine models judge a served name with :mod:`core.engines.served_names`, below it), so no
+#: family is imported lazily.
+FAMILIES = (allocation, candle, capacity, contract, endpoints, kserve, limits, model_cache, network, paths,
+            pod_security, pods, probes, routes, scaling, served_names, servers, services, stack_config,
+            time_budgets, users, volta, waivers)
 
 __all__ = [
     "FAMILIES", "S", "context_window", "custom_all_reduce", "digest_pinned",
@@ -80,23 +109,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> ModuleType:
-    """``rulebook.<family>``: the family module, imported (and its rules registered) on first use."""
-    if name in FAMILIES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def register_all() -> dict[str, Rule]:
-    """Every rule family imported, so every rule is registered (idempotent): the one place that
-    lists them, as kube-score's ``RegisterAllChecks``. Returns :data:`core.judging.registry.RULES`."""
-    for family in FAMILIES:
-        importlib.import_module(f"{__name__}.{family}")
+    """Every rule, registered by :data:`FAMILIES`' import: :data:`core.judging.registry.RULES`."""
     return RULES
 
 
 def policy_text(name: str) -> PolicyText:
     """The description and remediation of pack policy ``name``, as its rule family files them
     (:func:`core.judging.registry.describe_policy`). KeyError: no family describes it."""
-    register_all()
     return POLICY_TEXTS[name]
