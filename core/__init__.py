@@ -1,13 +1,17 @@
 """The core of llm-serving: plain Python, no Pulumi engine, imported by the program
 (``components/``), the policy pack (``policies/``) and the offline tools (``tools/``).
 
-- :mod:`core.base.facts`: the facts as constants, with sources; the annotation contract;
-- :mod:`core.capacity.inventory`: nodes, cards, memory;
-- :mod:`core.catalog.modelfacts`: model facts and the catalog of public models;
-- :mod:`core.capacity.estimator`: the weights and KV-cache estimator;
-- :mod:`core.k8s.quantity`: the one Kubernetes quantity parser;
-- :mod:`core.capacity.allocation`: the one per-node allocation (cards or memory, surge, packing);
-- :mod:`core.rulebook`: every rule the stack file and the pack share, as predicates over plain values.
+Cut by job, one package a layer; each imports only the layers below it
+(``tests/project/test_core_layering.py``; docs/layout.md):
+
+- ``core/base/``: the facts with their sources, the stack config keys, input files, YAML 1.2;
+- ``core/judging/``: the message form (problems), the rule registry, the fix in the user's terms;
+- ``core/k8s/``: Kubernetes' value rules and types (names, quantities, placement, traffic), YAML 1.1;
+- ``core/catalog/``: the catalogs of ``core/data/``: cards, images, models;
+- ``core/engines/``: the servers' flags, settings models, the contract per release, served names;
+- ``core/capacity/``: inventory, measured figures, per-node allocation, the KV-cache estimator;
+- ``core/k8s/manifests/``: the manifest read model (above capacity: it reads a pod's cards);
+- ``core/rulebook/``: every rule family, as the stack file, the component args and the pack judge.
 
 Nothing here imports ``components``, ``policies``, ``tools``, Pulumi or pulumi_kubernetes.
 """
