@@ -39,12 +39,16 @@ def test_policy_metadata(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_policy_lives_in_its_rule_family(name):
-    """Declared in ``policies/<family>.py`` beside ``core/rulebook/<family>.py``, and judged by rules
-    registered under its name there (a policy may also use another family's rules)."""
+    """Declared in ``policies/<family>.py`` beside its rule family, ``core/rulebook/<family>.py`` (or,
+    for the one family the engine models judge their own values by, ``core/engines/<family>.py``,
+    below the rulebook: docs/layout.md), and judged by rules registered under its name there (a
+    policy may also use another family's rules)."""
     record = declare.POLICIES[name]
-    assert (ROOT / "core" / "rulebook" / f"{record.family}.py").is_file(), (name, record.family)
+    homes = [f"core.{layer}.{record.family}" for layer in ("rulebook", "engines")
+             if (ROOT / "core" / layer / f"{record.family}.py").is_file()]
+    assert len(homes) == 1, (name, record.family, homes)
     assert record.rules, f"{name}: no rule names it (core.judging.registry.rule(..., policy={name!r}))"
-    assert f"core.rulebook.{record.family}" in {r.judge.__module__ for r in record.rules}, name
+    assert homes[0] in {r.judge.__module__ for r in record.rules}, name
 
 
 def test_every_family_module_declares_a_policy():
