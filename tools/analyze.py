@@ -2,26 +2,8 @@
 protocol, in the order the Pulumi CLI uses, so its verdicts match
 ``pulumi preview --policy-pack policies``.
 
-The CLI's order (``pkg/engine`` ``installAndLoadPolicyPlugins``, ``NewPolicyAnalyzer`` in
-``sdk/go/common/resource/plugin/analyzer_plugin.go``, the step generator and the deployment
-executor), which :class:`PackProcess` follows:
-
-1. start the pack (:func:`tools.offline.packproc.spawn`), ``Handshake`` (UNIMPLEMENTED tolerated),
-   ``ConfigureStack`` (stack, project, organization, config, dry run);
-2. ``GetAnalyzerInfo``, ``GetPluginInfo``;
-3. reconcile the policy pack config with the policies' defaults and validate it with
-   jsonschema against each policy's ``configSchema`` plus the ``enforcementLevel`` enum the CLI
-   injects (:func:`reconcile_policy_config`), then ``Configure`` with every policy;
-4. per resource: ``Remediate`` (only when a policy is at level ``remediate``: with none,
-   pulumi-policy's Remediate returns nothing, so skipping it changes no result) and
-   ``Analyze`` -- pipelined, up to :data:`tools.offline.packproc.PIPELINE_WINDOW` calls in flight;
-5. ``AnalyzeStack`` with every resource (parent, dependencies, options).
-
-Findings are sorted (:class:`tools.offline.report.Report`), so the order of the resources does not
-change the report. A finding from ``Analyze`` carries the analysed resource's URN, as the
-engine reports it; one from ``AnalyzeStack`` carries the URN the policy gave when that resource
-is in the stack, else the stack's root URN (the engine's ``resolveStackPolicyViolationURN``:
-the real CLI reports a stack policy's violation without a resource on the Stack).
+The pack runs in the Pulumi CLI's order (handshake, configure, ``Analyze`` per resource,
+``AnalyzeStack``), with the findings' URNs as the engine reports them: :mod:`tools.offline.packrun`.
 
 Public API: :func:`run_pack`, :func:`start_pack` / :class:`PackProcess` (the preview starts
 the pack before running the program, to overlap the pack's start-up), :func:`analyze_manifests`
