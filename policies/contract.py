@@ -49,6 +49,8 @@ def engine_contract(args: ResourceValidationArgs, report_violation: ReportViolat
             ranks = server.tensor_parallel * server.pipeline_parallel
             hit = contract.cpu_offload(rel, gib, ranks, c.memory_limit_mib)
             found += [hit] if hit else []
+        dtype = (server.get(VllmConfig.FLAGS["dtype"]) or "").lower() or None
+        cards: set[tuple[int, str]] = set()
         if c.cards > 0:
             if nodes is None:
                 try:
@@ -61,9 +63,12 @@ def engine_contract(args: ResourceValidationArgs, report_violation: ReportViolat
                 hit = contract.image_capability(rel, c.image, sm, product)
                 found += [hit] if hit else []
                 if not catalog_cards.needs_volta_path(sm):  # below sm_75 vllm-volta judges dtype and kernels
-                    hit = contract.card_capability(rel, (server.get(VllmConfig.FLAGS["dtype"]) or "").lower() or None,
-                                                   server.setting("quantization"), sm, product, model)
+                    hit = contract.card_capability(rel, dtype, server.setting("quantization"), sm, product, model)
                     found += [hit] if hit else []
+        on: list[tuple[int | None, str | None]] = [*sorted(cards)] or [(None, None)]
+        for sm_, product_ in on:
+            hit = contract.model_type_dtype(rel, dtype, model, sm_, product_)
+            found += [hit] if hit else []
         for breach in found:
             report_violation(terms.message(w.annotations, breach.finding(where)), args.urn)
 
@@ -86,6 +91,9 @@ One violation per problem (:mod:`core.rulebook.contract`):
     (the Dockerfile's ``torch_cuda_arch_list`` within CMakeLists.txt's supported list);
   - on a card of sm_75 or more (below it ``vllm-volta`` judges them), ``--dtype bfloat16`` below the
     release's dtype rule and a ``--quantization`` method below its config class's minimum capability;
+  - ``--dtype float16`` (or ``half``) on a model whose config.json ``model_type`` the release refuses
+    float16 for (``_check_valid_dtype``: gemma2, gemma3, glm4, plamo2), on any card; the fix names
+    bfloat16 on a card of sm_80 or more, float32 below it;
   - ``--quantization`` that is neither the checkpoint's config.json ``quant_method`` (the stack's or
     the catalog's model of ``--model``) nor one an override of the release takes for it; a written
     ``--dtype`` the method's activation dtypes lack (awq, gptq: float16);

@@ -204,6 +204,9 @@ class ModelFacts(_Strict):
     """
 
     architecture: str = Field(description="config.json architectures[0], e.g. Qwen2ForCausalLM.")
+    model_type: str | None = Field(
+        default=None, description="config.json model_type (the top-level one, e.g. gemma3), which vLLM's per-model "
+                                  "dtype rule reads; None: not known.")
     num_hidden_layers: Int = Field(gt=0)
     num_attention_heads: Int = Field(gt=0)
     num_key_value_heads: Int = Field(gt=0)
@@ -621,6 +624,7 @@ def facts_from_config_json(raw: dict) -> ModelFacts:
         layers = int(text["num_hidden_layers"])
         built = ModelFacts(
             architecture=(raw.get("architectures") or ["unknown"])[0],
+            model_type=raw.get("model_type") if isinstance(raw.get("model_type"), str) else None,
             num_hidden_layers=int(text["num_hidden_layers"]),
             num_attention_heads=heads,
             num_key_value_heads=int(text.get("num_key_value_heads", heads)),

@@ -21,6 +21,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from core.catalog import images
+from core.catalog.cards import SM_AMPERE
 from core.engines import contracts
 from core.engines.config import human_int
 from core.engines.contracts import Flag, QuantizationMethod, Release
@@ -249,6 +250,43 @@ def card_capability(rel: Release, dtype: str | None, quantization: str | None, s
                       f"the {card} is sm_{sm} ({method.file})",
                       "use a checkpoint and method the card runs (gptq on this card, or float16 weights)")
     return None
+
+
+@rule("vllm-model-type-dtype", "The dtype is not one the release refuses for the model's config.json model_type.",
+      "the release's _check_valid_dtype (_FLOAT16_NOT_SUPPORTED_MODELS) and _resolve_auto_dtype "
+      "(core/data/vllm_releases.json)", policy="engine-contract")
+def model_type_dtype(rel: Release, dtype: str | None, checkpoint: ModelFacts | None, sm: int | None = None,
+                     card: str | None = None) -> Breach | None:
+    """``--dtype`` as written (float16, half) on a model whose config.json ``model_type`` ``rel``
+    refuses that dtype for (gemma2, gemma3, glm4, plamo2): the release raises at start on any card.
+    The fix depends on the card (``sm`` x10, ``card``; None: not known): bfloat16 from the release's
+    bfloat16 rule on, else float32. Not judged: auto (every covered release's ``_resolve_auto_dtype``
+    leaves the refused dtype out of the card's supported ones, so auto runs bfloat16 or float32),
+    a model of unknown model_type."""
+    resolution = rel.dtype
+    model_type = checkpoint.model_type if checkpoint is not None else None
+    if resolution is None or not model_type or not dtype or dtype == "auto" or "$(" in dtype:
+        return None
+    torch_dtype = resolution.spellings.get(dtype)
+    refused = next((r for r in resolution.refused_by_model_type
+                    if r.model_type == model_type and r.dtype == torch_dtype), None)
+    if refused is None:
+        return None
+    bf16 = rel.dtype_rule("bfloat16")
+    need = bf16.min_capability if bf16 is not None else SM_AMPERE
+    reason = f" (\"{refused.reason}\")" if refused.reason else ""
+    where = resolution.files.get("refused_by_model_type", "_check_valid_dtype")
+    if sm is None:
+        fix = (f"set --dtype bfloat16 on a card of sm_{need} or newer; below it {rel.label} runs this model in "
+               "float32 only (--dtype float32, or auto), at twice float16's memory")
+    elif sm >= need:
+        fix = f"set --dtype bfloat16 (the {card} is sm_{sm})"
+    else:
+        fix = (f"the {card} is sm_{sm}, below bfloat16's sm_{need}: {rel.label} cannot run this model in 16 bits there; "
+               f"set --dtype float32 (or auto) at twice float16's memory, or schedule the server on a card of sm_{need} or newer "
+               "with --dtype bfloat16")
+    return Breach(f"--dtype {dtype} on a model of model_type {model_type}: {rel.label} refuses {torch_dtype} for it at "
+                  f"start{reason} ({where})", fix)
 
 
 @rule("vllm-quantization-checkpoint", "--quantization names the method of the checkpoint, or one the release converts it to.",
