@@ -42,7 +42,7 @@ STANDINS = {
 }
 #: act's platform mapping for host mode: ``runs-on: ubuntu-latest`` runs on this machine.
 HOST_MODE = "ubuntu-latest=-self-hosted"
-_STEP = re.compile(r"^\[[^\]]+\]\s+(?:✅|❌)\s+(Success|Failure) - Main (.*?)(?: \[[\d.]+m?s\])?$")
+_STEP = re.compile(r"^\[[^\]]+\]\s+(?:✅|❌)\s+(Success|Failure) - Main (.*?)(?: \[(?:\d+h)?(?:\d+m)?[\d.]+(?:ms|µs|ns|s)\])?$")
 
 
 def repository_of(uses: str) -> str:

@@ -72,10 +72,12 @@ def test_steps_are_read_from_acts_log_without_the_stand_ins_own():
         "[pull-request/review]   ✅  Success - Main stand-in setup-python [425.5ms]",
         "[pull-request/review]   ✅  Success - Main actions/setup-python@v5 [494.6ms]",
         "[pull-request/review]   ✅  Success - Pre actions/setup-python@v5 [1.2ms]",
+        "[pull-request/review]   ✅  Success - Main The real preview with --refresh, and its plan read back [1m37.501717638s]",
         "[pull-request/review]   ❌  Failure - Main Fail on a mandatory violation, a refused plan or bad input [2.1s]",
         "[pull-request/review]   ✅  Success - Post actions/setup-python@v5 [2.1ms]",
     ])
     assert act.steps_of(log) == [("actions/checkout@v4", "Success"), ("actions/setup-python@v5", "Success"),
+                                 ("The real preview with --refresh, and its plan read back", "Success"),
                                  ("Fail on a mandatory violation, a refused plan or bad input", "Failure")]
 
 
