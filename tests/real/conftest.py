@@ -47,6 +47,11 @@ def toolchain_ready() -> Iterator[None]:
     if missing:
         pytest.fail(f"the real toolchain is not built ({', '.join(missing)}): run `python3 dev.py toolchain` "
                     "(python3 dev.py test does it before the real suite)", pytrace=False)
+    yield from _on_path()
+
+
+def _on_path() -> Iterator[None]:
+    """The toolchain's environment (its bin/ first on PATH, its PULUMI_HOME) for the session, undone after."""
     mp = pytest.MonkeyPatch()
     for key, value in toolchain.environment().items():
         mp.setenv(key, value)
@@ -95,8 +100,4 @@ def forge_toolchain() -> Iterator[None]:
     if missing:
         pytest.fail(f"{', '.join(missing)} not built: run `python3 dev.py toolchain --forge` "
                     "(python3 dev.py test --forge does it first)", pytrace=False)
-    mp = pytest.MonkeyPatch()
-    for key, value in toolchain.environment().items():
-        mp.setenv(key, value)
-    yield
-    mp.undo()
+    yield from _on_path()
