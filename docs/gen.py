@@ -292,7 +292,7 @@ def _fixture_header(path: Path) -> tuple[list[str], list[str], str]:
 
 
 def _record(name: str) -> Any:
-    """The policy's registry record (:class:`policylib.declare.PolicyRecord`)."""
+    """The pack's policy (:class:`policylib.declare.PackPolicy`: the record and its validate)."""
     from policylib.declare import POLICIES
 
     return POLICIES[name]
@@ -303,8 +303,8 @@ def policy_page(policy: Any) -> str:
     from core.judging import registry
 
     record = _record(policy.name)
-    src = f"policies/{record.family}.py"
-    lines = [_banner(f"{src}, core/judging/registry.py and policies/fixtures/{policy.name}/"), f"# `{policy.name}`", "",
+    src = record.record.module.replace(".", "/") + ".py"
+    lines = [_banner(f"{src} and policies/fixtures/{policy.name}/"), f"# `{policy.name}`", "",
              _cell(policy.description), "",
              "| kind | enforcement level | severity |", "| --- | --- | --- |",
              f"| {_kind(policy)} | {_level(policy)} | {policy.severity.value if policy.severity else ''} |", ""]
@@ -312,8 +312,8 @@ def policy_page(policy: Any) -> str:
         lines += ["**How to fix.** " + _cell(policy.remediation_steps), ""]
     rules = [r for r in registry.RULES.values() if r.policy == policy.name]
     if rules:
-        lines += ["## Rules", "", "Each worded once in `core/rulebook/` (`core/judging/registry.py`); the stack file and the component "
-                  "args judge the same rules.", "", "| rule | what | source |", "| --- | --- | --- |"]
+        lines += ["## Rules", "", f"Each worded once beside the policy's record, in [{src}](../../{src}); the pack judges them on the "
+                  "rendered manifests, a stack's too.", "", "| rule | what | source |", "| --- | --- | --- |"]
         lines += [f"| `{r.id}` | {_cell(r.title)} | {_cell(r.source)} |" for r in rules]
         lines.append("")
     schema = policy.config_schema.properties if policy.config_schema else {}
@@ -356,9 +356,10 @@ def policies_index() -> str:
     # By id: the registry's order is the order its families were imported in, which a test run may change.
     stack_only = sorted((r for r in registry.RULES.values() if r.policy is None or r.policy not in names), key=lambda r: r.id)
     lines = [_banner("the pack's metadata (policies/) and core/judging/registry.py"), "# The policy pack: every policy", "",
-             "`policies/` is a pulumi-policy (CrossGuard) pack: one module a rule family (`policies/<family>.py`, "
-             "beside `core/rulebook/<family>.py`), each policy one record there with its description, "
-             "enforcement level, severity, remediation steps, an optional config schema, and allowed/disallowed "
+             "`policies/` is a pulumi-policy (CrossGuard) pack built from the policy records: each policy is one "
+             "record beside its rules in its rule family (`core/rulebook/<family>.py`: description, enforcement level, "
+             "severity, remediation steps, an optional config schema, its account, and a workload check or a validate "
+             "in the pack's module of the family, `policies/<family>.py`), with allowed/disallowed "
              "fixtures under `policies/fixtures/<policy>/`; adding one: [../adding-a-policy.md](../adding-a-policy.md). How the pack reads the stack and words a finding: "
              "[../policy-pack.md](../policy-pack.md).", "", policy_table(), ""]
     if stack_only:

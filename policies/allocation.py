@@ -1,8 +1,8 @@
-"""The pack's policies judged by :mod:`core.rulebook.allocation`, one record each (docs/adding-a-policy.md)."""
+"""How the pack reads the manifests for the policies :mod:`core.rulebook.allocation` declares (each record is there; docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from core.capacity import allocation
 from core.capacity.allocation import NodeUse
@@ -12,13 +12,6 @@ from policylib import declare, stack_helpers, views
 
 # --- gpu-card-allocation: the cards asked of each node fit the cards it has.
 
-GPU_CARD_ALLOCATION_CONFIG = {
-    "countSurge": {
-        "type": "boolean",
-        "default": True,
-        "description": "Count the extra pods a RollingUpdate starts beside the old ones (maxSurge x cards a pod, when maxUnavailable is 0). Source: 001, 003, coder.yaml.",
-    },
-}
 
 
 def _cards(w: manifests.Workload) -> float:
@@ -47,7 +40,7 @@ def gpu_card_allocation(args: StackValidationArgs, report_violation: ReportViola
         args,
         report_violation,
         policy_name="gpu-card-allocation",
-        config_properties=GPU_CARD_ALLOCATION_CONFIG,
+        config_properties=rules.GPU_CARD_ALLOCATION_CONFIG,
         asking=gpu,
         capacity_of=lambda n: n.cards,
         per_pod=_cards,
@@ -58,61 +51,7 @@ def gpu_card_allocation(args: StackValidationArgs, report_violation: ReportViola
     )
 
 
-declare.stack_policy(
-    "gpu-card-allocation", gpu_card_allocation, EnforcementLevel.MANDATORY, Severity.HIGH,
-    config=GPU_CARD_ALLOCATION_CONFIG,
-    doc="""gpu-card-allocation: the cards asked of each node fit the cards it has.
-
-Rule: per node, the nvidia.com/gpu cards of the running pods (replicas x cards a pod; an
-InferenceService predictor by its replica bound, ``maxReplicas``), plus the surge a
-RollingUpdate starts when no old pod goes first (``maxSurge`` pods x cards, counted only when
-``maxUnavailable`` resolves to 0 pods; percentages as Kubernetes scales them, surge rounded up and
-unavailability down: :func:`core.capacity.allocation.rollout`), plus the cards the inventory reserves for
-workloads outside the stack (``Node.reserved``), must not exceed the node's cards.
-
-Sources: spec "The history as test cases" (after 001: 6 of 4 on worker-1, after 003: 7 of 4);
-seed 000 (coder.yaml "requests 2 V100s and never reaches Ready, so it permanently occupies
-half the GPU pool"); seeds 001 / 003 / coder.yaml (a surge pod waits Pending forever for a card
-the old pod holds).
-
-Placement:
-- Pods pinned to a node (``nodeName`` or the ``kubernetes.io/hostname`` nodeSelector) count
-  there. A pod pinned to a node the inventory does not list is its own violation, and is
-  not counted anywhere.
-- Unpinned pods are packed worst-fit decreasing (largest first, each onto the node with the
-  most free cards; :func:`core.capacity.allocation.allocate`, the function the preview summary and
-  the stack output call too). An unpinned pod that fits on
-  no node is counted on the node with the most free cards, so that node's message shows
-  the shortfall, lists the workload after ``(unpinned: ...)`` and ends with ``unpinned
-  candle-vllm fits on no node (counted on the node with the most free cards)``. With one
-  node (prod: worker-1) that is exactly "the only place it can land".
-- A pod asking more cards than its pinned node has, or (unpinned) than any node has, is its
-  own violation; it never schedules, so it takes no cards from the node totals.
-- Parked workloads (replicas 0) take no cards.
-
-Message order: shares largest first, then by workload name, e.g.
-``worker-1: 6 of 4 cards requested: candle-vllm 2, coder 2, clef-serve 1, reasoning 1
-(unpinned: candle-vllm); the pods beyond 4 cards stay Pending; unpinned candle-vllm fits on
-no node (counted on the node with the most free cards)``. A share with a surge reads
-``coder 2 + 2 surge (RollingUpdate)``; when the surge alone tips the node over, the message
-says so. A node total is a stack-level finding (the node is not a resource): it carries no URN.
-
-Parameter: ``countSurge`` (boolean, default true): count RollingUpdate surge pods.
-
-Node labels: a nodeSelector or required node affinity on labels the inventory records
-(``nodes[].labels``) restricts the pods to the nodes (or pools) that carry them, packed among
-those; keys no node records are not modelled. A node pool that autoscales (``autoscaling``)
-counts at its most nodes, so a surge pod that fits a node the pool can add is no finding.
-
-Does NOT check: taints and tolerations; fractional cards (time-sliced cards count as the
-nvidia.com/gpu the node advertises); bare Pods, Jobs and DaemonSets;
-joint placement with memory (node-memory-allocation packs memory on its own). Worst-fit is a
-heuristic: a failed packing on several nodes may still be schedulable by a cleverer order.
-
-The rule is judged and worded once, in :mod:`core.rulebook.allocation`; this module reads the manifests
-and reports its breaches.
-""",
-)
+declare.validate("gpu-card-allocation", gpu_card_allocation)
 
 
 # --- gpu-rollout-recreate: a GPU workload's rollout never needs a card the node does not have.
@@ -168,37 +107,7 @@ def gpu_rollout_recreate(args: StackValidationArgs, report_violation: ReportViol
                 break
 
 
-declare.stack_policy(
-    "gpu-rollout-recreate", gpu_rollout_recreate, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""gpu-rollout-recreate: a GPU workload's rollout never needs a card the node does not have.
-
-Rule: a Deployment or InferenceService predictor whose pods hold cards and rolls out with
-``RollingUpdate`` is reported when its surge pods need room beside every running pod
-(``maxUnavailable`` resolves to 0 pods, so no old pod goes first) and that room is not there:
-the node's cards with the surge counted exceed its cards, by the one allocation
-(:func:`core.capacity.allocation.cards`, what gpu-card-allocation judges). When the strategy is
-omitted, the API server (Deployment) and KServe (RawDeployment predictor,
-``spec.predictor.deploymentStrategy``) use RollingUpdate with 25% / 25%: for one replica that
-is 1 surge pod and 0 unavailable (Kubernetes rounds a surge percentage up and an
-unavailability percentage down, :func:`core.capacity.allocation.rollout`). ``RollingUpdate`` with
-``maxSurge`` and ``maxUnavailable`` both written as 0 is reported too: the API server rejects it.
-
-Allowed: ``Recreate``; ``maxSurge: 0``; ``maxUnavailable`` of one pod or more (the old pod
-goes first and the rollout completes on a full node, its surge pod Pending only until then);
-a surge that fits in free cards.
-
-Source: seed 001 and 003 comments ("Every GPU card is allocated, so a rolling update leaves
-the new pod Pending forever waiting for a card the old pod still holds"), coder.yaml
-(Recreate on the InferenceService "still matters for the later swap"); spec facts table.
-
-Does not check: StatefulSets (their RollingUpdate replaces a pod in place, no surge); parked
-workloads (no pods, no rollout; unparking is judged when it happens); a node the inventory
-does not list (gpu-card-allocation reports it).
-
-The rule is judged and worded once, in :mod:`core.rulebook.allocation`; this module reads the manifests
-and reports its breaches.
-""",
-)
+declare.validate("gpu-rollout-recreate", gpu_rollout_recreate)
 
 
 # --- node-memory-allocation: the memory requested of each node fits its allocatable memory.
@@ -206,19 +115,6 @@ and reports its breaches.
 HEADROOM_SHARE = "headroomMiB"
 HEADROOM_REASON = "kept free by the policy parameter"
 
-NODE_MEMORY_ALLOCATION_CONFIG = {
-    "countSurge": {
-        "type": "boolean",
-        "default": True,
-        "description": "Count the extra pods a RollingUpdate starts beside the old ones (maxSurge x the pod's memory request, when maxUnavailable is 0).",
-    },
-    "headroomMiB": {
-        "type": "integer",
-        "minimum": 0,
-        "default": 0,
-        "description": "MiB of each node's allocatable memory kept free beyond the stack's requests.",
-    },
-}
 
 
 def memory_node_message(use: NodeUse) -> str:
@@ -252,7 +148,7 @@ def node_memory_allocation(args: StackValidationArgs, report_violation: ReportVi
     asking = [w for w in stack.workloads if w.running and w.memory_request_mib > 0]
     if not asking:
         return
-    headroom = float(stack_helpers.config_value(args, NODE_MEMORY_ALLOCATION_CONFIG, "headroomMiB") or 0)
+    headroom = float(stack_helpers.config_value(args, rules.NODE_MEMORY_ALLOCATION_CONFIG, "headroomMiB") or 0)
 
     def kept(inventory):
         return {n.name: [(HEADROOM_SHARE, headroom, HEADROOM_REASON)] for n in inventory.nodes} if headroom else None
@@ -261,7 +157,7 @@ def node_memory_allocation(args: StackValidationArgs, report_violation: ReportVi
         args,
         report_violation,
         policy_name="node-memory-allocation",
-        config_properties=NODE_MEMORY_ALLOCATION_CONFIG,
+        config_properties=rules.NODE_MEMORY_ALLOCATION_CONFIG,
         asking=asking,
         capacity_of=lambda n: float(n.allocatable_memory_mib),
         per_pod=lambda w: w.memory_request_mib,
@@ -272,47 +168,4 @@ def node_memory_allocation(args: StackValidationArgs, report_violation: ReportVi
     )
 
 
-declare.stack_policy(
-    "node-memory-allocation", node_memory_allocation, EnforcementLevel.MANDATORY, Severity.HIGH,
-    config=NODE_MEMORY_ALLOCATION_CONFIG,
-    doc="""node-memory-allocation: the memory requested of each node fits its allocatable memory.
-
-Rule: per node, the host-memory requests of the running pods (replicas x the pod's request,
-MiB; a container's limit stands in for a missing request, as Kubernetes defaults it), plus
-the RollingUpdate surge pods, plus ``headroomMiB``, must not exceed the node's
-``allocatable_memory_mib`` from the inventory (worker-1: 63,495 MiB).
-
-Source: coder.yaml ("worker-1 exposes only 63,495 MiB of allocatable memory, so a 24Gi
-request never schedules"); spec "Facts each component must carry" (memory requests must fit
-the node's allocatable memory; GPU servers keep weights on the card and need little host RAM).
-
-Placement is the same as gpu-card-allocation's, in MiB: pinned pods count on their node;
-unpinned pods are packed worst-fit decreasing by memory alone (each onto the node with the
-most free MiB); an unpinned pod that fits nowhere is counted on the node with the most free
-MiB, named after ``(unpinned: ...)`` and in ``unpinned X fits on no node (counted on the node
-with the most free memory)``. A pod larger than its node's (or every node's)
-allocatable memory is its own violation. Parked workloads (replicas 0) take nothing.
-A workload pinned to a node the inventory does not list is reported here only when it
-holds no cards (gpu-card-allocation reports GPU workloads), so one mistake is one finding.
-
-Message: ``worker-1: 69,632 of 63,495 MiB of memory requested: clef-candle 16,384,
-clef-serve 16,384, candle-vllm 12,288, coder 12,288, reasoning 12,288 (unpinned: ...);
-the pods beyond 63,495 MiB stay Pending``: shares in MiB, largest first, then by name.
-
-Parameters: ``countSurge`` (boolean, default true); ``headroomMiB`` (integer >= 0, default
-0: MiB of each node kept free beyond the requests, e.g. for pods outside the stack; counted
-like a reservation and shown as ``headroomMiB 4,096 (reserved outside the stack: ...)``).
-
-A memory request or limit that is not a Kubernetes quantity (``lots``, ``1e3Mi``;
-:mod:`core.k8s.quantity`, the parser the stack file uses too) is its own violation, naming its key
-path, e.g. ``spec.template.spec.containers[0].resources.requests.memory``.
-
-Does NOT check: memory limits (overcommit is allowed by Kubernetes), CPU, ephemeral storage,
-Memory-backed emptyDir volumes (they count against the limit, not the request), joint
-placement with cards (a pod packed onto one node by memory and another by cards is not
-detected; with one node both land on worker-1), node affinity and taints.
-
-The rule is judged and worded once, in :mod:`core.rulebook.allocation`; this module reads the manifests
-and reports its breaches.
-""",
-)
+declare.validate("node-memory-allocation", node_memory_allocation)

@@ -1,8 +1,8 @@
-"""The pack's policies judged by :mod:`core.rulebook.capacity`, one record each (docs/adding-a-policy.md)."""
+"""How the pack reads the manifests for the policies :mod:`core.rulebook.capacity` declares (each record is there; docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from core.capacity import estimator as capacity
 from core.engines.config import CandleConfig
@@ -67,38 +67,7 @@ def kv_cache_fits_max_model_len(args: ResourceValidationArgs, report_violation: 
     ch.validate_servers(args, report_violation, "kv-cache-fits-max-model-len", "its KV cache", check)
 
 
-declare.resource_policy(
-    "kv-cache-fits-max-model-len", kv_cache_fits_max_model_len, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""kv-cache-fits-max-model-len: a model server's KV cache holds one request of its context.
-
-Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or InferenceService:
-
-- vLLM: on a cluster whose inventory holds the team's conventions (``llm-serving:cluster``
-  ``house_conventions: true``, the user's), ``--max-model-len`` is given explicitly (without it
-  vLLM takes the model's ``max_position_embeddings``, 262,144 tokens for Qwen3-Coder, and a
-  ten-minute start ends in an error); everywhere, the KV pool estimated by :func:`core.capacity.estimator.estimate_vllm` holds
-  at least ``max-model-len`` tokens (vLLM v0.11 ``check_enough_kv_cache_memory`` refuses to
-  start otherwise: "To serve at least one request with the models's max seq len ...").
-- candle-vllm: ``--kv-fraction`` leaves a KV pool of at least one block after the workspace
-  reserve (candle-vllm caps its context to the pool instead of refusing to start, so a
-  smaller pool is not a violation; the preview shows the cap).
-- The server's model must be in the stack's models (``llm-serving:models``): an unknown
-  model is reported with how to add it, not skipped.
-
-Source: coder.yaml (Qwen3-Coder-30B-A3B GPTQ at max-model-len 262,144: the
-measured single-V100 pool was 132,672 tokens, so it needed TP=2); spec "Measured figures".
-The card is the pinned node's, else the smallest card among nodes with enough cards
-(policylib/capacity_helpers.py).
-
-Does not check: max-model-len against the model's native window (rope scaling such as YaRN
-may extend it, and the flags that set it are not modelled); pipeline-parallel stages beyond
-an even split; memory other than the KV cache (weights-fit-card); a server whose node is not
-in the inventory (gpu-card-allocation reports that).
-
-The rule is judged and worded once, in :mod:`core.rulebook.capacity`; this module reads the manifests
-and reports its breaches.
-""",
-)
+declare.validate("kv-cache-fits-max-model-len", kv_cache_fits_max_model_len)
 
 
 # --- weights-fit-card: a model server's weights fit its card and leave room for a KV cache.
@@ -143,33 +112,4 @@ def weights_fit_card(args: ResourceValidationArgs, report_violation: ReportViola
     ch.validate_servers(args, report_violation, "weights-fit-card", "its weights", message)
 
 
-declare.resource_policy(
-    "weights-fit-card", weights_fit_card, EnforcementLevel.MANDATORY, Severity.CRITICAL,
-    doc="""weights-fit-card: a model server's weights fit its card and leave room for a KV cache.
-
-Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or InferenceService,
-with the weights one card holds after quantization and tensor parallel split
-(:func:`core.capacity.estimator.weights_per_card`):
-
-- vLLM: weights a card plus the activation peak of its memory profile stay below
-  ``gpu-memory-utilization`` x the card's memory (vLLM v0.11 ``determine_available_memory``
-  leaves nothing for the KV cache otherwise and the engine fails at start, after the weights
-  were loaded: minutes lost).
-- candle-vllm: weights a rank (the embedding and LM head whole on every rank) stay below the
-  card's memory.
-- The server's model must be in the stack's models (``llm-serving:models``): an unknown
-  model is reported with how to add it.
-
-Source: coder.yaml ("Qwen ships this model only as BF16 (61.1 GB) ... 4-bit GPTQ is
-the only form that fits one 32 GB card"), seed 001 (the 14B fp16 split over two V100s). The
-card is the pinned node's, else the smallest card among nodes with enough cards.
-
-Does not check: whether the remaining KV cache holds max-model-len
-(kv-cache-fits-max-model-len); host memory (node-memory-allocation); memory the CUDA
-context and NCCL take besides the weights, which the estimate leaves out (so it errs on the
-side of fitting).
-
-The rule is judged and worded once, in :mod:`core.rulebook.capacity`; this module reads the manifests
-and reports its breaches.
-""",
-)
+declare.validate("weights-fit-card", weights_fit_card)

@@ -1,8 +1,8 @@
-"""The pack's policies judged by :mod:`core.rulebook.contract`, one record each (docs/adding-a-policy.md)."""
+"""How the pack reads the manifests for the policies :mod:`core.rulebook.contract` declares (each record is there; docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from core.catalog import cards as catalog_cards
 from core.engines import contracts
@@ -73,39 +73,4 @@ def engine_contract(args: ResourceValidationArgs, report_violation: ReportViolat
             report_violation(terms.message(w.annotations, breach.finding(where)), args.urn)
 
 
-declare.resource_policy(
-    "engine-contract", engine_contract, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""engine-contract: a model server against the contract of the release its image runs.
-
-Applies to every vLLM container (any workload kind the read model knows) whose image tag names a
-release the contract covers (``core/data/vllm_releases.json``, generated from each release's
-sdist: ``python3 dev.py contract``). The release is the image's, not the one the catalog assumes.
-One violation per problem (:mod:`core.rulebook.contract`):
-  - a flag the release does not declare: "did you mean" the closest, or, for a flag a covered
-    older release had, both releases and the replacement its deprecation named;
-  - a value not of the flag's type or not among its choices; a switch written with ``=value``;
-  - a parser name (``--reasoning-parser``, ``--tool-call-parser``) the release does not register,
-    unless a parser plugin flag may register it;
-  - a ``VLLM_*`` env name that is a near miss of one the release's ``vllm/envs.py`` reads;
-  - on a pod that holds cards, a card whose compute capability the image build does not carry
-    (the Dockerfile's ``torch_cuda_arch_list`` within CMakeLists.txt's supported list);
-  - on a card of sm_75 or more (below it ``vllm-volta`` judges them), ``--dtype bfloat16`` below the
-    release's dtype rule and a ``--quantization`` method below its config class's minimum capability;
-  - ``--dtype float16`` (or ``half``) on a model whose config.json ``model_type`` the release refuses
-    float16 for (``_check_valid_dtype``: gemma2, gemma3, glm4, plamo2), on any card; the fix names
-    bfloat16 on a card of sm_80 or more, float32 below it;
-  - ``--quantization`` that is neither the checkpoint's config.json ``quant_method`` (the stack's or
-    the catalog's model of ``--model``) nor one an override of the release takes for it; a written
-    ``--dtype`` the method's activation dtypes lack (awq, gptq: float16);
-  - ``--cpu-offload-gb`` x the pod's ranks above the container's memory limit.
-
-A candle-vllm server is judged the same way for its flags (unknown: "did you mean"; a value not
-of the flag's type; a switch written with a value) when its image tag names a commit the data
-covers by a prefix of 7 or more hex digits (``core/data/candle_vllm_commits.json``, read from
-a checkout of candle-vllm's ``src/main.rs``).
-
-Source: the release's own files, named in each message. Does not check: a tag that names no
-covered release or commit (the coverage lines of ``analyze`` say so), JSON-valued flags'
-contents, a flag set through a config file (``--config``), CPU for worker processes.
-""",
-)
+declare.validate("engine-contract", engine_contract)

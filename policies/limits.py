@@ -1,10 +1,10 @@
-"""The pack's policies judged by :mod:`core.rulebook.limits`, one record each (docs/adding-a-policy.md)."""
+"""How the pack reads the manifests for the policies :mod:`core.rulebook.limits` declares (each record is there; docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from core.base import facts
 from core.k8s import quantity
@@ -60,20 +60,7 @@ def limit_range_admits_servers(args: StackValidationArgs, report_violation: Repo
                         report_violation(message, w.urn)
 
 
-declare.stack_policy(
-    "limit-range-admits-servers", limit_range_admits_servers, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""limit-range-admits-servers: each container's resources, after a LimitRange's defaults, lie within it.
-
-Rule: for each running Deployment, StatefulSet or LeaderWorkerSet and each of its containers and init
-containers, with the namespace's LimitRanges of the manifests applied as the LimitRanger admission applies
-them (:func:`core.k8s.manifests.objects.admitted`: a missing limit from ``default``, a missing request from
-``defaultRequest``): every request and limit is at least ``min`` and at most ``max``, and no request
-exceeds its (defaulted) limit. The admission refuses the pod otherwise, so it is never created.
-
-An InferenceService's predictor is not judged: KServe sets its containers' resources.
-Source: kserve #867. Judged and worded once, in :mod:`core.rulebook.limits`.
-""",
-)
+declare.validate("limit-range-admits-servers", limit_range_admits_servers)
 
 
 # --- quota-admits-servers: a namespace's ResourceQuota admits its model servers' pods.
@@ -116,19 +103,4 @@ def quota_admits_servers(args: StackValidationArgs, report_violation: ReportViol
                     report_violation(message, w.urn)
 
 
-declare.stack_policy(
-    "quota-admits-servers", quota_admits_servers, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""quota-admits-servers: a namespace's ResourceQuota admits its model servers' pods.
-
-Rule: for each ResourceQuota of the manifests, (1) the cards its namespace's running workloads ask
-(replicas x cards a pod) fit its ``requests.nvidia.com/gpu`` (or ``limits.nvidia.com/gpu``); (2) every
-container and init container of a Deployment, StatefulSet or LeaderWorkerSet in its namespace sets each
-cpu / memory resource the quota limits (``requests.memory``, ``limits.cpu``, ``memory``, ...), after the
-namespace's LimitRanges of the manifests default them (:func:`core.k8s.manifests.objects.admitted`). The
-ResourceQuota admission refuses the pod otherwise ("must specify ..."; "exceeded quota").
-
-An InferenceService's predictor is not judged by (2): KServe gives its containers default resources. A
-quota with ``scopes`` or a ``scopeSelector`` (it counts only the pods they match) is not judged.
-Source: kserve #1242, #867. Judged and worded once, in :mod:`core.rulebook.limits`.
-""",
-)
+declare.validate("quota-admits-servers", quota_admits_servers)

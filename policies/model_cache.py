@@ -1,8 +1,8 @@
-"""The pack's policies judged by :mod:`core.rulebook.model_cache`, one record each (docs/adding-a-policy.md)."""
+"""How the pack reads the manifests for the policies :mod:`core.rulebook.model_cache` declares (each record is there; docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from core.capacity import estimator as capacity
 from core.k8s import quantity
@@ -42,25 +42,4 @@ def model_cache_usable(args: ResourceValidationArgs, report_violation: ReportVio
         containers.report(args, report_violation, w, breach, c)
 
 
-declare.resource_policy(
-    "model-cache-usable", model_cache_usable, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""model-cache-usable: a server that fetches its model by hub id has a Hugging Face cache it can use.
-
-Rule, per vLLM container whose model is a hub id (``Qwen/Qwen3-8B``, not a path or a URI), with its
-cache directory (``--download-dir``, ``HF_HUB_CACHE``, ``HF_HOME``/hub, else HOME/.cache/huggingface/hub,
-HOME from the env or the image catalog) and the volume that directory lands on
-(:mod:`core.k8s.manifests.filesystem`):
-
-- offline (``HF_HUB_OFFLINE=1``): the cache is on a volume that outlives the pod (not an emptyDir or
-  the container's own filesystem, which are empty at every start);
-- online: the cache is writable (not a ``readOnly`` mount, not a configMap or secret; on the container's
-  own filesystem, not a ``readOnlyRootFilesystem`` and, for a non-root uid, under its HOME or /tmp:
-  :func:`core.k8s.manifests.filesystem.path_use`, the model every path rule reads);
-- online on an emptyDir with a ``sizeLimit``: the limit holds the checkpoint's weights
-  (:func:`core.capacity.estimator.weights_per_card` at one card, for a model in the stack's models).
-
-Not judged: a container whose HOME is not known (an image outside the catalog, with no cache env).
-Source: kserve #3562, #3792; llm-d-modelservice #243; huggingface_hub #2797; vllm-project/vllm #1986.
-Judged and worded once, in :mod:`core.rulebook.model_cache`.
-""",
-)
+declare.validate("model-cache-usable", model_cache_usable)

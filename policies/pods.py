@@ -1,4 +1,4 @@
-"""The pack's policies judged by :mod:`core.rulebook.pods`, one record each (docs/adding-a-policy.md)."""
+"""How the pack reads the manifests for the policies :mod:`core.rulebook.pods` declares (each record is there; docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from core.base import facts
 from core.judging import terms
@@ -42,45 +42,7 @@ def gpu_runtime_class(args: ResourceValidationArgs, report_violation: ReportViol
         report_violation(terms.message(w.annotations, breach.finding(rh.workload_label(w))), args.urn)
 
 
-declare.resource_policy(
-    "gpu-runtime-class", gpu_runtime_class, EnforcementLevel.MANDATORY, Severity.HIGH,
-    config={
-        "runtimeClassName": {
-            "type": "string",
-            "description": (
-                "The RuntimeClass that injects the NVIDIA driver libraries; overrides the inventory's "
-                "gpu_runtime_class (seed 001). Default: the inventory's."
-            ),
-        }
-    },
-    doc="""gpu-runtime-class: on a cluster whose GPU pods need a RuntimeClass, every GPU pod names it.
-
-Rule: when the inventory says GPU pods need a RuntimeClass (``llm-serving:cluster``
-``gpu_runtime_class``, :class:`core.capacity.inventory.ClusterInventory`; the user's cluster:
-``nvidia``), a Deployment, StatefulSet or InferenceService predictor whose pods hold cards
-(nvidia.com/gpu above 0 in any container) sets the pod's ``runtimeClassName`` to it. The
-policy parameter ``runtimeClassName``, when given, names the class instead (and asks for it
-even on an inventory that says nothing).
-
-Not run when neither says it: whether the NVIDIA runtime is the node's default is a fact of
-the cluster, not of the manifest. The GPU Operator makes it the default by default, and GKE
-refuses a runtimeClassName it does not have, so asking every GPU pod for ``nvidia`` there
-would be a wrong mandatory finding; the analyze summary lists the policy as not judged.
-
-Source: seed 001 (the candle-vllm Deployment ran under runc: libcuda.so was never injected
-and candle-vllm panicked in cudarc, "Unable to dynamically load the cuda shared library"),
-seed 003 (clef-candle.yaml carries the same comment), spec "GPU runtime" row. On clusters whose default runtime
-is nvidia (the GPU Operator, GKE) a rule without the inventory fact flagged 9 of the 10 public-shaped
-workloads of tests/policies/test_public_manifests.py.
-
-Does not check: that the RuntimeClass object exists on the cluster; pods that reach a GPU
-without requesting nvidia.com/gpu (NVIDIA_VISIBLE_DEVICES=all); parked workloads are judged
-too (unparking is one replicas change).
-
-The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
-and reports its breaches.
-""",
-)
+declare.validate("gpu-runtime-class", gpu_runtime_class)
 
 
 # --- gpu-runtime-class-without-cards: a pod under the GPU RuntimeClass that requests no card does not see them all.
@@ -103,19 +65,7 @@ def gpu_runtime_class_without_cards(args: ResourceValidationArgs, report_violati
         containers.report(args, report_violation, w, rules.runtime_class_without_cards(gpu_class, c.env.get("NVIDIA_VISIBLE_DEVICES")), c)
 
 
-declare.resource_policy(
-    "gpu-runtime-class-without-cards", gpu_runtime_class_without_cards, EnforcementLevel.ADVISORY, Severity.MEDIUM,
-    doc="""gpu-runtime-class-without-cards: a pod under the GPU RuntimeClass that requests no card does not see them all.
-
-Rule: a Deployment, StatefulSet or InferenceService whose pods name the cluster's GPU RuntimeClass
-(the inventory's ``gpu_runtime_class``, else ``nvidia``) but request no ``nvidia.com/gpu`` sets
-``NVIDIA_VISIBLE_DEVICES=void`` in every container. Otherwise the nvidia runtime exposes every card
-of the node (CUDA images set ``NVIDIA_VISIBLE_DEVICES=all``), beside the servers that hold them.
-
-Advisory: the pod itself starts; what it does with the cards decides the harm.
-Source: NVIDIA/k8s-device-plugin #61, #87. Judged and worded once, in :mod:`core.rulebook.pods`.
-""",
-)
+declare.validate("gpu-runtime-class-without-cards", gpu_runtime_class_without_cards)
 
 
 # --- gpu-whole-cards: nvidia.com/gpu is asked in whole cards, with a limit equal to the request.
@@ -164,28 +114,7 @@ def gpu_whole_cards(args: ResourceValidationArgs, report_violation: ReportViolat
                                  args.urn)
 
 
-declare.resource_policy(
-    "gpu-whole-cards", gpu_whole_cards, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""gpu-whole-cards: nvidia.com/gpu is asked in whole cards, with a limit equal to the request.
-
-Rule, for every container and init container of every object that runs pods (Deployment,
-StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod, InferenceService components):
-  - a ``nvidia.com/gpu`` request has a limit (a limit alone is fine: the request defaults to it);
-  - request and limit are equal;
-  - each is a whole, non-negative number of cards ("0.5" and "1500m" are not).
-
-Source: Kubernetes extended resources cannot be overcommitted (the API
-server rejects a request without an equal limit) and the NVIDIA device plugin hands out
-whole cards only, so a fraction never schedules. The card counts of every other policy
-(gpu-card-allocation, vllm-parallelism) assume whole cards.
-
-Does not check: how many cards a node has (gpu-card-allocation); time-slicing or MIG
-resources (other resource names are ignored).
-
-The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
-and reports its breaches.
-""",
-)
+declare.validate("gpu-whole-cards", gpu_whole_cards)
 
 
 # --- moving-tag-pull-always: an image not pinned by digest is pulled on every pod start.
@@ -220,39 +149,10 @@ def moving_tag_pull_always(args: ResourceValidationArgs, report_violation: Repor
                                  args.urn)
 
 
-declare.resource_policy(
-    "moving-tag-pull-always", moving_tag_pull_always, EnforcementLevel.MANDATORY, Severity.MEDIUM,
-    doc="""moving-tag-pull-always: an image not pinned by digest is pulled on every pod start.
-
-Rule, for every container and init container of every object that runs pods (GPU or not):
-an image without ``@sha256:`` digest has a moving tag, so its effective ``imagePullPolicy`` is
-``Always``. Which tags move is a fact of the cluster's registry: where the inventory says tags
-are rebuilt in place (``llm-serving:cluster`` ``image_tags_rebuilt: true``; the user's forge
-rebuilds ``:sm70``, seed 003) every tag moves, whatever it says (``:sm70``, ``:v0.11.0``,
-``:latest`` or none). Elsewhere a tag naming a build (it carries a number: a release
-``v0.11.0``, a date ``20250312_0916_RC01``, a commit ``sha-3f2a1c9``;
-``core.catalog.images.ImageRef.names_a_build``) is taken as fixed, as public registries publish them,
-and only no tag and word-only tags (``latest``, ``nightly``, ``main``, ``stable``) are judged. An omitted policy counts as what the API server stores:
-``Always`` for ``:latest`` or no tag, ``IfNotPresent`` for any other tag (Kubernetes docs,
-"Image pull policy").
-
-Source: seed 003 (clef-candle.yaml: ":sm70 is a moving tag. Default IfNotPresent keeps a
-cached copy and a rebuilt image never reaches the pod, so a merged fix looks like it did not
-land"); spec history row: seed 001's coder-14b-fp16.yaml as written (``:sm70-gptq-slim``,
-no imagePullPolicy) is flagged.
-
-Does not check: whether a digest-pinned image exists; ``imagePullSecrets``; that the tag
-was in fact rebuilt.
-
-The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
-and reports its breaches.
-""",
-)
+declare.validate("moving-tag-pull-always", moving_tag_pull_always)
 
 
 # --- multi-gpu-shm: pods with more than one card mount a sized, Memory-backed /dev/shm.
-
-DEFAULT_MIN_SIZE_MIB = 1024
 
 def _shm_mount(c: manifests.Container):
     for m in c.volume_mounts:
@@ -298,7 +198,7 @@ def multi_gpu_shm(args: ResourceValidationArgs, report_violation: ReportViolatio
     w = views.of(args)
     if w is None or w.cards_per_pod <= 1:
         return
-    min_mib = float(args.get_config().get("minSizeLimitMiB", DEFAULT_MIN_SIZE_MIB))
+    min_mib = float(args.get_config().get("minSizeLimitMiB", rules.DEFAULT_MIN_SIZE_MIB))
     house = stackconfig.house_conventions()
     for c in rh.gpu_containers(w):
         if c.from_runtime:
@@ -308,54 +208,7 @@ def multi_gpu_shm(args: ResourceValidationArgs, report_violation: ReportViolatio
                              args.urn)
 
 
-declare.resource_policy(
-    "multi-gpu-shm", multi_gpu_shm, EnforcementLevel.MANDATORY, Severity.HIGH,
-    config={
-        "minSizeLimitMiB": {
-            "type": "number",
-            "minimum": 64,
-            "default": DEFAULT_MIN_SIZE_MIB,
-            "description": "Smallest accepted /dev/shm sizeLimit in MiB (64Mi failed in coder.yaml; the components use 8Gi).",
-        }
-    },
-    doc="""multi-gpu-shm: pods with more than one card mount a sized, Memory-backed /dev/shm.
-
-Rule: when a pod holds more than one card (nvidia.com/gpu summed over its containers), each
-container that holds cards mounts at ``/dev/shm`` an ``emptyDir`` volume with
-``medium: Memory``, and the container's memory limit, when set, covers its sizeLimit. On a
-cluster whose inventory holds the team's conventions (``llm-serving:cluster``
-``house_conventions: true``, the user's) the sizeLimit must also be given and at least
-``minSizeLimitMiB`` (default 1024 MiB, 16 x the 64Mi container default that failed; the
-components use 8Gi, ``facts.SHM_SIZE_LIMIT``); elsewhere a Memory emptyDir without one is
-bounded by the pod's memory and passes: tmpfs pages are charged to
-the container's memory cgroup, so a full /dev/shm under a smaller limit OOM-kills the server.
-
-Source: coder.yaml (vLLM TP=2: "NCCL all-reduce over TP=2 moves through /dev/shm. The 64Mi
-default is too small and shows up as an init hang or a bus error"; 8Gi under a 40Gi limit).
-
-candle-vllm is included. Evidence (candle-vllm sources, EricLBuehler/candle-vllm): with
-``--d 0,1`` it runs one process per rank by default ("multi-process mode"; README
-"Run Large models using multi-process mode (Multi-GPU)", ``--multithread`` is the debug
-alternative), the ranks talk over local sockets (src/openai/communicator.rs, interprocess
-``local_socket``), and every ``TensorParallelRowLinear`` all-reduces through NCCL
-(src/openai/distributed.rs, ``cudarc::nccl::safe::Comm::all_reduce``). NCCL between
-processes on one node allocates its buffers in /dev/shm (``ncclShmOpen``; reported failures
-read "Error while creating shared memory segment /dev/shm/nccl-... (size 7340384)", and
-PyTorch's CI needed ``--shm-size`` to stop a segfault in ``ncclShmOpen``), and falls back to
-its SHM transport when PCIe peer-to-peer is off (no NVLink here; candle-vllm's README
-suggests ``NCCL_P2P_DISABLE=1``). So the candle-vllm TP=2 pod has the same exposure as the
-vLLM one. The reference coder-14b-fp16.yaml (no /dev/shm volume) ran, most likely with NCCL's
-P2P transport and only its small segments in the 64Mi default; it is flagged, and the
-component adds the volume (a listed fidelity delta).
-
-Does not check: single-card pods (no collective); ``hostIPC``; a ``/dev/shm`` from a
-hostPath; the KServe ``predictor.model`` container (its mounts come from the ServingRuntime);
-parked workloads are judged too (unparking is one replicas change).
-
-The rule is judged and worded once, in :mod:`core.rulebook.pods`; this module reads the manifests
-and reports its breaches.
-""",
-)
+declare.validate("multi-gpu-shm", multi_gpu_shm)
 
 
 # --- node-offers-resources: pods request only extended resources their node offers.
@@ -387,16 +240,4 @@ def node_offers_resources(args: ResourceValidationArgs, report_violation: Report
                 containers.report(args, report_violation, w, rules.node_offers(name, amount, where, offered, tp), c)
 
 
-declare.resource_policy(
-    "node-offers-resources", node_offers_resources, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""node-offers-resources: pods request only extended resources their node offers.
-
-Rule: every extended resource a container asks for (a name with a ``/``, other than ``nvidia.com/gpu``,
-which the inventory's ``cards`` count) is in the ``extended_resources`` of the node the pods are pinned
-to, else of some node of the inventory. A resource no node offers leaves the pod Pending forever; a
-time-sliced ``nvidia.com/gpu.shared`` slice, even where offered, is a share of one card and cannot
-back tensor parallel. Not judged where a candidate node does not record its extended resources.
-
-Source: NVIDIA/k8s-device-plugin #929. Judged and worded once, in :mod:`core.rulebook.pods`.
-""",
-)
+declare.validate("node-offers-resources", node_offers_resources)

@@ -1,8 +1,8 @@
-"""The pack's policies judged by :mod:`core.rulebook.routes`, one record each (docs/adding-a-policy.md)."""
+"""How the pack reads the manifests for the policies :mod:`core.rulebook.routes` declares (each record is there; docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from core.k8s import manifests
 from core.k8s.manifests import objects
@@ -64,22 +64,7 @@ def route_reaches_server(args: StackValidationArgs, report_violation: ReportViol
             report_violation(message, p.urn)
 
 
-declare.stack_policy(
-    "route-reaches-server", route_reaches_server, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""route-reaches-server: Ingress, Gateway API routes and InferencePools reach a model server's API port.
-
-Rule: (1) each Ingress / HTTPRoute / GRPCRoute backend that names a Service of the manifests names a
-port that Service exposes (by number, or an Ingress's port name), and when the Service selects a running
-model server, that Service port's targetPort is the port the server listens on
-(:func:`core.k8s.manifests.endpoint`); (2) each InferencePool selects the pods of a running model server
-and sends to a port one of them listens on (the endpoint picker drops a pod whose port is not among the
-pool's target ports). Routes and pools are read once (:mod:`core.k8s.manifests.objects`).
-
-A backend Service that is not among the manifests is not judged. Source: gateway-api-inference-extension
-#2562, ai-dynamo/dynamo PR #1940, helm/charts PR #20245. Judged and worded once, in
-:mod:`core.rulebook.routes`.
-""",
-)
+declare.validate("route-reaches-server", route_reaches_server)
 
 
 # --- route-timeout-covers-request: a proxy's or route's timeout outlasts the server's longest request.
@@ -133,20 +118,4 @@ def route_timeout_covers_request(args: StackValidationArgs, report_violation: Re
                     report_violation(message, rt.urn)
 
 
-declare.stack_policy(
-    "route-timeout-covers-request", route_timeout_covers_request, EnforcementLevel.ADVISORY, Severity.MEDIUM,
-    doc="""route-timeout-covers-request: a proxy's or route's timeout outlasts the server's longest request.
-
-Rule: for each Ingress or Gateway API route backend whose timeout the manifests say (ingress-nginx's
-``proxy-read-timeout`` annotation, or its 60 s default on an Ingress of class nginx; an HTTPRoute rule's
-``timeouts.request`` / ``timeouts.backendRequest``), and each running vLLM server behind it (through
-its Service, or its InferencePool's pods) whose model and card the stack's inventory knows: the timeout is not shorter than the least
-time its longest request takes, ``--max-model-len`` tokens at the fastest decode the card allows (its
-memory bandwidth over the weights one token reads on a card: a lower bound of the time, an MoE's
-weights scaled by the experts a token uses). Read once in :mod:`core.k8s.manifests.objects`.
-
-Advisory: short requests pass; streaming keeps a read timeout alive while tokens flow.
-Source: basetenlabs/truss PR #670, llm-d-benchmark PR #1617. Judged and worded once, in
-:mod:`core.rulebook.routes`.
-""",
-)
+declare.validate("route-timeout-covers-request", route_timeout_covers_request)

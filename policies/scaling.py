@@ -1,8 +1,8 @@
-"""The pack's policies judged by :mod:`core.rulebook.scaling`, one record each (docs/adding-a-policy.md)."""
+"""How the pack reads the manifests for the policies :mod:`core.rulebook.scaling` declares (each record is there; docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from core.k8s.manifests import objects
 from core.rulebook import scaling
@@ -28,20 +28,7 @@ def autoscaler_metric_has_requests(args: StackValidationArgs, report_violation: 
                     report_violation(message, a.urn)
 
 
-declare.stack_policy(
-    "autoscaler-metric-has-requests", autoscaler_metric_has_requests, EnforcementLevel.ADVISORY, Severity.MEDIUM,
-    doc="""autoscaler-metric-has-requests: an autoscaler scaling on utilization scales pods that request the resource.
-
-Rule: for each HorizontalPodAutoscaler with a ``Resource`` metric of target type ``Utilization`` (or
-autoscaling/v1's ``targetCPUUtilizationPercentage``) whose scaleTargetRef is a workload of the manifests,
-every container of the workload's pods requests that resource, after the namespace's LimitRange defaults
-(:func:`core.k8s.manifests.objects.admitted`). The HPA computes utilization as usage over the pods' summed
-requests; one container without it ("missing request for cpu") leaves it unable to scale.
-
-Advisory: the server keeps serving at its current replicas; it does not scale under load.
-Source: bentoml/Yatai #187, kubernetes #78846. Judged and worded once, in :mod:`core.rulebook.scaling`.
-""",
-)
+declare.validate("autoscaler-metric-has-requests", autoscaler_metric_has_requests)
 
 
 # --- autoscaler-within-cards: an autoscaler of a GPU workload scales it only to pods whose cards its node has.
@@ -78,23 +65,7 @@ def autoscaler_within_cards(args: StackValidationArgs, report_violation: ReportV
             report_violation(message, a.urn)
 
 
-declare.stack_policy(
-    "autoscaler-within-cards", autoscaler_within_cards, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""autoscaler-within-cards: an autoscaler of a GPU workload scales it only to pods whose cards its node has.
-
-Rule: for each autoscaler (a HorizontalPodAutoscaler, KEDA's ScaledObject, whose maxReplicaCount defaults
-to 100, AIBrix's PodAutoscaler) whose scaleTargetRef is a running GPU workload of the manifests
-pinned to a node of the inventory (or on the inventory's only node), ``maxReplicas`` x its cards a pod
-fit the node's cards less the reserved ones and every other running GPU workload's on it (replicas x
-cards a pod; an unpinned one counts on the inventory's only node). A pod past them stays Pending. A
-LeaderWorkerSet scales by groups: its cards a group (the leader's and ``size - 1`` workers') count. The HPA's bounds are read once (:mod:`core.k8s.manifests.objects`).
-
-Source: kserve #871 (50 autoscaled GPU pods on a 2-card node, most Pending), vllm-project/aibrix #2670. Does not check: surge
-pods (gpu-card-allocation), autoscalers of an InferenceService's own predictor (KServe makes them from
-minReplicas / maxReplicas, which gpu-card-allocation counts).
-Judged and worded once, in :mod:`core.rulebook.scaling`.
-""",
-)
+declare.validate("autoscaler-within-cards", autoscaler_within_cards)
 
 
 # --- disruption-budget-allows-drain: a PodDisruptionBudget over a model server allows an eviction.
@@ -116,22 +87,7 @@ def disruption_budget_allows_drain(args: StackValidationArgs, report_violation: 
             report_violation(message, b.urn)
 
 
-declare.stack_policy(
-    "disruption-budget-allows-drain", disruption_budget_allows_drain, EnforcementLevel.ADVISORY, Severity.MEDIUM,
-    doc="""disruption-budget-allows-drain: a PodDisruptionBudget over a model server allows an eviction.
-
-Rule: for each PodDisruptionBudget whose selector matches the pods of running model servers (a vLLM or
-candle-vllm container, or a pod with cards), the evictions it allows with all of them healthy
-(minAvailable / maxUnavailable as the disruption controller computes them) are at least one. A budget
-of minAvailable equal to the replicas, or maxUnavailable 0, blocks every drain: the GPU Operator's
-driver upgrade, a node upgrade and ``kubectl drain`` wait forever. Read once in
-:mod:`core.k8s.manifests.objects`.
-
-Advisory: the server keeps serving; maintenance of its node is what stops.
-Source: kubernetes/kubernetes #48307, NVIDIA/gpu-operator #901. Judged and worded once, in
-:mod:`core.rulebook.scaling`.
-""",
-)
+declare.validate("disruption-budget-allows-drain", disruption_budget_allows_drain)
 
 
 # --- lws-group-ranks: a LeaderWorkerSet's vLLM starts as many ranks as its group holds cards.
@@ -152,14 +108,4 @@ def lws_group_ranks(args: StackValidationArgs, report_violation: ReportViolation
                 report_violation(message, leader.urn)
 
 
-declare.stack_policy(
-    "lws-group-ranks", lws_group_ranks, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""lws-group-ranks: a LeaderWorkerSet's vLLM starts as many ranks as its group holds cards.
-
-Rule: for each LeaderWorkerSet whose leader runs vLLM with a known argv, TP x PP equals the group's
-cards (the leader's plus ``size - 1`` workers'). Ray places one rank on each card of the group; with
-more ranks the leader waits for GPUs that never join, with fewer the cards idle.
-
-Source: vllm #6938, #36861. Judged and worded once, in :mod:`core.rulebook.scaling`.
-""",
-)
+declare.validate("lws-group-ranks", lws_group_ranks)

@@ -1,8 +1,8 @@
-"""The pack's policies judged by :mod:`core.engines.served_names`, one record each (docs/adding-a-policy.md)."""
+"""How the pack reads the manifests for the policies :mod:`core.engines.served_names` declares (each record is there; docs/adding-a-policy.md)."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, Severity
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from core.engines import served_names
 from core.judging import terms
@@ -51,24 +51,4 @@ def vllm_served_model_names(args: ResourceValidationArgs, report_violation: Repo
                              args.urn)
 
 
-declare.resource_policy(
-    "vllm-served-model-names", vllm_served_model_names, EnforcementLevel.MANDATORY, Severity.HIGH,
-    doc="""vllm-served-model-names: each --served-model-name is its own argv item, without comma or space.
-
-Rule, for every vLLM container (recognised by image or command, ``core.k8s.manifests``):
-  - no served model name contains a comma (``--served-model-name reasoning,reasoning-long``
-    and ``--served-model-name=reasoning,reasoning-long`` both make ONE model whose name
-    contains a comma) or whitespace (``"reasoning reasoning-long"`` as one argv item);
-  - no name is empty (the flag with no value);
-  - the flag is given once: argparse keeps the last occurrence, so the names of an earlier
-    one are silently dropped.
-
-Source: seed 002 reasoning.yaml ("This image's parser returns ['reasoning,reasoning-long']
-for the comma form, i.e. a single model whose name contains a comma ... Verified against
-vLLM 0.11.0: FlexibleArgumentParser().parse_args([... '--served-model-name', 'a', 'b']) ->
-['a', 'b']"); coder.yaml keeps the names as separate items.
-
-Does not check: that a name is unique across servers (served-model-name-unique); candle-vllm,
-which has no --served-model-name (it serves the basename of --w).
-""",
-)
+declare.validate("vllm-served-model-names", vllm_served_model_names)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.engines.settings import S
-from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, declare_policy, only, rule
 
 
 def served_name_ok(name: str) -> bool:
@@ -61,11 +61,32 @@ def flag_once(found: Sequence[tuple[str, Sequence[str]]]) -> Breach | None:
 
 # --- the pack policies' own text -----------------------------------------------------------------
 
-describe_policy(
+declare_policy(
     "vllm-served-model-names",
     "vLLM served model names are separate argv items with no comma or space, given once.",
     (
         "Write the flag once and each name as its own list item: args: [--served-model-name, reasoning, reasoning-long]; never "
         "'reasoning,reasoning-long' or --served-model-name=a,b."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""vllm-served-model-names: each --served-model-name is its own argv item, without comma or space.
+
+Rule, for every vLLM container (recognised by image or command, ``core.k8s.manifests``):
+  - no served model name contains a comma (``--served-model-name reasoning,reasoning-long``
+    and ``--served-model-name=reasoning,reasoning-long`` both make ONE model whose name
+    contains a comma) or whitespace (``"reasoning reasoning-long"`` as one argv item);
+  - no name is empty (the flag with no value);
+  - the flag is given once: argparse keeps the last occurrence, so the names of an earlier
+    one are silently dropped.
+
+Source: seed 002 reasoning.yaml ("This image's parser returns ['reasoning,reasoning-long']
+for the comma form, i.e. a single model whose name contains a comma ... Verified against
+vLLM 0.11.0: FlexibleArgumentParser().parse_args([... '--served-model-name', 'a', 'b']) ->
+['a', 'b']"); coder.yaml keeps the names as separate items.
+
+Does not check: that a name is unique across servers (served-model-name-unique); candle-vllm,
+which has no --served-model-name (it serves the basename of --w).
+""",
 )

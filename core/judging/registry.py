@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
 from core.judging.problems import Finding, Problem
 
@@ -188,27 +189,96 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
+#: Where a pack policy runs: ``resource`` on each object, ``stack`` once on the whole stack.
+PolicyKind = Literal["resource", "stack"]
+#: A policy's enforcement level (pulumi-policy's ``EnforcementLevel`` values it uses).
+Level = Literal["advisory", "mandatory"]
+#: A policy's severity (pulumi-policy's ``Severity`` values).
+SeverityName = Literal["low", "medium", "high", "critical"]
+
+#: A policy name: lowercase words joined by ``-`` (its fixtures' folder and its page's name).
+_POLICY_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+#: The account's sentences on what the policy leaves alone (``Does not check: ...`` or
+#: ``Not judged: ...``, to the end of their paragraph).
+_DOES_NOT_CHECK = re.compile(r"\b(?:Does not check|Not judged):\s*(.+?)(?:\n\s*\n|\Z)", re.I | re.S)
+
+#: A workload check: ``(workload, manifest, config) -> Breach | breaches | None``: the
+#: :class:`core.k8s.manifests.pods.Workload` being judged, its object as written (plain mapping)
+#: and the policy's configuration (``--policy-pack-config``, ``{}`` when none).
+Check = Callable[[Any, Any, Any], "Breach | Iterable[Breach] | None"]
+
+
 @dataclass(frozen=True)
-class PolicyText:
-    """What a pack policy says of itself, worded once beside its rules: ``name`` (the policy's),
-    ``description`` (one line: what it holds the manifests to) and ``remediation`` (what to
-    change). The policy module reads both from here (``description=``, ``remediation_steps=``)."""
+class PolicyRecord:
+    """One pack policy, declared once beside its rules (:func:`declare_policy`): ``name``;
+    ``description`` (one line: what it holds the manifests to) and ``remediation`` (what to change);
+    ``kind``; ``level``; ``severity``; ``doc`` (its account: what it judges, its source, what it does
+    not check); ``config`` (the JSON Schema properties of its ``--policy-pack-config`` entry, ``{}``:
+    none); ``check`` (a workload check the pack runs on each Deployment, StatefulSet and
+    InferenceService, or None: the pack's module of the family reads the manifests,
+    ``policies/<family>.py``); ``module`` (the module that declared it)."""
 
     name: str
     description: str
     remediation: str
+    kind: PolicyKind
+    level: Level
+    severity: SeverityName
+    doc: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    check: Check | None = None
+    module: str = ""
+
+    @property
+    def family(self) -> str:
+        """The rule family that declared it (``pods``: ``core/rulebook/pods.py``)."""
+        return self.module.rsplit(".", 1)[-1]
+
+    @property
+    def rules(self) -> list[Rule]:
+        """The registered rules that name this policy, in registration order."""
+        return [r for r in RULES.values() if r.policy == self.name]
+
+    @property
+    def does_not_check(self) -> str:
+        """What the policy leaves alone: the account's ``Does not check:`` / ``Not judged:`` text ("" if none)."""
+        return " ".join(" ".join(m.group(1).split()) for m in _DOES_NOT_CHECK.finditer(self.doc))
 
 
-#: Every policy's text by policy name (filled as the rule families are imported).
-POLICY_TEXTS: dict[str, PolicyText] = {}
+#: Every pack policy by name (filled as the rule families are imported).
+POLICIES: dict[str, PolicyRecord] = {}
 
 
-def describe_policy(name: str, description: str, remediation: str) -> PolicyText:
-    """File the text of pack policy ``name``; a policy described twice is a programming error."""
-    text = PolicyText(name, description, remediation)
-    if POLICY_TEXTS.setdefault(name, text) != text:
-        raise ValueError(f"policy {name} is described twice")
-    return text
+def declare_policy(name: str, description: str, remediation: str, *, kind: PolicyKind, level: Level,
+                   severity: SeverityName, doc: str, config: Mapping[str, Any] | None = None,
+                   check: Check | None = None) -> PolicyRecord:
+    """File pack policy ``name``, beside the rules it judges by. ValueError, at import: a name that
+    is not lowercase words joined by ``-``, an empty description, remediation or ``doc``, an unknown
+    kind, level or severity, a configuration property without a type and a description, a ``check``
+    on a stack policy, or a name declared twice."""
+    module = str(sys._getframe(1).f_globals.get("__name__", ""))  # noqa: SLF001 - the declaring family
+    if not _POLICY_NAME.fullmatch(name):
+        raise ValueError(f"policy name {name!r}: use lowercase words joined by '-' (e.g. gpu-card-allocation)")
+    for what, text in (("description", description), ("remediation", remediation), ("doc", doc)):
+        if not text.strip():
+            raise ValueError(f"policy {name}: {what} is empty; "
+                             + ("say what it judges, its source and what it does not check" if what == "doc" else f"write its {what}"))
+    for what, value, allowed in (("kind", kind, get_args(PolicyKind)), ("level", level, get_args(Level)),
+                                 ("severity", severity, get_args(SeverityName))):
+        if value not in allowed:
+            raise ValueError(f"policy {name}: {what} {value!r} is not one of {', '.join(allowed)}")
+    for prop, spec in (config or {}).items():
+        if not spec.get("type") or not spec.get("description"):
+            raise ValueError(f"policy {name}: configuration property {prop} needs a type and a description")
+    if check is not None and kind != "resource":
+        raise ValueError(f"policy {name}: a check runs on each workload; declare it kind='resource', "
+                         "or read the whole stack in policies/<family>.py")
+    record = PolicyRecord(name, description, remediation, kind, level, severity, doc, dict(config or {}), check, module)
+    known = POLICIES.get(name)
+    if known is not None and known.module != module:
+        raise ValueError(f"policy {name} is declared twice ({known.module} and {module})")
+    POLICIES[name] = record
+    return record
 
 
 def register(rule: Rule) -> Rule:

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from core.engines import served_names
 from core.engines.settings import S
-from core.judging.registry import POLICY_TEXTS, RULES, PolicyText, Rule
+from core.judging.registry import RULES, Rule
 from core.rulebook.servers import (
     context_window,
     custom_all_reduce,
@@ -104,7 +104,7 @@ FAMILIES = (allocation, candle, capacity, contract, endpoints, kserve, limits, m
 __all__ = [
     "FAMILIES", "S", "context_window", "custom_all_reduce", "digest_pinned",
     "gpu_memory_utilization", "half_dtype", "hybrid_on_volta_vllm", "hybrid_one_card", "kserve_label",
-    "memory_declared", "parallel_matches_cards", "policy_text", "register_all", "startup_budget", "tp_divides",
+    "memory_declared", "parallel_matches_cards", "register_all", "startup_budget", "tp_divides",
     "vllm_kernels",
 ]
 
@@ -113,8 +113,3 @@ def register_all() -> dict[str, Rule]:
     """Every rule, registered by :data:`FAMILIES`' import: :data:`core.judging.registry.RULES`."""
     return RULES
 
-
-def policy_text(name: str) -> PolicyText:
-    """The description and remediation of pack policy ``name``, as its rule family files them
-    (:func:`core.judging.registry.describe_policy`). KeyError: no family describes it."""
-    return POLICY_TEXTS[name]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from core.base import facts
 from core.engines import flags
 from core.engines.settings import S, flag_setting
-from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, declare_policy, only, rule
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.capacity.estimator import Estimate
@@ -132,7 +132,7 @@ def measured_within_card(field: str, value: float, bound: str) -> Breach | None:
 
 # --- the pack policies' own text -----------------------------------------------------------------
 
-describe_policy(
+declare_policy(
     "kv-cache-fits-max-model-len",
     "A model server's KV cache holds one request of its max-model-len; vLLM sets --max-model-len explicitly.",
     (
@@ -141,9 +141,39 @@ describe_policy(
         "For candle-vllm raise --kv-fraction. Add a model the stack does not know to llm-serving:models (catalog, facts or "
         "config_json)."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""kv-cache-fits-max-model-len: a model server's KV cache holds one request of its context.
+
+Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or InferenceService:
+
+- vLLM: on a cluster whose inventory holds the team's conventions (``llm-serving:cluster``
+  ``house_conventions: true``, the user's), ``--max-model-len`` is given explicitly (without it
+  vLLM takes the model's ``max_position_embeddings``, 262,144 tokens for Qwen3-Coder, and a
+  ten-minute start ends in an error); everywhere, the KV pool estimated by :func:`core.capacity.estimator.estimate_vllm` holds
+  at least ``max-model-len`` tokens (vLLM v0.11 ``check_enough_kv_cache_memory`` refuses to
+  start otherwise: "To serve at least one request with the models's max seq len ...").
+- candle-vllm: ``--kv-fraction`` leaves a KV pool of at least one block after the workspace
+  reserve (candle-vllm caps its context to the pool instead of refusing to start, so a
+  smaller pool is not a violation; the preview shows the cap).
+- The server's model must be in the stack's models (``llm-serving:models``): an unknown
+  model is reported with how to add it, not skipped.
+
+Source: coder.yaml (Qwen3-Coder-30B-A3B GPTQ at max-model-len 262,144: the
+measured single-V100 pool was 132,672 tokens, so it needed TP=2); spec "Measured figures".
+The card is the pinned node's, else the smallest card among nodes with enough cards
+(policylib/capacity_helpers.py).
+
+Does not check: max-model-len against the model's native window (rope scaling such as YaRN
+may extend it, and the flags that set it are not modelled); pipeline-parallel stages beyond
+an even split; memory other than the KV cache (weights-fit-card); a server whose node is not
+in the inventory (gpu-card-allocation reports that).
+
+""",
 )
 
-describe_policy(
+declare_policy(
     "weights-fit-card",
     "A model server's weights a card (after quantization and tensor parallel split) fit the card with room for a KV cache.",
     (
@@ -151,4 +181,32 @@ describe_policy(
         " use a quantized checkpoint that the card supports (GPTQ on sm_70), or move the server to a node with larger cards. Add"
         " a model the stack does not know to llm-serving:models."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="critical",
+    doc="""weights-fit-card: a model server's weights fit its card and leave room for a KV cache.
+
+Rule, per vLLM / candle-vllm container of a Deployment, StatefulSet or InferenceService,
+with the weights one card holds after quantization and tensor parallel split
+(:func:`core.capacity.estimator.weights_per_card`):
+
+- vLLM: weights a card plus the activation peak of its memory profile stay below
+  ``gpu-memory-utilization`` x the card's memory (vLLM v0.11 ``determine_available_memory``
+  leaves nothing for the KV cache otherwise and the engine fails at start, after the weights
+  were loaded: minutes lost).
+- candle-vllm: weights a rank (the embedding and LM head whole on every rank) stay below the
+  card's memory.
+- The server's model must be in the stack's models (``llm-serving:models``): an unknown
+  model is reported with how to add it.
+
+Source: coder.yaml ("Qwen ships this model only as BF16 (61.1 GB) ... 4-bit GPTQ is
+the only form that fits one 32 GB card"), seed 001 (the 14B fp16 split over two V100s). The
+card is the pinned node's, else the smallest card among nodes with enough cards.
+
+Does not check: whether the remaining KV cache holds max-model-len
+(kv-cache-fits-max-model-len); host memory (node-memory-allocation); memory the CUDA
+context and NCCL take besides the weights, which the estimate leaves out (so it errs on the
+side of fitting).
+
+""",
 )

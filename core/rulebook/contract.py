@@ -25,7 +25,7 @@ from core.catalog.cards import SM_AMPERE
 from core.engines import contracts
 from core.engines.config import human_int
 from core.engines.contracts import Flag, QuantizationMethod, Release
-from core.judging.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, declare_policy, rule
 
 if TYPE_CHECKING:
     from core.catalog.modelfacts import ModelFacts
@@ -193,8 +193,6 @@ def image_capability(rel: Release, image: str, sm: int, card: str) -> Breach | N
     return Breach(f"image {image} ({rel.label}, CUDA {build.cuda}) is built for {shown}: no kernels for the {card}'s "
                   f"sm_{sm} ({', '.join(build.files[:2])})",
                   f"run a vLLM release whose image is built for sm_{sm} on this node, or schedule the server on a newer card")
-
-
 
 
 def _taken_over(rel: Release, written: str | None, checkpoint: str | None) -> bool:
@@ -413,7 +411,7 @@ def env_breaches(rel: Release, env: Iterable[str]) -> list[Breach]:
     return [b for b in (env_known(rel, name) for name in env) if b]
 
 
-describe_policy(
+declare_policy(
     "engine-contract",
     "A vLLM server's flags, env, card and memory against the contract of the release its image runs.",
     (
@@ -421,4 +419,40 @@ describe_policy(
         "type and a value among its choices, name env variables the release reads, run an image built for the card's "
         "compute capability, and give CPU offload room in the memory limit."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""engine-contract: a model server against the contract of the release its image runs.
+
+Applies to every vLLM container (any workload kind the read model knows) whose image tag names a
+release the contract covers (``core/data/vllm_releases.json``, generated from each release's
+sdist: ``python3 dev.py contract``). The release is the image's, not the one the catalog assumes.
+One violation per problem (:mod:`core.rulebook.contract`):
+  - a flag the release does not declare: "did you mean" the closest, or, for a flag a covered
+    older release had, both releases and the replacement its deprecation named;
+  - a value not of the flag's type or not among its choices; a switch written with ``=value``;
+  - a parser name (``--reasoning-parser``, ``--tool-call-parser``) the release does not register,
+    unless a parser plugin flag may register it;
+  - a ``VLLM_*`` env name that is a near miss of one the release's ``vllm/envs.py`` reads;
+  - on a pod that holds cards, a card whose compute capability the image build does not carry
+    (the Dockerfile's ``torch_cuda_arch_list`` within CMakeLists.txt's supported list);
+  - on a card of sm_75 or more (below it ``vllm-volta`` judges them), ``--dtype bfloat16`` below the
+    release's dtype rule and a ``--quantization`` method below its config class's minimum capability;
+  - ``--dtype float16`` (or ``half``) on a model whose config.json ``model_type`` the release refuses
+    float16 for (``_check_valid_dtype``: gemma2, gemma3, glm4, plamo2), on any card; the fix names
+    bfloat16 on a card of sm_80 or more, float32 below it;
+  - ``--quantization`` that is neither the checkpoint's config.json ``quant_method`` (the stack's or
+    the catalog's model of ``--model``) nor one an override of the release takes for it; a written
+    ``--dtype`` the method's activation dtypes lack (awq, gptq: float16);
+  - ``--cpu-offload-gb`` x the pod's ranks above the container's memory limit.
+
+A candle-vllm server is judged the same way for its flags (unknown: "did you mean"; a value not
+of the flag's type; a switch written with a value) when its image tag names a commit the data
+covers by a prefix of 7 or more hex digits (``core/data/candle_vllm_commits.json``, read from
+a checkout of candle-vllm's ``src/main.rs``).
+
+Source: the release's own files, named in each message. Does not check: a tag that names no
+covered release or commit (the coverage lines of ``analyze`` say so), JSON-valued flags'
+contents, a flag set through a config file (``--config``), CPU for worker processes.
+""",
 )

@@ -11,7 +11,7 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 from core.engines.settings import flag_setting
-from core.judging.registry import Breach, Setting, describe_policy, rule
+from core.judging.registry import Breach, Setting, declare_policy, rule
 
 # --- where a server listens -------------------------------------------------------------------
 
@@ -84,7 +84,7 @@ def probe_scheme(field: str, probe: str, server: str, engine: str) -> Breach | N
 
 # --- the pack policies' own text -----------------------------------------------------------------
 
-describe_policy(
+declare_policy(
     "server-listen-endpoint",
     "Model servers listen on a pod-reachable host, on the port their probes and containerPorts name.",
     (
@@ -92,4 +92,34 @@ describe_policy(
         "llm-serving); declare it as the containerPort and point the startup, liveness and readiness probes at it. The "
         "components render exactly that."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""server-listen-endpoint: a model server listens where its pod is reached, and its probes knock there.
+
+Rule, for each vLLM / candle-vllm container, from the one model of where it listens
+(:func:`core.k8s.manifests.servers.endpoint`: ``--host``; ``--port`` / candle-vllm ``--p``, else the
+engine's default port, vLLM 8000 and candle-vllm 2000):
+
+- the host is not a loopback address (``--host 127.0.0.1``, ``localhost``, ``::1``,
+  :func:`core.rulebook.endpoints.loopback_host`): the Service's endpoints and the kubelet's probes connect to
+  the pod IP, so a server bound to loopback answers nobody but itself;
+- every ``httpGet`` probe speaks the server's scheme: HTTPS when vLLM is given ``--ssl-certfile``
+  (uvicorn then serves TLS only), else HTTP (the probe's default);
+- every startup, liveness and readiness probe with a port (``httpGet``, ``tcpSocket``,
+  ``grpc``; a named port resolved through the container's named ``containerPort``) targets
+  the listen port: a startup probe on another port never succeeds and the kubelet kills the
+  server when its budget runs out, a readiness probe there keeps the pod out of the Service;
+- on a cluster whose inventory sets ``house_conventions`` (the user's), when the container
+  declares ``containerPort``s, the listen port is one of them. Elsewhere a containerPort is
+  informational (a metrics port beside the server is common) and only a Service ``targetPort``
+  that reaches no listener is wrong, which service-target-port judges with the same endpoint.
+
+Source: coder.yaml and every server of the namespace
+(``--host=0.0.0.0 --port=8080``, candle-vllm ``--p 8080``, probes on 8080).
+
+Does not check: servers whose argv cannot be read literally (a ``$(VAR)`` port, an ``sh -c``
+script; ``endpoint`` is None and nothing is judged), exec probes, containers that are not
+vLLM or candle-vllm, the NetworkPolicy side (ingress-admits-server-port).
+""",
 )

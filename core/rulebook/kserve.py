@@ -8,7 +8,7 @@ Plain Python, no Pulumi and no pydantic import.
 from __future__ import annotations
 
 from core.base import facts
-from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, declare_policy, only, rule
 
 OWNED_SOURCE = ("KServe RawDeployment names its predictor Service and Deployment <isvc>-predictor; seed 001 "
                 "(coder-service.yaml beside the still-managed coder InferenceService)")
@@ -89,7 +89,7 @@ def deployment_mode(written: str | None, cluster_default: str, cards: int) -> Br
 
 # --- the pack policies' own text -----------------------------------------------------------------
 
-describe_policy(
+declare_policy(
     "isvc-not-parked-silently",
     "An InferenceService at zero replicas is declared parked (it still reports Ready=True).",
     (
@@ -97,9 +97,34 @@ describe_policy(
         "llm-serving.riotpiao.com/parked: '<why it is parked>' (the components write it for a parked workload), or delete the "
         "InferenceService."
     ),
+    kind="resource",
+    level="advisory",
+    severity="medium",
+    doc="""isvc-not-parked-silently: an InferenceService at zero replicas is declared parked.
+
+Rule: an InferenceService whose predictor sits at zero replicas (``minReplicas: 0`` and
+``maxReplicas: 0``, or ``replicas: 0``) carries annotation ``facts.PARKED_ANNOTATION`` with
+the reason as its value (non-empty). Numbers are read as written or as the analyzer's gRPC
+protocol delivers them (``0.0``).
+
+Source: seed kustomization.yaml ("ornith is retired: its InferenceService still reports
+Ready=True while running zero replicas, because desired equals available at 0"), spec facts
+row "An InferenceService at zero replicas still reports Ready=True". Zero replicas on purpose
+is fine (seed 000 parked clef-serve "to free the only V100"), but then it says so, so no
+dashboard's Ready=True is taken for a serving model.
+
+Advisory, not mandatory: an undeclared zero breaks no serving path by itself (no card is
+held, no Service changes); it misleads whoever reads Ready=True. Judgement, so it warns.
+
+Does not check: Deployments at zero (they report 0/0 honestly; service-selector-uniqueness
+judges a Service left without endpoints); ``minReplicas: 0`` with a positive or omitted
+``maxReplicas`` (scale-to-zero in Serverless mode, which answers after a cold start); that a
+parked InferenceService is also left out of Services.
+
+""",
 )
 
-describe_policy(
+declare_policy(
     "kserve-owned-names",
     "No Service or Deployment is named <isvc>-predictor beside InferenceService <isvc>: KServe owns that name.",
     (
@@ -107,26 +132,71 @@ describe_policy(
         "the InferenceService whose predictor name it takes (seed 000 removed the coder InferenceService, freeing "
         "coder-predictor)."
     ),
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""kserve-owned-names: no Service or Deployment takes the name KServe gives an InferenceService's predictor.
+
+Rule: for each InferenceService ``<isvc>`` in a namespace, no Service and no Deployment of the
+stack in that namespace is named ``<isvc>-predictor`` (``core.base.facts.KSERVE_PREDICTOR_SUFFIX``):
+KServe's RawDeployment reconciler creates and keeps its own Service and Deployment under that
+name, so two owners overwrite each other's selector, ports and pods.
+
+Source: KServe RawDeployment (``constants.PredictorServiceName``: ``<isvc>-predictor``); seed 001
+(coder-service.yaml created the Service coder-predictor while the coder InferenceService was still
+managed: the history stacks after-001 and after-003 carry both), reasoning-long-service.yaml
+(the stable name beside KServe's own reasoning-predictor is reasoning-long-predictor).
+
+A stack policy, not a stack-file check, so the history stacks still load and the pack judges
+them. Does not check: objects outside the stack (KServe's own are not in it).
+
+""",
 )
 
 
-describe_policy(
+declare_policy(
     'isvc-raw-min-replicas',
     'A RawDeployment InferenceService does not rely on minReplicas 0 to scale to zero (KServe keeps one pod).',
     (
         'Set minReplicas: 1; to park the predictor set minReplicas and maxReplicas to 0 with the parked annot'
         "ation; for scale-to-zero use KServe's Serverless mode."
     ),
+    kind="resource",
+    level="advisory",
+    severity="medium",
+    doc="""isvc-raw-min-replicas: ``minReplicas: 0`` does not scale a RawDeployment InferenceService to zero.
+
+Rule: an InferenceService annotated ``serving.kserve.io/deploymentMode: RawDeployment`` whose
+predictor has ``minReplicas: 0`` and a ``maxReplicas`` other than 0 is reported: KServe gives no
+error and runs one pod (its HPA cannot scale to zero), which holds its cards. The pack's allocation
+counts that pod (:func:`core.k8s.manifests.pods.workload`). Both at 0 parks it (isvc-not-parked-silently).
+
+Advisory: the pod runs; the manifest says something else.
+Source: kserve #3514. Judged and worded once, in :mod:`core.rulebook.kserve`.
+""",
 )
 
 
-describe_policy(
+declare_policy(
     'kserve-deployment-mode',
     "An InferenceService names deploymentMode RawDeployment where the cluster's default would not serve it.",
     (
         'Annotate the InferenceService serving.kserve.io/deploymentMode: RawDeployment (the components do), a'
         "nd record the cluster's default in the inventory (llm-serving:cluster kserve_deployment_mode)."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""kserve-deployment-mode: an InferenceService runs in a deployment mode the cluster serves.
+
+Rule, on a cluster whose inventory records ``kserve_deployment_mode``: an InferenceService without
+``serving.kserve.io/deploymentMode: RawDeployment`` takes the cluster's default. Where the cluster has
+no Knative (``NoKnative``) it is never ready; where the default is Serverless, a predictor that holds
+cards becomes a Knative revision, and every update starts the new revision's pod beside the old one.
+Not judged where the inventory does not record the mode.
+
+Source: kserve #1768. Judged and worded once, in :mod:`core.rulebook.kserve`.
+""",
 )
 
 
@@ -146,6 +216,20 @@ def runtime_supports(runtime: str, model_format: str, supported: str, supports: 
                   f"the ServingRuntime's supportedModelFormats")
 
 
-describe_policy("isvc-runtime-supports-format",
+declare_policy("isvc-runtime-supports-format",
                 "An InferenceService that names a ServingRuntime of the manifests uses a model format the runtime supports.",
-                "Match the predictor's modelFormat to the runtime's supportedModelFormats.")
+                "Match the predictor's modelFormat to the runtime's supportedModelFormats.",
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""isvc-runtime-supports-format: the ServingRuntime an InferenceService names supports its model format.
+
+Rule: for each InferenceService whose ``spec.predictor.model.runtime`` names a ServingRuntime of the
+manifests in its namespace, that runtime is not disabled and one of its ``supportedModelFormats`` is the
+predictor's ``modelFormat`` (name, case-insensitive, and version when both give one). KServe refuses
+the predictor otherwise and the InferenceService never becomes ready. A runtime that is not among the
+manifests (another namespace's, a ClusterServingRuntime) is not judged.
+
+Source: kserve #3632, #4298. Judged and worded once, in :mod:`core.rulebook.kserve`.
+""",
+)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.judging.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, declare_policy, rule
 
 QUOTA_SOURCE = ("kserve/kserve #1242 (\"pods ... is forbidden: failed quota: kf-resource-quota: must specify memory\"); "
                 "kserve/kserve #867 (ResourceQuota and LimitRange: the predictor's pod is not created); Kubernetes "
@@ -60,11 +60,43 @@ def within_limit_range(limit_range: str, container: str, problems: Sequence[str]
                   "servers' namespace")
 
 
-describe_policy("quota-admits-servers",
+declare_policy("quota-admits-servers",
                 "A namespace's ResourceQuota admits its model servers' pods: their cards fit it, and every container "
                 "sets what it limits.",
-                "Raise the quota to the cards the servers ask, and set every resource the quota limits on every container.")
-describe_policy("limit-range-admits-servers",
+                "Raise the quota to the cards the servers ask, and set every resource the quota limits on every container.",
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""quota-admits-servers: a namespace's ResourceQuota admits its model servers' pods.
+
+Rule: for each ResourceQuota of the manifests, (1) the cards its namespace's running workloads ask
+(replicas x cards a pod) fit its ``requests.nvidia.com/gpu`` (or ``limits.nvidia.com/gpu``); (2) every
+container and init container of a Deployment, StatefulSet or LeaderWorkerSet in its namespace sets each
+cpu / memory resource the quota limits (``requests.memory``, ``limits.cpu``, ``memory``, ...), after the
+namespace's LimitRanges of the manifests default them (:func:`core.k8s.manifests.objects.admitted`). The
+ResourceQuota admission refuses the pod otherwise ("must specify ..."; "exceeded quota").
+
+An InferenceService's predictor is not judged by (2): KServe gives its containers default resources. A
+quota with ``scopes`` or a ``scopeSelector`` (it counts only the pods they match) is not judged.
+Source: kserve #1242, #867. Judged and worded once, in :mod:`core.rulebook.limits`.
+""",
+)
+declare_policy("limit-range-admits-servers",
                 "Each container's requests and limits, after a LimitRange's defaults, lie within its min and max, and a "
                 "default limit is not below the container's request.",
-                "Bring the container's requests and limits within the LimitRange, or raise its bounds.")
+                "Bring the container's requests and limits within the LimitRange, or raise its bounds.",
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""limit-range-admits-servers: each container's resources, after a LimitRange's defaults, lie within it.
+
+Rule: for each running Deployment, StatefulSet or LeaderWorkerSet and each of its containers and init
+containers, with the namespace's LimitRanges of the manifests applied as the LimitRanger admission applies
+them (:func:`core.k8s.manifests.objects.admitted`: a missing limit from ``default``, a missing request from
+``defaultRequest``): every request and limit is at least ``min`` and at most ``max``, and no request
+exceeds its (defaulted) limit. The admission refuses the pod otherwise, so it is never created.
+
+An InferenceService's predictor is not judged: KServe sets its containers' resources.
+Source: kserve #867. Judged and worded once, in :mod:`core.rulebook.limits`.
+""",
+)

@@ -9,7 +9,7 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from core.judging.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, declare_policy, rule
 
 SOURCE = ("kserve #3562, llm-d-modelservice #243, huggingface_hub #2797 (read-only cache); vllm-project/vllm #1986 "
           "(offline with an empty cache); kserve #3792 (emptyDir sizeLimit below the checkpoint)")
@@ -43,7 +43,7 @@ def cache_usable(model: str, cache: str, where: str, writable: bool, persistent:
     return None
 
 
-describe_policy(
+declare_policy(
     "model-cache-usable",
     (
         "A server fetching its model by hub id has a usable cache: writable unless offline, persistent when "
@@ -54,4 +54,26 @@ describe_policy(
         "with HF_HUB_OFFLINE=1; an emptyDir cache needs a sizeLimit above the checkpoint and is never "
         "offline."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""model-cache-usable: a server that fetches its model by hub id has a Hugging Face cache it can use.
+
+Rule, per vLLM container whose model is a hub id (``Qwen/Qwen3-8B``, not a path or a URI), with its
+cache directory (``--download-dir``, ``HF_HUB_CACHE``, ``HF_HOME``/hub, else HOME/.cache/huggingface/hub,
+HOME from the env or the image catalog) and the volume that directory lands on
+(:mod:`core.k8s.manifests.filesystem`):
+
+- offline (``HF_HUB_OFFLINE=1``): the cache is on a volume that outlives the pod (not an emptyDir or
+  the container's own filesystem, which are empty at every start);
+- online: the cache is writable (not a ``readOnly`` mount, not a configMap or secret; on the container's
+  own filesystem, not a ``readOnlyRootFilesystem`` and, for a non-root uid, under its HOME or /tmp:
+  :func:`core.k8s.manifests.filesystem.path_use`, the model every path rule reads);
+- online on an emptyDir with a ``sizeLimit``: the limit holds the checkpoint's weights
+  (:func:`core.capacity.estimator.weights_per_card` at one card, for a model in the stack's models).
+
+Not judged: a container whose HOME is not known (an image outside the catalog, with no cache env).
+Source: kserve #3562, #3792; llm-d-modelservice #243; huggingface_hub #2797; vllm-project/vllm #1986.
+Judged and worded once, in :mod:`core.rulebook.model_cache`.
+""",
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, declare_policy, only, rule
 
 CLIENTS_SOURCE = "seed 002 (poimen-memory dropped by the NetworkPolicy for 34 days)"
 #: The stack file's NetworkPolicy section, where its admitted ports are written.
@@ -112,16 +112,54 @@ def egress_for_hub(model: str, policies: Sequence[str], dns: bool, https: bool) 
 
 # --- the pack policies' own text -----------------------------------------------------------------
 
-describe_policy(
+declare_policy(
     "ingress-admits-server-port",
     "A NetworkPolicy that isolates a model server's pods admits the port the server listens on.",
     (
         "Admit the server's listen port (vLLM --port, candle-vllm --p; 8080 for every server in llm-serving) in an ingress rule "
         "of the NetworkPolicy that selects its pods; in the stack file, llm-serving:network_policy gateway/clients ports."
     ),
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""ingress-admits-server-port: a NetworkPolicy that isolates a model server admits the port it listens on.
+
+Rule: for each running workload with a vLLM / candle-vllm container whose endpoint is known
+(:func:`core.k8s.manifests.servers.endpoint`: ``--port`` / ``--p``, else the engine's default), the
+NetworkPolicies of its namespace that isolate ingress and select its pods admit, in some
+ingress rule and from some source, the TCP port the server listens on (a rule without
+``ports`` admits every port; a named rule port matches the container's named port). When no
+NetworkPolicy selects the pods, all ingress is allowed and nothing is judged.
+
+Why beside network-ingress-for-clients: that policy follows each DECLARED client from its
+Service port to the targetPort; this one needs no declaration, so it also judges hand-written
+YAML without the clients annotation, and it judges the port the server really listens on
+(a policy admitting 8080 in front of a vLLM on its default 8000 drops every packet).
+
+Source: seed 002 networkpolicy.yaml (a missing ingress rule looked like a hung engine for 34
+days: clients saw a bare timeout, the server log stayed empty); the server's endpoint
+is checked against the NetworkPolicy's ports.
+
+Does not check: which sources are admitted (network-ingress-for-clients, for declared
+clients), egress policies, ipBlock peers, UDP/SCTP.
+
+""",
 )
 
-describe_policy(
+NETWORK_INGRESS_FOR_CLIENTS_CONFIG = {
+    "podSelectorPeers": {
+        "type": "string",
+        "enum": ["admit", "refuse"],
+        "default": "admit",
+        "description": (
+            "How a peer with a non-empty podSelector is judged for a client whose pod labels are not "
+            "declared: admit (trust it) or refuse (require podSelector {} or none)."
+        ),
+    },
+}
+
+
+declare_policy(
     "network-ingress-for-clients",
     "Each declared client of a Service is admitted, on the pod's port, by a NetworkPolicy that selects the backend pods.",
     (
@@ -129,14 +167,74 @@ describe_policy(
         "kubernetes.io/metadata.name: <namespace>) on the POD's port, i.e. the Service's targetPort (8080 for every server in "
         "llm-serving), not the Service port. In the stack file: llm-serving:network_policy gateway/clients ports."
     ),
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    config=NETWORK_INGRESS_FOR_CLIENTS_CONFIG,
+    doc="""network-ingress-for-clients: every declared client of a Service gets through the NetworkPolicies.
+
+Rule: for each declared client ``{name, namespace, port}`` of a Service (the JSON list in the
+``facts.CLIENTS_ANNOTATION`` annotation; port = the Service port it calls) and each running
+workload the Service selects: if some NetworkPolicy that isolates ingress selects the pods,
+an ingress rule of one of those policies admits the client's namespace on the POD's port.
+No NetworkPolicy selecting the pods = all ingress allowed = no finding.
+
+Source: seed 002 networkpolicy.yaml: poimen-memory's egress was allowed and its packets were
+dropped at llm-serving-ingress, which had no rule for namespace poimen; the client saw a
+bare timeout and the server log stayed empty, so it looked like a hung engine for 34 days.
+The coordinator's finding: the same seed admits the gateway on 80 and 8000 only, while the
+gateway calls clef-serve:80 -> targetPort 8080; Pulumi.prod.yaml adds 8080.
+
+NetworkPolicy semantics as Kubernetes applies them:
+- A policy isolates ingress when ``policyTypes`` contains Ingress, or is absent.
+- Ports match the pod's port after the Service's translation: the client's Service port ->
+  its ``targetPort`` (a name resolved through the pods' named containerPorts). A rule port
+  may be a number (with ``endPort``, a range) or a container port name; a rule without
+  ports admits every port; protocol defaults to TCP.
+- Peers: ``namespaceSelector`` is matched against the client namespace's labels, assumed to
+  be only the automatic ``kubernetes.io/metadata.name=<namespace>``; ``podSelector`` alone
+  means the policy's own namespace; both together = AND; an empty ``from`` (or none) admits
+  every source; ``ipBlock`` cannot be judged and admits nothing here.
+- A peer's non-empty ``podSelector`` cannot be proved to match the client pod (its labels are
+  not declared): parameter ``podSelectorPeers`` decides; ``"admit"`` (default) trusts it,
+  ``"refuse"`` requires an empty podSelector or none. ``podSelector: {}`` always admits.
+
+Also violations: a clients annotation that is not a JSON list of ``{name, namespace, port}``,
+a client that calls a port the Service does not expose, and a client whose Service port lands on
+a side port of the server (one its container declares beside the API port, or one the server's
+arguments open, :attr:`core.k8s.manifests.servers.Endpoint.side_ports`) rather than its API port.
+
+Message: ``Service clef-serve: client gateway (namespace gateway) calls port 80 -> pod port
+8080; NetworkPolicy llm-serving-ingress admits gateway only on 80, 8000: packets are dropped
+and the client sees a bare timeout (34 days for poimen-memory, seed 002)``.
+
+Skipped: Services without a selector or without running backends (service-selector-uniqueness
+reports those); a targetPort name that resolves nowhere (service-target-port reports it).
+Does NOT check: egress policies on the client's side (e.g. poimen/poimen-memory-llm-egress),
+namespace labels other than kubernetes.io/metadata.name, ipBlock peers, CNI-specific policies
+(Calico, Cilium). Cost: Services x NetworkPolicies of the backend's namespace, memoised per workload.
+
+""",
 )
 
 
-describe_policy(
+declare_policy(
     "network-egress-for-hub",
     "A NetworkPolicy isolating the egress of a server that fetches its model by hub id admits DNS and HTTPS.",
     (
         "Add egress rules for DNS (UDP and TCP 53 to kube-dns) and TCP 443 to the Hugging Face hub, or serve "
         "the model from a volume with HF_HUB_OFFLINE=1."
     ),
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""network-egress-for-hub: a NetworkPolicy that isolates a model server's egress lets it fetch its model.
+
+Rule: a running vLLM server whose model is a hub id and whose Hugging Face client is online (no
+``HF_HUB_OFFLINE=1``), selected by NetworkPolicies that isolate egress, is admitted DNS (UDP 53) and
+HTTPS (TCP 443) by some egress rule of theirs: otherwise resolving and downloading the model fail at
+start. Destinations (``to``) are not judged; a rule naming the port to any peer counts.
+
+Source: aws-network-policy-agent #230. Judged and worded once, in :mod:`core.rulebook.network`.
+""",
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from core.base import facts
 from core.engines.settings import S
-from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, declare_policy, only, rule
 
 
 @rule("model-server-readiness", "Every model server has a readiness probe.",
@@ -104,27 +104,55 @@ def liveness_window(timeout: int, period: int, threshold: int, same_as_readiness
 
 # --- the pack policies' own text -----------------------------------------------------------------
 
-describe_policy(
+declare_policy(
     "model-server-readiness",
     "Every model server container (vLLM, candle-vllm, or holding cards) has a readinessProbe.",
     (
         "Add a readinessProbe on the server's health route (candle-vllm: GET /v1/models; vLLM: GET /health) every 10 s; the "
         "components add it with the startup and liveness probes."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="medium",
+    doc="""model-server-readiness: every model server has a readiness probe.
+
+Rule: each container of a Deployment, StatefulSet or InferenceService that serves a model (it
+runs vLLM or candle-vllm, or holds nvidia.com/gpu cards) has a ``readinessProbe``. Without one a
+pod is Ready as soon as its process starts, so a Service sends clients to a server still
+loading its weights, and keeps sending them to one that stopped answering until the liveness
+probe restarts it.
+
+Source: coder.yaml (vLLM readiness on /health every 10 s); checkov CKV_K8S_9 failed on prod's
+three Deployments before the components added a readiness probe to every model server.
+""",
 )
 
 
-describe_policy(
+declare_policy(
     'probes-skip-api-key',
     'A vLLM server given an API key is not probed under /v1 without the bearer token.',
     (
         "Probe GET /health (vLLM answers it without a key), or send the token in the probe's httpGet.httpHead"
         'ers (Authorization: Bearer <key>).'
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""probes-skip-api-key: a vLLM server that requires an API key is probed on a route that needs none.
+
+Rule: a vLLM container given an API key (``--api-key``, or env ``VLLM_API_KEY`` with a value or
+from a Secret, ConfigMap or field: the server's endpoint, :attr:`core.k8s.manifests.Container.endpoint`)
+has no startup, readiness or liveness probe whose ``httpGet.path`` is under ``/v1`` without an
+``Authorization`` header: vLLM answers 401 on every /v1 route without the bearer token, so the
+probe never passes (the pod never becomes Ready, or is restarted forever). ``/health`` needs no
+key. A ``VLLM_API_KEY`` only an ``envFrom`` source may set is not judged.
+
+Source: vllm-project/production-stack #150. Judged and worded once, in :mod:`core.rulebook.probes`.
+""",
 )
 
 
-describe_policy(
+declare_policy(
     'liveness-probe-window',
     "A model server's liveness probe has a failure window of 60 s or more and fails later than readiness.",
     (
@@ -132,4 +160,21 @@ describe_policy(
         "' values), longer than the readiness probe's, so a busy server leaves the Service before it is resta"
         'rted.'
     ),
+    kind="resource",
+    level="advisory",
+    severity="medium",
+    doc="""liveness-probe-window: a model server's liveness probe tolerates a busy server.
+
+Rule: the livenessProbe of a model server container (it runs a server the pack knows, or holds
+cards) has a failure window (``periodSeconds`` x ``failureThreshold``, defaults 10 x 3) of at least
+60 s, and does not check the readiness probe's route with a window and timeout no longer than
+readiness's (then a busy server is restarted as soon as it leaves the Service, each restart a full
+cold start). A short window's message also names a ``timeoutSeconds`` below 5 (the kubelet's default
+is 1); a window of 60 s or more passes at any timeout (four 1 s misses in a row over two minutes
+is a server that stopped, the hand-written TP=2 Deployment's 30 s x 4).
+
+Advisory: judgement of timing; a server that is never saturated is not restarted.
+Source: scaleapi/llm-engine PR #255, llm-d-benchmark PR #1734; kube-score "Pod Probes Identical".
+Judged and worded once, in :mod:`core.rulebook.probes`.
+""",
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.judging.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, declare_policy, rule
 
 ROUTE_SOURCE = ("kubernetes-sigs/gateway-api-inference-extension #2562 (pods whose port is not the pool's targetPorts "
                 "are silently dropped); ai-dynamo/dynamo PR #1940 (an InferencePool's targetPortNumber 3000 and selector "
@@ -73,12 +73,47 @@ def timeout_covers(route: str, timeout_from: str, timeout: float, server: str, m
                   f"raise the timeout above {least:.0f} s (0s disables an HTTPRoute's), or lower --max-model-len")
 
 
-describe_policy("route-reaches-server",
+declare_policy("route-reaches-server",
                 "Ingress, Gateway API routes and InferencePools reach a model server's API port: the backend port is the "
                 "Service's, it targets the API port, and a pool selects the server's pods on the port they listen on.",
                 "Point each backend at the Service port that targets the server's --port, and each InferencePool at the "
-                "server's pod labels and --port.")
-describe_policy("route-timeout-covers-request",
+                "server's pod labels and --port.",
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""route-reaches-server: Ingress, Gateway API routes and InferencePools reach a model server's API port.
+
+Rule: (1) each Ingress / HTTPRoute / GRPCRoute backend that names a Service of the manifests names a
+port that Service exposes (by number, or an Ingress's port name), and when the Service selects a running
+model server, that Service port's targetPort is the port the server listens on
+(:func:`core.k8s.manifests.endpoint`); (2) each InferencePool selects the pods of a running model server
+and sends to a port one of them listens on (the endpoint picker drops a pod whose port is not among the
+pool's target ports). Routes and pools are read once (:mod:`core.k8s.manifests.objects`).
+
+A backend Service that is not among the manifests is not judged. Source: gateway-api-inference-extension
+#2562, ai-dynamo/dynamo PR #1940, helm/charts PR #20245. Judged and worded once, in
+:mod:`core.rulebook.routes`.
+""",
+)
+declare_policy("route-timeout-covers-request",
                 "An Ingress or route timeout is not shorter than the least time the server's longest request takes.",
                 "Raise the proxy's or route's timeout (nginx proxy-read-timeout, HTTPRoute timeouts.request), or lower "
-                "--max-model-len.")
+                "--max-model-len.",
+    kind="stack",
+    level="advisory",
+    severity="medium",
+    doc="""route-timeout-covers-request: a proxy's or route's timeout outlasts the server's longest request.
+
+Rule: for each Ingress or Gateway API route backend whose timeout the manifests say (ingress-nginx's
+``proxy-read-timeout`` annotation, or its 60 s default on an Ingress of class nginx; an HTTPRoute rule's
+``timeouts.request`` / ``timeouts.backendRequest``), and each running vLLM server behind it (through
+its Service, or its InferencePool's pods) whose model and card the stack's inventory knows: the timeout is not shorter than the least
+time its longest request takes, ``--max-model-len`` tokens at the fastest decode the card allows (its
+memory bandwidth over the weights one token reads on a card: a lower bound of the time, an MoE's
+weights scaled by the experts a token uses). Read once in :mod:`core.k8s.manifests.objects`.
+
+Advisory: short requests pass; streaming keeps a read timeout alive while tokens flow.
+Source: basetenlabs/truss PR #670, llm-d-benchmark PR #1617. Judged and worded once, in
+:mod:`core.rulebook.routes`.
+""",
+)

@@ -10,7 +10,7 @@ Plain Python, no Pulumi and no pydantic import.
 
 from __future__ import annotations
 
-from core.judging.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, declare_policy, rule
 
 HPA_SOURCE = ("kserve/kserve #871 (an autoscaler scaled a GPU predictor to 50 pods on a node with 2 cards: most stayed "
               "Pending); vllm-project/aibrix #2670 (replicas pile up while the ones asked stay pending); Kubernetes "
@@ -83,15 +83,77 @@ def group_ranks(tp: int, pp: int, size: int, cards: int) -> Breach | None:
                   f"--tensor-parallel-size={cards_per_pod}")
 
 
-describe_policy("autoscaler-within-cards",
+declare_policy("autoscaler-within-cards",
                 "A HorizontalPodAutoscaler's maxReplicas of a GPU workload fit the cards its node has left.",
-                "Lower maxReplicas to the pods whose cards the node holds, or add cards to the inventory.")
-describe_policy("autoscaler-metric-has-requests",
+                "Lower maxReplicas to the pods whose cards the node holds, or add cards to the inventory.",
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""autoscaler-within-cards: an autoscaler of a GPU workload scales it only to pods whose cards its node has.
+
+Rule: for each autoscaler (a HorizontalPodAutoscaler, KEDA's ScaledObject, whose maxReplicaCount defaults
+to 100, AIBrix's PodAutoscaler) whose scaleTargetRef is a running GPU workload of the manifests
+pinned to a node of the inventory (or on the inventory's only node), ``maxReplicas`` x its cards a pod
+fit the node's cards less the reserved ones and every other running GPU workload's on it (replicas x
+cards a pod; an unpinned one counts on the inventory's only node). A pod past them stays Pending. A
+LeaderWorkerSet scales by groups: its cards a group (the leader's and ``size - 1`` workers') count. The HPA's bounds are read once (:mod:`core.k8s.manifests.objects`).
+
+Source: kserve #871 (50 autoscaled GPU pods on a 2-card node, most Pending), vllm-project/aibrix #2670. Does not check: surge
+pods (gpu-card-allocation), autoscalers of an InferenceService's own predictor (KServe makes them from
+minReplicas / maxReplicas, which gpu-card-allocation counts).
+Judged and worded once, in :mod:`core.rulebook.scaling`.
+""",
+)
+declare_policy("autoscaler-metric-has-requests",
                 "An autoscaler that scales on a resource's utilization scales pods whose every container requests it.",
-                "Set the resource's request on every container, or scale on a Pods metric of the server.")
-describe_policy("disruption-budget-allows-drain",
+                "Set the resource's request on every container, or scale on a Pods metric of the server.",
+    kind="stack",
+    level="advisory",
+    severity="medium",
+    doc="""autoscaler-metric-has-requests: an autoscaler scaling on utilization scales pods that request the resource.
+
+Rule: for each HorizontalPodAutoscaler with a ``Resource`` metric of target type ``Utilization`` (or
+autoscaling/v1's ``targetCPUUtilizationPercentage``) whose scaleTargetRef is a workload of the manifests,
+every container of the workload's pods requests that resource, after the namespace's LimitRange defaults
+(:func:`core.k8s.manifests.objects.admitted`). The HPA computes utilization as usage over the pods' summed
+requests; one container without it ("missing request for cpu") leaves it unable to scale.
+
+Advisory: the server keeps serving at its current replicas; it does not scale under load.
+Source: bentoml/Yatai #187, kubernetes #78846. Judged and worded once, in :mod:`core.rulebook.scaling`.
+""",
+)
+declare_policy("disruption-budget-allows-drain",
                 "A PodDisruptionBudget of a model server allows at least one eviction, so nodes can be drained.",
-                "Use maxUnavailable: 1, or minAvailable below the replicas.")
-describe_policy("lws-group-ranks",
+                "Use maxUnavailable: 1, or minAvailable below the replicas.",
+    kind="stack",
+    level="advisory",
+    severity="medium",
+    doc="""disruption-budget-allows-drain: a PodDisruptionBudget over a model server allows an eviction.
+
+Rule: for each PodDisruptionBudget whose selector matches the pods of running model servers (a vLLM or
+candle-vllm container, or a pod with cards), the evictions it allows with all of them healthy
+(minAvailable / maxUnavailable as the disruption controller computes them) are at least one. A budget
+of minAvailable equal to the replicas, or maxUnavailable 0, blocks every drain: the GPU Operator's
+driver upgrade, a node upgrade and ``kubectl drain`` wait forever. Read once in
+:mod:`core.k8s.manifests.objects`.
+
+Advisory: the server keeps serving; maintenance of its node is what stops.
+Source: kubernetes/kubernetes #48307, NVIDIA/gpu-operator #901. Judged and worded once, in
+:mod:`core.rulebook.scaling`.
+""",
+)
+declare_policy("lws-group-ranks",
                 "A LeaderWorkerSet's vLLM starts as many ranks (TP x PP) as its group holds cards (size x cards a pod).",
-                "Set --tensor-parallel-size to the cards a pod and --pipeline-parallel-size to the group's size.")
+                "Set --tensor-parallel-size to the cards a pod and --pipeline-parallel-size to the group's size.",
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""lws-group-ranks: a LeaderWorkerSet's vLLM starts as many ranks as its group holds cards.
+
+Rule: for each LeaderWorkerSet whose leader runs vLLM with a known argv, TP x PP equals the group's
+cards (the leader's plus ``size - 1`` workers'). Ray places one rank on each card of the group; with
+more ranks the leader waits for GPUs that never join, with fewer the cards idle.
+
+Source: vllm #6938, #36861. Judged and worded once, in :mod:`core.rulebook.scaling`.
+""",
+)

@@ -18,7 +18,7 @@ from core.catalog import cards as catalog_cards
 from core.catalog import images, modelfacts
 from core.engines import config
 from core.engines.settings import S
-from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, declare_policy, only, rule
 from core.k8s import kube
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,7 +84,6 @@ def startup_budget(cold_start_seconds: int, period: int, threshold: int, initial
         + only(STACK, f", or leave it unset for {STARTUP_HEADROOM} x {S.cold_start}")
         + (f", or declare the measured cold start as {S.cold_start}" if assumed else ""),
     )
-
 
 
 # --- tensor parallel --------------------------------------------------------------------------
@@ -309,16 +308,57 @@ def kserve_label(name: str) -> Breach | None:
 
 # --- the pack policies' own text -----------------------------------------------------------------
 
-describe_policy(
+declare_policy(
     "gpu-memory-request",
     "Containers holding cards declare a memory request and limit, so no GPU pod counts as 0 MiB.",
     (
         "Give every container that requests nvidia.com/gpu a resources.requests.memory and resources.limits.memory (coder.yaml: "
         "12Gi / 40Gi); in the stack file, resources on the workload."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""gpu-memory-request: a container holding cards declares its host memory request and limit.
+
+Rule: each container with ``nvidia.com/gpu`` above 0 of a Deployment, StatefulSet or
+InferenceService predictor has a memory limit, and a memory request or the limit Kubernetes
+copies into it (:func:`core.rulebook.memory_declared`, the rule the stack file's
+``resources`` check judges by too). Parked workloads are judged too (unparking is one replicas change).
+
+Why: node-memory-allocation, like the scheduler, counts a pod by its memory requests; a GPU
+server without one counts as 0 MiB and passes beside pods that already fill the node's 63,495
+MiB, then is OOM-killed or starves them; without a limit nothing bounds what a server takes
+while it loads its weights through host memory. coder.yaml: 12Gi request, 40Gi limit.
+
+Source: spec "Memory requests must fit" row; coder.yaml (worker-1 exposes 63,495 MiB; "two vLLM workers
+keep the weights on the GPU and need little host RAM, so the request stays small and the limit
+allows burst").
+
+Where: a convention of this cluster, which counts host memory per node
+(``llm-serving:cluster`` ``house_conventions: true``, the user's inventory); on an inventory
+without it the policy does not run: public manifests commonly leave host memory to the node,
+and such house rules must not block other teams' YAML. Does not check: CPU, containers without cards, the figures themselves
+(node-memory-allocation sums them).
+""",
 )
 
-describe_policy(
+#: The cold start assumed for a model server that declares none, seconds: coder.yaml's ~10 min.
+ASSUMED_COLD_START_SECONDS = 600
+
+STARTUP_PROBE_COVERS_COLD_START_CONFIG = {
+    "assumedColdStartSeconds": {
+        "type": "integer",
+        "minimum": 1,
+        "default": ASSUMED_COLD_START_SECONDS,
+        "description": (
+            "Cold start, seconds, assumed for a model server without the cold-start-seconds annotation "
+            "(default 600: coder.yaml's vLLM TP=2 at 256K, the longest start measured here)."
+        ),
+    },
+}
+
+
+declare_policy(
     "startup-probe-covers-cold-start",
     "Model servers have a startupProbe whose period x failure threshold exceeds the declared cold start (600 s assumed when none"
     " is declared).",
@@ -328,9 +368,61 @@ describe_policy(
         "succeeds. Declare the measured cold start (stack file: cold_start_seconds on the workload; plain YAML: annotation "
         "llm-serving.riotpiao.com/cold-start-seconds); without it 600 s is assumed (parameter assumedColdStartSeconds)."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    config=STARTUP_PROBE_COVERS_COLD_START_CONFIG,
+    doc="""startup-probe-covers-cold-start: a model server's startup probe outlasts its cold start.
+
+Applies to every workload that runs a model server (a vLLM or candle-vllm container,
+recognised by image or command) and to every workload that declares a cold start
+(annotation ``facts.COLD_START_ANNOTATION``, whole seconds, e.g. the PyTorch clef-serve).
+The judged containers are the model-server containers, else those holding cards, else all.
+One violation per problem:
+
+- a declared cold start must be whole seconds above 0;
+- each judged container has a ``startupProbe``: without one the kubelet runs the liveness
+  probe from its ``initialDelaySeconds``, and a server still loading its weights fails it and
+  is restarted (the message states that probe's own delay and budget); with one, liveness waits
+  until startup succeeds;
+- its budget, initialDelaySeconds + periodSeconds x failureThreshold (Kubernetes defaults 0,
+  10 and 3 when omitted), EXCEEDS the cold start (spec "must exceed"), by
+  :func:`core.rulebook.startup_budget`, the rule the program's config check judges by too.
+
+The cold start judged is the declared one; when a model server declares none (every
+hand-written manifest), it is the policy parameter ``assumedColdStartSeconds``, default 600 s:
+coder.yaml's measured "TP=2 at 256K needs ~10 min before the API binds", the longest start
+measured in this namespace (clef-serve: about 4 min). Why this and not the alternatives:
+
+- a mandatory "declare it" (what this policy did) failed every correct hand-written manifest,
+  e.g. coder.yaml with its ample 120 x 15 s probe, for a missing annotation, not a fault;
+- an estimate from the weights size would be wrong by its largest terms: coder.yaml's start was
+  22 s of weights, 80 s of torch.compile, 85 s of KV profiling, then graph capture, and the
+  weights' share depends on the PVC's throughput, which nothing here knows;
+- a default judged like a declaration keeps the check: a manifest without a probe, or with
+  the Kubernetes default probe (3 x 10 s = 30 s), still fails, naming the assumption, while
+  any probe that covers the namespace's worst measured start passes. A server that needs
+  longer declares its cold start, which always wins over the default.
+
+That is the user's cluster (inventory ``house_conventions: true``). On another team's cluster
+600 s is this namespace's figure, not theirs, so an undeclared cold start decides only what it
+must: a liveness probe without a startup probe whose grace (initialDelaySeconds + period x
+threshold) does not cover the assumed cold start restarts the server while it loads, and
+fails; a server with no liveness probe is never restarted while loading, and a startup probe
+its author sized passes (declare the cold start to have it checked).
+
+Source: seed 002 (clef-serve "Cold start is about four minutes ... startupProbe allows for
+that"), coder.yaml ("TP=2 at 256K needs ~10 min before the API binds ... 120 x 15s = 30 min
+of headroom"), spec "Start-up can take minutes" row; correct YAML raises no false alarm
+(tests/manifests/hand-written/vllm-tp2.yaml).
+
+Does not check: that the probes hit the port the server listens on (server-listen-endpoint);
+that a liveness probe exists at all (a judgement, not a start-up failure); readiness probes;
+parked workloads are judged too (unparking is one replicas change).
+""",
 )
 
-describe_policy(
+declare_policy(
     "tensor-parallel-divisibility",
     "Tensor parallel size divides the model's attention heads, KV heads, intermediate size and vocabulary.",
     (
@@ -338,9 +430,35 @@ describe_policy(
         "num_attention_heads, num_key_value_heads, intermediate_size (and moe_intermediate_size) and vocab_size of the model, "
         "and give the pod that many nvidia.com/gpu cards."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""tensor-parallel-divisibility: tensor parallel size divides the model's sharded dimensions.
+
+Rule, per vLLM / candle-vllm container with tensor parallel above 1 (vLLM
+``--tensor-parallel-size``, candle-vllm the count of ``--d`` devices), by engine
+(:meth:`core.catalog.modelfacts.ModelFacts.tp_divisibility_problems`): candle-vllm needs attention
+heads, KV heads, intermediate size and vocabulary to divide by TP (it divides heads by the
+rank count with integer division, qwen.rs, so the shards no longer match the layer shapes);
+vLLM needs the attention heads to divide, replicates the KV heads when TP exceeds them (TP a
+multiple of them), pads the vocabulary, and asserts a dense MLP's split (``divide`` in
+vllm/distributed/utils.py). Both: the experts' width of an MoE model and, for a GPTQ
+checkpoint, the quantization groups of the row-parallel projections. A server
+whose model is not in the stack's models is reported with how to add it where the inventory holds
+the house conventions (the user's cluster), and not judged elsewhere; a stack that lists no
+model at all (``llm-serving:models`` absent: someone else's cluster) is not judged, and the
+analyze summary says so.
+
+Source: seed 001 (coder-14b-fp16.yaml: "Every dimension divides by 2: attention heads 40 ->
+20, KV heads 8 -> 4, intermediate_size 13824 -> 6912, vocab 152064 -> 76032. Verify this first
+for any replacement model"); spec "Tensor parallel needs attention heads, KV heads ... to divide" row.
+
+Does not check: TP x PP against the pod's cards (vllm-parallelism, candle-vllm-args); that a
+hybrid (GDN) model runs on one card (seed 003; the components refuse it); TP=1 servers.
+""",
 )
 
-describe_policy(
+declare_policy(
     "vllm-context-window",
     "vLLM --max-model-len is within the model's window, stretched only by rope scaling or VLLM_ALLOW_LONG_MAX_MODEL_LEN.",
     (
@@ -348,9 +466,38 @@ describe_policy(
         " --hf-overrides with rope_scaling; stack file: rope_scaling on the workload). VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 also lets"
         " vLLM start, at the risk of wrong outputs."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""vllm-context-window: vLLM's --max-model-len fits the model's window, or the manifest carries what stretches it.
+
+Rule: for each vLLM container whose model is in the stack's models (``llm-serving:models``),
+an explicit ``--max-model-len`` is at most the window vLLM derives
+(:func:`core.catalog.modelfacts.derived_max_model_len`: the model's ``max_position_embeddings``, scaled by a
+``rope_scaling`` given as ``--hf-overrides '{"rope_scaling": {...}}'`` or the deprecated
+``--rope-scaling '{...}'``; YaRN counts from ``original_max_position_embeddings``), unless the
+container sets ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` (``1`` or ``true``). Otherwise vLLM v0.11.0
+refuses to start ("User-specified max_model_len ... is greater than the derived max_model_len").
+The stack file and the component args judge by the same rule and wording,
+:func:`core.rulebook.context_window` (:func:`core.catalog.modelfacts.max_model_len_ok`).
+
+Source: Prod's ``reasoning`` asks 65,536 of Qwen3-30B-A3B (config.json: 40,960), which
+the user measured serving 64k: the Qwen3 model card's YaRN setting (``rope_type: yarn``,
+``original_max_position_embeddings: 32768``, factor 2.0 for about 65,536 tokens, 4.0 for 131,072)
+makes it start; coder.yaml ("Native window is 262144 and rope_scaling is null, so 256K needs no YaRN").
+
+The checkpoint's own ``rope_scaling`` (the model facts' ``rope_scaling``, read from config.json)
+counts when the manifest gives none: linear and dynamic multiply ``max_position_embeddings`` by the
+factor, YaRN counts from ``original_max_position_embeddings``, llama3 / longrope / su leave it, and
+Gemma 3's window is already scaled (vLLM v0.11.0 ``_get_and_verify_max_len``); a manifest's
+rope_scaling replaces the checkpoint's whole (``--hf-overrides`` sets the config key).
+
+Does not check: ``--hf-overrides`` in dotted form, servers without ``--max-model-len`` (vLLM then uses the derived
+window itself), models not in the stack's models (kv-cache-fits-max-model-len reports those).
+""",
 )
 
-describe_policy(
+declare_policy(
     "vllm-gpu-memory-utilization",
     "vLLM --gpu-memory-utilization is at most 0.95, unless --enforce-eager or a declared override.",
     (
@@ -358,13 +505,57 @@ describe_policy(
         "measured exception (stack file: gpu_memory_utilization_override: {reason: ...}; plain YAML: annotation "
         "llm-serving.riotpiao.com/gpu-memory-utilization-override)."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""vllm-gpu-memory-utilization: vLLM's --gpu-memory-utilization stays below its usual ceiling.
+
+Rule: each vLLM container's ``--gpu-memory-utilization`` (vLLM's default 0.90 when absent) is at
+most ``core.engines.config.GPU_MEMORY_UTILIZATION_CEILING`` (0.95), by
+:func:`core.rulebook.gpu_memory_utilization`, the rule the stack file judges by too.
+The bound is lifted only by ``--enforce-eager`` (no CUDA graphs are captured, so the headroom
+they need is not needed) or an explicit override: the annotation
+``facts.GMU_OVERRIDE_ANNOTATION`` with the reason (the components write it from the stack
+file's ``gpu_memory_utilization_override: {reason: ...}``).
+
+Why: vLLM sizes the KV cache to fill ``utilization x card`` and captures CUDA graphs, NCCL
+buffers and the sampler's scratch afterwards from what is left: at 0.98 that ran out of memory
+in CUDA-graph capture (vllm-project/vllm #15598). The capacity estimate never credits more than
+the ceiling either (``core.capacity.estimator.estimate``), so the preview's table shows no extra room for it.
+
+Source: vllm-project/vllm #15598; coder.yaml runs 0.90. Does not check: values outside (0, 1]
+(the capacity policies report what the estimator refuses); candle-vllm (its ``--kv-fraction``
+is a share of the memory free after load, bounded by the estimator).
+""",
 )
 
-describe_policy(
+declare_policy(
     "vllm-parallelism",
     "vLLM tensor parallel x pipeline parallel size equals the container's nvidia.com/gpu cards.",
     (
         "Set resources.limits and requests nvidia.com/gpu to --tensor-parallel-size x --pipeline-parallel-size (x "
         "--data-parallel-size), or change the sizes to the cards you have."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""vllm-parallelism: vLLM's tensor parallel x pipeline parallel size equals the container's cards.
+
+Rule, for every vLLM container: ``--tensor-parallel-size`` (``-tp``, default 1) x
+``--pipeline-parallel-size`` (``-pp``, default 1) x ``--data-parallel-size`` (``-dp``,
+default 1; one pod runs every local data-parallel rank) equals the container's
+``nvidia.com/gpu`` (its limit, else its request). Fewer cards than ranks: vLLM fails at start
+("world size ... greater than the number of available GPUs"); more: cards held and idle,
+which on a fully allocated node starves another workload (coder.yaml's 2 cards).
+
+Source: coder.yaml (``--tensor-parallel-size=2``, ``--pipeline-parallel-size=1``
+with ``nvidia.com/gpu: "2"``), seed 002 reasoning.yaml (TP 1 on 1 card).
+
+Does not check: that TP divides the model's heads (the TP divisibility policy, with model
+facts); multi-node pipeline parallelism (Ray clusters, LeaderWorkerSets), which this stack does
+not run; a pod on another vendor's accelerator (``amd.com/gpu``, ``google.com/tpu``), whose cards
+are not nvidia.com/gpu (the analyze summary lists it as not judged); a container with no card whose
+image the image catalog does not know (``core.catalog.images.image_user``): it may be a CPU build of vLLM
+(tchangkiat/aws-cdk-stacks' Graviton vLLM, tests/heldout/).
+""",
 )

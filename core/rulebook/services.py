@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from core.base import facts
 from core.engines.settings import S
-from core.judging.registry import MANIFEST, STACK, Breach, Setting, describe_policy, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, Setting, declare_policy, only, rule
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.k8s.manifests.servers import Endpoint
@@ -143,7 +143,7 @@ def service_links(service: str, engine: str, prefix: str, hits: Sequence[str]) -
 
 # --- the pack policies' own text -----------------------------------------------------------------
 
-describe_policy(
+declare_policy(
     "served-model-name-unique",
     "Each served model name is answered by one running model server only.",
     (
@@ -151,9 +151,43 @@ describe_policy(
         "(candle-vllm); move clients that send the old name to the server that keeps it, as seed 002 planned ('resolve it by "
         "moving the client host')."
     ),
+    kind="stack",
+    level="advisory",
+    severity="medium",
+    doc="""served-model-name-unique: one served model name is answered by one running server only.
+
+Rule: across the stack, each served model name (the ``model`` a client sends) is answered by
+the containers of at most one running workload. Served names come from the server's
+arguments (:attr:`core.k8s.manifests.servers.ServerArgs.served_model_names`): vLLM's
+``--served-model-name`` values (else ``--model``), candle-vllm's basename of ``--w``
+(else ``--m``), which is what its /v1/models reports (seed 001: ``coder-14b-fp16``).
+
+Source: seed 002 reasoning.yaml: "coder-predictor also serves `reasoning`; that ambiguity is
+known" -- coder.yaml kept ``reasoning`` as a served name while the ``reasoning``
+InferenceService served it too, so a client sending model=reasoning got a different model
+depending on which host it called.
+
+Message: ``served model name reasoning is answered by 2 running servers: coder
+(InferenceService), reasoning (InferenceService); ...``: servers sorted by name, then kind;
+one violation per name, reported on the first server's URN.
+
+Advisory, not mandatory: nothing fails to start and each Service still reaches one server;
+the harm is a client getting a different model depending on the host it calls, which the
+user accepted knowingly in seed 002 while moving clients ("resolve it by moving the client
+host"). It is judgement, so it warns; set it mandatory with --policy-pack-config once no
+migration is in flight.
+
+Parked workloads (replicas 0) answer nothing and are not counted. Two containers of one
+workload serving the same name count once.
+
+Does NOT check: servers other than vLLM and candle-vllm (their names are not parsed); the
+components' ``served-model-names`` annotation (the arguments are the truth the server acts
+on); LoRA adapter names (``--lora-modules``); names across stacks or namespaces outside the stack.
+
+""",
 )
 
-describe_policy(
+declare_policy(
     "service-link-env-collision",
     "No Service of the namespace injects service-link variables into a model server's own env prefix (VLLM_).",
     (
@@ -161,9 +195,38 @@ describe_policy(
         "spec.predictor); the servers here find each other through DNS, not service-link variables. Or rename the Service so its"
         " upper-cased name does not start with the engine's prefix (VLLM_). The components set enableServiceLinks: false."
     ),
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""service-link-env-collision: no Service injects variables into a model server's own environment namespace.
+
+Kubernetes service links (``enableServiceLinks``, default true) make the kubelet inject, into
+every container of every pod of a namespace, variables for each Service of that namespace
+with a cluster IP: ``<NAME>_SERVICE_HOST``, ``<NAME>_SERVICE_PORT``, ``<NAME>_PORT=tcp://<ip>:<port>``,
+``<NAME>_PORT_<port>_TCP...`` (the name upper-cased, ``-`` as ``_``;
+:func:`core.k8s.manifests.env.service_link_env_names`). A Service named ``vllm`` therefore sets
+``VLLM_PORT=tcp://10.x.y.z:8000`` in every vLLM pod, and vLLM, which reads ``VLLM_PORT`` as an
+integer, refuses to start (vllm-project/vllm #34199, and the docs note that followed).
+
+Rule: for each workload with service links on, each model-server container whose engine reads
+an environment namespace (``facts.ENGINE_ENV_PREFIXES``: vLLM ``VLLM_``; candle-vllm has none
+known), no Service of the same namespace injects a variable with that prefix that the engine parses
+(``facts.ENGINE_ENV_PARSED``: vLLM's ``VLLM_PORT``); other injected names with the prefix
+(``VLLM_ROUTER_SERVICE_HOST`` from a Service ``vllm-router``) are not read, vLLM logs them as
+unknown and starts, so they are no finding. A variable the container sets itself is not
+counted (the container's ``env`` wins over service links). Parked workloads are judged too
+(unparking is one replicas change).
+
+Not judged: headless Services (``clusterIP: None``; the kubelet injects nothing for them), the
+``kubernetes`` Service of ``default`` (``KUBERNETES_*``), Services outside the stack.
+
+Source: vllm-project/vllm #34199. The components set ``enableServiceLinks: false``
+on every pod they render, so only hand-written YAML can meet this.
+
+""",
 )
 
-describe_policy(
+declare_policy(
     "service-selector-uniqueness",
     "Each Service's selector matches the pods of exactly one running workload (none only when the Service is declared parked).",
     (
@@ -172,13 +235,93 @@ describe_policy(
         " llm-serving:services), start the workload, or declare the Service parked (stack file: parked: {reason: ...} on the "
         "Service; plain YAML: the llm-serving.riotpiao.com/parked annotation and a reason)."
     ),
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""service-selector-uniqueness: each Service selects exactly one running workload.
+
+Rule: a Service's selector matches the pod labels of exactly one running workload
+(Deployment, StatefulSet, InferenceService predictor or LeaderWorkerSet, replicas > 0) in its
+namespace. A LeaderWorkerSet's pods carry ``leaderworkerset.sigs.k8s.io/name`` and, on leaders,
+``leaderworkerset.sigs.k8s.io/worker-index: "0"`` beside its templates' labels.
+
+- Two or more: traffic splits across them (two models, or two implementations of one).
+  Message: ``Service coder-predictor selects 2 running workloads: candle-vllm (Deployment),
+  coder (InferenceService); its traffic splits across them``. Names sorted by name, then kind.
+- None: clients get no endpoints. Allowed only when the Service is declared parked
+  (``facts.PARKED_ANNOTATION`` on the Service). Matching parked workloads (replicas 0) do not
+  count as running; the message names them: ``... selects only parked clef-serve (Deployment)``.
+
+Sources: spec "Facts each component must carry" (001, 003); kustomization.yaml in seed 001
+("It must be the only workload with that label, or the Service splits traffic across two
+models"); clef-candle.yaml ("The reference pytorch Deployment must stay at replicas 0 while
+this runs, or the Service splits traffic across two different implementations").
+
+Pods carry the labels their controller adds (:attr:`core.k8s.manifests.Workload.controller_labels`):
+a Deployment's ``pod-template-hash``, a StatefulSet's ``controller-revision-hash``,
+``statefulset.kubernetes.io/pod-name`` and ``apps.kubernetes.io/pod-index``, so a Service that
+selects one StatefulSet pod (``pod-index: "0"``) selects that workload, and a selector on a hash
+(one ReplicaSet's pods) is no collision.
+
+InferenceService predictor pods carry the labels KServe gives them
+(``serving.kserve.io/inferenceservice``, ``component: predictor``, ``app: isvc.<name>-predictor``)
+beside the InferenceService's own labels (``core.k8s.manifests``).
+
+Pod labels are indexed by (namespace, key, value) (:class:`policylib.stack_helpers.PodIndex`),
+so the cost is linear in Services plus the matches, not Services x workloads.
+
+Does NOT check: Services without a selector (manual Endpoints: not applicable, skipped);
+ExternalName Services (no selector); a Service whose selector matches only pods of a kind the
+pack does not model (bare Pods, Jobs, DaemonSets, custom resources with pod templates such as a
+RayCluster): not reported as selecting nothing; pods of
+workloads outside the stack; whether the single match is Ready.
+
+""",
 )
 
-describe_policy(
+declare_policy(
     "service-target-port",
     "Each Service targetPort resolves to a containerPort the selected pods declare and their server listens on.",
     (
         "Set the Service port's targetPort to the server's listen port (8080 for every server in llm-serving: vLLM --port=8080, "
         "candle-vllm --p 8080), declare it as a containerPort, and name the containerPort when the targetPort is a name."
     ),
+    kind="stack",
+    level="mandatory",
+    severity="high",
+    doc="""service-target-port: each Service port reaches a port the selected pods listen on.
+
+Rule: for every port of a Service and every running workload it selects, the ``targetPort``
+(a number, or the name of a container port; absent = ``port``) resolves to a
+``containerPort`` the pods declare, and, where the container runs vLLM or candle-vllm, to the
+port it listens on (:func:`core.k8s.manifests.servers.endpoint`, the one model of a server's
+endpoint: vLLM ``--port``, candle-vllm ``--p``, else the engine's default, vLLM 8000 and
+candle-vllm 2000).
+
+Source: coder-service.yaml and reasoning-long-service.yaml (ports 80 and 8080, both to
+targetPort 8080, "a port translation that is easy to get wrong in a curl"); every server of
+the namespace listens on 8080 (``--port=8080``, ``--p 8080``).
+
+Decisions:
+- A named targetPort must name a containerPort: Kubernetes publishes no endpoint for a pod
+  that lacks the name, so this is a violation even when the pod declares no ports.
+- A numeric targetPort on pods that declare no containerPort at all: Kubernetes does not
+  require the declaration (it is informational), so it is judged by the server's explicit
+  listen port when there is one (a mismatch is a violation) and is otherwise not judged.
+- A numeric targetPort that is not among the declared containerPorts is a violation: a
+  declared port list that omits the served port is the "easy to get wrong" translation.
+
+Skipped: Services with no selector, and Services that select no running workload
+(service-selector-uniqueness reports those). A Service that selects two workloads is checked
+against each.
+
+- A port the Service's own ``prometheus.io/port`` annotation names, beside a port that reaches
+  the server's API, is a metrics scrape port (AIBrix's samples: 8080 for the aibrix-runtime
+  sidecar, serve 8000 for clients) and is not judged: the clients are served either way.
+
+Does NOT check: protocols (TCP/UDP), hostPort, sidecars that listen on undeclared ports,
+servers other than vLLM / candle-vllm (their listen port is not parsed), or servers whose
+argv cannot be read literally (a ``$(VAR)`` port, an ``sh -c`` script: ``endpoint`` is None).
+
+""",
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from core.judging.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, declare_policy, rule
 
 #: The await's margin over the declared cold start: a start this much slower than measured
 #: (cold page cache of the weights on the PVC, a busy node) is still waited for.
@@ -77,9 +77,40 @@ def grace_covers(grace: int, pre_stop: int, shutdown: int) -> Breach | None:
                   f"set terminationGracePeriodSeconds above {pre_stop + shutdown} (e.g. {pre_stop + shutdown + 15})")
 
 
-describe_policy("rollout-deadlines-cover-cold-start",
+declare_policy("rollout-deadlines-cover-cold-start",
                 "A model server's Deployment progress deadline and the deploy's await timeout outlast its declared cold start.",
-                "Set spec.progressDeadlineSeconds and pulumi.com/timeoutSeconds above the cold start.")
-describe_policy("termination-grace-covers-drain",
+                "Set spec.progressDeadlineSeconds and pulumi.com/timeoutSeconds above the cold start.",
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""rollout-deadlines-cover-cold-start: a model server's rollout deadlines outlast its declared cold start.
+
+Rule: for a workload that declares its cold start (annotation ``facts.COLD_START_ANNOTATION``, whole
+seconds): a Deployment's ``spec.progressDeadlineSeconds`` (Kubernetes default 600) and the deploy's
+await timeout (annotation ``pulumi.com/timeoutSeconds``, where written) each exceed it. Past the
+progress deadline the Deployment reports ProgressDeadlineExceeded, and ``kubectl rollout status`` and
+the Pulumi provider's await fail the deploy while the server is still loading.
+
+An undeclared cold start is not judged here (startup-probe-covers-cold-start assumes one for probes).
+Source: rh-aiservices-bu/ai-on-openshift PR #100, kserve #3795. Judged and worded once, in
+:mod:`core.rulebook.time_budgets`.
+""",
+)
+declare_policy("termination-grace-covers-drain",
                 "A model server's terminationGracePeriodSeconds outlasts its preStop sleep plus vLLM's --shutdown-timeout.",
-                "Raise terminationGracePeriodSeconds above preStop's sleep plus --shutdown-timeout.")
+                "Raise terminationGracePeriodSeconds above preStop's sleep plus --shutdown-timeout.",
+    kind="resource",
+    level="advisory",
+    severity="medium",
+    doc="""termination-grace-covers-drain: a model server's grace period outlasts its preStop sleep and drain.
+
+Rule: for each model server container (vLLM or candle-vllm, or one holding cards) with a preStop hook
+that sleeps (``lifecycle.preStop.sleep.seconds``, or an exec ``sleep N``) or a vLLM
+``--shutdown-timeout``: the pod's ``terminationGracePeriodSeconds`` (default 30) exceeds the sleep plus
+the shutdown timeout. The kubelet sends SIGKILL at the end of the grace period, preStop included, so a
+shorter grace kills the server with its in-flight requests.
+
+Advisory: only the requests in flight at a rollout or scale-down are lost.
+Source: kserve PR #5485, vllm PR #43208, llm-d #927. Judged and worded once, in :mod:`core.rulebook.time_budgets`.
+""",
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.judging.registry import Breach, describe_policy, rule
+from core.judging.registry import Breach, declare_policy, rule
 from core.rulebook.pod_security import RUN_AS_NON_ROOT, RUN_AS_USER
 
 NEEDS_UID_SOURCE = ("kubelet: 'container has runAsNonRoot and image will run as root' (llm-d/llm-d #12, "
@@ -53,17 +53,31 @@ def uid_has_home(image: str, uid: int, known: Sequence[int], home: str, missing:
     )
 
 
-describe_policy(
+declare_policy(
     'arbitrary-uid-has-home',
     "A model server's runAsUser that its image does not know comes with env HOME on a writable volume and USER.",
     (
         'Set env HOME to the mountPath of a writable emptyDir (e.g. /home/server) and USER to a name, or run '
         "as a uid the image's /etc/passwd knows (vllm/vllm-openai: root only)."
     ),
+    kind="resource",
+    level="advisory",
+    severity="medium",
+    doc="""arbitrary-uid-has-home: a ``runAsUser`` the image does not know comes with a writable HOME and a USER.
+
+Rule: a model server container (it runs a server the pack knows, or holds cards) whose ``runAsUser``
+is not a uid of its image's /etc/passwd (the image catalog, ``core/data/images.yaml``) sets env
+``USER`` (or ``LOGNAME``) and ``HOME`` on a writable volume. Without them HOME is ``/``,
+``getpass.getuser()`` raises "getpwuid(): uid not found" (torch's compile cache calls it) and every
+cache under HOME is unwritable. Images the catalog does not know are not judged.
+
+Advisory: whether the server reaches those calls depends on its version and flags.
+Source: kserve #5666, llm-d-benchmark PR #1573. Judged and worded once, in :mod:`core.rulebook.users`.
+""",
 )
 
 
-describe_policy(
+declare_policy(
     "run-as-non-root-needs-uid",
     "runAsNonRoot true on an image whose user is root comes with a non-zero runAsUser.",
     (
@@ -71,4 +85,19 @@ describe_policy(
         " volume and USER set (arbitrary-uid-has-home); or remove runAsNonRoot and declare why the server "
         "runs as root in the annotation llm-serving.riotpiao.com/runs-as-root."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="high",
+    doc="""run-as-non-root-needs-uid: ``runAsNonRoot: true`` on an image whose user is root comes with a
+non-zero ``runAsUser``.
+
+Rule: a container whose ``runAsNonRoot`` (its own, else the pod's) is true, with no ``runAsUser``
+(its own, else the pod's), running an image the image catalog (``core/data/images.yaml``) records as
+running as root: the kubelet refuses it ("container has runAsNonRoot and image will run as root")
+and the pod never starts. Images the catalog does not know are not judged, nor clusters whose
+admission assigns a uid (the inventory's ``uid_assigned_at_admission``: OpenShift's restricted-v2 SCC).
+
+Source: llm-d/llm-d #12, llm-d-benchmark PR #37; vllm-project/vllm docker/Dockerfile (no USER).
+The rule is judged and worded once, in :mod:`core.rulebook.users`.
+""",
 )

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from core.base import facts
 from core.catalog import cards, images
 from core.engines import contracts
-from core.judging.registry import MANIFEST, STACK, Breach, describe_policy, only, rule
+from core.judging.registry import MANIFEST, STACK, Breach, declare_policy, only, rule
 
 SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 BACKEND_ENV = "VLLM_ATTENTION_BACKEND"
@@ -88,7 +88,7 @@ def attention_backend(env: Mapping[str, str], sm: int = cards.SM_VOLTA) -> Breac
 
 # --- the pack policies' own text -----------------------------------------------------------------
 
-describe_policy(
+declare_policy(
     "vllm-volta",
     "vLLM on sm_70 cards: explicit float16, no bf16/fp8/awq/marlin, sampler and attention env, no custom all-reduce over PCIe.",
     (
@@ -96,4 +96,40 @@ describe_policy(
         "VLLM_USE_FLASHINFER_SAMPLER=0 and VLLM_ATTENTION_BACKEND=TRITON_ATTN, and with TP 2 over PCIe add "
         "--disable-custom-all-reduce (the VllmInferenceService component does all of it)."
     ),
+    kind="resource",
+    level="mandatory",
+    severity="critical",
+    doc="""vllm-volta: vLLM on Volta (sm_70) cards avoids every kernel path sm_70 does not have.
+
+Applies to a vLLM container whose pod holds cards and can land on a card below compute
+capability 7.5 (``core.catalog.cards.needs_volta_path``; worker-1's V100 is 7.0). The nodes come
+from the stack's inventory (``llm-serving:cluster``): a pinned pod (``nodeName`` or the
+``kubernetes.io/hostname`` nodeSelector) is judged on its node; an unpinned pod on every node
+with enough cards, and the rules apply if ANY of them is Volta, because the scheduler may put
+it there. One violation per problem:
+  - ``--dtype`` is explicitly ``float16`` / ``half`` (auto takes the checkpoint's dtype,
+    bfloat16 for most; ``bfloat16`` has no sm_70 path); on a cluster without the team's
+    conventions (``house_conventions``) ``auto`` passes for a checkpoint the models say is float16;
+  - no ``--quantization`` (or checkpoint quantization, from the stack's model facts when
+    vLLM would pick it up by itself) whose kernels need more than the card's compute
+    capability: fp8 / fp4 / awq / any marlin / compressed-tensors / modelopt need sm75+ or
+    sm80+; gptq is fine. The table is ``core.catalog.cards.QUANT_MIN_SM``, the one the
+    program's config checks use too;
+  - no fp8 KV cache (``--kv-cache-dtype fp8``, ``fp8_e4m3``, ``fp8_e5m2``);
+  - env ``VLLM_USE_FLASHINFER_SAMPLER=0`` (FlashInfer's check_cuda_arch raises on 7.0), on the
+    vLLM releases that sample with FlashInfer by default (from 0.8.0, the V1 engine; the release
+    is read from the image tag, and a tag naming none is taken as a current release and said so);
+  - ``VLLM_ATTENTION_BACKEND`` names neither FLASH_ATTN nor FLASHINFER (both need sm75+);
+  - TP 2 on a node without NVLink: ``--disable-custom-all-reduce`` (above two PCIe-only cards vLLM
+    disables its custom all-reduce itself: ``core.engines.config.custom_all_reduce_must_be_disabled``).
+
+Source: coder.yaml (env block "Required on this hardware, not tuning"; the custom
+all-reduce "went silent for 14+ minutes" after CUDA graph capture on the Volta/PCIe pair),
+seed 001 (no INT4 / FP8 tensor cores on V100), spec "sm_70 needs ..." and "TP>1 on PCIe" rows.
+
+Does not check: an unset ``VLLM_ATTENTION_BACKEND`` (left to vLLM's own selection; the
+components set TRITON_ATTN, ``facts.VLLM_VOLTA_ENV``); env from ``envFrom`` / ``valueFrom``
+(not visible in the manifest: a sampler variable given that way is reported as missing);
+node affinity and node labels other than the hostname; GatedDeltaNet (fla) models on vLLM.
+""",
 )

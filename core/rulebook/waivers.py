@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.base import facts
-from core.judging.registry import POLICY_TEXTS, Breach, describe_policy, rule
+from core.judging.registry import POLICIES, Breach, declare_policy, rule
 
 NAME = "policy-waivers"
 #: The house form's key prefix: ``llm-serving.riotpiao.com/ignore-<policy>``.
@@ -69,7 +69,7 @@ def read(annotations: Iterable[Mapping[str, Any]]) -> list[Waiver]:
 def waiver_is_valid(waiver: Waiver, known: frozenset[str] | None = None) -> Breach | None:
     """A breach when ``waiver`` names no policy of ``known`` (default: every described pack policy),
     names policy-waivers itself, or gives no reason."""
-    known = frozenset(POLICY_TEXTS) if known is None else known
+    known = frozenset(POLICIES) if known is None else known
     if waiver.policy == NAME:
         return Breach(f"annotation {waiver.key} waives {NAME}, which cannot be waived: it is what shows the other waivers",
                       f"remove the annotation {waiver.key}")
@@ -104,7 +104,7 @@ def parse_waived(message: str) -> tuple[str, str, str, str] | None:
     return (m["policy"], m["key"], json.loads(m["reason"]), m["message"]) if m else None
 
 
-describe_policy(
+declare_policy(
     NAME,
     "Waiver annotations name a policy of the pack and say why; each finding they waive is shown as waived, with the reason.",
     (
@@ -112,4 +112,24 @@ describe_policy(
         "pod template (or checkov's form, checkov.io/skip<N>: <policy>=<why>). Name a policy of the pack and give "
         "the reason; a waiver that waives nothing any more can be removed."
     ),
+    kind="stack",
+    level="advisory",
+    severity="low",
+    doc="""policy-waivers: per-object waivers name a policy of the pack and say why; what they waive is shown.
+
+Rule: an annotation ``llm-serving.riotpiao.com/ignore-<policy>: <reason>`` (or checkov's
+``checkov.io/skip<N>: <policy>=<reason>``) on an object or its pod template waives that policy's
+findings on the object: the policy does not report them (:mod:`policylib.waivers`, applied to every
+policy by :mod:`policylib.declare`), this one does, each as ``waived <policy> by <annotation>:
+"<reason>": <finding>``; the reports show them as waived, with the reason. A waiver that
+names no policy of the pack, or gives no reason, waives nothing and is reported here.
+
+Source: kube-linter's ``ignore-check.kube-linter.io/<check>`` and checkov's ``checkov.io/skip<N>``
+annotations (a suppression carries its reason).
+
+Does not check: a waiver that waives nothing any more (the policy finds nothing on the object).
+A waived policy is run again on the waiving object with its default configuration, so a waived
+finding's text is the default configuration's.
+
+""",
 )

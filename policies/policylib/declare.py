@@ -1,26 +1,24 @@
-"""The pack's policy registry: one typed record a policy (:class:`PolicyRecord`), filed once.
+"""The pack's side of a policy: the record its rule family declares (:class:`core.judging.registry.PolicyRecord`,
+``core/rulebook/<family>.py``) joined with the ``validate`` that reads the manifests, built once.
 
-A rule family module of ``policies/`` (``policies/<family>.py``, mirroring
-``core/rulebook/<family>.py``) declares each of its policies with :func:`resource_policy` or
-:func:`stack_policy`: name, ``validate``, enforcement level, severity, configuration properties and
-its account (``doc``: what it judges, its sources, what it does not check). The description and
-remediation are the text the rule family files beside its rules (:func:`core.judging.registry.describe_policy`),
-its rules the registered ones of its name (``core.judging.registry.RULES``); so each is worded in one place.
-:mod:`policylib.pack` builds the PolicyPack from :data:`POLICIES`. Pulumi's own compliance
-policies declare a policy the same way, in one ``registerPolicy({...})`` record.
+A record with a ``check`` needs nothing here: the pack runs the check on each Deployment, StatefulSet
+and InferenceService (:func:`check_validate`). A record without one is read by its family's pack
+module (``policies/<family>.py``), which binds its ``validate`` with :func:`validate`. Pulumi's own
+compliance policies declare a policy the same way, in one ``registerPolicy({...})`` record.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
     PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
     ResourceValidationPolicy,
     Severity,
     StackValidationPolicy,
@@ -28,55 +26,59 @@ from pulumi_policy import (
 
 from core import rulebook
 from core.judging import registry
-from policylib import waivers
+from policylib import containers, views, waivers
 
-Kind = Literal["resource", "stack"]
-
-#: A policy name: lowercase words joined by ``-`` (its fixtures' folder and page name).
-_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-#: The account's sentences on what the policy leaves alone (``Does not check: ...`` or ``Not judged: ...``,
-#: to the end of their paragraph).
-_DOES_NOT_CHECK = re.compile(r"\b(?:Does not check|Not judged):\s*(.+?)(?:\n\s*\n|\Z)", re.I | re.S)
+#: Each policy's ``validate`` bound by a pack module (:func:`validate`), by policy name.
+VALIDATES: dict[str, Callable[..., None]] = {}
 
 
 @dataclass(frozen=True)
-class PolicyRecord:
-    """One pack policy: ``name``; ``kind`` (``resource``: run on each resource, ``stack``: once on
-    the whole stack); ``validate`` (pulumi-policy's callback, unguarded); ``level``, ``severity``;
-    ``config`` (the JSON Schema properties of its ``--policy-pack-config`` entry, ``{}``: none);
-    ``doc`` (its account, shown on its page). ``family``: the module that declared it."""
+class PackPolicy:
+    """One policy of the pack: its ``record`` (declared by its rule family) and ``validate``
+    (pulumi-policy's callback, unguarded: the bound one, or the record's check run on each workload)."""
 
-    name: str
-    kind: Kind
+    record: registry.PolicyRecord
     validate: Callable[..., None]
-    level: EnforcementLevel
-    severity: Severity
-    doc: str
-    config: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def kind(self) -> registry.PolicyKind:
+        return self.record.kind
+
+    @property
+    def level(self) -> EnforcementLevel:
+        return EnforcementLevel(self.record.level)
+
+    @property
+    def severity(self) -> Severity:
+        return Severity(self.record.severity)
+
+    @property
+    def doc(self) -> str:
+        return self.record.doc
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        return self.record.config
 
     @property
     def family(self) -> str:
-        """The declaring module (``allocation``: ``policies/allocation.py``)."""
-        return self.validate.__module__
-
-    @property
-    def text(self) -> registry.PolicyText:
-        """Its description and remediation, filed by its rule family in ``core/rulebook/``."""
-        return rulebook.policy_text(self.name)
+        """The rule family that declared it (``pods``: ``core/rulebook/pods.py``, ``policies/pods.py``)."""
+        return self.record.family
 
     @property
     def rules(self) -> list[registry.Rule]:
-        """The registered rules that name this policy, in registration order."""
-        rulebook.register_all()
-        return [r for r in registry.RULES.values() if r.policy == self.name]
+        return self.record.rules
 
     @property
     def does_not_check(self) -> str:
-        """What the policy leaves alone: the account's ``Does not check:`` / ``Not judged:`` text ("" if none)."""
-        return " ".join(" ".join(m.group(1).split()) for m in _DOES_NOT_CHECK.finditer(self.doc))
+        return self.record.does_not_check
 
     def policy(self) -> Policy:
-        """The pulumi-policy ``Policy`` (built once a record), its ``validate`` silent on an object
+        """The pulumi-policy ``Policy`` (built once a policy), its ``validate`` silent on an object
         that waives it (:func:`policylib.waivers.guard_resource` / ``guard_stack``)."""
         built = _BUILT.get(self.name)
         if built is None:
@@ -84,55 +86,85 @@ class PolicyRecord:
         return built
 
 
-#: Every declared policy by name, in declaration order.
-POLICIES: dict[str, PolicyRecord] = {}
+#: Every policy of the pack by name, in declaration order (filled by :func:`build`).
+POLICIES: dict[str, PackPolicy] = {}
 _BUILT: dict[str, Policy] = {}
 
 
-def _build(record: PolicyRecord) -> Policy:
-    text = record.text
+def validate(name: str, fn: Callable[..., None]) -> Callable[..., None]:
+    """Bind ``fn`` as the ``validate`` of policy ``name`` (declared beside its rules with
+    :func:`core.judging.registry.declare_policy`). ValueError: no rule family declares ``name``,
+    its record has a ``check`` (the pack runs it), or another function is bound to it."""
+    rulebook.register_all()
+    record = registry.POLICIES.get(name)
+    if record is None:
+        raise ValueError(f"policy {name}: no rule family declares it; add declare_policy({name!r}, ...) "
+                         "beside its rules in core/rulebook/<family>.py")
+    if record.check is not None:
+        raise ValueError(f"policy {name}: its record has a check, which the pack runs on each workload; "
+                         "drop the check or this validate")
+    known = VALIDATES.get(name)
+    if known is not None and (known.__module__, known.__qualname__) != (fn.__module__, fn.__qualname__):
+        raise ValueError(f"policy {name} has two validates ({known.__module__} and {fn.__module__})")
+    VALIDATES[name] = fn
+    return fn
+
+
+def _breaches(found: registry.Breach | Iterable[registry.Breach] | None) -> list[registry.Breach]:
+    if found is None:
+        return []
+    return [found] if isinstance(found, registry.Breach) else list(found)
+
+
+def check_validate(record: registry.PolicyRecord) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
+    """The ``validate`` of a record with a ``check``: on a Deployment, StatefulSet or InferenceService,
+    report each breach the check returns about the workload (``Deployment x: ...``)."""
+    check = record.check
+    assert check is not None
+
+    def run(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+        w = views.of(args)
+        if w is None:
+            return
+        for breach in _breaches(check(w, args.props, args.get_config() or {})):
+            containers.report(args, report_violation, w, breach)
+
+    run.__module__, run.__qualname__ = check.__module__, check.__qualname__
+    return run
+
+
+def build() -> dict[str, PackPolicy]:
+    """:data:`POLICIES`: every record the rule families declare, joined with its ``validate``
+    (the pack modules imported first: :func:`policylib.pack.records`). ValueError: a record
+    without a check that no pack module reads."""
+    rulebook.register_all()
+    for name, record in registry.POLICIES.items():
+        known = POLICIES.get(name)
+        if known is not None and known.record is record:
+            continue
+        if record.check is not None:
+            fn = check_validate(record)
+        elif name in VALIDATES:
+            fn = VALIDATES[name]
+        else:
+            raise ValueError(f"policy {name}: declared in {record.module} with no check, and no pack module reads it; "
+                             f"give it check=, or bind a validate in policies/{record.family}.py with "
+                             f"declare.validate({name!r}, <function>)")
+        POLICIES[name] = PackPolicy(record, fn)
+        _BUILT.pop(name, None)
+    return POLICIES
+
+
+def _build(p: PackPolicy) -> Policy:
+    record = p.record
     schema = PolicyConfigSchema(properties=dict(record.config)) if record.config else None
     unguarded = record.name == waivers.rules.NAME
     if record.kind == "resource":
-        validate = record.validate if unguarded else waivers.guard_resource(record.name, record.validate)
-        return ResourceValidationPolicy(name=record.name, description=text.description, validate=validate,
-                                        enforcement_level=record.level, severity=record.severity,
-                                        config_schema=schema, remediation_steps=text.remediation)
-    validate = record.validate if unguarded else waivers.guard_stack(record.name, record.validate)
-    return StackValidationPolicy(name=record.name, description=text.description, validate=validate,
-                                 enforcement_level=record.level, severity=record.severity, config_schema=schema,
-                                 remediation_steps=text.remediation)
-
-
-def declare(record: PolicyRecord) -> PolicyRecord:
-    """File ``record``. ValueError: a name that is not lowercase words joined by ``-``, no description
-    filed by a rule family (:func:`core.judging.registry.describe_policy`), a ``doc`` left empty, a
-    configuration property without a type or description, or a name another function declared."""
-    if not _NAME.fullmatch(record.name):
-        raise ValueError(f"policy name {record.name!r}: use lowercase words joined by '-' (e.g. gpu-card-allocation)")
-    rulebook.register_all()
-    if record.name not in registry.POLICY_TEXTS:
-        raise ValueError(f"policy {record.name}: no rule family describes it; add "
-                         f"describe_policy({record.name!r}, description, remediation) beside its rules in core/rulebook/")
-    if not record.doc.strip():
-        raise ValueError(f"policy {record.name}: doc is empty; say what it judges, its source and what it does not check")
-    for prop, spec in record.config.items():
-        if not spec.get("type") or not spec.get("description"):
-            raise ValueError(f"policy {record.name}: configuration property {prop} needs a type and a description")
-    known = POLICIES.get(record.name)
-    if known is not None and (known.family, known.validate.__qualname__) != (record.family, record.validate.__qualname__):
-        raise ValueError(f"policy {record.name} is declared twice ({known.family} and {record.family})")
-    POLICIES[record.name] = record
-    return record
-
-
-def resource_policy(name: str, validate: Callable[..., None], level: EnforcementLevel, severity: Severity, *,
-                    doc: str, config: Mapping[str, Any] | None = None) -> PolicyRecord:
-    """Declare resource policy ``name`` (run on each resource); errors as :func:`declare`."""
-    return declare(PolicyRecord(name, "resource", validate, level, severity, doc, dict(config or {})))
-
-
-def stack_policy(name: str, validate: Callable[..., None], level: EnforcementLevel, severity: Severity, *,
-                 doc: str, config: Mapping[str, Any] | None = None) -> PolicyRecord:
-    """Declare stack policy ``name`` (run once on the whole stack); errors as :func:`declare`."""
-    return declare(PolicyRecord(name, "stack", validate, level, severity, doc, dict(config or {})))
+        fn = p.validate if unguarded else waivers.guard_resource(record.name, p.validate)
+        return ResourceValidationPolicy(name=record.name, description=record.description, validate=fn,
+                                        enforcement_level=p.level, severity=p.severity,
+                                        config_schema=schema, remediation_steps=record.remediation)
+    fn = p.validate if unguarded else waivers.guard_stack(record.name, p.validate)
+    return StackValidationPolicy(name=record.name, description=record.description, validate=fn,
+                                 enforcement_level=p.level, severity=p.severity, config_schema=schema,
+                                 remediation_steps=record.remediation)

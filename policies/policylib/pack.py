@@ -1,4 +1,4 @@
-"""The pack built from the policy registry (:data:`policylib.declare.POLICIES`), kept out of
+"""The pack built from the policy registry (:data:`core.judging.registry.POLICIES`, joined with the pack's validates in :data:`policylib.declare.POLICIES`), kept out of
 ``__main__`` so tests can list it: every rule family module of ``policies/`` imported, each of its
 policy records built once."""
 
@@ -62,12 +62,13 @@ def _module(name: str) -> ModuleType:
     return module
 
 
-def records() -> list[declare.PolicyRecord]:
-    """Every declared policy record (each family module imported), by name (``-`` read as ``_``,
-    the order the pack has always listed them in)."""
+def records() -> list[declare.PackPolicy]:
+    """Every policy of the pack (each family module of ``policies/`` imported, each record joined
+    with its ``validate``: :func:`policylib.declare.build`), by name (``-`` read as ``_``, the order
+    the pack has always listed them in)."""
     for name in policy_modules():
         _module(name)
-    return sorted(declare.POLICIES.values(), key=lambda r: r.name.replace("-", "_"))
+    return sorted(declare.build().values(), key=lambda r: r.name.replace("-", "_"))
 
 
 def policies() -> list[Policy]:

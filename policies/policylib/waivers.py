@@ -1,6 +1,6 @@
 """The pack's per-object waivers (:mod:`core.rulebook.waivers`), applied once for every policy.
 
-:func:`policylib.declare.resource_policy` and :func:`~policylib.declare.stack_policy` wrap each
+:meth:`policylib.declare.PackPolicy.policy` wraps each
 policy's ``validate`` with :func:`guard_resource` / :func:`guard_stack`: a finding on an object that
 validly waives the policy is not reported by the policy (so ``pulumi preview --policy-pack`` does
 not block on it either) but by policy-waivers (:func:`waived_findings`), which runs the waived

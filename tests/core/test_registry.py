@@ -150,14 +150,15 @@ def test_each_policy_says_what_its_registered_text_says():
 
     rulebook.register_all()
     pack = {p.name: p for p in policies()}
-    assert pack and set(registry.POLICY_TEXTS) == set(pack)
+    assert pack and set(registry.POLICIES) == set(pack)
     for name, policy in pack.items():
-        text = registry.POLICY_TEXTS[name]
+        text = registry.POLICIES[name]
         assert (policy.description, policy.remediation_steps) == (text.description, text.remediation), name
         assert text.description and text.remediation, name
-    assert registry.POLICY_TEXTS["vllm-context-window"].description.startswith("vLLM --max-model-len is within")
-    with pytest.raises(ValueError, match="described twice"):
-        registry.describe_policy("vllm-context-window", "another", "wording")
+    assert registry.POLICIES["vllm-context-window"].description.startswith("vLLM --max-model-len is within")
+    with pytest.raises(ValueError, match="declared twice"):
+        registry.declare_policy("vllm-context-window", "another", "wording", kind="resource", level="mandatory",
+                                severity="high", doc="vllm-context-window: again")
 
 
 # --- wording as data, checked: a reference that names nothing fails here, not in a user's report ----

@@ -1,6 +1,6 @@
 """Every policy of the pack is complete: name, description, level, severity, remediation, fixtures.
 
-gatekeeper-library style: one record per policy in its rule family's module, allowed and disallowed
+gatekeeper-library style: one record per policy beside its rules in its rule family, allowed and disallowed
 fixtures under ``policies/fixtures/<policy>/``. A policy that lacks any of these fails here, so a new
 policy cannot land half-described.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from pulumi_policy import EnforcementLevel
 
+from core.judging import registry
 from policylib import declare
 from policylib.pack import policies, policy_modules, records
-from tests.paths import ROOT
 from tests.policy_harness import FIXTURES, expectations, fixture_cases
 
 NAMES = [r.name for r in records()]
@@ -39,20 +39,21 @@ def test_policy_metadata(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_policy_lives_in_its_rule_family(name):
-    """Declared in ``policies/<family>.py`` beside its rule family, ``core/rulebook/<family>.py`` (or,
-    for the one family the engine models judge their own values by, ``core/engines/<family>.py``,
-    below the rulebook: docs/layout.md), and judged by rules registered under its name there (a
-    policy may also use another family's rules)."""
-    record = declare.POLICIES[name]
-    homes = [f"core.{layer}.{record.family}" for layer in ("rulebook", "engines")
-             if (ROOT / "core" / layer / f"{record.family}.py").is_file()]
-    assert len(homes) == 1, (name, record.family, homes)
-    assert record.rules, f"{name}: no rule names it (core.judging.registry.rule(..., policy={name!r}))"
-    assert homes[0] in {r.judge.__module__ for r in record.rules}, name
+    """Declared beside its rules in its rule family, ``core/rulebook/<family>.py`` (or, for the one
+    family the engine models judge their own values by, ``core/engines/<family>.py``, below the
+    rulebook: docs/layout.md), judged by rules registered under its name there (a policy may also
+    use another family's rules), and read by its check or by the pack's module of the same
+    family, ``policies/<family>.py``."""
+    p = declare.POLICIES[name]
+    assert p.record.module in (f"core.rulebook.{p.family}", f"core.engines.{p.family}"), (name, p.record.module)
+    assert p.rules, f"{name}: no rule names it (core.judging.registry.rule(..., policy={name!r}))"
+    assert p.record.module in {r.judge.__module__ for r in p.rules}, name
+    reader = p.record.check.__module__ if p.record.check is not None else p.validate.__module__
+    assert reader in (p.record.module, p.family), (name, reader)
 
 
-def test_every_family_module_declares_a_policy():
-    assert {r.family for r in records()} == set(policy_modules())
+def test_every_pack_module_reads_a_policy_of_its_family():
+    assert {p.family for p in records() if p.record.check is None} == set(policy_modules())
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -72,22 +73,26 @@ def test_fixture_directories_belong_to_policies():
 
 
 def test_a_record_refuses_what_would_land_half_described():
-    """A bad name, a policy no rule family describes, an empty account, an undescribed parameter."""
-    def noop(args, report_violation):
-        return None
-
-    base = dict(validate=noop, level=EnforcementLevel.ADVISORY, severity=declare.Severity.LOW, doc="x: y")
+    """A bad name, an empty account, an unknown level, an undescribed parameter, a check on a stack
+    policy, a name declared twice; a validate for a policy no family declares."""
+    base = dict(kind="resource", level="advisory", severity="low", doc="x: y")
     with pytest.raises(ValueError, match="lowercase words joined by '-'"):
-        declare.resource_policy("Bad_Name", **base)
-    with pytest.raises(ValueError, match="no rule family describes it; add describe_policy"):
-        declare.resource_policy("no-such-policy", **base)
+        registry.declare_policy("Bad_Name", "d", "r", **base)
     with pytest.raises(ValueError, match="doc is empty"):
-        declare.resource_policy("vllm-context-window", **{**base, "doc": " "})
+        registry.declare_policy("no-such-policy", "d", "r", **{**base, "doc": " "})
+    with pytest.raises(ValueError, match="level 'blocking' is not one of advisory, mandatory"):
+        registry.declare_policy("no-such-policy", "d", "r", **{**base, "level": "blocking"})
     with pytest.raises(ValueError, match="needs a type and a description"):
-        declare.stack_policy("gpu-card-allocation", **base, config={"countSurge": {"type": "boolean"}})
+        registry.declare_policy("no-such-policy", "d", "r", **base, config={"countSurge": {"type": "boolean"}})
+    with pytest.raises(ValueError, match="declare it kind='resource'"):
+        registry.declare_policy("no-such-policy", "d", "r", **{**base, "kind": "stack"}, check=lambda w, m, c: None)
     with pytest.raises(ValueError, match="declared twice"):
-        declare.resource_policy("vllm-context-window", **base)
-    assert "no-such-policy" not in declare.POLICIES
+        registry.declare_policy("vllm-context-window", "d", "r", **base)
+    with pytest.raises(ValueError, match="no rule family declares it; add declare_policy"):
+        declare.validate("no-such-policy", lambda args, report_violation: None)
+    with pytest.raises(ValueError, match="has two validates"):
+        declare.validate("vllm-context-window", lambda args, report_violation: None)
+    assert "no-such-policy" not in registry.POLICIES and "no-such-policy" not in declare.VALIDATES
 
 
 def test_enforcement_levels_are_the_documented_decision():

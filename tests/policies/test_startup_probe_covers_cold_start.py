@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-import servers as mod
 
 from core.base import facts
 from core.judging import registry
 from core.judging.problems import FINDING_FORM
+from core.rulebook import servers as rulebook_servers
 from policylib import resource_helpers as rh
 from policylib.pack import policy
 from tests.policy_harness import DEFAULT_STACK_FILE, manifests, run_policy, use_stack_config
@@ -88,7 +88,7 @@ def test_an_adequate_probe_without_a_declared_cold_start_passes():
 
 def test_an_undeclared_cold_start_is_judged_against_the_assumed_600_s():
     """601 s passes, 600 s does not: the assumed cold start is judged exactly like a declared one."""
-    assert mod.ASSUMED_COLD_START_SECONDS == 600
+    assert rulebook_servers.ASSUMED_COLD_START_SECONDS == 600
     ok = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 1, failureThreshold: 601}"
     assert _run(_server(None, ok)) == []
     short = "startupProbe: {httpGet: {path: /health, port: 8080}, periodSeconds: 1, failureThreshold: 600}"
