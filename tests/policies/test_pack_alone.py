@@ -105,30 +105,3 @@ def test_the_copy_gives_the_repository_packs_verdicts(published, stack_file):
         assert alone.findings == ()
     if stack == "after-001":
         assert any("worker-1: 6 of 4 cards" in f.message for f in alone.findings)
-
-
-def test_the_virtualenv_is_built_once_per_requirements_and_linked(tmp_path, monkeypatch):
-    """tests/pack_env.py: a second copy links the first build (not rebuilt); other requirements
-    get their own; a build whose pip failed is not taken as done."""
-    monkeypatch.setenv("LLM_SERVING_CACHE", str(tmp_path / "cache"))
-    requirements = tmp_path / "requirements.txt"
-    requirements.write_text("# nothing to install\n")
-    first, second = tmp_path / "one", tmp_path / "two"
-    first.mkdir()
-    second.mkdir()
-    (second / "venv").mkdir()  # what a copy had there is replaced by the link
-    python = pack_env.link_into(first, "venv", requirements)
-    built = pack_env.pack_venv(requirements)
-    stamp = (built / ".complete").stat().st_mtime_ns
-    assert pack_env.link_into(second, "venv", requirements) == second / "venv" / "bin" / "python"
-    assert (first / "venv").resolve() == (second / "venv").resolve() == built.resolve()
-    assert (built / ".complete").stat().st_mtime_ns == stamp
-    probe = subprocess.run([str(python), "-c", "import sys; print(sys.prefix != sys.base_prefix)"], capture_output=True,
-                           text=True, check=True)
-    assert probe.stdout.strip() == "True"
-    requirements.write_text("no-such-package-llm-serving-test==0.0.0\n")
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    with pytest.raises(pack_env.PackEnvError, match="no-such-package-llm-serving-test"):
-        pack_env.pack_venv(requirements)
-    failed = [p for p in (tmp_path / "cache").iterdir() if p.is_dir() and p != built]
-    assert len(failed) == 1 and not (failed[0] / ".complete").exists()

@@ -358,3 +358,17 @@ def test_cli_missing_manifest_directory_exits_2(tmp_path):
     proc = cli("--manifests", str(tmp_path / "nope"), "--inventory", str(FIXTURE_STACK), "--pack-dir", str(STANDIN))
     assert proc.returncode == 2
     assert "no such file or directory" in proc.stderr
+
+
+def test_a_pack_closed_before_its_port_is_read_raises_no_exception_in_the_reading_thread(monkeypatch):
+    """A pack stopped while its port is awaited (its stdout closed under the reader): the start
+    fails with its message, and the reading thread ends quietly instead of raising
+    ``ValueError: readline of closed file`` on its own."""
+    seen: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_value))
+    proc = subprocess.Popen([sys.executable, "-c", "pass"], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    with pytest.raises(packproc.PackStartError, match="exited with code 0 before printing its port"):
+        packproc._read_port(proc, timeout=10)
+    assert seen == []

@@ -354,7 +354,10 @@ def _read_port(proc: subprocess.Popen, timeout: float) -> int:
     box: dict[str, bytes] = {}
 
     def read() -> None:
-        box["line"] = proc.stdout.readline()  # type: ignore[union-attr]
+        try:
+            box["line"] = proc.stdout.readline()  # type: ignore[union-attr]
+        except (ValueError, OSError):  # the pack was closed meanwhile: its stdout reads as ended
+            box["line"] = b""
 
     t = threading.Thread(target=read, daemon=True)
     t.start()
@@ -378,8 +381,11 @@ def _drain(stream) -> None:
     """Keep reading the pack's stdout (policies may print) so its pipe never fills."""
 
     def run() -> None:
-        for _ in iter(lambda: stream.read(65536), b""):
-            pass
+        try:
+            for _ in iter(lambda: stream.read(65536), b""):
+                pass
+        except (ValueError, OSError):  # the pack was closed meanwhile (its stdout with it)
+            return
 
     threading.Thread(target=run, daemon=True).start()
 
