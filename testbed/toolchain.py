@@ -243,15 +243,26 @@ def _install(built: Path, dest: Path) -> None:
     os.replace(tmp, dest)  # noqa: PTH105
 
 
+def _go_binary(cache: Path, out: Path, name: str, requires: dict[str, str], package: str, ldflags: str = "-s -w",
+               replaces: dict[str, str] | None = None, what: str = "") -> list[Path]:
+    """Build one Go command from the module proxy and install it as ``out/<name>``: a scratch module
+    (``cache/src/<name>``) requiring ``requires`` (with ``replaces``) that imports ``package``,
+    ``go mod tidy``, then ``go build -trimpath`` with ``ldflags``. ``what`` names it in errors
+    (default ``name``). ToolchainError: a Go step failed (:func:`run_go`)."""
+    what = what or name
+    src = _scratch(cache, name, _gomod(name, requires, replaces or {}), [package])
+    run_go(["mod", "tidy"], src, f"{what} (go mod tidy)")
+    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(src / name), package], src, what)
+    _install(src / name, out / name)
+    return [out / name]
+
+
 def build_pulumi(v: dict, cache: Path, out: Path) -> list[Path]:
     p = v["pulumi"]
     sdk = "github.com/pulumi/pulumi/sdk/v3"
-    src = _scratch(cache, "pulumi", _gomod("pulumi", {p["module"]: p["version"], sdk: p["version"]}, p["replace"]), [p["package"]])
-    run_go(["mod", "tidy"], src, "pulumi CLI (go mod tidy)")
-    ldflags = f"-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version={p['version']}"
-    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(src / "pulumi"), p["package"]], src, "pulumi CLI")
-    _install(src / "pulumi", out / "pulumi")
-    return [out / "pulumi"]
+    return _go_binary(cache, out, "pulumi", {p["module"]: p["version"], sdk: p["version"]}, p["package"],
+                      f"-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version={p['version']}",
+                      replaces=p["replace"], what="pulumi CLI")
 
 
 def _langhost_pins() -> list[str]:
@@ -342,43 +353,27 @@ def build_kubernetes(v: dict, cache: Path, out: Path) -> list[Path]:
 
 def build_etcd(v: dict, cache: Path, out: Path) -> list[Path]:
     e = v["etcd"]
-    src = _scratch(cache, "etcd", _gomod("etcd", {e["module"]: e["version"]}, {}), [e["module"]])
-    run_go(["mod", "tidy"], src, "etcd (go mod tidy)")
-    run_go(["build", "-v", "-trimpath", "-ldflags", "-s -w", "-o", str(src / "etcd"), e["module"]], src, "etcd")
-    _install(src / "etcd", out / "etcd")
-    return [out / "etcd"]
+    return _go_binary(cache, out, "etcd", {e["module"]: e["version"]}, e["module"])
 
 
 def build_kwok(v: dict, cache: Path, out: Path) -> list[Path]:
     k = v["kwok"]
-    src = _scratch(cache, "kwok", _gomod("kwok", {k["module"]: k["version"]}, {}), [k["package"]])
-    run_go(["mod", "tidy"], src, "kwok (go mod tidy)")
-    ldflags = f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={k['version']}"
-    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(src / "kwok"), k["package"]], src, "kwok")
-    _install(src / "kwok", out / "kwok")
-    return [out / "kwok"]
+    return _go_binary(cache, out, "kwok", {k["module"]: k["version"]}, k["package"],
+                      f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={k['version']}")
 
 
 def build_kwokctl(v: dict, cache: Path, out: Path) -> list[Path]:
     """Kwokctl from kwok's module and version (``versions.json`` pins them once, under ``kwok``)."""
-    k, pkg = v["kwok"], v["kwokctl"]["package"]
-    src = _scratch(cache, "kwokctl", _gomod("kwokctl", {k["module"]: k["version"]}, {}), [pkg])
-    run_go(["mod", "tidy"], src, "kwokctl (go mod tidy)")
-    ldflags = f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={k['version']}"
-    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(src / "kwokctl"), pkg], src, "kwokctl")
-    _install(src / "kwokctl", out / "kwokctl")
-    return [out / "kwokctl"]
+    k = v["kwok"]
+    return _go_binary(cache, out, "kwokctl", {k["module"]: k["version"]}, v["kwokctl"]["package"],
+                      f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version={k['version']}")
 
 
 def build_act(v: dict, cache: Path, out: Path) -> list[Path]:
     """nektos/act, the Actions engine the real suite runs the workflows under (host mode)."""
     a = v["act"]
-    src = _scratch(cache, "act", _gomod("act", {a["module"]: a["version"]}, {}), [a["package"]])
-    run_go(["mod", "tidy"], src, "act (go mod tidy)")
-    ldflags = f"-s -w -X main.version={a['version'].lstrip('v')}"
-    run_go(["build", "-v", "-trimpath", "-ldflags", ldflags, "-o", str(src / "act"), a["package"]], src, "act")
-    _install(src / "act", out / "act")
-    return [out / "act"]
+    return _go_binary(cache, out, "act", {a["module"]: a["version"]}, a["package"],
+                      f"-s -w -X main.version={a['version'].lstrip('v')}")
 
 
 def gitea_share(cache: Path) -> Path:
