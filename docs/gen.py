@@ -299,18 +299,19 @@ def _record(name: str) -> Any:
 
 
 def policy_page(policy: Any) -> str:
-    """``docs/policies/<policy>.md``: metadata, rules, configuration, the module's account, fixtures."""
-    from core.judging import registry
-
+    """``docs/policies/<policy>.md``: metadata, rules, configuration, the record's account, fixtures."""
     record = _record(policy.name)
     src = record.record.module.replace(".", "/") + ".py"
-    lines = [_banner(f"{src} and policies/fixtures/{policy.name}/"), f"# `{policy.name}`", "",
+    # The code that reads the manifests: the record's check (in src), else the pack module's validate.
+    reader = "" if record.record.check is not None else f"policies/{record.family}.py"
+    sources = f"{src}, {reader}" if reader else src
+    lines = [_banner(f"{sources} and policies/fixtures/{policy.name}/"), f"# `{policy.name}`", "",
              _cell(policy.description), "",
              "| kind | enforcement level | severity |", "| --- | --- | --- |",
              f"| {_kind(policy)} | {_level(policy)} | {policy.severity.value if policy.severity else ''} |", ""]
     if policy.remediation_steps:
         lines += ["**How to fix.** " + _cell(policy.remediation_steps), ""]
-    rules = [r for r in registry.RULES.values() if r.policy == policy.name]
+    rules = record.rules
     if rules:
         lines += ["## Rules", "", f"Each worded once beside the policy's record, in [{src}](../../{src}); the pack judges them on the "
                   "rendered manifests, a stack's too.", "", "| rule | what | source |", "| --- | --- | --- |"]
@@ -327,7 +328,9 @@ def policy_page(policy: Any) -> str:
         lines.append("")
     doc = record.doc.strip()
     if doc:
-        lines += [f"## What it judges ([{src}](../../{src}))", "", _rst(doc), ""]
+        read = ("The manifests are read by the record's check there." if not reader
+                else f"The manifests are read in [{reader}](../../{reader}).")
+        lines += [f"## What it judges ([{src}](../../{src}))", "", _rst(doc), "", read, ""]
     lines += ["## Fixtures", "",
               f"`policies/fixtures/{policy.name}/`: each allowed file gives no violation; each disallowed one a violation "
               "whose message contains every `expect` line (`tests/policies/test_fixtures.py`).", ""]
@@ -355,7 +358,7 @@ def policies_index() -> str:
     names = {p.name for p in _policies()}
     # By id: the registry's order is the order its families were imported in, which a test run may change.
     stack_only = sorted((r for r in registry.RULES.values() if r.policy is None or r.policy not in names), key=lambda r: r.id)
-    lines = [_banner("the pack's metadata (policies/) and core/judging/registry.py"), "# The policy pack: every policy", "",
+    lines = [_banner("the policy records (core/rulebook/, core/judging/registry.py) and the pack (policies/)"), "# The policy pack: every policy", "",
              "`policies/` is a pulumi-policy (CrossGuard) pack built from the policy records: each policy is one "
              "record beside its rules in its rule family (`core/rulebook/<family>.py`: description, enforcement level, "
              "severity, remediation steps, an optional config schema, its account, and a workload check or a validate "

@@ -1,9 +1,10 @@
 """The llm-serving policy pack: assembles the PolicyPack from the policy registry.
 
-Each module in this directory (not starting with "_", not ``policylib``) is a rule family
-(``allocation.py`` mirrors ``core/rulebook/allocation.py``) that declares its policies, one record
-each (:mod:`policylib.declare`); a policy's fixtures are under ``fixtures/<policy-name>/``. The Pulumi CLI runs this
-file (``pulumi preview --policy-pack policies``); so does the offline runner
+Each policy is a record beside its rules, in its rule family ``core/rulebook/<family>.py``
+(:func:`core.judging.registry.declare_policy`); each module in this directory (not starting with
+"_", not ``policylib``) binds the validates of its family's policies that read the manifests
+(:mod:`policylib.declare`); a policy's fixtures are under ``fixtures/<policy-name>/``. The Pulumi
+CLI runs this file (``pulumi preview --policy-pack policies``); so does the offline runner
 (``python -m tools.analyze``), as its own process over the analyzer gRPC protocol.
 """
 

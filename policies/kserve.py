@@ -9,7 +9,6 @@ from core.judging import terms
 from core.judging.terms import message
 from core.k8s import manifests
 from core.k8s.manifests import objects
-from core.k8s.manifests.read import as_map, whole_number
 from core.rulebook import kserve
 from core.rulebook import kserve as rules
 from policylib import containers, declare, stackconfig, views
@@ -45,20 +44,7 @@ def isvc_not_parked_silently(args: ResourceValidationArgs, report_violation: Rep
 declare.validate("isvc-not-parked-silently", isvc_not_parked_silently)
 
 
-# --- isvc-raw-min-replicas: ``minReplicas: 0`` does not scale a RawDeployment InferenceService to zero.
-
-
-def isvc_raw_min_replicas(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    w = views.of(args)
-    if w is None or args.resource_type != manifests.ISVC_TYPE:
-        return
-    predictor = as_map(as_map(args.props.get("spec")).get("predictor"))
-    breach = kserve.raw_min_replicas(w.deployment_mode, whole_number(predictor.get("minReplicas")),
-                                     whole_number(predictor.get("maxReplicas")), w.cards_per_pod)
-    containers.report(args, report_violation, w, breach)
-
-
-declare.validate("isvc-raw-min-replicas", isvc_raw_min_replicas)
+# --- isvc-raw-min-replicas: judged by its record's check (core.rulebook.kserve.raw_min_replicas_check).
 
 
 # --- isvc-runtime-supports-format: the ServingRuntime an InferenceService names supports its model format.

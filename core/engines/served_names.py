@@ -59,7 +59,7 @@ def flag_once(found: Sequence[tuple[str, Sequence[str]]]) -> Breach | None:
                   f"({', '.join(found[-1][1]) or 'empty'}) and drops {', '.join(dropped) or 'the others'}", _EACH)
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "vllm-served-model-names",

@@ -8,6 +8,11 @@ ONCE with :class:`Setting` references, and rendered in the user's own terms by
 :meth:`Breach.render`: the stack file's key (``max_model_len``) for a stack, the server flag or
 manifest field (``--max-model-len``) for hand-written YAML.
 
+Each pack policy is a record here too (:class:`PolicyRecord`, filed by :func:`declare_policy`
+beside the rules it judges by, in :data:`POLICIES`): its name, texts, kind, level, severity,
+configuration and account; the pack joins each with the code that reads the manifests
+(``policies/policylib/declare.py``).
+
 Plain Python, no Pulumi and no pydantic import.
 """
 
@@ -17,7 +22,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from core.judging.problems import Finding, Problem
@@ -252,10 +257,11 @@ POLICIES: dict[str, PolicyRecord] = {}
 def declare_policy(name: str, description: str, remediation: str, *, kind: PolicyKind, level: Level,
                    severity: SeverityName, doc: str, config: Mapping[str, Any] | None = None,
                    check: Check | None = None) -> PolicyRecord:
-    """File pack policy ``name``, beside the rules it judges by. ValueError, at import: a name that
+    """File pack policy ``name``, beside the rules it judges by; called at a rule family's top level
+    (the calling module is the record's ``module``). ValueError, at import: a name that
     is not lowercase words joined by ``-``, an empty description, remediation or ``doc``, an unknown
     kind, level or severity, a configuration property without a type and a description, a ``check``
-    on a stack policy, or a name declared twice."""
+    on a stack policy, or a name declared twice with another record."""
     module = str(sys._getframe(1).f_globals.get("__name__", ""))  # noqa: SLF001 - the declaring family
     if not _POLICY_NAME.fullmatch(name):
         raise ValueError(f"policy name {name!r}: use lowercase words joined by '-' (e.g. gpu-card-allocation)")
@@ -275,10 +281,17 @@ def declare_policy(name: str, description: str, remediation: str, *, kind: Polic
                          "or read the whole stack in policies/<family>.py")
     record = PolicyRecord(name, description, remediation, kind, level, severity, doc, dict(config or {}), check, module)
     known = POLICIES.get(name)
-    if known is not None and known.module != module:
+    if known is not None and _comparable(known) != _comparable(record):
         raise ValueError(f"policy {name} is declared twice ({known.module} and {module})")
     POLICIES[name] = record
     return record
+
+
+def _comparable(record: PolicyRecord) -> tuple:
+    """A record as compared for a second declaration: a module imported again declares the same
+    record (its check a new function of the same name), which is no conflict."""
+    check = record.check
+    return (replace(record, check=None), None if check is None else (check.__module__, check.__qualname__))
 
 
 def register(rule: Rule) -> Rule:

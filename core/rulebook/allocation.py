@@ -161,7 +161,7 @@ def rollout_room(strategy_at: str, written: str, cards_per_pod: int, surge_pods:
     )
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 GPU_CARD_ALLOCATION_CONFIG = {
     "countSurge": {

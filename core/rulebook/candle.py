@@ -74,7 +74,7 @@ def device_ordinals(values: Sequence[str], cards: int) -> Breach | None:
                   "container", _fix(_want(len(set(ordinals)))))
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "candle-vllm-args",

@@ -130,7 +130,7 @@ def measured_within_card(field: str, value: float, bound: str) -> Breach | None:
                   f"copy {field} from the server's own startup log on this card, or remove it")
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "kv-cache-fits-max-model-len",

@@ -82,7 +82,7 @@ def probe_scheme(field: str, probe: str, server: str, engine: str) -> Breach | N
                   f"set the {field}'s httpGet.scheme: {server.upper()} (the kubelet does not verify the certificate)")
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "server-listen-endpoint",

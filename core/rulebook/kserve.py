@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from core.base import facts
 from core.judging.registry import MANIFEST, STACK, Breach, declare_policy, only, rule
+from core.k8s.manifests.read import ISVC_TYPE, as_map, whole_number
 
 OWNED_SOURCE = ("KServe RawDeployment names its predictor Service and Deployment <isvc>-predictor; seed 001 "
                 "(coder-service.yaml beside the still-managed coder InferenceService)")
@@ -87,7 +88,7 @@ def deployment_mode(written: str | None, cluster_default: str, cards: int) -> Br
                   f"set annotation {facts.KSERVE_DEPLOYMENT_MODE_ANNOTATION}: {facts.KSERVE_RAW_MODE}")
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "isvc-not-parked-silently",
@@ -154,6 +155,16 @@ them. Does not check: objects outside the stack (KServe's own are not in it).
 )
 
 
+def raw_min_replicas_check(w, manifest, config) -> Breach | None:
+    """isvc-raw-min-replicas on one workload: an InferenceService's mode, its predictor's
+    ``minReplicas`` and ``maxReplicas`` as written, and the cards a pod holds."""
+    if w.type != ISVC_TYPE:
+        return None
+    predictor = as_map(as_map(manifest.get("spec")).get("predictor"))
+    return raw_min_replicas(w.deployment_mode, whole_number(predictor.get("minReplicas")),
+                            whole_number(predictor.get("maxReplicas")), w.cards_per_pod)
+
+
 declare_policy(
     'isvc-raw-min-replicas',
     'A RawDeployment InferenceService does not rely on minReplicas 0 to scale to zero (KServe keeps one pod).',
@@ -164,6 +175,7 @@ declare_policy(
     kind="resource",
     level="advisory",
     severity="medium",
+    check=raw_min_replicas_check,
     doc="""isvc-raw-min-replicas: ``minReplicas: 0`` does not scale a RawDeployment InferenceService to zero.
 
 Rule: an InferenceService annotated ``serving.kserve.io/deploymentMode: RawDeployment`` whose

@@ -110,7 +110,7 @@ def egress_for_hub(model: str, policies: Sequence[str], dns: bool, https: bool) 
                   "serve the model from a volume with HF_HUB_OFFLINE=1")
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "ingress-admits-server-port",

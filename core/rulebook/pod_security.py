@@ -249,7 +249,7 @@ def env_var_secret(name: str, value: Any) -> Breach | None:
                   "{name: <secret>, key: <key>}), or mount the Secret as a file")
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "model-mounts-read-only",

@@ -115,7 +115,7 @@ def node_offers(resource: str, amount: str, node: str, offered: Sequence[str], t
                   "resource in the node's extended_resources once the node offers it")
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "gpu-runtime-class",

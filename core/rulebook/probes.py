@@ -102,7 +102,7 @@ def liveness_window(timeout: int, period: int, threshold: int, same_as_readiness
                   "10 s, 30 s x 4), longer than the readiness probe's")
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "model-server-readiness",

@@ -306,7 +306,7 @@ def kserve_label(name: str) -> Breach | None:
                   f"shorten {S.name} to at most {kube.LABEL_VALUE_MAX - len(label) + len(name)} characters")
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "gpu-memory-request",

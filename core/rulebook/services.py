@@ -141,7 +141,7 @@ def service_links(service: str, engine: str, prefix: str, hits: Sequence[str]) -
     )
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "served-model-name-unique",

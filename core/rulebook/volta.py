@@ -86,7 +86,7 @@ def attention_backend(env: Mapping[str, str], sm: int = cards.SM_VOLTA) -> Breac
                   _env_fix(BACKEND_ENV, facts.VLLM_VOLTA_ENV[BACKEND_ENV]))
 
 
-# --- the pack policies' own text -----------------------------------------------------------------
+# --- the pack's policies: one record each ------------------------------------------------------------
 
 declare_policy(
     "vllm-volta",

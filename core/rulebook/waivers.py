@@ -124,6 +124,9 @@ policy by :mod:`policylib.declare`), this one does, each as ``waived <policy> by
 "<reason>": <finding>``; the reports show them as waived, with the reason. A waiver that
 names no policy of the pack, or gives no reason, waives nothing and is reported here.
 
+Advisory: a waived finding is shown, not enforced; a waiver that names no policy or gives no reason
+waives nothing, so the finding stays with its own policy at its own level.
+
 Source: kube-linter's ``ignore-check.kube-linter.io/<check>`` and checkov's ``checkov.io/skip<N>``
 annotations (a suppression carries its reason).
 

@@ -1,6 +1,6 @@
-"""The pack built from the policy registry (:data:`core.judging.registry.POLICIES`, joined with the pack's validates in :data:`policylib.declare.POLICIES`), kept out of
-``__main__`` so tests can list it: every rule family module of ``policies/`` imported, each of its
-policy records built once."""
+"""The pack built from the policy records (:data:`core.judging.registry.POLICIES`), each joined
+with the code that reads the manifests (:data:`policylib.declare.POLICIES`); kept out of
+``__main__`` so tests can list it: every module of ``policies/`` imported, each policy built once."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ example filed is taken out of the registries afterwards.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import sys
@@ -27,12 +28,22 @@ PAGE = ROOT / "docs" / "adding-a-policy.md"
 NAME = "gpu-replicas-declared"
 #: A fenced block of the page: its language and its text (the first line names its file).
 _BLOCK = re.compile(r"^```(python|yaml)\n(.*?)^```", re.M | re.S)
-#: What the family module imports (the page's block is appended to it, with the import it says to add).
-HEADER = """from __future__ import annotations
+#: The block's first line: its file, the names it says the family imports, and the import it adds.
+_FIRST = re.compile(r"# (?P<file>\S+) \(the family imports (?P<names>[^;]+); add: (?P<add>[^)]+)\)")
 
-from core.judging.registry import Breach, declare_policy, rule
-from core.k8s.manifests.read import as_map
-"""
+
+def _header(first_line: str) -> str:
+    """The family module's own imports (each top-level import statement of the file the block names),
+    then the import the block says to add: what the block is appended to. The names the line says
+    the family imports must be among them."""
+    m = _FIRST.fullmatch(first_line.strip())
+    assert m, f"{PAGE.name}: the Python block starts '# <file> (the family imports A, B and C; add: <import>)'"
+    source = (ROOT / m["file"]).read_text(encoding="utf-8")
+    imports = [n for n in ast.parse(source).body if isinstance(n, ast.Import | ast.ImportFrom)]
+    have = {a.asname or a.name for n in imports for a in n.names}
+    said = set(re.split(r", | and ", m["names"]))
+    assert said <= have, f"the page says {m['file']} imports {sorted(said - have)}; it does not"
+    return "\n".join([*(ast.get_source_segment(source, n) or "" for n in imports), m["add"]]) + "\n"
 
 
 def _blocks() -> list[tuple[str, str, str]]:
@@ -58,7 +69,7 @@ def example(tmp_path, monkeypatch):
     blocks = _blocks()
     (code,) = (text for language, _, text in blocks if language == "python")
     module_path = tmp_path / "pods_example.py"
-    module_path.write_text(HEADER + "\n\n" + code, encoding="utf-8")
+    module_path.write_text(_header(code.splitlines()[0]) + "\n\n" + code, encoding="utf-8")
     fixtures = tmp_path / "fixtures"
     for language, dest, text in blocks:
         if language == "yaml":
