@@ -498,6 +498,26 @@ def pages() -> dict[Path, str]:
     }
     for policy in _policies():
         out[DOCS / "policies" / f"{policy.name}.md"] = policy_page(policy)
+    out.update(policy_counts(len(_policies()), out))
+    return out
+
+
+#: A verdict line's policy count as the README and docs/ quote it (``..., 17 resources, 58 policies)``).
+_COUNT = re.compile(r"(resources, )(\d+)( policies\))")
+
+
+def policy_counts(count: int, generated: dict[Path, str]) -> dict[Path, str]:
+    """The README and the hand-written pages of docs/ that quote a verdict line, with its policy count
+    set to ``count`` (the pack's): sample output that follows the pack, so adding a policy edits no
+    page by hand. Pages with nothing to change are left out."""
+    out = {}
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        if page in generated or not page.is_file():
+            continue
+        text = page.read_text(encoding="utf-8")
+        new = _COUNT.sub(lambda m: f"{m[1]}{count}{m[3]}", text)
+        if new != text:
+            out[page] = new
     return out
 
 

@@ -99,3 +99,13 @@ def test_the_policy_count_in_sample_output_is_the_packs():
             if int(quoted) != count:
                 stale.append(f"{page.relative_to(ROOT)}: {quoted}")
     assert stale == [], f"the pack has {count} policies"
+
+
+def test_the_generator_sets_the_quoted_policy_count_to_the_packs():
+    """``python3 dev.py docs`` writes the pack's count into every quoted verdict line, so a new policy
+    edits no page by hand; pages already right are left out."""
+    readme = ROOT / "README.md"
+    assert gen.policy_counts(len(gen._policies()), {}) == {}
+    rewritten = gen.policy_counts(1000, {})
+    assert readme in rewritten and "17 resources, 1000 policies)" in rewritten[readme]
+    assert readme not in gen.policy_counts(1000, {readme: ""})
