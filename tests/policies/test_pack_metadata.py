@@ -100,13 +100,13 @@ def test_a_record_refuses_what_would_land_half_described():
 @pytest.mark.parametrize("name", NAMES)
 def test_enforcement_levels_are_the_documented_decision(name):
     """Mandatory where the mistake breaks serving (a server or a client stops); advisory where it is
-    judgement, and then the record says why in its account, in a paragraph starting ``Advisory``
+    judgement, and then the record says why in its account, on a line starting ``Advisory``
     (what still works when it is broken: seed 002 kept a served model name on two servers while
     moving clients), which a mandatory policy does not have."""
     p = declare.POLICIES[name]
     says_why = re.search(r"^Advisory\b", p.doc, re.M) is not None
     if p.level == EnforcementLevel.ADVISORY:
-        assert says_why, f"{name}: advisory, so its account says why in a paragraph starting 'Advisory:'"
+        assert says_why, f"{name}: advisory, so its account says why on a line starting 'Advisory'"
     else:
         assert p.level == EnforcementLevel.MANDATORY and not says_why, f"{name}: mandatory, yet its account says 'Advisory'"
 
@@ -117,3 +117,24 @@ def test_a_record_says_what_it_does_not_check():
     assert cards.startswith("taints and tolerations; fractional cards (time-sliced cards count as the nvidia.com/gpu")
     assert "\n" not in cards
     assert declare.POLICIES["model-cache-usable"].does_not_check.startswith("a container whose HOME is not known")
+
+
+def test_a_family_declaring_a_policy_again_with_another_record_is_refused_and_an_import_again_is_not():
+    """Within the family that declared it, a second ``declare_policy`` of the same name with another
+    record (a pasted copy edited) is refused; the same record again (the module imported a second
+    time) is accepted and leaves the record as it was."""
+    record = registry.POLICIES["vllm-context-window"]
+    def again(remediation: str) -> str:
+        return ("from core.judging.registry import declare_policy\n"
+                f"declare_policy({record.name!r}, {record.description!r}, {remediation!r}, kind={record.kind!r}, "
+                f"level={record.level!r}, severity={record.severity!r}, doc={record.doc!r}, config={dict(record.config)!r})\n")
+
+    family = {"__name__": record.module}
+    try:
+        exec(again(record.remediation), dict(family))  # noqa: S102 - the family's own call, again
+        assert registry.POLICIES[record.name] == record
+        with pytest.raises(ValueError, match="policy vllm-context-window is declared twice"):
+            exec(again("another fix"), dict(family))  # noqa: S102
+        assert registry.POLICIES[record.name] == record
+    finally:
+        registry.POLICIES[record.name] = record  # the very object the pack was built from
