@@ -496,9 +496,10 @@ def pages() -> dict[Path, str]:
         DOCS / "catalog.md": catalog_page(),
         DOCS / "policies" / "index.md": policies_index(),
     }
-    for policy in _policies():
+    policies = _policies()
+    for policy in policies:
         out[DOCS / "policies" / f"{policy.name}.md"] = policy_page(policy)
-    out.update(policy_counts(len(_policies()), out))
+    out.update(policy_counts(len(policies), out))
     return out
 
 
